@@ -1,0 +1,3 @@
+"""vkverify: a model checker and test driver for Vulkan compute synchronization."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,154 @@
+"""Pipeline barriers on one queue: what they do to one earlier access.
+
+An access's relation to later commands on its queue is a small state: the
+stages its execution dependency chain reaches, whether it was made
+available, and the (stage, access) pairs it was made visible to. Barriers
+only grow that state, so `state_at` jumps from one state-changing barrier to
+the next instead of walking every barrier in between (the per-queue index
+of barrier kinds makes this independent of the distance).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from ..model import ir
+from .scopes import access_scope, accesses, explicit_stages, first_execution_scope, second_execution_scope
+
+
+@dataclass(frozen=True)
+class BarrierEntry:
+    """One memory barrier of a vkCmdPipelineBarrier2, in root-memory coordinates."""
+
+    root: str | None  # None: a global memory barrier
+    lo: int
+    hi: int
+    src_exec: frozenset[str]
+    src_stages: frozenset[str]
+    src_access: frozenset[str]
+    dst_exec: frozenset[str]
+    dst_scope: frozenset[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class State:
+    chain: frozenset[str] = frozenset()  # stages ordered after the access
+    available: bool = False
+    visible: frozenset[tuple[str, str]] = frozenset()
+
+
+EMPTY = State()
+FULL, NONE, PARTIAL = 1, 0, 2
+
+
+def compile_barrier(b: ir.Barrier, index: ir.StreamIndex) -> tuple[BarrierEntry, ...]:
+    """Spec 7.6 vkCmdPipelineBarrier2: a global barrier, or one entry per buffer barrier."""
+    def entry(x, root, lo, hi):
+        return BarrierEntry(root, lo, hi, first_execution_scope(x.src_stage), explicit_stages(x.src_stage),
+                            accesses(x.src_access), second_execution_scope(x.dst_stage),
+                            access_scope(x.dst_stage, x.dst_access))
+    if not b.buffers:
+        return (entry(b, None, 0, 0),)
+    out = []
+    for bb in b.buffers:
+        root, base = index.root(bb.buffer)
+        out.append(entry(bb, root, base + bb.offset, base + bb.offset + bb.size))
+    return tuple(out)
+
+
+def coverage(entry: BarrierEntry, root: str, lo: int, hi: int) -> int:
+    if entry.root is None:
+        return FULL
+    if entry.root != root or entry.hi <= lo or entry.lo >= hi:
+        return NONE
+    return FULL if entry.lo <= lo and entry.hi >= hi else PARTIAL
+
+
+def apply_barrier(state: State, entries: tuple[BarrierEntry, ...], covers: tuple[int, ...],
+                  stage: str, write: str | None) -> State:
+    """Spec 7.1 execution and memory dependencies; entries of one command do not chain (7.6)."""
+    chain, available, visible = state.chain, state.available, state.visible
+    for e, cover in zip(entries, covers):
+        if stage not in e.src_exec and not (state.chain & e.src_exec):
+            continue
+        chain = chain | e.dst_exec
+        if write is None or cover != FULL:
+            continue
+        # Availability from this entry's first access scope, or from an earlier chained barrier.
+        if state.available or (stage in e.src_stages and write in e.src_access):
+            available = True
+            visible = visible | e.dst_scope
+    return State(chain, available, visible)
+
+
+class BarrierLog:
+    """The barriers recorded on one queue, indexed by kind for `state_at`."""
+
+    def __init__(self) -> None:
+        self.kind_ids: dict[tuple[BarrierEntry, ...], int] = {}
+        self.kinds: list[tuple[BarrierEntry, ...]] = []
+        self.positions: list[list[int]] = []  # per kind, increasing
+        self._transitions: dict = {}
+        self._moving: dict = {}
+
+    def add(self, pos: int, entries: tuple[BarrierEntry, ...]) -> None:
+        kind = self.kind_ids.get(entries)
+        if kind is None:
+            kind = self.kind_ids[entries] = len(self.kinds)
+            self.kinds.append(entries)
+            self.positions.append([])
+        self.positions[kind].append(pos)
+
+    def _step(self, state: State, kind: int, key: tuple) -> State | tuple[int, ...]:
+        """The state after one barrier of `kind`, or the cut points where its ranges split the query."""
+        memo = (state, kind, key)
+        found = self._transitions.get(memo)
+        if found is None:
+            stage, write, root, lo, hi = key
+            entries = self.kinds[kind]
+            covers = tuple(coverage(e, root, lo, hi) for e in entries)
+            if PARTIAL in covers:
+                found = tuple(sorted({x for e, c in zip(entries, covers) if c == PARTIAL
+                                      for x in (e.lo, e.hi) if lo < x < hi}))
+            else:
+                found = apply_barrier(state, entries, covers, stage, write)
+            self._transitions[memo] = found
+        return found
+
+    def state_at(self, stage: str, write: str | None, root: str, lo: int, hi: int,
+                 start: int, end: int) -> list[tuple[int, int, State]]:
+        """The state of an access at `start` after the barriers up to position `end`, per sub-range."""
+        key = (stage, write, root, lo, hi)
+        state, pos = EMPTY, start
+        while True:
+            moving = self._moving_kinds(state, key)
+            if isinstance(moving, tuple) and moving and moving[0] == -1:  # a buffer barrier splits the range
+                cuts = (lo,) + moving[1:] + (hi,)
+                return [piece for a, b in zip(cuts, cuts[1:])
+                        for piece in self.state_at(stage, write, root, a, b, start, end)]
+            nearest, nearest_kind = end + 1, -1
+            for kind in moving:
+                positions = self.positions[kind]
+                i = bisect_right(positions, pos)
+                if i < len(positions) and positions[i] < nearest:
+                    nearest, nearest_kind = positions[i], kind
+            if nearest_kind < 0:
+                return [(lo, hi, state)]
+            state, pos = self._step(state, nearest_kind, key), nearest
+
+    def _moving_kinds(self, state: State, key: tuple) -> tuple[int, ...]:
+        """Kinds whose barriers would change `state` (-1 first, then cut points, if one splits the range)."""
+        memo = (state, key, len(self.kinds))
+        found = self._moving.get(memo)
+        if found is None:
+            moving, cuts = [], set()
+            for kind in range(len(self.kinds)):
+                after = self._step(state, kind, key)
+                if isinstance(after, tuple):
+                    cuts.update(after)
+                elif after != state:
+                    moving.append(kind)
+            found = (-1, *sorted(cuts)) if cuts else tuple(moving)
+            self._moving[memo] = found
+        return found

@@ -1,0 +1,372 @@
+"""The happens-before checker: runs a stream in one legal order and compares accesses.
+
+Queues and host threads are agents with vector clocks (syncval's and
+ThreadSanitizer's approach): a clock entry counts the *releases* of an
+agent (semaphore or fence signals and submit ends on a queue, every op on a
+host thread) that an agent has acquired. On a queue, clocks are kept per
+stage (execution) and per (stage, access) (visibility), since semaphore
+waits and barriers only reach the stages in their scopes. Ordering on one
+queue comes from its barriers (barriers.BarrierLog). Each memory keeps a
+RangeMap of the last write and the reads since it, so a new access is
+compared with a handful of earlier ones.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from itertools import count
+
+from ..model import ir
+from ..model.names import DEVICE_STAGES
+from . import fixes
+from .barriers import BarrierLog, compile_barrier
+from .findings import Finding
+from .rangemap import RangeMap, Segment
+from .scopes import first_execution_scope, second_execution_scope
+
+Clock = tuple[int, ...]
+HOST_VISIBLE = ("host_coherent", "host_cached")
+# (stage, access) pairs that commands perform; visibility clocks are kept for these.
+DEVICE_ACCESSES = (("draw_indirect", "indirect_command_read"), ("compute_shader", "shader_storage_read"),
+                   ("compute_shader", "uniform_read"), ("compute_shader", "shader_storage_write"),
+                   ("copy", "transfer_read"), ("copy", "transfer_write"), ("clear", "transfer_write"))
+
+
+def join(a: Clock, b: Clock) -> Clock:
+    if a is b or a == b:
+        return a
+    return tuple(map(max, a, b))
+
+
+@dataclass(slots=True, eq=False)
+class Access:
+    agent: int
+    pos: int  # position on the agent: queue command counter or host op index
+    stage: str
+    reads: tuple[str, ...]  # access names
+    write: str | None
+    ref: str
+    buffer: str
+    uid: int  # the command execution or host op performing it
+    label: str | None
+    family: int | None  # queue family; None for host
+
+
+@dataclass(eq=False)
+class QueueAgent:
+    index: int
+    id: str
+    device: str
+    family: int
+    clock_width: int
+    log: BarrierLog = field(default_factory=BarrierLog)
+    pos: int = 0
+    release_pos: list[int] = field(default_factory=list)
+    release_scope: list[frozenset[str]] = field(default_factory=list)
+    pending: deque = field(default_factory=deque)  # batches: (submit ref, thread clock, batch, fence or None)
+
+    def __post_init__(self) -> None:
+        zero = (0,) * self.clock_width
+        self.exec_clock = {s: zero for s in DEVICE_STAGES}
+        self.vis_clock = {pair: zero for pair in DEVICE_ACCESSES}
+
+    def release(self, scope: frozenset[str]) -> tuple[int, Clock]:
+        """A signal at the current position: its release index and the clock it carries."""
+        self.release_pos.append(self.pos)
+        self.release_scope.append(scope)
+        clock = (0,) * self.clock_width
+        for s in scope & self.exec_clock.keys():
+            clock = join(clock, self.exec_clock[s])
+        k = len(self.release_pos)
+        return k, clock[:self.index] + (k,) + clock[self.index + 1:]
+
+    def acquire(self, clock: Clock, stages: frozenset[str]) -> None:
+        """Spec 7.4.2: a semaphore wait is a memory dependency for the stages in its scope."""
+        for s in stages:
+            if s in self.exec_clock:
+                self.exec_clock[s] = join(self.exec_clock[s], clock)
+        for pair in DEVICE_ACCESSES:
+            if pair[0] in stages:
+                self.vis_clock[pair] = join(self.vis_clock[pair], clock)
+
+
+@dataclass(eq=False)
+class ThreadAgent:
+    index: int
+    id: str
+    ops: tuple[ir.HostOp, ...]
+    clock: Clock
+    pc: int = 0
+    acquired: dict = field(default_factory=dict)  # agent -> [(clock value, op position)]
+
+    def acquire(self, clock: Clock) -> None:
+        new = join(self.clock, clock)
+        if new is not self.clock:
+            for agent, (old, value) in enumerate(zip(self.clock, new)):
+                if value > old:
+                    self.acquired.setdefault(agent, []).append((value, self.pc))
+            self.clock = new
+
+    def acquired_at(self, agent: int, value: int) -> int:
+        """The op position at which this thread first acquired `value` of `agent`."""
+        log = self.acquired.get(agent, [])
+        i = bisect_left([v for v, _ in log], value)
+        return log[i][1] if i < len(log) else self.pc
+
+
+class Checker:
+    def __init__(self, stream: ir.Stream) -> None:
+        self.stream = stream
+        self.index = stream.index
+        threads = stream.threads
+        n = sum(len(d.queues) for d in stream.devices) + len(threads)
+        self.queues: dict[str, QueueAgent] = {}
+        for d in stream.devices:
+            for q in d.queues:
+                self.queues[q.id] = QueueAgent(len(self.queues), q.id, d.id, q.family, n)
+        self.threads = [ThreadAgent(len(self.queues) + i, t.id, t.ops, (0,) * n) for i, t in enumerate(threads)]
+        self.agents: list = list(self.queues.values()) + self.threads
+        self.memories: dict[str, RangeMap] = {
+            b.id: RangeMap(b.size, b.memory in HOST_VISIBLE) for b in stream.buffers if b.alias_of is None}
+        self.barriers = {}
+        self.findings: dict[tuple, Finding] = {}
+        self.ranges: dict[tuple, list[int]] = {}
+        self.destroyed: dict[str, Access] = {}  # buffer -> its destroy
+        self.uids = count()
+        self.submissions = Counter(cb for t in threads for op in t.ops if isinstance(op, ir.Submit)
+                                   for b in op.batches for cb in b.command_buffers)
+        # Semaphores: timeline -> [(value, clock, ref)] in signal order; binary -> FIFO of signals.
+        self.timeline = {s.id: [] for s in stream.semaphores if s.type == "timeline"}
+        self.timeline_value = {s.id: s.initial for s in stream.semaphores if s.type == "timeline"}
+        self.binary_pending = {s.id: deque() for s in stream.semaphores if s.type == "binary"}
+        self.fences = {f.id: ("signaled", (0,) * n, None) if f.signaled else ("unsignaled", None, None)
+                       for f in stream.fences}
+
+    # ---- findings ----------------------------------------------------------
+
+    def report(self, kind: str, buffer: str | None, lo: int | None, hi: int | None,
+               first: Access | None, second: Access | None, fix: str, message: str,
+               racing: bool = False, ops: tuple[str, ...] | None = None) -> None:
+        key = (kind, buffer, first.ref if first else None, second.ref if second else None, ops)
+        if lo is not None:
+            span = self.ranges.setdefault(key, [lo, hi])
+            span[0], span[1] = min(span[0], lo), max(span[1], hi)
+        if key in self.findings:
+            return
+        describe = (lambda a: f"{a.stage}/{'+'.join(a.reads + ((a.write,) if a.write else ()))}")
+        self.findings[key] = Finding(
+            kind, message, fix, buffer, None, first.ref if first else None, second.ref if second else None,
+            describe(first) if first else None, describe(second) if second else None, racing, ops,
+            (first.label if first else None, second.label if second else None))
+
+    def result(self) -> list[Finding]:
+        from dataclasses import replace
+        out = []
+        for key, f in self.findings.items():
+            span = self.ranges.get(key)
+            out.append(replace(f, range=tuple(span)) if span else f)
+        return out
+
+    # ---- ordering ----------------------------------------------------------
+
+    def covering_release(self, e: Access) -> int | None:
+        """The first release of e's agent whose first synchronization scope contains e."""
+        agent = self.agents[e.agent]
+        if isinstance(agent, ThreadAgent):
+            return e.pos + 1
+        start = bisect_left(agent.release_pos, e.pos)
+        for i in range(start, len(agent.release_pos)):
+            scope = agent.release_scope[i]
+            if e.stage in scope:
+                return i + 1
+            root, lo, hi = self._root_range(e)
+            states = agent.log.state_at(e.stage, e.write, root, lo, hi, e.pos, agent.release_pos[i])
+            if all(s.chain & scope for _, _, s in states):
+                return i + 1
+        return None
+
+    def _root_range(self, e: Access) -> tuple[str, int, int]:
+        root, _ = self.index.root(e.buffer)
+        return root, 0, self.memories[root].segments[-1].hi  # whole memory: exec scope ignores ranges
+
+    def unordered(self, e: Access, x: Access, root: str, lo: int, hi: int,
+                  need: tuple[str, ...] | None) -> list[tuple[int, int]]:
+        """Sub-ranges of [lo, hi) where x is not ordered after e (need: accesses that must see e)."""
+        agent = self.agents[x.agent]
+        pending = [(lo, hi)]
+        if e.agent == x.agent:
+            if isinstance(agent, ThreadAgent):
+                return []  # host program order
+            pending = []
+            for a, b, s in agent.log.state_at(e.stage, e.write, root, lo, hi, e.pos, x.pos):
+                if x.stage not in s.chain or (need and not all((x.stage, acc) in s.visible for acc in need)):
+                    pending.append((a, b))
+            if not pending:
+                return []
+        k = self.covering_release(e)
+        if k is None:
+            return pending
+        if isinstance(agent, ThreadAgent):
+            clock = agent.clock
+        elif need:
+            clock = self.agents[x.agent].vis_clock[(x.stage, need[0])]
+            for acc in need[1:]:
+                clock = tuple(map(min, clock, agent.vis_clock[(x.stage, acc)]))
+        else:
+            clock = agent.exec_clock[x.stage]
+        return [] if clock[e.agent] >= k else pending
+
+    def racing(self, e: Access, x: Access) -> bool:
+        return e.agent != x.agent and bool(self.unordered(e, x, *self._root_range(x), None))
+
+    def host_visible_missing(self, e: Access, x: Access, root: str, lo: int, hi: int) -> list[tuple[int, int]]:
+        """Spec 7.9 host access: a device write read by the host must be visible to host/host_read
+        at the release the host waited for."""
+        queue = self.agents[e.agent]
+        acquired = self.agents[x.agent].clock[e.agent]
+        end = queue.release_pos[acquired - 1]
+        return [(a, b) for a, b, s in queue.log.state_at(e.stage, e.write, root, lo, hi, e.pos, end)
+                if ("host", "host_read") not in s.visible]
+
+    # ---- accesses ----------------------------------------------------------
+
+    def access(self, x: Access, lo: int, hi: int) -> None:
+        """Compare x with the most recent write and the reads since (buffer-relative [lo, hi))."""
+        destroyed = self.destroyed.get(x.buffer)
+        if destroyed is not None:
+            self.report("use_after_destroy", x.buffer, lo, hi, destroyed, x,
+                        f"remove {x.ref} or move the destroy of {x.buffer!r} ({destroyed.ref}) after it",
+                        f"{x.ref} uses {x.buffer!r} after {destroyed.ref} destroyed it")
+            return
+        buf = self.index.buffers[x.buffer]
+        root, base = self.index.root(x.buffer)
+        memory = self.memories[root]
+        rlo, rhi = base + lo, base + hi
+        segments = memory.span(rlo, rhi)
+        for seg in segments:
+            raw = bool(x.reads) and self.check_read(x, buf, root, base, seg)
+            if x.write:
+                self.check_write(x, buf, root, base, seg, skip_waw=raw)
+        if x.write:
+            seg = memory.overwrite(rlo, rhi)
+            seg.write = x
+            if x.family is not None and buf.sharing == "exclusive":
+                seg.owner = x.family
+        else:
+            for seg in segments:
+                key = (x.agent, x.stage)
+                seg.reads = tuple(r for r in seg.reads if (r.agent, r.stage) != key) + (x,)
+
+    def check_read(self, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment) -> bool:
+        """Report what x's read of seg violates; True when it is a RAW."""
+        w = seg.write
+        if w is None:
+            if not seg.initialized:
+                self.report("uninitialized_read", x.buffer, seg.lo - base, seg.hi - base, None, x,
+                            fixes.uninitialized(x), f"{x.ref} reads bytes of {x.buffer!r} that nothing wrote")
+            return False
+        if w.uid == x.uid:
+            return False
+        if x.family is not None and buf.sharing == "exclusive" and seg.owner not in (None, x.family):
+            self.report("ownership_missing", x.buffer, seg.lo - base, seg.hi - base, w, x,
+                        fixes.ownership(w, x, seg.owner),
+                        f"{x.ref} on family {x.family} reads bytes of exclusive {x.buffer!r} owned by family "
+                        f"{seg.owner} without an ownership transfer")
+        bad = self.unordered(w, x, root, seg.lo, seg.hi, x.reads)
+        host_read = x.family is None and w.family is not None
+        if not bad and host_read:
+            bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
+            if not bad and buf.memory == "host_cached":
+                thread = self.agents[x.agent]
+                waited = thread.acquired_at(w.agent, self.covering_release(w))
+                if seg.invalidated.get(x.agent, -1) < waited:
+                    bad = [(seg.lo, seg.hi)]
+        if not bad and w.family is None and x.family is not None and buf.memory == "host_cached":
+            clock = self.agents[x.agent].vis_clock[(x.stage, x.reads[0])]
+            if seg.flushed is None or clock[w.agent] <= seg.flushed:
+                bad = [(seg.lo, seg.hi)]
+        for a, b in bad:
+            self.report("raw", x.buffer, a - base, b - base, w, x, fixes.memory_dependency(self, w, x, buf),
+                        f"{x.ref} reads {x.buffer!r} bytes [{a - base}, {b - base}) that {w.ref} wrote, "
+                        f"without a memory dependency", self.racing(w, x))
+        return bool(bad)
+
+    def check_write(self, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment, skip_waw: bool) -> None:
+        w = seg.write
+        if w is not None and w.uid != x.uid and not skip_waw:
+            need = (x.write,) if x.family is not None else None
+            for a, b in self.unordered(w, x, root, seg.lo, seg.hi, need):
+                self.report("waw", x.buffer, a - base, b - base, w, x, fixes.memory_dependency(self, w, x, buf),
+                            f"{x.ref} writes {x.buffer!r} bytes [{a - base}, {b - base}) that {w.ref} wrote, "
+                            f"without a memory dependency", self.racing(w, x))
+        for r in seg.reads:
+            if r.uid == x.uid:
+                continue
+            for a, b in self.unordered(r, x, root, seg.lo, seg.hi, None):
+                self.report("war", x.buffer, a - base, b - base, r, x, fixes.execution_dependency(self, r, x),
+                            f"{x.ref} writes {x.buffer!r} bytes [{a - base}, {b - base}) that {r.ref} may "
+                            f"still be reading", self.racing(r, x))
+
+    # ---- commands ----------------------------------------------------------
+
+    def run_command(self, queue: QueueAgent, cmd: ir.Command, ref: str) -> None:
+        queue.pos += 1
+        if isinstance(cmd, ir.Barrier):
+            self.run_barrier(queue, cmd)
+            return
+        uid = next(self.uids)
+
+        def acc(stage, reads, write, buffer):
+            return Access(queue.index, queue.pos, stage, reads, write, ref, buffer, uid, cmd.label, queue.family)
+        if isinstance(cmd, ir.Copy):
+            for r in cmd.regions:
+                self.access(acc("copy", ("transfer_read",), None, cmd.src), r.src_offset, r.src_offset + r.size)
+            for r in cmd.regions:
+                self.access(acc("copy", (), "transfer_write", cmd.dst), r.dst_offset, r.dst_offset + r.size)
+        elif isinstance(cmd, (ir.Fill, ir.Update)):
+            self.access(acc("clear", (), "transfer_write", cmd.dst), cmd.offset, cmd.offset + cmd.size)
+        else:
+            if cmd.indirect is not None:
+                self.access(acc("draw_indirect", ("indirect_command_read",), None, cmd.indirect.buffer),
+                            cmd.indirect.offset, cmd.indirect.offset + 12)
+            reads = {"read": ("shader_storage_read",), "read_write": ("shader_storage_read",),
+                     "uniform": ("uniform_read",), "write": ()}
+            for b in cmd.bindings:
+                if b.access != "write":
+                    self.access(acc("compute_shader", reads[b.access], None, b.buffer), b.offset, b.offset + b.size)
+            for b in cmd.bindings:
+                if b.access in ("write", "read_write"):
+                    self.access(acc("compute_shader", reads[b.access], "shader_storage_write", b.buffer),
+                                b.offset, b.offset + b.size)
+
+    def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier) -> None:
+        entries = self.barriers.get(id(cmd))
+        if entries is None:
+            entries = self.barriers[id(cmd)] = compile_barrier(cmd, self.index)
+        queue.log.add(queue.pos, entries)
+        # Cross-agent dependencies chain through the barrier too (spec 7.1 "dependency chain").
+        before = {}
+        for e in entries:
+            src = (0,) * len(self.agents)
+            for s in e.src_exec & queue.exec_clock.keys():
+                src = join(src, queue.exec_clock[s])
+            before[e] = src
+        for e in entries:
+            for s in e.dst_exec & queue.exec_clock.keys():
+                queue.exec_clock[s] = join(queue.exec_clock[s], before[e])
+            for pair in e.dst_scope & queue.vis_clock.keys():
+                queue.vis_clock[pair] = join(queue.vis_clock[pair], before[e])
+        for bb in cmd.buffers:
+            if bb.src_family is not None and bb.src_family != bb.dst_family:
+                self.ownership_transfer(queue, bb)
+
+    def ownership_transfer(self, queue: QueueAgent, bb: ir.BufferBarrier) -> None:
+        """Spec 7.7.4: release on the source family, acquire on the destination family."""
+        root, base = self.index.root(bb.buffer)
+        for seg in self.memories[root].span(base + bb.offset, base + bb.offset + bb.size):
+            if queue.family == bb.src_family:
+                seg.released_to = bb.dst_family
+            elif queue.family == bb.dst_family and seg.released_to == bb.dst_family:
+                seg.owner, seg.released_to = bb.dst_family, None

@@ -1,0 +1,46 @@
+"""Compare findings with a stream's `expect` block (STREAM_FORMAT.md, "expect")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model import ir
+from ..model.loader import resolve_ref
+from .findings import Finding
+
+
+@dataclass(frozen=True)
+class Agreement:
+    missing: tuple[ir.ExpectedFinding, ...]  # expected, not reported
+    unexpected: tuple[Finding, ...]  # reported, not expected
+
+    @property
+    def agrees(self) -> bool:
+        return not self.missing and not self.unexpected
+
+
+def _same_ref(expected: str | None, reported: str | None, stream: ir.Stream) -> bool:
+    if expected is None or reported is None:
+        return expected is reported
+    resolved = resolve_ref(stream, expected)
+    if resolved is None:
+        return False
+    # A reference without `@` matches any submission of that command.
+    return resolved == reported if "@" in resolved else resolved == reported.partition("@")[0]
+
+
+def matches(e: ir.ExpectedFinding, f: Finding, stream: ir.Stream) -> bool:
+    if e.kind != f.kind or (e.buffer is not None and e.buffer != f.buffer):
+        return False
+    if e.ops is not None:
+        return f.ops is not None and {resolve_ref(stream, r) for r in e.ops} == set(f.ops)
+    if f.ops is not None:
+        return e.first is None and e.second is None
+    return _same_ref(e.first, f.first, stream) and _same_ref(e.second, f.second, stream)
+
+
+def compare(stream: ir.Stream, findings: list[Finding]) -> Agreement:
+    expected = stream.expect or ()
+    return Agreement(
+        missing=tuple(e for e in expected if not any(matches(e, f, stream) for f in findings)),
+        unexpected=tuple(f for f in findings if not any(matches(e, f, stream) for e in expected)))

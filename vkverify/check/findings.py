@@ -1,0 +1,60 @@
+"""Findings: what the checker reports, with one stable id per kind."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class FindingKind:
+    kind: str
+    rule_id: str  # stable, for SARIF and CI systems
+    title: str
+
+
+KINDS = {k.kind: k for k in (
+    FindingKind("raw", "VKV001", "read after write without a memory dependency"),
+    FindingKind("war", "VKV002", "write after read without an execution dependency"),
+    FindingKind("waw", "VKV003", "write after write without a memory dependency"),
+    FindingKind("use_after_destroy", "VKV004", "buffer used after, or destroyed before the end of, its use"),
+    FindingKind("uninitialized_read", "VKV005", "read of device-local bytes nothing wrote"),
+    FindingKind("deadlock", "VKV006", "no schedule completes: waits block forever"),
+    FindingKind("wait_never_satisfied", "VKV007", "a wait for a value no signal reaches"),
+    FindingKind("timeline_not_increasing", "VKV008", "timeline semaphore signals that do not strictly increase"),
+    FindingKind("binary_semaphore_misuse", "VKV009", "binary semaphore wait without exactly one pending signal"),
+    FindingKind("fence_misuse", "VKV010", "fence waited, submitted or reset in a state Vulkan forbids"),
+    FindingKind("ownership_missing", "VKV011", "exclusive buffer used by another queue family without an ownership transfer"),
+)}
+
+ACCESS_KINDS = ("raw", "war", "waw")
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    message: str
+    fix: str
+    buffer: str | None = None
+    range: tuple[int, int] | None = None
+    first: str | None = None
+    second: str | None = None
+    first_access: str | None = None
+    second_access: str | None = None
+    racing: bool = False
+    ops: tuple[str, ...] | None = None
+    labels: tuple[str | None, str | None] = field(default=(None, None), compare=False)
+
+    def to_json(self) -> dict:
+        """The findings format of STREAM_FORMAT.md."""
+        out: dict = {"kind": self.kind}
+        if self.ops is not None:
+            out["ops"] = list(self.ops)
+            if self.buffer is not None:
+                out["buffer"] = self.buffer
+        else:
+            out.update({"buffer": self.buffer, "range": list(self.range) if self.range else None,
+                        "first": self.first, "second": self.second,
+                        "first_access": self.first_access, "second_access": self.second_access,
+                        "racing": self.racing})
+        out.update({"message": self.message, "fix": self.fix})
+        return out

@@ -1,0 +1,65 @@
+"""The smallest synchronization that would order two accesses, as text."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..model import ir
+    from .engine import Access, Checker
+
+
+def _where(checker: Checker, a: Access) -> str:
+    agent = checker.agents[a.agent]
+    return f"queue {agent.id}" if a.family is not None else f"thread {agent.id}"
+
+
+def _masks(a: Access) -> str:
+    accesses = a.reads + ((a.write,) if a.write else ())
+    return f"{a.stage}/{'|'.join(accesses)}"
+
+
+def memory_dependency(checker: Checker, w: Access, x: Access, buf: ir.Buffer) -> str:
+    """RAW and WAW: spec 7.1 memory dependency, made available by w's stage and visible to x's."""
+    src = f"{w.stage}/{w.write}"
+    if w.agent == x.agent and x.family is not None:
+        return (f"vkCmdPipelineBarrier2 between {w.ref} and {x.ref}: src {src} -> dst {_masks(x)}"
+                f" (a buffer barrier on {x.buffer!r} suffices)")
+    if w.family is not None and x.family is not None:
+        return (f"signal a semaphore after {w.ref} on {_where(checker, w)} and wait on it before {x.ref} "
+                f"on {_where(checker, x)} with a stage mask that includes {x.stage}")
+    if w.family is not None:  # device write, host read
+        cached = " then vkInvalidateMappedMemoryRanges over the range," if buf.memory == "host_cached" else ""
+        return (f"vkCmdPipelineBarrier2 after {w.ref}: src {src} -> dst host/host_read, then wait for its "
+                f"fence or semaphore on {_where(checker, x)},{cached} before {x.ref}")
+    if x.family is not None:  # host write, device read
+        if buf.memory == "host_cached":
+            return f"vkFlushMappedMemoryRanges over the range after {w.ref}, before the submit of {x.ref}"
+        return f"submit {x.ref} after {w.ref} on {_where(checker, w)}, or order the threads with a semaphore"
+    return f"order {_where(checker, w)} before {x.ref} with a semaphore or fence the host waits on"
+
+
+def execution_dependency(checker: Checker, r: Access, x: Access) -> str:
+    """WAR: spec 7.1 an execution dependency suffices."""
+    if r.agent == x.agent and x.family is not None:
+        return f"vkCmdPipelineBarrier2 between {r.ref} and {x.ref}: src_stage {r.stage} -> dst_stage {x.stage}"
+    if r.family is not None and x.family is None:
+        return f"wait for the fence or semaphore signalled after {r.ref} before {x.ref}"
+    if r.family is not None:
+        return (f"signal a semaphore after {r.ref} on {_where(checker, r)} and wait on it before {x.ref} "
+                f"on {_where(checker, x)} with a stage mask that includes {x.stage}")
+    return f"submit {x.ref} only after {r.ref} on {_where(checker, r)}"
+
+
+def uninitialized(x: Access) -> str:
+    return f"vkCmdFillBuffer or a write of {x.buffer!r} before {x.ref}"
+
+
+def ownership(w: Access, x: Access, owner: int) -> str:
+    return (f"a queue family ownership transfer of {x.buffer!r}: a buffer barrier with src_family {owner} "
+            f"dst_family {x.family} on a queue of family {owner} after {w.ref}, and the same barrier on "
+            f"a queue of family {x.family} before {x.ref}")
+
+
+def destroy(e: Access, destroy_ref: str) -> str:
+    return f"wait for the fence or semaphore signalled after {e.ref} (or vkDeviceWaitIdle) before {destroy_ref}"

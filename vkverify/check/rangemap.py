@@ -1,0 +1,60 @@
+"""An ordered map of non-overlapping byte ranges of one memory (syncval's AccessMap)."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+
+@dataclass(slots=True)
+class Segment:
+    """What is known about bytes [lo, hi) of one memory: the most recent write and the reads since."""
+
+    lo: int
+    hi: int
+    write: Any = None
+    reads: tuple = ()
+    initialized: bool = False
+    flushed: int | None = None  # host op position of the flush after the last host write
+    invalidated: dict = field(default_factory=dict)  # thread agent -> position of its last invalidate
+    owner: int | None = None  # queue family owning the bytes (exclusive sharing)
+    released_to: int | None = None
+
+
+class RangeMap:
+    def __init__(self, size: int, initialized: bool) -> None:
+        self.starts = [0]
+        self.segments = [Segment(0, max(size, 1), initialized=initialized)]
+
+    def _split(self, at: int) -> None:
+        i = bisect_right(self.starts, at) - 1
+        seg = self.segments[i]
+        if seg.lo == at or at >= seg.hi:
+            return
+        right = replace(seg, lo=at, invalidated=dict(seg.invalidated))
+        seg.hi = at
+        self.starts.insert(i + 1, at)
+        self.segments.insert(i + 1, right)
+
+    def span(self, lo: int, hi: int) -> list[Segment]:
+        """The segments exactly covering [lo, hi), splitting at its ends."""
+        if hi <= lo:
+            return []
+        self._split(lo)
+        self._split(hi)
+        i = bisect_right(self.starts, lo) - 1
+        j = bisect_right(self.starts, hi - 1)
+        return self.segments[i:j]
+
+    def overwrite(self, lo: int, hi: int) -> Segment:
+        """[lo, hi) as one fresh segment (after a write: what was known before no longer matters)."""
+        segs = self.span(lo, hi)
+        i = bisect_right(self.starts, lo) - 1
+        merged = Segment(lo, hi, initialized=True, invalidated=dict(segs[0].invalidated),
+                         owner=segs[0].owner)
+        del self.starts[i:i + len(segs)]
+        del self.segments[i:i + len(segs)]
+        self.starts.insert(i, lo)
+        self.segments.insert(i, merged)
+        return merged

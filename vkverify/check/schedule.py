@@ -1,0 +1,291 @@
+"""Runs a stream in one legal order: host threads in program order, queues as
+their waits allow, device work as early as possible.
+
+Waits that never become satisfiable end the run with `deadlock`,
+`wait_never_satisfied` or `fence_misuse` findings naming the blocked ops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model import ir
+from ..model.names import DEVICE_STAGES
+from . import fixes
+from .engine import Access, Checker, QueueAgent, ThreadAgent
+from .findings import Finding
+from .scopes import first_execution_scope, second_execution_scope
+
+ALL_DEVICE = frozenset(DEVICE_STAGES)
+
+
+@dataclass(eq=False)
+class BinarySignal:
+    ref: str
+    clock: tuple | None = None  # set once the signal executes
+
+
+@dataclass(eq=False)
+class PendingBatch:
+    submit: str
+    clock: tuple
+    batch: ir.Batch
+    binary_waits: dict  # wait index -> BinarySignal (None: misuse, ignored)
+    binary_signals: dict  # signal index -> BinarySignal
+    fence: str | None
+
+
+def check(stream: ir.Stream) -> list[Finding]:
+    """Every synchronization finding of `stream`, in the order found."""
+    return Schedule(stream).run()
+
+
+class Schedule(Checker):
+    def run(self) -> list[Finding]:
+        progress = True
+        while progress:
+            progress = False
+            for thread in self.threads:
+                while thread.pc < len(thread.ops) and self.host_op(thread, thread.ops[thread.pc]):
+                    thread.pc += 1
+                    progress = True
+                    self.drain_queues()
+        self.report_blocked()
+        return self.result()
+
+    def drain_queues(self) -> None:
+        progress = True
+        while progress:
+            progress = False
+            for queue in self.queues.values():
+                while queue.pending and self.run_batch(queue, queue.pending[0]):
+                    queue.pending.popleft()
+                    progress = True
+
+    # ---- semaphores --------------------------------------------------------
+
+    def timeline_signal(self, semaphore: str, value: int) -> tuple | None:
+        """Spec 7.4.2: a wait for `value` is satisfied by the first signal >= value."""
+        if value <= self.index.semaphores[semaphore].initial:
+            return ()
+        return next((s for s in self.timeline[semaphore] if s[0] >= value), None)
+
+    def signal_timeline(self, semaphore: str, value: int, clock: tuple, ref: str) -> None:
+        history = self.timeline[semaphore]
+        current = self.timeline_value[semaphore]
+        if value <= current:
+            previous = history[-1][2] if history else None
+            self.report("timeline_not_increasing", None, None, None, None, None,
+                        f"signal {semaphore!r} with a value greater than {current}",
+                        f"{ref} signals {semaphore!r} to {value}, not above its current value {current}",
+                        ops=tuple(r for r in (previous, ref) if r))
+        history.append((value, clock, ref))
+        self.timeline_value[semaphore] = max(current, value)
+
+    # ---- queues ------------------------------------------------------------
+
+    def run_batch(self, queue: QueueAgent, p: PendingBatch) -> bool:
+        acquired = []
+        for i, w in enumerate(p.batch.waits):
+            if i in p.binary_waits:
+                signal = p.binary_waits[i]
+                if signal is None:
+                    continue
+                if signal.clock is None:
+                    return False
+                acquired.append((signal.clock, w.stage))
+            else:
+                found = self.timeline_signal(w.semaphore, w.value)
+                if found is None:
+                    return False
+                if found:
+                    acquired.append((found[1], w.stage))
+        # Spec 7.9 host write ordering: the submission makes earlier host writes visible to the device.
+        queue.acquire(p.clock, ALL_DEVICE)
+        for clock, stage in acquired:
+            queue.acquire(clock, second_execution_scope(stage))
+        for cb in p.batch.command_buffers:
+            suffix = f"@{p.submit}" if self.submissions[cb] > 1 else ""
+            for i, cmd in enumerate(self.index.command_buffers[cb].commands):
+                self.run_command(queue, cmd, f"{cb}[{i}]{suffix}")
+        for i, s in enumerate(p.batch.signals):
+            _, clock = queue.release(first_execution_scope(s.stage))
+            if i in p.binary_signals:
+                p.binary_signals[i].clock = clock
+            else:
+                self.signal_timeline(s.semaphore, s.value, clock, p.submit)
+        if p.fence is not None:
+            _, clock = queue.release(ALL_DEVICE)
+            self.fences[p.fence] = ("signaled", clock, p.submit)
+        return True
+
+    # ---- host ops ----------------------------------------------------------
+
+    def host_op(self, t: ThreadAgent, op: ir.HostOp) -> bool:
+        """Perform op; False while it blocks."""
+        ref = f"{t.id}[{t.pc}]"
+        own = t.clock[:t.index] + (t.pc + 1,) + t.clock[t.index + 1:]
+        if isinstance(op, ir.Submit):
+            self.submit(t, op, ref, own)
+        elif isinstance(op, ir.WaitFences):
+            if any(self.fences[f][0] != "signaled" for f in op.fences):
+                return False
+            for f in op.fences:
+                t.acquire(self.fences[f][1])
+        elif isinstance(op, ir.ResetFences):
+            for f in op.fences:
+                if self.fences[f][0] == "pending":
+                    self.report("fence_misuse", None, None, None, None, None,
+                                f"wait for {f!r} before resetting it",
+                                f"{ref} resets fence {f!r} while {self.fences[f][2]} may still signal it",
+                                ops=(self.fences[f][2], ref))
+                self.fences[f] = ("unsignaled", None, None)
+        elif isinstance(op, ir.WaitSemaphores):
+            found = [self.timeline_signal(w.semaphore, w.value) for w in op.waits]
+            if any(s is None for s in found):
+                return False
+            for s in found:
+                if s:
+                    t.acquire(s[1])
+        elif isinstance(op, ir.SignalSemaphore):
+            self.signal_timeline(op.semaphore, op.value, own, ref)
+        elif isinstance(op, ir.HostAccess):
+            self.host_access(t, op, ref)
+        elif isinstance(op, (ir.QueueWaitIdle, ir.DeviceWaitIdle)):
+            queues = [self.queues[op.queue]] if isinstance(op, ir.QueueWaitIdle) else \
+                [q for q in self.queues.values() if q.device == op.device]
+            if any(q.pending for q in queues):
+                return False
+            for q in queues:
+                t.acquire(q.release(ALL_DEVICE)[1])
+        else:
+            self.destroy(t, op, ref)
+        return True
+
+    def submit(self, t: ThreadAgent, op: ir.Submit, ref: str, clock: tuple) -> None:
+        if op.fence is not None:
+            state, _, holder = self.fences[op.fence]
+            if state != "unsignaled":
+                self.report("fence_misuse", None, None, None, None, None,
+                            f"reset {op.fence!r} (after waiting for it) before submitting it again",
+                            f"{ref} submits fence {op.fence!r} while it is {state}"
+                            + (f" by {holder}" if holder else ""), ops=tuple(r for r in (holder, ref) if r))
+            self.fences[op.fence] = ("pending", None, ref)
+        batches = op.batches or (ir.Batch(),)
+        queue = self.queues[op.queue]
+        for n, batch in enumerate(batches):
+            waits, signals = {}, {}
+            for i, w in enumerate(batch.waits):
+                if w.semaphore in self.binary_pending:
+                    pending = self.binary_pending[w.semaphore]
+                    waits[i] = pending.popleft() if pending else None
+                    if waits[i] is None:
+                        self.report("binary_semaphore_misuse", None, None, None, None, None,
+                                    f"signal {w.semaphore!r} before this wait is submitted, once per wait",
+                                    f"{ref} waits on binary semaphore {w.semaphore!r} with no pending signal",
+                                    ops=(ref,))
+            for i, s in enumerate(batch.signals):
+                if s.semaphore in self.binary_pending:
+                    pending = self.binary_pending[s.semaphore]
+                    if pending:
+                        self.report("binary_semaphore_misuse", None, None, None, None, None,
+                                    f"wait on {s.semaphore!r} before signalling it again",
+                                    f"{ref} signals binary semaphore {s.semaphore!r} while {pending[-1].ref}'s "
+                                    f"signal is still pending", ops=(pending[-1].ref, ref))
+                    signals[i] = BinarySignal(ref)
+                    pending.append(signals[i])
+            queue.pending.append(PendingBatch(ref, clock, batch, waits, signals,
+                                              op.fence if n == len(batches) - 1 else None))
+
+    def host_access(self, t: ThreadAgent, op: ir.HostAccess, ref: str) -> None:
+        root, base = self.index.root(op.buffer)
+        if op.op in ("flush", "invalidate"):
+            for seg in self.memories[root].span(base + op.offset, base + op.offset + op.size):
+                if op.op == "invalidate":
+                    seg.invalidated[t.index] = t.pc
+                elif seg.write is not None and seg.write.agent == t.index:
+                    seg.flushed = t.pc
+            return
+        write = op.op == "host_write"
+        access = Access(t.index, t.pc, "host", () if write else ("host_read",), "host_write" if write else None,
+                        ref, op.buffer, next(self.uids), op.label, None)
+        self.access(access, op.offset, op.offset + op.size)
+
+    def destroy(self, t: ThreadAgent, op: ir.Destroy, ref: str) -> None:
+        """Spec 12.7 vkDestroyBuffer: all submitted commands that refer to it must have completed."""
+        buf = self.index.buffers[op.buffer]
+        root, base = self.index.root(op.buffer)
+        probe = Access(t.index, t.pc, "host", (), None, ref, op.buffer, next(self.uids), op.label, None)
+        for seg in self.memories[root].span(base, base + buf.size):
+            for e in (seg.write, *seg.reads):
+                if e is None or e.buffer != op.buffer or e.family is None:
+                    continue
+                if self.unordered(e, probe, root, seg.lo, seg.hi, None):
+                    self.report("use_after_destroy", op.buffer, seg.lo - base, seg.hi - base, e, probe,
+                                fixes.destroy(e, ref), f"{ref} destroys {op.buffer!r} while {e.ref} may still use it",
+                                racing=True)
+        self.destroyed[op.buffer] = probe
+
+    # ---- the end -----------------------------------------------------------
+
+    def report_blocked(self) -> None:
+        """Spec 7.4 / 7.3: waits left blocked when nothing can progress."""
+        blocked, never, semaphore_waits = [], [], []
+        for t in self.threads:
+            if t.pc >= len(t.ops):
+                continue
+            op, ref = t.ops[t.pc], f"{t.id}[{t.pc}]"
+            if isinstance(op, ir.WaitFences):
+                unsubmitted = [f for f in op.fences if self.fences[f][0] == "unsignaled"]
+                if unsubmitted:
+                    self.report("fence_misuse", None, None, None, None, None,
+                                f"submit work with fence {unsubmitted[0]!r} before waiting for it",
+                                f"{ref} waits for fence {unsubmitted[0]!r}, which no pending submission signals",
+                                ops=(ref,))
+                    continue
+            if isinstance(op, ir.WaitSemaphores):
+                semaphore_waits.append(ref)
+                never += [(ref, w.semaphore, w.value) for w in op.waits if self.never_satisfied(w.semaphore, w.value)]
+            blocked.append(ref)
+        for q in self.queues.values():
+            if q.pending:
+                p = q.pending[0]
+                semaphore_waits.append(p.submit)
+                never += [(p.submit, w.semaphore, w.value) for w in p.batch.waits
+                          if w.value is not None and self.never_satisfied(w.semaphore, w.value)]
+        for ref, semaphore, value in never:
+            self.report("wait_never_satisfied", None, None, None, None, None,
+                        f"signal {semaphore!r} to at least {value}, or wait for a value that is signalled",
+                        f"{ref} waits for {semaphore!r} >= {value}, which no operation in the stream signals",
+                        ops=(ref,))
+        never_refs = {ref for ref, _, _ in never}
+        # The waits on semaphores and the submits holding their signals are the cause; host waits
+        # for fences or idle queues behind them are only blocked in turn.
+        cause = [ref for ref in semaphore_waits if ref not in never_refs]
+        if cause:
+            cause += [p.submit for q in self.queues.values() for p in q.pending if p.batch.signals]
+        elif blocked:
+            cause = [ref for ref in blocked if ref not in never_refs]
+        if cause:
+            ops = tuple(sorted(set(cause), key=_ref_order))
+            self.report("deadlock", None, None, None, None, None,
+                        "submit each signal before (or on another queue than) the wait that needs it",
+                        f"no schedule completes: {', '.join(ops)} wait for each other", ops=ops)
+
+    def never_satisfied(self, semaphore: str, value: int) -> bool:
+        return self.timeline_signal(semaphore, value) is None and not self.ever_signals(semaphore, value)
+
+    def ever_signals(self, semaphore: str, value: int) -> bool:
+        for t in self.stream.threads:
+            for op in t.ops:
+                if isinstance(op, ir.SignalSemaphore) and op.semaphore == semaphore and op.value >= value:
+                    return True
+                if isinstance(op, ir.Submit) and any(s.semaphore == semaphore and (s.value or 0) >= value
+                                                     for b in op.batches for s in b.signals):
+                    return True
+        return False
+
+
+def _ref_order(ref: str) -> tuple:
+    owner, _, rest = ref.partition("[")
+    return owner, int(rest.split("]")[0])

@@ -1,0 +1,107 @@
+"""Write the IR back out as `vkverify-stream/1` JSON (load(dump(s)) == s)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from . import ir
+
+
+def _tag(item: Any) -> dict:
+    return {k: v for k, v in (("id", item.id), ("label", item.label)) if v is not None}
+
+
+def _names(names: frozenset[str]) -> list[str]:
+    return sorted(names)
+
+
+def _data(d: ir.Data | None) -> dict:
+    if d is None:
+        return {}
+    return {"data": {k: v for k, v in (("pattern", d.pattern), ("value", d.value), ("seed", d.seed),
+                                          ("base64", d.base64)) if v is not None}}
+
+
+def _masks(x: ir.Barrier | ir.BufferBarrier) -> dict:
+    return {"src_stage": _names(x.src_stage), "src_access": _names(x.src_access),
+            "dst_stage": _names(x.dst_stage), "dst_access": _names(x.dst_access)}
+
+
+def command_to_dict(c: ir.Command) -> dict:
+    if isinstance(c, ir.Copy):
+        out = {"cmd": "copy", "src": c.src, "dst": c.dst,
+               "regions": [{"src_offset": r.src_offset, "dst_offset": r.dst_offset, "size": r.size} for r in c.regions]}
+    elif isinstance(c, ir.Fill):
+        out = {"cmd": "fill", "dst": c.dst, "offset": c.offset, "size": c.size, "value": c.value}
+    elif isinstance(c, ir.Update):
+        out = {"cmd": "update", "dst": c.dst, "offset": c.offset, "size": c.size, **_data(c.data)}
+    elif isinstance(c, ir.Dispatch):
+        out = {"cmd": "dispatch" if c.indirect is None else "dispatch_indirect", "shader": c.shader,
+               "bindings": [{"buffer": b.buffer, "offset": b.offset, "size": b.size, "access": b.access}
+                            for b in c.bindings],
+               "groups": list(c.groups), "push": list(c.push)}
+        if c.indirect is not None:
+            out["indirect"] = {"buffer": c.indirect.buffer, "offset": c.indirect.offset}
+    else:
+        out = {"cmd": "barrier", **_masks(c)}
+        if c.buffers:
+            out["buffers"] = [{"buffer": b.buffer, "offset": b.offset, "size": b.size, **_masks(b),
+                               **({"src_family": b.src_family, "dst_family": b.dst_family}
+                                  if b.src_family is not None else {})} for b in c.buffers]
+    return {**out, **_tag(c)}
+
+
+def _semaphore_op(s: ir.SemaphoreOp) -> dict:
+    return {"semaphore": s.semaphore, **({"value": s.value} if s.value is not None else {}), "stage": _names(s.stage)}
+
+
+def host_op_to_dict(op: ir.HostOp) -> dict:
+    if isinstance(op, ir.Submit):
+        out = {"op": "submit", "queue": op.queue, "batches": [
+            {"wait": [_semaphore_op(w) for w in b.waits], "command_buffers": list(b.command_buffers),
+             "signal": [_semaphore_op(s) for s in b.signals]} for b in op.batches]}
+        if op.fence is not None:
+            out["fence"] = op.fence
+    elif isinstance(op, (ir.WaitFences, ir.ResetFences)):
+        out = {"op": "wait_fences" if isinstance(op, ir.WaitFences) else "reset_fences", "fences": list(op.fences)}
+    elif isinstance(op, ir.WaitSemaphores):
+        out = {"op": "wait_semaphores", "waits": [{"semaphore": w.semaphore, "value": w.value} for w in op.waits]}
+    elif isinstance(op, ir.SignalSemaphore):
+        out = {"op": "signal_semaphore", "semaphore": op.semaphore, "value": op.value}
+    elif isinstance(op, ir.HostAccess):
+        out = {"op": op.op, "buffer": op.buffer, "offset": op.offset, "size": op.size, **_data(op.data)}
+    elif isinstance(op, ir.QueueWaitIdle):
+        out = {"op": "queue_wait_idle", "queue": op.queue}
+    elif isinstance(op, ir.DeviceWaitIdle):
+        out = {"op": "device_wait_idle", "device": op.device}
+    else:
+        out = {"op": "destroy", "buffer": op.buffer}
+    return {**out, **_tag(op)}
+
+
+def to_dict(s: ir.Stream) -> dict:
+    out: dict[str, Any] = {"format": ir.FORMAT, "name": s.name}
+    if s.description is not None:
+        out["description"] = s.description
+    out["devices"] = [{"id": d.id, "queues": [{"id": q.id, "family": q.family} for q in d.queues]} for d in s.devices]
+    out["buffers"] = [{"id": b.id, "size": b.size, "memory": b.memory, "devices": list(b.devices),
+                       **({"alias_of": b.alias_of, "offset": b.offset} if b.alias_of is not None else {}),
+                       **({"sharing": b.sharing} if b.sharing != "concurrent" else {})} for b in s.buffers]
+    out["semaphores"] = [{"id": x.id, "type": x.type, "initial": x.initial} for x in s.semaphores]
+    out["fences"] = [{"id": f.id, "signaled": f.signaled} for f in s.fences]
+    out["shaders"] = {x.id: {"bindings": list(x.bindings)} for x in s.shaders}
+    out["command_buffers"] = {cb.id: [command_to_dict(c) for c in cb.commands] for cb in s.command_buffers}
+    out["threads"] = {t.id: [host_op_to_dict(op) for op in t.ops] for t in s.threads}
+    if s.params:
+        out["params"] = {p.name: {"min": p.min, "max": p.max} for p in s.params}
+    if s.expect is not None:
+        out["expect"] = {"findings": [
+            {k: v for k, v in (("kind", f.kind), ("buffer", f.buffer), ("first", f.first), ("second", f.second),
+                               ("ops", list(f.ops) if f.ops is not None else None)) if v is not None}
+            for f in s.expect]}
+    return out
+
+
+def dumps(s: ir.Stream, indent: int | None = 1) -> str:
+    return json.dumps(to_dict(s), indent=indent)

@@ -1,0 +1,340 @@
+"""The stream IR: frozen dataclasses for the whole `vkverify-stream/1` format.
+
+Fields carry the format's names. Defaults that depend on other parts of the
+stream (a binding's size, a copy's regions) are resolved by the loader, so
+every consumer sees explicit values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Union
+
+FORMAT = "vkverify-stream/1"
+MEMORY_KINDS = ("device_local", "host_coherent", "host_cached", "device_host_visible")
+Stages = frozenset[str]
+Accesses = frozenset[str]
+
+
+@dataclass(frozen=True)
+class Queue:
+    id: str
+    family: int = 0
+
+
+@dataclass(frozen=True)
+class Device:
+    id: str
+    queues: tuple[Queue, ...]
+
+
+@dataclass(frozen=True)
+class Buffer:
+    id: str
+    size: int
+    memory: str = "device_local"
+    devices: tuple[str, ...] = ("gpu0",)
+    alias_of: str | None = None
+    offset: int = 0  # within alias_of's memory
+    sharing: str = "concurrent"  # extension: "exclusive" enables ownership checks
+
+
+@dataclass(frozen=True)
+class Semaphore:
+    id: str
+    type: str = "binary"  # "binary" | "timeline"
+    initial: int = 0
+
+
+@dataclass(frozen=True)
+class Fence:
+    id: str
+    signaled: bool = False
+
+
+@dataclass(frozen=True)
+class ShaderDecl:
+    """An abstract shader: per binding, "read", "write" or "read_write"."""
+
+    id: str
+    bindings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Data:
+    """Contents for host_write/update: a pattern or literal base64 bytes."""
+
+    pattern: str | None = None
+    value: int | None = None
+    seed: int | None = None
+    base64: str | None = None
+
+
+# ---- commands ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Region:
+    src_offset: int
+    dst_offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Copy:
+    src: str
+    dst: str
+    regions: tuple[Region, ...]
+    id: str | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class Fill:
+    dst: str
+    offset: int
+    size: int
+    value: int = 0
+    id: str | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class Update:
+    dst: str
+    offset: int
+    size: int
+    data: Data | None = None
+    id: str | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class Binding:
+    buffer: str
+    offset: int
+    size: int
+    access: str  # "read" | "write" | "read_write" | "uniform"
+
+
+@dataclass(frozen=True)
+class IndirectRef:
+    buffer: str
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    shader: str
+    bindings: tuple[Binding, ...]
+    groups: tuple[int, int, int] = (1, 1, 1)
+    push: tuple[float, ...] = ()
+    indirect: IndirectRef | None = None  # set: dispatch_indirect
+    id: str | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class BufferBarrier:
+    buffer: str
+    offset: int
+    size: int
+    src_stage: Stages
+    src_access: Accesses
+    dst_stage: Stages
+    dst_access: Accesses
+    src_family: int | None = None
+    dst_family: int | None = None
+
+
+@dataclass(frozen=True)
+class Barrier:
+    """vkCmdPipelineBarrier2: one global memory barrier, or buffer barriers."""
+
+    src_stage: Stages
+    src_access: Accesses
+    dst_stage: Stages
+    dst_access: Accesses
+    buffers: tuple[BufferBarrier, ...] = ()
+    id: str | None = None
+    label: str | None = None
+
+
+Command = Union[Copy, Fill, Update, Dispatch, Barrier]
+
+
+@dataclass(frozen=True)
+class CommandBuffer:
+    id: str
+    commands: tuple[Command, ...]
+
+
+# ---- host ops ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SemaphoreOp:
+    semaphore: str
+    value: int | None = None  # timeline only
+    stage: Stages = frozenset({"all_commands"})
+
+
+@dataclass(frozen=True)
+class Batch:
+    waits: tuple[SemaphoreOp, ...] = ()
+    command_buffers: tuple[str, ...] = ()
+    signals: tuple[SemaphoreOp, ...] = ()
+
+
+@dataclass(frozen=True)
+class Submit:
+    queue: str
+    batches: tuple[Batch, ...]
+    fence: str | None = None
+    id: str | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class WaitFences:
+    fences: tuple[str, ...]
+    id: str | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class ResetFences:
+    fences: tuple[str, ...]
+    id: str | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class SemaphoreValue:
+    semaphore: str
+    value: int
+
+
+@dataclass(frozen=True)
+class WaitSemaphores:
+    waits: tuple[SemaphoreValue, ...]
+    id: str | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class SignalSemaphore:
+    semaphore: str
+    value: int
+    id: str | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class HostAccess:
+    """host_write / host_read / flush / invalidate over a byte range."""
+
+    op: str
+    buffer: str
+    offset: int
+    size: int
+    data: Data | None = None
+    id: str | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class QueueWaitIdle:
+    queue: str
+    id: str | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class DeviceWaitIdle:
+    device: str
+    id: str | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class Destroy:
+    buffer: str
+    id: str | None = None
+    label: str | None = None
+
+
+HostOp = Union[Submit, WaitFences, ResetFences, WaitSemaphores, SignalSemaphore, HostAccess,
+               QueueWaitIdle, DeviceWaitIdle, Destroy]
+
+
+@dataclass(frozen=True)
+class Thread:
+    id: str
+    ops: tuple[HostOp, ...]
+
+
+# ---- params and expect ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    min: int
+    max: int
+
+
+@dataclass(frozen=True)
+class ExpectedFinding:
+    kind: str
+    buffer: str | None = None
+    first: str | None = None
+    second: str | None = None
+    ops: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Stream:
+    name: str
+    devices: tuple[Device, ...]
+    buffers: tuple[Buffer, ...]
+    semaphores: tuple[Semaphore, ...] = ()
+    fences: tuple[Fence, ...] = ()
+    shaders: tuple[ShaderDecl, ...] = ()
+    command_buffers: tuple[CommandBuffer, ...] = ()
+    threads: tuple[Thread, ...] = ()
+    params: tuple[Param, ...] = ()
+    expect: tuple[ExpectedFinding, ...] | None = None
+    description: str | None = None
+
+    @cached_property
+    def index(self) -> StreamIndex:
+        return StreamIndex(self)
+
+
+class StreamIndex:
+    """Lookups by id, derived from a Stream (not part of its value)."""
+
+    def __init__(self, stream: Stream) -> None:
+        self.buffers = {b.id: b for b in stream.buffers}
+        self.semaphores = {s.id: s for s in stream.semaphores}
+        self.fences = {f.id: f for f in stream.fences}
+        self.shaders = {s.id: s for s in stream.shaders}
+        self.command_buffers = {c.id: c for c in stream.command_buffers}
+        self.queues = {q.id: (d.id, q) for d in stream.devices for q in d.queues}
+        self.devices = {d.id: d for d in stream.devices}
+        self.threads = {t.id: t for t in stream.threads}
+        self.ids = {c.id: f"{cb.id}[{i}]" for cb in stream.command_buffers
+                    for i, c in enumerate(cb.commands) if c.id is not None}
+        self.ids.update({op.id: f"{t.id}[{i}]" for t in stream.threads
+                         for i, op in enumerate(t.ops) if op.id is not None})
+
+    def root(self, buffer_id: str) -> tuple[str, int]:
+        """The buffer whose memory `buffer_id` names, and its offset in it."""
+        offset = 0
+        buf = self.buffers[buffer_id]
+        while buf.alias_of is not None:
+            offset += buf.offset
+            buf = self.buffers[buf.alias_of]
+        return buf.id, offset

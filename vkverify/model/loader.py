@@ -1,0 +1,458 @@
+"""Load a stream: JSON Schema validation, then ids, ranges and names, then the IR.
+
+Every problem is collected (not only the first) and raised as one
+InvalidStream, each naming the JSON path.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable
+
+import jsonschema
+
+from . import ir
+from .errors import InputError, InvalidStream, json_path
+from .names import access_name, stage_name
+
+REF = re.compile(r"^([^\[\]@]+)\[(\d+)\](?:@(.+))?$")
+
+
+@cache
+def schema() -> dict:
+    return json.loads(resources.files(__package__).joinpath("stream.schema.json").read_text())
+
+
+def load(path: str | Path) -> ir.Stream:
+    """Read and validate one stream file."""
+    path = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise InvalidStream(path, [InputError("$", f"cannot read: {e.strerror}")]) from None
+    return loads(text, path)
+
+
+def loads(text: str, file: str = "<string>") -> ir.Stream:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InvalidStream(file, [InputError("$", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}")]) from None
+    return from_dict(doc, file)
+
+
+def from_dict(doc: Any, file: str = "<dict>") -> ir.Stream:
+    errors = schema_errors(doc)
+    if errors:
+        raise InvalidStream(file, errors)
+    builder = _Builder(doc)
+    stream = builder.build()
+    if builder.errors:
+        raise InvalidStream(file, builder.errors)
+    return stream
+
+
+def schema_errors(doc: Any) -> list[InputError]:
+    validator = jsonschema.Draft202012Validator(schema())
+    found: dict[str, InputError] = {}
+    for error in validator.iter_errors(doc):
+        # oneOf/if-then report a summary; the deepest sub-error says what is wrong.
+        leaf = jsonschema.exceptions.best_match([error]) if not error.context else \
+            jsonschema.exceptions.best_match(error.context)
+        path = json_path(leaf.absolute_path)
+        if path not in found:
+            found[path] = InputError(path, _schema_message(leaf))
+    return sorted(found.values(), key=lambda e: e.path)
+
+
+def _schema_message(error: jsonschema.ValidationError) -> str:
+    if error.validator == "additionalProperties":
+        return error.message.replace("Additional properties are not allowed", "unknown field")
+    if error.validator == "const" and error.absolute_path and error.absolute_path[-1] == "format":
+        return f"expected \"{ir.FORMAT}\", got {json.dumps(error.instance)}"
+    if error.validator == "minimum":
+        return f"must be >= {error.validator_value}, got {error.instance}"
+    return error.message
+
+
+class _Builder:
+    """Turns a schema-valid document into the IR, checking what a schema cannot."""
+
+    def __init__(self, doc: dict) -> None:
+        self.doc = doc
+        self.errors: list[InputError] = []
+
+    def error(self, path: tuple, message: str) -> None:
+        self.errors.append(InputError(json_path(path), message))
+
+    # ---- resources ---------------------------------------------------------
+
+    def build(self) -> ir.Stream:
+        doc = self.doc
+        devices = tuple(
+            ir.Device(d["id"], tuple(ir.Queue(q["id"], q.get("family", 0)) for q in d.get("queues", [{"id": "q0"}])))
+            for d in doc.get("devices", [{"id": "gpu0"}]))
+        self.unique("devices", [d.id for d in devices])
+        self.unique("devices", [q.id for d in devices for q in d.queues], what="queue")
+        self.device_ids = {d.id for d in devices}
+        self.queue_ids = {q.id for d in devices for q in d.queues}
+
+        self.buffer_sizes: dict[str, int] = {}
+        buffers = tuple(self.buffer(i, b, devices) for i, b in enumerate(doc.get("buffers", [])))
+        self.unique("buffers", [b.id for b in buffers])
+        self.check_aliases(buffers)
+
+        semaphores = tuple(ir.Semaphore(s["id"], s.get("type", "binary"), s.get("initial", 0))
+                           for s in doc.get("semaphores", []))
+        self.unique("semaphores", [s.id for s in semaphores])
+        self.semaphore_types = {s.id: s.type for s in semaphores}
+        fences = tuple(ir.Fence(f["id"], f.get("signaled", False)) for f in doc.get("fences", []))
+        self.unique("fences", [f.id for f in fences])
+        self.fence_ids = {f.id for f in fences}
+        shaders = tuple(ir.ShaderDecl(k, tuple(v["bindings"])) for k, v in doc.get("shaders", {}).items())
+        self.shader_decls = {s.id: s for s in shaders}
+
+        command_buffers = tuple(
+            ir.CommandBuffer(cb, tuple(self.command(("command_buffers", cb, i), c) for i, c in enumerate(cmds)))
+            for cb, cmds in doc.get("command_buffers", {}).items())
+        self.cb_ids = {c.id for c in command_buffers}
+
+        thread_docs = doc.get("threads") or ({"main": doc["host"]} if "host" in doc else {})
+        base = ("threads",) if "threads" in doc else ("host",)
+        threads = tuple(
+            ir.Thread(t, tuple(self.host_op(base + ((t,) if base == ("threads",) else ()) + (i,), op)
+                               for i, op in enumerate(ops)))
+            for t, ops in thread_docs.items())
+        if "threads" in doc and "host" in doc:
+            self.error(("host",), "give either `threads` or `host`, not both")
+
+        params = tuple(self.param(k, v) for k, v in doc.get("params", {}).items())
+        stream = ir.Stream(
+            name=doc.get("name", ""), description=doc.get("description"), devices=devices, buffers=buffers,
+            semaphores=semaphores, fences=fences, shaders=shaders, command_buffers=command_buffers,
+            threads=threads, params=params, expect=None)
+        self.check_references(stream)
+        if "expect" in doc:
+            stream = _replace_expect(stream, tuple(
+                self.expected(i, f, stream) for i, f in enumerate(doc["expect"]["findings"])))
+        return stream
+
+    def unique(self, path: str, ids: list[str], what: str | None = None) -> None:
+        seen = set()
+        for i, x in enumerate(ids):
+            if x in seen:
+                self.error((path,) if what else (path, i, "id"), f"duplicate {what or path[:-1]} id {x!r}")
+            seen.add(x)
+
+    def buffer(self, i: int, b: dict, devices: tuple[ir.Device, ...]) -> ir.Buffer:
+        path = ("buffers", i)
+        owners = tuple(b["devices"]) if "devices" in b else ((b["device"],) if "device" in b else (devices[0].id,))
+        for d in owners:
+            if d not in self.device_ids:
+                self.error(path + ("devices" if "devices" in b else "device",), f"unknown device {d!r}")
+        if "alias_of" not in b and "size" not in b:
+            self.error(path, "`size` is required (or `alias_of`)")
+        size = b.get("size", 0)
+        self.buffer_sizes[b["id"]] = size
+        return ir.Buffer(b["id"], size, b.get("memory", "device_local"), owners, b.get("alias_of"),
+                         b.get("offset", 0), b.get("sharing", "concurrent"))
+
+    def check_aliases(self, buffers: tuple[ir.Buffer, ...]) -> None:
+        by_id = {b.id: b for b in buffers}
+        for i, b in enumerate(buffers):
+            if b.alias_of is None:
+                if "offset" in self.doc["buffers"][i]:
+                    self.error(("buffers", i, "offset"), "`offset` is only meaningful with `alias_of`")
+                continue
+            target, seen = by_id.get(b.alias_of), {b.id}
+            if target is None:
+                self.error(("buffers", i, "alias_of"), f"unknown buffer {b.alias_of!r}")
+                continue
+            if b.offset + b.size > target.size:
+                self.error(("buffers", i), f"alias range [{b.offset}, {b.offset + b.size}) is past the end of "
+                                           f"{target.id!r} (size {target.size})")
+            while target.alias_of is not None and target.id not in seen:
+                seen.add(target.id)
+                target = by_id.get(target.alias_of, target)
+            if target.id in seen:
+                self.error(("buffers", i, "alias_of"), "aliases form a cycle")
+
+    # ---- names and ranges --------------------------------------------------
+
+    def names(self, path: tuple, value: Any, parse: Callable[[str], str | None], kind: str,
+              default: frozenset[str]) -> frozenset[str]:
+        if value is None:
+            return default
+        items = [value] if isinstance(value, str) else value
+        out = set()
+        for j, name in enumerate(items):
+            canonical = parse(name)
+            if canonical is None:
+                self.error(path if isinstance(value, str) else path + (j,), f"unknown {kind} name {name!r}")
+            else:
+                out.add(canonical)
+        return frozenset(out)
+
+    def buffer_ref(self, path: tuple, buffer: str) -> int | None:
+        if buffer not in self.buffer_sizes:
+            self.error(path, f"unknown buffer {buffer!r}")
+            return None
+        return self.buffer_sizes[buffer]
+
+    def byte_range(self, path: tuple, obj: dict, buffer: str, size_key: str = "size",
+                   offset_key: str = "offset") -> tuple[int, int]:
+        """(offset, size) with `size` defaulting to the rest of the buffer."""
+        total = self.buffer_ref(path + ("buffer" if "buffer" in obj else "dst",), buffer)
+        offset = obj.get(offset_key, 0)
+        if total is None:
+            return offset, obj.get(size_key, 0)
+        size = obj.get(size_key, max(total - offset, 0))
+        if offset + size > total:
+            self.error(path, f"range [{offset}, {offset + size}) is past the end of {buffer!r} (size {total})")
+        return offset, size
+
+    # ---- commands ----------------------------------------------------------
+
+    def command(self, path: tuple, c: dict) -> ir.Command:
+        tag = {"id": c.get("id"), "label": c.get("label")}
+        kind = c["cmd"]
+        if kind == "copy":
+            return self.copy(path, c, tag)
+        if kind == "fill":
+            offset, size = self.byte_range(path, c, c["dst"])
+            return ir.Fill(c["dst"], offset, size, c.get("value", 0), **tag)
+        if kind == "update":
+            offset, size = self.byte_range(path, c, c["dst"])
+            return ir.Update(c["dst"], offset, size, self.data(c.get("data")), **tag)
+        if kind in ("dispatch", "dispatch_indirect"):
+            return self.dispatch(path, c, tag)
+        return self.barrier(path, c, tag)
+
+    def copy(self, path: tuple, c: dict, tag: dict) -> ir.Copy:
+        src = self.buffer_ref(path + ("src",), c["src"])
+        dst = self.buffer_ref(path + ("dst",), c["dst"])
+        if "regions" in c:
+            regions = tuple(ir.Region(r.get("src_offset", 0), r.get("dst_offset", 0), r["size"]) for r in c["regions"])
+        else:
+            regions = (ir.Region(0, 0, min(src or 0, dst or 0)),)
+        for j, r in enumerate(regions):
+            for side, total, off in (("src", src, r.src_offset), ("dst", dst, r.dst_offset)):
+                if total is not None and off + r.size > total:
+                    self.error(path + ("regions", j), f"{side} range [{off}, {off + r.size}) is past the end of "
+                                                      f"{c[side]!r} (size {total})")
+        return ir.Copy(c["src"], c["dst"], regions, **tag)
+
+    def dispatch(self, path: tuple, c: dict, tag: dict) -> ir.Dispatch:
+        accesses = self.shader_accesses(path + ("shader",), c["shader"], len(c["bindings"]))
+        bindings = []
+        for j, b in enumerate(c["bindings"]):
+            offset, size = self.byte_range(path + ("bindings", j), b, b["buffer"])
+            access = b.get("access") or (accesses[j] if accesses and j < len(accesses) else None)
+            if access is None:
+                self.error(path + ("bindings", j, "access"), "no access given and the shader does not declare one")
+                access = "read_write"
+            elif accesses and j < len(accesses) and not _access_covers(access, accesses[j]):
+                self.error(path + ("bindings", j, "access"),
+                           f"declared {access!r} but shader {c['shader']!r} binding {j} is {accesses[j]!r}")
+            bindings.append(ir.Binding(b["buffer"], offset, size, access))
+        indirect = None
+        if "indirect" in c:
+            ind = c["indirect"]
+            total = self.buffer_ref(path + ("indirect", "buffer"), ind["buffer"])
+            if total is not None and ind.get("offset", 0) + 12 > total:
+                self.error(path + ("indirect",), f"the 12-byte indirect command at {ind.get('offset', 0)} is past "
+                                                 f"the end of {ind['buffer']!r} (size {total})")
+            indirect = ir.IndirectRef(ind["buffer"], ind.get("offset", 0))
+        groups = tuple(c.get("groups", [1])) + (1,) * (3 - len(c.get("groups", [1])))
+        return ir.Dispatch(c["shader"], tuple(bindings), groups, tuple(c.get("push", ())), indirect, **tag)
+
+    def shader_accesses(self, path: tuple, shader: str, count: int) -> tuple[str, ...] | None:
+        """Per binding access of a declared or library shader; None when unknown."""
+        if shader in self.shader_decls:
+            declared = self.shader_decls[shader].bindings
+        else:
+            declared = _library_accesses(shader)
+            if declared is None:
+                self.error(path, f"unknown shader {shader!r} (not in `shaders` nor in the shader library)")
+                return None
+        if len(declared) != count:
+            self.error(path, f"shader {shader!r} has {len(declared)} bindings, the dispatch binds {count}")
+        return declared
+
+    def barrier(self, path: tuple, c: dict, tag: dict) -> ir.Barrier:
+        masks = self.masks(path, c, None)
+        entries = []
+        for j, b in enumerate(c.get("buffers", [])):
+            offset, size = self.byte_range(path + ("buffers", j), b, b["buffer"])
+            if ("src_family" in b) != ("dst_family" in b):
+                self.error(path + ("buffers", j), "give both `src_family` and `dst_family`, or neither")
+            entries.append(ir.BufferBarrier(b["buffer"], offset, size, *self.masks(path + ("buffers", j), b, masks),
+                                            b.get("src_family"), b.get("dst_family")))
+        return ir.Barrier(*masks, tuple(entries), **tag)
+
+    def masks(self, path: tuple, obj: dict, inherited: tuple | None) -> tuple[frozenset, ...]:
+        all_commands, none = frozenset({"all_commands"}), frozenset()
+        defaults = inherited or (all_commands, none, all_commands, none)
+        return tuple(
+            self.names(path + (key,), obj.get(key), stage_name if key.endswith("stage") else access_name,
+                       "stage" if key.endswith("stage") else "access", default)
+            for key, default in zip(("src_stage", "src_access", "dst_stage", "dst_access"), defaults))
+
+    def data(self, d: dict | None) -> ir.Data | None:
+        return None if d is None else ir.Data(d.get("pattern"), d.get("value"), d.get("seed"), d.get("base64"))
+
+    # ---- host ops ----------------------------------------------------------
+
+    def host_op(self, path: tuple, op: dict) -> ir.HostOp:
+        tag = {"id": op.get("id"), "label": op.get("label")}
+        kind = op["op"]
+        if kind == "submit":
+            return self.submit(path, op, tag)
+        if kind in ("wait_fences", "reset_fences"):
+            for j, f in enumerate(op["fences"]):
+                if f not in self.fence_ids:
+                    self.error(path + ("fences", j), f"unknown fence {f!r}")
+            cls = ir.WaitFences if kind == "wait_fences" else ir.ResetFences
+            return cls(tuple(op["fences"]), **tag)
+        if kind == "wait_semaphores":
+            for j, w in enumerate(op["waits"]):
+                self.semaphore_ref(path + ("waits", j), w, timeline_only=True)
+            return ir.WaitSemaphores(tuple(ir.SemaphoreValue(w["semaphore"], w["value"]) for w in op["waits"]), **tag)
+        if kind == "signal_semaphore":
+            self.semaphore_ref(path, op, timeline_only=True)
+            return ir.SignalSemaphore(op["semaphore"], op["value"], **tag)
+        if kind in ("host_write", "host_read", "flush", "invalidate"):
+            offset, size = self.byte_range(path, op, op["buffer"])
+            return ir.HostAccess(kind, op["buffer"], offset, size, self.data(op.get("data")), **tag)
+        if kind == "queue_wait_idle":
+            if op["queue"] not in self.queue_ids:
+                self.error(path + ("queue",), f"unknown queue {op['queue']!r}")
+            return ir.QueueWaitIdle(op["queue"], **tag)
+        if kind == "device_wait_idle":
+            device = op.get("device") or next(iter(sorted(self.device_ids)))
+            if "device" not in op and len(self.device_ids) > 1:
+                self.error(path, "`device` is required when the stream has several devices")
+            elif device not in self.device_ids:
+                self.error(path + ("device",), f"unknown device {device!r}")
+            return ir.DeviceWaitIdle(device, **tag)
+        self.buffer_ref(path + ("buffer",), op["buffer"])
+        return ir.Destroy(op["buffer"], **tag)
+
+    def submit(self, path: tuple, op: dict, tag: dict) -> ir.Submit:
+        if op["queue"] not in self.queue_ids:
+            self.error(path + ("queue",), f"unknown queue {op['queue']!r}")
+        if op.get("fence") is not None and op["fence"] not in self.fence_ids:
+            self.error(path + ("fence",), f"unknown fence {op['fence']!r}")
+        shorthand = any(k in op for k in ("wait", "command_buffers", "signal"))
+        if shorthand and "batches" in op:
+            self.error(path, "give either `batches` or `wait`/`command_buffers`/`signal`, not both")
+        batch_docs = [(path, op)] if shorthand else [(path + ("batches", j), b) for j, b in enumerate(op.get("batches", []))]
+        batches = []
+        for bpath, b in batch_docs:
+            for j, cb in enumerate(b.get("command_buffers", [])):
+                if cb not in self.doc.get("command_buffers", {}):
+                    self.error(bpath + ("command_buffers", j), f"unknown command buffer {cb!r}")
+            waits = tuple(self.semaphore_op(bpath + ("wait", j), w) for j, w in enumerate(b.get("wait", [])))
+            signals = tuple(self.semaphore_op(bpath + ("signal", j), s) for j, s in enumerate(b.get("signal", [])))
+            batches.append(ir.Batch(waits, tuple(b.get("command_buffers", [])), signals))
+        return ir.Submit(op["queue"], tuple(batches), op.get("fence"), **tag)
+
+    def semaphore_op(self, path: tuple, s: dict) -> ir.SemaphoreOp:
+        self.semaphore_ref(path, s, timeline_only=False)
+        stage = self.names(path + ("stage",), s.get("stage"), stage_name, "stage", frozenset({"all_commands"}))
+        return ir.SemaphoreOp(s["semaphore"], s.get("value"), stage)
+
+    def semaphore_ref(self, path: tuple, s: dict, timeline_only: bool) -> None:
+        kind = self.semaphore_types.get(s["semaphore"])
+        if kind is None:
+            self.error(path + ("semaphore",), f"unknown semaphore {s['semaphore']!r}")
+        elif kind == "binary" and timeline_only:
+            self.error(path + ("semaphore",), f"{s['semaphore']!r} is a binary semaphore; this op needs a timeline one")
+        elif kind == "binary" and "value" in s:
+            self.error(path + ("value",), f"{s['semaphore']!r} is a binary semaphore: it takes no `value`")
+        elif kind == "timeline" and "value" not in s:
+            self.error(path, f"{s['semaphore']!r} is a timeline semaphore: `value` is required")
+
+    def param(self, name: str, p: dict) -> ir.Param:
+        if p["min"] > p["max"]:
+            self.error(("params", name), f"min {p['min']} is greater than max {p['max']}")
+        return ir.Param(name, p["min"], p["max"])
+
+    # ---- cross references --------------------------------------------------
+
+    def check_references(self, stream: ir.Stream) -> None:
+        ids: dict[str, str] = {}
+        for path, item in _tagged_items(stream):
+            if item.id is None:
+                continue
+            if item.id in ids or REF.match(item.id):
+                why = "is used twice" if item.id in ids else "looks like a positional reference"
+                self.error(path + ("id",), f"id {item.id!r} {why}")
+            ids[item.id] = path
+
+    def expected(self, i: int, f: dict, stream: ir.Stream) -> ir.ExpectedFinding:
+        path = ("expect", "findings", i)
+        for key in ("first", "second"):
+            if f.get(key) is not None and resolve_ref(stream, f[key]) is None:
+                self.error(path + (key,), f"no operation {f[key]!r} in this stream")
+        for j, ref in enumerate(f.get("ops", [])):
+            if resolve_ref(stream, ref) is None:
+                self.error(path + ("ops", j), f"no operation {ref!r} in this stream")
+        if f.get("buffer") is not None and f["buffer"] not in stream.index.buffers:
+            self.error(path + ("buffer",), f"unknown buffer {f['buffer']!r}")
+        return ir.ExpectedFinding(f["kind"], f.get("buffer"), f.get("first"), f.get("second"),
+                                  tuple(f["ops"]) if "ops" in f else None)
+
+
+def _access_covers(declared: str, actual: str) -> bool:
+    """A stream may declare more access than the shader has, never less."""
+    if declared == actual or declared == "read_write":
+        return True
+    return declared == "read" and actual == "uniform" or declared == "uniform" and actual == "read"
+
+
+def _library_accesses(shader: str) -> tuple[str, ...] | None:
+    try:
+        from ..shaders import binding_accesses
+    except ImportError:  # the shader library is optional for the model
+        return None
+    return binding_accesses(shader)
+
+
+def _replace_expect(stream: ir.Stream, expect: tuple[ir.ExpectedFinding, ...]) -> ir.Stream:
+    from dataclasses import replace
+    return replace(stream, expect=expect)
+
+
+def _tagged_items(stream: ir.Stream):
+    for cb in stream.command_buffers:
+        for i, c in enumerate(cb.commands):
+            yield ("command_buffers", cb.id, i), c
+    for t in stream.threads:
+        for i, op in enumerate(t.ops):
+            yield ("threads", t.id, i), op
+
+
+def resolve_ref(stream: ir.Stream, ref: str) -> str | None:
+    """The positional form (`cb0[2]`, `main[4]`, keeping any `@submission`) of a reference or id."""
+    base, _, at = ref.partition("@")
+    m = REF.match(base)
+    if m:
+        owner, index = m.group(1), int(m.group(2))
+        cb, thread = stream.index.command_buffers.get(owner), stream.index.threads.get(owner)
+        seq = cb.commands if cb else (thread.ops if thread else None)
+        if seq is None or index >= len(seq):
+            return None
+        positional = base
+    else:
+        positional = stream.index.ids.get(base)
+        if positional is None:
+            return None
+    if at:
+        at_resolved = resolve_ref(stream, at)
+        return None if at_resolved is None else f"{positional}@{at_resolved}"
+    return positional
