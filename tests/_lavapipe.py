@@ -1,0 +1,167 @@
+"""Test support: run one compute kernel on a Vulkan device and read back.
+
+Uses the `vulkan` package, whose structs do not keep nested temporaries
+alive (VULKAN_PYTHON_NOTES.md): every struct and array a call points to is
+bound to a local name until that call has returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+class NoDevice(RuntimeError):
+    """No Vulkan loader or ICD with a compute queue: tests skip."""
+
+
+class ComputeDevice:
+    """One instance, device and queue; prefers Lavapipe (a CPU device)."""
+
+    def __init__(self) -> None:
+        try:
+            import vulkan as vk
+        except OSError as error:
+            raise NoDevice(f"Vulkan loader not loadable: {error}") from error
+        self.vk = vk
+        app = vk.VkApplicationInfo(pApplicationName="vkverify-tests", apiVersion=vk.VK_MAKE_VERSION(1, 1, 0))
+        instance_info = vk.VkInstanceCreateInfo(pApplicationInfo=app)
+        try:
+            self.instance = vk.vkCreateInstance(instance_info, None)
+            physicals = vk.vkEnumeratePhysicalDevices(self.instance)
+        except vk.VkError as error:
+            raise NoDevice(f"vkCreateInstance or vkEnumeratePhysicalDevices failed ({type(error).__name__})") from error
+        if not physicals:
+            vk.vkDestroyInstance(self.instance, None)
+            raise NoDevice("no Vulkan physical device")
+        cpu = [p for p in physicals
+               if vk.vkGetPhysicalDeviceProperties(p).deviceType == vk.VK_PHYSICAL_DEVICE_TYPE_CPU]
+        self.physical = (cpu or physicals)[0]
+        self.name = vk.vkGetPhysicalDeviceProperties(self.physical).deviceName
+        families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
+        self.family = next(i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT)
+        queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, queueCount=1, pQueuePriorities=[1.0])
+        device_info = vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=[queue_info])
+        self.device = vk.vkCreateDevice(self.physical, device_info, None)
+        self.queue = vk.vkGetDeviceQueue(self.device, self.family, 0)
+        wanted = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        memory = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
+        self.memory_type = next(i for i in range(memory.memoryTypeCount)
+                                if memory.memoryTypes[i].propertyFlags & wanted == wanted)
+        pool_info = vk.VkCommandPoolCreateInfo(queueFamilyIndex=self.family)
+        self.command_pool = vk.vkCreateCommandPool(self.device, pool_info, None)
+
+    def close(self) -> None:
+        vk = self.vk
+        vk.vkDestroyCommandPool(self.device, self.command_pool, None)
+        vk.vkDestroyDevice(self.device, None)
+        vk.vkDestroyInstance(self.instance, None)
+
+    def run(self, spirv: bytes, buffers: Sequence[np.ndarray], push: bytes,
+            groups: tuple[int, int, int]) -> list[np.ndarray]:
+        """Bind buffers[b] at set 0, binding b (storage buffers), push `push`,
+        dispatch `groups`; return every buffer's contents afterwards, as
+        arrays of the input dtypes."""
+        vk, device = self.vk, self.device
+        owned: list[tuple[object, object]] = []
+        try:
+            for data in buffers:
+                owned.append(self._buffer(np.ascontiguousarray(data).tobytes()))
+            layout_bindings = [vk.VkDescriptorSetLayoutBinding(
+                binding=b, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=1,
+                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for b in range(len(buffers))]
+            set_layout_info = vk.VkDescriptorSetLayoutCreateInfo(
+                bindingCount=len(layout_bindings), pBindings=layout_bindings)
+            set_layout = vk.vkCreateDescriptorSetLayout(device, set_layout_info, None)
+            push_ranges = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0,
+                                                  size=len(push))] if push else []
+            set_layouts = [set_layout]
+            layout_info = vk.VkPipelineLayoutCreateInfo(
+                setLayoutCount=1, pSetLayouts=set_layouts,
+                pushConstantRangeCount=len(push_ranges), pPushConstantRanges=push_ranges)
+            layout = vk.vkCreatePipelineLayout(device, layout_info, None)
+            module_info = vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv)
+            module = vk.vkCreateShaderModule(device, module_info, None)
+            stage = vk.VkPipelineShaderStageCreateInfo(
+                stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module, pName="main")
+            pipeline_info = vk.VkComputePipelineCreateInfo(stage=stage, layout=layout)
+            pipeline = vk.vkCreateComputePipelines(device, None, 1, [pipeline_info], None)[0]
+            pool_sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                  descriptorCount=len(buffers))]
+            pool_info = vk.VkDescriptorPoolCreateInfo(maxSets=1, poolSizeCount=1, pPoolSizes=pool_sizes)
+            descriptor_pool = vk.vkCreateDescriptorPool(device, pool_info, None)
+            alloc_info = vk.VkDescriptorSetAllocateInfo(
+                descriptorPool=descriptor_pool, descriptorSetCount=1, pSetLayouts=set_layouts)
+            descriptor_set = vk.vkAllocateDescriptorSets(device, alloc_info)[0]
+            buffer_infos = [[vk.VkDescriptorBufferInfo(buffer=buffer, offset=0, range=max(4, data.nbytes))]
+                            for data, (buffer, _) in zip(buffers, owned)]
+            writes = [vk.VkWriteDescriptorSet(
+                dstSet=descriptor_set, dstBinding=b, descriptorCount=1,
+                descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, pBufferInfo=info)
+                for b, info in enumerate(buffer_infos)]
+            vk.vkUpdateDescriptorSets(device, len(writes), writes, 0, None)
+            self._submit(pipeline, layout, descriptor_set, push, groups)
+            results = []
+            for data, (_, memory) in zip(buffers, owned):
+                mapped = vk.vkMapMemory(device, memory, 0, max(4, data.nbytes), 0)
+                results.append(np.frombuffer(bytes(mapped[:data.nbytes]), dtype=data.dtype).copy())
+                vk.vkUnmapMemory(device, memory)
+            vk.vkDestroyDescriptorPool(device, descriptor_pool, None)
+            vk.vkDestroyPipeline(device, pipeline, None)
+            vk.vkDestroyShaderModule(device, module, None)
+            vk.vkDestroyPipelineLayout(device, layout, None)
+            vk.vkDestroyDescriptorSetLayout(device, set_layout, None)
+            return results
+        finally:
+            for buffer, memory in owned:
+                vk.vkDestroyBuffer(device, buffer, None)
+                vk.vkFreeMemory(device, memory, None)
+
+    def _buffer(self, data: bytes) -> tuple[object, object]:
+        vk, device = self.vk, self.device
+        size = max(4, len(data))  # Vulkan forbids zero-sized buffers
+        buffer_info = vk.VkBufferCreateInfo(size=size, usage=vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+                                            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+        buffer = vk.vkCreateBuffer(device, buffer_info, None)
+        requirements = vk.vkGetBufferMemoryRequirements(device, buffer)
+        alloc_info = vk.VkMemoryAllocateInfo(allocationSize=requirements.size, memoryTypeIndex=self.memory_type)
+        memory = vk.vkAllocateMemory(device, alloc_info, None)
+        vk.vkBindBufferMemory(device, buffer, memory, 0)
+        mapped = vk.vkMapMemory(device, memory, 0, size, 0)
+        mapped[:len(data)] = data
+        vk.vkUnmapMemory(device, memory)
+        return buffer, memory
+
+    def _submit(self, pipeline: object, layout: object, descriptor_set: object, push: bytes,
+                groups: tuple[int, int, int]) -> None:
+        vk, device = self.vk, self.device
+        alloc_info = vk.VkCommandBufferAllocateInfo(
+            commandPool=self.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
+        command_buffers = vk.vkAllocateCommandBuffers(device, alloc_info)
+        cb = command_buffers[0]
+        begin_info = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+        vk.vkBeginCommandBuffer(cb, begin_info)
+        vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
+        sets = [descriptor_set]
+        vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, sets, 0, None)
+        if push:
+            values = vk.ffi.from_buffer(push)
+            vk.vkCmdPushConstants(cb, layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(push), values)
+        vk.vkCmdDispatch(cb, *groups)
+        # Make the shader's writes visible to the host's reads after the fence.
+        barrier = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
+                                     dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT)
+        barriers = [barrier]
+        vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT,
+                                0, 1, barriers, 0, None, 0, None)
+        vk.vkEndCommandBuffer(cb)
+        fence_info = vk.VkFenceCreateInfo()
+        fence = vk.vkCreateFence(device, fence_info, None)
+        submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=command_buffers)
+        submits = [submit]
+        vk.vkQueueSubmit(self.queue, 1, submits, fence)
+        fences = [fence]
+        vk.vkWaitForFences(device, 1, fences, vk.VK_TRUE, 10**10)
+        vk.vkDestroyFence(device, fence, None)
+        vk.vkFreeCommandBuffers(device, self.command_pool, 1, command_buffers)

@@ -1,0 +1,182 @@
+"""SPIR-V reflection: the library's shaders and hand-made modules."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+
+from vkverify.shaders import (
+    SEMANTICS,
+    DescriptorType,
+    PushField,
+    SpirvError,
+    interface,
+    library,
+    load_spirv,
+    pack_push,
+    reflect,
+)
+
+R, W, RW = "read", "write", "read_write"
+
+# (accesses by binding, push-constant bytes) of the named kernels.
+EXPECTED = {
+    "fill": ([W], 8),
+    "copy": ([R, W], 4),
+    "add": ([R, R, W], 4),
+    "axpy": ([R, RW], 8),
+    "scale": ([RW], 8),
+    "reduce_sum": ([R, RW], 8),
+    "matvec": ([R, R, W], 8),
+    "slow_writer": ([W], 12),
+    "reverse_reader": ([R, W], 4),
+    "histogram": ([R, RW], 8),
+    "gather": ([R, R, W], 8),
+}
+EXPECTED |= {f"generic_r{r}_w{w}": ([R] * r + [W] * w, 4 * (1 + r + w))
+             for r in range(5) for w in range(1, 5)}
+
+
+def test_library_is_exactly_the_expected_shaders():
+    assert set(library()) == set(EXPECTED) == set(SEMANTICS)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_library_interface(name):
+    accesses, push_size = EXPECTED[name]
+    info = interface(name)
+    assert [b.access for b in info.bindings] == accesses
+    assert [(b.set, b.binding, b.count) for b in info.bindings] == [(0, k, 1) for k in range(len(accesses))]
+    assert {b.descriptor_type for b in info.bindings} == {DescriptorType.STORAGE_BUFFER}
+    assert info.push_constant_size == push_size
+    assert info.local_size == (64, 1, 1)
+    assert info.entry_point == "main"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_semantics_write_exactly_the_writable_bindings(name):
+    info = interface(name)
+    # Zero groups run nothing, so the push values are not needed.
+    result = SEMANTICS[name]([np.zeros(4, np.uint32)] * len(info.bindings), [], (0, 1, 1))
+    assert sorted(result) == [b.binding for b in info.bindings if b.writable]
+
+
+def test_load_spirv_unknown_name():
+    with pytest.raises(KeyError, match="no shader 'nope'"):
+        load_spirv("nope")
+
+
+glslang = pytest.mark.skipif(shutil.which("glslangValidator") is None, reason="glslangValidator not installed")
+
+
+def _compile(tmp_path, body: str, target: str = "vulkan1.1") -> bytes:
+    source = tmp_path / "k.comp"
+    source.write_text("#version 450\n" + body)
+    out = tmp_path / "k.spv"
+    subprocess.run(["glslangValidator", "-V", "--target-env", target, "-o", str(out), str(source)],
+                   check=True, capture_output=True)
+    return out.read_bytes()
+
+
+BUFFERS = """
+layout(local_size_x = 8, local_size_y = 4) in;
+layout(set = 0, binding = 0) readonly buffer A { uint a[]; };
+layout(set = 0, binding = 1) buffer B { uint b[]; };
+layout(set = 0, binding = 2) writeonly buffer C { uint c[]; };
+layout(set = 1, binding = 5) uniform U { uint u; };
+layout(set = 2, binding = 0) buffer D { uint d[]; } ds[3];
+void main() { c[0] = a[0] + b[0] + u + ds[2].d[0]; b[1] = 0u; }
+"""
+
+
+@glslang
+@pytest.mark.parametrize("target", ["vulkan1.0", "vulkan1.1", "vulkan1.2"])
+def test_buffer_qualifiers(tmp_path, target):
+    # vulkan1.0 declares storage buffers as Uniform + BufferBlock, and
+    # vulkan1.2 (SPIR-V 1.5) lists them in the entry point's interface.
+    info = reflect(_compile(tmp_path, BUFFERS, target))
+    got = [(b.set, b.binding, b.descriptor_type, b.count, b.access) for b in info.bindings]
+    assert got == [
+        (0, 0, DescriptorType.STORAGE_BUFFER, 1, R),
+        (0, 1, DescriptorType.STORAGE_BUFFER, 1, RW),
+        (0, 2, DescriptorType.STORAGE_BUFFER, 1, W),
+        (1, 5, DescriptorType.UNIFORM_BUFFER, 1, R),
+        (2, 0, DescriptorType.STORAGE_BUFFER, 3, RW),
+    ]
+    assert info.local_size == (8, 4, 1)
+    assert info.push_constant_size == 0
+
+
+@glslang
+def test_readonly_writeonly_is_no_access(tmp_path):
+    info = reflect(_compile(tmp_path, """
+layout(local_size_x = 1) in;
+layout(binding = 0) readonly writeonly buffer A { uint a[]; };
+void main() {}
+"""))
+    assert info.binding(0).access == "none"
+
+
+@glslang
+def test_push_constant_block(tmp_path):
+    info = reflect(_compile(tmp_path, """
+layout(local_size_x = 1) in;
+layout(push_constant) uniform P { vec3 v; float f; uint a[2]; int s; } p;
+layout(binding = 0) writeonly buffer O { float o[]; };
+void main() { o[0] = p.v.x + p.f + float(p.a[1]) + float(p.s); }
+"""))
+    assert info.push_constant_size == 28
+    assert info.push_fields == tuple(PushField(o, s) for o, s in [
+        (0, "f32"), (4, "f32"), (8, "f32"), (12, "f32"), (16, "u32"), (20, "u32"), (24, "i32")])
+    packed = pack_push(info, [1.0, 2.0, 3.0, 0.5, 7, -1, -2])
+    assert packed == struct.pack("<4f2Ii", 1.0, 2.0, 3.0, 0.5, 7, 0xFFFFFFFF, -2)
+    assert pack_push(info, [1.0]) == struct.pack("<f", 1.0) + bytes(24)
+    with pytest.raises(ValueError):
+        pack_push(info, [0] * 8)
+
+
+@glslang
+def test_local_size_from_specialization_constant(tmp_path):
+    info = reflect(_compile(tmp_path, """
+layout(local_size_x_id = 0, local_size_y = 2) in;
+layout(binding = 0) writeonly buffer O { uint o[]; };
+void main() { o[0] = gl_WorkGroupSize.x; }
+"""))
+    assert info.local_size == (1, 2, 1)
+
+
+@glslang
+def test_big_endian_module(tmp_path):
+    spirv = _compile(tmp_path, BUFFERS)
+    swapped = np.frombuffer(spirv, dtype="<u4").astype(">u4").tobytes()
+    assert reflect(swapped) == reflect(spirv)
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"", "too short"),
+    (b"not spirv at all....", "bad SPIR-V magic"),
+    (b"\x03\x02\x23\x07" + bytes(15), "multiple of 4"),
+    (b"\x03\x02\x23\x07" + bytes(16), "entry points"),
+])
+def test_malformed(data, message):
+    with pytest.raises(SpirvError, match=message):
+        reflect(data)
+
+
+def test_truncated_instruction():
+    # Word 10 is inside OpExtInstImport "GLSL.std.450" (words 7..12).
+    with pytest.raises(SpirvError, match="truncated"):
+        reflect(load_spirv("copy")[:40])
+
+
+def test_unknown_entry_point():
+    with pytest.raises(SpirvError, match="no entry point 'other'"):
+        reflect(load_spirv("copy"), "other")
+
+
+def test_spirv_error_is_value_error():
+    assert issubclass(SpirvError, ValueError)

@@ -1,0 +1,40 @@
+"""Compute kernels for vkverify's tests and replays, with SPIR-V reflection.
+
+Each kernel is `<name>.comp` (GLSL) beside its committed `<name>.spv`; its
+numpy semantics are in `semantics.SEMANTICS`. Regenerate the SPIR-V with
+`python -m vkverify.shaders build`. Nothing here imports Vulkan.
+"""
+
+from vkverify.shaders.library import GenericPlan, binding_accesses, Shader, generic_plan, interface, library, load_spirv
+from vkverify.shaders.reflect import (
+    BindingInfo,
+    DescriptorType,
+    PushField,
+    ShaderInterface,
+    SpirvError,
+    pack_push,
+    reflect,
+)
+from vkverify.shaders.semantics import SEMANTICS, checksum, generic, generic_name, mix
+
+__all__ = [
+    "SEMANTICS",
+    "BindingInfo",
+    "DescriptorType",
+    "GenericPlan",
+    "PushField",
+    "Shader",
+    "binding_accesses",
+    "ShaderInterface",
+    "SpirvError",
+    "checksum",
+    "generic",
+    "generic_name",
+    "generic_plan",
+    "interface",
+    "library",
+    "load_spirv",
+    "mix",
+    "pack_push",
+    "reflect",
+]

@@ -1,0 +1,3 @@
+from vkverify.shaders.build import main
+
+raise SystemExit(main())

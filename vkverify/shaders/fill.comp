@@ -1,0 +1,12 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+// dst[i] = value for i < n.
+layout(set = 0, binding = 0) writeonly buffer Dst { uint dst[]; };
+layout(push_constant) uniform Push { uint n; uint value; };
+
+void main() {
+    for (uint i = flat_invocation(); i < n; i += invocation_count())
+        dst[i] = value;
+}

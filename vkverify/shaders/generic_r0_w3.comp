@@ -1,0 +1,5 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define NREAD 0
+#define NWRITE 3
+#include "generic.glsl"

@@ -1,0 +1,5 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define NREAD 2
+#define NWRITE 1
+#include "generic.glsl"

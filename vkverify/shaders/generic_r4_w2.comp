@@ -1,0 +1,5 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define NREAD 4
+#define NWRITE 2
+#include "generic.glsl"

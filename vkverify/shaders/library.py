@@ -1,0 +1,88 @@
+"""The shader library: every kernel's SPIR-V, reflected interface and numpy
+semantics, by name."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+from vkverify.shaders.reflect import DescriptorType, ShaderInterface, reflect
+from vkverify.shaders.semantics import SEMANTICS, Semantics, generic_name
+
+__all__ = ["GenericPlan", "Shader", "generic_plan", "interface", "library", "load_spirv"]
+
+SHADER_DIR = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class Shader:
+    name: str
+    spv_path: Path
+    interface: ShaderInterface
+    semantics: Semantics
+
+
+@functools.cache
+def library() -> Mapping[str, Shader]:
+    """Every library shader by name (those with numpy semantics)."""
+    shaders = {}
+    for name, semantics in sorted(SEMANTICS.items()):
+        path = SHADER_DIR / f"{name}.spv"
+        shaders[name] = Shader(name, path, reflect(path.read_bytes()), semantics)
+    return MappingProxyType(shaders)
+
+
+def _get(name: str) -> Shader:
+    try:
+        return library()[name]
+    except KeyError:
+        raise KeyError(f"no shader {name!r} in the library (have {', '.join(library())})") from None
+
+
+def load_spirv(name: str) -> bytes:
+    return _get(name).spv_path.read_bytes()
+
+
+def interface(name: str) -> ShaderInterface:
+    return _get(name).interface
+
+
+
+def binding_accesses(name: str) -> tuple[str, ...] | None:
+    """Per binding (in binding order), the stream format's access for a library shader, from its
+    reflected SPIR-V; None when the library has no such shader."""
+    if name not in library():
+        return None
+    return tuple("uniform" if b.descriptor_type == DescriptorType.UNIFORM_BUFFER else b.access
+                 for b in sorted(interface(name).bindings, key=lambda b: (b.set, b.binding)))
+
+@dataclass(frozen=True)
+class GenericPlan:
+    """How to run an abstract shader on a generic kernel.
+
+    Kernel binding k < len(read_slots) is the stream binding
+    read_slots[k]; kernel binding len(read_slots) + k is write_slots[k]
+    (indices into the dispatch's `bindings` list, in stream order). A
+    read_write stream binding is in both lists. The kernel reads its inputs
+    while other workgroups already write, so a replay must not bind one
+    buffer range to both: it copies the range to a scratch buffer first
+    (copy, then a transfer_write -> shader_storage_read barrier) and binds the
+    scratch at the read slot and the original at the write slot. The result
+    is what `semantics.generic` gives for the contents before the dispatch.
+    Push constants: [ref, u32 words of kernel binding 0, 1, ...].
+    """
+
+    name: str
+    read_slots: tuple[int, ...]
+    write_slots: tuple[int, ...]
+
+
+def generic_plan(accesses: Sequence[str]) -> GenericPlan:
+    """The plan for an abstract shader whose bindings have `accesses`
+    ("read", "write", "read_write"; "uniform" counts as read)."""
+    reads = tuple(i for i, a in enumerate(accesses) if a in ("read", "read_write", "uniform"))
+    writes = tuple(i for i, a in enumerate(accesses) if a in ("write", "read_write"))
+    return GenericPlan(generic_name(len(reads), len(writes)), reads, writes)

@@ -1,0 +1,367 @@
+"""SPIR-V reflection: the resource interface of one entry point.
+
+Pure Python over the binary's words (SPIR-V spec, 2.3 "Physical Layout" and
+3 "Binary Form"); only what vkverify needs: descriptor bindings with their
+read/write use, the push-constant block and the local size.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+__all__ = [
+    "BindingInfo",
+    "DescriptorType",
+    "PushField",
+    "ShaderInterface",
+    "SpirvError",
+    "pack_push",
+    "reflect",
+]
+
+MAGIC = 0x07230203
+
+# Opcodes (spec 3.49).
+_OP_ENTRY_POINT = 15
+_OP_EXECUTION_MODE = 16
+_OP_TYPE_INT = 21
+_OP_TYPE_FLOAT = 22
+_OP_TYPE_VECTOR = 23
+_OP_TYPE_MATRIX = 24
+_OP_TYPE_IMAGE = 25
+_OP_TYPE_SAMPLER = 26
+_OP_TYPE_SAMPLED_IMAGE = 27
+_OP_TYPE_ARRAY = 28
+_OP_TYPE_RUNTIME_ARRAY = 29
+_OP_TYPE_STRUCT = 30
+_OP_TYPE_POINTER = 32
+_OP_CONSTANT = 43
+_OP_CONSTANT_COMPOSITE = 44
+_OP_SPEC_CONSTANT = 50
+_OP_SPEC_CONSTANT_COMPOSITE = 51
+_OP_VARIABLE = 59
+_OP_DECORATE = 71
+_OP_MEMBER_DECORATE = 72
+_OP_EXECUTION_MODE_ID = 331
+_OP_TYPE_ACCELERATION_STRUCTURE = 5341
+
+# Decorations (3.20), storage classes (3.7), execution modes (3.6).
+_BUFFER_BLOCK = 3
+_ARRAY_STRIDE = 6
+_MATRIX_STRIDE = 7
+_BUILT_IN = 11
+_NON_WRITABLE = 24
+_NON_READABLE = 25
+_BINDING = 33
+_DESCRIPTOR_SET = 34
+_OFFSET = 35
+_BUILT_IN_WORKGROUP_SIZE = 25
+_UNIFORM_CONSTANT = 0
+_UNIFORM = 2
+_PUSH_CONSTANT = 9
+_STORAGE_BUFFER = 12
+_LOCAL_SIZE = 17
+_LOCAL_SIZE_ID = 38
+_DIM_BUFFER = 5
+_VERSION_1_4 = 0x00010400
+
+
+class SpirvError(ValueError):
+    """The bytes are not SPIR-V that this reflector can read.
+
+    Seen by whoever hands the shader library a shader binary: a corrupt or
+    truncated file, or an entry point that is not in the module.
+    """
+
+
+class DescriptorType(StrEnum):
+    STORAGE_BUFFER = "storage_buffer"
+    UNIFORM_BUFFER = "uniform_buffer"
+    STORAGE_IMAGE = "storage_image"
+    SAMPLED_IMAGE = "sampled_image"
+    STORAGE_TEXEL_BUFFER = "storage_texel_buffer"
+    UNIFORM_TEXEL_BUFFER = "uniform_texel_buffer"
+    SAMPLER = "sampler"
+    COMBINED_IMAGE_SAMPLER = "combined_image_sampler"
+    ACCELERATION_STRUCTURE = "acceleration_structure"
+
+
+@dataclass(frozen=True)
+class BindingInfo:
+    """One descriptor binding. `count` is the descriptor array length (1 for
+    a plain variable, 0 for a runtime-sized array). A binding not proven
+    read-only (NonWritable) is writable; it is readable unless NonReadable."""
+
+    set: int
+    binding: int
+    descriptor_type: DescriptorType
+    count: int
+    readable: bool
+    writable: bool
+
+    @property
+    def access(self) -> str:
+        """The stream format's access name: read, write, read_write (or none)."""
+        return {(True, False): "read", (False, True): "write",
+                (True, True): "read_write", (False, False): "none"}[self.readable, self.writable]
+
+
+@dataclass(frozen=True)
+class PushField:
+    """One scalar of the push-constant block, at a byte offset; `scalar` is
+    u32, i32, f32 (or another width: u16, f64, ...). Arrays, vectors and
+    matrices are flattened in memory order."""
+
+    offset: int
+    scalar: str
+
+
+@dataclass(frozen=True)
+class ShaderInterface:
+    entry_point: str
+    local_size: tuple[int, int, int] | None
+    bindings: tuple[BindingInfo, ...]
+    push_constant_size: int
+    push_fields: tuple[PushField, ...]
+
+    def binding(self, binding: int, set: int = 0) -> BindingInfo:
+        for info in self.bindings:
+            if (info.set, info.binding) == (set, binding):
+                return info
+        raise KeyError(f"no binding {binding} in set {set}")
+
+
+def _words(data: bytes) -> tuple[int, ...]:
+    if len(data) % 4:
+        raise SpirvError(f"SPIR-V length {len(data)} is not a multiple of 4 bytes")
+    if len(data) < 20:
+        raise SpirvError(f"SPIR-V too short for its 5-word header ({len(data)} bytes)")
+    for order in "<>":
+        if struct.unpack_from(order + "I", data)[0] == MAGIC:
+            return struct.unpack(f"{order}{len(data) // 4}I", data)
+    raise SpirvError(f"bad SPIR-V magic 0x{struct.unpack_from('<I', data)[0]:08x} "
+                     f"(expected 0x{MAGIC:08x})")
+
+
+def _string(words: tuple[int, ...]) -> tuple[str, int]:
+    """A literal string and the number of words it takes."""
+    raw = struct.pack(f"<{len(words)}I", *words)
+    end = raw.find(b"\0")
+    if end < 0:
+        raise SpirvError("unterminated literal string")
+    return raw[:end].decode("utf-8", "replace"), end // 4 + 1
+
+
+class _Module:
+    def __init__(self, data: bytes):
+        words = _words(data)
+        self.version = words[1]
+        self.entry_points: dict[str, tuple[int, tuple[int, ...]]] = {}
+        self.modes: dict[tuple[int, int], tuple[int, ...]] = {}
+        self.types: dict[int, tuple[int, tuple[int, ...]]] = {}
+        self.constants: dict[int, int] = {}
+        self.composites: dict[int, tuple[int, ...]] = {}
+        self.variables: dict[int, tuple[int, int]] = {}
+        self.decorations: dict[int, dict[int, tuple[int, ...]]] = {}
+        self.member_decorations: dict[tuple[int, int], dict[int, tuple[int, ...]]] = {}
+        at = 5
+        while at < len(words):
+            count, opcode = words[at] >> 16, words[at] & 0xFFFF
+            if count == 0 or at + count > len(words):
+                raise SpirvError(f"truncated or malformed instruction at word {at} "
+                                 f"(opcode {opcode}, {count} words, {len(words) - at} left)")
+            self._add(opcode, words[at + 1:at + count])
+            at += count
+
+    def _add(self, opcode: int, ops: tuple[int, ...]) -> None:
+        if opcode == _OP_ENTRY_POINT:
+            name, used = _string(ops[2:])
+            self.entry_points[name] = (ops[1], ops[2 + used:])
+        elif opcode in (_OP_EXECUTION_MODE, _OP_EXECUTION_MODE_ID):
+            self.modes[ops[0], ops[1]] = ops[2:]
+        elif _OP_TYPE_INT <= opcode <= _OP_TYPE_POINTER or opcode == _OP_TYPE_ACCELERATION_STRUCTURE:
+            self.types[ops[0]] = (opcode, ops[1:])
+        elif opcode in (_OP_CONSTANT, _OP_SPEC_CONSTANT):
+            self.constants[ops[1]] = ops[2]
+        elif opcode in (_OP_CONSTANT_COMPOSITE, _OP_SPEC_CONSTANT_COMPOSITE):
+            self.composites[ops[1]] = ops[2:]
+        elif opcode == _OP_VARIABLE:
+            self.variables[ops[1]] = (ops[0], ops[2])
+        elif opcode == _OP_DECORATE:
+            self.decorations.setdefault(ops[0], {})[ops[1]] = ops[2:]
+        elif opcode == _OP_MEMBER_DECORATE:
+            self.member_decorations.setdefault((ops[0], ops[1]), {})[ops[2]] = ops[3:]
+
+    def type(self, type_id: int) -> tuple[int, tuple[int, ...]]:
+        try:
+            return self.types[type_id]
+        except KeyError:
+            raise SpirvError(f"id {type_id} is used as a type but declares none") from None
+
+    def constant(self, const_id: int) -> int:
+        try:
+            return self.constants[const_id]
+        except KeyError:
+            raise SpirvError(f"id {const_id} is used as a constant but declares none") from None
+
+    def decorated(self, target: int, decoration: int) -> bool:
+        return decoration in self.decorations.get(target, {})
+
+    def struct_members_all(self, struct_id: int, decoration: int) -> bool:
+        opcode, members = self.type(struct_id)
+        return opcode == _OP_TYPE_STRUCT and bool(members) and all(
+            decoration in self.member_decorations.get((struct_id, m), {})
+            for m in range(len(members)))
+
+
+def _local_size(module: _Module, function: int) -> tuple[int, int, int] | None:
+    for target, values in module.decorations.items():
+        builtin = values.get(_BUILT_IN)
+        if builtin == (_BUILT_IN_WORKGROUP_SIZE,) and target in module.composites:
+            x, y, z = (module.constant(c) for c in module.composites[target])
+            return x, y, z
+    if (function, _LOCAL_SIZE) in module.modes:
+        x, y, z = module.modes[function, _LOCAL_SIZE]
+        return x, y, z
+    if (function, _LOCAL_SIZE_ID) in module.modes:
+        x, y, z = (module.constant(c) for c in module.modes[function, _LOCAL_SIZE_ID])
+        return x, y, z
+    return None
+
+
+def _descriptor(module: _Module, var: int, storage: int, type_id: int) -> BindingInfo | None:
+    count = 1
+    opcode, ops = module.type(type_id)
+    if opcode == _OP_TYPE_ARRAY:
+        count, (opcode, ops), type_id = module.constant(ops[1]), module.type(ops[0]), ops[0]
+    elif opcode == _OP_TYPE_RUNTIME_ARRAY:
+        count, (opcode, ops), type_id = 0, module.type(ops[0]), ops[0]
+    if storage == _STORAGE_BUFFER or (storage == _UNIFORM and module.decorated(type_id, _BUFFER_BLOCK)):
+        kind = DescriptorType.STORAGE_BUFFER
+    elif storage == _UNIFORM:
+        kind = DescriptorType.UNIFORM_BUFFER
+    elif opcode == _OP_TYPE_IMAGE:
+        storage_image, texel = ops[5] == 2, ops[1] == _DIM_BUFFER
+        kind = {(True, False): DescriptorType.STORAGE_IMAGE,
+                (True, True): DescriptorType.STORAGE_TEXEL_BUFFER,
+                (False, False): DescriptorType.SAMPLED_IMAGE,
+                (False, True): DescriptorType.UNIFORM_TEXEL_BUFFER}[storage_image, texel]
+    elif opcode == _OP_TYPE_SAMPLER:
+        kind = DescriptorType.SAMPLER
+    elif opcode == _OP_TYPE_SAMPLED_IMAGE:
+        kind = DescriptorType.COMBINED_IMAGE_SAMPLER
+    elif opcode == _OP_TYPE_ACCELERATION_STRUCTURE:
+        kind = DescriptorType.ACCELERATION_STRUCTURE
+    else:
+        return None
+    may_write = kind in (DescriptorType.STORAGE_BUFFER, DescriptorType.STORAGE_IMAGE,
+                         DescriptorType.STORAGE_TEXEL_BUFFER)
+
+    def proven(decoration: int) -> bool:
+        return module.decorated(var, decoration) or module.struct_members_all(type_id, decoration)
+
+    decorations = module.decorations.get(var, {})
+    return BindingInfo(
+        set=decorations.get(_DESCRIPTOR_SET, (0,))[0],
+        binding=decorations.get(_BINDING, (0,))[0],
+        descriptor_type=kind,
+        count=count,
+        readable=not proven(_NON_READABLE),
+        writable=may_write and not proven(_NON_WRITABLE),
+    )
+
+
+def _fields(module: _Module, type_id: int, offset: int, matrix_stride: int | None) -> tuple[list[PushField], int]:
+    """The scalars of a push-constant member and the bytes it spans."""
+    opcode, ops = module.type(type_id)
+    if opcode in (_OP_TYPE_INT, _OP_TYPE_FLOAT):
+        prefix = "f" if opcode == _OP_TYPE_FLOAT else "i" if ops[1] else "u"
+        return [PushField(offset, f"{prefix}{ops[0]}")], ops[0] // 8
+    if opcode == _OP_TYPE_VECTOR:
+        size = _fields(module, ops[0], offset, None)[1]
+        return [_fields(module, ops[0], offset + k * size, None)[0][0] for k in range(ops[1])], ops[1] * size
+    if opcode in (_OP_TYPE_ARRAY, _OP_TYPE_MATRIX):
+        length = module.constant(ops[1]) if opcode == _OP_TYPE_ARRAY else ops[1]
+        stride = (module.decorations.get(type_id, {}).get(_ARRAY_STRIDE, (None,))[0]
+                  if opcode == _OP_TYPE_ARRAY else matrix_stride)
+        if stride is None:
+            raise SpirvError(f"push-constant array or matrix {type_id} has no stride")
+        out = []
+        for k in range(length):
+            out += _fields(module, ops[0], offset + k * stride, matrix_stride)[0]
+        return out, length * stride
+    if opcode == _OP_TYPE_STRUCT:
+        out, end = [], 0
+        for member, member_type in enumerate(ops):
+            decorations = module.member_decorations.get((type_id, member), {})
+            if _OFFSET not in decorations:
+                raise SpirvError(f"push-constant struct {type_id} member {member} has no Offset")
+            start = offset + decorations[_OFFSET][0]
+            leaves, size = _fields(module, member_type, start,
+                                   decorations.get(_MATRIX_STRIDE, (None,))[0])
+            out += leaves
+            end = max(end, start + size - offset)
+        return out, end
+    raise SpirvError(f"unsupported push-constant member type (opcode {opcode})")
+
+
+def reflect(spirv: bytes, entry_point: str | None = None) -> ShaderInterface:
+    """The interface of `entry_point` (default: the module's only one).
+
+    Before SPIR-V 1.4 an entry point's interface lists only its inputs and
+    outputs, so every resource variable of the module is attributed to it;
+    from 1.4 on, only those it lists.
+    """
+    module = _Module(spirv)
+    if entry_point is None:
+        if len(module.entry_points) != 1:
+            raise SpirvError(f"module has {len(module.entry_points)} entry points "
+                             f"{sorted(module.entry_points)}; name one")
+        entry_point = next(iter(module.entry_points))
+    if entry_point not in module.entry_points:
+        raise SpirvError(f"no entry point {entry_point!r} (have {sorted(module.entry_points)})")
+    function, interface = module.entry_points[entry_point]
+    variables = [v for v in module.variables
+                 if module.version < _VERSION_1_4 or v in interface]
+    bindings, push_fields, push_size = [], (), 0
+    for var in variables:
+        pointer_type, storage = module.variables[var]
+        pointee = module.type(pointer_type)[1][1]
+        if storage == _PUSH_CONSTANT:
+            leaves, push_size = _fields(module, pointee, 0, None)
+            push_fields = tuple(leaves)
+        elif storage in (_UNIFORM_CONSTANT, _UNIFORM, _STORAGE_BUFFER):
+            info = _descriptor(module, var, storage, pointee)
+            if info is not None:
+                bindings.append(info)
+    return ShaderInterface(
+        entry_point=entry_point,
+        local_size=_local_size(module, function),
+        bindings=tuple(sorted(bindings, key=lambda b: (b.set, b.binding))),
+        push_constant_size=push_size,
+        push_fields=push_fields,
+    )
+
+
+_PACK = {"u32": "I", "i32": "i", "f32": "f", "u64": "Q", "i64": "q", "f64": "d",
+         "u16": "H", "i16": "h", "f16": "e", "u8": "B", "i8": "b"}
+
+
+def pack_push(interface: ShaderInterface, values: Sequence[float]) -> bytes:
+    """The push-constant bytes for `values`, one per push field in order
+    (the stream format's `push` list); missing trailing fields are zero and
+    integers wrap to their field's width (-1 into a u32 is 0xFFFFFFFF)."""
+    if len(values) > len(interface.push_fields):
+        raise ValueError(f"{len(values)} push values for {len(interface.push_fields)} push fields")
+    out = bytearray(interface.push_constant_size)
+    for field, value in zip(interface.push_fields, values):
+        code = _PACK[field.scalar]
+        if code.isupper():
+            value = int(value) % (1 << 8 * struct.calcsize(code))
+        elif code not in "fde":
+            value = int(value)
+        struct.pack_into("<" + code, out, field.offset, value)
+    return bytes(out)
