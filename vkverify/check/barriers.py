@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..model import ir
 from .scopes import access_scope, accesses, explicit_stages, first_execution_scope, second_execution_scope
@@ -31,14 +32,13 @@ class BarrierEntry:
     dst_scope: frozenset[tuple[str, str]]
 
 
-@dataclass(frozen=True)
-class State:
-    chain: frozenset[str] = frozenset()  # stages ordered after the access
-    available: bool = False
-    visible: frozenset[tuple[str, str]] = frozenset()
+class State(NamedTuple):  # a tuple: hashed on every memo lookup, so kept cheap
+    chain: frozenset[str]  # stages ordered after the access
+    available: bool
+    visible: frozenset[tuple[str, str]]
 
 
-EMPTY = State()
+EMPTY = State(frozenset(), False, frozenset())
 FULL, NONE, PARTIAL = 1, 0, 2
 
 
@@ -100,7 +100,7 @@ class BarrierLog:
             self.positions.append([])
         self.positions[kind].append(pos)
 
-    def _step(self, state: State, kind: int, key: tuple) -> State | tuple[int, ...]:
+    def _step(self, state: State, kind: int, key: tuple) -> State | list[int]:
         """The state after one barrier of `kind`, or the cut points where its ranges split the query."""
         memo = (state, kind, key)
         found = self._transitions.get(memo)
@@ -109,24 +109,25 @@ class BarrierLog:
             entries = self.kinds[kind]
             covers = tuple(coverage(e, root, lo, hi) for e in entries)
             if PARTIAL in covers:
-                found = tuple(sorted({x for e, c in zip(entries, covers) if c == PARTIAL
-                                      for x in (e.lo, e.hi) if lo < x < hi}))
+                found = sorted({x for e, c in zip(entries, covers) if c == PARTIAL
+                                for x in (e.lo, e.hi) if lo < x < hi})
             else:
                 found = apply_barrier(state, entries, covers, stage, write)
             self._transitions[memo] = found
         return found
 
     def state_at(self, stage: str, write: str | None, root: str, lo: int, hi: int,
-                 start: int, end: int) -> list[tuple[int, int, State]]:
-        """The state of an access at `start` after the barriers up to position `end`, per sub-range."""
+                 start: int, end: int, state: State = EMPTY) -> list[tuple[int, int, State]]:
+        """The state of an access (or of `state` at position `start`) after the barriers up to `end`,
+        per sub-range."""
         key = (stage, write, root, lo, hi)
-        state, pos = EMPTY, start
+        pos = start
         while True:
             moving = self._moving_kinds(state, key)
-            if isinstance(moving, tuple) and moving and moving[0] == -1:  # a buffer barrier splits the range
+            if moving and moving[0] == -1:  # a buffer barrier splits the range
                 cuts = (lo,) + moving[1:] + (hi,)
                 return [piece for a, b in zip(cuts, cuts[1:])
-                        for piece in self.state_at(stage, write, root, a, b, start, end)]
+                        for piece in self.state_at(stage, write, root, a, b, pos, end, state)]
             nearest, nearest_kind = end + 1, -1
             for kind in moving:
                 positions = self.positions[kind]
@@ -145,7 +146,7 @@ class BarrierLog:
             moving, cuts = [], set()
             for kind in range(len(self.kinds)):
                 after = self._step(state, kind, key)
-                if isinstance(after, tuple):
+                if isinstance(after, list):
                     cuts.update(after)
                 elif after != state:
                     moving.append(kind)

@@ -34,6 +34,30 @@ DEVICE_ACCESSES = (("draw_indirect", "indirect_command_read"), ("compute_shader"
                    ("copy", "transfer_read"), ("copy", "transfer_write"), ("clear", "transfer_write"))
 
 
+_BINDING_READS = {"read": ("shader_storage_read",), "read_write": ("shader_storage_read",),
+                  "uniform": ("uniform_read",), "write": ()}
+
+
+def command_accesses(cmd: ir.Command) -> tuple[tuple, ...]:
+    """(stage, reads, write, buffer, lo, hi) of each access a command performs, reads first
+    (spec 7.6.1 "Pipeline stages" of vkCmdCopyBuffer, vkCmdFillBuffer, vkCmdUpdateBuffer, vkCmdDispatch)."""
+    if isinstance(cmd, ir.Copy):
+        return tuple(("copy", ("transfer_read",), None, cmd.src, r.src_offset, r.src_offset + r.size)
+                     for r in cmd.regions) + tuple(("copy", (), "transfer_write", cmd.dst, r.dst_offset,
+                                                    r.dst_offset + r.size) for r in cmd.regions)
+    if isinstance(cmd, (ir.Fill, ir.Update)):
+        return (("clear", (), "transfer_write", cmd.dst, cmd.offset, cmd.offset + cmd.size),)
+    out = []
+    if cmd.indirect is not None:
+        out.append(("draw_indirect", ("indirect_command_read",), None, cmd.indirect.buffer, cmd.indirect.offset,
+                    cmd.indirect.offset + 12))
+    out += [("compute_shader", _BINDING_READS[b.access], None, b.buffer, b.offset, b.offset + b.size)
+            for b in cmd.bindings if b.access != "write"]
+    out += [("compute_shader", _BINDING_READS[b.access], "shader_storage_write", b.buffer, b.offset,
+             b.offset + b.size) for b in cmd.bindings if b.access in ("write", "read_write")]
+    return tuple(out)
+
+
 def join(a: Clock, b: Clock) -> Clock:
     if a is b or a == b:
         return a
@@ -52,6 +76,8 @@ class Access:
     uid: int  # the command execution or host op performing it
     label: str | None
     family: int | None  # queue family; None for host
+    memo: tuple | None = None  # (lo, hi, end, pieces) of the last `Checker.states` query
+    ordered: set | None = None  # (agent, stage, need, lo, hi) already ordered after this access
 
 
 @dataclass(eq=False)
@@ -131,6 +157,7 @@ class Checker:
         self.memories: dict[str, RangeMap] = {
             b.id: RangeMap(b.size, b.memory in HOST_VISIBLE) for b in stream.buffers if b.alias_of is None}
         self.barriers = {}
+        self.command_accesses: dict[int, tuple] = {}
         self.findings: dict[tuple, Finding] = {}
         self.ranges: dict[tuple, list[int]] = {}
         self.destroyed: dict[str, Access] = {}  # buffer -> its destroy
@@ -181,11 +208,22 @@ class Checker:
             scope = agent.release_scope[i]
             if e.stage in scope:
                 return i + 1
-            root, lo, hi = self._root_range(e)
-            states = agent.log.state_at(e.stage, e.write, root, lo, hi, e.pos, agent.release_pos[i])
+            states = self.states(e, *self._root_range(e), agent.release_pos[i])
             if all(s.chain & scope for _, _, s in states):
                 return i + 1
         return None
+
+    def states(self, e: Access, root: str, lo: int, hi: int, end: int) -> list:
+        """e's barrier state per sub-range of [lo, hi) at queue position `end` (BarrierLog.state_at),
+        continuing from e's last query when it covered the same bytes up to an earlier position."""
+        log = self.agents[e.agent].log
+        memo = e.memo
+        if memo is not None and memo[0] == lo and memo[1] == hi and memo[2] <= end and len(memo[3]) == 1:
+            pieces = log.state_at(e.stage, e.write, root, lo, hi, memo[2], end, memo[3][0][2])
+        else:
+            pieces = log.state_at(e.stage, e.write, root, lo, hi, e.pos, end)
+        e.memo = (lo, hi, end, pieces)
+        return pieces
 
     def _root_range(self, e: Access) -> tuple[str, int, int]:
         root, _ = self.index.root(e.buffer)
@@ -193,14 +231,30 @@ class Checker:
 
     def unordered(self, e: Access, x: Access, root: str, lo: int, hi: int,
                   need: tuple[str, ...] | None) -> list[tuple[int, int]]:
-        """Sub-ranges of [lo, hi) where x is not ordered after e (need: accesses that must see e)."""
+        """Sub-ranges of [lo, hi) where x is not ordered after e (need: accesses that must see e).
+
+        Barrier states and clocks only grow, so once an agent's access at a stage is ordered after
+        e, every later one there is too: the answer is cached on e.
+        """
+        key = (x.agent, x.stage, need, lo, hi)
+        if e.ordered is not None and key in e.ordered:
+            return []
+        bad = self._unordered(e, x, root, lo, hi, need)
+        if not bad:
+            if e.ordered is None:
+                e.ordered = set()
+            e.ordered.add(key)
+        return bad
+
+    def _unordered(self, e: Access, x: Access, root: str, lo: int, hi: int,
+                   need: tuple[str, ...] | None) -> list[tuple[int, int]]:
         agent = self.agents[x.agent]
         pending = [(lo, hi)]
         if e.agent == x.agent:
             if isinstance(agent, ThreadAgent):
                 return []  # host program order
             pending = []
-            for a, b, s in agent.log.state_at(e.stage, e.write, root, lo, hi, e.pos, x.pos):
+            for a, b, s in self.states(e, root, lo, hi, x.pos):
                 if x.stage not in s.chain or (need and not all((x.stage, acc) in s.visible for acc in need)):
                     pending.append((a, b))
             if not pending:
@@ -227,8 +281,7 @@ class Checker:
         queue = self.agents[e.agent]
         acquired = self.agents[x.agent].clock[e.agent]
         end = queue.release_pos[acquired - 1]
-        return [(a, b) for a, b, s in queue.log.state_at(e.stage, e.write, root, lo, hi, e.pos, end)
-                if ("host", "host_read") not in s.visible]
+        return [(a, b) for a, b, s in self.states(e, root, lo, hi, end) if ("host", "host_read") not in s.visible]
 
     # ---- accesses ----------------------------------------------------------
 
@@ -317,29 +370,12 @@ class Checker:
             self.run_barrier(queue, cmd)
             return
         uid = next(self.uids)
-
-        def acc(stage, reads, write, buffer):
-            return Access(queue.index, queue.pos, stage, reads, write, ref, buffer, uid, cmd.label, queue.family)
-        if isinstance(cmd, ir.Copy):
-            for r in cmd.regions:
-                self.access(acc("copy", ("transfer_read",), None, cmd.src), r.src_offset, r.src_offset + r.size)
-            for r in cmd.regions:
-                self.access(acc("copy", (), "transfer_write", cmd.dst), r.dst_offset, r.dst_offset + r.size)
-        elif isinstance(cmd, (ir.Fill, ir.Update)):
-            self.access(acc("clear", (), "transfer_write", cmd.dst), cmd.offset, cmd.offset + cmd.size)
-        else:
-            if cmd.indirect is not None:
-                self.access(acc("draw_indirect", ("indirect_command_read",), None, cmd.indirect.buffer),
-                            cmd.indirect.offset, cmd.indirect.offset + 12)
-            reads = {"read": ("shader_storage_read",), "read_write": ("shader_storage_read",),
-                     "uniform": ("uniform_read",), "write": ()}
-            for b in cmd.bindings:
-                if b.access != "write":
-                    self.access(acc("compute_shader", reads[b.access], None, b.buffer), b.offset, b.offset + b.size)
-            for b in cmd.bindings:
-                if b.access in ("write", "read_write"):
-                    self.access(acc("compute_shader", reads[b.access], "shader_storage_write", b.buffer),
-                                b.offset, b.offset + b.size)
+        found = self.command_accesses.get(id(cmd))
+        if found is None:
+            found = self.command_accesses[id(cmd)] = command_accesses(cmd)
+        for stage, reads, write, buffer, lo, hi in found:
+            self.access(Access(queue.index, queue.pos, stage, reads, write, ref, buffer, uid, cmd.label,
+                               queue.family), lo, hi)
 
     def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier) -> None:
         entries = self.barriers.get(id(cmd))

@@ -41,6 +41,9 @@ class RangeMap:
         """The segments exactly covering [lo, hi), splitting at its ends."""
         if hi <= lo:
             return []
+        i = bisect_right(self.starts, lo) - 1
+        if self.segments[i].lo == lo and self.segments[i].hi == hi:
+            return self.segments[i:i + 1]
         self._split(lo)
         self._split(hi)
         i = bisect_right(self.starts, lo) - 1

@@ -47,12 +47,17 @@ def loads(text: str, file: str = "<string>") -> ir.Stream:
 
 def from_dict(doc: Any, file: str = "<dict>") -> ir.Stream:
     errors = schema_errors(doc)
+    builder = _Builder(doc)
+    try:
+        stream = builder.build()
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError):
+        if not errors:
+            raise
+        # The document's shape is wrong where the schema said; the id/range checks could not finish.
+    reported = {e.path for e in errors}
+    errors += [e for e in builder.errors if e.path not in reported]
     if errors:
         raise InvalidStream(file, errors)
-    builder = _Builder(doc)
-    stream = builder.build()
-    if builder.errors:
-        raise InvalidStream(file, builder.errors)
     return stream
 
 
@@ -101,7 +106,7 @@ class _Builder:
         self.device_ids = {d.id for d in devices}
         self.queue_ids = {q.id for d in devices for q in d.queues}
 
-        self.buffer_sizes: dict[str, int] = {}
+        self.buffer_sizes: dict[str, int | None] = {}
         buffers = tuple(self.buffer(i, b, devices) for i, b in enumerate(doc.get("buffers", [])))
         self.unique("buffers", [b.id for b in buffers])
         self.check_aliases(buffers)
@@ -157,7 +162,8 @@ class _Builder:
         if "alias_of" not in b and "size" not in b:
             self.error(path, "`size` is required (or `alias_of`)")
         size = b.get("size", 0)
-        self.buffer_sizes[b["id"]] = size
+        # A size the schema rejected is not checked against again: one error, not one per use.
+        self.buffer_sizes[b["id"]] = size if isinstance(size, int) and size >= 0 else None
         return ir.Buffer(b["id"], size, b.get("memory", "device_local"), owners, b.get("alias_of"),
                          b.get("offset", 0), b.get("sharing", "concurrent"))
 
@@ -172,7 +178,8 @@ class _Builder:
             if target is None:
                 self.error(("buffers", i, "alias_of"), f"unknown buffer {b.alias_of!r}")
                 continue
-            if b.offset + b.size > target.size:
+            sizes = (self.buffer_sizes.get(b.id), self.buffer_sizes.get(target.id))
+            if None not in sizes and b.offset + b.size > target.size:
                 self.error(("buffers", i), f"alias range [{b.offset}, {b.offset + b.size}) is past the end of "
                                            f"{target.id!r} (size {target.size})")
             while target.alias_of is not None and target.id not in seen:
@@ -198,6 +205,7 @@ class _Builder:
         return frozenset(out)
 
     def buffer_ref(self, path: tuple, buffer: str) -> int | None:
+        """The buffer's size; None (after reporting it if unknown) when ranges cannot be checked."""
         if buffer not in self.buffer_sizes:
             self.error(path, f"unknown buffer {buffer!r}")
             return None
