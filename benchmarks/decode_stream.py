@@ -1,0 +1,93 @@
+"""Decode-shaped streams, as an LLM engine's Vulkan backend issues them (PROTOCOLS.md, 2).
+
+Per token: `layers` layers of dispatches over a few hundred weight buffers and
+a ring of activation buffers, a barrier wherever the next dispatch touches what
+the previous group wrote, the KV cache written at the token's slot, logits read
+back by the host, one submit per token with a timeline signal, and a host wait
+every few tokens before the host reuses an input slot. Built as IR directly so
+that generating a million commands costs little next to checking them.
+"""
+
+from __future__ import annotations
+
+from vkverify.model import ir
+
+MIB = 1 << 20
+COMPUTE = frozenset({"compute_shader"})
+
+
+
+def decode_stream(n_commands: int, layers: int = 30, weights_per_layer: int = 10, slots: int = 4,
+                  hazard: bool = False) -> ir.Stream:
+    """A stream of about `n_commands` commands; with `hazard`, one barrier of the last token is missing."""
+    per_token = layers * 41  # 30 dispatches and 11 barriers per layer
+    tokens = max(1, round(n_commands / per_token))
+    weight_ids = [f"W{l}_{i}" for l in range(layers) for i in range(weights_per_layer)]
+    act = [f"act{i}" for i in range(8)]
+    size = 64 * 1024
+    buffers = [ir.Buffer(w, size) for w in weight_ids]
+    buffers += [ir.Buffer(a, size) for a in act]
+    buffers += [ir.Buffer(f"kv{l}", 4096 * tokens) for l in range(layers)]
+    buffers += [ir.Buffer(f"in{s}", 4096, "host_coherent") for s in range(slots)]
+    buffers += [ir.Buffer("logits", 4096, "host_coherent"), ir.Buffer("staging", size, "host_coherent")]
+    shaders = (ir.ShaderDecl("matmul", ("read", "read", "write")), ir.ShaderDecl("kv_store", ("read", "write")),
+               ir.ShaderDecl("attend", ("read", "read", "write")))
+
+    compute_barrier = ir.Barrier(COMPUTE, frozenset({"shader_storage_write"}), COMPUTE,
+                                 frozenset({"shader_storage_read", "shader_storage_write"}))
+    upload = [ir.Copy("staging", w, (ir.Region(0, 0, size),)) for w in weight_ids]
+    upload.append(ir.Barrier(frozenset({"copy"}), frozenset({"transfer_write"}), COMPUTE,
+                             frozenset({"shader_storage_read"})))
+    command_buffers = [ir.CommandBuffer("upload", tuple(upload))]
+
+    def bind(buf, access, offset=0, n=size):
+        return ir.Binding(buf, offset, n, access)
+
+    ops: list[ir.HostOp] = [ir.HostAccess("host_write", "staging", 0, size),
+                            ir.Submit("q0", (ir.Batch(command_buffers=("upload",)),))]
+    for t in range(tokens):
+        slot = f"in{t % slots}"
+        cmds: list[ir.Command] = [ir.Dispatch("matmul", (bind(slot, "read", 0, 4096), bind(weight_ids[0], "read"),
+                                                         bind(act[0], "write")))]
+        cur = 0
+        for l in range(layers):
+            w = weight_ids[l * weights_per_layer:(l + 1) * weights_per_layer]
+            for g in range(10):
+                if not (hazard and t == tokens - 1 and l == layers - 1 and g == 9):
+                    cmds.append(compute_barrier)
+                src, dst = act[cur], act[(cur + 1 + g % 3) % len(act)]
+                if g == 4:  # the KV cache: this token's slot written, then every slot so far read
+                    cmds.append(ir.Dispatch("kv_store", (bind(src, "read"), bind(f"kv{l}", "write", 4096 * t, 4096))))
+                    cmds.append(compute_barrier)
+                    cmds.append(ir.Dispatch("attend", (bind(src, "read"), bind(f"kv{l}", "read", 0, 4096 * (t + 1)),
+                                                       bind(dst, "write"))))
+                    cmds.append(ir.Dispatch("matmul", (bind(src, "read"), bind(w[g], "read"),
+                                                       bind(act[(cur + 5) % len(act)], "write"))))
+                else:  # three independent projections from one input
+                    for k in range(3):
+                        cmds.append(ir.Dispatch("matmul", (bind(src, "read"), bind(w[(g + k) % len(w)], "read"),
+                                                           bind(act[(cur + 1 + k) % len(act)], "write"))))
+                cur = (cur + 1) % len(act)
+        cmds.append(ir.Barrier(COMPUTE, frozenset({"shader_storage_write"}), frozenset({"host", "compute_shader"}),
+                               frozenset({"host_read", "shader_storage_read", "shader_storage_write"})))
+        cmds.append(ir.Dispatch("matmul", (bind(act[cur], "read"), bind(weight_ids[-1], "read"),
+                                           bind("logits", "write", 0, 4096))))
+        cmds.append(ir.Barrier(COMPUTE, frozenset({"shader_storage_write"}), frozenset({"host"}),
+                               frozenset({"host_read"})))
+        command_buffers.append(ir.CommandBuffer(f"tok{t}", tuple(cmds)))
+        if t >= slots - 1:  # the host reuses input slot t % slots only once token t - slots finished
+            ops.append(ir.WaitSemaphores((ir.SemaphoreValue("T", t - slots + 1),)))
+        ops.append(ir.HostAccess("host_write", slot, 0, 4096))
+        ops.append(ir.Submit("q0", (ir.Batch(command_buffers=(f"tok{t}",),
+                                             signals=(ir.SemaphoreOp("T", t + 1),)),)))
+        if t % slots == slots - 1 or t == tokens - 1:
+            ops.append(ir.WaitSemaphores((ir.SemaphoreValue("T", t + 1),)))
+            ops.append(ir.HostAccess("host_read", "logits", 0, 4096))
+    return ir.Stream(
+        name=f"decode-{tokens}-tokens", devices=(ir.Device("gpu0", (ir.Queue("q0"),)),), buffers=tuple(buffers),
+        semaphores=(ir.Semaphore("T", "timeline"),), shaders=shaders, command_buffers=tuple(command_buffers),
+        threads=(ir.Thread("main", tuple(ops)),))
+
+
+def command_count(stream: ir.Stream) -> int:
+    return sum(len(cb.commands) for cb in stream.command_buffers)
