@@ -156,6 +156,7 @@ class Checker:
         self.agents: list = list(self.queues.values()) + self.threads
         self.memories: dict[str, RangeMap] = {
             b.id: RangeMap(b.size, b.memory in HOST_VISIBLE) for b in stream.buffers if b.alias_of is None}
+        self.placement = {b.id: (b, *self.index.root(b.id)) for b in stream.buffers}  # buffer, root, offset
         self.barriers = {}
         self.command_accesses: dict[int, tuple] = {}
         self.findings: dict[tuple, Finding] = {}
@@ -293,8 +294,9 @@ class Checker:
                         f"remove {x.ref} or move the destroy of {x.buffer!r} ({destroyed.ref}) after it",
                         f"{x.ref} uses {x.buffer!r} after {destroyed.ref} destroyed it")
             return
-        buf = self.index.buffers[x.buffer]
-        root, base = self.index.root(x.buffer)
+        if hi <= lo:
+            return  # no bytes: nothing to order
+        buf, root, base = self.placement[x.buffer]
         memory = self.memories[root]
         rlo, rhi = base + lo, base + hi
         segments = memory.span(rlo, rhi)
