@@ -71,6 +71,14 @@ class Data:
     base64: str | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class Tagged:
+    """What every command and host op may carry: an `id` to refer to it by, a `label` for people."""
+
+    id: str | None = None
+    label: str | None = None
+
+
 # ---- commands ---------------------------------------------------------------
 
 
@@ -82,32 +90,26 @@ class Region:
 
 
 @dataclass(frozen=True)
-class Copy:
+class Copy(Tagged):
     src: str
     dst: str
     regions: tuple[Region, ...]
-    id: str | None = None
-    label: str | None = None
 
 
 @dataclass(frozen=True)
-class Fill:
+class Fill(Tagged):
     dst: str
     offset: int
     size: int
     value: int = 0
-    id: str | None = None
-    label: str | None = None
 
 
 @dataclass(frozen=True)
-class Update:
+class Update(Tagged):
     dst: str
     offset: int
     size: int
     data: Data | None = None
-    id: str | None = None
-    label: str | None = None
 
 
 @dataclass(frozen=True)
@@ -125,14 +127,12 @@ class IndirectRef:
 
 
 @dataclass(frozen=True)
-class Dispatch:
+class Dispatch(Tagged):
     shader: str
     bindings: tuple[Binding, ...]
     groups: tuple[int, int, int] = (1, 1, 1)
     push: tuple[float, ...] = ()
     indirect: IndirectRef | None = None  # set: dispatch_indirect
-    id: str | None = None
-    label: str | None = None
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ class BufferBarrier:
 
 
 @dataclass(frozen=True)
-class Barrier:
+class Barrier(Tagged):
     """vkCmdPipelineBarrier2: one global memory barrier, or buffer barriers."""
 
     src_stage: Stages
@@ -157,8 +157,6 @@ class Barrier:
     dst_stage: Stages
     dst_access: Accesses
     buffers: tuple[BufferBarrier, ...] = ()
-    id: str | None = None
-    label: str | None = None
 
 
 Command = Union[Copy, Fill, Update, Dispatch, Barrier]
@@ -188,26 +186,20 @@ class Batch:
 
 
 @dataclass(frozen=True)
-class Submit:
+class Submit(Tagged):
     queue: str
     batches: tuple[Batch, ...]
     fence: str | None = None
-    id: str | None = None
-    label: str | None = None
 
 
 @dataclass(frozen=True)
-class WaitFences:
+class WaitFences(Tagged):
     fences: tuple[str, ...]
-    id: str | None = None
-    label: str | None = None
 
 
 @dataclass(frozen=True)
-class ResetFences:
+class ResetFences(Tagged):
     fences: tuple[str, ...]
-    id: str | None = None
-    label: str | None = None
 
 
 @dataclass(frozen=True)
@@ -217,22 +209,18 @@ class SemaphoreValue:
 
 
 @dataclass(frozen=True)
-class WaitSemaphores:
+class WaitSemaphores(Tagged):
     waits: tuple[SemaphoreValue, ...]
-    id: str | None = None
-    label: str | None = None
 
 
 @dataclass(frozen=True)
-class SignalSemaphore:
+class SignalSemaphore(Tagged):
     semaphore: str
     value: int
-    id: str | None = None
-    label: str | None = None
 
 
 @dataclass(frozen=True)
-class HostAccess:
+class HostAccess(Tagged):
     """host_write / host_read / flush / invalidate over a byte range."""
 
     op: str
@@ -240,29 +228,21 @@ class HostAccess:
     offset: int
     size: int
     data: Data | None = None
-    id: str | None = None
-    label: str | None = None
 
 
 @dataclass(frozen=True)
-class QueueWaitIdle:
+class QueueWaitIdle(Tagged):
     queue: str
-    id: str | None = None
-    label: str | None = None
 
 
 @dataclass(frozen=True)
-class DeviceWaitIdle:
+class DeviceWaitIdle(Tagged):
     device: str
-    id: str | None = None
-    label: str | None = None
 
 
 @dataclass(frozen=True)
-class Destroy:
+class Destroy(Tagged):
     buffer: str
-    id: str | None = None
-    label: str | None = None
 
 
 HostOp = Union[Submit, WaitFences, ResetFences, WaitSemaphores, SignalSemaphore, HostAccess,
