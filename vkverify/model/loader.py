@@ -6,6 +6,8 @@ InvalidStream, each naming the JSON path.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 from functools import cache
@@ -235,7 +237,7 @@ class _Builder:
             return ir.Fill(c["dst"], offset, size, c.get("value", 0), **tag)
         if kind == "update":
             offset, size = self.byte_range(path, c, c["dst"])
-            return ir.Update(c["dst"], offset, size, self.data(c.get("data")), **tag)
+            return ir.Update(c["dst"], offset, size, self.data(path, c.get("data"), size), **tag)
         if kind in ("dispatch", "dispatch_indirect"):
             return self.dispatch(path, c, tag)
         return self.barrier(path, c, tag)
@@ -310,8 +312,18 @@ class _Builder:
                        "stage" if key.endswith("stage") else "access", default)
             for key, default in zip(("src_stage", "src_access", "dst_stage", "dst_access"), defaults))
 
-    def data(self, d: dict | None) -> ir.Data | None:
-        return None if d is None else ir.Data(d.get("pattern"), d.get("value"), d.get("seed"), d.get("base64"))
+    def data(self, path: tuple, d: dict | None, size: int) -> ir.Data | None:
+        if d is None:
+            return None
+        if "base64" in d:
+            try:
+                n = len(base64.b64decode(d["base64"], validate=True))
+            except binascii.Error:
+                self.error(path + ("data", "base64"), "not valid base64")
+            else:
+                if n != size:
+                    self.error(path + ("data", "base64"), f"{n} bytes of data for a range of {size} bytes")
+        return ir.Data(d.get("pattern"), d.get("value"), d.get("seed"), d.get("base64"))
 
     # ---- host ops ----------------------------------------------------------
 
@@ -335,7 +347,7 @@ class _Builder:
             return ir.SignalSemaphore(op["semaphore"], op["value"], **tag)
         if kind in ("host_write", "host_read", "flush", "invalidate"):
             offset, size = self.byte_range(path, op, op["buffer"])
-            return ir.HostAccess(kind, op["buffer"], offset, size, self.data(op.get("data")), **tag)
+            return ir.HostAccess(kind, op["buffer"], offset, size, self.data(path, op.get("data"), size), **tag)
         if kind == "queue_wait_idle":
             if op["queue"] not in self.queue_ids:
                 self.error(path + ("queue",), f"unknown queue {op['queue']!r}")
