@@ -7,8 +7,14 @@ checking) and the ratio of the time per command at the largest size to that
 at the smallest. Targets: 10^6 commands in at most 20 s and 2 GiB; the ratio
 within 1.5.
 
-    python benchmarks/check_scaling.py            # 1e4, 1e5, 1e6
-    python benchmarks/check_scaling.py 1e4 1e5    # other sizes
+    python benchmarks/check_scaling.py                  # 1e4, 1e5, 1e6
+    python benchmarks/check_scaling.py 1e4 1e5          # other sizes
+    python benchmarks/check_scaling.py --kv-history     # attention reads the whole KV cache
+
+With --kv-history each token reads every KV slot written so far, each slot by
+a different dispatch: the work per token grows with the context, so time per
+command grows with the stream's length by construction (the range map holds
+one range per slot, as syncval's would).
 """
 
 from __future__ import annotations
@@ -24,12 +30,12 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 
-def measure(n: int) -> dict:
+def measure(n: int, kv_history: bool) -> dict:
     from decode_stream import command_count, decode_stream
 
     from vkverify.check import check
 
-    stream = decode_stream(n)
+    stream = decode_stream(n, kv_history=kv_history)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     findings = check(stream)
@@ -40,14 +46,17 @@ def measure(n: int) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    kv_history = "--kv-history" in argv
+    argv = [a for a in argv if a != "--kv-history"]
     if argv[:1] == ["--one"]:
-        print(json.dumps(measure(int(float(argv[1])))))
+        print(json.dumps(measure(int(float(argv[1])), kv_history)))
         return 0
     sizes = [int(float(a)) for a in argv] or [10**4, 10**5, 10**6]
     rows = []
     print(f"{'commands':>10} {'seconds':>9} {'commands/s':>11} {'peak MiB':>9} {'findings':>8}", flush=True)
     for n in sizes:
-        out = subprocess.run([sys.executable, __file__, "--one", str(n)], capture_output=True, text=True)
+        out = subprocess.run([sys.executable, __file__, "--one", str(n)] + ["--kv-history"] * kv_history,
+                             capture_output=True, text=True)
         if out.returncode != 0:
             print(out.stderr, file=sys.stderr)
             return 1

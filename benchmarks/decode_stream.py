@@ -18,8 +18,12 @@ COMPUTE = frozenset({"compute_shader"})
 
 
 def decode_stream(n_commands: int, layers: int = 30, weights_per_layer: int = 10, slots: int = 4,
-                  hazard: bool = False) -> ir.Stream:
-    """A stream of about `n_commands` commands; with `hazard`, one barrier of the last token is missing."""
+                  hazard: bool = False, kv_history: bool = False) -> ir.Stream:
+    """A stream of about `n_commands` commands; with `hazard`, one barrier of the last token is missing.
+
+    Attention reads this token's KV slot; with `kv_history` it reads every slot so far, as a real
+    decode does: then each token's work grows with the context, in the checker as on the GPU.
+    """
     per_token = layers * 41  # 30 dispatches and 11 barriers per layer
     tokens = max(1, round(n_commands / per_token))
     weight_ids = [f"W{l}_{i}" for l in range(layers) for i in range(weights_per_layer)]
@@ -56,10 +60,11 @@ def decode_stream(n_commands: int, layers: int = 30, weights_per_layer: int = 10
                 if not (hazard and t == tokens - 1 and l == layers - 1 and g == 9):
                     cmds.append(compute_barrier)
                 src, dst = act[cur], act[(cur + 1 + g % 3) % len(act)]
-                if g == 4:  # the KV cache: this token's slot written, then every slot so far read
+                if g == 4:  # the KV cache: this token's slot written, then read (kv_history: all slots)
                     cmds.append(ir.Dispatch("kv_store", (bind(src, "read"), bind(f"kv{l}", "write", 4096 * t, 4096))))
                     cmds.append(compute_barrier)
-                    cmds.append(ir.Dispatch("attend", (bind(src, "read"), bind(f"kv{l}", "read", 0, 4096 * (t + 1)),
+                    history = (0, 4096 * (t + 1)) if kv_history else (4096 * t, 4096)
+                    cmds.append(ir.Dispatch("attend", (bind(src, "read"), bind(f"kv{l}", "read", *history),
                                                        bind(dst, "write"))))
                     cmds.append(ir.Dispatch("matmul", (bind(src, "read"), bind(w[g], "read"),
                                                        bind(act[(cur + 5) % len(act)], "write"))))

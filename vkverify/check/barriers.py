@@ -89,16 +89,34 @@ class BarrierLog:
         self.kind_ids: dict[tuple[BarrierEntry, ...], int] = {}
         self.kinds: list[tuple[BarrierEntry, ...]] = []
         self.positions: list[list[int]] = []  # per kind, increasing
+        self.all_positions: list[int] = []  # every barrier, increasing, with its kind
+        self.all_kinds: list[int] = []
+        self._kind_of_command: dict[int, int] = {}
         self._transitions: dict = {}
         self._moving: dict = {}
 
-    def add(self, pos: int, entries: tuple[BarrierEntry, ...]) -> None:
-        kind = self.kind_ids.get(entries)
+    def add(self, pos: int, entries: tuple[BarrierEntry, ...], command: int) -> None:
+        """Record a barrier; `command` (the id of its command, alive with the stream) saves hashing entries."""
+        kind = self._kind_of_command.get(command)
         if kind is None:
-            kind = self.kind_ids[entries] = len(self.kinds)
-            self.kinds.append(entries)
-            self.positions.append([])
+            kind = self.kind_ids.get(entries)
+            if kind is None:
+                kind = self.kind_ids[entries] = len(self.kinds)
+                self.kinds.append(entries)
+                self.positions.append([])
+            self._kind_of_command[command] = kind
         self.positions[kind].append(pos)
+        self.all_positions.append(pos)
+        self.all_kinds.append(kind)
+
+    def first_state(self, stage: str, write: str | None, root: str, lo: int, hi: int,
+                    start: int, end: int) -> State | None:
+        """The state after the first barrier in (start, end] alone, if there is one and it covers [lo, hi)."""
+        i = bisect_right(self.all_positions, start)
+        if i == len(self.all_positions) or self.all_positions[i] > end:
+            return None
+        after = self._step(EMPTY, self.all_kinds[i], (stage, write, root, lo, hi))
+        return None if isinstance(after, list) else after
 
     def _step(self, state: State, kind: int, key: tuple) -> State | list[int]:
         """The state after one barrier of `kind`, or the cut points where its ranges split the query."""

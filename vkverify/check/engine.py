@@ -254,6 +254,11 @@ class Checker:
         if e.agent == x.agent:
             if isinstance(agent, ThreadAgent):
                 return []  # host program order
+            # Most pairs are ordered by the first barrier after e alone; states only grow after it.
+            first = agent.log.first_state(e.stage, e.write, root, lo, hi, e.pos, x.pos)
+            if first is not None and x.stage in first.chain and \
+                    (not need or all((x.stage, acc) in first.visible for acc in need)):
+                return []
             pending = []
             for a, b, s in self.states(e, root, lo, hi, x.pos):
                 if x.stage not in s.chain or (need and not all((x.stage, acc) in s.visible for acc in need)):
@@ -310,9 +315,10 @@ class Checker:
             if x.family is not None and buf.sharing == "exclusive":
                 seg.owner = x.family
         else:
+            agent, stage = x.agent, x.stage
             for seg in segments:
-                key = (x.agent, x.stage)
-                seg.reads = tuple(r for r in seg.reads if (r.agent, r.stage) != key) + (x,)
+                reads = seg.reads
+                seg.reads = (*(r for r in reads if r.agent != agent or r.stage != stage), x) if reads else (x,)
 
     def check_read(self, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment) -> bool:
         """Report what x's read of seg violates; True when it is a RAW."""
@@ -383,7 +389,7 @@ class Checker:
         entries = self.barriers.get(id(cmd))
         if entries is None:
             entries = self.barriers[id(cmd)] = compile_barrier(cmd, self.index)
-        queue.log.add(queue.pos, entries)
+        queue.log.add(queue.pos, entries, id(cmd))
         # Cross-agent dependencies chain through the barrier too (spec 7.1 "dependency chain").
         before = {}
         for e in entries:
