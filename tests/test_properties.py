@@ -101,7 +101,7 @@ def plans(draw):
     cbs = [draw(st.lists(commands(buffers), min_size=1, max_size=5)) for _ in range(draw(st.integers(1, 4)))]
     # each command buffer is submitted once, in order, one or two per submit
     submits, i = [], 0
-    timeline_values: list[int] = []
+    timeline_values: list[tuple[str, int]] = []
     binary_pending: list[str] = []
     while i < len(cbs):
         n = draw(st.integers(1, min(2, len(cbs) - i)))
@@ -110,15 +110,17 @@ def plans(draw):
         wait, signal = [], []
         if n_queues == 2:
             if timeline_values and draw(st.booleans()):
-                wait.append({"semaphore": "T", "value": draw(st.sampled_from(timeline_values)),
-                             "stage": draw(st.sampled_from(STAGES))})
+                semaphore, value = draw(st.sampled_from(timeline_values))
+                wait.append({"semaphore": semaphore, "value": value, "stage": draw(st.sampled_from(STAGES))})
             if binary_pending and draw(st.booleans()):
                 wait.append({"semaphore": binary_pending.pop(0), "stage": draw(st.sampled_from(STAGES))})
             choice = draw(st.sampled_from(["none", "timeline", "binary"]))
             stage = draw(st.sampled_from(["all_commands", "compute_shader", "copy", "bottom_of_pipe"]))
             if choice == "timeline":
-                timeline_values.append(k + 1)
-                signal.append({"semaphore": "T", "value": k + 1, "stage": stage})
+                # One timeline per queue: two queues signalling one timeline unordered is itself a
+                # timeline_not_increasing (some schedule runs the larger value first).
+                timeline_values.append((f"T{queue}", k + 1))
+                signal.append({"semaphore": f"T{queue}", "value": k + 1, "stage": stage})
             elif choice == "binary":
                 binary_pending.append(f"S{k}")
                 signal.append({"semaphore": f"S{k}", "stage": stage})
@@ -140,7 +142,8 @@ def build(plan: dict, synchronized: bool = False, drop: tuple[int, int] | None =
         s.declare_shader(shader, bindings)
     for b, size, memory in plan["buffers"]:
         s.create_buffer(b, size, memory=memory)
-    s.create_semaphore("T", timeline=True)
+    for q in range(plan["n_queues"]):
+        s.create_semaphore(f"Tq{q}", timeline=True)
     for k, sub in enumerate(plan["submits"]):
         s.create_semaphore(f"S{k}")
         s.create_fence(f"F{k}")

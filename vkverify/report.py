@@ -60,6 +60,10 @@ def format_text(results: list[FileResult]) -> str:
                 lines.append(f"    first:  {_op(f.first, f.labels[0], f.first_access)}")
                 lines.append(f"    second: {_op(f.second, f.labels[1], f.second_access)}")
             lines.append(f"    fix:    {f.fix}")
+            if f.params is not None:
+                lines.append(f"    params: {', '.join(f'{k}={v}' for k, v in f.params)} (smallest failing values)")
+            if f.witness is not None:
+                lines.append(f"    witness: {' -> '.join(f.witness)}")
         a = r.agreement
         if a is not None:
             lines.append(f"  expect: {'agrees' if a.agrees else 'DISAGREES'}")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ..model import ir
 from ..model.loader import resolve_ref
 from .findings import Finding
+from .params import instance
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ def _same_ref(expected: str | None, reported: str | None, stream: ir.Stream) -> 
 def matches(e: ir.ExpectedFinding, f: Finding, stream: ir.Stream) -> bool:
     if e.kind != f.kind or (e.buffer is not None and e.buffer != f.buffer):
         return False
+    if e.params is not None and e.params != f.params:
+        return False
     if e.ops is not None:
         return f.ops is not None and {resolve_ref(stream, r) for r in e.ops} == set(f.ops)
     if f.ops is not None:
@@ -41,6 +44,8 @@ def matches(e: ir.ExpectedFinding, f: Finding, stream: ir.Stream) -> bool:
 
 def compare(stream: ir.Stream, findings: list[Finding]) -> Agreement:
     expected = stream.expect or ()
+    # A params stream's findings are about one instance: resolve references there.
+    stream = instance(stream, findings[0].params if findings else None)
     return Agreement(
         missing=tuple(e for e in expected if not any(matches(e, f, stream) for f in findings)),
         unexpected=tuple(f for f in findings if not any(matches(e, f, stream) for e in expected)))

@@ -43,6 +43,10 @@ class Finding:
     racing: bool = False
     ops: tuple[str, ...] | None = None
     labels: tuple[str | None, str | None] = field(default=(None, None), compare=False)
+    # A legal complete schedule (event names in time order, smt.Witness) showing the hazard.
+    witness: tuple[str, ...] | None = None
+    # For a `params` stream: the parameter values of the instance the finding is about.
+    params: tuple[tuple[str, int], ...] | None = None
 
     def to_json(self) -> dict:
         """The findings format of STREAM_FORMAT.md."""
@@ -57,4 +61,8 @@ class Finding:
                         "first_access": self.first_access, "second_access": self.second_access,
                         "racing": self.racing})
         out.update({"message": self.message, "fix": self.fix})
+        if self.witness is not None:
+            out["witness"] = list(self.witness)
+        if self.params is not None:
+            out["params"] = dict(self.params)
         return out

@@ -7,6 +7,7 @@ Waits that never become satisfiable end the run with `deadlock`,
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from ..model import ir
@@ -36,11 +37,27 @@ class PendingBatch:
 
 
 def check(stream: ir.Stream) -> list[Finding]:
-    """Every synchronization finding of `stream`, in the order found."""
-    return Schedule(stream).run()
+    """Every synchronization finding of `stream`, in the order found; for a `params` stream, those of the
+    smallest parameter values that have any."""
+    if stream.params:
+        from .params import check_params
+        return check_params(stream, check)
+    from . import exact
+    shared = exact.shared_timelines(stream)
+    findings = Schedule(stream, shared).run()
+    return exact.refine(stream, findings, shared)
 
 
 class Schedule(Checker):
+    def __init__(self, stream: ir.Stream, shared: frozenset[str] = frozenset()) -> None:
+        super().__init__(stream)
+        # Timelines several queues or threads signal: z3 (exact.refine) reports their ordering problems.
+        self.shared = shared
+        self.unsorted: set[str] = set()  # timelines whose signals so far did not strictly increase
+        self.signal_values = {sem: sorted({s.value for t in stream.threads for op in t.ops
+                                           for s in _signals(op) if s.semaphore == sem})
+                              for sem in shared}
+
     def run(self) -> list[Finding]:
         progress = True
         while progress:
@@ -68,12 +85,24 @@ class Schedule(Checker):
         """Spec 7.4.2: a wait for `value` is satisfied by the first signal >= value."""
         if value <= self.index.semaphores[semaphore].initial:
             return ()
-        return next((s for s in self.timeline[semaphore] if s[0] >= value), None)
+        if semaphore in self.shared:
+            # Signals of a timeline strictly increase in time, so in every legal schedule the first signal
+            # >= value is the one of the smallest such value, whichever queue or thread performs it.
+            least = next((v for v in self.signal_values[semaphore] if v >= value), None)
+            return next((s for s in self.timeline[semaphore] if s[0] == least), None)
+        history = self.timeline[semaphore]
+        if semaphore not in self.unsorted:
+            # Values so far strictly increase: bisection, so many signals are not quadratic.
+            i = bisect_left(history, value, key=lambda s: s[0])
+            return history[i] if i < len(history) else None
+        return next((s for s in history if s[0] >= value), None)
 
     def signal_timeline(self, semaphore: str, value: int, clock: tuple, ref: str) -> None:
         history = self.timeline[semaphore]
         current = self.timeline_value[semaphore]
         if value <= current:
+            self.unsorted.add(semaphore)
+        if value <= current and semaphore not in self.shared:
             previous = history[-1][2] if history else None
             self.report("timeline_not_increasing", None, None, None, None, None,
                         f"signal {semaphore!r} with a value greater than {current}",
@@ -284,6 +313,12 @@ class Schedule(Checker):
                                                      for b in op.batches for s in b.signals):
                     return True
         return False
+
+
+def _signals(op: ir.HostOp) -> list:
+    if isinstance(op, ir.Submit):
+        return [s for b in op.batches for s in b.signals]
+    return [op] if isinstance(op, ir.SignalSemaphore) else []
 
 
 def _ref_order(ref: str) -> tuple:

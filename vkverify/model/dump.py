@@ -98,7 +98,8 @@ def to_dict(s: ir.Stream) -> dict:
     if s.expect is not None:
         out["expect"] = {"findings": [
             {k: v for k, v in (("kind", f.kind), ("buffer", f.buffer), ("first", f.first), ("second", f.second),
-                               ("ops", list(f.ops) if f.ops is not None else None)) if v is not None}
+                               ("ops", list(f.ops) if f.ops is not None else None),
+                               ("params", dict(f.params) if f.params is not None else None)) if v is not None}
             for f in s.expect]}
     return out
 

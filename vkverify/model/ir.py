@@ -7,7 +7,7 @@ every consumer sees explicit values.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Union
 
@@ -272,6 +272,7 @@ class ExpectedFinding:
     first: str | None = None
     second: str | None = None
     ops: tuple[str, ...] | None = None
+    params: tuple[tuple[str, int], ...] | None = None  # the counterexample's values, for a params stream
 
 
 @dataclass(frozen=True)
@@ -287,6 +288,8 @@ class Stream:
     params: tuple[Param, ...] = ()
     expect: tuple[ExpectedFinding, ...] | None = None
     description: str | None = None
+    # A params stream: every combination of values (smallest first) and its plain stream.
+    instances: tuple[tuple[tuple[tuple[str, int], ...], Stream], ...] = field(default=(), compare=False, repr=False)
 
     @cached_property
     def index(self) -> StreamIndex:

@@ -1,0 +1,77 @@
+"""Check time for timeline-semaphore streams (issue 3).
+
+1. The ring all-reduce (tests/corpus/80-ring-allreduce-params.json) for one n at a time, n = 2..16,
+   and the params stream itself (n in 2..8 in one call). Target: n=8 proven in under 10 s.
+2. 10^5 timeline submits across 4 queues: queue k waits on queue k-1's timeline for each value
+   and signals its own. Target: under 60 s.
+
+    python benchmarks/semaphores.py            # both
+    python benchmarks/semaphores.py 1e4        # a smaller submit stream
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from vkverify.check import check  # noqa: E402
+from vkverify.model import from_dict  # noqa: E402
+
+RING = ROOT / "tests" / "corpus" / "80-ring-allreduce-params.json"
+
+
+def timed(doc: dict) -> tuple[float, float, int]:
+    """(load seconds: JSON Schema validation and the IR, check seconds, findings)."""
+    start = time.perf_counter()
+    stream = from_dict(doc)
+    loaded = time.perf_counter()
+    findings = check(stream)
+    return loaded - start, time.perf_counter() - loaded, len(findings)
+
+
+def ring(n: int | None) -> dict:
+    doc = json.loads(RING.read_text())
+    if n is not None:
+        doc["params"] = {"n": {"min": n, "max": n}}
+    doc.pop("expect")
+    return doc
+
+
+def submits(count: int, queues: int = 4) -> dict:
+    ops = []
+    for i in range(count):
+        k, v = i % queues, i // queues + 1
+        wait = [{"semaphore": f"T{k - 1}", "value": v, "stage": "compute_shader"}] if k else []
+        if k == 0 and v > 1:
+            wait = [{"semaphore": f"T{queues - 1}", "value": v - 1, "stage": "compute_shader"}]
+        ops.append({"op": "submit", "queue": f"q{k}", "wait": wait, "command_buffers": [f"cb{k}"],
+                    "signal": [{"semaphore": f"T{k}", "value": v}]})
+    return {"format": "vkverify-stream/1", "name": "timeline-submits",
+            "devices": [{"id": "gpu0", "queues": [{"id": f"q{k}"} for k in range(queues)]}],
+            "buffers": [{"id": "A", "size": 4096, "memory": "host_coherent"}],
+            "semaphores": [{"id": f"T{k}", "type": "timeline"} for k in range(queues)],
+            "shaders": {"x": {"bindings": ["read_write"]}},
+            "command_buffers": {f"cb{k}": [{"cmd": "dispatch", "shader": "x", "bindings": [{"buffer": "A"}]}]
+                                for k in range(queues)},
+            "threads": {"main": ops}}
+
+
+def main(argv: list[str]) -> None:
+    count = int(float(argv[0])) if argv else 100_000
+    print("ring all-reduce, one n per call: load s, check s")
+    for n in range(2, 17):
+        load, seconds, found = timed(ring(n))
+        print(f"  n={n:2d}: {load:6.2f} {seconds:6.2f}, {found} findings")
+    load, seconds, found = timed(ring(None))
+    print(f"  params n in 2..8 in one call: load {load:.2f} s, check {seconds:.2f} s, {found} findings")
+    load, seconds, found = timed(submits(count))
+    print(f"{count} timeline submits across 4 queues: load {load:.2f} s, check {seconds:.2f} s, {found} findings")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
