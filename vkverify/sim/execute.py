@@ -1,0 +1,104 @@
+"""The data effect of one step (STREAM_FORMAT.md, "Commands" and "Host ops")."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from ..model import ir
+from ..model.data import data_bytes, ref_hash
+from ..shaders import SEMANTICS, generic
+from .machine import Machine, digest
+from .order import Step
+
+__all__ = ["execute", "step_buffers"]
+
+
+def execute(m: Machine, step: Step) -> None:
+    op, ref = step.op, step.ref
+    if isinstance(op, ir.Copy):
+        # vkCmdCopyBuffer reads every region before writing (the checker's access order).
+        data = [m.load(ref, op.src, r.src_offset, r.src_offset + r.size) for r in op.regions]
+        for r, d in zip(op.regions, data):
+            m.store(op.dst, r.dst_offset, d)
+    elif isinstance(op, ir.Fill):
+        words = np.full((op.size + 3) // 4, op.value & 0xFFFFFFFF, np.uint32)
+        m.store(op.dst, op.offset, words.view(np.uint8)[:op.size])
+    elif isinstance(op, ir.Update):
+        m.store(op.dst, op.offset, np.frombuffer(data_bytes(op.data, op.size, op.dst, ref), np.uint8))
+    elif isinstance(op, ir.Dispatch):
+        dispatch(m, step.ref, op)
+    elif isinstance(op, ir.HostAccess):
+        host_access(m, ref, op)
+    elif isinstance(op, ir.Destroy):
+        m.destroyed.add(op.buffer)
+
+
+def host_access(m: Machine, ref: str, op: ir.HostAccess) -> None:
+    end = op.offset + op.size
+    if op.op == "host_write":
+        m.store(op.buffer, op.offset, np.frombuffer(data_bytes(op.data, op.size, op.buffer, ref), np.uint8), host=True)
+    elif op.op == "host_read":
+        m.reads[ref] = digest(m.load(ref, op.buffer, op.offset, end, host=True).tobytes())
+    elif op.op == "flush":
+        m.flush(op.buffer, op.offset, end)
+    else:
+        m.invalidate(op.buffer, op.offset, end)
+
+
+def dispatch(m: Machine, ref: str, op: ir.Dispatch) -> None:
+    groups = op.groups
+    if op.indirect is not None:
+        # vkCmdDispatchIndirect: the group count is the three u32 at the offset.
+        raw = m.load(ref, op.indirect.buffer, op.indirect.offset, op.indirect.offset + 12)
+        groups = tuple(int(g) for g in raw.view(np.uint32))
+    inputs = [m.load(ref, b.buffer, b.offset, b.offset + b.size) for b in op.bindings]
+    if not math.prod(groups):
+        return
+    words = [x[:len(x) // 4 * 4] for x in inputs]
+    if op.shader in SEMANTICS:
+        results = SEMANTICS[op.shader]([w.view(np.uint32) for w in words], op.push, groups)
+        for k, result in results.items():
+            b = op.bindings[k]
+            new = result.view(np.uint8)
+            if ref in m.overlays:
+                # Only bytes the kernel changed are stores: a kernel that writes part of a binding
+                # leaves the rest as memory holds it, not as this (perturbed) dispatch read it.
+                new = np.where(new != words[k], new, m.peek(b.buffer, b.offset, b.offset + len(new)))
+            m.store(b.buffer, b.offset, new)
+        return
+    # An abstract shader (STREAM_FORMAT.md "Abstract shaders"): read bindings in binding order,
+    # a read_write binding read in full before any write.
+    reads = [w for w, b in zip(words, op.bindings) if b.access in ("read", "uniform", "read_write")]
+    written = [(w, b) for w, b in zip(words, op.bindings) if b.access in ("write", "read_write")]
+    outputs = generic_outputs(tuple(r.tobytes() for r in reads), tuple(len(w) // 4 for w, _ in written),
+                              ref_hash(ref))
+    for out, (_, b) in zip(outputs, written):
+        m.store(b.buffer, b.offset, out.view(np.uint8))
+
+
+@functools.lru_cache(maxsize=256)
+def generic_outputs(reads: tuple[bytes, ...], counts: tuple[int, ...], ref: int) -> tuple[np.ndarray, ...]:
+    """semantics.generic, memoized on the bytes read: schedules mostly re-run the reference's
+    dispatches on the reference's bytes, and the checksum is a sequential Python chain."""
+    return tuple(generic([np.frombuffer(r, np.uint32) for r in reads], counts, ref))
+
+
+def step_buffers(op: ir.Command | ir.HostOp) -> tuple[set[str], set[str]]:
+    """(buffers read, buffers written) by an op, for tracing which results a step reaches."""
+    if isinstance(op, ir.Copy):
+        return {op.src}, {op.dst}
+    if isinstance(op, (ir.Fill, ir.Update)):
+        return set(), {op.dst}
+    if isinstance(op, ir.Dispatch):
+        reads = {b.buffer for b in op.bindings if b.access != "write"}
+        if op.indirect is not None:
+            reads.add(op.indirect.buffer)
+        return reads, {b.buffer for b in op.bindings if b.access in ("write", "read_write")}
+    if isinstance(op, ir.HostAccess):
+        return ({op.buffer}, set()) if op.op == "host_read" else (set(), {op.buffer} if op.op == "host_write" else set())
+    if isinstance(op, ir.Destroy):
+        return set(), {op.buffer}
+    return set(), set()

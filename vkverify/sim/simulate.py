@@ -1,0 +1,152 @@
+"""The reference execution and the adversarial schedules (ARCHITECTURE.md, "simulator")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..check import Finding, check
+from ..model import ir
+from .adversary import DATA_KINDS, Hooks, capture, perturb
+from .execute import execute, step_buffers
+from .machine import Machine, digest
+from .order import Step, random_order, reference_order
+from .report import ScheduleResult, SimReport, SimResult, Verdict
+
+__all__ = ["reference", "simulate"]
+
+# Why a finding that names no two racing accesses has no value to change.
+_NO_DATA = ("names synchronization objects, not two racing accesses: the operations it blocks run "
+            "neither in the reference nor in any schedule, and the waits it misuses are run as the checker "
+            "runs them")
+
+
+def reference(stream: ir.Stream) -> SimResult:
+    """The stream's results in the checker's legal serial order, every memory starting as zeros."""
+    m = Machine(stream)
+    _run(m, reference_order(stream), Hooks())
+    return _result(m)
+
+
+def simulate(stream: ir.Stream, schedules: int = 200, seed: int = 0,
+             findings: Sequence[Finding] | None = None) -> SimReport:
+    """The reference, then `schedules` adversarial executions (seeded by `seed`), and a verdict per finding."""
+    if schedules < 1:
+        raise ValueError(f"schedules={schedules} must be at least 1")
+    findings = list(check(stream) if findings is None else findings)
+    steps = reference_order(stream)
+    position = {s.ref: i for i, s in enumerate(steps)}
+    ops = {s.ref: s.op for s in steps}
+    # A data finding is perturbed only where its operations ran (a deadlock may block them).
+    data = [f for f in findings if f.kind in DATA_KINDS and f.second in position
+            and (f.first is None or f.first in position)]
+    hooks, captured = Hooks(), {}
+    for f in data:
+        if f.kind == "war":
+            capture(hooks, f, captured)
+    m = Machine(stream)
+    _run(m, steps, hooks)
+    ref = _result(m)
+    # Findings keep their reference order unless perturbed on purpose.
+    after: dict[str, frozenset[str]] = {}
+    for f in data:
+        if f.first is not None:
+            after[f.second] = after.get(f.second, frozenset()) | {f.first}
+    garbage_always = [k for k, f in enumerate(data) if f.kind == "uninitialized_read"]
+    movable = [k for k, f in enumerate(data) if f.kind != "uninitialized_read"]
+    results, effects = [], [[] for _ in data]
+    for i in range(schedules):
+        rng = np.random.default_rng([seed, i])
+        chosen = _chosen(i, schedules, movable, rng)
+        hooks = Hooks()
+        for k in chosen:
+            perturb(hooks, data[k], captured, ops, rng, effects[k].append)
+        m = Machine(stream, garbage=rng, cached=True)
+        _run(m, random_order(stream, rng, after), hooks)
+        out = _result(m)
+        perturbed = tuple(data[k] for k in sorted({*chosen, *garbage_always}))
+        results.append(ScheduleResult(
+            i, perturbed,
+            tuple(sorted(b for b in ref.digests.keys() | out.digests.keys() if ref.digests.get(b) != out.digests.get(b))),
+            tuple(r for r in ref.reads if ref.reads[r] != out.reads.get(r))))
+    verdicts = []
+    for f in findings:
+        if f not in data:
+            verdicts.append(Verdict(f, "value_coinciding", _NO_DATA if f.kind not in DATA_KINDS else
+                                    "its operations never run: the stream blocks before them"))
+            continue
+        k = data.index(f)
+        verdicts.append(_verdict(f, results, _touched(f, steps, position, stream), effects[k],
+                                 {r for r, op in ops.items() if isinstance(op, ir.Destroy)}))
+    return SimReport(stream.name, ref, tuple(results), tuple(verdicts))
+
+
+def _chosen(i: int, n: int, movable: list[int], rng: np.random.Generator) -> set[int]:
+    """The findings schedule i perturbs: finding i alone while there are findings left (several
+    when there are fewer schedules than findings), then random subsets."""
+    if i < len(movable):
+        return {movable[j] for j in range(i, len(movable), n)}
+    return {k for k in movable if rng.random() < 0.5}
+
+
+def _run(m: Machine, steps: Sequence[Step], hooks: Hooks) -> None:
+    for step in steps:
+        for hook in hooks.before.get(step.ref, ()):
+            hook(m)
+        m.overlays = hooks.overlays
+        execute(m, step)
+        for hook in hooks.after.get(step.ref, ()):
+            hook(m)
+
+
+def _result(m: Machine) -> SimResult:
+    buffers = m.final()
+    return SimResult(buffers, {b: digest(x) for b, x in buffers.items()}, dict(m.reads))
+
+
+def _touched(f: Finding, steps: Sequence[Step], position: dict[str, int], stream: ir.Stream) -> set[str]:
+    """The digests (buffer ids, host_read refs) the finding's operations read or produce, and every
+    result computed from what they produce, in the reference order."""
+    root = lambda b: stream.index.root(b)[0]  # noqa: E731
+    mine = [r for r in (f.first, f.second) if r is not None]
+    touched, tainted = set(), set()
+    for r in mine:
+        reads, writes = step_buffers(steps[position[r]].op)
+        touched |= {root(b) for b in reads | writes}
+        tainted |= {root(b) for b in writes}
+        if isinstance(steps[position[r]].op, ir.HostAccess) and steps[position[r]].op.op == "host_read":
+            touched.add(r)
+    for step in steps[min(position[r] for r in mine) + 1:]:
+        reads, writes = step_buffers(step.op)
+        if tainted & {root(b) for b in reads}:
+            tainted |= {root(b) for b in writes}
+            if isinstance(step.op, ir.HostAccess):
+                touched.add(step.ref)
+    return touched | tainted
+
+
+def _verdict(f: Finding, results: list[ScheduleResult], touched: set[str], effects: list[bool],
+             destroys: set[str]) -> Verdict:
+    for s in results:
+        if f in s.perturbed:
+            hit = tuple(d for d in s.changed_buffers + s.changed_reads if d in touched)
+            if hit:
+                return Verdict(f, "confirmed", f"schedule {s.index} changes {', '.join(hit)}", s.index, hit)
+    span = f"{f.buffer}[{f.range[0]}, {f.range[1]})" if f.range else f.buffer
+    if f.kind != "uninitialized_read" and not any(effects):
+        return Verdict(f, "value_coinciding", {
+            "raw": f"{f.first} stores the bytes {span} already held: the stale read sees the same values",
+            "war": f"{f.second} stores the bytes {span} already held: reading them early changes nothing",
+            "waw": f"{f.first} and {f.second} store the same bytes in {span}: either order leaves them",
+            "use_after_destroy": f"{span} already held the poison pattern",
+            "ownership_missing": f"the undefined bytes drawn for {span} equal the defined ones",
+        }[f.kind])
+    if f.kind == "use_after_destroy":
+        use = f.second if f.first in destroys else f.first
+        return Verdict(f, "value_coinciding", f"{use} only writes the destroyed {f.buffer}: no result reads "
+                                              f"the poisoned bytes")
+    reader = f.first if f.kind == "war" else f.second
+    return Verdict(f, "value_coinciding",
+                   f"the perturbed bytes of {span} reach no result: no value {reader} or anything after it "
+                   f"produces depends on them")
