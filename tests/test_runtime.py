@@ -1,0 +1,122 @@
+"""The runtime on Lavapipe: corpus replays, recorded streams, clean teardown,
+online checking, and faults."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import CORPUS, ROOT
+from vkverify.check import check
+from vkverify.model import load
+from vkverify.model.data import ref_hash
+from vkverify.shaders import generic
+
+runtime = pytest.importorskip("vkverify.runtime")
+
+
+@pytest.fixture(scope="module")
+def device_name() -> str:
+    try:
+        with runtime.Runtime() as rt:
+            return rt.device.name
+    except runtime.NoDevice as error:
+        print(f"skipping runtime tests: {error}")
+        pytest.skip(f"no Vulkan ICD: {error}")
+
+
+def _hazard_free() -> list:
+    return [p for p in CORPUS if not load(p).expect]
+
+
+@pytest.mark.parametrize("path", _hazard_free(), ids=lambda p: p.stem[:2])
+def test_corpus_replay(device_name, path):
+    stream = load(path)
+    reason = runtime.replayable(stream)
+    if reason is not None:
+        pytest.skip(f"not replayable: {reason}")
+    try:
+        result = runtime.replay(stream, syncval=True)
+    except runtime.Unsupported as error:  # this device lacks what the stream needs (e.g. a second queue)
+        pytest.skip(f"not runnable on {device_name}: {error}")
+    # The runtime's own record of what it issued is hazard-free too.
+    assert check(result.recorded) == []
+    # Under the validation layer: no error at all (teardown included: leaks are errors)
+    # except hazards the layer reports where vkverify proves none (test_runtime_syncval).
+    errors = [m.text for m in result.messages if m.severity == "error" and not m.id_name.startswith("SYNC-HAZARD")]
+    assert errors == []
+    if result.reference is None:
+        pytest.skip(f"digests not compared: {result.reference_note}")
+    assert result.reference == {}, result.reference
+
+
+def _program(rt, with_barrier: bool) -> None:
+    rt.create_buffer("A", 4096, "host_coherent")
+    rt.create_buffer("B", 4096)
+    rt.create_buffer("Out", 4096)
+    rt.create_fence("F")
+    rt.declare_shader("transform", ["read", "write"])
+    rt.host_write("A", np.arange(1024, dtype=np.uint32).tobytes())
+    cb = rt.command_buffer("cb0")
+    cb.cmd_copy_buffer("A", "B")
+    if with_barrier:
+        cb.cmd_pipeline_barrier2("copy", "transfer_write", "compute_shader", "shader_storage_read")
+    cb.cmd_dispatch("transform", ["B", "Out"], groups=(4, 1, 1))
+    rt.submit("q0", ["cb0"], fence="F")
+
+
+def test_online_check_raises_before_submit(device_name, monkeypatch):
+    monkeypatch.setenv("VKVERIFY_CHECK", "1")
+    with runtime.Runtime(validation=True) as rt:
+        with pytest.raises(runtime.HazardError) as caught:
+            _program(rt, with_barrier=False)
+        assert [(f.kind, f.buffer, f.first, f.second) for f in caught.value.findings] == [("raw", "B", "cb0[0]", "cb0[1]")]
+        rt.device_idle()
+        # Nothing ran: no submit was recorded and the copy never reached B.
+        assert [op["op"] for op in rt.threads["main"]] == ["host_write"]
+        assert rt.read_back("B") == bytes(4096)
+        messages = rt.instance.messages
+    assert [m.text for m in messages if m.severity == "error"] == []
+
+
+def test_online_check_runs_with_the_barrier(device_name, monkeypatch):
+    monkeypatch.setenv("VKVERIFY_CHECK", "1")
+    with runtime.Runtime(validation=True) as rt:
+        _program(rt, with_barrier=True)
+        rt.wait_fences(["F"])
+        out = np.frombuffer(rt.read_back("Out"), np.uint32)
+        stream = rt.stream()
+        messages = rt.instance.messages
+    # The generic kernel's contract, computed by hand in numpy.
+    expected = generic([np.arange(1024, dtype=np.uint32)], [1024], ref_hash("cb0[2]"))[0]
+    assert np.array_equal(out, expected)
+    assert check(stream) == []
+    assert [m.text for m in messages if m.severity == "error"] == []
+
+
+def test_allocation_failure_exits_3(device_name, tmp_path):
+    doc = json.loads((ROOT / "tests" / "corpus" / "37-fill-before-read.json").read_text())
+    doc["buffers"].append({"id": "Huge", "size": 1 << 44, "memory": "device_local"})
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps(doc))
+    run = subprocess.run([sys.executable, "-m", "vkverify.cli", "replay", str(path)], capture_output=True,
+                         text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 3, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "buffer Huge" in lines[0] and "Traceback" not in run.stderr, run.stderr
+
+
+def test_unknown_device_is_a_clear_error(device_name):
+    with pytest.raises(runtime.NoDevice, match="no device matches"):
+        runtime.Runtime(device="no-such-gpu")
+
+
+def test_devices_cli(device_name):
+    run = subprocess.run([sys.executable, "-m", "vkverify.cli", "devices"], capture_output=True, text=True,
+                         cwd=ROOT, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert device_name in run.stdout and "upload rule:" in run.stdout and "queue family 0" in run.stdout

@@ -1,0 +1,72 @@
+"""Every error the runtime raises, each saying who should ever see it.
+
+The CLI turns a `DeviceFault` into a one-line message and exit code 3;
+`HazardError` is for programs that run with online checking.
+"""
+
+from __future__ import annotations
+
+
+class RuntimeFault(Exception):
+    """Base of the runtime's errors."""
+
+
+class NoDevice(RuntimeFault):
+    """No Vulkan loader, no ICD, or no device matching VKVERIFY_DEVICE.
+
+    Seen by whoever runs replay/devices on a machine without a usable driver;
+    tests skip with its message.
+    """
+
+
+class Unsupported(RuntimeFault):
+    """The stream or program needs something this device lacks (a memory
+    kind, an aligned offset, a queue capability). Seen by the replay's user."""
+
+
+class DeviceFault(RuntimeFault):
+    """A Vulkan call failed while running (device lost, out of memory).
+
+    `operation` names what was being done: a stream reference such as
+    `main[3]` or `buffer A`, and the Vulkan function that failed.
+    """
+
+    def __init__(self, operation: str, function: str, error: str) -> None:
+        self.operation, self.function, self.error = operation, function, error
+        super().__init__(f"{operation}: {function} failed: {error}")
+
+
+class HazardError(RuntimeFault):
+    """Online checking (VKVERIFY_CHECK=1) found a hazard in a submit before it
+    reached vkQueueSubmit. `findings` are the checker's Finding records.
+
+    Seen by a program built on the runtime, at the submit that would race.
+    """
+
+    def __init__(self, submit: str, findings: list) -> None:
+        self.submit, self.findings = submit, findings
+        first = findings[0]
+        super().__init__(f"{submit}: {len(findings)} hazard(s), first: {first.kind} on "
+                         f"{first.buffer}: {first.message}")
+
+
+class UploadFailed(RuntimeFault):
+    """One upload, commit or deferred upload failed at `point` (stage, block,
+    record, submit, commit); the destinations it named (`released`) are destroyed
+    and the next upload starts clean. `injected`: VKVERIFY_FAULT made it fail.
+
+    Seen by the caller of Uploader.upload/commit/deferred (uploads.py).
+    """
+
+    def __init__(self, point: str, detail: str, injected: bool = False) -> None:
+        self.point, self.detail, self.injected = point, detail, injected
+        self.released: list[str] = []
+        super().__init__(f"upload failed at {point}: {detail}")
+
+
+class DeviceLost(RuntimeFault):
+    """A fence wait of the uploader failed: the device counts as lost, nothing
+    the device may still touch was freed, and every later uploader call raises it.
+
+    Seen by an engine built on the uploader, which stops using the device.
+    """

@@ -1,0 +1,185 @@
+"""Memory types by the stream format's memory kinds, blocks, sub-allocated buffers.
+
+Buffers are bump-allocated from 64 MiB blocks of one memory type (larger ones
+get a block of their own); a block is freed when its last buffer is. An alias
+is a second VkBuffer bound to its root's memory at the root's offset plus its
+own, so both name the same bytes, as the format says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import DeviceFault, Unsupported
+
+BLOCK_SIZE = 64 << 20
+
+# kind -> (required flags, flags we would rather not have), by name.
+KIND_FLAGS = {
+    "device_local": (("DEVICE_LOCAL",), ("HOST_VISIBLE",)),
+    "host_coherent": (("HOST_VISIBLE", "HOST_COHERENT"), ("DEVICE_LOCAL",)),
+    "host_cached": (("HOST_VISIBLE", "HOST_CACHED"), ("HOST_COHERENT",)),
+    "device_host_visible": (("DEVICE_LOCAL", "HOST_VISIBLE"), ()),
+}
+
+
+def flag_bits(vk, names) -> int:
+    out = 0
+    for n in names:
+        out |= getattr(vk, f"VK_MEMORY_PROPERTY_{n}_BIT")
+    return out
+
+
+def flag_names(vk, bits: int) -> list[str]:
+    return [n for n in ("DEVICE_LOCAL", "HOST_VISIBLE", "HOST_COHERENT", "HOST_CACHED", "LAZILY_ALLOCATED") if bits & getattr(vk, f"VK_MEMORY_PROPERTY_{n}_BIT")]
+
+
+def choose_type(vk, properties, kind: str, allowed_bits: int = ~0) -> int:
+    """The memory type index for `kind`: every required flag, as few unwanted
+    ones as possible, then the largest heap. Unsupported when there is none."""
+    need, avoid = (flag_bits(vk, f) for f in KIND_FLAGS[kind])
+    candidates = [i for i in range(properties.memoryTypeCount)
+                  if allowed_bits >> i & 1 and properties.memoryTypes[i].propertyFlags & need == need]
+    if not candidates:
+        raise Unsupported(f"the device has no memory type for {kind!r} (needs {' | '.join(KIND_FLAGS[kind][0])})")
+
+    def rank(i: int) -> tuple:
+        t = properties.memoryTypes[i]
+        return bin(t.propertyFlags & avoid).count("1"), -properties.memoryHeaps[t.heapIndex].size, i
+    return min(candidates, key=rank)
+
+
+@dataclass(eq=False)
+class Block:
+    memory: object
+    type_index: int
+    size: int
+    used: int = 0
+    live: int = 0  # buffers bound to it that are not destroyed
+    mapped: object = None  # cffi buffer over the whole block when host-visible
+
+
+@dataclass(eq=False)
+class DeviceBuffer:
+    """One stream buffer: its VkBuffer, and where its bytes are."""
+
+    id: str
+    handle: object
+    block: Block
+    offset: int  # in the block
+    size: int
+    kind: str
+
+    def view(self, offset: int, size: int) -> memoryview:
+        """The mapped bytes [offset, offset+size) of this buffer."""
+        start = self.offset + offset
+        return memoryview(self.block.mapped)[start:start + size]
+
+
+@dataclass(eq=False)
+class Allocator:
+    device: object  # runtime.device.Device
+    blocks: list[Block] = field(default_factory=list)
+
+    @property
+    def vk(self):
+        return self.device.instance.vk
+
+    def create(self, id: str, size: int, kind: str, usage: int) -> DeviceBuffer:
+        vk, handle = self.vk, self.device.handle
+        properties = vk.vkGetPhysicalDeviceMemoryProperties(self.device.physical)  # vkGetPhysicalDeviceMemoryProperties
+        buffer = self._buffer(id, size, usage)
+        try:
+            requirements = vk.vkGetBufferMemoryRequirements(handle, buffer)  # vkGetBufferMemoryRequirements
+            type_index = choose_type(vk, properties, kind, requirements.memoryTypeBits)
+            block, offset = self._place(id, type_index, requirements.size, requirements.alignment, properties)
+            vk.vkBindBufferMemory(handle, buffer, block.memory, offset)  # vkBindBufferMemory
+        except BaseException:
+            vk.vkDestroyBuffer(handle, buffer, None)  # vkDestroyBuffer
+            raise
+        block.live += 1
+        return DeviceBuffer(id, buffer, block, offset, size, kind)
+
+    def alias(self, id: str, root: DeviceBuffer, offset: int, size: int, usage: int) -> DeviceBuffer:
+        vk = self.vk
+        buffer = self._buffer(id, size, usage)
+        requirements = vk.vkGetBufferMemoryRequirements(self.device.handle, buffer)  # vkGetBufferMemoryRequirements
+        if (root.offset + offset) % requirements.alignment:
+            vk.vkDestroyBuffer(self.device.handle, buffer, None)  # vkDestroyBuffer
+            raise Unsupported(f"alias {id!r} at offset {offset}: the device needs buffers aligned to "
+                              f"{requirements.alignment} bytes")
+        vk.vkBindBufferMemory(self.device.handle, buffer, root.block.memory, root.offset + offset)  # vkBindBufferMemory
+        root.block.live += 1
+        return DeviceBuffer(id, buffer, root.block, root.offset + offset, size, root.kind)
+
+    def _buffer(self, id: str, size: int, usage: int):
+        vk = self.vk
+        info = vk.VkBufferCreateInfo(size=max(size, 4), usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+        try:
+            buffer = vk.vkCreateBuffer(self.device.handle, info, None)  # vkCreateBuffer
+        except vk.VkError as error:
+            raise DeviceFault(f"buffer {id}", "vkCreateBuffer", type(error).__name__) from None
+        self.device.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_BUFFER, buffer, id)
+        return buffer
+
+    def _place(self, id: str, type_index: int, size: int, alignment: int, properties) -> tuple[Block, int]:
+        for block in self.blocks:
+            start = -(-block.used // alignment) * alignment
+            if block.type_index == type_index and start + size <= block.size:
+                block.used = start + size
+                return block, start
+        heap = properties.memoryHeaps[properties.memoryTypes[type_index].heapIndex]
+        block_size = max(size, min(BLOCK_SIZE, heap.size // 4))
+        if size > heap.size:
+            # Drivers may overcommit instead of failing; the heap's size is the contract.
+            raise DeviceFault(f"buffer {id}", "vkAllocateMemory",
+                              f"VK_ERROR_OUT_OF_DEVICE_MEMORY ({size} bytes, heap {heap.size})")
+        block = Block(self._allocate(id, type_index, block_size), type_index, block_size, used=size)
+        self.blocks.append(block)
+        flags = properties.memoryTypes[type_index].propertyFlags
+        if flags & self.vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT:
+            block.mapped = self.vk.vkMapMemory(self.device.handle, block.memory, 0, block_size, 0)  # vkMapMemory
+        return block, 0
+
+    def _allocate(self, id: str, type_index: int, size: int):
+        vk = self.vk
+        info = vk.VkMemoryAllocateInfo(allocationSize=size, memoryTypeIndex=type_index)
+        try:
+            return vk.vkAllocateMemory(self.device.handle, info, None)  # vkAllocateMemory
+        except vk.VkError as error:
+            raise DeviceFault(f"buffer {id}", "vkAllocateMemory", type(error).__name__) from None
+
+    def destroy(self, buffer: DeviceBuffer) -> None:
+        """vkDestroyBuffer, and vkFreeMemory of its block once no buffer uses it."""
+        handle, buffer.handle = buffer.handle, None
+        if handle is None:
+            return
+        self.vk.vkDestroyBuffer(self.device.handle, handle, None)  # vkDestroyBuffer
+        buffer.block.live -= 1
+        if buffer.block.live == 0:
+            self._free(buffer.block)
+
+    def _free(self, block: Block) -> None:
+        if block in self.blocks:
+            self.blocks.remove(block)
+            if block.mapped is not None:
+                block.mapped = None
+                self.vk.vkUnmapMemory(self.device.handle, block.memory)  # vkUnmapMemory
+            self.vk.vkFreeMemory(self.device.handle, block.memory, None)  # vkFreeMemory
+
+    def release(self) -> None:
+        for block in list(self.blocks):
+            self._free(block)
+
+    def flush(self, buffer: DeviceBuffer, offset: int, size: int, invalidate: bool) -> None:
+        """vkFlushMappedMemoryRanges / vkInvalidateMappedMemoryRanges over the
+        range, widened to nonCoherentAtomSize as Vulkan requires."""
+        vk = self.vk
+        atom = vk.vkGetPhysicalDeviceProperties(self.device.physical).limits.nonCoherentAtomSize
+        start = (buffer.offset + offset) // atom * atom
+        end = min(-(-(buffer.offset + offset + size) // atom) * atom, buffer.block.size)
+        ranges = [vk.VkMappedMemoryRange(memory=buffer.block.memory, offset=start, size=end - start)]
+        if invalidate:
+            vk.vkInvalidateMappedMemoryRanges(self.device.handle, 1, ranges)  # vkInvalidateMappedMemoryRanges
+        else:
+            vk.vkFlushMappedMemoryRanges(self.device.handle, 1, ranges)  # vkFlushMappedMemoryRanges

@@ -1,0 +1,113 @@
+"""Compute pipelines from the shader library, and their descriptor sets.
+
+Bindings are checked against the SPIR-V's reflected interface before any
+Vulkan object is made (a pipeline that binds a different number of buffers
+than the module declares is refused, as the engines in PROTOCOLS.md do).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..shaders import DescriptorType, ShaderInterface, interface, load_spirv
+from .errors import Unsupported
+
+SETS_PER_POOL = 256
+
+
+@dataclass(eq=False)
+class Pipeline:
+    name: str
+    interface: ShaderInterface
+    set_layout: object
+    layout: object
+    module: object
+    handle: object
+
+
+@dataclass(eq=False)
+class Pipelines:
+    device: object  # runtime.device.Device
+    by_name: dict[str, Pipeline] = field(default_factory=dict)
+    pools: list = field(default_factory=list)
+    free_in_pool: int = 0
+
+    @property
+    def vk(self):
+        return self.device.instance.vk
+
+    def get(self, name: str) -> Pipeline:
+        if name not in self.by_name:
+            self.by_name[name] = self._create(name)
+        return self.by_name[name]
+
+    def _create(self, name: str) -> Pipeline:
+        vk, device = self.vk, self.device.handle
+        shader = interface(name)
+        if any(b.set != 0 or b.descriptor_type not in (DescriptorType.STORAGE_BUFFER, DescriptorType.UNIFORM_BUFFER)
+               for b in shader.bindings):
+            raise Unsupported(f"shader {name!r}: only set 0 storage/uniform buffers are supported")
+        bindings = [vk.VkDescriptorSetLayoutBinding(
+            binding=b.binding, descriptorType=_descriptor_type(vk, b.descriptor_type), descriptorCount=1,
+            stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for b in shader.bindings]
+        set_layout_info = vk.VkDescriptorSetLayoutCreateInfo(bindingCount=len(bindings), pBindings=bindings)
+        set_layout = vk.vkCreateDescriptorSetLayout(device, set_layout_info, None)  # vkCreateDescriptorSetLayout
+        push_ranges = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0,
+                                              size=shader.push_constant_size)] if shader.push_constant_size else []
+        set_layouts = [set_layout]
+        layout_info = vk.VkPipelineLayoutCreateInfo(setLayoutCount=1, pSetLayouts=set_layouts,
+                                                    pushConstantRangeCount=len(push_ranges),
+                                                    pPushConstantRanges=push_ranges)
+        layout = vk.vkCreatePipelineLayout(device, layout_info, None)  # vkCreatePipelineLayout
+        spirv = load_spirv(name)
+        module_info = vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv)
+        module = vk.vkCreateShaderModule(device, module_info, None)  # vkCreateShaderModule
+        stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module,
+                                                   pName=shader.entry_point)
+        pipeline_info = vk.VkComputePipelineCreateInfo(stage=stage, layout=layout)
+        handle = vk.vkCreateComputePipelines(device, None, 1, [pipeline_info], None)[0]  # vkCreateComputePipelines
+        self.device.instance.name(device, vk.VK_OBJECT_TYPE_PIPELINE, handle, name)
+        return Pipeline(name, shader, set_layout, layout, module, handle)
+
+    def descriptor_set(self, pipeline: Pipeline, buffers: list[tuple[object, int, int]]):
+        """A set for `pipeline` with buffers[k] = (VkBuffer, offset, size) at
+        binding k of the interface (binding order). Sets live until release."""
+        vk, device = self.vk, self.device.handle
+        if len(buffers) != len(pipeline.interface.bindings):
+            raise Unsupported(f"shader {pipeline.name!r} declares {len(pipeline.interface.bindings)} bindings, "
+                              f"the dispatch binds {len(buffers)}")
+        if self.free_in_pool == 0:
+            sizes = [vk.VkDescriptorPoolSize(type=t, descriptorCount=SETS_PER_POOL * 8)
+                     for t in (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER)]
+            pool_info = vk.VkDescriptorPoolCreateInfo(maxSets=SETS_PER_POOL, poolSizeCount=len(sizes), pPoolSizes=sizes)
+            self.pools.append(vk.vkCreateDescriptorPool(device, pool_info, None))  # vkCreateDescriptorPool
+            self.free_in_pool = SETS_PER_POOL
+        set_layouts = [pipeline.set_layout]
+        alloc_info = vk.VkDescriptorSetAllocateInfo(descriptorPool=self.pools[-1], descriptorSetCount=1,
+                                                    pSetLayouts=set_layouts)
+        descriptor_set = vk.vkAllocateDescriptorSets(device, alloc_info)[0]  # vkAllocateDescriptorSets
+        self.free_in_pool -= 1
+        infos = [[vk.VkDescriptorBufferInfo(buffer=b, offset=offset, range=size)] for b, offset, size in buffers]
+        writes = [vk.VkWriteDescriptorSet(dstSet=descriptor_set, dstBinding=info.binding, descriptorCount=1,
+                                          descriptorType=_descriptor_type(vk, info.descriptor_type),
+                                          pBufferInfo=buffer_info)
+                  for info, buffer_info in zip(pipeline.interface.bindings, infos)]
+        vk.vkUpdateDescriptorSets(device, len(writes), writes, 0, None)  # vkUpdateDescriptorSets
+        return descriptor_set
+
+    def release(self) -> None:
+        vk, device = self.vk, self.device.handle
+        pools, self.pools = self.pools, []
+        for pool in pools:
+            vk.vkDestroyDescriptorPool(device, pool, None)  # vkDestroyDescriptorPool
+        pipelines, self.by_name = self.by_name, {}
+        for p in pipelines.values():
+            vk.vkDestroyPipeline(device, p.handle, None)  # vkDestroyPipeline
+            vk.vkDestroyShaderModule(device, p.module, None)  # vkDestroyShaderModule
+            vk.vkDestroyPipelineLayout(device, p.layout, None)  # vkDestroyPipelineLayout
+            vk.vkDestroyDescriptorSetLayout(device, p.set_layout, None)  # vkDestroyDescriptorSetLayout
+
+
+def _descriptor_type(vk, kind: DescriptorType) -> int:
+    return (vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER if kind == DescriptorType.UNIFORM_BUFFER
+            else vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER)

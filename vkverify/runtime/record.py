@@ -1,0 +1,168 @@
+"""Recording stream commands into a VkCommandBuffer.
+
+Abstract shaders run through the generic kernels (shaders.generic_plan). A
+read_write binding is first copied to a scratch buffer by the library's
+`copy` kernel, not by vkCmdCopyBuffer: a compute-stage copy falls in exactly
+the barriers' scopes that cover the dispatch itself (a transfer-stage copy
+would escape a compute -> compute barrier), and a compute write -> compute
+read barrier orders it before the kernel.
+"""
+
+from __future__ import annotations
+
+from ..model import ir
+from ..model.data import data_bytes, ref_hash
+from ..shaders import generic_plan, pack_push
+
+UPDATE_CHUNK = 65536  # vkCmdUpdateBuffer's dataSize limit
+
+
+def stage_bits(vk, names, sync2: bool, src: bool) -> int:
+    """Stage names as VkPipelineStageFlags2 (or sync1 flags, where copy and
+    clear are TRANSFER and `none` is TOP_OF_PIPE as source, BOTTOM_OF_PIPE as destination)."""
+    bits = 0
+    for n in names:
+        if sync2:
+            bits |= vk.VK_PIPELINE_STAGE_2_NONE if n == "none" else getattr(vk, f"VK_PIPELINE_STAGE_2_{n.upper()}_BIT")
+        elif n == "none":
+            bits |= vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT if src else vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT
+        else:
+            sync1 = {"copy": "transfer", "clear": "transfer", "all_transfer": "transfer"}.get(n, n)
+            bits |= getattr(vk, f"VK_PIPELINE_STAGE_{sync1.upper()}_BIT")
+    if not sync2 and not bits:
+        bits = vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT if src else vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT
+    return bits
+
+
+def access_bits(vk, names, sync2: bool) -> int:
+    prefix = "VK_ACCESS_2_" if sync2 else "VK_ACCESS_"
+    bits = 0
+    for n in names:
+        if not sync2:  # sync1 has no storage-specific shader accesses
+            n = {"shader_storage_read": "shader_read", "shader_storage_write": "shader_write"}.get(n, n)
+        if n != "none":
+            bits |= getattr(vk, f"{prefix}{n.upper()}_BIT")
+    return bits
+
+
+class Recorder:
+    """Records one stream command buffer for one submission into `cb`."""
+
+    def __init__(self, runtime, cb, cb_id: str, at: str | None) -> None:
+        self.rt, self.vk, self.cb, self.cb_id, self.at = runtime, runtime.vk, cb, cb_id, at
+        self.sync2 = runtime.device.synchronization2
+
+    def ref(self, index: int) -> str:
+        """The command's reference: `cb0[2]`, or `cb0[2]@main[5]` where the stream
+        submits the command buffer more than once (STREAM_FORMAT.md, findings)."""
+        return f"{self.cb_id}[{index}]" + (f"@{self.at}" if self.at else "")
+
+    def command(self, index: int, c: ir.Command) -> None:
+        vk, cb, buf = self.vk, self.cb, self.rt.vk_buffer
+        self.rt.instance.operation = self.ref(index)
+        if isinstance(c, ir.Copy):
+            regions = [vk.VkBufferCopy(srcOffset=r.src_offset, dstOffset=r.dst_offset, size=r.size) for r in c.regions]
+            vk.vkCmdCopyBuffer(cb, buf(c.src), buf(c.dst), len(regions), regions)  # vkCmdCopyBuffer
+        elif isinstance(c, ir.Fill):
+            vk.vkCmdFillBuffer(cb, buf(c.dst), c.offset, c.size, c.value & 0xFFFFFFFF)  # vkCmdFillBuffer
+        elif isinstance(c, ir.Update):
+            data = data_bytes(c.data, c.size, c.dst, self.ref(index))
+            for start in range(0, c.size, UPDATE_CHUNK):
+                chunk = self.vk.ffi.from_buffer(data[start:start + UPDATE_CHUNK])
+                vk.vkCmdUpdateBuffer(cb, buf(c.dst), c.offset + start, len(chunk), chunk)  # vkCmdUpdateBuffer
+        elif isinstance(c, ir.Dispatch):
+            self.dispatch(index, c)
+        else:
+            self.barrier(c)
+
+    def dispatch(self, index: int, c: ir.Dispatch) -> None:
+        rt = self.rt
+        if c.shader in rt.abstract_shaders:
+            plan = generic_plan([b.access for b in c.bindings])
+            reads = [c.bindings[i] for i in plan.read_slots]
+            writes = [c.bindings[i] for i in plan.write_slots]
+            slots = [self.scratch_copy(b) if b.access == "read_write" else (rt.vk_buffer(b.buffer), b.offset, b.size)
+                     for b in reads]
+            slots += [(rt.vk_buffer(b.buffer), b.offset, b.size) for b in writes]
+            pipeline = rt.pipelines.get(plan.name)
+            push = pack_push(pipeline.interface, [ref_hash(self.ref(index))] + [size // 4 for _, _, size in slots])
+        else:
+            pipeline = rt.pipelines.get(c.shader)
+            slots = [(rt.vk_buffer(b.buffer), b.offset, b.size) for b in c.bindings]
+            push = pack_push(pipeline.interface, c.push)
+        self.bind_and_push(pipeline, slots, push)
+        if c.indirect is None:
+            self.vk.vkCmdDispatch(self.cb, *c.groups)  # vkCmdDispatch
+        else:
+            self.vk.vkCmdDispatchIndirect(self.cb, rt.vk_buffer(c.indirect.buffer), c.indirect.offset)  # vkCmdDispatchIndirect
+
+    def bind_and_push(self, pipeline, slots, push: bytes) -> None:
+        vk, cb = self.vk, self.cb
+        descriptor_set = self.rt.pipelines.descriptor_set(pipeline, slots)
+        vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle)  # vkCmdBindPipeline
+        sets = [descriptor_set]
+        vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1, sets,
+                                   0, None)  # vkCmdBindDescriptorSets
+        if push:
+            values = vk.ffi.from_buffer(push)
+            vk.vkCmdPushConstants(cb, pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(push),
+                                  values)  # vkCmdPushConstants
+
+    def scratch_copy(self, binding: ir.Binding) -> tuple[object, int, int]:
+        """Copy a read_write binding's bytes to a fresh scratch buffer (the
+        library `copy` kernel), then make them visible to the generic kernel."""
+        vk, rt = self.vk, self.rt
+        scratch = rt.scratch_buffer(binding.buffer, binding.size)
+        pipeline = rt.pipelines.get("copy")
+        words = binding.size // 4
+        self.bind_and_push(pipeline, [(rt.vk_buffer(binding.buffer), binding.offset, binding.size),
+                                      (scratch.handle, 0, binding.size)], pack_push(pipeline.interface, [words]))
+        vk.vkCmdDispatch(self.cb, max(1, min(-(-words // 64), 65535)), 1, 1)  # vkCmdDispatch
+        # A global barrier, not a scratch-only buffer barrier: layer 1.3.239 limits a
+        # buffer barrier's execution dependency to its range and would report the
+        # kernel's write after the copy's read as a WAR the spec does not have.
+        compute = frozenset({"compute_shader"})
+        self.pipeline_barrier(compute, frozenset({"shader_storage_write"}), compute,
+                              frozenset({"shader_storage_read"}), [])
+        return scratch.handle, 0, binding.size
+
+    def barrier(self, c: ir.Barrier) -> None:
+        buffers = [(b, self.rt.vk_buffer(b.buffer)) for b in c.buffers]
+        self.pipeline_barrier(c.src_stage, c.src_access, c.dst_stage, c.dst_access, buffers)
+
+    def families(self, b: ir.BufferBarrier) -> tuple[int, int]:
+        """Device families of an ownership transfer; IGNORED when the stream's
+        two families landed on one device family (then it is no transfer)."""
+        ignored = self.vk.VK_QUEUE_FAMILY_IGNORED
+        if b.src_family is None:
+            return ignored, ignored
+        src, dst = self.rt.device_family(b.src_family), self.rt.device_family(b.dst_family)
+        return (ignored, ignored) if src == dst else (src, dst)
+
+    def pipeline_barrier(self, src_stage, src_access, dst_stage, dst_access, buffers) -> None:
+        vk, sync2 = self.vk, self.sync2
+        if sync2:
+            memory = [] if buffers else [vk.VkMemoryBarrier2(
+                srcStageMask=stage_bits(vk, src_stage, True, True), srcAccessMask=access_bits(vk, src_access, True),
+                dstStageMask=stage_bits(vk, dst_stage, True, False), dstAccessMask=access_bits(vk, dst_access, True))]
+            buffer_barriers = [vk.VkBufferMemoryBarrier2(
+                srcStageMask=stage_bits(vk, b.src_stage, True, True), srcAccessMask=access_bits(vk, b.src_access, True),
+                dstStageMask=stage_bits(vk, b.dst_stage, True, False), dstAccessMask=access_bits(vk, b.dst_access, True),
+                srcQueueFamilyIndex=self.families(b)[0], dstQueueFamilyIndex=self.families(b)[1],
+                buffer=handle, offset=b.offset, size=b.size) for b, handle in buffers]
+            info = vk.VkDependencyInfo(memoryBarrierCount=len(memory), pMemoryBarriers=memory or None,
+                                       bufferMemoryBarrierCount=len(buffer_barriers),
+                                       pBufferMemoryBarriers=buffer_barriers or None)
+            vk.vkCmdPipelineBarrier2(self.cb, info)  # vkCmdPipelineBarrier2
+            return
+        # Sync1: one stage mask pair for the whole command, the union of the entries'.
+        src = stage_bits(vk, set(src_stage).union(*(b.src_stage for b, _ in buffers)), False, True)
+        dst = stage_bits(vk, set(dst_stage).union(*(b.dst_stage for b, _ in buffers)), False, False)
+        memory = [] if buffers else [vk.VkMemoryBarrier(srcAccessMask=access_bits(vk, src_access, False),
+                                                        dstAccessMask=access_bits(vk, dst_access, False))]
+        buffer_barriers = [vk.VkBufferMemoryBarrier(
+            srcAccessMask=access_bits(vk, b.src_access, False), dstAccessMask=access_bits(vk, b.dst_access, False),
+            srcQueueFamilyIndex=self.families(b)[0], dstQueueFamilyIndex=self.families(b)[1],
+            buffer=handle, offset=b.offset, size=b.size) for b, handle in buffers]
+        vk.vkCmdPipelineBarrier(self.cb, src, dst, 0, len(memory), memory or None, len(buffer_barriers),
+                                buffer_barriers or None, 0, None)  # vkCmdPipelineBarrier

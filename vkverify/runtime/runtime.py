@@ -1,0 +1,524 @@
+"""The runtime: a Vulkan compute program's calls, executed and recorded.
+
+Every call runs on the device and appends to a `vkverify-stream/1` document,
+so `stream()` is what the program actually issued: checkable, replayable.
+With online checking (VKVERIFY_CHECK=1, or check=True) each submit is checked
+with everything recorded before it, and a hazard raises HazardError before
+vkQueueSubmit is called.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping
+
+from ..model import builder, from_dict, ir
+from ..model.data import data_bytes
+from ..model.dump import command_to_dict, host_op_to_dict
+from .device import Device, Instance, QueueRequest, pick_physical
+from .errors import DeviceFault, HazardError, Unsupported
+from .memory import Allocator, DeviceBuffer
+from .pipelines import Pipelines
+from .record import Recorder, stage_bits
+
+WAIT_SLICE_NS = 100_000_000  # host waits wake this often to notice an abort
+WAIT_LIMIT_S = 60.0  # a wait that long is reported as a fault, not a hang
+# Findings that a partial stream cannot produce by being partial.
+ONLINE_KINDS = frozenset({"raw", "war", "waw", "use_after_destroy", "uninitialized_read", "ownership_missing",
+                          "binary_semaphore_misuse", "timeline_not_increasing", "fence_misuse"})
+
+
+class CommandBuffer(builder.CommandBuffer):
+    """The model builder's recorder (cmd_copy_buffer, cmd_dispatch, ...); the
+    commands become Vulkan commands when the buffer is submitted."""
+
+
+class Runtime:
+    """One device, its queues, and the stream recorded so far.
+
+    queues: stream queue ids; a mapping id -> QueueRequest picks families by
+    capability (`group`s share a family, `compute=False` may take a
+    transfer-only one). device: name part or index (default VKVERIFY_DEVICE).
+    extensions: device extensions to enable (the caller checked the device has them).
+    """
+
+    def __init__(self, queues: Iterable[str] | Mapping[str, QueueRequest] = ("q0",), device: str | None = None,
+                 validation: bool = False, syncval: bool = False, check: bool | None = None,
+                 name: str = "runtime", extensions: tuple[str, ...] = ()) -> None:
+        requests = [queues[q] if isinstance(queues, Mapping) else QueueRequest(q) for q in queues]
+        self.check = os.environ.get("VKVERIFY_CHECK") == "1" if check is None else check
+        self._lock = threading.RLock()
+        self._binary = threading.Condition(self._lock)
+        self.aborted = threading.Event()
+        self.buffers: dict[str, DeviceBuffer] = {}
+        self.scratch: list[DeviceBuffer] = []
+        self.semaphores: dict[str, tuple[object, str]] = {}
+        self.pending_binary: dict[str, int] = {}
+        self.fences: dict[str, object] = {}
+        self.pools: dict[int, object] = {}
+        self.recorded: dict[tuple[str, str | None], object] = {}
+        self.abstract_shaders: dict[str, tuple[str, ...]] = {}
+        self.command_buffers: dict[str, list[dict]] = {}
+        self._ir_cbs: dict[str, tuple[int, tuple[ir.Command, ...]]] = {}
+        self.threads: dict[str, list[dict]] = {}
+        self.reported: set = set()
+        self.uploader = None  # uploads.Uploader: deferred copies join submits; closed before the device
+        self.device = self.allocator = self.pipelines = None
+        self.instance = Instance(validation, syncval)
+        try:
+            self.device = Device.open(self.instance, pick_physical(self.instance, device), requests, extensions)
+            self.allocator = Allocator(self.device)
+            self.pipelines = Pipelines(self.device)
+        except BaseException:
+            self.close()
+            raise
+        self.group_of = {r.id: r.group for r in requests}
+        self.doc = {"format": ir.FORMAT, "name": name,
+                    "devices": [{"id": "gpu0", "queues": [{"id": r.id, "family": r.group} for r in requests]}],
+                    "buffers": [], "semaphores": [], "fences": [], "shaders": {}}
+
+    @property
+    def vk(self):
+        return self.instance.vk
+
+    def device_family(self, group: int) -> int:
+        """The device family that serves the stream's family `group`."""
+        return self.device.families.get(group, self.device.families[0] if 0 in self.device.families
+                                        else next(iter(self.device.families.values())))
+
+    # ---- resources ---------------------------------------------------------
+
+    def create_buffer(self, id: str, size: int | None = None, memory: str = "device_local",
+                      alias_of: str | None = None, offset: int = 0, sharing: str = "concurrent") -> None:
+        """A buffer of `memory` kind, zero-filled (an alias: bytes of `alias_of`)."""
+        usage = (self.vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | self.vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+                 | self.vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT | self.vk.VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT
+                 | self.vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT)
+        with self._lock:
+            if alias_of is not None:
+                root = self.buffers[alias_of]
+                size = root.size - offset if size is None else size
+                self.buffers[id] = self.allocator.alias(id, root, offset, size, usage)
+                entry = {"id": id, "alias_of": alias_of, "offset": offset, "size": size}
+            else:
+                self.buffers[id] = buffer = self.allocator.create(id, size, memory, usage)
+                self._zero(buffer)
+                entry = {"id": id, "size": size, "memory": memory}
+                if sharing != "concurrent":
+                    entry["sharing"] = sharing
+            self.doc["buffers"].append(entry)
+
+    def _zero(self, buffer: DeviceBuffer) -> None:
+        """Fresh memory is zero-filled: the simulator's reference starts from zeros,
+        and a fresh block can hold another run's bytes (PROTOCOLS.md 1)."""
+        if buffer.block.mapped is not None:
+            buffer.view(0, buffer.size)[:] = bytes(buffer.size)
+        else:
+            self._internal(f"buffer {buffer.id}", lambda cb: self.vk.vkCmdFillBuffer(
+                cb, buffer.handle, 0, self.vk.VK_WHOLE_SIZE, 0))  # vkCmdFillBuffer
+
+    def _internal(self, ref: str, record) -> None:
+        """Record with `record(cb)`, submit on the first queue, wait: work the
+        stream does not contain (zero-fill, read-back), so it is not recorded."""
+        vk = self.vk
+        family = self.device_family(0)
+        cb = self._allocate_cb(family, ref)
+        fence_info = vk.VkFenceCreateInfo()
+        fence = vk.vkCreateFence(self.device.handle, fence_info, None)  # vkCreateFence
+        try:
+            begin = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+            vk.vkBeginCommandBuffer(cb, begin)  # vkBeginCommandBuffer
+            record(cb)
+            vk.vkEndCommandBuffer(cb)  # vkEndCommandBuffer
+            cbs = [cb]
+            submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cbs)
+            submits = [submit]
+            _, queue, lock = next(q for q in self.device.queues.values() if q[0] == family)
+            with lock:
+                self._call(ref, "vkQueueSubmit", vk.vkQueueSubmit, queue, 1, submits, fence)
+            self._wait_fence_handles(ref, [fence])
+        finally:
+            vk.vkDestroyFence(self.device.handle, fence, None)  # vkDestroyFence
+            vk.vkFreeCommandBuffers(self.device.handle, self.pools[family], 1, [cb])  # vkFreeCommandBuffers
+
+    def device_idle(self) -> None:
+        """vkDeviceWaitIdle, not recorded (the replay's end, before reading back)."""
+        self._call("device idle", "vkDeviceWaitIdle", self.vk.vkDeviceWaitIdle, self.device.handle)
+
+    def read_back(self, id: str) -> bytes:
+        """A buffer's bytes now, not recorded: call after device_idle. Memory the
+        host cannot map is copied to a host-coherent staging buffer first."""
+        buffer = self.buffers[id]
+        if buffer.block.mapped is not None:
+            self.allocator.flush(buffer, 0, buffer.size, invalidate=True)
+            return bytes(buffer.view(0, buffer.size))
+        staging = self.allocator.create(f"{id}.readback", buffer.size, "host_coherent",
+                                        self.vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+        try:
+            regions = [self.vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=buffer.size)]
+            barrier = self.vk.VkMemoryBarrier(srcAccessMask=self.vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                                              dstAccessMask=self.vk.VK_ACCESS_HOST_READ_BIT)
+            barriers = [barrier]
+
+            def record(cb) -> None:
+                self.vk.vkCmdCopyBuffer(cb, buffer.handle, staging.handle, 1, regions)  # vkCmdCopyBuffer
+                self.vk.vkCmdPipelineBarrier(cb, self.vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                             self.vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, barriers, 0, None, 0,
+                                             None)  # vkCmdPipelineBarrier
+            self._internal(f"read back {id}", record)
+            return bytes(staging.view(0, buffer.size))
+        finally:
+            self.allocator.destroy(staging)
+
+    def scratch_buffer(self, of: str, size: int) -> DeviceBuffer:
+        """A device-local buffer for a read_write binding's input copy; lives until close."""
+        usage = self.vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+        buffer = self.allocator.create(f"{of}.scratch{len(self.scratch)}", size, "device_local", usage)
+        self.scratch.append(buffer)
+        return buffer
+
+    def vk_buffer(self, id: str):
+        buffer = self.buffers[id]
+        if buffer.handle is None:
+            raise Unsupported(f"buffer {id!r} is used after its destroy")
+        return buffer.handle
+
+    def create_semaphore(self, id: str, timeline: bool = False, initial: int = 0) -> None:
+        vk = self.vk
+        kind = vk.VkSemaphoreTypeCreateInfo(semaphoreType=vk.VK_SEMAPHORE_TYPE_TIMELINE if timeline
+                                            else vk.VK_SEMAPHORE_TYPE_BINARY, initialValue=initial)
+        info = vk.VkSemaphoreCreateInfo(pNext=kind)
+        with self._lock:
+            handle = vk.vkCreateSemaphore(self.device.handle, info, None)  # vkCreateSemaphore
+            self.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_SEMAPHORE, handle, id)
+            self.semaphores[id] = (handle, "timeline" if timeline else "binary")
+            self.doc["semaphores"].append({"id": id, "type": "timeline" if timeline else "binary", "initial": initial})
+
+    def create_fence(self, id: str, signaled: bool = False) -> None:
+        vk = self.vk
+        info = vk.VkFenceCreateInfo(flags=vk.VK_FENCE_CREATE_SIGNALED_BIT if signaled else 0)
+        with self._lock:
+            handle = vk.vkCreateFence(self.device.handle, info, None)  # vkCreateFence
+            self.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_FENCE, handle, id)
+            self.fences[id] = handle
+            self.doc["fences"].append({"id": id, "signaled": signaled})
+
+    def declare_shader(self, id: str, bindings: Iterable[str]) -> None:
+        """An abstract shader (STREAM_FORMAT.md): replayed by a generic kernel."""
+        self.abstract_shaders[id] = tuple(bindings)
+        self.doc["shaders"][id] = {"bindings": list(bindings)}
+
+    def command_buffer(self, id: str) -> CommandBuffer:
+        """The recorder for command buffer `id` (builder method names)."""
+        with self._lock:
+            return CommandBuffer(self.command_buffers.setdefault(id, []))
+
+    def load_command_buffer(self, cb: ir.CommandBuffer) -> None:
+        """Record a whole IR command buffer (the replay's way in)."""
+        with self._lock:
+            self.command_buffers[cb.id] = [command_to_dict(c) for c in cb.commands]
+            self._ir_cbs[cb.id] = (len(cb.commands), cb.commands)
+
+    def _commands(self, cb_id: str) -> tuple[ir.Command, ...]:
+        """The IR of a command buffer, through the loader (defaults, validation)."""
+        dicts = self.command_buffers[cb_id]
+        cached = self._ir_cbs.get(cb_id)
+        if cached is None or cached[0] != len(dicts):
+            doc = {**self.doc, "command_buffers": {cb_id: dicts}}
+            self._ir_cbs[cb_id] = cached = (len(dicts), from_dict(doc, f"<command buffer {cb_id}>")
+                                            .index.command_buffers[cb_id].commands)
+        return cached[1]
+
+    # ---- host ops ----------------------------------------------------------
+
+    def submit(self, queue: str, command_buffers: Iterable[str] = (), wait: Iterable[dict] = (),
+               signal: Iterable[dict] = (), fence: str | None = None, thread: str = "main") -> None:
+        """vkQueueSubmit2 with one batch; wait/signal: {"semaphore", "value"?, "stage"?}."""
+        def sem(d: dict) -> ir.SemaphoreOp:
+            stage = d.get("stage", ["all_commands"])
+            return ir.SemaphoreOp(d["semaphore"], d.get("value"), frozenset([stage] if isinstance(stage, str) else stage))
+        batch = ir.Batch(tuple(map(sem, wait)), tuple(command_buffers), tuple(map(sem, signal)))
+        self.execute(thread, ir.Submit(queue, (batch,), fence))
+
+    def wait_fences(self, fences: Iterable[str], thread: str = "main") -> None:
+        self.execute(thread, ir.WaitFences(tuple(fences)))
+
+    def reset_fences(self, fences: Iterable[str], thread: str = "main") -> None:
+        self.execute(thread, ir.ResetFences(tuple(fences)))
+
+    def wait_semaphores(self, waits: Mapping[str, int], thread: str = "main") -> None:
+        self.execute(thread, ir.WaitSemaphores(tuple(ir.SemaphoreValue(s, v) for s, v in waits.items())))
+
+    def signal_semaphore(self, semaphore: str, value: int, thread: str = "main") -> None:
+        self.execute(thread, ir.SignalSemaphore(semaphore, value))
+
+    def host_write(self, buffer: str, data: bytes, offset: int = 0, thread: str = "main") -> None:
+        payload = ir.Data(base64=base64.b64encode(data).decode())
+        self.execute(thread, ir.HostAccess("host_write", buffer, offset, len(data), payload))
+
+    def host_read(self, buffer: str, offset: int = 0, size: int | None = None, thread: str = "main") -> bytes:
+        size = self.buffers[buffer].size - offset if size is None else size
+        return self.execute(thread, ir.HostAccess("host_read", buffer, offset, size))
+
+    def flush(self, buffer: str, offset: int = 0, size: int | None = None, thread: str = "main") -> None:
+        size = self.buffers[buffer].size - offset if size is None else size
+        self.execute(thread, ir.HostAccess("flush", buffer, offset, size))
+
+    def invalidate(self, buffer: str, offset: int = 0, size: int | None = None, thread: str = "main") -> None:
+        size = self.buffers[buffer].size - offset if size is None else size
+        self.execute(thread, ir.HostAccess("invalidate", buffer, offset, size))
+
+    def queue_wait_idle(self, queue: str, thread: str = "main") -> None:
+        self.execute(thread, ir.QueueWaitIdle(queue))
+
+    def device_wait_idle(self, thread: str = "main") -> None:
+        self.execute(thread, ir.DeviceWaitIdle("gpu0"))
+
+    def destroy(self, buffer: str, thread: str = "main") -> None:
+        self.execute(thread, ir.Destroy(buffer))
+
+    def execute(self, thread: str, op: ir.HostOp, at: Mapping[str, str] | None = None):
+        """Run one host op of `thread` and record it; a host_read returns its bytes.
+
+        at: command buffer id -> the submit reference its commands are named
+        with (the replay passes it for command buffers submitted more than once).
+        """
+        if isinstance(op, ir.Submit) and self.uploader is not None:
+            op = self.uploader.before_submit(op)
+        with self._lock:
+            ops = self.threads.setdefault(thread, [])
+            ref = f"{thread}[{len(ops)}]"
+            entry = host_op_to_dict(op)
+            if isinstance(op, ir.Submit) and self.check:
+                self._check_submit(ref, thread, entry)
+            ops.append(entry)
+        self.instance.operation = ref
+        if isinstance(op, ir.Submit):
+            return self._submit(ref, op, at or {})
+        if isinstance(op, ir.WaitFences):
+            return self._wait_fence_handles(ref, [self.fences[f] for f in op.fences])
+        if isinstance(op, ir.ResetFences):
+            handles = [self.fences[f] for f in op.fences]
+            return self._call(ref, "vkResetFences", self.vk.vkResetFences, self.device.handle, len(handles), handles)
+        if isinstance(op, ir.WaitSemaphores):
+            return self._wait_semaphores(ref, op)
+        if isinstance(op, ir.SignalSemaphore):
+            info = self.vk.VkSemaphoreSignalInfo(semaphore=self.semaphores[op.semaphore][0], value=op.value)
+            return self._call(ref, "vkSignalSemaphore", self.vk.vkSignalSemaphore, self.device.handle, info)
+        if isinstance(op, ir.HostAccess):
+            return self._host_access(ref, op)
+        if isinstance(op, ir.QueueWaitIdle):
+            _, queue, lock = self._queue(op.queue)
+            with lock:
+                return self._call(ref, "vkQueueWaitIdle", self.vk.vkQueueWaitIdle, queue)
+        if isinstance(op, ir.DeviceWaitIdle):
+            return self._call(ref, "vkDeviceWaitIdle", self.vk.vkDeviceWaitIdle, self.device.handle)
+        with self._lock:
+            return self.allocator.destroy(self.buffers[op.buffer])
+
+    def _check_submit(self, ref: str, thread: str, entry: dict) -> None:
+        """Check the stream recorded so far plus this submit; raise on a new hazard."""
+        from ..check import check
+
+        doc = self._document({thread: self.threads[thread] + [entry]})
+        findings = [f for f in check(from_dict(doc, "<runtime>")) if f.kind in ONLINE_KINDS]
+        new = [f for f in findings if f not in self.reported]
+        self.reported.update(findings)
+        if new:
+            raise HazardError(ref, new)
+
+    def _host_access(self, ref: str, op: ir.HostAccess):
+        buffer = self.buffers[op.buffer]
+        if buffer.block.mapped is None:
+            raise Unsupported(f"{ref}: {op.op} on {op.buffer!r}, whose memory ({buffer.kind}) is not host-visible")
+        if op.op == "host_write":
+            buffer.view(op.offset, op.size)[:] = data_bytes(op.data, op.size, op.buffer, ref)
+        elif op.op == "host_read":
+            return bytes(buffer.view(op.offset, op.size))
+        else:
+            self.allocator.flush(buffer, op.offset, op.size, invalidate=op.op == "invalidate")
+        return None
+
+    # ---- submission --------------------------------------------------------
+
+    def _queue(self, queue: str):
+        return self.device.queues[queue]
+
+    def _allocate_cb(self, family: int, name: str):
+        vk = self.vk
+        if family not in self.pools:
+            info = vk.VkCommandPoolCreateInfo(queueFamilyIndex=family)
+            self.pools[family] = vk.vkCreateCommandPool(self.device.handle, info, None)  # vkCreateCommandPool
+        info = vk.VkCommandBufferAllocateInfo(commandPool=self.pools[family], level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                              commandBufferCount=1)
+        cb = vk.vkAllocateCommandBuffers(self.device.handle, info)[0]  # vkAllocateCommandBuffers
+        self.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_COMMAND_BUFFER, cb, name)
+        return cb
+
+    def _vk_command_buffer(self, cb_id: str, at: str | None, family: int):
+        """The VkCommandBuffer for a stream command buffer, recorded at its first
+        submit (one per submission where `at` names it)."""
+        key = (cb_id, at)
+        if key not in self.recorded:
+            vk = self.vk
+            commands = self._commands(cb_id)
+            cb = self._allocate_cb(family, cb_id + (f"@{at}" if at else ""))
+            # Simultaneous use: a stream may submit a command buffer again while it is pending.
+            begin = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT)
+            vk.vkBeginCommandBuffer(cb, begin)  # vkBeginCommandBuffer
+            recorder = Recorder(self, cb, cb_id, at)
+            for index, command in enumerate(commands):
+                recorder.command(index, command)
+            vk.vkEndCommandBuffer(cb)  # vkEndCommandBuffer
+            self.recorded[key] = cb
+        return self.recorded[key]
+
+    def _submit(self, ref: str, op: ir.Submit, at: Mapping[str, str]) -> None:
+        vk, sync2 = self.vk, self.device.synchronization2
+        family, queue, lock = self._queue(op.queue)
+        with self._lock:
+            cbs = [[self._vk_command_buffer(c, at.get(c), family) for c in b.command_buffers] for b in op.batches]
+            self.instance.operation = ref
+            self._take_binary_signals(ref, op)
+            keep, submits = [], []
+            for batch, handles in zip(op.batches, cbs):
+                if sync2:
+                    waits = [vk.VkSemaphoreSubmitInfo(semaphore=self.semaphores[w.semaphore][0], value=w.value or 0,
+                                                      stageMask=stage_bits(vk, w.stage, True, False))
+                             for w in batch.waits]
+                    signals = [vk.VkSemaphoreSubmitInfo(semaphore=self.semaphores[s.semaphore][0], value=s.value or 0,
+                                                        stageMask=stage_bits(vk, s.stage, True, True))
+                               for s in batch.signals]
+                    infos = [vk.VkCommandBufferSubmitInfo(commandBuffer=h) for h in handles]
+                    keep += [waits, signals, infos]
+                    submits.append(vk.VkSubmitInfo2(
+                        waitSemaphoreInfoCount=len(waits), pWaitSemaphoreInfos=waits or None,
+                        commandBufferInfoCount=len(infos), pCommandBufferInfos=infos or None,
+                        signalSemaphoreInfoCount=len(signals), pSignalSemaphoreInfos=signals or None))
+                else:
+                    wait_handles = [self.semaphores[w.semaphore][0] for w in batch.waits]
+                    wait_values = [w.value or 0 for w in batch.waits]
+                    stages = [stage_bits(vk, w.stage, False, False) for w in batch.waits]
+                    signal_handles = [self.semaphores[s.semaphore][0] for s in batch.signals]
+                    signal_values = [s.value or 0 for s in batch.signals]
+                    timeline = vk.VkTimelineSemaphoreSubmitInfo(
+                        waitSemaphoreValueCount=len(wait_values), pWaitSemaphoreValues=wait_values or None,
+                        signalSemaphoreValueCount=len(signal_values), pSignalSemaphoreValues=signal_values or None)
+                    keep += [wait_handles, wait_values, stages, signal_handles, signal_values, timeline, handles]
+                    submits.append(vk.VkSubmitInfo(
+                        pNext=timeline, waitSemaphoreCount=len(wait_handles), pWaitSemaphores=wait_handles or None,
+                        pWaitDstStageMask=stages or None, commandBufferCount=len(handles),
+                        pCommandBuffers=handles or None, signalSemaphoreCount=len(signal_handles),
+                        pSignalSemaphores=signal_handles or None))
+            fence = self.fences[op.fence] if op.fence is not None else None
+            with lock:
+                if sync2:
+                    self._call(ref, "vkQueueSubmit2", vk.vkQueueSubmit2, queue, len(submits), submits, fence)
+                else:
+                    self._call(ref, "vkQueueSubmit", vk.vkQueueSubmit, queue, len(submits), submits, fence)
+            for batch in op.batches:
+                for s in batch.signals:
+                    if self.semaphores[s.semaphore][1] == "binary":
+                        self.pending_binary[s.semaphore] = self.pending_binary.get(s.semaphore, 0) + 1
+            self._binary.notify_all()
+
+    def _take_binary_signals(self, ref: str, op: ir.Submit) -> None:
+        """A binary wait may only be submitted once its signal is pending: host
+        threads of a replay wait here for the submit that signals it."""
+        deadline = time.monotonic() + WAIT_LIMIT_S
+        for batch in op.batches:
+            for w in batch.waits:
+                if self.semaphores[w.semaphore][1] != "binary":
+                    continue
+                while not self.pending_binary.get(w.semaphore):
+                    if self.aborted.is_set() or time.monotonic() > deadline:
+                        raise DeviceFault(ref, "vkQueueSubmit2", f"binary semaphore {w.semaphore} has no pending signal")
+                    self._binary.wait(0.1)
+                self.pending_binary[w.semaphore] -= 1
+
+    # ---- waits and calls -----------------------------------------------------
+
+    def _call(self, ref: str, function: str, fn, *args):
+        """Call a Vulkan function; a VkError becomes a DeviceFault naming `ref`."""
+        try:
+            return fn(*args)
+        except self.vk.VkError as error:
+            self.aborted.set()
+            raise DeviceFault(ref, function, type(error).__name__) from None
+
+    def _wait(self, ref: str, function: str, attempt) -> None:
+        """Wait in slices so an aborted run (another thread failed) stops waiting."""
+        deadline = time.monotonic() + WAIT_LIMIT_S
+        while True:
+            try:
+                return self._call(ref, function, attempt)
+            except self.vk.VkTimeout:  # VK_TIMEOUT is a success code, not a VkError
+                pass
+            if self.aborted.is_set() or time.monotonic() > deadline:
+                raise DeviceFault(ref, function, "timed out (the run was aborted or nothing signals)")
+
+    def _wait_fence_handles(self, ref: str, handles: list) -> None:
+        vk = self.vk
+        self._wait(ref, "vkWaitForFences", lambda: vk.vkWaitForFences(self.device.handle, len(handles), handles,
+                                                                         vk.VK_TRUE, WAIT_SLICE_NS))
+
+    def _wait_semaphores(self, ref: str, op: ir.WaitSemaphores) -> None:
+        vk = self.vk
+        handles = [self.semaphores[w.semaphore][0] for w in op.waits]
+        values = [w.value for w in op.waits]
+        info = vk.VkSemaphoreWaitInfo(semaphoreCount=len(handles), pSemaphores=handles, pValues=values)
+        self._wait(ref, "vkWaitSemaphores", lambda: vk.vkWaitSemaphores(self.device.handle, info, WAIT_SLICE_NS))
+
+    # ---- output and teardown -------------------------------------------------
+
+    def _document(self, threads: Mapping[str, list[dict]] | None = None) -> dict:
+        return {**self.doc, "command_buffers": {k: list(v) for k, v in self.command_buffers.items()},
+                "threads": {t: list(ops) for t, ops in {**self.threads, **(threads or {})}.items()}}
+
+    def stream(self) -> ir.Stream:
+        """Everything the program did so far, as a validated stream."""
+        with self._lock:
+            return from_dict(self._document(), "<runtime>")
+
+    def close(self) -> None:
+        """Wait for the device, then destroy everything created; idempotent."""
+        if getattr(self, "uploader", None) is not None:
+            self.uploader.close()
+        vk, device = self.instance.vk, self.device
+        if device is not None and device.handle is not None:
+            try:
+                vk.vkDeviceWaitIdle(device.handle)  # vkDeviceWaitIdle
+            except vk.VkError:
+                pass  # a lost device: destroy what we created all the same
+            for b in list(self.buffers.values()) + self.scratch:
+                self.allocator.destroy(b)
+            self.allocator.release()
+            self.pipelines.release()
+            pools, self.pools = self.pools, {}
+            for pool in pools.values():
+                vk.vkDestroyCommandPool(device.handle, pool, None)  # vkDestroyCommandPool (frees its buffers)
+            self.recorded.clear()
+            semaphores, self.semaphores = self.semaphores, {}
+            for handle, _ in semaphores.values():
+                vk.vkDestroySemaphore(device.handle, handle, None)  # vkDestroySemaphore
+            fences, self.fences = self.fences, {}
+            for handle in fences.values():
+                vk.vkDestroyFence(device.handle, handle, None)  # vkDestroyFence
+            device.release()
+        self.instance.release()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "instance", None) is not None and self.instance.handle is not None:
+            self.close()
+
+
+

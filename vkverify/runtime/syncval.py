@@ -1,0 +1,99 @@
+"""The validation layer's synchronization messages as findings, beside vkverify's.
+
+A message arrives during the Vulkan call that found it, so the runtime's
+current operation names it: a command's reference while a command buffer is
+recorded (`cb0[2]`: the second access), a submit's reference for hazards found
+at vkQueueSubmit2 (then the message names the command buffer, not the buffer).
+Layer 1.3.239 tracks neither host access, timeline semaphores nor
+uninitialized memory (VULKAN_PYTHON_NOTES.md): those findings are vkverify's alone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+LAYER_KINDS = {"SYNC-HAZARD-READ-AFTER-WRITE": "raw", "SYNC-HAZARD-WRITE-AFTER-READ": "war",
+               "SYNC-HAZARD-WRITE-AFTER-WRITE": "waw"}
+_SUBMIT_CB = re.compile(r"Hazard \w+ for entry \d+, VkCommandBuffer 0x[0-9a-f]+\[([^\]@]+)")
+
+
+@dataclass(frozen=True)
+class LayerFinding:
+    kind: str  # raw | war | waw
+    buffer: str | None  # None for submit-time hazards (the layer names the queue)
+    second: str  # a command reference (`cb0[2]`) or, at submit time, a command buffer id
+    operation: str  # the runtime operation during which it arrived
+
+
+def layer_findings(messages) -> list[LayerFinding]:
+    out: dict[tuple, LayerFinding] = {}
+    for m in messages:
+        kind = LAYER_KINDS.get(m.id_name)
+        if kind is None or m.operation is None:
+            continue
+        submit_cb = _SUBMIT_CB.search(m.text)
+        if submit_cb:
+            second, buffer = submit_cb.group(1), None
+        else:
+            second = m.operation.partition("@")[0]
+            # Scratch copies (`B.scratch0`) stand for the buffer they copy.
+            buffer = next((o.partition(".")[0] for o in m.objects), None)
+        finding = LayerFinding(kind, buffer, second, m.operation)
+        out.setdefault((kind, buffer, second), finding)
+    return list(out.values())
+
+
+def _matches(layer: LayerFinding, f) -> bool:
+    if f.kind != layer.kind or f.second is None:
+        return False
+    second = f.second.partition("@")[0]
+    if layer.buffer is None:  # submit-time: the command buffer is all the layer names
+        return second.partition("[")[0] == layer.second
+    return layer.buffer == f.buffer and second == layer.second
+
+
+@dataclass
+class Agreement:
+    shared: list  # (vkverify Finding, LayerFinding)
+    only_vkverify: list  # Finding
+    only_layer: list  # LayerFinding
+
+
+def agreement(findings, layer: list[LayerFinding]) -> Agreement:
+    shared, only_v, matched = [], [], set()
+    for f in findings:
+        hit = next((lf for lf in layer if _matches(lf, f)), None)
+        if hit is None:
+            only_v.append(f)
+        else:
+            shared.append((f, hit))
+            matched.add(hit)
+    return Agreement(shared, only_v, [lf for lf in layer if lf not in matched])
+
+
+def explain_only_vkverify(stream, f) -> str:
+    """Why layer 1.3.239 cannot report finding `f` (a category for the table)."""
+    refs = [r for r in (f.first, f.second) if r]
+    threads = stream.index.threads
+    if any(r.partition("[")[0] in threads for r in refs):
+        return "host access to mapped memory: the layer never tracks it"
+    if f.kind == "uninitialized_read":
+        return "uninitialized memory: the layer does not track what was written"
+    if f.kind == "ownership_missing":
+        return "queue family ownership: no synchronization check in the layer (one device family here)"
+    if any(s.type == "timeline" for s in stream.semaphores):
+        return "timeline semaphores: syncval 1.3.239 does not support them"
+    if f.kind == "waw" and f.first_access == f.second_access:
+        return "two writes of the same stage and access: the layer reports no WAW between them"
+    return "not reported by the layer"
+
+
+def explain_only_layer(stream, lf: LayerFinding, messages) -> str:
+    """Why the layer reports what vkverify proves safe (a category for the table)."""
+    text = " ".join(m.text for m in messages if m.operation == lf.operation)
+    if "prior_usage: SYNC_COPY_TRANSFER_WRITE" in text and "vkCmdFillBuffer" in text:
+        return "vkCmdFillBuffer tracked at the copy stage: a barrier from sync2's clear stage misses it"
+    if any(s.type == "timeline" for s in stream.semaphores):
+        return "timeline semaphores: syncval 1.3.239 does not see the ordering their waits give"
+    return "reported by the layer only"
