@@ -1,0 +1,96 @@
+"""`vkverify mutate`: the command's body (vkverify/cli.py declares its arguments)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from ..check import check
+from ..model import InvalidStream, ir, load
+from .formats import Report, junit, text, to_json
+from .generate import Equivalent, Mutant, mutants, plain
+from .load_bearing import Redundancy, analyze
+from .readers import READERS, CleanRunFailed, CmdReader
+from .runner import Cache, run, shard
+
+
+def split_command(rest: list[str]) -> tuple[list[str], list[str]]:
+    """FILES... [-- CMD ARGS...]"""
+    if "--" in rest:
+        i = rest.index("--")
+        return rest[:i], rest[i + 1:]
+    return rest, []
+
+
+def selectors(chosen: list[Mutant], target: str) -> dict[str, str]:
+    """VKVERIFY_MUTATE for each mutant: `<target>:<k>`, k counting that target's mutants of its stream by id."""
+    out, counts = {}, {}
+    for m in sorted(chosen, key=lambda m: m.id):
+        t = target if target != "all" else m.targets[0]
+        k = counts.get((m.file, t), 0)
+        counts[(m.file, t)] = k + 1
+        out[m.id] = f"{t}:{k}"
+    return out
+
+
+def _prepare(stream: ir.Stream, file: str) -> tuple[list[Mutant], list[Equivalent], bool, list[Redundancy]]:
+    analysis = analyze(stream)
+    ms, eq = mutants(stream, file, analysis)
+    return ms, eq, not check(stream), analysis.redundant
+
+
+def main(args: argparse.Namespace) -> int:
+    files, argv = split_command(args.files)
+    misplaced = [f for f in files if f.startswith("-")]
+    if not files or misplaced:
+        print("vkverify mutate: " + (f"options go before FILES: {' '.join(misplaced)}" if misplaced
+                                      else "give at least one stream file"), file=sys.stderr)
+        return 2
+    try:
+        streams = {file: plain(load(file)) for file in files}
+    except InvalidStream as e:
+        print("\n".join(e.lines()), file=sys.stderr)
+        return 2
+    # Generating mutants (the model's analysis and equivalence filter) costs more than checking them.
+    if args.jobs > 1 and len(files) > 1:
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            prepared = list(pool.map(_prepare, streams.values(), files))
+    else:
+        prepared = [_prepare(s, file) for file, s in streams.items()]
+    found, summary, equivalent, redundant = [], [], [], {}
+    for file, (ms, eq, clean, red) in zip(files, prepared):
+        chosen = [m for m in ms if args.target == "all" or args.target in m.targets]
+        found += chosen
+        equivalent += eq
+        summary.append({"file": file, "clean": clean, "mutants": len(chosen)})
+        if args.report_redundant:
+            redundant[file] = red
+    picked = found if args.shard is None else shard(found, *args.shard)
+    readers = [READERS[name]() for name in args.readers]
+    if argv:
+        readers.append(CmdReader(argv, selectors(found, args.target)))
+    skipped = {}
+    used = {m.file: streams[m.file] for m in picked}
+    try:
+        for reader in readers:
+            why = reader.start(used)
+            if why is not None:
+                skipped[reader.name] = why
+    except CleanRunFailed as e:
+        print(f"vkverify mutate: {e}", file=sys.stderr)
+        return 2
+    running = [r for r in readers if r.name not in skipped]
+    if not running:
+        why = "; ".join(f"{k}: {v}" for k, v in skipped.items()) or "none asked for (--readers, or a command after --)"
+        print(f"vkverify mutate: no reader can run: {why}", file=sys.stderr)
+        return 2
+    cache = None if args.no_cache else Cache(args.cache or Path.cwd() / ".vkverify-cache")
+    outcomes, stats = run(picked, running, streams, args.jobs, cache)
+    report = Report(outcomes, [r.name for r in readers], skipped, stats, summary, equivalent, redundant)
+    print(text(report) if args.format == "text" else json.dumps(to_json(report), indent=1))
+    if args.junit:
+        Path(args.junit).write_text(junit(report))
+    return 1 if report.score < args.fail_under else 0

@@ -1,0 +1,118 @@
+"""The mutation report as text (the kill matrix), JSON and JUnit XML."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+from .generate import TARGETS, Equivalent
+from .load_bearing import Redundancy, pair_name
+from .runner import Outcome, Stats
+
+
+@dataclass
+class Report:
+    outcomes: list[Outcome]
+    readers: list[str]  # asked for, in order: one matrix column each
+    skipped: dict[str, str]  # reader -> why it did not run
+    stats: Stats
+    streams: list[dict]  # {"file", "clean", "mutants"}
+    equivalent: list[Equivalent] = field(default_factory=list)
+    redundant: dict[str, list[Redundancy]] = field(default_factory=dict)  # file -> ops; with --report-redundant
+
+    @property
+    def judged(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.judged]
+
+    @property
+    def score(self) -> float:
+        judged = self.judged
+        return 100.0 * sum(o.killed for o in judged) / len(judged) if judged else 100.0
+
+    def matrix(self) -> dict[str, dict[str, int | None]]:
+        """Per target (and `all`): mutants, and how many each reader killed (None: reader skipped)."""
+        rows = {}
+        for target in (*TARGETS, "all"):
+            chosen = [o for o in self.outcomes if target == "all" or target in o.mutant.targets]
+            if not chosen and target != "all":
+                continue
+            row: dict[str, int | None] = {"mutants": len(chosen)}
+            for r in self.readers:
+                row[r] = None if r in self.skipped else sum(bool(o.verdicts[r].killed) for o in chosen)
+            rows[target] = row
+        return rows
+
+
+def redundancy_text(r: Redundancy) -> str:
+    if r.pair is None:
+        return f"{r.op}: orders no conflicting pair"
+    path = " -> ".join(r.other_path) if r.other_path else "host program order"
+    return f"{r.op}: {pair_name(r.pair)} is also ordered without it, by {path}"
+
+
+def text(report: Report) -> str:
+    matrix = report.matrix()
+    cols = ["mutants", *report.readers]
+    width = max(9, *(len(c) + 2 for c in cols))
+    lines = [f"{'target':<10}" + "".join(f"{c:>{width}}" for c in cols)]
+    for target, row in matrix.items():
+        lines.append(f"{target:<10}" + "".join(f"{'skipped' if row[c] is None else row[c]:>{width}}" for c in cols))
+    judged = report.judged
+    lines.append(f"score {report.score:.1f}% ({sum(o.killed for o in judged)}/{len(judged)} mutants killed by a reader)"
+                 f"; {report.stats.executed} reader runs, {report.stats.cached} from the cache")
+    for name, why in report.skipped.items():
+        lines.append(f"reader {name} skipped: {why}")
+    survivors = [o for o in judged if not o.killed]
+    if survivors:
+        lines.append("survivors:")
+        lines += [f"  {o.mutant.id}: {o.mutant.description}" for o in survivors]
+    if report.equivalent:
+        lines.append(f"{len(report.equivalent)} equivalent candidates not run (the model finds no new hazard)")
+    for file, ops in report.redundant.items():
+        lines.append(f"redundant in {file}:")
+        lines += [f"  {redundancy_text(r)}" for r in ops]
+    return "\n".join(lines)
+
+
+def to_json(report: Report) -> dict:
+    out = {
+        "score": report.score,
+        "readers": report.readers,
+        "skipped": report.skipped,
+        "matrix": report.matrix(),
+        "stats": {"executed": report.stats.executed, "cached": report.stats.cached},
+        "streams": report.streams,
+        "mutants": [{"id": o.mutant.id, "file": o.mutant.file, "targets": list(o.mutant.targets),
+                     "operator": o.mutant.operator, "op": o.mutant.op, "description": o.mutant.description,
+                     "predicted": [list(h) for h in o.mutant.predicted], "killed": o.killed,
+                     "verdicts": {r: {"killed": v.killed, "detail": v.detail} for r, v in o.verdicts.items()}}
+                    for o in report.outcomes],
+        "equivalent": [{"file": e.file, "operator": e.operator, "op": e.op, "description": e.description}
+                       for e in report.equivalent],
+    }
+    if report.redundant:
+        out["redundant"] = {file: [{"op": r.op, "pair": pair_name(r.pair) if r.pair else None,
+                                    "other_path": list(r.other_path), "text": redundancy_text(r)} for r in ops]
+                            for file, ops in report.redundant.items()}
+    return out
+
+
+def junit(report: Report) -> str:
+    """One testsuite per stream file, one testcase per mutant; a survivor is a failure."""
+    by_file: dict[str, list[Outcome]] = {}
+    for o in report.outcomes:
+        by_file.setdefault(o.mutant.file, []).append(o)
+    failures = sum(o.judged and not o.killed for o in report.outcomes)
+    root = ET.Element("testsuites", name="vkverify mutate", tests=str(len(report.outcomes)), failures=str(failures))
+    for file, outcomes in by_file.items():
+        suite = ET.SubElement(root, "testsuite", name=file, tests=str(len(outcomes)),
+                              failures=str(sum(o.judged and not o.killed for o in outcomes)),
+                              skipped=str(sum(not o.judged for o in outcomes)))
+        for o in outcomes:
+            case = ET.SubElement(suite, "testcase", classname=file, name=f"{o.mutant.operator}:{o.mutant.op}")
+            details = "; ".join(f"{r}: {v.detail}" for r, v in o.verdicts.items())
+            if not o.judged:
+                ET.SubElement(case, "skipped", message=details)
+            elif not o.killed:
+                ET.SubElement(case, "failure", message=f"survived: {o.mutant.description}").text = details
+    return ET.tostring(root, encoding="unicode", xml_declaration=True)

@@ -1,0 +1,208 @@
+"""Mutants of one stream: every operator applied to every load-bearing operation it fits.
+
+Each candidate is checked against the happens-before model before it becomes a mutant: the
+model must find a hazard in the mutant that the original does not have. A candidate it does not
+(a timeline wait lowered to a value the same signal still satisfies, masks removed from a
+barrier that only chains) is an equivalent mutant, listed but never run, so that every mutant
+run is one a correct reader must kill. The model, not the checker, decides this: the checker
+killing each mutant is then a consistency test between the two.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, Iterator
+
+from ..check import check
+from ..model import ir
+from ..model.dump import command_to_dict, host_op_to_dict
+from . import operators as o
+from .hb import Model
+from .load_bearing import Analysis, analyze
+
+TARGETS = ("raw", "waw", "war", "semaphore", "fence", "keepalive", "host")
+# Wrong stages a mask is narrowed to, tried in this order until one breaks an ordering.
+NARROW_STAGES = ("copy", "clear", "compute_shader", "draw_indirect", "host")
+HOST_WAITS = (ir.WaitFences, ir.WaitSemaphores, ir.QueueWaitIdle, ir.DeviceWaitIdle)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str  # FILE:operator:op, unique and stable: sharding and the cache sort and key by it
+    file: str
+    targets: tuple[str, ...]
+    operator: str
+    op: str  # the operation it changes, by reference in the original stream
+    description: str
+    predicted: tuple[tuple, ...]  # hazards the model finds in the mutant, by original references
+    stream: ir.Stream
+    refmap: o.RefMap
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    file: str
+    operator: str
+    op: str
+    description: str
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    operator: str
+    op: str
+    description: str
+    targets: tuple[str, ...]
+    make: Callable[[], tuple[ir.Stream, o.RefMap]]
+
+
+def plain(stream: ir.Stream) -> ir.Stream:
+    """What is mutated: the stream itself, or a `params` stream's smallest instance (the checker
+    reads a params stream's templates, which a mutation of its first instance would not change)."""
+    if not stream.params:
+        return stream
+    return replace(stream.instances[0][1], params=(), instances=())
+
+
+def mutants(stream: ir.Stream, file: str, analysis: Analysis | None = None) -> tuple[list[Mutant], list[Equivalent]]:
+    """The mutants of plain(stream) (sorted by id) and the candidates the model found equivalent.
+
+    A hazard the checker already reports on the original is not a new one: in a stream with
+    findings, a mutant must break an ordering that is not already broken."""
+    stream = plain(stream)
+    analysis = analysis or analyze(stream)
+    baseline = analysis.model.all_hazards() | {(f.kind, f.first, f.second) for f in check(stream) if f.first}
+    found, equivalent = [], []
+    for group in _candidates(stream, analysis):
+        for c in group:  # alternatives: the first that breaks an ordering is the mutant
+            mutated, refmap = c.make()
+            predicted = {_translate(h, refmap) for h in Model(mutated).all_hazards()} - baseline
+            if predicted:
+                found.append(Mutant(f"{file}:{c.operator}:{c.op}", file, _targets(c, predicted), c.operator, c.op,
+                                    c.description, tuple(sorted(predicted, key=str)), mutated, refmap))
+                break
+        else:
+            if group:
+                c = group[0]
+                equivalent.append(Equivalent(file, c.operator, c.op, c.description))
+    return sorted(found, key=lambda m: m.id), equivalent
+
+
+def _translate(hazard: tuple, refmap: o.RefMap) -> tuple:
+    return tuple(o.translate(x, refmap) if isinstance(x, str) and i else x for i, x in enumerate(hazard))
+
+
+def _targets(c: _Candidate, predicted: set[tuple]) -> tuple[str, ...]:
+    """A barrier mutant counts for the access classes it breaks; the others for their family."""
+    if "barrier" not in c.operator:
+        return c.targets
+    broken = {h[0] for h in predicted if h[0] in ("raw", "war", "waw")}
+    return tuple(t for t in TARGETS if t in broken or (t == "host" and "host" in c.targets)) or c.targets
+
+
+def _candidates(s: ir.Stream, a: Analysis) -> Iterator[list[_Candidate]]:
+    for op in sorted(a.load_bearing):
+        owner, i, rest = o.OP_REF.match(op).groups()
+        i = int(i)
+        if owner in s.index.command_buffers:
+            yield from _barrier(s, a, op, owner, i, rest)
+        elif rest:
+            yield from _semaphore(s, op, owner, i, rest)
+        else:
+            yield from _host(s, op, owner, i)
+    yield from _keepalive(s, a)
+
+
+def _barrier(s: ir.Stream, a: Analysis, op: str, cb: str, i: int, rest: str) -> Iterator[list[_Candidate]]:
+    b = s.index.command_buffers[cb].commands[i]
+    classes = a.classes(op)
+    host = any(p.second.host and p.second.reads for p in a.load_bearing[op]) and "host" in _dst_stages(b)
+    targets = tuple(t for t in TARGETS if t in classes or (t == "host" and host))
+    what = _label(b, op)
+    if rest:  # one entry of a barrier with several
+        k = int(rest.removeprefix(".buffers[").rstrip("]"))
+        yield [_Candidate("drop_barrier_entry", op, f"drop buffer barrier entry {k} ({b.buffers[k].buffer}) of {what}",
+                          targets, lambda: o.replace_command(s, cb, i, o.drop_entry(b, k)))]
+        return
+    yield [_Candidate("drop_barrier", op, f"drop {what}", targets, lambda: o.drop_command(s, cb, i))]
+    if b.src_access or b.dst_access or any(bb.src_access or bb.dst_access for bb in b.buffers):
+        yield [_Candidate("weaken_barrier", op, f"remove the access masks of {what} (execution dependency only)",
+                          targets, lambda: o.replace_command(s, cb, i, o.weaken(b)))]
+    for mask in ("src_stage", "dst_stage"):
+        yield [_Candidate(f"narrow_barrier_{mask}", op, f"narrow {mask} of {what} to {stage}", targets,
+                          lambda stage=stage: o.replace_command(s, cb, i, o.narrow(b, mask, stage)))
+               for stage in NARROW_STAGES if frozenset({stage}) != getattr(b, mask)]
+
+
+def _dst_stages(b: ir.Barrier) -> set[str]:
+    return set(b.dst_stage).union(*(bb.dst_stage for bb in b.buffers))
+
+
+def _semaphore(s: ir.Stream, op: str, thread: str, i: int, rest: str) -> Iterator[list[_Candidate]]:
+    submit = s.index.threads[thread].ops[i]
+    bi, kind, k = _batch_ref(rest)
+    field = "waits" if kind == "wait" else "signals"
+    item = getattr(submit.batches[bi], field)[k]
+    what = f"{kind} on {item.semaphore!r}" + (f" (value {item.value})" if item.value is not None else "") + f" of {thread}[{i}]"
+
+    def edited(new):
+        return lambda: o.replace_host_op(s, thread, i, o.edit_batch(submit, bi, field, k, new))
+
+    yield [_Candidate(f"drop_{kind}", op, f"drop the {what}", ("semaphore",), edited(None))]
+    if kind != "wait":
+        return
+    if item.value is not None and item.value > 0:
+        yield [_Candidate("lower_wait_value", op, f"lower the {what} to {item.value - 1}", ("semaphore",),
+                          edited(replace(item, value=item.value - 1)))]
+    yield [_Candidate("narrow_wait_stage", op, f"narrow the stage mask of the {what} to {stage}", ("semaphore",),
+                      edited(replace(item, stage=frozenset({stage}))))
+           for stage in NARROW_STAGES if stage != "host" and frozenset({stage}) != item.stage]
+
+
+def _batch_ref(rest: str) -> tuple[int, str, int]:
+    """`.batches[0].wait[1]` -> (0, "wait", 1)."""
+    batch, item = rest.strip(".").split(".")
+    kind, k = item.rstrip("]").split("[")
+    return int(batch.removeprefix("batches[").rstrip("]")), kind, int(k)
+
+
+def _host(s: ir.Stream, op: str, thread: str, i: int) -> Iterator[list[_Candidate]]:
+    host_op = s.index.threads[thread].ops[i]
+    what = _label(host_op, op)
+    if isinstance(host_op, ir.SignalSemaphore):
+        yield [_Candidate("drop_signal", op, f"drop {what}", ("semaphore",), lambda: o.drop_host_op(s, thread, i))]
+    elif isinstance(host_op, ir.HostAccess):  # flush or invalidate
+        yield [_Candidate(f"drop_{host_op.op}", op, f"drop {what}", ("host",), lambda: o.drop_host_op(s, thread, i))]
+    elif isinstance(host_op, HOST_WAITS):
+        yield [_Candidate("drop_host_wait", op, f"drop {what}", ("fence",), lambda: o.drop_host_op(s, thread, i))]
+        if isinstance(host_op, ir.WaitFences):
+            reset = ir.ResetFences(host_op.fences)
+            yield [_Candidate("reset_fence_before_wait", op, f"reset {', '.join(host_op.fences)} before {what}",
+                              ("fence",), lambda: o.insert_host_op(s, thread, i, reset))]
+
+
+def _keepalive(s: ir.Stream, a: Analysis) -> Iterator[list[_Candidate]]:
+    """Move a destroy, or a host write that reuses memory, before the latest host wait on its
+    thread that alone orders it after the device work."""
+    moves: dict[str, tuple[str, int, int]] = {}
+    for op, pairs in a.load_bearing.items():
+        owner, w, rest = o.OP_REF.match(op).groups()
+        if rest or owner not in s.index.threads or not isinstance(s.index.threads[owner].ops[int(w)], HOST_WAITS):
+            continue
+        for p in pairs:
+            x = p.second
+            thread, i, _ = o.OP_REF.match(x.ref).groups()
+            host_op = s.index.threads[owner].ops[int(i)] if thread == owner else None
+            if host_op is None or int(w) >= int(i) or not (isinstance(host_op, ir.Destroy) or x.write):
+                continue
+            if x.ref not in moves or moves[x.ref][1] < int(w):
+                moves[x.ref] = (thread, int(w), int(i))
+    for ref, (thread, w, i) in sorted(moves.items()):
+        ops = s.index.threads[thread].ops
+        yield [_Candidate("move_before_wait", ref, f"move {_label(ops[i], ref)} before {_label(ops[w], f'{thread}[{w}]')}",
+                          ("keepalive",), lambda thread=thread, i=i, w=w: o.move_host_op(s, thread, i, w))]
+
+
+def _label(item, ref: str) -> str:
+    kind = command_to_dict(item)["cmd"] if isinstance(item, ir.Barrier) else host_op_to_dict(item)["op"]
+    return f"{kind} {ref}" + (f" ({item.label!r})" if item.label else "")

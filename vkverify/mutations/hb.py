@@ -1,0 +1,512 @@
+"""A happens-before graph of one stream, built independently of the checker's vector clocks.
+
+The checker answers "is this pair ordered?" with clocks; mutation testing needs "through which
+synchronization operations?", which clocks forget. This model keeps the answer as paths: nodes
+are the stream's synchronization operations (barrier entries, semaphore waits and signals, fence
+and idle releases, submissions, host ops), and a pair of accesses is ordered when a path joins
+them under the spec's scope rules (ARCHITECTURE.md rules 2-8):
+
+- on a queue, a node that orders later work at some stages (a barrier's destination scope, a
+  semaphore wait's stage mask, a submission's full scope) reaches a later node whose source
+  scope meets those stages (rule 4's chain, rule 6's signal scope);
+- a signal reaches the waits it satisfies, a fence or idle release the host wait that observes
+  it, a host op every later op of its thread, a submit its batches.
+
+Memory dependencies (RAW, WAW) need more than a path: the write must be made available and then
+visible to the reader. That is a small token carried along the path (available, visible to the
+host, invalidated, visible to the second access), updated by `barriers.apply_barrier` at each
+barrier entry, so each node of the product graph is (operation, token).
+
+The model runs the stream in the checker's legal order (host threads in program order, queues
+drained after every host op) only to know which signal each wait observes and which accesses are
+compared (the most recent write and the reads since, one per agent and stage, as syncval and the
+checker do). Streams mutated are small, so every query is a plain graph search.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import networkx as nx
+
+from ..check.barriers import EMPTY, BarrierEntry, State, apply_barrier, compile_barrier, coverage
+from ..check.engine import command_accesses
+from ..check.scopes import first_execution_scope, second_execution_scope
+from ..model import ir
+from ..model.names import DEVICE_STAGES
+
+ALL_DEVICE = frozenset(DEVICE_STAGES)
+HOST_READ = ("host", "host_read")
+
+
+@dataclass(frozen=True)
+class Node:
+    """A synchronization operation on a queue or a host thread.
+
+    `ins`: the stages of earlier work on its queue it orders (a release's or barrier's first
+    scope); `outs`: the stages of later work it orders (a wait's or barrier's second scope).
+    `ops`: the stream operations a mutation would remove with it (empty: not mutable).
+    """
+
+    key: tuple
+    kind: str  # bar | wait | sub | rel | host
+    agent: str
+    seq: int
+    ins: frozenset[str] = frozenset()
+    outs: frozenset[str] = frozenset()
+    entry: BarrierEntry | None = None
+    ops: tuple[str, ...] = ()
+    op: ir.HostOp | None = None  # host nodes: the op
+
+
+@dataclass(eq=False)
+class Access:
+    ref: str
+    agent: str
+    seq: int
+    stage: str
+    reads: tuple[str, ...]
+    write: str | None
+    buffer: str
+    root: str
+    lo: int  # root-memory coordinates
+    hi: int
+    uid: int
+    host: bool
+    memory: str
+
+
+@dataclass(eq=False)
+class Pair:
+    """Two conflicting accesses the checker compares: `kind` raw | war | waw | keepalive."""
+
+    kind: str
+    first: Access
+    second: Access
+    memory: bool  # needs a memory dependency, not only an execution dependency
+    need: tuple[str, ...]  # accesses of `second` the write must be visible to (device second)
+    segments: list[tuple[int, int]] = field(default_factory=list)
+
+
+class Token(NamedTuple):
+    available: bool = False
+    host_visible: bool = False
+    invalidated: bool = False
+    visible: bool = False  # visible to the pair's second access (set at the barrier that does it)
+
+
+EXEC = Token()  # execution-only pairs carry one constant token
+SINK = (("second access",), EXEC)  # the product node standing for the pair's second access
+
+
+class Model:
+    """The stream's synchronization nodes, cross-agent edges, compared pairs and blocked waits."""
+
+    def __init__(self, stream: ir.Stream) -> None:
+        self.stream = stream
+        self.index = stream.index
+        self.nodes: dict[tuple, Node] = {}
+        self.on_agent: dict[str, list[Node]] = {}
+        self.cross: dict[tuple, list[tuple]] = {}
+        self.pairs: dict[tuple, Pair] = {}
+        self.accesses: dict[str, list[Access]] = {}  # by reference: what `vkverify explain` pairs up
+        self.hazards: set[tuple] = set()
+        self._seq: dict[str, int] = {}
+        self._uid = 0
+        self._cuts = _boundaries(stream)
+        self._last_write: dict[tuple, Access] = {}
+        self._reads: dict[tuple, dict[tuple, Access]] = {}
+        self._destroyed: dict[str, str] = {}
+        self._submissions = {cb: sum(1 for t in stream.threads for op in t.ops if isinstance(op, ir.Submit)
+                                     for b in op.batches for c in b.command_buffers if c == cb)
+                             for cb in self.index.command_buffers}
+        self._run()
+
+    # ---- building ----------------------------------------------------------
+
+    def _next(self, agent: str) -> int:
+        self._seq[agent] = self._seq.get(agent, 0) + 1
+        return self._seq[agent]
+
+    def _add(self, key: tuple, kind: str, agent: str, **kw) -> Node:
+        node = Node(key, kind, agent, self._next(agent), **kw)
+        self.nodes[key] = node
+        self.on_agent.setdefault(agent, []).append(node)
+        return node
+
+    def _edge(self, a: tuple, b: tuple) -> None:
+        self.cross.setdefault(a, []).append(b)
+
+    def _run(self) -> None:
+        s = self.stream
+        self._timeline = {x.id: [] for x in s.semaphores if x.type == "timeline"}
+        self._binary = {x.id: deque() for x in s.semaphores if x.type == "binary"}
+        self._executed: set[tuple] = set()
+        self._fences = {f.id: ("signaled", None, None) if f.signaled else ("unsignaled", None, None)
+                        for f in s.fences}
+        self._pending = {q: deque() for q in self.index.queues}
+        pcs = {t.id: 0 for t in s.threads}
+        progress = True
+        while progress:
+            progress = False
+            for t in s.threads:
+                while pcs[t.id] < len(t.ops) and self._host_op(t.id, pcs[t.id], t.ops[pcs[t.id]]):
+                    pcs[t.id] += 1
+                    progress = True
+                    self._drain()
+        for t in s.threads:
+            if pcs[t.id] < len(t.ops):
+                self.hazards.add(("blocked", f"{t.id}[{pcs[t.id]}]"))
+        for q, pending in self._pending.items():
+            if pending:
+                self.hazards.add(("blocked", pending[0][0]))
+
+    def _drain(self) -> None:
+        progress = True
+        while progress:
+            progress = False
+            for q, pending in self._pending.items():
+                while pending and self._batch(q, *pending[0]):
+                    pending.popleft()
+                    progress = True
+
+    def _timeline_signal(self, semaphore: str, value: int) -> tuple | None:
+        """Spec 7.4.2: the first signal >= value satisfies a wait; () when the initial value does."""
+        if value <= self.index.semaphores[semaphore].initial:
+            return ()
+        return next(((key,) for v, key in self._timeline[semaphore] if v >= value), None)
+
+    def _signal_timeline(self, semaphore: str, value: int, key: tuple, ref: str) -> None:
+        history = self._timeline[semaphore]
+        current = max([v for v, _ in history], default=self.index.semaphores[semaphore].initial)
+        if value <= current:
+            self.hazards.add(("timeline_not_increasing", ref))
+        history.append((value, key))
+
+    def _batch(self, queue: str, submit: str, bi: int, batch: ir.Batch, fence: str | None, binary: dict) -> bool:
+        sources = []
+        for wi, w in enumerate(batch.waits):
+            if wi in binary:
+                signal = binary[wi]
+                if signal is None:
+                    continue
+                if signal not in self._executed:
+                    return False
+                sources.append(signal)
+            else:
+                found = self._timeline_signal(w.semaphore, w.value)
+                if found is None:
+                    return False
+                sources.append(found[0] if found else None)
+        self._edge(("host", submit), self._add(("sub", submit, bi), "sub", queue, outs=ALL_DEVICE).key)
+        for wi, (w, source) in enumerate(zip(batch.waits, sources)):
+            node = self._add(("wait", submit, bi, wi), "wait", queue, outs=second_execution_scope(w.stage),
+                             ops=(f"{submit}.batches[{bi}].wait[{wi}]",))
+            if source is not None:
+                self._edge(source, node.key)
+        for cb in batch.command_buffers:
+            suffix = f"@{submit}" if self._submissions[cb] > 1 else ""
+            for i, cmd in enumerate(self.index.command_buffers[cb].commands):
+                ref = f"{cb}[{i}]"
+                if isinstance(cmd, ir.Barrier):
+                    entries = compile_barrier(cmd, self.index)
+                    seq = self._next(queue)  # entries of one barrier share a position: they do not chain
+                    for k, entry in enumerate(entries):
+                        ops = (ref, f"{ref}.buffers[{k}]") if len(cmd.buffers) > 1 else (ref,)
+                        node = Node(("bar", ref + suffix, k), "bar", queue, seq, entry.src_exec, entry.dst_exec,
+                                    entry, ops)
+                        self.nodes[node.key] = node
+                        self.on_agent.setdefault(queue, []).append(node)
+                    continue
+                seq, uid = self._next(queue), self._new_uid()
+                for stage, reads, write, buffer, lo, hi in command_accesses(cmd):
+                    self._access(Access(ref + suffix, queue, seq, stage, reads, write, buffer,
+                                        *self._root(buffer, lo, hi), uid, False, self._memory(buffer)))
+        for si, sig in enumerate(batch.signals):
+            node = self._add(("sig", submit, bi, si), "rel", queue, ins=first_execution_scope(sig.stage),
+                             ops=(f"{submit}.batches[{bi}].signal[{si}]",))
+            self._executed.add(node.key)
+            if sig.semaphore in self._timeline:
+                self._signal_timeline(sig.semaphore, sig.value, node.key, submit)
+        if fence is not None:
+            node = self._add(("fence", submit), "rel", queue, ins=ALL_DEVICE)
+            self._fences[fence] = ("signaled", node.key, submit)
+        return True
+
+    def _host_op(self, thread: str, pc: int, op: ir.HostOp) -> bool:
+        """Perform op; False while it blocks."""
+        ref = f"{thread}[{pc}]"
+        if isinstance(op, ir.WaitFences):
+            if any(self._fences[f][0] != "signaled" for f in op.fences):
+                return False
+            node = self._add(("host", ref), "host", thread, ops=(ref,), op=op)
+            for f in op.fences:
+                if self._fences[f][1] is not None:
+                    self._edge(self._fences[f][1], node.key)
+        elif isinstance(op, ir.WaitSemaphores):
+            found = [self._timeline_signal(w.semaphore, w.value) for w in op.waits]
+            if any(x is None for x in found):
+                return False
+            node = self._add(("host", ref), "host", thread, ops=(ref,), op=op)
+            for x in found:
+                if x:
+                    self._edge(x[0], node.key)
+        elif isinstance(op, (ir.QueueWaitIdle, ir.DeviceWaitIdle)):
+            queues = [op.queue] if isinstance(op, ir.QueueWaitIdle) else \
+                [q for q, (d, _) in self.index.queues.items() if d == op.device]
+            if any(self._pending[q] for q in queues):
+                return False
+            node = self._add(("host", ref), "host", thread, ops=(ref,), op=op)
+            for q in queues:
+                self._edge(self._add(("idle", ref, q), "rel", q, ins=ALL_DEVICE, ops=(ref,)).key, node.key)
+        elif isinstance(op, ir.Submit):
+            self._submit(thread, ref, op)
+        elif isinstance(op, ir.ResetFences):
+            for f in op.fences:
+                if self._fences[f][0] == "pending":
+                    self.hazards.add(("fence_misuse", self._fences[f][2], ref))
+                self._fences[f] = ("unsignaled", None, None)
+        elif isinstance(op, ir.SignalSemaphore):
+            node = self._add(("host", ref), "host", thread, ops=(ref,), op=op)
+            self._signal_timeline(op.semaphore, op.value, node.key, ref)
+        elif isinstance(op, ir.HostAccess) and op.op in ("flush", "invalidate"):
+            self._add(("host", ref), "host", thread, ops=(ref,), op=op)
+        elif isinstance(op, ir.HostAccess):
+            write = op.op == "host_write"
+            self._access(Access(ref, thread, self._next(thread), "host", () if write else ("host_read",),
+                                "host_write" if write else None, op.buffer,
+                                *self._root(op.buffer, op.offset, op.offset + op.size), self._new_uid(), True,
+                                self._memory(op.buffer)))
+        else:
+            self._destroy(thread, ref, op)
+        return True
+
+    def _submit(self, thread: str, ref: str, op: ir.Submit) -> None:
+        self._add(("host", ref), "host", thread, op=op)
+        if op.fence is not None:
+            state, _, holder = self._fences[op.fence]
+            if state != "unsignaled":
+                self.hazards.add(("fence_misuse", holder, ref))
+            self._fences[op.fence] = ("pending", None, ref)
+        batches = op.batches or (ir.Batch(),)
+        for bi, batch in enumerate(batches):
+            binary = {}
+            for wi, w in enumerate(batch.waits):
+                if w.semaphore in self._binary:
+                    pending = self._binary[w.semaphore]
+                    binary[wi] = pending.popleft() if pending else None
+                    if binary[wi] is None:
+                        self.hazards.add(("binary_semaphore_misuse", ref))
+            for si, sig in enumerate(batch.signals):
+                if sig.semaphore in self._binary:
+                    pending = self._binary[sig.semaphore]
+                    if pending:
+                        self.hazards.add(("binary_semaphore_misuse", pending[-1][1], ref))
+                    pending.append(("sig", ref, bi, si))
+            self._pending[op.queue].append((ref, bi, batch, op.fence if bi == len(batches) - 1 else None, binary))
+
+    # ---- accesses and pairs --------------------------------------------------
+
+    def _new_uid(self) -> int:
+        self._uid += 1
+        return self._uid
+
+    def _root(self, buffer: str, lo: int, hi: int) -> tuple[str, int, int]:
+        root, base = self.index.root(buffer)
+        return root, base + lo, base + hi
+
+    def _memory(self, buffer: str) -> str:
+        return self.index.buffers[self.index.root(buffer)[0]].memory
+
+    def segments(self, root: str, lo: int, hi: int) -> list[tuple[int, int]]:
+        cuts = self._cuts[root]
+        return [(a, b) for a, b in zip(cuts, cuts[1:]) if a >= lo and b <= hi]
+
+    def _pair(self, kind: str, e: Access, x: Access, seg: tuple[int, int], memory: bool,
+              need: tuple[str, ...] = ()) -> None:
+        pair = self.pairs.setdefault((kind, e.ref, x.ref, x.buffer), Pair(kind, e, x, memory, need))
+        pair.segments.append(seg)
+
+    def _access(self, x: Access) -> None:
+        """Pair x with the most recent write and, if it writes, the reads since (as the checker does)."""
+        self.accesses.setdefault(x.ref, []).append(x)
+        if x.buffer in self._destroyed:
+            self.hazards.add(("use_after_destroy", self._destroyed[x.buffer], x.ref))
+            return
+        for seg in self.segments(x.root, x.lo, x.hi):
+            key = (x.root, seg)
+            w = self._last_write.get(key)
+            reads = self._reads.setdefault(key, {})
+            if w is not None and w.uid != x.uid:
+                if x.reads:
+                    # A host read of a device write needs it visible to the host; of a host write, only order.
+                    self._pair("raw", w, x, seg, not (x.host and w.host), () if x.host else x.reads)
+                if x.write:
+                    self._pair("waw", w, x, seg, not x.host, () if x.host else (x.write,))
+            if x.write:
+                for r in reads.values():
+                    if r.uid != x.uid:
+                        self._pair("war", r, x, seg, False)
+                self._last_write[key] = x
+                reads.clear()
+            else:
+                reads[(x.agent, x.stage)] = x
+
+    def _destroy(self, thread: str, ref: str, op: ir.Destroy) -> None:
+        """Spec 12.7: every pending device use of the buffer must complete before the destroy."""
+        buf = self.index.buffers[op.buffer]
+        probe = Access(ref, thread, self._next(thread), "host", (), None, op.buffer,
+                       *self._root(op.buffer, 0, buf.size), self._new_uid(), True, self._memory(op.buffer))
+        self.accesses.setdefault(ref, []).append(probe)
+        for seg in self.segments(probe.root, probe.lo, probe.hi):
+            key = (probe.root, seg)
+            for e in (self._last_write.get(key), *self._reads.get(key, {}).values()):
+                if e is not None and not e.host and e.buffer == op.buffer:
+                    self._pair("keepalive", e, probe, seg, False)
+        self._destroyed[op.buffer] = ref
+
+    # ---- ordering --------------------------------------------------------------
+
+    def graph(self, pair: Pair, seg: tuple[int, int]) -> nx.DiGraph:
+        """The product graph of (operation, token) nodes reachable from the pair's first access;
+        the pair is ordered on `seg` when it reaches SINK."""
+        e = pair.first
+        if not pair.memory:
+            start = EXEC
+        else:
+            start = Token(available=e.host and e.memory != "host_cached")
+        root = (("access", e.uid), start)
+        g = nx.DiGraph(start=root)
+        g.add_node(root)
+        todo = [root]
+        while todo:
+            here = todo.pop()
+            for nxt in self._successors(pair, seg, here):
+                if nxt not in g:
+                    g.add_node(nxt)
+                    if nxt != SINK:
+                        todo.append(nxt)
+                g.add_edge(here, nxt)
+        return g
+
+    def _successors(self, pair: Pair, seg: tuple[int, int], here: tuple):
+        key, tok = here
+        e, x = pair.first, pair.second
+        if key[0] == "access":
+            agent, seq, node = e.agent, e.seq, None
+        else:
+            node = self.nodes[key]
+            agent, seq = node.agent, node.seq
+        later = [n for n in self.on_agent.get(agent, ()) if n.seq > seq]
+        # Work later on the same agent: chains on a queue, program order on a host thread.
+        for n in later:
+            t = self._step(pair, seg, node, tok, n)
+            if t is not None:
+                yield n.key, t
+        if node is not None:
+            for target in self.cross.get(key, ()):
+                yield target, self._enter(pair, seg, tok, self.nodes[target])
+        if x.agent == agent and x.seq > seq and self._reaches(pair, node, tok):
+            yield SINK
+
+    def _step(self, pair: Pair, seg: tuple[int, int], node: Node | None, tok: Token, n: Node) -> Token | None:
+        """The token on the same-agent edge node -> n (node None: the first access), None if no edge."""
+        e = pair.first
+        if n.kind == "host":
+            return self._enter(pair, seg, tok, n) if e.host or node is not None else None
+        if node is not None and node.kind == "host":
+            return None  # a host op reaches a queue only through a submit or a signal (cross edges)
+        if n.kind == "bar":
+            if node is None:
+                state = apply_barrier(EMPTY, (n.entry,), (coverage(n.entry, pair.first.root, *seg),), e.stage, e.write)
+            elif not node.outs & n.entry.src_exec:
+                return None  # rule 4: no chain (apply_barrier would keep the earlier chain unchanged)
+            else:
+                state = apply_barrier(State(node.outs, tok.available, frozenset()), (n.entry,),
+                                      (coverage(n.entry, pair.first.root, *seg),), "", e.write)
+            if not state.chain:
+                return None
+            if not pair.memory:
+                return EXEC
+            return Token(state.available, tok.host_visible or HOST_READ in state.visible, False,
+                         all((pair.second.stage, a) in state.visible for a in pair.need))
+        if n.kind != "rel":
+            return None  # waits and submissions are entered only by cross edges
+        if node is None:
+            ordered = e.stage in n.ins
+        else:
+            # A barrier that made the write visible to the host counts at any later release that
+            # covers the write (the checker reads the barrier state at the release the host observed).
+            ordered = bool(node.outs & n.ins) or (tok.host_visible and e.stage in n.ins)
+        if not ordered:
+            return None
+        return tok._replace(available=True, visible=False) if pair.memory else EXEC
+
+    def _enter(self, pair: Pair, seg: tuple[int, int], tok: Token, n: Node) -> Token:
+        """The token on entering n by a cross edge or program order: flush and invalidate act here."""
+        if not pair.memory or n.op is None or not isinstance(n.op, ir.HostAccess):
+            return tok
+        root, lo, hi = self._root(n.op.buffer, n.op.offset, n.op.offset + n.op.size)
+        if root != pair.first.root or lo > seg[0] or hi < seg[1]:
+            return tok
+        if n.op.op == "flush" and pair.first.host and pair.first.agent == n.agent:
+            return tok._replace(available=True)
+        if n.op.op == "invalidate" and tok.host_visible:
+            return tok._replace(invalidated=True)
+        return tok
+
+    def _reaches(self, pair: Pair, node: Node | None, tok: Token) -> bool:
+        """Whether the second access is ordered by the edge from node (None: the first access)."""
+        x = pair.second
+        if x.host:
+            if node is not None and node.kind != "host":
+                return False
+            if not pair.memory:
+                return True
+            return tok.host_visible and (x.memory != "host_cached" or tok.invalidated)
+        if node is None or x.stage not in node.outs:
+            return False
+        if not pair.memory:
+            return True
+        return tok.visible if node.kind == "bar" else tok.available
+
+    def ordered(self, pair: Pair) -> list[tuple[tuple[int, int], nx.DiGraph]]:
+        """The product graph of every segment of the pair, each reaching SINK or not."""
+        return [(seg, self.graph(pair, seg)) for seg in sorted(set(pair.segments))]
+
+    def unordered_pairs(self) -> list[Pair]:
+        return [p for p in self.pairs.values() if any(SINK not in g for _, g in self.ordered(p))]
+
+    def all_hazards(self) -> set[tuple]:
+        """Blocked waits and misuse, plus every compared pair left unordered, by reference."""
+        kinds = {"keepalive": "use_after_destroy"}
+        return self.hazards | {(kinds.get(p.kind, p.kind), p.first.ref, p.second.ref) for p in self.unordered_pairs()}
+
+
+def _boundaries(stream: ir.Stream) -> dict[str, list[int]]:
+    """Per root memory, every offset where an access, a barrier entry or a host op's range starts or
+    ends: between two cuts, every coverage question has one answer."""
+    index = stream.index
+    cuts: dict[str, set[int]] = {}
+
+    def add(buffer: str, lo: int, hi: int) -> None:
+        root, base = index.root(buffer)
+        cuts.setdefault(root, set()).update((base + lo, base + hi))
+
+    for b in stream.buffers:
+        add(b.id, 0, b.size)
+    for cb in stream.command_buffers:
+        for cmd in cb.commands:
+            if isinstance(cmd, ir.Barrier):
+                for bb in cmd.buffers:
+                    add(bb.buffer, bb.offset, bb.offset + bb.size)
+            else:
+                for _, _, _, buffer, lo, hi in command_accesses(cmd):
+                    add(buffer, lo, hi)
+    for t in stream.threads:
+        for op in t.ops:
+            if isinstance(op, ir.HostAccess):
+                add(op.buffer, op.offset, op.offset + op.size)
+    return {root: sorted(c) for root, c in cuts.items()}

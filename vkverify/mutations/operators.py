@@ -1,0 +1,104 @@
+"""Pure edits of an ir.Stream: each returns the new stream and how its references map back.
+
+A RefMap says, per command buffer or thread whose positions changed, which original position
+each new position holds (None: an inserted op), so a finding on the mutant can be compared with
+the original stream's findings by the original's references.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from ..model import ir
+
+RefMap = dict[str, tuple[int | None, ...]]
+_POSITION = re.compile(r"([^\[\]@\s.]+)\[(\d+)\]")
+OP_REF = re.compile(r"^([^\[\]@]+)\[(\d+)\](.*)$")
+
+
+def translate(ref: str, refmap: RefMap) -> str:
+    """A mutant's reference (`cb0[2]`, `cb0[2]@main[5]`) in the original stream's positions."""
+    def back(m: re.Match) -> str:
+        owner, i = m.group(1), int(m.group(2))
+        if owner not in refmap:
+            return m.group(0)
+        old = refmap[owner][i] if i < len(refmap[owner]) else None
+        return f"{owner}[{'new' if old is None else old}]"
+    return _POSITION.sub(back, ref)
+
+
+def _positions(n: int, drop: int | None = None, insert: int | None = None) -> tuple[int | None, ...]:
+    old = [i for i in range(n) if i != drop]
+    if insert is not None:
+        old.insert(insert, None)
+    return tuple(old)
+
+
+def _with_commands(s: ir.Stream, cb: str, commands: tuple[ir.Command, ...]) -> ir.Stream:
+    return replace(s, command_buffers=tuple(replace(c, commands=commands) if c.id == cb else c
+                                            for c in s.command_buffers), expect=None)
+
+
+def _with_ops(s: ir.Stream, thread: str, ops: tuple[ir.HostOp, ...]) -> ir.Stream:
+    return replace(s, threads=tuple(replace(t, ops=ops) if t.id == thread else t for t in s.threads), expect=None)
+
+
+def drop_command(s: ir.Stream, cb: str, i: int) -> tuple[ir.Stream, RefMap]:
+    commands = s.index.command_buffers[cb].commands
+    return _with_commands(s, cb, commands[:i] + commands[i + 1:]), {cb: _positions(len(commands), drop=i)}
+
+
+def replace_command(s: ir.Stream, cb: str, i: int, cmd: ir.Command) -> tuple[ir.Stream, RefMap]:
+    commands = s.index.command_buffers[cb].commands
+    return _with_commands(s, cb, commands[:i] + (cmd,) + commands[i + 1:]), {}
+
+
+def drop_host_op(s: ir.Stream, thread: str, i: int) -> tuple[ir.Stream, RefMap]:
+    ops = s.index.threads[thread].ops
+    return _with_ops(s, thread, ops[:i] + ops[i + 1:]), {thread: _positions(len(ops), drop=i)}
+
+
+def insert_host_op(s: ir.Stream, thread: str, i: int, op: ir.HostOp) -> tuple[ir.Stream, RefMap]:
+    ops = s.index.threads[thread].ops
+    return _with_ops(s, thread, ops[:i] + (op,) + ops[i:]), {thread: _positions(len(ops), insert=i)}
+
+
+def move_host_op(s: ir.Stream, thread: str, i: int, j: int) -> tuple[ir.Stream, RefMap]:
+    """Move the op at position i to position j < i."""
+    ops = s.index.threads[thread].ops
+    moved = ops[:j] + (ops[i],) + ops[j:i] + ops[i + 1:]
+    return _with_ops(s, thread, moved), {thread: tuple(range(j)) + (i,) + tuple(range(j, i)) +
+                                         tuple(range(i + 1, len(ops)))}
+
+
+def replace_host_op(s: ir.Stream, thread: str, i: int, op: ir.HostOp) -> tuple[ir.Stream, RefMap]:
+    ops = s.index.threads[thread].ops
+    return _with_ops(s, thread, ops[:i] + (op,) + ops[i + 1:]), {}
+
+
+# ---- edits of one operation ----------------------------------------------------
+
+
+def weaken(b: ir.Barrier) -> ir.Barrier:
+    """Only the execution dependency stays: no access masks anywhere in the barrier."""
+    return replace(b, src_access=frozenset(), dst_access=frozenset(),
+                   buffers=tuple(replace(bb, src_access=frozenset(), dst_access=frozenset()) for bb in b.buffers))
+
+
+def narrow(b: ir.Barrier, mask: str, stage: str) -> ir.Barrier:
+    """Replace the source or destination stage mask (`mask`: src_stage | dst_stage) by one stage."""
+    one = frozenset({stage})
+    return replace(b, **{mask: one}, buffers=tuple(replace(bb, **{mask: one}) for bb in b.buffers))
+
+
+def drop_entry(b: ir.Barrier, k: int) -> ir.Barrier:
+    return replace(b, buffers=b.buffers[:k] + b.buffers[k + 1:])
+
+
+def edit_batch(op: ir.Submit, bi: int, field: str, k: int, new: ir.SemaphoreOp | None) -> ir.Submit:
+    """Replace (or, with new None, drop) the k-th wait or signal (`field`: waits | signals) of a batch."""
+    batch = op.batches[bi]
+    items = getattr(batch, field)
+    items = items[:k] + ((new,) if new is not None else ()) + items[k + 1:]
+    return replace(op, batches=op.batches[:bi] + (replace(batch, **{field: items}),) + op.batches[bi + 1:])

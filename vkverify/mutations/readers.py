@@ -1,0 +1,235 @@
+"""Readers: who judges a mutant. Each tells a killed mutant from a surviving one.
+
+A reader is started once on the original streams (and may refuse, with the reason, when what it
+needs is missing), then hands the runner one picklable task per mutant, so tasks run in worker
+processes. `checker`, `sim` and `replay` compare with the original stream; `cmd` runs a user's
+command, which must pass on the original first.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable, Protocol
+
+from ..model import dumps, ir
+from .generate import Mutant
+from .operators import RefMap, translate
+
+SIM_SCHEDULES = 50  # adversarial schedules per mutant: enough to reorder each pair a mutant un-orders
+SIM_SEED = 0
+# A mutant's command may run longer than the clean run (a hang is a kill); the floor absorbs
+# start-up noise of short commands.
+TIMEOUT_FACTOR = 10.0
+TIMEOUT_FLOOR_S = 10.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    killed: bool | None  # None: this reader cannot judge this mutant (detail says why)
+    detail: str
+
+
+class CleanRunFailed(Exception):
+    """The command fails on an unmutated stream: a red baseline proves nothing (exit 2)."""
+
+
+class Reader(Protocol):
+    name: str
+
+    def start(self, streams: dict[str, ir.Stream]) -> str | None:
+        """Prepare on the original streams (file -> plain stream); the reason this reader is skipped, or None."""
+
+    def cache_key(self) -> str | None:
+        """What besides the code and the streams its verdicts depend on; None: never cached."""
+
+    def task(self, mutant: Mutant) -> Callable[[], Verdict]:
+        """A picklable call that judges the mutant."""
+
+
+# ---- checker -------------------------------------------------------------------
+
+
+def finding_keys(stream: ir.Stream, refmap: RefMap) -> set[tuple]:
+    """The checker's findings on `stream`, by the original stream's references."""
+    from ..check import check
+
+    def back(ref):
+        return None if ref is None else translate(ref, refmap)
+    return {(f.kind, f.buffer, back(f.first), back(f.second), tuple(map(back, f.ops)) if f.ops else None)
+            for f in check(stream)}
+
+
+def _checker_verdict(stream: ir.Stream, refmap: RefMap, baseline: frozenset) -> Verdict:
+    new = sorted(finding_keys(stream, refmap) - baseline, key=str)
+    if not new:
+        return Verdict(False, "no new finding")
+    kind, buffer, first, second, ops = new[0]
+    return Verdict(True, f"{kind} " + (", ".join(ops) if ops else f"{first} -> {second} on {buffer}"))
+
+
+class CheckerReader:
+    name = "checker"
+
+    def start(self, streams: dict[str, ir.Stream]) -> str | None:
+        self.baseline = {file: frozenset(finding_keys(s, {})) for file, s in streams.items()}
+        return None
+
+    def cache_key(self) -> str | None:
+        return self.name
+
+    def task(self, mutant: Mutant) -> Callable[[], Verdict]:
+        return partial(_checker_verdict, mutant.stream, mutant.refmap, self.baseline[mutant.file])
+
+
+# ---- simulator -----------------------------------------------------------------
+
+
+def _changed(stream: ir.Stream) -> frozenset[str]:
+    from ..sim import simulate
+
+    report = simulate(stream, SIM_SCHEDULES, SIM_SEED)
+    return frozenset(f"buffer {b}" for s in report.schedules for b in s.changed_buffers) | \
+        frozenset(f"read {r}" for s in report.schedules for r in s.changed_reads)
+
+
+def _sim_verdict(stream: ir.Stream, refmap: RefMap, baseline: frozenset) -> Verdict:
+    new = sorted({translate(x, refmap) for x in _changed(stream)} - baseline)
+    if new:
+        return Verdict(True, f"digest of {new[0]} changes under an adversarial schedule")
+    return Verdict(False, f"no digest changes in {SIM_SCHEDULES} adversarial schedules")
+
+
+class SimReader:
+    name = "sim"
+
+    def start(self, streams: dict[str, ir.Stream]) -> str | None:
+        try:
+            import vkverify.sim  # noqa: F401  (only whether it is there)
+        except ImportError as error:
+            return f"vkverify.sim is not available ({error})"
+        self.baseline = {file: _changed(s) for file, s in streams.items()}
+        return None
+
+    def cache_key(self) -> str | None:
+        return f"{self.name}:{SIM_SCHEDULES}:{SIM_SEED}"
+
+    def task(self, mutant: Mutant) -> Callable[[], Verdict]:
+        return partial(_sim_verdict, mutant.stream, mutant.refmap, self.baseline[mutant.file])
+
+
+# ---- replay on a device --------------------------------------------------------
+
+
+def _replay_verdict(stream: ir.Stream, syncval: bool) -> Verdict:
+    from ..runtime import replay, replayable
+    from ..runtime.replay import compare_reference
+
+    why = replayable(stream)
+    if why is not None:
+        return Verdict(None, f"not replayable: {why}")
+    result = replay(stream, syncval=syncval)
+    mismatches, note = compare_reference(stream, result)
+    if mismatches:
+        return Verdict(True, f"{sorted(mismatches)[0]} differs from the simulator's reference")
+    if syncval and result.messages:
+        return Verdict(True, f"validation layer: {str(result.messages[0])[:200]}")
+    return Verdict(False, f"digests agree ({note})")
+
+
+class ReplayReader:
+    def __init__(self, syncval: bool = False) -> None:
+        self.syncval = syncval
+        self.name = "replay+syncval" if syncval else "replay"
+
+    def start(self, streams: dict[str, ir.Stream]) -> str | None:
+        try:
+            from ..runtime import NoDevice, replay
+        except ImportError as error:
+            return f"vkverify.runtime is not available ({error})"
+        clean = next((s for s in streams.values() if _replayable(s)), None)
+        if clean is None:
+            return "no stream can be replayed"
+        try:
+            replay(clean, syncval=self.syncval)
+        except NoDevice as error:
+            return f"no Vulkan device ({error})"
+        return None
+
+    def cache_key(self) -> str | None:
+        return f"{self.name}:{os.environ.get('VKVERIFY_DEVICE', '')}"
+
+    def task(self, mutant: Mutant) -> Callable[[], Verdict]:
+        return partial(_replay_verdict, mutant.stream, self.syncval)
+
+
+def _replayable(stream: ir.Stream) -> bool:
+    from ..runtime import replayable
+    return replayable(stream) is None
+
+
+# ---- a user's command ------------------------------------------------------------
+
+
+def _run(argv: list[str], env: dict[str, str], timeout: float | None) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout)
+
+
+def _cmd_verdict(argv: list[str], text: str, mutate: str, timeout: float) -> Verdict:
+    with tempfile.TemporaryDirectory(prefix="vkverify-mutant-") as tmp:
+        path = os.path.join(tmp, "mutant.json")
+        with open(path, "w") as f:
+            f.write(text)
+        try:
+            done = _run(argv, {"VKVERIFY_MUTATE": mutate, "VKVERIFY_MUTANT_STREAM": path}, timeout)
+        except subprocess.TimeoutExpired:
+            return Verdict(True, f"timed out after {timeout:.0f} s")
+    if done.returncode != 0:
+        return Verdict(True, f"exit {done.returncode}")
+    return Verdict(False, "exit 0")
+
+
+class CmdReader:
+    """Runs `argv` once per mutant with VKVERIFY_MUTATE=<target>:<k> and VKVERIFY_MUTANT_STREAM=<the
+    mutated stream's JSON>; killed on a non-zero exit or a timeout. The clean run gets the original
+    stream's path in VKVERIFY_MUTANT_STREAM and no VKVERIFY_MUTATE."""
+
+    name = "cmd"
+
+    def __init__(self, argv: list[str], selectors: dict[str, str]) -> None:
+        self.argv = argv
+        self.selectors = selectors  # mutant id -> "<target>:<k>"
+
+    def start(self, streams: dict[str, ir.Stream]) -> str | None:
+        slowest = 0.0
+        for file in streams:
+            began = time.monotonic()
+            done = _run(self.argv, {"VKVERIFY_MUTANT_STREAM": os.path.abspath(file)}, None)
+            slowest = max(slowest, time.monotonic() - began)
+            if done.returncode != 0:
+                tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
+                raise CleanRunFailed(f"the command fails on the unmutated {file} (exit {done.returncode}); "
+                                     "it must pass before mutants can fail it:\n  " + "\n  ".join(tail))
+        self.timeout = max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * slowest)
+        return None
+
+    def cache_key(self) -> str | None:
+        return None  # the command's own code is outside what vkverify can hash
+
+    def task(self, mutant: Mutant) -> Callable[[], Verdict]:
+        return partial(_cmd_verdict, self.argv, dumps(mutant.stream), self.selectors[mutant.id], self.timeout)
+
+
+READERS: dict[str, Callable[[], Reader]] = {
+    "checker": CheckerReader,
+    "sim": SimReader,
+    "replay": ReplayReader,
+    "replay+syncval": partial(ReplayReader, syncval=True),
+}
+
+__all__ = ["READERS", "CheckerReader", "CleanRunFailed", "CmdReader", "Reader", "ReplayReader", "SimReader",
+           "Verdict"]

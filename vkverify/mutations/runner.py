@@ -1,0 +1,119 @@
+"""Run every reader on every mutant: in parallel, sharded, cached."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from ..model import dumps, ir
+from .generate import Mutant
+from .readers import Reader, Verdict
+
+CACHE_FILE = "mutate.json"
+
+
+@dataclass
+class Outcome:
+    mutant: Mutant
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # reader name -> verdict
+
+    @property
+    def judged(self) -> bool:
+        return any(v.killed is not None for v in self.verdicts.values())
+
+    @property
+    def killed(self) -> bool:
+        return any(v.killed for v in self.verdicts.values())
+
+
+@dataclass
+class Stats:
+    executed: int = 0  # reader tasks run
+    cached: int = 0  # reader tasks answered by the cache
+
+
+def shard(mutants: list[Mutant], k: int, n: int) -> list[Mutant]:
+    """The k-th of n shards (1-based): every n-th mutant by sorted id, so shards never overlap."""
+    return [m for i, m in enumerate(sorted(mutants, key=lambda m: m.id)) if i % n == k - 1]
+
+
+@cache
+def code_hash() -> str:
+    """Every source file of vkverify: a verdict is reused only while the code that gave it is unchanged."""
+    h = hashlib.sha256()
+    package = Path(__file__).resolve().parent.parent
+    for path in sorted(package.rglob("*.py")):
+        h.update(str(path.relative_to(package)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+class Cache:
+    """Verdicts by key, in one JSON file under `directory`."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.path = Path(directory) / CACHE_FILE
+        try:
+            self.entries: dict[str, list] = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            self.entries = {}
+
+    @staticmethod
+    def key(reader_key: str, original: ir.Stream, mutant: Mutant) -> str:
+        h = hashlib.sha256()
+        for part in (code_hash(), reader_key, dumps(original, indent=None), dumps(mutant.stream, indent=None)):
+            h.update(part.encode())
+            h.update(b"\0")
+        return h.hexdigest()
+
+    def get(self, key: str) -> Verdict | None:
+        found = self.entries.get(key)
+        return Verdict(*found) if found is not None else None
+
+    def put(self, key: str, verdict: Verdict) -> None:
+        self.entries[key] = [verdict.killed, verdict.detail]
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps(self.entries, sort_keys=True))
+
+
+def run(mutants: list[Mutant], readers: list[Reader], originals: dict[str, ir.Stream], jobs: int,
+        cache: Cache | None) -> tuple[list[Outcome], Stats]:
+    """Each reader's verdict on each mutant; `originals`: file -> the stream mutated."""
+    outcomes = [Outcome(m) for m in mutants]
+    stats = Stats()
+    todo = []  # (outcome, reader name, cache key or None, task)
+    for outcome in outcomes:
+        for reader in readers:
+            reader_key = reader.cache_key()
+            key = None
+            if cache is not None and reader_key is not None:
+                key = Cache.key(reader_key, originals[outcome.mutant.file], outcome.mutant)
+                found = cache.get(key)
+                if found is not None:
+                    outcome.verdicts[reader.name] = found
+                    stats.cached += 1
+                    continue
+            todo.append((outcome, reader.name, key, reader.task(outcome.mutant)))
+    if jobs > 1 and len(todo) > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            verdicts = list(pool.map(_call, [t for *_, t in todo], chunksize=max(1, len(todo) // (4 * jobs))))
+    else:
+        verdicts = [t() for *_, t in todo]
+    for (outcome, name, key, _), verdict in zip(todo, verdicts):
+        outcome.verdicts[name] = verdict
+        stats.executed += 1
+        if key is not None:
+            cache.put(key, verdict)
+    if cache is not None:
+        cache.save()
+    return outcomes, stats
+
+
+def _call(task) -> Verdict:
+    return task()
