@@ -1,0 +1,75 @@
+"""Import a GFXReconstruct capture as a vkverify stream.
+
+    stream, summary = import_capture("app.gfxr")   # or a gfxrecon-convert .jsonl
+    print("\\n".join(summary.lines()))
+
+A .gfxr goes through gfxrecon-convert (calls as JSON lines) and
+gfxrecon-extract (the SPIR-V the program passed); its fill-memory records
+(host writes through mapped pointers) and call threads are read from the
+binary blocks. A .jsonl has neither: host writes are assumed (see
+`ImportSummary.assumed`) and shaders without `shader_dir` have every storage
+binding taken as read_write. Nothing here calls Vulkan.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from ..model import InvalidStream, from_dict, ir
+from ..model.dump import command_to_dict, host_op_to_dict
+from .errors import CaptureError
+from .gfxr import convert, read_blocks
+from .records import read_calls
+from .resources import Resources
+from .summary import ImportSummary
+from .translate import Translator
+
+__all__ = ["CaptureError", "ImportSummary", "import_capture"]
+
+
+def import_capture(path: str | Path, shader_dir: str | Path | None = None,
+                   threads: bool = False) -> tuple[ir.Stream, ImportSummary]:
+    """The stream a capture records, and what the import skipped, assumed and warns about.
+
+    By default every call goes on one thread `main`, in capture order: how the
+    program's threads synchronize with each other (mutexes, condition
+    variables, joins) is not in a capture, and a second thread that waits for
+    a semaphore before the first destroys what it used (wgpu's poller does) is
+    ordered only through that. `threads=True` (a .gfxr only) keeps each
+    capture thread as a stream thread, ordered only through Vulkan objects.
+
+    Raises CaptureError for a capture that cannot be read (truncated, of
+    another converter version, without a device).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CaptureError(str(path), "no such file")
+    if path.suffix == ".gfxr":
+        blocks = read_blocks(path)
+        with tempfile.TemporaryDirectory(prefix="vkverify-import-") as tmp:
+            jsonl, shaders = convert(path, Path(tmp))
+            stream, summary = _translate(path, jsonl, shaders, blocks.fills, blocks.threads if threads else None)
+        count = len(set(blocks.threads.values()))
+        if not threads and count > 1:
+            summary.assumed.append(f"the calls of {count} threads are put on one thread in capture order: how "
+                                   "the program's threads synchronize with each other is not in a capture")
+        return stream, summary
+    return _translate(path, path, None if shader_dir is None else Path(shader_dir), None, None)
+
+
+def _translate(path: Path, jsonl: Path, shader_dir: Path | None, fills, threads) -> tuple[ir.Stream, ImportSummary]:
+    translator = Translator(Resources(shader_dir), fills, threads)
+    translator.run(read_calls(jsonl, str(path)))
+    if not translator.devices:
+        raise CaptureError(str(path), f"no vkCreateDevice among its {translator.summary.calls} calls: nothing to import")
+    doc = translator.document(path.stem)
+    try:
+        stream = from_dict(doc, str(path))
+    except InvalidStream as e:  # a mapping gap: say where, in the capture's terms
+        raise CaptureError(str(path), f"the imported stream is invalid: {e.lines()[0]}") from None
+    summary = translator.summary
+    summary.commands.update(c["cmd"] for c in (command_to_dict(c) for cb in stream.command_buffers
+                                                for c in cb.commands))
+    summary.host_ops.update(host_op_to_dict(op)["op"] for t in stream.threads for op in t.ops)
+    return stream, summary

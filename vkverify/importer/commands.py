@@ -1,0 +1,222 @@
+"""Command-buffer calls: recordings, descriptor state at each dispatch, copies, fills, barriers.
+
+A mixin of `Translator`: it reads the translator's resources and writes
+the stream's command buffers and abstract shaders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .flags import access_names, stage_names
+from .records import Call
+
+QUEUE_FAMILY_IGNORED = 0xFFFFFFFF
+BUFFER_BINDINGS = ("storage_buffer", "uniform_buffer", "storage_texel_buffer", "uniform_texel_buffer")
+
+
+@dataclass
+class Recording:
+    id: str
+    commands: list[dict] = field(default_factory=list)
+    pipeline: int | None = None
+    sets: dict[int, tuple[int, list[int]]] = field(default_factory=dict)  # set number -> (set, dynamic offsets)
+
+
+class Commands:
+    # ---- descriptor sets and pipelines -------------------------------------
+
+    def vkCreateDescriptorSetLayout(self, call: Call, a: dict) -> None:
+        self.res.set_layouts[a["pSetLayout"]] = {
+            b["binding"]: (b["descriptorType"], b["descriptorCount"]) for b in a["pCreateInfo"]["pBindings"] or []}
+
+    def vkAllocateDescriptorSets(self, call: Call, a: dict) -> None:
+        for descriptor_set, layout in zip(a["pDescriptorSets"], a["pAllocateInfo"]["pSetLayouts"]):
+            self.res.set_layout_of[descriptor_set] = layout
+            self.res.sets[descriptor_set] = {}
+
+    def vkUpdateDescriptorSets(self, call: Call, a: dict) -> None:
+        for write in a["pDescriptorWrites"] or []:
+            self.res.write_descriptors(write)
+        for copy in a["pDescriptorCopies"] or []:
+            self.res.copy_descriptors(copy)
+
+    def vkCreateComputePipelines(self, call: Call, a: dict) -> None:
+        for info, pipeline in zip(a["pCreateInfos"], a["pPipelines"]):
+            self.res.pipelines[pipeline] = (info["stage"]["module"], info["stage"]["pName"])
+
+    # ---- command buffers ---------------------------------------------------
+
+    def vkBeginCommandBuffer(self, call: Call, a: dict) -> None:
+        handle = a["commandBuffer"]
+        self.recorded[handle] += 1
+        n = self.recorded[handle]
+        rec = Recording(f"cb{handle}" if n == 1 else f"cb{handle}_{n}")
+        self.recordings[handle] = rec
+        self.command_buffers[rec.id] = rec.commands
+
+    def cmd(self, call: Call, cmd: str, **fields) -> None:
+        rec = self.recordings.get(call.args["commandBuffer"])
+        if rec is not None:
+            rec.commands.append({"cmd": cmd, **fields, "label": f"{call.name} #{call.index}"})
+
+    def vkCmdBindPipeline(self, call: Call, a: dict) -> None:
+        rec = self.recordings.get(a["commandBuffer"])
+        if rec is not None and a["pipelineBindPoint"] == "VK_PIPELINE_BIND_POINT_COMPUTE":
+            rec.pipeline = a["pipeline"]
+
+    def vkCmdBindDescriptorSets(self, call: Call, a: dict) -> None:
+        rec = self.recordings.get(a["commandBuffer"])
+        if rec is None or a["pipelineBindPoint"] != "VK_PIPELINE_BIND_POINT_COMPUTE":
+            return
+        offsets = list(a["pDynamicOffsets"] or [])
+        for i, descriptor_set in enumerate(a["pDescriptorSets"]):
+            n = len(self.res.dynamic_slots(descriptor_set))  # each set takes its dynamic offsets in turn
+            rec.sets[a["firstSet"] + i] = (descriptor_set, offsets[:n])
+            offsets = offsets[n:]
+
+    def vkCmdExecuteCommands(self, call: Call, a: dict) -> None:
+        rec = self.recordings.get(a["commandBuffer"])
+        for secondary in a["pCommandBuffers"]:
+            if rec is not None and secondary in self.recordings:
+                rec.commands.extend(self.recordings[secondary].commands)
+
+    def vkCmdCopyBuffer(self, call: Call, a: dict) -> None:
+        self._copy(call, a["srcBuffer"], a["dstBuffer"], a["pRegions"])
+
+    def vkCmdCopyBuffer2(self, call: Call, a: dict) -> None:
+        info = a["pCopyBufferInfo"]
+        self._copy(call, info["srcBuffer"], info["dstBuffer"], info["pRegions"])
+
+    vkCmdCopyBuffer2KHR = vkCmdCopyBuffer2
+
+    def _copy(self, call: Call, src: int, dst: int, regions: list[dict]) -> None:
+        s, d = self.bound(src, call), self.bound(dst, call)
+        if s is not None and d is not None:
+            self.cmd(call, "copy", src=s.id, dst=d.id, regions=[
+                {"src_offset": r["srcOffset"], "dst_offset": r["dstOffset"], "size": r["size"]} for r in regions])
+
+    def vkCmdFillBuffer(self, call: Call, a: dict) -> None:
+        buf = self.bound(a["dstBuffer"], call)
+        if buf is not None:
+            offset, size = buf.range(a["dstOffset"], a["size"])
+            # VK_WHOLE_SIZE fills the largest multiple of 4 bytes that fits (vkCmdFillBuffer).
+            self.cmd(call, "fill", dst=buf.id, offset=offset, size=size - size % 4, value=a["data"])
+
+    def vkCmdUpdateBuffer(self, call: Call, a: dict) -> None:
+        buf = self.bound(a["dstBuffer"], call)
+        if buf is not None:
+            self.cmd(call, "update", dst=buf.id, offset=a["dstOffset"], size=a["dataSize"])
+
+    def vkCmdDispatch(self, call: Call, a: dict) -> None:
+        self._dispatch(call, [a["groupCountX"], a["groupCountY"], a["groupCountZ"]])
+
+    def vkCmdDispatchBase(self, call: Call, a: dict) -> None:
+        self._dispatch(call, [a["groupCountX"], a["groupCountY"], a["groupCountZ"]])
+
+    vkCmdDispatchBaseKHR = vkCmdDispatchBase
+
+    def vkCmdDispatchIndirect(self, call: Call, a: dict) -> None:
+        buf = self.bound(a["buffer"], call)
+        if buf is not None:
+            self._dispatch(call, [1, 1, 1], {"buffer": buf.id, "offset": a["offset"]})
+
+    def _dispatch(self, call: Call, groups: list[int], indirect: dict | None = None) -> None:
+        rec = self.recordings.get(call.args["commandBuffer"])
+        if rec is None or rec.pipeline not in self.res.pipelines:
+            return
+        module, entry = self.res.pipelines[rec.pipeline]
+        bindings = self._bindings(call, rec, module, entry)
+        accesses = [b["access"] for b in bindings]
+        shader = self._shader_id(module, entry, accesses)
+        fields = {"shader": shader, "bindings": bindings, "groups": groups}
+        if indirect is not None:
+            fields["indirect"] = indirect
+        self.cmd(call, "dispatch_indirect" if indirect else "dispatch", **fields)
+
+    def _bindings(self, call: Call, rec: Recording, module: int, entry: str) -> list[dict]:
+        """The buffers the dispatch accesses, from the sets bound now and the shader's reflected interface."""
+        interface = self.res.interface(module, entry)
+        if interface is None:
+            self.warn(f"shader{module}", f"shader module {module} (first dispatched at #{call.index}): "
+                                         f"{self.res.shader_problems[module]}; every storage buffer bound at "
+                                         "its dispatches is taken as read_write")
+            wanted = [(n, b, e, None) for n, (s, _) in sorted(rec.sets.items())
+                      for (b, e) in sorted(self.res.sets.get(s, {}))]
+        else:
+            wanted = []
+            for info in interface.bindings:
+                if info.descriptor_type in BUFFER_BINDINGS and info.set in rec.sets:
+                    count = info.count or self.res.layout_count(rec.sets[info.set][0], info.binding)
+                    wanted += [(info.set, info.binding, e, info.access) for e in range(count)]
+        out = []
+        for number, binding, element, access in wanted:
+            descriptor_set, offsets = rec.sets[number]
+            d = self.res.sets.get(descriptor_set, {}).get((binding, element))
+            buf = None if d is None else self.bound(d.buffer, call)
+            if buf is None:
+                continue
+            extra = 0
+            if d.dynamic:
+                slot = self.res.dynamic_slots(descriptor_set).index((binding, element))
+                extra = offsets[slot] if slot < len(offsets) else 0
+            offset, size = buf.range(d.offset + extra, d.range)
+            out.append({"buffer": buf.id, "offset": offset, "size": size,
+                        "access": "uniform" if d.uniform else (access or "read_write")})
+        return out
+
+    def _shader_id(self, module: int, entry: str, accesses: list[str]) -> str:
+        """An abstract shader per module and entry point, one more for each other binding shape it is used with."""
+        base = f"sh{module}" if entry == "main" else f"sh{module}.{entry}"
+        shader, n = base, 1
+        while shader in self.shaders and self.shaders[shader] != accesses:
+            n += 1
+            shader = f"{base}_{n}"
+        self.shaders[shader] = accesses
+        return shader
+
+    # ---- barriers ----------------------------------------------------------
+
+    def _buffer_entry(self, call: Call, b: dict, src_stage: int | None = None, dst_stage: int | None = None) -> dict | None:
+        buf = self.bound(b["buffer"], call)
+        if buf is None:
+            return None
+        offset, size = buf.range(b["offset"], b["size"])
+        entry = {"buffer": buf.id, "offset": offset, "size": size,
+                 "src_access": access_names(b["srcAccessMask"]), "dst_access": access_names(b["dstAccessMask"])}
+        if src_stage is not None:
+            entry.update(src_stage=stage_names(src_stage), dst_stage=stage_names(dst_stage))
+        families = (b["srcQueueFamilyIndex"], b["dstQueueFamilyIndex"])
+        if families[0] != families[1] and QUEUE_FAMILY_IGNORED not in families:
+            entry.update(src_family=families[0], dst_family=families[1])
+        return entry
+
+    def vkCmdPipelineBarrier(self, call: Call, a: dict) -> None:
+        """Sync1: one stage pair for all barriers. Memory barriers (their access masks merged) become one
+        global barrier, buffer barriers a second one; image barriers keep only the execution dependency."""
+        stages = {"src_stage": stage_names(a["srcStageMask"]), "dst_stage": stage_names(a["dstStageMask"])}
+        memory = a["pMemoryBarriers"] or []
+        entries = [e for e in (self._buffer_entry(call, b) for b in a["pBufferMemoryBarriers"] or []) if e]
+        if memory or not entries:
+            src = sum((m["srcAccessMask"] for m in memory), 0)
+            dst = sum((m["dstAccessMask"] for m in memory), 0)
+            self.cmd(call, "barrier", **stages, src_access=access_names(src), dst_access=access_names(dst))
+        if entries:
+            self.cmd(call, "barrier", **stages, buffers=entries)
+
+    def vkCmdPipelineBarrier2(self, call: Call, a: dict) -> None:
+        """Sync2: each memory barrier and each image barrier (execution only) is one barrier command;
+        the buffer barriers, each with its own stages, one more."""
+        info = a["pDependencyInfo"]
+        for m in info["pMemoryBarriers"] or []:
+            self.cmd(call, "barrier", src_stage=stage_names(m["srcStageMask"]), dst_stage=stage_names(m["dstStageMask"]),
+                     src_access=access_names(m["srcAccessMask"]), dst_access=access_names(m["dstAccessMask"]))
+        for m in info["pImageMemoryBarriers"] or []:
+            self.cmd(call, "barrier", src_stage=stage_names(m["srcStageMask"]), dst_stage=stage_names(m["dstStageMask"]))
+        buffers = info["pBufferMemoryBarriers"] or []
+        entries = [e for e in (self._buffer_entry(call, b, b["srcStageMask"], b["dstStageMask"]) for b in buffers) if e]
+        if entries:
+            union = [sorted({s for e in entries for s in e[key]}) for key in ("src_stage", "dst_stage")]
+            self.cmd(call, "barrier", src_stage=union[0], dst_stage=union[1], buffers=entries)
+
+    vkCmdPipelineBarrier2KHR = vkCmdPipelineBarrier2

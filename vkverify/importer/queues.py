@@ -1,0 +1,150 @@
+"""Queue and host synchronization calls: submits, semaphores, fences, idle waits.
+
+A mixin of `Translator`: these calls become host ops of the calling thread.
+"""
+
+from __future__ import annotations
+
+from .flags import stage_names
+from .records import Call
+
+SEMAPHORE_WAIT_ANY = 0x1
+
+
+class Queues:
+    def vkCreateSemaphore(self, call: Call, a: dict) -> None:
+        info, timeline = a["pCreateInfo"]["pNext"], None
+        while info is not None:  # VkSemaphoreTypeCreateInfo anywhere in the chain
+            if info.get("sType") == "VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO":
+                timeline = info
+            info = info.get("pNext")
+        if timeline is not None and timeline["semaphoreType"] == "VK_SEMAPHORE_TYPE_TIMELINE":
+            self.semaphores[a["pSemaphore"]] = {"id": f"sem{a['pSemaphore']}", "type": "timeline",
+                                                "initial": timeline["initialValue"]}
+        else:
+            self.semaphores[a["pSemaphore"]] = {"id": f"sem{a['pSemaphore']}", "type": "binary"}
+
+    def vkCreateFence(self, call: Call, a: dict) -> None:
+        self.fences[a["pFence"]] = {"id": f"fence{a['pFence']}", "signaled": bool(a["pCreateInfo"]["flags"] & 1)}
+
+    def _semaphore_op(self, handle: int, value: int | None, stage: list[str]) -> dict:
+        sem = self.semaphores[handle]
+        op = {"semaphore": sem["id"], "stage": stage}
+        if sem["type"] == "timeline":
+            op["value"] = value
+        return op
+
+    def _submit(self, call: Call, queue: int, batches: list[dict], fence: int | str) -> None:
+        if queue not in self.queues:
+            self.warn(f"queue{queue}", f"{call.name} #{call.index}: queue {queue} was never retrieved with "
+                                       "vkGetDeviceQueue; its submits are left out")
+            return
+        for mem in self.res.memories.values():
+            self.assumed_write(mem, call)
+        op = {"queue": self.queues[queue][0], "batches": batches}
+        if fence in self.fences:
+            op["fence"] = self.fences[fence]["id"]
+        self.host(call, "submit", **op)
+
+    def _command_buffers(self, call: Call, handles: list[int]) -> list[str]:
+        out = []
+        for h in handles:
+            if h in self.recordings:
+                out.append(self.recordings[h].id)
+            else:
+                self.warn(f"cb{h}", f"{call.name} #{call.index} submits command buffer {h}, never recorded "
+                                    "in the capture: left out")
+        return out
+
+    def vkQueueSubmit(self, call: Call, a: dict) -> None:
+        batches = []
+        for s in a["pSubmits"] or []:
+            timeline, chain = {}, s.get("pNext")
+            while chain is not None:
+                if chain.get("sType") == "VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO":
+                    timeline = chain
+                chain = chain.get("pNext")
+            wait_values = timeline.get("pWaitSemaphoreValues") or []
+            signal_values = timeline.get("pSignalSemaphoreValues") or []
+            stages = s["pWaitDstStageMask"] or []
+            batches.append({
+                "wait": [self._semaphore_op(h, wait_values[i] if i < len(wait_values) else None, stage_names(stages[i]))
+                         for i, h in enumerate(s["pWaitSemaphores"] or [])],
+                "command_buffers": self._command_buffers(call, s["pCommandBuffers"] or []),
+                "signal": [self._semaphore_op(h, signal_values[i] if i < len(signal_values) else None,
+                                              ["all_commands"])
+                           for i, h in enumerate(s["pSignalSemaphores"] or [])]})
+        self._submit(call, a["queue"], batches, a["fence"])
+
+    def vkQueueSubmit2(self, call: Call, a: dict) -> None:
+        batches = [{
+            "wait": [self._semaphore_op(w["semaphore"], w["value"], stage_names(w["stageMask"]))
+                     for w in s["pWaitSemaphoreInfos"] or []],
+            "command_buffers": self._command_buffers(call, [c["commandBuffer"] for c in s["pCommandBufferInfos"] or []]),
+            "signal": [self._semaphore_op(w["semaphore"], w["value"], stage_names(w["stageMask"]))
+                       for w in s["pSignalSemaphoreInfos"] or []]} for s in a["pSubmits"] or []]
+        self._submit(call, a["queue"], batches, a["fence"])
+
+    vkQueueSubmit2KHR = vkQueueSubmit2
+
+    # ---- host waits and signals --------------------------------------------
+
+    def vkWaitForFences(self, call: Call, a: dict) -> None:
+        if call.result != "VK_SUCCESS":  # timed out: the host learnt nothing
+            return
+        fences = [self.fences[f]["id"] for f in a["pFences"] if f in self.fences]
+        if len(fences) > 1 and not a["waitAll"]:
+            self.warn("wait-any", f"vkWaitForFences #{call.index} waits for any of {len(fences)} fences; which "
+                                  "one signaled is not recorded, so such waits order nothing in the stream")
+            return
+        self.host(call, "wait_fences", fences=fences)
+
+    def vkGetFenceStatus(self, call: Call, a: dict) -> None:
+        if call.result == "VK_SUCCESS" and a["fence"] in self.fences:  # observed signaled: as good as a wait
+            self.host(call, "wait_fences", fences=[self.fences[a["fence"]]["id"]])
+
+    def vkResetFences(self, call: Call, a: dict) -> None:
+        self.host(call, "reset_fences", fences=[self.fences[f]["id"] for f in a["pFences"] if f in self.fences])
+
+    def _observe(self, call: Call, waits: list[tuple[int, int]]) -> None:
+        """A host wait for timeline values; values the host has already waited for (or the initial one) add nothing."""
+        fresh = [(h, v) for h, v in waits if h in self.semaphores and v > max(
+            self.observed.get(h, 0), self.semaphores[h].get("initial", 0))]
+        for h, v in fresh:
+            self.observed[h] = v
+        if fresh:
+            self.host(call, "wait_semaphores", waits=[{"semaphore": self.semaphores[h]["id"], "value": v}
+                                                      for h, v in fresh])
+
+    def vkWaitSemaphores(self, call: Call, a: dict) -> None:
+        info = a["pWaitInfo"]
+        if call.result != "VK_SUCCESS":
+            return
+        if info["flags"] & SEMAPHORE_WAIT_ANY and info["semaphoreCount"] > 1:
+            self.warn("wait-any-sem", f"vkWaitSemaphores #{call.index} waits for any of several semaphores; "
+                                      "which one was reached is not recorded, so such waits order nothing")
+            return
+        self._observe(call, list(zip(info["pSemaphores"], info["pValues"])))
+
+    vkWaitSemaphoresKHR = vkWaitSemaphores
+
+    def vkGetSemaphoreCounterValue(self, call: Call, a: dict) -> None:
+        # Programs poll the counter to learn that work finished (wgpu does); reading V is taken as a host wait for V.
+        self._observe(call, [(a["semaphore"], a["pValue"])])
+
+    vkGetSemaphoreCounterValueKHR = vkGetSemaphoreCounterValue
+
+    def vkSignalSemaphore(self, call: Call, a: dict) -> None:
+        info = a["pSignalInfo"]
+        if info["semaphore"] in self.semaphores:
+            self.host(call, "signal_semaphore", semaphore=self.semaphores[info["semaphore"]]["id"],
+                      value=info["value"])
+
+    vkSignalSemaphoreKHR = vkSignalSemaphore
+
+    def vkQueueWaitIdle(self, call: Call, a: dict) -> None:
+        if a["queue"] in self.queues:
+            self.host(call, "queue_wait_idle", queue=self.queues[a["queue"]][0])
+
+    def vkDeviceWaitIdle(self, call: Call, a: dict) -> None:
+        self.host(call, "device_wait_idle", device=self.devices.get(a["device"], "gpu0"))

@@ -1,0 +1,47 @@
+"""gfxrecon-convert's JSON lines: a header line, then one Vulkan call per line.
+
+Only the converter's JSON version 0.8 (GFXReconstruct 0.9.18) is read: field
+names and the encoding of flags and handles belong to that version.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import CaptureError
+
+SUPPORTED_JSON_VERSION = "0.8"
+
+
+@dataclass(frozen=True)
+class Call:
+    index: int
+    name: str
+    args: dict
+    result: str | None  # the VkResult name, for calls that return one
+
+
+def read_calls(path: Path, shown_as: str) -> Iterator[Call]:
+    """The calls in file order; raises CaptureError on a header of another version or a broken line."""
+    with path.open() as lines:
+        first = lines.readline()
+        try:
+            header = json.loads(first)["header"]
+            version = header["json-version"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise CaptureError(shown_as, "not gfxrecon-convert JSON lines (the first line has no "
+                                         "header.json-version)") from None
+        if not str(version).startswith(SUPPORTED_JSON_VERSION + "."):
+            raise CaptureError(shown_as, f"JSON lines of version {version}; this importer reads version "
+                                         f"{SUPPORTED_JSON_VERSION} (GFXReconstruct 0.9.18's gfxrecon-convert)")
+        for number, line in enumerate(lines, start=2):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise CaptureError(shown_as, f"line {number}: invalid JSON ({e.msg})") from None
+            func = record.get("vkFunc")
+            if func is not None:
+                yield Call(record["index"], func["name"], func.get("args", {}), func.get("return"))

@@ -1,0 +1,149 @@
+"""The Vulkan objects an import tracks: memory, buffers, descriptor sets, pipelines, shaders.
+
+Handles are gfxrecon's capture ids: small integers, never reused within a
+capture, so a handle names one object for the whole file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..shaders.reflect import DescriptorType, ShaderInterface, SpirvError, reflect
+from .flags import memory_kind
+
+WHOLE_SIZE = 2**64 - 1
+BUFFER_DESCRIPTORS = {
+    "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER": False, "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC": False,
+    "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER": True, "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC": True,
+    "VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER": False, "VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER": True,
+}  # descriptor type -> uniform (read-only) or not
+DYNAMIC = ("VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC", "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC")
+BUFFER_BINDINGS = (DescriptorType.STORAGE_BUFFER, DescriptorType.UNIFORM_BUFFER,
+                   DescriptorType.STORAGE_TEXEL_BUFFER, DescriptorType.UNIFORM_TEXEL_BUFFER)
+
+
+@dataclass
+class Memory:
+    handle: int
+    device: str
+    size: int
+    type_index: int
+    physical: int | None
+    mapped: tuple[int, int] | None = None  # (offset, size) of the current mapping
+    ever_mapped: bool = False
+    assumed_write_pending: bool = False  # captures without fill records: a mapping no submit has followed yet
+    buffers: list[int] = field(default_factory=list)
+    images: list[tuple[int, int]] = field(default_factory=list)  # (image handle, call index) bound to it
+
+
+@dataclass
+class Buffer:
+    handle: int
+    id: str
+    size: int
+    exclusive: bool
+    device: str
+    memory: int | None = None
+    offset: int = 0
+    live: bool = True
+
+    def range(self, offset: int, size: int) -> tuple[int, int]:
+        """(offset, size) within the buffer, VK_WHOLE_SIZE resolved and clipped to its end."""
+        offset = min(offset, self.size)
+        return offset, self.size - offset if size == WHOLE_SIZE else min(size, self.size - offset)
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    buffer: int
+    offset: int
+    range: int
+    uniform: bool
+    dynamic: bool
+
+
+class Resources:
+    def __init__(self, shader_dir: Path | None) -> None:
+        self.shader_dir = shader_dir
+        self.memory_types: dict[int, list[int]] = {}  # physical device -> propertyFlags per memory type
+        self.memories: dict[int, Memory] = {}
+        self.buffers: dict[int, Buffer] = {}
+        self.buffer_views: dict[int, tuple[int, int, int]] = {}  # view -> (buffer, offset, range)
+        self.set_layouts: dict[int, dict[int, tuple[str, int]]] = {}  # layout -> binding -> (type, count)
+        self.set_layout_of: dict[int, int] = {}  # descriptor set -> its layout
+        self.sets: dict[int, dict[tuple[int, int], Descriptor]] = {}  # set -> (binding, element) -> descriptor
+        self.pipelines: dict[int, tuple[int, str]] = {}  # compute pipeline -> (shader module, entry point)
+        self._interfaces: dict[tuple[int, str], ShaderInterface | None] = {}
+        self.shader_problems: dict[int, str] = {}  # module -> why its bindings are all taken as read_write
+
+    # ---- memory ------------------------------------------------------------
+
+    def kind(self, memory: Memory) -> str | None:
+        types = self.memory_types.get(memory.physical)
+        if types is None or memory.type_index >= len(types):
+            return None
+        return memory_kind(types[memory.type_index])
+
+    def buffers_over(self, memory: Memory, offset: int, size: int):
+        """(buffer, offset in it, size) for each live buffer bound to `memory` overlapping [offset, offset+size)."""
+        for handle in memory.buffers:
+            buf = self.buffers[handle]
+            lo, hi = max(offset, buf.offset), min(offset + size, buf.offset + buf.size)
+            if buf.live and lo < hi:
+                yield buf, lo - buf.offset, hi - lo
+
+    # ---- descriptors -------------------------------------------------------
+
+    def write_descriptors(self, write: dict) -> None:
+        """One VkWriteDescriptorSet; descriptors past a binding's count go on into the next binding."""
+        kind = write["descriptorType"]
+        if kind not in BUFFER_DESCRIPTORS:
+            return
+        if kind.endswith("TEXEL_BUFFER"):
+            infos = [self.buffer_views.get(v) for v in write.get("pTexelBufferView") or []]
+            infos = [None if v is None else {"buffer": v[0], "offset": v[1], "range": v[2]} for v in infos]
+        else:
+            infos = write.get("pBufferInfo") or []
+        contents = self.sets.setdefault(write["dstSet"], {})
+        layout = self.set_layouts.get(self.set_layout_of.get(write["dstSet"]), {})
+        binding, element = write["dstBinding"], write["dstArrayElement"]
+        for info in infos:
+            while binding in layout and element >= layout[binding][1]:
+                binding, element = binding + 1, 0
+            if info is not None:
+                contents[binding, element] = Descriptor(info["buffer"], info["offset"], info["range"],
+                                                        BUFFER_DESCRIPTORS[kind], kind in DYNAMIC)
+            element += 1
+
+    def copy_descriptors(self, copy: dict) -> None:
+        src, dst = self.sets.get(copy["srcSet"], {}), self.sets.setdefault(copy["dstSet"], {})
+        for i in range(copy["descriptorCount"]):
+            found = src.get((copy["srcBinding"], copy["srcArrayElement"] + i))
+            if found is not None:
+                dst[copy["dstBinding"], copy["dstArrayElement"] + i] = found
+
+    def dynamic_slots(self, descriptor_set: int) -> list[tuple[int, int]]:
+        """The (binding, element) that each dynamic offset applies to, in the order vkCmdBindDescriptorSets takes them."""
+        layout = self.set_layouts.get(self.set_layout_of.get(descriptor_set), {})
+        return [(b, e) for b, (kind, count) in sorted(layout.items()) if kind in DYNAMIC for e in range(count)]
+
+    # ---- shaders -----------------------------------------------------------
+
+    def interface(self, module: int, entry: str) -> ShaderInterface | None:
+        """The entry point's reflected interface; None (reason in shader_problems) without usable SPIR-V."""
+        key = (module, entry)
+        if key not in self._interfaces:
+            self._interfaces[key] = None
+            path = None if self.shader_dir is None else self.shader_dir / f"sh{module}"
+            if path is None or not path.exists():
+                self.shader_problems[module] = "no SPIR-V (gfxrecon-extract output) for it"
+            else:
+                try:
+                    self._interfaces[key] = reflect(path.read_bytes(), entry)
+                except SpirvError as e:
+                    self.shader_problems[module] = f"its SPIR-V does not reflect: {e}"
+        return self._interfaces[key]
+
+    def layout_count(self, descriptor_set: int, binding: int) -> int:
+        return self.set_layouts.get(self.set_layout_of.get(descriptor_set), {}).get(binding, ("", 1))[1]

@@ -1,0 +1,40 @@
+"""What an import did, for the people reading `vkverify import`'s stderr."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ImportSummary:
+    """Counts, skipped calls, assumptions and warnings of one import.
+
+    `assumed` lists what the stream holds that the capture did not record
+    (host writes in a capture without fill-memory records); `warnings` name
+    calls the mapping could not express faithfully; `names` maps stream ids
+    to the names the program gave its objects (vkSetDebugUtilsObjectNameEXT).
+    """
+
+    calls: int = 0
+    commands: Counter = field(default_factory=Counter)  # stream cmd kind -> count
+    host_ops: Counter = field(default_factory=Counter)  # stream op kind -> count
+    skipped: Counter = field(default_factory=Counter)  # Vulkan call name -> count, outside compute/transfer
+    assumed: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def submits(self) -> int:
+        return self.host_ops["submit"]
+
+    def lines(self) -> list[str]:
+        cmds = ", ".join(f"{n} {k}" for k, n in sorted(self.commands.items())) or "none"
+        ops = ", ".join(f"{n} {k}" for k, n in sorted(self.host_ops.items())) or "none"
+        out = [f"imported {self.calls} calls: commands: {cmds}; host ops: {ops}"]
+        if self.skipped:
+            top = ", ".join(f"{name} {n}" for name, n in self.skipped.most_common())
+            out.append(f"skipped {sum(self.skipped.values())} calls outside compute/transfer scope: {top}")
+        out += [f"assumed: {a}" for a in self.assumed]
+        out += [f"warning: {w}" for w in self.warnings]
+        return out
