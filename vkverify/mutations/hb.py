@@ -33,6 +33,7 @@ import networkx as nx
 
 from ..check.barriers import EMPTY, BarrierEntry, State, apply_barrier, compile_barrier, coverage
 from ..check.engine import command_accesses
+from ..check.exact import shared_timelines
 from ..check.scopes import first_execution_scope, second_execution_scope
 from ..model import ir
 from ..model.names import DEVICE_STAGES
@@ -142,6 +143,10 @@ class Model:
     def _run(self) -> None:
         s = self.stream
         self._timeline = {x.id: [] for x in s.semaphores if x.type == "timeline"}
+        # Timelines several agents signal: signals strictly increase in time, so in every legal schedule
+        # a wait is satisfied by the signal of the smallest value >= its own (as the checker decides).
+        self._least = {sem: sorted({x.value for t in s.threads for op in t.ops for x in _signals(op)
+                                    if x.semaphore == sem}) for sem in shared_timelines(s)}
         self._binary = {x.id: deque() for x in s.semaphores if x.type == "binary"}
         self._executed: set[tuple] = set()
         self._fences = {f.id: ("signaled", None, None) if f.signaled else ("unsignaled", None, None)
@@ -176,6 +181,9 @@ class Model:
         """Spec 7.4.2: the first signal >= value satisfies a wait; () when the initial value does."""
         if value <= self.index.semaphores[semaphore].initial:
             return ()
+        if semaphore in self._least:
+            least = next((v for v in self._least[semaphore] if v >= value), None)
+            return next(((key,) for v, key in self._timeline[semaphore] if v == least), None)
         return next(((key,) for v, key in self._timeline[semaphore] if v >= value), None)
 
     def _signal_timeline(self, semaphore: str, value: int, key: tuple, ref: str) -> None:
@@ -483,6 +491,12 @@ class Model:
         """Blocked waits and misuse, plus every compared pair left unordered, by reference."""
         kinds = {"keepalive": "use_after_destroy"}
         return self.hazards | {(kinds.get(p.kind, p.kind), p.first.ref, p.second.ref) for p in self.unordered_pairs()}
+
+
+def _signals(op: ir.HostOp) -> list:
+    if isinstance(op, ir.Submit):
+        return [x for b in op.batches for x in b.signals]
+    return [op] if isinstance(op, ir.SignalSemaphore) else []
 
 
 def _boundaries(stream: ir.Stream) -> dict[str, list[int]]:

@@ -1,0 +1,136 @@
+"""`vkverify explain`: the chain that orders two operations, or the scope that is missing."""
+
+from __future__ import annotations
+
+import pytest
+
+from vkverify.check import check
+from vkverify.check.explain import ExplainError, explain
+from vkverify.cli import main
+from vkverify.model import load
+
+from .conftest import CORPUS, ROOT
+
+
+def corpus(prefix: str) -> str:
+    return str(next(p for p in CORPUS if p.name.startswith(prefix + "-")))
+
+
+def run(capsys, *args) -> tuple[int, str, str]:
+    code = main(["explain", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_barrier_orders_copy_then_dispatch(capsys):
+    code, out, _ = run(capsys, corpus("02"), "cb0[0]", "cb0[2]")
+    assert code == 0
+    assert "ordered" in out.splitlines()[0] and "NOT" not in out
+    assert 'barrier cb0[1] "copy -> compute"' in out
+    assert "src_stage copy, src_access transfer_write; dst_stage compute_shader, dst_access shader_storage_read" in out
+    assert "first scope: copy is in src_stage" in out and "second scope: compute_shader is in dst_stage" in out
+    assert "made available" in out and "visible to compute_shader/shader_storage_read" in out
+
+
+def test_no_barrier(capsys):
+    code, out, _ = run(capsys, corpus("01"), "cb0[0]", "cb0[1]")
+    assert code == 1
+    assert "no barrier between cb0[0] and cb0[1] on q0" in out
+
+
+def test_barrier_with_wrong_source_stage(capsys):
+    code, out, _ = run(capsys, corpus("03"), "cb0[0]", "cb0[2]")
+    assert code == 1
+    assert "the barrier cb0[1] has src_stage copy, the write cb0[0] is at compute_shader" in out
+
+
+def test_semaphore_wait_stage_misses_the_consumer(capsys):
+    code, out, _ = run(capsys, corpus("45"), "cb0[0]", "cb1[0]")
+    assert code == 1
+    assert "the wait on S by main[1] on q1 has stage copy, the read cb1[0] is at compute_shader" in out
+
+
+@pytest.mark.parametrize("prefix, semaphore", [("43", "S"), ("44", "T value 1")])
+def test_semaphore_pair_across_queues(capsys, prefix, semaphore):
+    code, out, _ = run(capsys, corpus(prefix), "cb0[0]", "cb1[0]")
+    assert code == 0
+    assert f"1. signal of {semaphore} by main[0] on q0" in out
+    assert f"2. wait on {semaphore} by main[1] on q1: paired with the signal of {semaphore}" in out
+    assert "second scope: compute_shader is in its stage mask compute_shader" in out
+
+
+def test_two_queues_without_semaphore(capsys):
+    code, out, _ = run(capsys, corpus("42"), "cb0[0]", "cb1[0]")
+    assert code == 1
+    assert "no semaphore signal on q0 after cb0[0]" in out
+
+
+def test_host_wait_orders_the_staging_reuse(capsys):
+    code, out, _ = run(capsys, corpus("19"), "cb0[0]", "main[3]")
+    assert code == 0
+    assert "war Staging [0, 4096)" in out
+    assert "fence F signalled by main[1] on q0" in out and "host wait_fences F main[2]: the host waits for it" in out
+
+
+def test_fence_waited_too_late(capsys):
+    code, out, _ = run(capsys, corpus("20"), "cb0[0]", "main[2]")
+    assert code == 1
+    assert "only after main[2]" in out
+
+
+def test_host_read_without_host_barrier(capsys):
+    code, out, _ = run(capsys, corpus("23"), "cb0[0]", "main[2]")
+    assert code == 1
+    assert "not made available to the host" in out
+
+
+def test_buffer_barrier_over_half_the_read(capsys):
+    code, out, _ = run(capsys, corpus("09"), "cb0[0]", "cb0[2]")
+    assert code == 1
+    assert "[0, 2048): compute_shader/shader_storage_write -> compute_shader/shader_storage_read: ordered" in out
+    assert "covers B [0, 2048) only, not bytes [2048, 4096)" in out
+
+
+def test_broken_chain_names_both_barriers(capsys):
+    code, out, _ = run(capsys, corpus("14"), "cb0[0]", "cb0[3]")
+    assert code == 1
+    assert "the barrier cb0[1] has dst_stage copy, the read cb0[3] is at compute_shader" in out
+    assert "the barrier cb0[2] has src_stage clear, the write cb0[0] is at compute_shader" in out
+
+
+def test_chain_of_two_barriers(capsys):
+    code, out, _ = run(capsys, corpus("13"), "cb0[0]", "cb0[3]")
+    assert code == 0
+    assert "1. barrier cb0[1]" in out and "2. barrier cb0[2]" in out and "chains after barrier cb0[1]" in out
+
+
+def test_references_by_id_and_submission():
+    stream = load(corpus("02"))
+    assert explain(stream, "cb0[0]", "cb0[2]@main[1]").ordered
+    with pytest.raises(ExplainError, match="does not submit"):
+        explain(stream, "cb0[0]", "cb0[2]@main[0]")
+
+
+@pytest.mark.parametrize("ref, message", [("cb9[0]", "unknown reference 'cb9[0]'"),
+                                          ("cb0[7]", "unknown reference 'cb0[7]'"),
+                                          ("nonsense", "unknown reference 'nonsense'"),
+                                          ("cb0[1]", "cb0[1] accesses no memory")])
+def test_bad_references_exit_2_with_one_line(capsys, ref, message):
+    code, out, err = run(capsys, corpus("02"), "cb0[0]", ref)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and message in err
+
+
+def test_no_common_bytes_is_nothing_to_order(capsys):
+    code, out, _ = run(capsys, corpus("11"), "cb0[0]", "cb0[1]")
+    assert code == 0
+    assert "no conflicting accesses" in out
+
+
+@pytest.mark.parametrize("path", CORPUS + sorted((ROOT / "examples").glob("*.json")), ids=lambda p: p.name)
+def test_agrees_with_the_checker_on_every_finding(path):
+    """Every raw/war/waw the checker reports is a pair explain says is not ordered."""
+    stream = load(path)
+    for f in check(stream):
+        if f.kind in ("raw", "war", "waw") and f.first and f.second and not f.params:
+            assert not explain(stream, f.first, f.second).ordered, f

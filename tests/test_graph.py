@@ -1,0 +1,104 @@
+"""`vkverify graph`: the happens-before graph of submissions and synchronizations."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from vkverify.check import check
+from vkverify.check import graph as graph_module
+from vkverify.check.graph import build, to_dot
+from vkverify.cli import main
+from vkverify.model import load
+
+from .conftest import CORPUS, EXAMPLES, ROOT
+
+EXAMPLE = ROOT / "examples" / "transfer-queue-upload-no-semaphore.json"
+NODE = re.compile(r'^    "([^"]+)" \[label=.*\];$', re.M)
+EDGE = re.compile(r'^  "([^"]+)" -> "([^"]+)" \[(.*)\];$', re.M)
+
+
+def dot_text(capsys, path) -> str:
+    assert main(["graph", str(path)]) == 0
+    return capsys.readouterr().out
+
+
+def test_one_node_per_submission_and_sync_op(capsys):
+    text = dot_text(capsys, EXAMPLE)
+    assert text.startswith("digraph happens_before {") and text.rstrip().endswith("}")
+    nodes = NODE.findall(text)
+    assert len(nodes) == len(set(nodes))
+    stream = load(EXAMPLE)
+    host_ops = {f"{t.id}[{i}]" for t in stream.threads for i in range(len(t.ops))}
+    batches = {"sub main[1] 0", "sub main[2] 0"}
+    syncs = {"sig main[1] 0 0", "fence main[2]"}
+    finding_ops = {"upload[0]", "run[0]"}  # the only commands drawn: those the finding names
+    assert set(nodes) == host_ops | batches | syncs | finding_ops
+    edges = {(a, b): attrs for a, b, attrs in EDGE.findall(text)}
+    assert set(a for e in edges for a in e) <= set(nodes)
+    assert 'label="submit"' in edges[("main[1]", "sub main[1] 0")]
+    assert 'label="T"' in edges[("sig main[1] 0 0", "main[4]")]
+    assert 'label="fence F"' in edges[("fence main[2]", "main[3]")]
+    assert ("main[0]", "main[1]") in edges and ("upload[0]", "sig main[1] 0 0") in edges  # program order
+
+
+def test_the_finding_is_highlighted_with_a_dashed_red_edge(capsys):
+    text = dot_text(capsys, EXAMPLE)
+    edges = {(a, b): attrs for a, b, attrs in EDGE.findall(text)}
+    missing = edges[("upload[0]", "run[0]")]
+    assert 'style="dashed"' in missing and 'color="#d62728"' in missing and 'label="raw"' in missing
+    for ref in ("upload[0]", "run[0]"):
+        assert re.search(rf'"{re.escape(ref)}" \[label=.*color="#d62728"', text)
+    assert not re.search(r'"main\[0\]" \[label=.*color="#d62728"', text)
+
+
+def test_barriers_are_one_node_each(capsys):
+    text = dot_text(capsys, next(p for p in CORPUS if p.name.startswith("16-")))
+    stream = load(next(p for p in CORPUS if p.name.startswith("16-")))
+    barriers = {f"barrier {cb.id}[{i}]" for cb in stream.command_buffers for i, c in enumerate(cb.commands)
+                if type(c).__name__ == "Barrier"}
+    assert barriers and barriers <= set(NODE.findall(text))
+
+
+def test_clean_stream_has_no_dashed_edge(capsys):
+    assert "dashed" not in dot_text(capsys, next(p for p in CORPUS if p.name.startswith("44-")))
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz not installed")
+@pytest.mark.parametrize("path", CORPUS + EXAMPLES, ids=lambda p: p.name)
+def test_dot_accepts_every_graph(path):
+    stream = load(path)
+    text = to_dot(build(stream, check(stream)))
+    assert subprocess.run(["dot", "-Tsvg"], input=text, capture_output=True, text=True).returncode == 0
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz not installed")
+def test_svg_is_valid_xml(tmp_path, capsys):
+    out = tmp_path / "g.svg"
+    assert main(["graph", str(EXAMPLE), "--format", "svg", "-o", str(out)]) == 0
+    root = ET.parse(out).getroot()
+    assert root.tag.endswith("svg")
+    assert "run[0]" in out.read_text()
+
+
+def test_svg_without_dot_is_a_clear_error(monkeypatch, capsys):
+    monkeypatch.setattr(graph_module.shutil, "which", lambda _: None)
+    assert main(["graph", str(EXAMPLE), "--format", "svg"]) == 2
+    err = capsys.readouterr().err
+    assert "Graphviz `dot` is not on PATH" in err and err.count("\n") == 1
+
+
+def test_params_stream_draws_the_failing_instance(capsys):
+    text = dot_text(capsys, next(p for p in CORPUS if p.name.startswith("81-")))
+    assert re.search(r'label="[^"]*\(n=2\)"', text) and "dashed" in text
+
+
+def test_readme_picture_is_current():
+    """docs/graph-example.svg is this example's graph (regenerate: vkverify graph ... --format svg -o ...)."""
+    svg = (ROOT / "docs" / "graph-example.svg").read_text()
+    assert "graph-example.svg" in (ROOT / "README.md").read_text()
+    assert "transfer&#45;queue&#45;upload&#45;no&#45;semaphore" in svg or "transfer-queue-upload-no-semaphore" in svg

@@ -1,0 +1,445 @@
+"""Why two operations are ordered, or why not (`vkverify explain`).
+
+The checker's vector clocks say whether a pair is ordered but forget through what. The
+happens-before model of the mutation tester (mutations/hb.py) keeps the answer as paths in a
+product graph of synchronization operations and memory tokens, under the same scope rules
+(ARCHITECTURE.md rules 2-8). This module pairs up every access of the two operations to common
+bytes, reads the shortest paths of each pair's graph as chains of barriers, semaphore
+signal/wait pairs and host waits, and, where no path reaches the second access, names the scope
+that is missing at the synchronization closest to it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from itertools import islice
+
+import networkx as nx
+
+from ..model import ir
+from .barriers import FULL, coverage
+from ..mutations.hb import SINK, Access, Model, Node, Pair
+
+__all__ = ["ExplainError", "Explanation", "PairExplanation", "explain", "format_text", "host_op_text", "name",
+           "names", "op_at", "resolve"]
+
+MAX_CHAINS = 3  # alternative chains printed per pair, shortest first
+MAX_PATHS = 200  # simple paths examined to find them: the product graph may hold many equivalent ones
+_REF = re.compile(r"^([A-Za-z0-9_.\-]+)\[(\d+)\](?:@([A-Za-z0-9_.\-]+)\[(\d+)\])?$")
+
+
+class ExplainError(ValueError):
+    """A reference that names no operation of the stream, or one that accesses no memory."""
+
+
+@dataclass
+class PairExplanation:
+    """One pair of conflicting accesses of the two operations over common bytes."""
+
+    kind: str  # raw | war | waw | keepalive
+    buffer: str
+    range: tuple[int, int]  # buffer-relative bytes this explanation holds for
+    first: str  # stage/access of the first operation's access
+    second: str
+    chains: list[list[str]] = field(default_factory=list)  # ordered: steps of each chain, shortest first
+    reasons: list[str] = field(default_factory=list)  # not ordered: the missing scopes
+
+    @property
+    def ordered(self) -> bool:
+        return not self.reasons
+
+
+@dataclass
+class Explanation:
+    first: str
+    second: str
+    pairs: list[PairExplanation]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ordered(self) -> bool:
+        return all(p.ordered for p in self.pairs)
+
+
+def resolve(stream: ir.Stream, ref: str) -> str:
+    """The canonical reference (`cb0[2]`, `main[4]`, `cb0[2]@main[5]`) for a reference or an id."""
+    index = stream.index
+    if ref in index.ids:
+        return index.ids[ref]
+    m = _REF.match(ref)
+    if m is None:
+        raise ExplainError(f"unknown reference {ref!r}")
+    owner, pos, at_owner, at_pos = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+    ops = index.command_buffers[owner].commands if owner in index.command_buffers else \
+        index.threads[owner].ops if owner in index.threads else None
+    if ops is None or pos >= len(ops):
+        raise ExplainError(f"unknown reference {ref!r}")
+    if at_owner is not None:
+        submits = [op for op in index.threads[at_owner].ops] if at_owner in index.threads else []
+        submit = submits[int(at_pos)] if int(at_pos) < len(submits) else None
+        if owner not in index.command_buffers or not isinstance(submit, ir.Submit) or \
+                not any(owner in b.command_buffers for b in submit.batches):
+            raise ExplainError(f"unknown reference {ref!r}: {at_owner}[{at_pos}] does not submit {owner}")
+    return ref
+
+
+def _matches(canonical: str, ref: str) -> bool:
+    """A reference without `@` names every submission of its command (as in `expect`)."""
+    base, _, at = canonical.partition("@")
+    ref_base, _, ref_at = ref.partition("@")
+    return base == ref_base and (not at or not ref_at or at == ref_at)
+
+
+def explain(stream: ir.Stream, first: str, second: str) -> Explanation:
+    """Every pair of accesses `first` then `second` make to common bytes, and what orders each."""
+    notes = []
+    if stream.params:
+        values, stream = stream.instances[0]
+        notes.append("parameters " + ", ".join(f"{k}={v}" for k, v in values) + " (the smallest instance)")
+    a_ref, b_ref = resolve(stream, first), resolve(stream, second)
+    model = Model(stream)
+    found = []
+    for ref in (a_ref, b_ref):
+        op = op_at(stream, ref.partition("@")[0])
+        if not (isinstance(op, (ir.Copy, ir.Fill, ir.Update, ir.Dispatch, ir.Destroy))
+                or isinstance(op, ir.HostAccess) and op.op in ("host_write", "host_read")):
+            raise ExplainError(f"{ref} accesses no memory: name a copy, fill, update, dispatch, "
+                               "host_write, host_read or destroy")
+        accesses = [x for r, xs in model.accesses.items() if _matches(ref, r) for x in xs]
+        if not accesses:
+            notes.append(f"{ref} never runs: the stream blocks before it (see `vkverify check`)")
+        found.append(accesses)
+    pairs = _pairs(model, *found)
+    if not pairs and all(found):
+        notes.append(f"{a_ref} and {b_ref} make no conflicting accesses to common bytes "
+                     "(no write, or no shared bytes): Vulkan requires no ordering")
+    out = []
+    for pair, segs in pairs:
+        base = stream.index.root(pair.second.buffer)[1]
+        for (lo, hi), (chains, reasons) in _merge([(seg, _explain_segment(model, pair, seg)) for seg in segs]):
+            out.append(PairExplanation(pair.kind, pair.second.buffer, (lo - base, hi - base),
+                                       _describe(pair.first), _describe(pair.second), chains, reasons))
+    return Explanation(a_ref, b_ref, out, notes)
+
+
+def op_at(stream: ir.Stream, ref: str):
+    m = _REF.match(ref)
+    if m is None:
+        return None
+    owner, pos = m.group(1), int(m.group(2))
+    index = stream.index
+    if owner in index.command_buffers:
+        return index.command_buffers[owner].commands[pos]
+    return index.threads[owner].ops[pos] if owner in index.threads else None
+
+
+def _describe(x: Access) -> str:
+    names = x.reads + ((x.write,) if x.write else ())
+    return f"{x.stage}/{'+'.join(names) if names else 'destroy'}"
+
+
+def _pairs(model: Model, firsts: list[Access], seconds: list[Access]) -> list[tuple[Pair, list]]:
+    """The conflicting pairs (rule 5) over common bytes, as the checker would compare them."""
+    out: dict[tuple, tuple[Pair, list]] = {}
+    for e in firsts:
+        for x in seconds:
+            if e.uid == x.uid or e.root != x.root or max(e.lo, x.lo) >= min(e.hi, x.hi):
+                continue
+            kinds = []
+            if e.write and x.reads:
+                # A host read of a host write needs only order; everything else a memory dependency.
+                kinds.append(("raw", not (x.host and e.host), () if x.host else x.reads))
+            if e.write and x.write:
+                kinds.append(("waw", not x.host, () if x.host else (x.write,)))
+            if e.reads and x.write:
+                kinds.append(("war", False, ()))
+            if not x.reads and not x.write and not e.host:
+                kinds.append(("keepalive", False, ()))  # x is a destroy: the use must complete first
+            for kind, memory, need in kinds:
+                key = (kind, e.ref, x.ref, x.buffer, e.stage, x.stage, need)
+                if key not in out:
+                    out[key] = (Pair(kind, e, x, memory, need), [])
+                out[key][1].extend(s for s in model.segments(x.root, max(e.lo, x.lo), min(e.hi, x.hi))
+                                   if s not in out[key][1])
+    return list(out.values())
+
+
+def _merge(results: list) -> list:
+    """Neighbouring segments with the same explanation, as one range."""
+    merged = []
+    for (lo, hi), result in sorted(results, key=lambda r: r[0]):
+        if merged and merged[-1][0][1] == lo and merged[-1][1] == result:
+            merged[-1] = ((merged[-1][0][0], hi), result)
+        else:
+            merged.append(((lo, hi), result))
+    return merged
+
+
+def _explain_segment(model: Model, pair: Pair, seg: tuple[int, int]) -> tuple[list, list]:
+    g = model.graph(pair, seg)
+    start = g.graph["start"]
+    if SINK not in g:
+        return [], _why_not(model, pair, seg, g)
+    chains, seen = [], set()
+    for path in islice(nx.shortest_simple_paths(g, start, SINK), MAX_PATHS):
+        ops = tuple(k for k, _ in path[1:-1])
+        if ops in seen:
+            continue
+        seen.add(ops)
+        chains.append(_chain(model, pair, path))
+        if len(chains) == MAX_CHAINS:
+            break
+    return chains, []
+
+
+# ---- ordered: the steps of a chain ---------------------------------------------
+
+
+def names(stages_or_accesses) -> str:
+    return ", ".join(sorted(stages_or_accesses)) or "none"
+
+
+def _barrier_masks(model: Model, key: tuple):
+    """The barrier command (or its buffer barrier entry) of a `bar` node, as written."""
+    ref, k = key[1].partition("@")[0], key[2]
+    cmd = op_at(model.stream, ref)
+    return (cmd.buffers[k] if cmd.buffers else cmd), cmd.label
+
+
+def name(model: Model, key: tuple) -> str:
+    """A synchronization node of the model, for people."""
+    kind = key[0]
+    if kind == "bar":
+        b, _ = _barrier_masks(model, key)
+        where = f" (buffer barrier on {b.buffer})" if isinstance(b, ir.BufferBarrier) else ""
+        return f"barrier {key[1]}{_label_of(model.stream, key[1])}{where}"
+    if kind in ("wait", "sig"):
+        submit, bi, i = key[1], key[2], key[3]
+        op = op_at(model.stream, submit)
+        s = (op.batches[bi].waits if kind == "wait" else op.batches[bi].signals)[i]
+        value = f" value {s.value}" if s.value is not None else ""
+        verb = "wait on" if kind == "wait" else "signal of"
+        return f"{verb} {s.semaphore}{value} by {submit} on {op.queue}"
+    if kind == "sub":
+        op = op_at(model.stream, key[1])
+        return f"submission {key[1]} on {op.queue}"
+    if kind == "fence":
+        op = op_at(model.stream, key[1])
+        return f"fence {op.fence} signalled by {key[1]} on {op.queue}"
+    if kind == "idle":
+        return f"idle of {key[2]}"
+    op = op_at(model.stream, key[1])
+    return f"host {host_op_text(op)} {key[1]}{_label_of(model.stream, key[1])}"
+
+
+def host_op_text(op: ir.HostOp) -> str:
+    if isinstance(op, ir.WaitFences):
+        return f"wait_fences {names(op.fences)}"
+    if isinstance(op, ir.WaitSemaphores):
+        return "wait_semaphores " + ", ".join(f"{w.semaphore} >= {w.value}" for w in op.waits)
+    if isinstance(op, ir.SignalSemaphore):
+        return f"signal_semaphore {op.semaphore} = {op.value}"
+    if isinstance(op, ir.HostAccess):
+        return f"{op.op} {op.buffer}"
+    if isinstance(op, ir.Submit):
+        return f"submit to {op.queue}"
+    if isinstance(op, ir.QueueWaitIdle):
+        return f"queue_wait_idle {op.queue}"
+    if isinstance(op, ir.DeviceWaitIdle):
+        return f"device_wait_idle {op.device}"
+    if isinstance(op, ir.ResetFences):
+        return f"reset_fences {names(op.fences)}"
+    return f"destroy {op.buffer}"
+
+
+def _chain(model: Model, pair: Pair, path: list) -> list[str]:
+    """One line per synchronization on the path, with the scope each satisfies."""
+    e, x = pair.first, pair.second
+    steps = []
+    nodes = [k for k, _ in path]
+    for i in range(1, len(path) - 1):
+        key, tok = path[i]
+        prev, nxt = nodes[i - 1], nodes[i + 1]
+        node = model.nodes[key]
+        parts = []
+        if key[0] == "bar":
+            b, _ = _barrier_masks(model, key)
+            masks = (f"src_stage {names(b.src_stage)}, src_access {names(b.src_access)}; "
+                     f"dst_stage {names(b.dst_stage)}, dst_access {names(b.dst_access)}")
+            if prev[0] == "access":
+                parts.append(f"first scope: {e.stage} is in src_stage"
+                             + ("" if e.stage in node.entry.src_stages else " (logically earlier)"))
+                if pair.memory and e.write and e.stage in node.entry.src_stages and e.write in node.entry.src_access:
+                    parts.append(f"access scope: {e.write} is in src_access: made available")
+            else:
+                parts.append(f"chains after {name(model, prev)}")
+            if nxt == SINK[0]:
+                parts.append(f"second scope: {x.stage} is in dst_stage")
+                if pair.memory:
+                    parts.append(f"dst_access makes it visible to {x.stage}/{'+'.join(pair.need)}")
+            elif tok.host_visible and x.host:
+                parts.append("dst_stage host and dst_access host_read make it visible to the host")
+            steps.append(f"{name(model, key)} ({masks}): " + "; ".join(parts))
+            continue
+        if key[0] in ("sig", "fence", "idle") and prev[0] in ("bar", "wait", "sub"):
+            parts.append(f"its first scope meets the second scope of step {i - 1}")
+        elif key[0] == "sig" and prev[0] == "access":
+            stage = names(op_at(model.stream, key[1]).batches[key[2]].signals[key[3]].stage)
+            parts.append(f"first scope: {e.stage} is in its stage mask {stage} "
+                         f"(with everything earlier on {node.agent})")
+        elif key[0] in ("fence", "idle") and prev[0] == "access":
+            parts.append(f"first scope: all earlier work on {node.agent}")
+        elif key[0] == "wait" and nxt == SINK[0]:
+            parts.append(f"second scope: {x.stage} is in its stage mask {names(_wait(model, key).stage)}")
+        elif key[0] == "sub" and nxt == SINK[0]:
+            parts.append("the submission orders earlier host operations before every command in it")
+        elif key[0] == "host" and prev[0] == "access":
+            parts.append(f"after {e.ref} in program order")
+        elif key[0] == "host" and nxt == SINK[0] and x.host:
+            parts.append(f"before {x.ref} in program order")
+        if key[0] == "wait" and model.nodes.get(prev) is not None and prev[0] in ("sig", "host"):
+            parts.insert(0, f"paired with the {name(model, prev)}")
+        if key[0] == "host" and prev[0] in ("fence", "idle", "sig"):
+            parts.insert(0, "the host waits for it")
+        if pair.memory and x.host and tok.invalidated and isinstance(node.op, ir.HostAccess):
+            parts.append("invalidates the mapped range")
+        steps.append(name(model, key) + (": " + "; ".join(parts) if parts else ""))
+    return steps
+
+
+# ---- not ordered: the missing scope ----------------------------------------------
+
+
+def _what(x: Access) -> str:
+    return "write" if x.write else "read" if x.reads else "destroy"
+
+
+def _why_not(model: Model, pair: Pair, seg: tuple[int, int], g: nx.DiGraph) -> list[str]:
+    """Why no path reaches the second access, at the synchronizations closest to it."""
+    e, x = pair.first, pair.second
+    reached = {key: tok for key, tok in g.nodes if key[0] != "access" and key in model.nodes}
+    reasons: list[str] = []
+    before_x = [n for n in model.on_agent.get(x.agent, ()) if n.seq < x.seq and
+                (e.agent != x.agent or n.seq > e.seq)]
+    for n in before_x:
+        if n.key in reached:
+            reasons += _stuck(model, pair, seg, n, reached[n.key])
+    if e.agent == x.agent and not x.host:
+        bars = [n for n in before_x if n.kind == "bar"]
+        if not bars:
+            reasons.append(f"no barrier between {e.ref} and {x.ref} on {x.agent} (submission order orders nothing)")
+        for n in bars:
+            if n.key not in reached:
+                b, _ = _barrier_masks(model, n.key)
+                reasons.append(f"the barrier {n.key[1]} has src_stage {names(b.src_stage)}, the {_what(e)} "
+                               f"{e.ref} is at {e.stage}")
+    if e.agent != x.agent and not reasons:
+        reasons += _no_cross_edge(model, pair, reached)
+    return list(dict.fromkeys(reasons)) or [f"no synchronization leads from {e.ref} to {x.ref}"]
+
+
+def _stuck(model: Model, pair: Pair, seg: tuple[int, int], n: Node, tok) -> list[str]:
+    """Why node n, reached from the first access, does not order the second access."""
+    e, x = pair.first, pair.second
+    if x.host:
+        if n.kind != "host" or not pair.memory:
+            return []
+        if not tok.host_visible:
+            return [f"the host waits ({name(model, n.key)}) but the write {e.ref} is not made available to the "
+                    "host: no barrier with dst_stage host and dst_access host_read after it before the signal"]
+        if x.memory == "host_cached" and not tok.invalidated:
+            return [f"{x.buffer} is host_cached: no invalidate of the bytes after {name(model, n.key)} "
+                    f"before {x.ref}"]
+        return []
+    if x.stage not in n.outs:
+        if n.kind == "bar":
+            b, _ = _barrier_masks(model, n.key)
+            return [f"the barrier {n.key[1]} has dst_stage {names(b.dst_stage)}, the {_what(x)} {x.ref} is at "
+                    f"{x.stage}"]
+        if n.kind == "wait":
+            return [f"the {name(model, n.key)} has stage {names(_wait(model, n.key).stage)}, the {_what(x)} "
+                    f"{x.ref} is at {x.stage}"]
+        return []
+    if not pair.memory:
+        return []
+    if n.kind == "bar":
+        b, _ = _barrier_masks(model, n.key)
+        if coverage(n.entry, e.root, *seg) != FULL:
+            base = model.index.root(b.buffer)[1]
+            return [f"the buffer barrier {n.key[1]} covers {b.buffer} [{b.offset}, {b.offset + b.size}) only, "
+                    f"not bytes [{seg[0] - base}, {seg[1] - base})"]
+        if not tok.available:
+            return [f"the barrier {n.key[1]} has src_access {names(b.src_access)} (src_stage "
+                    f"{names(b.src_stage)}): the {e.write} at {e.stage} of {e.ref} is not made available"]
+        return [f"the barrier {n.key[1]} has dst_access {names(b.dst_access)}: the write is not made visible "
+                f"to {x.stage}/{'+'.join(pair.need)}"]
+    if not tok.available and e.host:
+        return [f"{e.buffer} is host_cached: no flush of the bytes {e.ref} wrote before {name(model, n.key)}"]
+    return []
+
+
+def _wait(model: Model, key: tuple) -> ir.SemaphoreOp:
+    return op_at(model.stream, key[1]).batches[key[2]].waits[key[3]]
+
+
+def _no_cross_edge(model: Model, pair: Pair, reached: dict) -> list[str]:
+    """Across queues and threads: the release after the first access, and the missing wait for it."""
+    e, x = pair.first, pair.second
+    where = f"{x.agent} before {x.ref}"
+    if e.host:
+        submit = next((n for n in model.on_agent.get(x.agent, ()) if n.kind == "sub" and n.seq < x.seq), None)
+        if submit is not None and submit.key[1].partition("[")[0] == e.agent:
+            return [f"{x.ref} was submitted by {submit.key[1]}, before {e.ref}: a host access orders only work "
+                    "submitted after it"]
+        return [f"nothing orders {e.ref} on thread {e.agent} before {x.ref}: no semaphore signal or fence "
+                f"{e.agent} raises after it is waited for on {x.agent}"]
+    releases = [n for n in model.on_agent.get(e.agent, ()) if n.kind == "rel" and n.seq > e.seq]
+    out = []
+    if not x.host and not any(n.key[0] == "sig" for n in releases):
+        out.append(f"no semaphore signal on {e.agent} after {e.ref}, so no semaphore wait on {where}")
+    batch = next((n for n in reversed(model.on_agent.get(x.agent, ())) if n.kind == "sub" and n.seq < x.seq), None)
+    for n in releases:
+        if n.key not in reached:
+            s = op_at(model.stream, n.key[1]).batches[n.key[2]].signals[n.key[3]]
+            out.append(f"the {name(model, n.key)} has stage {names(s.stage)}, the {_what(e)} {e.ref} is at "
+                       f"{e.stage}")
+            continue
+        targets = [model.nodes[t] for t in model.cross.get(n.key, [])]
+        if not targets:
+            waiter = "semaphore wait" if n.key[0] == "sig" else "host wait"
+            out.append(f"no {waiter} on {x.agent} after the {name(model, n.key)}")
+        for t in targets:
+            if t.agent == x.agent:
+                out.append(f"the {name(model, n.key)} is waited for on {x.agent} only after {x.ref}")
+            elif t.kind == "host" and batch is not None and batch.key[1].partition("[")[0] == t.agent:
+                out.append(f"the host waits for the {name(model, n.key)} at {t.key[1]}, after it submitted "
+                           f"{x.ref} ({batch.key[1]})")
+            else:
+                out.append(f"the {name(model, n.key)} is waited for on {t.agent} ({t.key[1]}), not on {where}")
+    if not releases:
+        out.append(f"no semaphore signal, fence or idle wait on {e.agent} after {e.ref}")
+    return out
+
+
+# ---- text ------------------------------------------------------------------------
+
+
+def format_text(ex: Explanation, stream: ir.Stream) -> str:
+    verdict = "ordered" if ex.ordered else "NOT ordered"
+    lines = [f"{ex.first}{_label_of(stream, ex.first)} -> {ex.second}{_label_of(stream, ex.second)}: {verdict}"]
+    lines += [f"  note: {n}" for n in ex.notes]
+    for p in ex.pairs:
+        kind = "use then destroy" if p.kind == "keepalive" else p.kind
+        lines.append(f"  {kind} {p.buffer} [{p.range[0]}, {p.range[1]}): {p.first} -> {p.second}: "
+                     + ("ordered" if p.ordered else "not ordered"))
+        for n, chain in enumerate(p.chains):
+            lines.append("    chain:" if n == 0 else "    also:")
+            lines += [f"      {i}. {step}" for i, step in enumerate(chain, 1)]
+        lines += [f"    why not: {r}" for r in p.reasons]
+    return "\n".join(lines)
+
+
+def _label_of(stream: ir.Stream, ref: str) -> str:
+    op = op_at(stream, ref.partition("@")[0])
+    return f' "{op.label}"' if op is not None and op.label else ""

@@ -1,0 +1,174 @@
+"""The happens-before graph of submissions and synchronizations, as DOT or SVG (`vkverify graph`).
+
+One node per host op, submitted batch, semaphore wait and signal, fence or idle release and
+barrier (the nodes of mutations/hb.py, a barrier's entries merged), not one per access: the
+graph stays as small as the synchronization. Only the operations that findings name are drawn
+as well, in their place on their queue, highlighted, with the missing edge between them dashed
+red and labelled with the finding's kind.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+import networkx as nx
+
+from ..model import ir
+from ..mutations.hb import Model
+from .explain import host_op_text, name, names, op_at
+from .findings import Finding
+
+__all__ = ["GraphvizError", "build", "to_dot", "to_svg"]
+
+HIGHLIGHT = "#d62728"
+EDGE_STYLE = {  # kind -> DOT attributes
+    "order": {"color": "gray55"},
+    "submit": {"color": "#1f77b4", "label": "submit"},
+    "semaphore": {"color": "#2ca02c", "penwidth": "1.6"},
+    "host wait": {"color": "#9467bd", "penwidth": "1.6"},
+    "missing": {"color": HIGHLIGHT, "style": "dashed", "penwidth": "2", "fontcolor": HIGHLIGHT, "constraint": "false"},
+}
+
+
+class GraphvizError(RuntimeError):
+    """`dot` is not on PATH, or failed."""
+
+
+@dataclass(frozen=True)
+class Drawn:
+    stream: ir.Stream
+    graph: nx.MultiDiGraph  # nodes: id -> agent, label, shape, highlight; edges: kind, label
+    params: tuple[tuple[str, int], ...] | None
+
+
+def build(stream: ir.Stream, findings: list[Finding]) -> Drawn:
+    """The graph of `stream` (for a params stream: the instance the findings are about, else the smallest)."""
+    params = None
+    if stream.params:
+        wanted = next((f.params for f in findings if f.params), None)
+        params, stream = next(((v, s) for v, s in stream.instances if v == wanted), stream.instances[0])
+    model = Model(stream)
+    g = nx.MultiDiGraph()
+    named = {r for f in findings for r in (f.first, f.second, *(f.ops or ())) if r}
+    for t in stream.threads:
+        for i, op in enumerate(t.ops):
+            ref = f"{t.id}[{i}]"
+            g.add_node(ref, agent=t.id, seq=i, label=f"{ref}{_tag(op)}\n{host_op_text(op)}", shape="box",
+                       highlight=ref in named)
+    for agent, nodes in model.on_agent.items():
+        if agent in stream.index.threads:
+            continue
+        for n in nodes:
+            node_id = _id(n.key)
+            if node_id not in g:  # a barrier's entries share one node
+                g.add_node(node_id, agent=agent, seq=n.seq, label=_queue_label(model, n.key),
+                           shape="box" if n.kind == "bar" else "ellipse", highlight=False)
+    # The operations findings name that are commands: drawn at their position on their queue.
+    for ref in sorted(named):
+        accesses = model.accesses.get(ref)
+        if ref not in g and accesses and not accesses[0].host:
+            g.add_node(ref, agent=accesses[0].agent, seq=accesses[0].seq, label=f"{ref}{_tag_ref(stream, ref)}",
+                       shape="note", highlight=True)
+    for agent in {d["agent"] for _, d in g.nodes(data=True)}:
+        chain = sorted((d["seq"], n) for n, d in g.nodes(data=True) if d["agent"] == agent)
+        for (_, a), (_, b) in zip(chain, chain[1:]):
+            g.add_edge(a, b, kind="order", label="")
+    for src, targets in model.cross.items():
+        for dst in targets:
+            g.add_edge(_id(src), _id(dst), **_cross(model, src, dst))
+    for f in findings:
+        ends = (f.first, f.second) if f.first and f.second else f.ops if f.ops and len(f.ops) == 2 else None
+        if ends and all(e in g for e in ends):
+            g.add_edge(*ends, kind="missing", label=f.kind)
+    return Drawn(stream, g, params)
+
+
+def _id(key: tuple) -> str:
+    """hb's host nodes are the op's reference; a barrier's entries collapse to the barrier."""
+    if key[0] == "host":
+        return key[1]
+    if key[0] == "bar":
+        return f"barrier {key[1]}"
+    return " ".join(str(k) for k in key)
+
+
+def _tag(op) -> str:
+    return f' "{op.label}"' if op.label else ""
+
+
+def _tag_ref(stream: ir.Stream, ref: str) -> str:
+    return _tag(op_at(stream, ref.partition("@")[0]))
+
+
+def _queue_label(model: Model, key: tuple) -> str:
+    if key[0] == "bar":
+        b = op_at(model.stream, key[1].partition("@")[0])
+        return (f"barrier {key[1]}{_tag(b)}\n{names(b.src_stage)} -> {names(b.dst_stage)}"
+                + (f"\n{names(b.src_access)} -> {names(b.dst_access)}" if b.src_access or b.dst_access else ""))
+    if key[0] == "sub":
+        return f"batch {key[2]} of {key[1]}"
+    if key[0] in ("wait", "sig"):
+        return name(model, key).split(" by ")[0] + f"\n@ {names(_semaphore_op(model, key).stage)}"
+    if key[0] == "fence":
+        return f"fence {op_at(model.stream, key[1]).fence}"
+    return name(model, key)  # an idle release
+
+
+def _semaphore_op(model: Model, key: tuple) -> ir.SemaphoreOp:
+    batch = op_at(model.stream, key[1]).batches[key[2]]
+    return (batch.waits if key[0] == "wait" else batch.signals)[key[3]]
+
+
+def _cross(model: Model, src: tuple, dst: tuple) -> dict:
+    if dst[0] == "sub":
+        return {"kind": "submit", "label": ""}
+    if src[0] == "fence":
+        return {"kind": "host wait", "label": f"fence {op_at(model.stream, src[1]).fence}"}
+    if src[0] == "idle":
+        return {"kind": "host wait", "label": "idle"}
+    # A semaphore signal (a queue's or a host signal_semaphore) to a batch's wait or a host wait_semaphores.
+    semaphore = _semaphore_op(model, src).semaphore if src[0] == "sig" else op_at(model.stream, src[1]).semaphore
+    return {"kind": "semaphore" if dst[0] == "wait" else "host wait", "label": semaphore}
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def to_dot(drawn: Drawn) -> str:
+    """DOT text: one cluster per queue and host thread, in program order from top to bottom."""
+    g, stream = drawn.graph, drawn.stream
+    title = stream.name + (" (" + ", ".join(f"{k}={v}" for k, v in drawn.params) + ")" if drawn.params else "")
+    lines = ["digraph happens_before {", f"  label={_quote(title)}; labelloc=t; rankdir=TB; newrank=true;",
+             '  node [fontname="Helvetica", fontsize=10, style=filled, fillcolor=white];',
+             '  edge [fontname="Helvetica", fontsize=9];']
+    agents = [q.id for d in stream.devices for q in d.queues] + [t.id for t in stream.threads]
+    for i, agent in enumerate(agents):
+        kind = "thread" if agent in stream.index.threads else "queue"
+        lines.append(f"  subgraph cluster_{i} {{ label={_quote(f'{kind} {agent}')}; style=rounded; color=gray70;")
+        for n, d in sorted(((n, d) for n, d in g.nodes(data=True) if d["agent"] == agent), key=lambda x: x[1]["seq"]):
+            extra = f', color="{HIGHLIGHT}", fillcolor="#fde0dd", penwidth=2' if d["highlight"] else ""
+            lines.append(f"    {_quote(n)} [label={_quote(d['label'])}, shape={d['shape']}{extra}];")
+        lines.append("  }")
+    for a, b, d in g.edges(data=True):
+        attrs = dict(EDGE_STYLE[d["kind"]])
+        if d["label"]:
+            attrs["label"] = d["label"]
+        lines.append(f"  {_quote(a)} -> {_quote(b)} [" + ", ".join(f"{k}={_quote(v)}" for k, v in attrs.items())
+                     + "];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def to_svg(dot: str) -> str:
+    """SVG through Graphviz `dot`."""
+    exe = shutil.which("dot")
+    if exe is None:
+        raise GraphvizError("Graphviz `dot` is not on PATH: install graphviz (Debian: apt-get install graphviz) "
+                              "or use --format dot")
+    done = subprocess.run([exe, "-Tsvg"], input=dot, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise GraphvizError(f"dot -Tsvg failed: {done.stderr.strip()}")
+    return done.stdout
