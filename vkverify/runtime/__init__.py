@@ -14,9 +14,10 @@ the CLI's `check` work without a Vulkan driver.
 """
 
 from .device import QueueRequest
-from .errors import DeviceFault, HazardError, NoDevice, RuntimeFault, Unsupported
+from .errors import DeviceFault, DeviceLost, HazardError, NoDevice, RuntimeFault, Unsupported, UploadFailed
 from .replay import ReplayResult, replay, replayable
 from .runtime import CommandBuffer, Runtime
+from .uploads import Uploader
 
-__all__ = ["CommandBuffer", "DeviceFault", "HazardError", "NoDevice", "QueueRequest", "ReplayResult", "Runtime",
-           "RuntimeFault", "Unsupported", "replay", "replayable"]
+__all__ = ["CommandBuffer", "DeviceFault", "DeviceLost", "HazardError", "NoDevice", "QueueRequest", "ReplayResult", "Runtime",
+           "RuntimeFault", "Unsupported", "UploadFailed", "Uploader", "replay", "replayable"]

@@ -7,6 +7,7 @@ import json
 from .device import Instance, vulkan
 from .memory import flag_names
 from .replay import ReplayResult
+from .uploads import staged
 
 
 def replay_json(result: ReplayResult) -> dict:
@@ -40,18 +41,6 @@ def replay_text(result: ReplayResult) -> str:
         lines += [f"  DISAGREE only vkverify: {f.kind} {f.buffer} {f.first} -> {f.second}" for f in a.only_vkverify]
         lines += [f"  DISAGREE only layer: {lf.kind} {lf.buffer or ''} at {lf.second}" for lf in a.only_layer]
     return "\n".join(lines)
-
-
-def staged(heaps: list[dict], types: list[dict]) -> tuple[bool, str]:
-    """PROTOCOLS.md 1: staged when the device-local host-visible heap is under a
-    quarter of the largest device-local heap, or absent."""
-    local = [h["size"] for h in heaps if h["device_local"]]
-    largest = max(local, default=0)
-    bar = max((heaps[t["heap"]]["size"] for t in types
-               if {"DEVICE_LOCAL", "HOST_VISIBLE"} <= set(t["flags"])), default=0)
-    decision = bar < largest / 4
-    return decision, (f"{'staged' if decision else 'mapped'}: device-local host-visible heap {bar >> 20} MiB, "
-                      f"largest device-local heap {largest >> 20} MiB")
 
 
 def devices() -> list[dict]:

@@ -42,8 +42,10 @@ WAIT_SLICE_NS = 100_000_000
 WAIT_LIMIT_S = 60.0
 FAULT_POINTS = ("stage", "block", "record", "submit", "wait", "commit")
 UPLOAD_QUEUE = "upload"  # the stream queue id a program requests for uploads (choose_queue)
+# A slot's last command: its copies (and a fresh block's fill) made visible to any later command.
 LANDING = {"src_stage": ["copy", "clear"], "src_access": ["transfer_write"], "dst_stage": ["all_commands"],
            "dst_access": ["memory_read", "memory_write"], "label": "landing barrier"}
+# After a fresh block's fill: the copies into the block write after it.
 FILLED = {"src_stage": ["clear"], "src_access": ["transfer_write"], "dst_stage": ["copy"],
           "dst_access": ["transfer_write"], "label": "fill before copies"}
 
@@ -299,7 +301,7 @@ class Uploader:
                     consumed.append(d)
                     self.stats["copies"] += 1
                 if head:
-                    self.rt.command_buffers[cb_id][:0] = head + [dict(LANDING, src_stage=["copy"])]
+                    self.rt.command_buffers[cb_id][:0] = head + [{"cmd": "barrier", **LANDING, "src_stage": ["copy"]}]
             if not consumed:
                 return op
             fence = None
@@ -543,7 +545,7 @@ class Uploader:
         fresh memory can hold another run's bytes (PROTOCOLS.md 1)."""
         vk = self.vk
         block_id, buffer = self._block(block)
-        vk.vkCmdFillBuffer(slot.cb, buffer, 0, vk.VK_WHOLE_SIZE, 0)  # vkCmdFillBuffer
+        vk.vkCmdFillBuffer(slot.cb, buffer, 0, block.size, 0)  # vkCmdFillBuffer (block sizes are multiples of 256)
         barrier = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
                                      dstAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT)
         barriers = [barrier]
