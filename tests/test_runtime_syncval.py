@@ -36,9 +36,12 @@ def test_agreement_table(capsys):
         shared[path.stem] += len(a.shared)
         for f in a.only_vkverify:
             only_v[explain_only_vkverify(stream, f)] += 1
+            # The corpus states each disagreement with the layer in the stream's own description.
+            assert explain_only_vkverify(stream, f) in stream.description, (path.stem, f.kind, f.buffer)
             rows.append(f"  {path.stem}: only vkverify {f.kind} {f.buffer} {f.first} -> {f.second}")
         for lf in a.only_layer:
             only_l[explain_only_layer(stream, lf, result.messages)] += 1
+            assert explain_only_layer(stream, lf, result.messages) in stream.description, (path.stem, lf.kind)
             rows.append(f"  {path.stem}: only layer {lf.kind} {lf.buffer or ''} at {lf.second}")
     with capsys.disabled():
         print(f"\nsyncval agreement over {len(CORPUS) - len(skipped)} streams "
