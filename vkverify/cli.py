@@ -27,18 +27,11 @@ exit codes: 0 no findings (with --expect: all as expected), 1 findings (with
 def cmd_check(args: argparse.Namespace) -> int:
     from .check import check
     from .check.expect import compare
-    from .importer import CaptureError
 
     results, bad_input = [], False
     for file in args.files:
-        try:
-            stream = _load_any(file)
-        except InvalidStream as e:
-            print("\n".join(e.lines()), file=sys.stderr)
-            bad_input = True
-            continue
-        except CaptureError as e:
-            print(e, file=sys.stderr)
+        stream = _load_or_report(file)
+        if stream is None:
             bad_input = True
             continue
         findings = check(stream)
@@ -65,10 +58,8 @@ def _add_simulate(sub) -> None:
     def run(args: argparse.Namespace) -> int:
         from .sim import FORMATS, simulate
 
-        try:
-            stream = load(args.file)
-        except InvalidStream as e:
-            print("\n".join(e.lines()), file=sys.stderr)
+        stream = _load_or_report(args.file)
+        if stream is None:
             return 2
         report = simulate(stream, schedules=args.schedules, seed=args.seed)
         print(FORMATS[args.format]([report]))
@@ -94,10 +85,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from .runtime import DeviceFault, NoDevice, Unsupported, replay
     from .runtime.report import replay_json, replay_text
 
-    try:
-        stream = load(args.file)
-    except InvalidStream as e:
-        print("\n".join(e.lines()), file=sys.stderr)
+    stream = _load_or_report(args.file)
+    if stream is None:
         return 2
     try:
         result = replay(stream, device=args.device, syncval=args.syncval)
@@ -154,6 +143,19 @@ def _load_any(file: str):
     from .importer import import_capture
 
     return import_capture(file)[0]
+
+
+def _load_or_report(file: str):
+    """The stream in `file` (a capture through the importer); None after printing why it is bad input."""
+    from .importer import CaptureError
+
+    try:
+        return _load_any(file)
+    except InvalidStream as e:
+        print("\n".join(e.lines()), file=sys.stderr)
+    except CaptureError as e:
+        print(e, file=sys.stderr)
+    return None
 
 
 def _import_and_report(capture: str, output: str | None, threads: bool) -> int:
@@ -255,7 +257,8 @@ def _add_mutate(sub) -> None:
                     "command after --) must kill it.",
         epilog="examples:\n  vkverify mutate --target all tests/corpus/*.json\n"
                "  vkverify mutate --readers checker,sim --junit mutants.xml s.json\n"
-               "  vkverify mutate --target war s.json -- pytest tests/test_engine.py\n\n"
+               "  vkverify mutate --target war s.json -- pytest tests/test_engine.py\n"
+               "  vkverify mutate --target all -- pytest examples/engine   # the runtime mutates itself\n\n"
                "The command after -- runs once on each original stream (it must pass), then once per mutant with "
                "VKVERIFY_MUTATE=<target>:<k> and VKVERIFY_MUTANT_STREAM=<mutated stream JSON>; a non-zero exit "
                "or a timeout kills.\n"
@@ -283,12 +286,11 @@ def _add_explain(sub) -> None:
     def run(args: argparse.Namespace) -> int:
         from .check.explain import ExplainError, explain, format_text
 
-        try:
-            stream = load(args.file)
-            result = explain(stream, args.first, args.second)
-        except InvalidStream as e:
-            print("\n".join(e.lines()), file=sys.stderr)
+        stream = _load_or_report(args.file)
+        if stream is None:
             return 2
+        try:
+            result = explain(stream, args.first, args.second)
         except ExplainError as e:
             print(f"{args.file}: {e}", file=sys.stderr)
             return 2
@@ -313,10 +315,8 @@ def _add_graph(sub) -> None:
         from .check import check
         from .check.graph import GraphvizError, build, to_dot, to_svg
 
-        try:
-            stream = load(args.file)
-        except InvalidStream as e:
-            print("\n".join(e.lines()), file=sys.stderr)
+        stream = _load_or_report(args.file)
+        if stream is None:
             return 2
         text = to_dot(build(stream, check(stream)))
         if args.format == "svg":

@@ -44,10 +44,14 @@ def _prepare(stream: ir.Stream, file: str) -> tuple[list[Mutant], list[Equivalen
 
 def main(args: argparse.Namespace) -> int:
     files, argv = split_command(args.files)
+    if not files and argv:
+        # No streams: the command's own runtime mutates itself (VKVERIFY_MUTATE), once per candidate.
+        from ..runtime.mutate import report_command
+        return report_command(argv, args.target, args.jobs)
     misplaced = [f for f in files if f.startswith("-")]
     if not files or misplaced:
         print("vkverify mutate: " + (f"options go before FILES: {' '.join(misplaced)}" if misplaced
-                                      else "give at least one stream file"), file=sys.stderr)
+                                      else "give stream files, or a command after --"), file=sys.stderr)
         return 2
     try:
         streams = {file: plain(load(file)) for file in files}

@@ -66,6 +66,8 @@ class Runtime:
         self.threads: dict[str, list[dict]] = {}
         self.reported: set = set()
         self.uploader = None  # uploads.Uploader: deferred copies join submits; closed before the device
+        from .mutate import mutator  # here: `python -m vkverify.runtime.mutate` must not find it imported
+        self.mutator = mutator(self, name)  # VKVERIFY_MUTATE; None when unset
         self.device = self.allocator = self.pipelines = None
         self.instance = Instance(validation, syncval)
         try:
@@ -117,8 +119,10 @@ class Runtime:
         if buffer.block.mapped is not None:
             buffer.view(0, buffer.size)[:] = bytes(buffer.size)
         else:
+            # The binding gives VK_WHOLE_SIZE as -1, which cffi refuses for a VkDeviceSize.
+            whole_size = (1 << 64) - 1
             self._internal(f"buffer {buffer.id}", lambda cb: self.vk.vkCmdFillBuffer(
-                cb, buffer.handle, 0, self.vk.VK_WHOLE_SIZE, 0))  # vkCmdFillBuffer
+                cb, buffer.handle, 0, whole_size, 0))  # vkCmdFillBuffer
 
     def _internal(self, ref: str, record) -> None:
         """Record with `record(cb)`, submit on the first queue, wait: work the
@@ -288,6 +292,10 @@ class Runtime:
         """
         if isinstance(op, ir.Submit) and self.uploader is not None:
             op = self.uploader.before_submit(op)
+        if self.mutator is not None:
+            op = self.mutator.before(thread, op)
+            if op is None:  # a dropped host wait
+                return None
         with self._lock:
             ops = self.threads.setdefault(thread, [])
             ref = f"{thread}[{len(ops)}]"

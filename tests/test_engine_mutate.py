@@ -1,0 +1,63 @@
+"""Runtime mutation on examples/engine: the candidate list, mutated runs that fail, and the
+engine's tests killing every mutant until a value assertion is deleted (then the survivor is named).
+
+Kept short (2 cores): only test_frames_match_numpy runs, the one whose values matter (the other
+kills its mutants with assert_race_free), and the driver runs target `fence` only; the full
+`python -m vkverify.runtime.mutate --target all -- pytest examples/engine` takes about two minutes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+from vkverify.runtime.mutate import read_list, run_command
+
+pytest.importorskip("vulkan")
+ENGINE = ROOT / "examples" / "engine"
+ASSERTION = "        assert np.array_equal(out, want_out) and total == want_total\n"
+
+
+def _pytest(path, **env) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path), "-k", "match"]
+    return subprocess.run(argv, env={**os.environ, "PYTHONPATH": str(ROOT), **env}, cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_list_names_the_candidates_and_mutates_nothing(tmp_path):
+    listing = tmp_path / "candidates.tsv"
+    done = _pytest(ENGINE, VKVERIFY_MUTATE=f"list:{listing}")
+    assert done.returncode == 0, done.stdout[-2000:]
+    found = {(c.target, c.operator, c.op) for c in read_list(str(listing))}
+    assert {("raw", "drop_barrier", "a0[1]"), ("waw", "weaken_barrier", "b1[1]"),
+            ("semaphore", "drop_wait", "main[7].batches[0].wait[0]"), ("fence", "drop_host_wait", "main[14]")} <= found
+    assert all(c.where.endswith("test_engine.py::test_frames_match_numpy") for c in read_list(str(listing)))
+
+
+@pytest.mark.parametrize("selector, caught_by", [("raw:0", "HazardError: main[6]"), ("fence:1", "assert (False)")])
+def test_a_mutated_run_fails(selector, caught_by):
+    # raw:0 drops the barrier between add and scale: the online check stops the submit.
+    # fence:1 drops the last frame's fence wait: only the values see the race.
+    done = _pytest(ENGINE, VKVERIFY_MUTATE=selector)
+    assert done.returncode == 1 and caught_by in done.stdout, done.stdout[-2000:]
+
+
+def test_every_mutant_dies_until_a_value_assertion_is_deleted(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "match"]
+    candidates, survivors = run_command([*argv, str(ENGINE)], "fence", jobs=2)
+    assert len(candidates) == 2 and survivors == []
+
+    copy = tmp_path / "engine"
+    shutil.copytree(ENGINE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    test = copy / "test_engine.py"
+    assert ASSERTION in test.read_text()
+    test.write_text(test.read_text().replace(ASSERTION, ""))
+    candidates, survivors = run_command([*argv, str(copy)], "fence", jobs=2)
+    assert [(s.operator, s.op, s.where.rsplit("::", 1)[1]) for s in survivors] == \
+        [("drop_host_wait", "main[14]", "test_frames_match_numpy")]

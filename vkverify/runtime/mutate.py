@@ -1,0 +1,251 @@
+"""Runtime mutation: VKVERIFY_MUTATE=<target>:<k> drops or weakens the k-th load-bearing
+synchronization of class <target> as the program records and executes it;
+VKVERIFY_MUTATE=list:<file> appends every candidate to <file> and mutates nothing.
+
+How candidates are found: per operation, from the stream recorded so far plus that operation,
+with vkverify.mutations.mutants (the happens-before model's load-bearing analysis and its
+equivalence filter), keeping only the mutants of the operation about to run, since what already
+ran cannot be changed:
+- a submit: the barriers (and barrier entries) of its command buffers recorded for the first
+  time, and its semaphore waits (targets raw, waw, war, host, semaphore);
+- a host wait (fences, semaphores, queue or device idle): the model cannot know yet what the
+  host does next, so the wait is analysed with a probe after it, a host_read and a host_write of
+  every host-visible buffer; dropping it is a candidate (target fence) when it alone orders a
+  device access before one of them. A wait that protects nothing the program then touches
+  therefore survives: remove it, or test what it protects.
+Not mutated here: flushes and invalidates, semaphore signals (load-bearing only once a later
+wait exists), fence resets, keepalive moves, and the staged uploader's own operations (it
+records around Runtime.execute).
+
+The mutation is recorded as well as executed, so the runtime's stream (and online checking)
+shows the mutant. Candidates are numbered per target in the order they are found, across every
+Runtime of the process: a pytest run is one numbering, the same in the list run and in each
+mutated run because both run the same program up to the mutated operation (not with xdist).
+A list line: k, target, operator, op reference, where (the pytest test, or the runtime's name),
+description; tab-separated. A candidate of several targets has a line under each.
+
+`python -m vkverify.runtime.mutate [--target T] [-j N] -- CMD...` runs CMD once with
+list:<file> (it must pass), then once per candidate, and names the survivors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from ..model import from_dict, ir
+from ..model.dump import host_op_to_dict
+
+ENV = "VKVERIFY_MUTATE"
+HOST_WAITS = (ir.WaitFences, ir.WaitSemaphores, ir.QueueWaitIdle, ir.DeviceWaitIdle)
+HOST_VISIBLE = ("host_coherent", "host_cached", "device_host_visible")
+TIMEOUT_FACTOR, TIMEOUT_FLOOR_S = 10.0, 30.0  # a mutant that hangs is killed; start-up noise needs a floor
+
+_counts: dict[str, int] = {}  # target -> candidates found so far in this process
+
+
+@dataclass(frozen=True)
+class Selection:
+    mode: str  # "list" or a target
+    value: str  # the list file, or k
+
+
+def mutator(rt, name: str) -> Mutator | None:
+    """The Runtime's mutator under VKVERIFY_MUTATE, else None."""
+    chosen = selection()
+    return Mutator(rt, chosen, name) if chosen is not None else None
+
+
+def selection() -> Selection | None:
+    """VKVERIFY_MUTATE parsed; None when unset. ValueError names a malformed value."""
+    spec = os.environ.get(ENV)
+    if not spec:
+        return None
+    mode, sep, value = spec.partition(":")
+    from ..mutations import TARGETS
+    if not sep or (mode != "list" and (mode not in TARGETS or not value.isdigit())):
+        raise ValueError(f"{ENV}={spec!r} must be <target>:<k> (target one of {', '.join(TARGETS)}) or list:<file>")
+    return Selection(mode, value)
+
+
+class Mutator:
+    """One Runtime's side of the process-wide numbering; Runtime.execute asks it about each op."""
+
+    def __init__(self, rt, chosen: Selection, name: str) -> None:
+        self.rt, self.chosen = rt, chosen
+        where = os.environ.get("PYTEST_CURRENT_TEST")  # "<file>::<test> (<phase>)" under pytest
+        self.where = where.rsplit(" ", 1)[0] if where else name
+        self._ahead = None  # ((thread, position, the wait), its candidates), analysed before its submit
+
+    def before(self, thread: str, op: ir.HostOp) -> ir.HostOp | None:
+        """The op to record and run instead of `op` (None: drop it)."""
+        if self.chosen.mode != "list" and _counts.get(self.chosen.mode, 0) > int(self.chosen.value):
+            return op  # the mutant already ran: no more analysis
+        # Waits give only fence candidates and submits none: the numbering of the other targets
+        # does not need what it does not count.
+        waits = self.chosen.mode in ("list", "fence")
+        position = len(self.rt.threads.get(thread, []))
+        if isinstance(op, ir.Submit):
+            found = self._submit_candidates(thread, position, op) if self.chosen.mode != "fence" else []
+        elif isinstance(op, HOST_WAITS) and waits:
+            ahead, self._ahead = self._ahead, None
+            found = ahead[1] if ahead is not None and ahead[0] == (thread, position, op) else \
+                self._wait_candidates(thread, position, [op])
+        else:
+            return op
+        result = self._number(thread, position, found, op)
+        if waits and result is op and isinstance(op, ir.Submit) and op.fence is not None:
+            # The wait for this fence is analysed now, before the submit: analysed at the wait, the
+            # device would finish meanwhile and dropping the wait would open no race to observe.
+            wait = ir.WaitFences((op.fence,))
+            self._ahead = ((thread, position + 1, wait), self._wait_candidates(thread, position + 1, [op, wait]))
+        return result
+
+    def _number(self, thread: str, position: int, found: list, op: ir.HostOp) -> ir.HostOp | None:
+        """Number the candidates; the chosen one's version of `op` when it is among them."""
+        for m in found:
+            for target in m.targets:
+                k = _counts.get(target, 0)
+                _counts[target] = k + 1
+                if self.chosen.mode == "list":
+                    with open(self.chosen.value, "a") as f:
+                        f.write(f"{k}\t{target}\t{m.operator}\t{m.op}\t{self.where}\t{m.description}\n")
+                elif (target, str(k)) == (self.chosen.mode, self.chosen.value):
+                    return self._apply(thread, position, m)
+        return op
+
+    def _prefix(self, thread: str, ops: list[ir.HostOp]) -> ir.Stream:
+        with self.rt._lock:
+            entries = self.rt.threads.get(thread, []) + [host_op_to_dict(o) for o in ops]
+            return from_dict(self.rt._document({thread: entries}), "<runtime mutation>")
+
+    def _submit_candidates(self, thread: str, position: int, op: ir.Submit) -> list:
+        from ..mutations import mutants
+
+        fresh = {c for b in op.batches for c in b.command_buffers
+                 if not any(key[0] == c for key in self.rt.recorded)}
+        found, _ = mutants(self._prefix(thread, [op]), "runtime")
+        return [m for m in found if _owner(m.op) in fresh or m.op.startswith(f"{thread}[{position}].")]
+
+    def _wait_candidates(self, thread: str, position: int, ops: list[ir.HostOp]) -> list:
+        """Dropping the wait that ends `ops` (at `position`), where it alone orders device work
+        before the probe: any host access to host-visible memory."""
+        from ..mutations import mutants
+
+        probe = [ir.HostAccess(kind, b["id"], 0, b["size"]) for kind in ("host_read", "host_write")
+                 for b in self.rt.doc["buffers"] if b.get("memory") in HOST_VISIBLE]
+        found, _ = mutants(self._prefix(thread, [*ops, *probe]), "runtime")
+        return [m for m in found if m.op == f"{thread}[{position}]" and m.operator == "drop_host_wait"]
+
+    def _apply(self, thread: str, position: int, m) -> ir.HostOp | None:
+        """Run the mutant's version of the op: its command buffer, its submit, or nothing."""
+        if m.operator == "drop_host_wait":
+            return None
+        owner = _owner(m.op)
+        if owner in m.stream.index.command_buffers:
+            self.rt.load_command_buffer(m.stream.index.command_buffers[owner])
+        return m.stream.index.threads[thread].ops[position]
+
+
+def _owner(op_ref: str) -> str:
+    return op_ref.split("[", 1)[0]
+
+
+# ---- the driver: a command, once per candidate ---------------------------------------
+
+
+@dataclass(frozen=True)
+class Candidate:
+    k: int
+    target: str
+    operator: str
+    op: str
+    where: str
+    description: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.target}:{self.k} {self.operator} {self.op} in {self.where} ({self.description})"
+
+
+def read_list(path: str) -> list[Candidate]:
+    with open(path) as f:
+        return [Candidate(int(k), t, o, op, w, d)
+                for k, t, o, op, w, d in (line.rstrip("\n").split("\t") for line in f if line.strip())]
+
+
+def chosen(candidates: list[Candidate], target: str) -> list[Candidate]:
+    """`all`: each candidate once, under its first target; else those of `target`."""
+    if target != "all":
+        return [c for c in candidates if c.target == target]
+    seen, out = set(), []
+    for c in candidates:
+        if (c.where, c.op, c.operator) not in seen:
+            seen.add((c.where, c.op, c.operator))
+            out.append(c)
+    return out
+
+
+def run_command(argv: list[str], target: str = "all", jobs: int = 1) -> tuple[list[Candidate], list[Candidate]]:
+    """(candidates, survivors): `argv` run once listing (must exit 0), then once per candidate.
+    RuntimeError when the clean run fails: a red baseline proves nothing."""
+    with tempfile.TemporaryDirectory(prefix="vkverify-mutate-") as tmp:
+        listing = os.path.join(tmp, "candidates.tsv")
+        open(listing, "w").close()
+        began = time.monotonic()
+        clean = subprocess.run(argv, env={**os.environ, ENV: f"list:{listing}"}, capture_output=True, text=True)
+        if clean.returncode != 0:
+            tail = "\n  ".join((clean.stdout + clean.stderr).strip().splitlines()[-10:])
+            raise RuntimeError(f"the command fails unmutated (exit {clean.returncode}):\n  {tail}")
+        timeout = max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * (time.monotonic() - began))
+        candidates = chosen(read_list(listing), target)
+
+    def survives(c: Candidate) -> bool:
+        try:
+            done = subprocess.run(argv, env={**os.environ, ENV: f"{c.target}:{c.k}"}, capture_output=True,
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return done.returncode == 0
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        alive = list(pool.map(survives, candidates))
+    return candidates, [c for c, a in zip(candidates, alive) if a]
+
+
+def main(args: list[str] | None = None) -> int:
+    from ..mutations import TARGETS
+
+    parser = argparse.ArgumentParser(prog="python -m vkverify.runtime.mutate",
+                                     description="Run CMD once per runtime mutation candidate; name the survivors.")
+    parser.add_argument("--target", choices=[*TARGETS, "all"], default="all")
+    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...")
+    ns = parser.parse_args(args)
+    argv = ns.command[1:] if ns.command[:1] == ["--"] else ns.command
+    if not argv:
+        parser.error("give the command after --")
+    return report_command(argv, ns.target, ns.jobs)
+
+
+def report_command(argv: list[str], target: str, jobs: int) -> int:
+    """`vkverify mutate -- CMD`: run_command, survivors by name; exit 1 with any, 2 when the clean run fails."""
+    try:
+        candidates, survivors = run_command(argv, target, jobs)
+    except RuntimeError as error:
+        print(f"vkverify mutate: {error}", file=sys.stderr)
+        return 2
+    print(f"{len(candidates)} mutants, {len(candidates) - len(survivors)} killed, {len(survivors)} survivors")
+    for c in survivors:
+        print(f"  survivor {c.name}")
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
