@@ -12,3 +12,14 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
 @pytest.fixture
 def root() -> Path:
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def device_name() -> str:
+    """The Vulkan device the runtime tests run on; they skip, saying why, where there is none."""
+    runtime = pytest.importorskip("vkverify.runtime")
+    try:
+        with runtime.Runtime() as rt:
+            return rt.device.name
+    except runtime.NoDevice as error:
+        pytest.skip(f"no Vulkan ICD: {error}")

@@ -17,14 +17,6 @@ runtime = pytest.importorskip("vkverify.runtime")
 RING = ROOT / "tests" / "corpus" / "80-ring-allreduce-params.json"
 
 
-@pytest.fixture(scope="module")
-def device_name() -> str:
-    try:
-        with runtime.Runtime() as rt:
-            return rt.device.name
-    except runtime.NoDevice as error:
-        pytest.skip(f"no Vulkan ICD: {error}")
-
 
 def _ring(n: int):
     return from_dict(instantiate(json.loads(RING.read_text()), {"n": n}), str(RING))

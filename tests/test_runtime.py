@@ -19,15 +19,6 @@ from vkverify.shaders import generic
 runtime = pytest.importorskip("vkverify.runtime")
 
 
-@pytest.fixture(scope="module")
-def device_name() -> str:
-    try:
-        with runtime.Runtime() as rt:
-            return rt.device.name
-    except runtime.NoDevice as error:
-        print(f"skipping runtime tests: {error}")
-        pytest.skip(f"no Vulkan ICD: {error}")
-
 
 def _hazard_free() -> list:
     return [p for p in CORPUS if not load(p).expect]

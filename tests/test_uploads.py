@@ -27,14 +27,6 @@ CONFIGS = {
 }
 
 
-@pytest.fixture(scope="module")
-def device_name() -> str:
-    try:
-        with runtime.Runtime() as rt:
-            return rt.device.name
-    except runtime.NoDevice as error:
-        pytest.skip(f"no Vulkan ICD: {error}")
-
 
 @pytest.fixture(scope="module")
 def source() -> np.ndarray:

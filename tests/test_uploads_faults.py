@@ -50,14 +50,6 @@ def scenario(point: str) -> dict:
     return outcome
 
 
-@pytest.fixture(scope="module")
-def device_name() -> str:
-    try:
-        with runtime.Runtime() as rt:
-            return rt.device.name
-    except runtime.NoDevice as error:
-        pytest.skip(f"no Vulkan ICD: {error}")
-
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch):
