@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from vkverify.cli import main
 from vkverify.model import InvalidStream, from_dict
 
 
@@ -39,3 +42,16 @@ def test_binding_count_must_match_the_shader():
 def test_unknown_shader_is_an_input_error():
     (line,) = errors(stream("no_such_kernel", ["read"]))
     assert "command_buffers.cb0[0].shader" in line and "unknown shader" in line
+
+
+@pytest.mark.parametrize("doc, path", [
+    (stream("no_such_kernel", ["read"]), "command_buffers.cb0[0].shader"),
+    (stream("add", ["read", "read"]), "command_buffers.cb0[0].shader"),
+    (stream("add", ["read", "read", "read"]), "command_buffers.cb0[0].bindings[2].access"),
+], ids=["unknown-shader", "binding-count", "writable-declared-read"])
+def test_cli_exits_2_naming_the_path(tmp_path, capsys, doc, path):
+    file = tmp_path / "s.json"
+    file.write_text(json.dumps(doc))
+    assert main(["check", str(file)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"{file}: {path}: ")
