@@ -12,10 +12,13 @@ ran cannot be changed:
   host does next, so the wait is analysed with a probe after it, a host_read and a host_write of
   every host-visible buffer; dropping it is a candidate (target fence) when it alone orders a
   device access before one of them. A wait that protects nothing the program then touches
-  therefore survives: remove it, or test what it protects.
+  therefore survives: remove it, or test what it protects. A dropped wait that opens a WAR
+  pair (a device read, then a host write) counts under target war as well.
+- the staged uploader's submits and slot reuse waits (it records around Runtime.execute, but
+  asks this same decision): its landing barriers (and zero-fill barriers, in the stream only:
+  they are recorded into Vulkan before the decision) and the fence wait before a slot is refilled.
 Not mutated here: flushes and invalidates, semaphore signals (load-bearing only once a later
-wait exists), fence resets, keepalive moves, and the staged uploader's own operations (it
-records around Runtime.execute).
+wait exists), fence resets, keepalive moves, and the uploader's other waits (finish, failures).
 
 The mutation is recorded as well as executed, so the runtime's stream (and online checking)
 shows the mutant. Candidates are numbered per target in the order they are found, across every
@@ -37,7 +40,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..model import from_dict, ir
 from ..model.dump import host_op_to_dict
@@ -87,9 +90,9 @@ class Mutator:
         """The op to record and run instead of `op` (None: drop it)."""
         if self.chosen.mode != "list" and _counts.get(self.chosen.mode, 0) > int(self.chosen.value):
             return op  # the mutant already ran: no more analysis
-        # Waits give only fence candidates and submits none: the numbering of the other targets
+        # Waits give only fence (and war) candidates and submits none: the numbering of the other targets
         # does not need what it does not count.
-        waits = self.chosen.mode in ("list", "fence")
+        waits = self.chosen.mode in ("list", "fence", "war")
         position = len(self.rt.threads.get(thread, []))
         if isinstance(op, ir.Submit):
             found = self._submit_candidates(thread, position, op) if self.chosen.mode != "fence" else []
@@ -141,7 +144,8 @@ class Mutator:
         probe = [ir.HostAccess(kind, b["id"], 0, b["size"]) for kind in ("host_read", "host_write")
                  for b in self.rt.doc["buffers"] if b.get("memory") in HOST_VISIBLE]
         found, _ = mutants(self._prefix(thread, [*ops, *probe]), "runtime")
-        return [m for m in found if m.op == f"{thread}[{position}]" and m.operator == "drop_host_wait"]
+        return [replace(m, targets=("war", *m.targets)) if any(h[0] == "war" for h in m.predicted) else m
+                for m in found if m.op == f"{thread}[{position}]" and m.operator == "drop_host_wait"]
 
     def _apply(self, thread: str, position: int, m) -> ir.HostOp | None:
         """Run the mutant's version of the op: its command buffer, its submit, or nothing."""

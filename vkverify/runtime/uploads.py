@@ -33,6 +33,7 @@ import numpy as np
 from ..model import ir
 from .errors import DeviceLost, UploadFailed
 from .memory import Block, DeviceBuffer, choose_type, flag_names
+from .record import Recorder
 
 BLOCK_SIZE = 256 << 20
 SLOT_SIZE = 16 << 20
@@ -533,7 +534,18 @@ class Uploader:
             return self.open
         slot = self.slots[self.next]
         if slot.pending:
-            self._wait_slot(slot, "slot reuse wait")
+            wait = ir.WaitFences(fences=(slot.fence_id,), label="slot reuse wait")
+            if self.rt.mutator is not None and self.rt.mutator.before(self.thread, wait) is None:
+                # The runtime mutation dropped it: the stream refills the slot unwaited. Vulkan forbids
+                # re-recording a pending command buffer, so the fence is still waited, unrecorded:
+                # this mutant is the checker's (and the program's assert_race_free) to kill.
+                fences = [slot.fence]
+                self.vk.vkWaitForFences(self.rt.device.handle, 1, fences, self.vk.VK_TRUE,
+                                        int(WAIT_LIMIT_S * 1e9))  # vkWaitForFences
+                slot.pending, slot.signaled = False, True
+                slot.keep.clear()
+            else:
+                self._wait_slot(slot, "slot reuse wait")
         begin = self.vk.VkCommandBufferBeginInfo(flags=self.vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         self.vk.vkBeginCommandBuffer(slot.cb, begin)  # vkBeginCommandBuffer
         slot.commands, slot.used = [], 0
@@ -567,13 +579,6 @@ class Uploader:
         """Landing barrier (transfer_write -> memory_read|memory_write, copy ->
         all_commands), end, reset the fence, submit under the queue's lock."""
         vk, slot = self.vk, self.open
-        barrier = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                                     dstAccessMask=vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT)
-        barriers = [barrier]
-        vk.vkCmdPipelineBarrier(slot.cb, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
-                                0, 1, barriers, 0, None, 0, None)  # vkCmdPipelineBarrier
-        slot.commands.append({"cmd": "barrier", **LANDING})
-        vk.vkEndCommandBuffer(slot.cb)  # vkEndCommandBuffer
         if self.faults.hit("submit"):
             raise UploadFailed("submit", "injected: VK_ERROR_OUT_OF_HOST_MEMORY", injected=True)
         if slot.signaled:
@@ -583,6 +588,19 @@ class Uploader:
             slot.signaled = False
         cb_id = f"upload.cb{self.n_cbs}"
         self.n_cbs += 1
+        slot.commands.append({"cmd": "barrier", **LANDING})
+        entry = {"op": "submit", "queue": self.queue_id, "command_buffers": [cb_id], "fence": slot.fence_id}
+        with self.rt._lock:
+            self.rt.command_buffers[cb_id] = slot.commands
+        if self.rt.mutator is not None:
+            # The runtime mutation's decision, as for the program's submits: it may replace the
+            # command buffer in the stream (the landing barrier dropped, weakened or narrowed).
+            op = ir.Submit(queue=self.queue_id, batches=(ir.Batch(command_buffers=(cb_id,)),), fence=slot.fence_id)
+            self.rt.mutator.before(self.thread, op)  # the submit itself is the same: no semaphores
+        landing = self.rt._commands(cb_id)[-1]
+        if isinstance(landing, ir.Barrier) and landing.label == LANDING["label"]:
+            Recorder(self.rt, slot.cb, cb_id, None).barrier(landing)  # vkCmdPipelineBarrier
+        vk.vkEndCommandBuffer(slot.cb)  # vkEndCommandBuffer
         cbs = [slot.cb]
         submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cbs)
         submits = [submit]
@@ -593,10 +611,10 @@ class Uploader:
             self.lost = True
             raise DeviceLost("vkQueueSubmit: VK_ERROR_DEVICE_LOST") from None
         except vk.VkError as error:
+            with self.rt._lock:
+                self.rt.command_buffers.pop(cb_id, None)
             raise UploadFailed("submit", f"vkQueueSubmit: {type(error).__name__}") from None
-        with self.rt._lock:
-            self.rt.command_buffers[cb_id] = slot.commands
-        self._op({"op": "submit", "queue": self.queue_id, "command_buffers": [cb_id], "fence": slot.fence_id})
+        self._op(entry)
         slot.commands, slot.fills, slot.pending = None, [], True
         self.open = None
         self.next = (slot.index + 1) % len(self.slots)
