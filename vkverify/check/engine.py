@@ -13,8 +13,8 @@ compared with a handful of earlier ones.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
-from collections import Counter, deque
+from bisect import bisect_left
+from collections import deque
 from dataclasses import dataclass, field
 from itertools import count
 
@@ -24,7 +24,6 @@ from . import fixes
 from .barriers import BarrierLog, compile_barrier
 from .findings import Finding
 from .rangemap import RangeMap, Segment
-from .scopes import first_execution_scope, second_execution_scope
 
 Clock = tuple[int, ...]
 HOST_VISIBLE = ("host_coherent", "host_cached")
@@ -163,8 +162,6 @@ class Checker:
         self.ranges: dict[tuple, list[int]] = {}
         self.destroyed: dict[str, Access] = {}  # buffer -> its destroy
         self.uids = count()
-        self.submissions = Counter(cb for t in threads for op in t.ops if isinstance(op, ir.Submit)
-                                   for b in op.batches for cb in b.command_buffers)
         # Semaphores: timeline -> [(value, clock, ref)] in signal order; binary -> FIFO of signals.
         self.timeline = {s.id: [] for s in stream.semaphores if s.type == "timeline"}
         self.timeline_value = {s.id: s.initial for s in stream.semaphores if s.type == "timeline"}

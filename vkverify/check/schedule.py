@@ -134,9 +134,8 @@ class Schedule(Checker):
         for clock, stage in acquired:
             queue.acquire(clock, second_execution_scope(stage))
         for cb in p.batch.command_buffers:
-            suffix = f"@{p.submit}" if self.submissions[cb] > 1 else ""
             for i, cmd in enumerate(self.index.command_buffers[cb].commands):
-                self.run_command(queue, cmd, f"{cb}[{i}]{suffix}")
+                self.run_command(queue, cmd, self.index.command_ref(cb, i, p.submit))
         for i, s in enumerate(p.batch.signals):
             _, clock = queue.release(first_execution_scope(s.stage))
             if i in p.binary_signals:

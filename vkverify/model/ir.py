@@ -312,6 +312,18 @@ class StreamIndex:
                     for i, c in enumerate(cb.commands) if c.id is not None}
         self.ids.update({op.id: f"{t.id}[{i}]" for t in stream.threads
                          for i, op in enumerate(t.ops) if op.id is not None})
+        counts: dict[str, int] = {}
+        for t in stream.threads:
+            for op in t.ops:
+                if isinstance(op, Submit):
+                    for b in op.batches:
+                        for cb in b.command_buffers:
+                            counts[cb] = counts.get(cb, 0) + 1
+        self.resubmitted = frozenset(cb for cb, n in counts.items() if n > 1)
+
+    def command_ref(self, cb: str, i: int, submit: str) -> str:
+        """STREAM_FORMAT.md references: `cb0[2]`, or `cb0[2]@main[5]` when cb0 is submitted more than once."""
+        return f"{cb}[{i}]@{submit}" if cb in self.resubmitted else f"{cb}[{i}]"
 
     def root(self, buffer_id: str) -> tuple[str, int]:
         """The buffer whose memory `buffer_id` names, and its offset in it."""

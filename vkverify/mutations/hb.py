@@ -120,9 +120,6 @@ class Model:
         self._last_write: dict[tuple, Access] = {}
         self._reads: dict[tuple, dict[tuple, Access]] = {}
         self._destroyed: dict[str, str] = {}
-        self._submissions = {cb: sum(1 for t in stream.threads for op in t.ops if isinstance(op, ir.Submit)
-                                     for b in op.batches for c in b.command_buffers if c == cb)
-                             for cb in self.index.command_buffers}
         self._run()
 
     # ---- building ----------------------------------------------------------
@@ -215,22 +212,21 @@ class Model:
             if source is not None:
                 self._edge(source, node.key)
         for cb in batch.command_buffers:
-            suffix = f"@{submit}" if self._submissions[cb] > 1 else ""
             for i, cmd in enumerate(self.index.command_buffers[cb].commands):
-                ref = f"{cb}[{i}]"
+                ref, executed = f"{cb}[{i}]", self.index.command_ref(cb, i, submit)
                 if isinstance(cmd, ir.Barrier):
                     entries = compile_barrier(cmd, self.index)
                     seq = self._next(queue)  # entries of one barrier share a position: they do not chain
                     for k, entry in enumerate(entries):
                         ops = (ref, f"{ref}.buffers[{k}]") if len(cmd.buffers) > 1 else (ref,)
-                        node = Node(("bar", ref + suffix, k), "bar", queue, seq, entry.src_exec, entry.dst_exec,
+                        node = Node(("bar", executed, k), "bar", queue, seq, entry.src_exec, entry.dst_exec,
                                     entry, ops)
                         self.nodes[node.key] = node
                         self.on_agent.setdefault(queue, []).append(node)
                     continue
                 seq, uid = self._next(queue), self._new_uid()
                 for stage, reads, write, buffer, lo, hi in command_accesses(cmd):
-                    self._access(Access(ref + suffix, queue, seq, stage, reads, write, buffer,
+                    self._access(Access(executed, queue, seq, stage, reads, write, buffer,
                                         *self._root(buffer, lo, hi), uid, False, self._memory(buffer)))
         for si, sig in enumerate(batch.signals):
             node = self._add(("sig", submit, bi, si), "rel", queue, ins=first_execution_scope(sig.stage),

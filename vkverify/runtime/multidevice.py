@@ -37,7 +37,7 @@ from ..model.dump import host_op_to_dict, to_dict
 from .device import Instance, pick_physical
 from .errors import DeviceFault, RuntimeFault, Unsupported
 from .memory import Block, DeviceBuffer, choose_type
-from .replay import ReplayResult, _queue_requests, _resubmitted, _shared_queue_deadlock, compare_reference
+from .replay import ReplayResult, _queue_requests, _shared_queue_deadlock, compare_reference, run_thread_ops
 from .runtime import Runtime
 
 PROXY_ENV = "VKVERIFY_PROXY"
@@ -474,16 +474,9 @@ class MultiDevice:
         """Every stream thread and every proxy thread, concurrently; host_read digests by reference."""
         reads: dict[str, str] = {}
         errors: list[BaseException] = []
-        resubmitted = _resubmitted(self.stream)
 
         def run_thread(thread: ir.Thread) -> None:
-            for i, op in enumerate(thread.ops):
-                ref = f"{thread.id}[{i}]"
-                at = {cb: ref for b in op.batches for cb in b.command_buffers if cb in resubmitted} \
-                    if isinstance(op, ir.Submit) else None
-                out = self.execute(thread.id, op, at)
-                if isinstance(op, ir.HostAccess) and op.op == "host_read":
-                    reads[ref] = hashlib.sha256(out).hexdigest()
+            run_thread_ops(self.execute, self.stream, thread, reads)
 
         def guarded(target, arg) -> None:
             try:

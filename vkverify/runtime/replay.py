@@ -65,19 +65,6 @@ def _queue_requests(stream: ir.Stream, device: ir.Device) -> dict[str, QueueRequ
     return {q.id: QueueRequest(q.id, q.family, q.id in dispatching) for q in device.queues}
 
 
-def _resubmitted(stream: ir.Stream) -> set[str]:
-    """Command buffers the stream submits more than once: their commands are
-    named with the submission (`cb0[2]@main[5]`), so each submission records its own."""
-    counts: dict[str, int] = {}
-    for t in stream.threads:
-        for op in t.ops:
-            if isinstance(op, ir.Submit):
-                for b in op.batches:
-                    for cb in b.command_buffers:
-                        counts[cb] = counts.get(cb, 0) + 1
-    return {cb for cb, n in counts.items() if n > 1}
-
-
 def replay(stream: ir.Stream, device: str | None = None, syncval: bool = False) -> ReplayResult:
     """Run `stream` on `device` (default VKVERIFY_DEVICE, else the first GPU, else Lavapipe);
     a stream with several devices runs on one VkDevice each (multidevice.replay_devices).
@@ -151,20 +138,25 @@ def _create(rt: Runtime, stream: ir.Stream) -> None:
         rt.load_command_buffer(cb)
 
 
+def run_thread_ops(execute, stream: ir.Stream, thread: ir.Thread, reads: dict[str, str]) -> None:
+    """A stream thread's ops in program order through `execute(thread, op, submissions)`; each
+    host_read's digest lands in `reads` under its reference."""
+    for i, op in enumerate(thread.ops):
+        ref = f"{thread.id}[{i}]"
+        at = {cb: ref for b in op.batches for cb in b.command_buffers if cb in stream.index.resubmitted} \
+            if isinstance(op, ir.Submit) else None
+        out = execute(thread.id, op, at)
+        if isinstance(op, ir.HostAccess) and op.op == "host_read":
+            reads[ref] = hashlib.sha256(out).hexdigest()
+
+
 def _run_threads(rt: Runtime, stream: ir.Stream) -> dict[str, str]:
     reads: dict[str, str] = {}
     errors: list[BaseException] = []
-    resubmitted = _resubmitted(stream)
 
     def run(thread: ir.Thread) -> None:
         try:
-            for i, op in enumerate(thread.ops):
-                ref = f"{thread.id}[{i}]"
-                at = {cb: ref for b in op.batches for cb in b.command_buffers if cb in resubmitted} \
-                    if isinstance(op, ir.Submit) else None
-                out = rt.execute(thread.id, op, at)
-                if isinstance(op, ir.HostAccess) and op.op == "host_read":
-                    reads[ref] = hashlib.sha256(out).hexdigest()
+            run_thread_ops(rt.execute, stream, thread, reads)
         except BaseException as error:  # reported by the caller; the others stop waiting
             errors.append(error)
             rt.aborted.set()

@@ -10,7 +10,7 @@ perturbs those explicitly and must not reorder them by chance).
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -56,8 +56,6 @@ class _World:
         self.pc = {t.id: 0 for t in stream.threads}
         self.queues: dict[str, deque[_Pending]] = {q.id: deque() for d in stream.devices for q in d.queues}
         self.device_queues = {d.id: [q.id for q in d.queues] for d in stream.devices}
-        self.submissions = Counter(cb for t in stream.threads for op in t.ops if isinstance(op, ir.Submit)
-                                   for b in op.batches for cb in b.command_buffers)
         self.fences = {f.id: "signaled" if f.signaled else "unsignaled" for f in stream.fences}
         self.timeline = {s.id: s.initial for s in stream.semaphores if s.type == "timeline"}
         self.binary: dict[str, deque[_Signal]] = {s.id: deque() for s in stream.semaphores if s.type == "binary"}
@@ -124,13 +122,10 @@ class _World:
                 if s.semaphore in self.binary:
                     signals[i] = _Signal()
                     self.binary[s.semaphore].append(signals[i])
-            refs = tuple(self.command_ref(cb, i, ref) for cb in batch.command_buffers
+            refs = tuple(self.index.command_ref(cb, i, ref) for cb in batch.command_buffers
                          for i in range(len(self.index.command_buffers[cb].commands)))
             self.queues[op.queue].append(_Pending(ref, batch, waits, signals,
                                                   op.fence if n == len(batches) - 1 else None, refs))
-
-    def command_ref(self, cb: str, i: int, submit: str) -> str:
-        return f"{cb}[{i}]@{submit}" if self.submissions[cb] > 1 else f"{cb}[{i}]"
 
     def run_batch(self, queue: str) -> list[Step]:
         p = self.queues[queue].popleft()
