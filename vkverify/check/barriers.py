@@ -94,6 +94,8 @@ class BarrierLog:
         self._kind_of_command: dict[int, int] = {}
         self._transitions: dict = {}
         self._moving: dict = {}
+        self._alone: dict = {}
+        self.global_kind: list[bool] = []
 
     def add(self, pos: int, entries: tuple[BarrierEntry, ...], command: int) -> None:
         """Record a barrier; `command` (the id of its command, alive with the stream) saves hashing entries."""
@@ -104,19 +106,27 @@ class BarrierLog:
                 kind = self.kind_ids[entries] = len(self.kinds)
                 self.kinds.append(entries)
                 self.positions.append([])
+                self.global_kind.append(all(e.root is None for e in entries))
             self._kind_of_command[command] = kind
         self.positions[kind].append(pos)
         self.all_positions.append(pos)
         self.all_kinds.append(kind)
 
-    def first_state(self, stage: str, write: str | None, root: str, lo: int, hi: int,
-                    start: int, end: int) -> State | None:
-        """The state after the first barrier in (start, end] alone, if there is one and it covers [lo, hi)."""
-        i = bisect_right(self.all_positions, start)
-        if i == len(self.all_positions) or self.all_positions[i] > end:
-            return None
-        after = self._step(EMPTY, self.all_kinds[i], (stage, write, root, lo, hi))
-        return None if isinstance(after, list) else after
+    def orders_alone(self, i: int, stage: str, write: str | None, root: str, lo: int, hi: int,
+                     later_stage: str, need: tuple[str, ...] | None) -> bool:
+        """Whether the i-th barrier alone orders an access (stage, write) of [lo, hi) before a later access
+        at `later_stage` that must see it (`need`); False where it splits the range."""
+        kind = self.all_kinds[i]
+        # A global barrier's answer does not depend on the bytes: one memo entry serves every range.
+        memo = (kind, stage, write, later_stage, need) if self.global_kind[kind] else \
+            (kind, stage, write, later_stage, need, root, lo, hi)
+        found = self._alone.get(memo)
+        if found is None:
+            after = self._step(EMPTY, kind, (stage, write, root, lo, hi))
+            found = not isinstance(after, list) and later_stage in after.chain and \
+                all((later_stage, acc) in after.visible for acc in need or ())
+            self._alone[memo] = found
+        return found
 
     def _step(self, state: State, kind: int, key: tuple) -> State | list[int]:
         """The state after one barrier of `kind`, or the cut points where its ranges split the query."""

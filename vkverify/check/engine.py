@@ -46,15 +46,17 @@ def command_accesses(cmd: ir.Command) -> tuple[tuple, ...]:
                                                     r.dst_offset + r.size) for r in cmd.regions)
     if isinstance(cmd, (ir.Fill, ir.Update)):
         return (("clear", (), "transfer_write", cmd.dst, cmd.offset, cmd.offset + cmd.size),)
-    out = []
+    reads, writes = [], []
     if cmd.indirect is not None:
-        out.append(("draw_indirect", ("indirect_command_read",), None, cmd.indirect.buffer, cmd.indirect.offset,
-                    cmd.indirect.offset + 12))
-    out += [("compute_shader", _BINDING_READS[b.access], None, b.buffer, b.offset, b.offset + b.size)
-            for b in cmd.bindings if b.access != "write"]
-    out += [("compute_shader", _BINDING_READS[b.access], "shader_storage_write", b.buffer, b.offset,
-             b.offset + b.size) for b in cmd.bindings if b.access in ("write", "read_write")]
-    return tuple(out)
+        reads.append(("draw_indirect", ("indirect_command_read",), None, cmd.indirect.buffer, cmd.indirect.offset,
+                      cmd.indirect.offset + 12))
+    for b in cmd.bindings:
+        access, buffer, lo = b.access, b.buffer, b.offset
+        if access != "write":
+            reads.append(("compute_shader", _BINDING_READS[access], None, buffer, lo, lo + b.size))
+        if access in ("write", "read_write"):
+            writes.append(("compute_shader", _BINDING_READS[access], "shader_storage_write", buffer, lo, lo + b.size))
+    return tuple(reads + writes)
 
 
 def join(a: Clock, b: Clock) -> Clock:
@@ -75,6 +77,7 @@ class Access:
     uid: int  # the command execution or host op performing it
     label: str | None
     family: int | None  # queue family; None for host
+    first_barrier: int = 0  # on a queue: index in its BarrierLog of the first barrier recorded after this access
     memo: tuple | None = None  # (lo, hi, end, pieces) of the last `Checker.states` query
     ordered: set | None = None  # (agent, stage, need, lo, hi) already ordered after this access
 
@@ -155,7 +158,9 @@ class Checker:
         self.agents: list = list(self.queues.values()) + self.threads
         self.memories: dict[str, RangeMap] = {
             b.id: RangeMap(b.size, b.memory in HOST_VISIBLE) for b in stream.buffers if b.alias_of is None}
-        self.placement = {b.id: (b, *self.index.root(b.id)) for b in stream.buffers}  # buffer, root, offset
+        # buffer -> (buffer, root, offset in root, root's range map)
+        self.placement = {b.id: (b, root, offset, self.memories[root])
+                          for b in stream.buffers for root, offset in [self.index.root(b.id)]}
         self.barriers = {}
         self.command_accesses: dict[int, tuple] = {}
         self.findings: dict[tuple, Finding] = {}
@@ -234,6 +239,15 @@ class Checker:
         Barrier states and clocks only grow, so once an agent's access at a stage is ordered after
         e, every later one there is too: the answer is cached on e.
         """
+        if e.agent == x.agent:
+            agent = self.agents[x.agent]
+            if isinstance(agent, ThreadAgent):
+                return []  # host program order
+            # Most pairs are ordered by the first barrier after e alone; states only grow after it.
+            log = agent.log
+            if e.first_barrier < len(log.all_kinds) and \
+                    log.orders_alone(e.first_barrier, e.stage, e.write, root, lo, hi, x.stage, need):
+                return []
         key = (x.agent, x.stage, need, lo, hi)
         if e.ordered is not None and key in e.ordered:
             return []
@@ -249,13 +263,6 @@ class Checker:
         agent = self.agents[x.agent]
         pending = [(lo, hi)]
         if e.agent == x.agent:
-            if isinstance(agent, ThreadAgent):
-                return []  # host program order
-            # Most pairs are ordered by the first barrier after e alone; states only grow after it.
-            first = agent.log.first_state(e.stage, e.write, root, lo, hi, e.pos, x.pos)
-            if first is not None and x.stage in first.chain and \
-                    (not need or all((x.stage, acc) in first.visible for acc in need)):
-                return []
             pending = []
             for a, b, s in self.states(e, root, lo, hi, x.pos):
                 if x.stage not in s.chain or (need and not all((x.stage, acc) in s.visible for acc in need)):
@@ -290,16 +297,15 @@ class Checker:
 
     def access(self, x: Access, lo: int, hi: int) -> None:
         """Compare x with the most recent write and the reads since (buffer-relative [lo, hi))."""
-        destroyed = self.destroyed.get(x.buffer)
-        if destroyed is not None:
+        destroyed = self.destroyed and self.destroyed.get(x.buffer)
+        if destroyed:
             self.report("use_after_destroy", x.buffer, lo, hi, destroyed, x,
                         f"remove {x.ref} or move the destroy of {x.buffer!r} ({destroyed.ref}) after it",
                         f"{x.ref} uses {x.buffer!r} after {destroyed.ref} destroyed it")
             return
         if hi <= lo:
             return  # no bytes: nothing to order
-        buf, root, base = self.placement[x.buffer]
-        memory = self.memories[root]
+        buf, root, base, memory = self.placement[x.buffer]
         rlo, rhi = base + lo, base + hi
         segments = memory.span(rlo, rhi)
         for seg in segments:
@@ -307,7 +313,7 @@ class Checker:
             if x.write:
                 self.check_write(x, buf, root, base, seg, skip_waw=raw)
         if x.write:
-            seg = memory.overwrite(rlo, rhi)
+            seg = memory.overwrite(rlo, rhi, segments)
             seg.write = x
             if x.family is not None and buf.sharing == "exclusive":
                 seg.owner = x.family
@@ -378,27 +384,37 @@ class Checker:
         found = self.command_accesses.get(id(cmd))
         if found is None:
             found = self.command_accesses[id(cmd)] = command_accesses(cmd)
+        index, pos, label, family, first_barrier = \
+            queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds)
         for stage, reads, write, buffer, lo, hi in found:
-            self.access(Access(queue.index, queue.pos, stage, reads, write, ref, buffer, uid, cmd.label,
-                               queue.family), lo, hi)
+            self.access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier),
+                        lo, hi)
 
     def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier) -> None:
-        entries = self.barriers.get(id(cmd))
-        if entries is None:
-            entries = self.barriers[id(cmd)] = compile_barrier(cmd, self.index)
+        compiled = self.barriers.get(id(cmd))
+        if compiled is None:
+            entries = compile_barrier(cmd, self.index)
+            # Per entry, the clocks it reads and writes: its scopes restricted to what the queue tracks.
+            compiled = self.barriers[id(cmd)] = (entries, tuple(
+                (tuple(e.src_exec & queue.exec_clock.keys()), tuple(e.dst_exec & queue.exec_clock.keys()),
+                 tuple(e.dst_scope & queue.vis_clock.keys())) for e in entries))
+        entries, scopes = compiled
         queue.log.add(queue.pos, entries, id(cmd))
-        # Cross-agent dependencies chain through the barrier too (spec 7.1 "dependency chain").
-        before = {}
-        for e in entries:
-            src = (0,) * len(self.agents)
-            for s in e.src_exec & queue.exec_clock.keys():
-                src = join(src, queue.exec_clock[s])
-            before[e] = src
-        for e in entries:
-            for s in e.dst_exec & queue.exec_clock.keys():
-                queue.exec_clock[s] = join(queue.exec_clock[s], before[e])
-            for pair in e.dst_scope & queue.vis_clock.keys():
-                queue.vis_clock[pair] = join(queue.vis_clock[pair], before[e])
+        # Cross-agent dependencies chain through the barrier too (spec 7.1 "dependency chain"); entries of
+        # one barrier do not chain with each other (7.6), so every source clock is read before any is written.
+        exec_clock, vis_clock = queue.exec_clock, queue.vis_clock
+        zero = (0,) * len(self.agents)
+        before = []
+        for src, _, _ in scopes:
+            clock = zero
+            for s in src:
+                clock = join(clock, exec_clock[s])
+            before.append(clock)
+        for (_, dst, pairs), clock in zip(scopes, before):
+            for s in dst:
+                exec_clock[s] = join(exec_clock[s], clock)
+            for pair in pairs:
+                vis_clock[pair] = join(vis_clock[pair], clock)
         for bb in cmd.buffers:
             if bb.src_family is not None and bb.src_family != bb.dst_family:
                 self.ownership_transfer(queue, bb)

@@ -50,12 +50,15 @@ class RangeMap:
         j = bisect_right(self.starts, hi - 1)
         return self.segments[i:j]
 
-    def overwrite(self, lo: int, hi: int) -> Segment:
-        """[lo, hi) as one fresh segment (after a write: what was known before no longer matters)."""
-        segs = self.span(lo, hi)
+    def overwrite(self, lo: int, hi: int, segs: list[Segment]) -> Segment:
+        """[lo, hi), whose segments `span(lo, hi)` returned, as one fresh segment (after a write: what was
+        known before no longer matters)."""
+        first = segs[0]
+        if len(segs) == 1:  # the common case: reset in place, no list surgery
+            first.reads, first.initialized, first.flushed, first.released_to = (), True, None, None
+            return first
         i = bisect_right(self.starts, lo) - 1
-        merged = Segment(lo, hi, initialized=True, invalidated=dict(segs[0].invalidated),
-                         owner=segs[0].owner)
+        merged = Segment(lo, hi, initialized=True, invalidated=first.invalidated, owner=first.owner)
         del self.starts[i:i + len(segs)]
         del self.segments[i:i + len(segs)]
         self.starts.insert(i, lo)
