@@ -1,10 +1,12 @@
 # Sourced by the device scripts: makes a machine without the Vulkan loader or the
 # Python packages ready, from files carried with the tree (/work/.library/device/README.md):
-#   .gl/   Debian .debs (libvulkan1 ...), unpacked with dpkg -x
+#   .gl/   Debian .debs: libvulkan1, vulkan-validationlayers, and the GL dispatch libraries
+#          (libglvnd0 libgl1 libglx0 libegl1 libgles2 libopengl0) that NVIDIA's ICD,
+#          libGLX_nvidia, needs to create an instance; unpacked with dpkg -x
 #   .whl/  wheels for Python 3.12 (vulkan, cffi, pycparser, jsonschema and its needs,
 #          fastjsonschema, z3-solver); numpy and networkx come with the machine's Python.
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-if ! ldconfig -p | grep -q 'libvulkan.so.1'; then
+if ! ldconfig -p | grep -q 'libvulkan.so.1' || ! ldconfig -p | grep -q 'libGLdispatch.so.0'; then
     for f in .gl/*.deb; do dpkg -x "$f" /; done
     ldconfig
 fi
