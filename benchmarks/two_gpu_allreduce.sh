@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 source "$(dirname "$0")/device_env.sh"
-unset VKVERIFY_PROXY VKVERIFY_DEVICE
+unset VKVERIFY_PROXY VKVERIFY_DEVICE VKVERIFY_SHARE
 
 python3 -m vkverify.cli devices
 python3 - "${MUTANT_RUNS:-20}" <<'PY'

@@ -7,8 +7,17 @@ devices share one physical device (Lavapipe stands in for GPUs that way).
 What several devices share, and how (`plan`):
 - A buffer listed with `devices` is host memory: one page-aligned host
   allocation imported into every device with VK_EXT_external_memory_host, so
-  all devices and the host see the same bytes. Without the extension the
-  stream is refused (there is no staging-copy fallback yet).
+  all devices and the host see the same bytes. Where a device lacks the
+  extension (or with VKVERIFY_SHARE=copy) each device gets its own
+  host-visible copy instead: the device whose commands write the buffer holds
+  the latest bytes, and the proxy thread of each timeline it signals to another
+  device copies, between its wait and its signal, the ranges that device wrote
+  in the batches the wait orders (host_read there, host_write on the other
+  device's copy; a barrier to the host, appended to the signalling batch,
+  makes the writes available to the host). Host writes go to every copy, host
+  reads read the writer's. The recorded stream carries these host ops and
+  barriers, so `vkverify check` verifies that each copy is ordered after the
+  writes and before the reads.
 - A timeline semaphore used by queues of several devices lives on its home
   device (the one whose queues signal it). Where both devices have the same
   driver UUID and can export and import timeline semaphores as OPAQUE_FD, the
@@ -18,7 +27,9 @@ What several devices share, and how (`plan`):
   stream carries the mirrors and the proxy threads, so `vkverify check`
   verifies the bridge too.
 - Anything else shared across devices (binary semaphores, fences, a timeline
-  signalled by two devices with no export path, device memory) is refused.
+  signalled by two devices with no export path, device memory, a copied buffer
+  written on two devices or with no proxy thread to carry its writes to a
+  device that uses it) is refused.
 """
 
 from __future__ import annotations
@@ -31,9 +42,10 @@ import sys
 import threading
 from dataclasses import dataclass, replace
 
+from ..check.engine import command_accesses
 from ..model import from_dict, ir
 from ..model.data import data_bytes
-from ..model.dump import host_op_to_dict, to_dict
+from ..model.dump import command_to_dict, host_op_to_dict, to_dict
 from .device import Instance, pick_physical
 from .errors import DeviceFault, RuntimeFault, Unsupported
 from .memory import Block, DeviceBuffer, choose_type
@@ -41,6 +53,11 @@ from .replay import ReplayResult, _queue_requests, _shared_queue_deadlock, compa
 from .runtime import Runtime
 
 PROXY_ENV = "VKVERIFY_PROXY"
+SHARE_ENV = "VKVERIFY_SHARE"
+# Appended to each batch whose signal a proxy's host copy waits for: the signal makes the batch's
+# writes available to the device domain only, the host's read needs them made available to the host.
+HOST_READ_BARRIER = ir.CommandBuffer("host_read_barrier@replay", (ir.Barrier(
+    frozenset({"all_commands"}), frozenset({"memory_write"}), frozenset({"host"}), frozenset({"host_read"})),))
 HOST_MEMORY = "VK_EXT_external_memory_host"
 SEMAPHORE_FD = "VK_KHR_external_semaphore_fd"
 
@@ -67,6 +84,8 @@ class Bridge:
     proxy: bool  # False: `other` imports the exported semaphore
     values: tuple[int, ...]  # the values a proxy forwards, ascending
     why: str
+    # value -> (buffer, lo, hi) ranges of copied buffers the proxy copies from home to other before signalling it
+    copies: dict[int, tuple[tuple[str, int, int], ...]]
 
     @property
     def mirror(self) -> str:
@@ -78,9 +97,20 @@ class Bridge:
 
     def note(self) -> str:
         if self.proxy:
+            copied = sorted({r[0] for ranges in self.copies.values() for r in ranges})
+            copying = f", copying {', '.join(copied)} from {self.home} to {self.other} in between" if copied else ""
             return (f"semaphore {self.semaphore}: proxy thread {self.thread} waits it on {self.home}, signals "
-                    f"{self.mirror} on {self.other} ({self.why})")
+                    f"{self.mirror} on {self.other}{copying} ({self.why})")
         return f"semaphore {self.semaphore}: exported by {self.home}, imported by {self.other} (OPAQUE_FD)"
+
+
+@dataclass(frozen=True)
+class Copied:
+    """A buffer of several devices held as one host-visible copy per device."""
+
+    buffer: str
+    source: str  # the device whose commands write it (else its first device): its copy holds the latest bytes
+    why: str
 
 
 @dataclass(frozen=True)
@@ -89,12 +119,16 @@ class Plan:
     home: dict[str, str]  # semaphore and fence -> the device it is created on
     bridges: tuple[Bridge, ...]
     shared: tuple[str, ...]  # buffers imported as host memory by several devices
+    copied: dict[str, Copied]  # buffers copied through the host instead
 
     def notes(self, stream: ir.Stream) -> list[str]:
         devices = [f"{d}: {p.name} (physical {p.index})" for d, p in self.physical.items()]
         buffers = [f"buffer {b}: host memory imported by {', '.join(stream.index.buffers[b].devices)} ({HOST_MEMORY})"
                    for b in self.shared]
-        return devices + buffers + [b.note() for b in self.bridges]
+        copies = [f"buffer {c.buffer}: a host-visible copy on each of "
+                  f"{', '.join(stream.index.buffers[c.buffer].devices)}, {c.source}'s writes copied through the host "
+                  f"by proxy threads ({c.why})" for c in self.copied.values()]
+        return devices + buffers + copies + [b.note() for b in self.bridges]
 
 
 def _device_of_queue(stream: ir.Stream) -> dict[str, str]:
@@ -104,6 +138,52 @@ def _device_of_queue(stream: ir.Stream) -> dict[str, str]:
 def _owners(stream: ir.Stream, buffer: str) -> tuple[str, ...]:
     """The devices whose memory `buffer` is (an alias: its root's)."""
     return stream.index.buffers[stream.index.root(buffer)[0]].devices
+
+
+def _accesses(stream: ir.Stream, batch: ir.Batch):
+    """(root buffer, lo, hi, writes) of each access the batch's commands make, in root offsets."""
+    for cb in batch.command_buffers:
+        for command in stream.index.command_buffers[cb].commands:
+            for _, _, write, buffer, lo, hi in command_accesses(command):
+                root, base = stream.index.root(buffer)
+                yield root, base + lo, base + hi, write is not None
+
+
+def _host_copies(stream: ir.Stream, semaphore: str, other: str, copied: dict[str, Copied],
+                 values: tuple[int, ...]) -> dict[int, tuple[tuple[str, int, int], ...]]:
+    """Value -> the (buffer, lo, hi) ranges of copied buffers of `other` that the proxy copies before
+    signalling it: what the batches its signal orders wrote (its batch and those its thread submitted
+    before it to its queue; other threads' submits have no static order with it), less what a smaller
+    value's copy already carried."""
+    runs: dict[tuple[str, str], list[ir.Batch]] = {}  # (thread, queue) -> its batches in submission order
+    signalled: dict[int, tuple[tuple[str, str], int]] = {}  # value -> its run and the batches up to its signal
+    for t in stream.threads:
+        for op in t.ops:
+            if isinstance(op, ir.Submit):
+                run = runs.setdefault((t.id, op.queue), [])
+                for batch in op.batches:
+                    run.append(batch)
+                    signalled.update({s.value: ((t.id, op.queue), len(run)) for s in batch.signals
+                                      if s.semaphore == semaphore})
+    done: dict[tuple[str, str], int] = {}
+    out = {}
+    for value in values:
+        if value not in signalled:  # signalled by the host: no device writes to copy
+            continue
+        run, end = signalled[value]
+        ranges = sorted((root, lo, hi) for batch in runs[run][done.get(run, 0):end]
+                        for root, lo, hi, write in _accesses(stream, batch)
+                        if write and root in copied and other in stream.index.buffers[root].devices)
+        done[run] = end
+        merged: list[tuple[str, int, int]] = []
+        for root, lo, hi in ranges:
+            if merged and merged[-1][0] == root and lo <= merged[-1][2]:
+                merged[-1] = (root, merged[-1][1], max(hi, merged[-1][2]))
+            else:
+                merged.append((root, lo, hi))
+        if merged:
+            out[value] = tuple(merged)
+    return out
 
 
 def _command_buffers(command: ir.Command) -> set[str]:
@@ -116,11 +196,13 @@ def _command_buffers(command: ir.Command) -> set[str]:
     return {b.buffer for b in command.buffers}
 
 
-def plan(stream: ir.Stream, physical: dict[str, Physical], force_proxy: bool) -> Plan:
+def plan(stream: ir.Stream, physical: dict[str, Physical], force_proxy: bool, force_copy: bool) -> Plan:
     """How each shared object is shared between the chosen devices; Unsupported
     naming the object and the reason where it cannot be."""
     on = _device_of_queue(stream)
     submits = [op for t in stream.threads for op in t.ops if isinstance(op, ir.Submit)]
+    using: dict[str, set[str]] = {}  # root buffer -> the devices whose commands access it
+    writers: dict[str, set[str]] = {}
     for op in submits:
         for b in op.batches:
             for cb in b.command_buffers:
@@ -129,19 +211,28 @@ def plan(stream: ir.Stream, physical: dict[str, Physical], force_proxy: bool) ->
                         if on[op.queue] not in _owners(stream, buf):
                             raise Unsupported(f"{cb} runs on {on[op.queue]} but buffer {buf!r} is memory of "
                                               f"{', '.join(_owners(stream, buf))} only")
-    shared = []
+            for root, _, _, write in _accesses(stream, b):
+                using.setdefault(root, set()).add(on[op.queue])
+                if write:
+                    writers.setdefault(root, set()).add(on[op.queue])
+    shared, copied = [], {}
     for buf in stream.buffers:
         if buf.alias_of is not None or len(buf.devices) < 2:
             continue
         if buf.memory != "host_coherent":
             raise Unsupported(f"buffer {buf.id!r} is shared by {', '.join(buf.devices)} but is {buf.memory} memory: "
-                              "only host_coherent memory (one host allocation that every device imports) is shared")
+                              "only host_coherent memory (imported by every device, or copied through the host) "
+                              "is shared")
         lacking = [d for d in buf.devices if HOST_MEMORY not in physical[d].extensions]
-        if lacking:
-            raise Unsupported(f"buffer {buf.id!r} is shared by {', '.join(buf.devices)} but "
-                              f"{physical[lacking[0]].name} "
-                              f"({lacking[0]}) lacks {HOST_MEMORY}, and the runtime has no staging-copy fallback")
-        shared.append(buf.id)
+        if not (force_copy or lacking):
+            shared.append(buf.id)
+            continue
+        why = f"{SHARE_ENV}=copy" if force_copy else f"{physical[lacking[0]].name} ({lacking[0]}) lacks {HOST_MEMORY}"
+        written = sorted(writers.get(buf.id, ()))
+        if len(written) > 1:
+            raise Unsupported(f"buffer {buf.id!r} is copied through the host ({why}) but written on "
+                              f"{' and '.join(written)}: the copies carry the writes of one device")
+        copied[buf.id] = Copied(buf.id, (written or buf.devices)[0], why)
     home: dict[str, str] = {}
     fence_users: dict[str, set[str]] = {}
     for op in submits:
@@ -170,19 +261,35 @@ def plan(stream: ir.Stream, physical: dict[str, Physical], force_proxy: bool) ->
                         | {op.value for t in stream.threads for op in t.ops
                            if isinstance(op, ir.SignalSemaphore) and op.semaphore == sem.id})
         for other in users[1:]:
-            why = _no_export(physical[home[sem.id]], physical[other], force_proxy)
+            # A host copy needs a host thread between the devices: the proxy's.
+            copying = [c.buffer for c in copied.values()
+                       if {home[sem.id], other} <= set(stream.index.buffers[c.buffer].devices)]
+            forced = (f"{PROXY_ENV}=1" if force_proxy
+                      else f"buffer {copying[0]} is copied through the host" if copying else None)
+            why = _no_export(physical[home[sem.id]], physical[other], forced)
             if why is not None and len(signalled) > 1:
                 raise Unsupported(f"timeline {sem.id!r} is signalled on {' and '.join(signalled)} and cannot be "
                                   f"shared ({why}); a proxy thread forwards the signals of one device only")
-            bridges.append(Bridge(sem.id, home[sem.id], other, why is not None,
-                                  tuple(v for v in values if v > sem.initial), why or ""))
-    return Plan(physical, home, tuple(bridges), tuple(shared))
+            forwarded = tuple(v for v in values if v > sem.initial)
+            bridges.append(Bridge(sem.id, home[sem.id], other, why is not None, forwarded, why or "",
+                                  _host_copies(stream, sem.id, other, copied, forwarded) if why else {}))
+    for c in copied.values():
+        if c.buffer not in writers:  # only the host writes it, and host writes go to every copy
+            continue
+        for d in sorted(using.get(c.buffer, set()) - {c.source}):
+            if not any(r[0] == c.buffer for br in bridges if (br.home, br.other) == (c.source, d)
+                       for ranges in br.copies.values() for r in ranges):
+                raise Unsupported(f"buffer {c.buffer!r} is copied through the host ({c.why}) and used on {d}, but no "
+                                  f"proxy thread copies {c.source}'s writes to it: no timeline that {d} waits is "
+                                  f"signalled after them on {c.source}")
+    return Plan(physical, home, tuple(bridges), tuple(shared), copied)
 
 
-def _no_export(a: Physical, b: Physical, force_proxy: bool) -> str | None:
-    """Why a timeline semaphore of `a` cannot be imported by `b`, or None."""
-    if force_proxy:
-        return f"{PROXY_ENV}=1"
+def _no_export(a: Physical, b: Physical, forced: str | None) -> str | None:
+    """Why a timeline semaphore of `a` cannot be imported by `b` (`forced`: why a proxy must be used
+    anyway), or None."""
+    if forced is not None:
+        return forced
     for p in (a, b):
         if SEMAPHORE_FD not in p.extensions:
             return f"{p.name} lacks {SEMAPHORE_FD}"
@@ -353,6 +460,8 @@ class MultiDevice:
         self.threads: dict[str, list[dict]] = {}
         # Submits on the proxied device name its local timeline.
         self.renamed = {(b.other, b.semaphore): b.mirror for b in plan.bridges if b.proxy}
+        # The signals that host copies wait for, by (semaphore, value).
+        self.copied_after = {(b.semaphore, v) for b in plan.bridges for v in b.copies}
         try:
             for d in stream.devices:
                 physical = plan.physical[d.id]
@@ -406,6 +515,7 @@ class MultiDevice:
                 rt.declare_shader(s.id, s.bindings)
             for cb in stream.command_buffers:
                 rt.load_command_buffer(cb)
+            rt.load_command_buffer(HOST_READ_BARRIER)
 
     # ---- host ops -------------------------------------------------------------------
 
@@ -420,7 +530,11 @@ class MultiDevice:
         if isinstance(op, ir.SignalSemaphore):
             return [(home[op.semaphore], op)]
         if isinstance(op, ir.HostAccess):
-            return [(_owners(stream, op.buffer)[0], op)]
+            copied = self.plan.copied.get(stream.index.root(op.buffer)[0])
+            if copied is None:  # one memory, whichever device maps it
+                return [(_owners(stream, op.buffer)[0], op)]
+            # One copy per device: a read takes the writing device's, anything else goes to every copy.
+            return [(copied.source, op)] if op.op == "host_read" else [(d, op) for d in _owners(stream, op.buffer)]
         if isinstance(op, ir.Destroy):
             return [(d, op) for d in _owners(stream, op.buffer)]
         if isinstance(op, ir.WaitSemaphores):
@@ -446,6 +560,10 @@ class MultiDevice:
             return f"{thread}[{len(ops) - 1}]"
 
     def execute(self, thread: str, op: ir.HostOp, at: dict | None = None):
+        if isinstance(op, ir.Submit):
+            op = replace(op, batches=tuple(
+                replace(b, command_buffers=b.command_buffers + (HOST_READ_BARRIER.id,))
+                if any((s.semaphore, s.value) in self.copied_after for s in b.signals) else b for b in op.batches))
         ref = self._record(thread, op)
         if isinstance(op, ir.HostAccess) and op.op == "host_write" and op.data is None:
             # The default pattern is seeded by the op's reference, which only this stream-wide count knows.
@@ -461,12 +579,23 @@ class MultiDevice:
 
     def forward(self, bridge: Bridge) -> None:
         """The proxy thread of one bridge: each value reached on the home
-        timeline is signalled on the other device's."""
+        timeline is signalled on the other device's, after the host copies of
+        what the home device wrote before signalling it."""
         home, other = self.runtimes[bridge.home], self.runtimes[bridge.other]
         for value in bridge.values:
             wait = ir.WaitSemaphores((ir.SemaphoreValue(bridge.semaphore, value),))
             self._record(bridge.thread, wait)
             home.execute(bridge.thread, wait)
+            # With HOST_READ_BARRIER the wait makes the home device's writes visible to the host, and the copies
+            # are host_coherent memory: no invalidate before the read, nor flush before the signal.
+            for buffer, lo, hi in bridge.copies.get(value, ()):
+                read = ir.HostAccess("host_read", buffer, lo, hi - lo)
+                self._record(bridge.thread, read)
+                data = home.execute(bridge.thread, read)
+                write = ir.HostAccess("host_write", buffer, lo, hi - lo,
+                                      ir.Data(base64=base64.b64encode(data).decode()))
+                self._record(bridge.thread, write)
+                other.execute(bridge.thread, write)
             self._record(bridge.thread, ir.SignalSemaphore(bridge.mirror, value))
             other.execute(bridge.thread, ir.SignalSemaphore(bridge.semaphore, value))
 
@@ -501,7 +630,7 @@ class MultiDevice:
             rt.device_idle()
         out = {}
         for b in self.stream.buffers:
-            rt = self.runtimes[b.devices[0]]
+            rt = self.runtimes[self.plan.copied[b.id].source if b.id in self.plan.copied else b.devices[0]]
             if b.alias_of is None and rt.buffers[b.id].handle is not None:
                 out[b.id] = hashlib.sha256(rt.read_back(b.id)).hexdigest()
         return out
@@ -517,6 +646,8 @@ class MultiDevice:
         doc["semaphores"] += [{"id": b.mirror, "type": "timeline", "initial": initial[b.semaphore]}
                               for b in self.plan.bridges if b.proxy]
         doc["threads"] = {t: list(ops) for t, ops in self.threads.items()}
+        if self.copied_after:
+            doc["command_buffers"][HOST_READ_BARRIER.id] = [command_to_dict(c) for c in HOST_READ_BARRIER.commands]
         return from_dict(doc, "<multi-device replay>")
 
     def messages(self) -> list:
@@ -533,16 +664,21 @@ class MultiDevice:
 def replay_devices(stream: ir.Stream, device: str | None = None, syncval: bool = False) -> ReplayResult:
     """`replay` for a stream with several devices; the sharing choices go to stderr
     and into the recorded stream's description."""
-    physical = choose_physical(stream, device)
-    chosen = plan(stream, physical, os.environ.get(PROXY_ENV) == "1")
+    chosen = plan(stream, choose_physical(stream, device), os.environ.get(PROXY_ENV) == "1",
+                  os.environ.get(SHARE_ENV) == "copy")
     for note in chosen.notes(stream):
         print(f"vkverify replay: {note}", file=sys.stderr)
+    return replay_plan(stream, chosen, syncval)
+
+
+def replay_plan(stream: ir.Stream, chosen: Plan, syncval: bool = False) -> ReplayResult:
+    """The multi-device replay of `stream` as `chosen` shares its objects."""
     run = MultiDevice(stream, chosen, syncval)
     try:
         run.create()
         reads = run.run()
         digests = run.digests()
-        names = ", ".join(f"{d}: {p.name}" for d, p in physical.items())
+        names = ", ".join(f"{d}: {p.name}" for d, p in chosen.physical.items())
         result = ReplayResult(stream.name, names, digests, reads, run.recorded())
     finally:
         run.close()
