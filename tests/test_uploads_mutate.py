@@ -1,9 +1,23 @@
-"""Runtime mutation of the staged uploader (issue 7): `vkverify mutate --target war -- <the
-uploader's test command>` kills every WAR candidate of the uploader on a short configuration:
-64 KiB slots, ~200 KiB uploaded (the slots are reused), a reader on the upload queue before finish.
+"""Runtime mutation of the staged uploader (issue 7): `vkverify mutate -- <the uploader's test
+command>` kills every candidate of the uploader on a short configuration: 64 KiB slots, ~200 KiB
+uploaded (4 slot submits, both slots reused), a dispatch on the upload queue reading the last
+slot's bytes before finish().
 
-The slot reuse wait (dropped: the host refills a slot the copy may still read: a WAR pair) and
-the uploader's submits (its barriers) go through the runtime's mutator like the program's own."""
+The candidates, by the happens-before model:
+- the slot reuse waits (war, fence): dropped, the host refills a slot the copy may still read;
+- the last slot's landing barrier (raw): the reader is submitted on the upload queue with no
+  host wait in between, so that barrier alone makes the copy's writes visible to it. The earlier
+  slots' landing barriers are not candidates: a reader of their bytes after upload() returns is
+  also ordered by the next slot's (a global barrier on the same queue) and by the reuse waits;
+  the probe that numbers them at their submit stands for a reader that never comes (the list run
+  drops them, see vkverify/runtime/mutate.py). After finish() no landing barrier is, on any
+  queue: a fence signal makes every device write available, and a submit after the host's wait
+  makes available writes visible to all its device accesses (the checker's submit acquires the
+  host's clock for every stage's visibility); a semaphore to another queue is a full memory
+  dependency of its own (ARCHITECTURE.md rule 6).
+- the fill barrier of the fresh block (waw): the zero fill before the first slot's copies.
+The landing barrier orders transfer writes before later reads and writes, RAW and WAW pairs, so it
+counts under target raw, not war; the gate therefore runs `--target all`."""
 
 from __future__ import annotations
 
@@ -27,7 +41,7 @@ from vkverify.check import check
 from vkverify.runtime import Runtime
 from vkverify.runtime.uploads import Uploader
 
-SIZE = 200 << 10
+SIZE, TAIL = 200 << 10, 4096
 
 
 def test_staged_upload_through_reused_slots(monkeypatch):
@@ -35,8 +49,10 @@ def test_staged_upload_through_reused_slots(monkeypatch):
     data = np.random.default_rng(7).integers(0, 256, SIZE, dtype=np.uint8)
     with Runtime() as rt, Uploader(rt, slots=2, slot_size=64 << 10) as up:
         up.upload("W", 0, data)
-        rt.create_buffer("Tail", 4096, "host_coherent")  # read on the upload queue before finish()
-        rt.command_buffer("reader").cmd_copy_buffer("W", "Tail", [(SIZE - 4096, 0, 4096)])
+        rt.create_buffer("Tail", TAIL, "host_coherent")
+        reader = rt.command_buffer("reader")  # on the upload queue, before finish()
+        reader.cmd_dispatch("copy", [{"buffer": "W", "offset": SIZE - TAIL, "size": TAIL}, "Tail"], (4, 1, 1),
+                            push=[TAIL // 4])
         rt.submit("q0", ["reader"])
         up.finish()
         rt.device_idle()
@@ -44,15 +60,16 @@ def test_staged_upload_through_reused_slots(monkeypatch):
         tail = rt.read_back("Tail")
         stream = up.stream()
     assert digest == hashlib.sha256(data).hexdigest()
-    assert tail == data[-4096:].tobytes()
+    assert tail == data[-TAIL:].tobytes()
     assert check(stream) == []
 '''
 
 
-def _program(tmp_path):
+def _pytest(tmp_path) -> list[str]:
     path = tmp_path / "test_up.py"
     path.write_text(PROGRAM)
-    return path
+    # Plain asserts: rewriting every vkverify module (the pytest11 plugin's package) costs ~2 s a run.
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--assert=plain", str(path)]
 
 
 def _env(**extra) -> dict:
@@ -62,24 +79,28 @@ def _env(**extra) -> dict:
 
 def test_uploader_candidates_are_listed(device_name, tmp_path):
     listing = tmp_path / "candidates.tsv"
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(_program(tmp_path))]
-    done = subprocess.run(argv, env=_env(VKVERIFY_MUTATE=f"list:{listing}"), cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(_pytest(tmp_path), env=_env(VKVERIFY_MUTATE=f"list:{listing}"), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:]
-    found = {(c.target, c.operator, c.op, c.description) for c in read_list(str(listing))}
-    waits = {(t, op) for t, o, op, d in found if o == "drop_host_wait" and "'slot reuse wait'" in d}
-    # 2 reuse waits (4 fills of 2 slots), each under war and fence
-    assert {t for t, _ in waits} == {"war", "fence"} and len(waits) == 4, found
-    # The uploader's submits are asked too: the fill barrier of its first slot orders the fill before
-    # that slot's copies (waw). Its landing barriers are not candidates here: at their submit no reader
-    # exists yet, and the reader is ordered by the last slot's landing barrier alone.
-    assert ("waw", "drop_barrier", "upload.cb0[1]") in {(t, o, op) for t, o, op, _ in found}, found
+    listed = read_list(str(listing))
+    by_target = {}
+    for c in listed:
+        by_target.setdefault(c.target, set()).add((c.operator, c.op))
+    labels = {c.op: c.description.split("(")[1].split(")")[0] for c in listed}
+    # 2 reuse waits (4 fills of 2 slots), each under war and fence.
+    assert by_target["war"] == by_target["fence"] == {("drop_host_wait", "main[4]"), ("drop_host_wait", "main[8]")}
+    # The last slot's landing barrier (upload.cb3, the 4th submit): dropped, weakened, each mask narrowed.
+    assert by_target["raw"] == {(o, "upload.cb3[1]") for o in ("drop_barrier", "weaken_barrier",
+                                                               "narrow_barrier_src_stage", "narrow_barrier_dst_stage")}
+    assert {op for _, op in by_target["waw"]} == {"upload.cb0[1]"}
+    assert by_target.keys() == {"war", "fence", "raw", "waw"}
+    assert labels == {"main[4]": "'slot reuse wait'", "main[8]": "'slot reuse wait'",
+                      "upload.cb3[1]": "'landing barrier'", "upload.cb0[1]": "'fill before copies'"}
 
 
-def test_every_war_candidate_of_the_uploader_dies(device_name, tmp_path):
-    argv = [sys.executable, "-m", "vkverify.cli", "mutate", "--target", "war", "-j", "2", "--",
-            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(_program(tmp_path))]
-    done = subprocess.run(argv, env=_env(), cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and " 0 survivors" in done.stdout, done.stdout + done.stderr[-2000:]
-    mutants = int(done.stdout.split(" mutants,")[0].split()[-1])
-    assert mutants >= 1, done.stdout
+def test_every_candidate_of_the_uploader_dies(device_name, tmp_path):
+    argv = [sys.executable, "-m", "vkverify.cli", "mutate", "--target", "all", "-j", "2", "--", *_pytest(tmp_path)]
+    done = subprocess.run(argv, env=_env(), cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    # 2 reuse waits, 4 landing barrier and 4 fill barrier mutants (a wait counts once under all).
+    assert done.stdout.splitlines()[0] == "10 mutants, 10 killed, 0 survivors", done.stdout

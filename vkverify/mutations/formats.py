@@ -30,7 +30,9 @@ class Report:
         return 100.0 * sum(o.killed for o in judged) / len(judged) if judged else 100.0
 
     def matrix(self) -> dict[str, dict[str, int | None]]:
-        """Per target (and `all`): mutants, and how many each reader killed (None: reader skipped)."""
+        """Per target (and `all`): mutants, and per reader how many it killed (`<reader>`) and judged
+        (`<reader>/judged`: it cannot judge a mutant it cannot run, or one whose values coincide);
+        None: the reader was skipped."""
         rows = {}
         for target in (*TARGETS, "all"):
             chosen = [o for o in self.outcomes if target == "all" or target in o.mutant.targets]
@@ -38,9 +40,14 @@ class Report:
                 continue
             row: dict[str, int | None] = {"mutants": len(chosen)}
             for r in self.readers:
-                row[r] = None if r in self.skipped else sum(bool(o.verdicts[r].killed) for o in chosen)
+                skipped = r in self.skipped
+                row[r] = None if skipped else sum(bool(o.verdicts[r].killed) for o in chosen)
+                row[f"{r}/judged"] = None if skipped else sum(o.verdicts[r].killed is not None for o in chosen)
             rows[target] = row
         return rows
+
+    def unjudged(self, reader: str) -> list[Outcome]:
+        return [o for o in self.outcomes if reader in o.verdicts and o.verdicts[reader].killed is None]
 
 
 def redundancy_text(r: Redundancy) -> str:
@@ -53,15 +60,31 @@ def redundancy_text(r: Redundancy) -> str:
 def text(report: Report) -> str:
     matrix = report.matrix()
     cols = ["mutants", *report.readers]
-    width = max(9, *(len(c) + 2 for c in cols))
+    width = max(10, *(len(c) + 2 for c in cols))
+
+    def cell(row: dict, c: str) -> str:
+        if row[c] is None:
+            return "skipped"
+        return str(row[c]) if c == "mutants" else f"{row[c]}/{row[c + '/judged']}"
     lines = [f"{'target':<10}" + "".join(f"{c:>{width}}" for c in cols)]
-    for target, row in matrix.items():
-        lines.append(f"{target:<10}" + "".join(f"{'skipped' if row[c] is None else row[c]:>{width}}" for c in cols))
+    lines += [f"{target:<10}" + "".join(f"{cell(row, c):>{width}}" for c in cols) for target, row in matrix.items()]
     judged = report.judged
+    lines.append("reader cells: killed/judged")
     lines.append(f"score {report.score:.1f}% ({sum(o.killed for o in judged)}/{len(judged)} mutants killed by a reader)"
                  f"; {report.stats.executed} reader runs, {report.stats.cached} from the cache")
     for name, why in report.skipped.items():
         lines.append(f"reader {name} skipped: {why}")
+    for name in report.readers:
+        unjudged = report.unjudged(name)
+        coinciding = [o for o in unjudged if o.verdicts[name].coinciding]
+        if len(unjudged) > len(coinciding):
+            example = next(o for o in unjudged if not o.verdicts[name].coinciding)
+            lines.append(f"{name} could not judge {len(unjudged) - len(coinciding)} mutants, e.g. {example.mutant.id}: "
+                         f"{example.verdicts[name].detail}")
+        if coinciding:
+            lines.append(f"{name} names {len(coinciding)} mutants value-coinciding:")
+            lines += [f"  {o.mutant.id}: {o.verdicts[name].detail.removeprefix('value-coinciding: ')}"
+                      for o in coinciding]
     survivors = [o for o in judged if not o.killed]
     if survivors:
         lines.append("survivors:")
@@ -85,7 +108,8 @@ def to_json(report: Report) -> dict:
         "mutants": [{"id": o.mutant.id, "file": o.mutant.file, "targets": list(o.mutant.targets),
                      "operator": o.mutant.operator, "op": o.mutant.op, "description": o.mutant.description,
                      "predicted": [list(h) for h in o.mutant.predicted], "killed": o.killed,
-                     "verdicts": {r: {"killed": v.killed, "detail": v.detail} for r, v in o.verdicts.items()}}
+                     "verdicts": {r: {"killed": v.killed, "detail": v.detail, "value_coinciding": v.coinciding}
+                                  for r, v in o.verdicts.items()}}
                     for o in report.outcomes],
         "equivalent": [{"file": e.file, "operator": e.operator, "op": e.op, "description": e.description}
                        for e in report.equivalent],

@@ -21,6 +21,7 @@ from .hb import Model
 from .load_bearing import Analysis, analyze
 
 TARGETS = ("raw", "waw", "war", "semaphore", "fence", "keepalive", "host")
+ACCESS_CLASSES = ("raw", "war", "waw")
 # Wrong stages a mask is narrowed to, tried in this order until one breaks an ordering.
 NARROW_STAGES = ("copy", "clear", "compute_shader", "draw_indirect", "host")
 HOST_WAITS = (ir.WaitFences, ir.WaitSemaphores, ir.QueueWaitIdle, ir.DeviceWaitIdle)
@@ -71,12 +72,12 @@ def mutants(stream: ir.Stream, file: str, analysis: Analysis | None = None) -> t
     findings, a mutant must break an ordering that is not already broken."""
     stream = plain(stream)
     analysis = analysis or analyze(stream)
-    baseline = analysis.model.all_hazards() | {(f.kind, f.first, f.second) for f in check(stream) if f.first}
+    known = hazards(stream, analysis.model)
     found, equivalent = [], []
     for group in _candidates(stream, analysis):
         for c in group:  # alternatives: the first that breaks an ordering is the mutant
             mutated, refmap = c.make()
-            predicted = {_translate(h, refmap) for h in Model(mutated).all_hazards()} - baseline
+            predicted = new_hazards(mutated, refmap, known)
             if predicted:
                 found.append(Mutant(f"{file}:{c.operator}:{c.op}", file, _targets(c, predicted), c.operator, c.op,
                                     c.description, tuple(sorted(predicted, key=str)), mutated, refmap))
@@ -88,6 +89,23 @@ def mutants(stream: ir.Stream, file: str, analysis: Analysis | None = None) -> t
     return sorted(found, key=lambda m: m.id), equivalent
 
 
+def hazards(stream: ir.Stream, model: Model | None = None) -> set[tuple]:
+    """What the stream already has, the model's hazards and the checker's findings: a mutant must add one."""
+    return (model or Model(stream)).all_hazards() | {(f.kind, f.first, f.second) for f in check(stream) if f.first}
+
+
+def new_hazards(mutated: ir.Stream, refmap: o.RefMap, known: set[tuple]) -> set[tuple]:
+    """The model's hazards in `mutated` that `known` lacks, by the original stream's references."""
+    return {_translate(h, refmap) for h in Model(mutated).all_hazards()} - known
+
+
+def borne_out(m: Mutant, predicted: set[tuple]) -> tuple[str, ...]:
+    """The targets of `m` that `predicted` (its hazards in a longer stream) still bears out: an access
+    class only where a hazard of that class is predicted, the other targets wherever any is."""
+    classes = {h[0] for h in predicted}
+    return tuple(t for t in m.targets if t in classes or t not in ACCESS_CLASSES) if predicted else ()
+
+
 def _translate(hazard: tuple, refmap: o.RefMap) -> tuple:
     return tuple(o.translate(x, refmap) if isinstance(x, str) and i else x for i, x in enumerate(hazard))
 
@@ -96,7 +114,7 @@ def _targets(c: _Candidate, predicted: set[tuple]) -> tuple[str, ...]:
     """A barrier mutant counts for the access classes it breaks; the others for their family."""
     if "barrier" not in c.operator:
         return c.targets
-    broken = {h[0] for h in predicted if h[0] in ("raw", "war", "waw")}
+    broken = {h[0] for h in predicted if h[0] in ACCESS_CLASSES}
     return tuple(t for t in TARGETS if t in broken or (t == "host" and "host" in c.targets)) or c.targets
 
 

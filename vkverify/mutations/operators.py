@@ -35,9 +35,13 @@ def _positions(n: int, drop: int | None = None, insert: int | None = None) -> tu
     return tuple(old)
 
 
+def with_command_buffer(s: ir.Stream, cb: ir.CommandBuffer) -> ir.Stream:
+    """`s` with the command buffer of cb's id replaced by `cb`."""
+    return replace(s, command_buffers=tuple(cb if c.id == cb.id else c for c in s.command_buffers), expect=None)
+
+
 def _with_commands(s: ir.Stream, cb: str, commands: tuple[ir.Command, ...]) -> ir.Stream:
-    return replace(s, command_buffers=tuple(replace(c, commands=commands) if c.id == cb else c
-                                            for c in s.command_buffers), expect=None)
+    return with_command_buffer(s, replace(s.index.command_buffers[cb], commands=commands))
 
 
 def _with_ops(s: ir.Stream, thread: str, ops: tuple[ir.HostOp, ...]) -> ir.Stream:

@@ -32,6 +32,7 @@ TIMEOUT_FLOOR_S = 10.0
 class Verdict:
     killed: bool | None  # None: this reader cannot judge this mutant (detail says why)
     detail: str
+    coinciding: bool = False  # not judged because the values coincide (the simulator's verdict, detail: why)
 
 
 class CleanRunFailed(Exception):
@@ -58,10 +59,13 @@ def finding_keys(stream: ir.Stream, refmap: RefMap) -> set[tuple]:
     """The checker's findings on `stream`, by the original stream's references."""
     from ..check import check
 
+    return {_key(f, refmap) for f in check(stream)}
+
+
+def _key(f, refmap: RefMap) -> tuple:
     def back(ref):
         return None if ref is None else translate(ref, refmap)
-    return {(f.kind, f.buffer, back(f.first), back(f.second), tuple(map(back, f.ops)) if f.ops else None)
-            for f in check(stream)}
+    return f.kind, f.buffer, back(f.first), back(f.second), tuple(map(back, f.ops)) if f.ops else None
 
 
 def _checker_verdict(stream: ir.Stream, refmap: RefMap, baseline: frozenset) -> Verdict:
@@ -89,18 +93,41 @@ class CheckerReader:
 # ---- simulator -----------------------------------------------------------------
 
 
-def _changed(stream: ir.Stream) -> frozenset[str]:
+@dataclass(frozen=True)
+class Simulated:
+    """One stream in the simulator, by the original stream's references."""
+
+    changed: frozenset[str]  # results some adversarial schedule changes: "buffer B", "read main[3]"
+    ran: frozenset[str]  # the data operations the reference order runs (a deadlock's blocked ones do not)
+    verdicts: tuple  # sim.Verdict per finding
+
+
+def simulated(stream: ir.Stream, refmap: RefMap) -> Simulated:
     from ..sim import simulate
+    from ..sim.order import reference_order
 
     report = simulate(stream, SIM_SCHEDULES, SIM_SEED)
-    return frozenset(f"buffer {b}" for s in report.schedules for b in s.changed_buffers) | \
-        frozenset(f"read {r}" for s in report.schedules for r in s.changed_reads)
+    changed = frozenset(f"buffer {b}" for s in report.schedules for b in s.changed_buffers) | \
+        frozenset(f"read {translate(r, refmap)}" for s in report.schedules for r in s.changed_reads)
+    return Simulated(changed, frozenset(translate(s.ref, refmap) for s in reference_order(stream)), report.verdicts)
 
 
-def _sim_verdict(stream: ir.Stream, refmap: RefMap, baseline: frozenset) -> Verdict:
-    new = sorted({translate(x, refmap) for x in _changed(stream)} - baseline)
+def _sim_verdict(stream: ir.Stream, refmap: RefMap, original: Simulated, findings: frozenset) -> Verdict:
+    mutant = simulated(stream, refmap)
+    new = sorted(mutant.changed - original.changed)
     if new:
         return Verdict(True, f"digest of {new[0]} changes under an adversarial schedule")
+    # A mutant that blocks (a dropped signal, a fence reset before its wait) never runs some operations,
+    # so their results never appear. (Digests are not compared with the original's: an abstract shader's
+    # output and a host write's default data hash the operation's reference, which a mutant may shift.)
+    blocked = sorted(original.ran - mutant.ran)
+    if blocked:
+        return Verdict(True, f"{blocked[0]} never runs: the mutant blocks it, so its results never appear")
+    # The mutant's new findings, where the simulator says why their values cannot change.
+    keys = [(_key(v.finding, refmap), v.reason) for v in mutant.verdicts if v.verdict == "value_coinciding"]
+    reasons = [f"{key[0]} {key[3] or ', '.join(key[4])}: {reason}" for key, reason in keys if key not in findings]
+    if reasons:
+        return Verdict(None, "value-coinciding: " + "; ".join(reasons), coinciding=True)
     return Verdict(False, f"no digest changes in {SIM_SCHEDULES} adversarial schedules")
 
 
@@ -112,27 +139,32 @@ class SimReader:
             import vkverify.sim  # noqa: F401  (only whether it is there)
         except ImportError as error:
             return f"vkverify.sim is not available ({error})"
-        self.baseline = {file: _changed(s) for file, s in streams.items()}
+        self.originals = {file: simulated(s, {}) for file, s in streams.items()}
+        self.findings = {file: frozenset(finding_keys(s, {})) for file, s in streams.items()}
         return None
 
     def cache_key(self) -> str | None:
         return f"{self.name}:{SIM_SCHEDULES}:{SIM_SEED}"
 
     def task(self, mutant: Mutant) -> Callable[[], Verdict]:
-        return partial(_sim_verdict, mutant.stream, mutant.refmap, self.baseline[mutant.file])
+        return partial(_sim_verdict, mutant.stream, mutant.refmap, self.originals[mutant.file],
+                       self.findings[mutant.file])
 
 
 # ---- replay on a device --------------------------------------------------------
 
 
 def _replay_verdict(stream: ir.Stream, syncval: bool) -> Verdict:
-    from ..runtime import replay, replayable
+    from ..runtime import RuntimeFault, replay, replayable
     from ..runtime.replay import compare_reference
 
     why = replayable(stream)
     if why is not None:
         return Verdict(None, f"not replayable: {why}")
-    result = replay(stream, syncval=syncval)
+    try:
+        result = replay(stream, syncval=syncval)
+    except RuntimeFault as error:  # a device limit (Unsupported) or a failed call: no verdict either way
+        return Verdict(None, f"the device cannot run it: {error}")
     mismatches, note = compare_reference(stream, result)
     if mismatches:
         return Verdict(True, f"{sorted(mismatches)[0]} differs from the simulator's reference")

@@ -75,7 +75,7 @@ class Cache:
         return Verdict(*found) if found is not None else None
 
     def put(self, key: str, verdict: Verdict) -> None:
-        self.entries[key] = [verdict.killed, verdict.detail]
+        self.entries[key] = [verdict.killed, verdict.detail, verdict.coinciding]
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -5,20 +5,28 @@ VKVERIFY_MUTATE=list:<file> appends every candidate to <file> and mutates nothin
 How candidates are found: per operation, from the stream recorded so far plus that operation,
 with vkverify.mutations.mutants (the happens-before model's load-bearing analysis and its
 equivalence filter), keeping only the mutants of the operation about to run, since what already
-ran cannot be changed:
+ran cannot be changed. What the program does next is not recorded yet, so each operation is
+analysed with a probe after it that stands for the accesses that may follow:
 - a submit: the barriers (and barrier entries) of its command buffers recorded for the first
-  time, and its semaphore waits (targets raw, waw, war, host, semaphore);
-- a host wait (fences, semaphores, queue or device idle): the model cannot know yet what the
-  host does next, so the wait is analysed with a probe after it, a host_read and a host_write of
-  every host-visible buffer; dropping it is a candidate (target fence) when it alone orders a
-  device access before one of them. A wait that protects nothing the program then touches
-  therefore survives: remove it, or test what it protects. A dropped wait that opens a WAR
-  pair (a device read, then a host write) counts under target war as well.
+  time, and its semaphore waits (targets raw, waw, war, host, semaphore). The probe is a later
+  submit on the same queue that reads and writes every buffer those command buffers access (a
+  dispatch of the abstract shader PROBE per buffer): a barrier at the end of a command buffer,
+  such as the staged uploader's landing barrier, orders only later submits.
+- a host wait (fences, semaphores, queue or device idle): the probe is a host_read and a
+  host_write of every host-visible buffer; dropping the wait is a candidate (target fence) when
+  it alone orders a device access before one of them, and under target war as well when it
+  opens a WAR pair (a device read, then a host write).
 - the staged uploader's submits and slot reuse waits (it records around Runtime.execute, but
   asks this same decision): its landing barriers (and zero-fill barriers, in the stream only:
   they are recorded into Vulkan before the decision) and the fence wait before a slot is refilled.
 Not mutated here: flushes and invalidates, semaphore signals (load-bearing only once a later
 wait exists), fence resets, keepalive moves, and the uploader's other waits (finish, failures).
+
+The probe only numbers candidates. A list run keeps, when the Runtime closes, those whose
+mutation still makes the model find a new hazard of their target in the whole recorded stream:
+load-bearing for what the program did next, not for the probe. A landing barrier that the next
+slot's barrier, a fence wait or a semaphore makes redundant, or a wait that protects nothing
+the program then touches, is therefore never a candidate (never a survivor either).
 
 The mutation is recorded as well as executed, so the runtime's stream (and online checking)
 shows the mutant. Candidates are numbered per target in the order they are found, across every
@@ -48,6 +56,7 @@ from ..model.dump import host_op_to_dict
 ENV = "VKVERIFY_MUTATE"
 HOST_WAITS = (ir.WaitFences, ir.WaitSemaphores, ir.QueueWaitIdle, ir.DeviceWaitIdle)
 HOST_VISIBLE = ("host_coherent", "host_cached", "device_host_visible")
+PROBE = "vkverify.probe"  # the probe's command buffer and abstract shader (one read_write binding)
 TIMEOUT_FACTOR, TIMEOUT_FLOOR_S = 10.0, 30.0  # a mutant that hangs is killed; start-up noise needs a floor
 
 _counts: dict[str, int] = {}  # target -> candidates found so far in this process
@@ -85,6 +94,7 @@ class Mutator:
         where = os.environ.get("PYTEST_CURRENT_TEST")  # "<file>::<test> (<phase>)" under pytest
         self.where = where.rsplit(" ", 1)[0] if where else name
         self._ahead = None  # ((thread, position, the wait), its candidates), analysed before its submit
+        self._listed: list = []  # list mode: (k, target, mutant, thread, position) until close() confirms them
 
     def before(self, thread: str, op: ir.HostOp) -> ir.HostOp | None:
         """The op to record and run instead of `op` (None: drop it)."""
@@ -117,23 +127,50 @@ class Mutator:
                 k = _counts.get(target, 0)
                 _counts[target] = k + 1
                 if self.chosen.mode == "list":
-                    with open(self.chosen.value, "a") as f:
-                        f.write(f"{k}\t{target}\t{m.operator}\t{m.op}\t{self.where}\t{m.description}\n")
+                    self._listed.append((k, target, m, thread, position))
                 elif (target, str(k)) == (self.chosen.mode, self.chosen.value):
                     return self._apply(thread, position, m)
         return op
 
-    def _prefix(self, thread: str, ops: list[ir.HostOp]) -> ir.Stream:
+    def close(self) -> None:
+        """List mode, at the Runtime's close: write the candidates the whole recorded stream bears out."""
+        listed, self._listed = self._listed, []
+        if not listed:
+            return
+        from ..mutations.generate import borne_out, hazards, new_hazards
+
+        whole = self.rt.stream()
+        known = hazards(whole)
+        targets = {}  # id(mutant) -> its targets in the whole stream
+        with open(self.chosen.value, "a") as f:
+            for k, target, m, thread, position in listed:
+                if id(m) not in targets:
+                    targets[id(m)] = borne_out(m, new_hazards(*_transplant(whole, m, thread, position), known))
+                if target in targets[id(m)]:
+                    f.write(f"{k}\t{target}\t{m.operator}\t{m.op}\t{self.where}\t{m.description}\n")
+
+    def _prefix(self, thread: str, ops: list[ir.HostOp], probe: list[dict] | None = None) -> ir.Stream:
         with self.rt._lock:
-            entries = self.rt.threads.get(thread, []) + [host_op_to_dict(o) for o in ops]
-            return from_dict(self.rt._document({thread: entries}), "<runtime mutation>")
+            doc = self.rt._document({thread: self.rt.threads.get(thread, []) + [host_op_to_dict(o) for o in ops]})
+        if probe:
+            doc["command_buffers"][PROBE] = probe
+            doc["shaders"] = {**doc["shaders"], PROBE: {"bindings": ["read_write"]}}
+        return from_dict(doc, "<runtime mutation>")
 
     def _submit_candidates(self, thread: str, position: int, op: ir.Submit) -> list:
+        """The mutants of the barriers `op` records for the first time and of its semaphore waits,
+        where they alone order an access of the stream so far or of the probe after `op`."""
+        from ..check.engine import command_accesses
         from ..mutations import mutants
 
         fresh = {c for b in op.batches for c in b.command_buffers
                  if not any(key[0] == c for key in self.rt.recorded)}
-        found, _ = mutants(self._prefix(thread, [op]), "runtime")
+        touched = sorted({a[3] for c in fresh for cmd in self.rt._commands(c) if not isinstance(cmd, ir.Barrier)
+                          for a in command_accesses(cmd)})
+        probe = [{"cmd": "dispatch", "shader": PROBE, "bindings": [{"buffer": b, "access": "read_write"}]}
+                 for b in touched]
+        later = [ir.Submit(op.queue, (ir.Batch(command_buffers=(PROBE,)),))] if probe else []
+        found, _ = mutants(self._prefix(thread, [op, *later], probe), "runtime")
         return [m for m in found if _owner(m.op) in fresh or m.op.startswith(f"{thread}[{position}].")]
 
     def _wait_candidates(self, thread: str, position: int, ops: list[ir.HostOp]) -> list:
@@ -149,16 +186,35 @@ class Mutator:
 
     def _apply(self, thread: str, position: int, m) -> ir.HostOp | None:
         """Run the mutant's version of the op: its command buffer, its submit, or nothing."""
-        if m.operator == "drop_host_wait":
-            return None
-        owner = _owner(m.op)
-        if owner in m.stream.index.command_buffers:
-            self.rt.load_command_buffer(m.stream.index.command_buffers[owner])
-        return m.stream.index.threads[thread].ops[position]
+        changed = _changed(m, thread, position)
+        if isinstance(changed, ir.CommandBuffer):
+            self.rt.load_command_buffer(changed)
+            return m.stream.index.threads[thread].ops[position]
+        return changed
 
 
 def _owner(op_ref: str) -> str:
     return op_ref.split("[", 1)[0]
+
+
+def _changed(m, thread: str, position: int) -> ir.CommandBuffer | ir.HostOp | None:
+    """What the mutant changes: a command buffer, or its version of the op at thread[position] (None: dropped)."""
+    owner = _owner(m.op)
+    if owner in m.stream.index.command_buffers:
+        return m.stream.index.command_buffers[owner]
+    return None if m.operator == "drop_host_wait" else m.stream.index.threads[thread].ops[position]
+
+
+def _transplant(whole: ir.Stream, m, thread: str, position: int) -> tuple[ir.Stream, dict]:
+    """The whole recorded stream with the mutant's change (found on a prefix) made, and its RefMap."""
+    from ..mutations import operators as o
+
+    changed = _changed(m, thread, position)
+    if isinstance(changed, ir.CommandBuffer):
+        return o.with_command_buffer(whole, changed), m.refmap
+    if changed is None:
+        return o.drop_host_op(whole, thread, position)
+    return o.replace_host_op(whole, thread, position, changed)
 
 
 # ---- the driver: a command, once per candidate ---------------------------------------

@@ -517,6 +517,8 @@ class Runtime:
                 vk.vkDestroyFence(device.handle, handle, None)  # vkDestroyFence
             device.release()
         self.instance.release()
+        if getattr(self, "mutator", None) is not None:
+            self.mutator.close()  # a list run writes the candidates the whole recorded stream bears out
 
     def __enter__(self) -> Runtime:
         return self
