@@ -9,12 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from vkverify.check import check
 from vkverify.cli import main
-from vkverify.importer import CaptureError, import_capture
+from vkverify.importer import CaptureError, capture_env, import_capture
 from vkverify.importer.flags import access_names, memory_kind, stage_names
+from vkverify.model.data import data_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 # tests/_lavapipe.py runs `add` (c = a + b) with a compute->host barrier after the dispatch and a fence wait.
@@ -33,8 +35,9 @@ d.close()
 def capture(program: str, out: Path) -> Path:
     if shutil.which("gfxrecon-convert") is None:
         pytest.skip("GFXReconstruct (gfxrecon-convert) is not installed")
-    env = dict(os.environ, VK_INSTANCE_LAYERS="VK_LAYER_LUNARG_gfxreconstruct", GFXRECON_CAPTURE_FILE=str(out),
-               GFXRECON_CAPTURE_FILE_TIMESTAMP="false", PYTHONPATH=str(ROOT))
+    # Compressed, as captures made with the layer's defaults are: the import decompresses them to read
+    # the fill bytes and push constants.
+    env = dict(capture_env(out, os.environ), GFXRECON_CAPTURE_COMPRESSION_TYPE="LZ4", PYTHONPATH=str(ROOT))
     done = subprocess.run([sys.executable, "-c", program], env=env, cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0 or not out.exists():
         pytest.skip(f"the program did not run under the capture layer: {done.stderr.strip()[-300:]}")
@@ -51,11 +54,15 @@ def test_gfxr_maps_dispatch_barrier_submit_and_host_writes(add_capture):
     (cb,) = [cb for cb in stream.command_buffers if cb.commands]
     dispatch, barrier = cb.commands
     assert dispatch.label.startswith("vkCmdDispatch #")
+    # The library's SPIR-V, word for word: the kernel itself, with the push constants the program pushed.
+    assert (dispatch.shader, dispatch.push) == ("add", (16,))
     assert [b.access for b in dispatch.bindings] == ["read", "read", "write"]  # from the SPIR-V's decorations
     assert (barrier.src_stage, barrier.src_access) == ({"compute_shader"}, {"shader_write"})
     assert (barrier.dst_stage, barrier.dst_access) == ({"host"}, {"host_read"})
     assert summary.host_ops["submit"] == 1 and summary.host_ops["wait_fences"] == 1
     assert summary.host_ops["host_write"] >= 3  # the three uploads, from the fill-memory records
+    first = stream.threads[0].ops[0]
+    assert data_bytes(first.data, first.size, first.buffer, "") == np.arange(16, dtype=np.float32).tobytes()
     assert {b.memory for b in stream.buffers} == {"device_host_visible"}  # Lavapipe's one memory type
     assert check(stream) == []
 
@@ -78,28 +85,40 @@ def test_cli_import_and_check_accept_captures(add_capture, tmp_path, capsys):
     assert main(["check", str(add_capture)]) == 0
 
 
-def _bad(tmp_path: Path, add_capture: Path) -> dict[str, Path]:
-    truncated = tmp_path / "cut.gfxr"
+# A program that creates an instance but no device: a capture with nothing to import.
+NO_DEVICE = """
+import vulkan as vk
+instance = vk.vkCreateInstance(vk.VkInstanceCreateInfo(), None)
+vk.vkEnumeratePhysicalDevices(instance)
+vk.vkDestroyInstance(instance, None)
+"""
+
+
+@pytest.fixture(scope="module")
+def bad_captures(add_capture, tmp_path_factory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("bad")
+    truncated = tmp / "cut.gfxr"
     truncated.write_bytes(add_capture.read_bytes()[:3000])
-    jsonl = tmp_path / "full.jsonl"
+    jsonl = tmp / "full.jsonl"
     subprocess.run(["gfxrecon-convert", "--output", str(jsonl), str(add_capture)], check=True, capture_output=True)
     lines = jsonl.read_text().splitlines()
-    other = tmp_path / "other.jsonl"
+    other = tmp / "other.jsonl"
     other.write_text("\n".join([lines[0].replace('"json-version":"0.8.0"', '"json-version":"1.0.0"')] + lines[1:]))
-    nodev = tmp_path / "nodev.jsonl"
-    nodev.write_text("\n".join(line for line in lines if "vkCreateDevice" not in line))
-    return {"truncated": truncated, "json-version": other, "vkCreateDevice": nodev}
+    return {"truncated": truncated, "json-version": other, "vkCreateDevice": capture(NO_DEVICE, tmp / "nodev.gfxr")}
 
 
 @pytest.mark.parametrize("case", ["truncated", "json-version", "vkCreateDevice"])
-def test_bad_captures_exit_2_with_one_line(add_capture, tmp_path, capsys, case):
-    path = _bad(tmp_path, add_capture)[case]
+def test_bad_captures_exit_2_with_one_line(bad_captures, capsys, case):
+    path = bad_captures[case]
     with pytest.raises(CaptureError):
         import_capture(path)
     for argv in (["import", str(path)], ["check", str(path)]):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and case.split("-")[0].lower() in err[0].lower() and "Traceback" not in err[0]
+    # The installed process too: capsys does not see what gfxrecon-convert or the interpreter write to fd 2.
+    done = subprocess.run([sys.executable, "-m", "vkverify.cli", "check", str(path)], capture_output=True, text=True)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and not done.stdout, done.stderr
 
 
 def test_flag_tables():
@@ -108,5 +127,9 @@ def test_flag_tables():
     assert stage_names(0x100000000 | 0x800000000) == ["clear", "copy"]
     assert access_names(0x40 | 0x2000) == ["host_read", "shader_write"]
     assert access_names(0x400000000) == ["shader_storage_write"]
+    # Sync2's 64-bit masks come as names.
+    assert stage_names("VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT|VK_PIPELINE_STAGE_2_COPY_BIT") == [
+        "compute_shader", "copy"]
+    assert access_names("VK_ACCESS_2_NONE") == ["none"]
     assert [memory_kind(f) for f in (0x1, 0x6, 0x2, 0xF)] == [
         "device_local", "host_coherent", "host_cached", "device_host_visible"]

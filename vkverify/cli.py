@@ -197,6 +197,9 @@ def cmd_capture(args: argparse.Namespace) -> int:
     import os
     import subprocess
     import tempfile
+    from pathlib import Path
+
+    from .importer import capture_env
 
     command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not command:
@@ -204,12 +207,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="vkverify-capture-") as tmp:
         capture = args.capture_file or os.path.join(tmp, "capture.gfxr")
-        env = dict(os.environ, VK_INSTANCE_LAYERS="VK_LAYER_LUNARG_gfxreconstruct", GFXRECON_CAPTURE_FILE=capture,
-                   GFXRECON_CAPTURE_FILE_TIMESTAMP="false",
-                   # Page-aligned buffers: the layer writes whole dirty pages, which otherwise spill onto neighbours.
-                   GFXRECON_PAGE_GUARD_ALIGN_BUFFER_SIZES="true")
         try:
-            rc = subprocess.run(command, env=env).returncode
+            rc = subprocess.run(command, env=capture_env(Path(capture), os.environ)).returncode
         except OSError as e:
             print(f"vkverify capture: cannot run {command[0]}: {e.strerror}", file=sys.stderr)
             return 2

@@ -5,10 +5,15 @@
 
 A .gfxr goes through gfxrecon-convert (calls as JSON lines) and
 gfxrecon-extract (the SPIR-V the program passed); its fill-memory records
-(host writes through mapped pointers) and call threads are read from the
-binary blocks. A .jsonl has neither: host writes are assumed (see
+(host writes through mapped pointers, with the bytes written), push
+constants and call threads are read from the binary blocks. A shader module
+whose SPIR-V is a library kernel's is dispatched as that kernel, with the
+push constants captured, so the stream replays what the program computed. A
+.jsonl has none of that: host writes are assumed (see
 `ImportSummary.assumed`) and shaders without `shader_dir` have every storage
 binding taken as read_write. Nothing here calls Vulkan.
+
+`capture_env` is the environment that runs a program under the capture layer.
 """
 
 from __future__ import annotations
@@ -19,13 +24,13 @@ from pathlib import Path
 from ..model import InvalidStream, from_dict, ir
 from ..model.dump import command_to_dict, host_op_to_dict
 from .errors import CaptureError
-from .gfxr import convert, read_blocks
+from .gfxr import Blocks, capture_env, convert, decompress, read_blocks
 from .records import read_calls
 from .resources import Resources
 from .summary import ImportSummary
 from .translate import Translator
 
-__all__ = ["CaptureError", "ImportSummary", "import_capture"]
+__all__ = ["CaptureError", "ImportSummary", "capture_env", "import_capture"]
 
 
 def import_capture(path: str | Path, shader_dir: str | Path | None = None,
@@ -48,18 +53,21 @@ def import_capture(path: str | Path, shader_dir: str | Path | None = None,
     if path.suffix == ".gfxr":
         blocks = read_blocks(path)
         with tempfile.TemporaryDirectory(prefix="vkverify-import-") as tmp:
+            if blocks.compressed:  # the fill bytes and push constants are in the compressed part
+                blocks = read_blocks(decompress(path, Path(tmp)), shown_as=path)
             jsonl, shaders = convert(path, Path(tmp))
-            stream, summary = _translate(path, jsonl, shaders, blocks.fills, blocks.threads if threads else None)
+            stream, summary = _translate(path, jsonl, shaders, blocks, threads)
         count = len(set(blocks.threads.values()))
         if not threads and count > 1:
             summary.assumed.append(f"the calls of {count} threads are put on one thread in capture order: how "
                                    "the program's threads synchronize with each other is not in a capture")
         return stream, summary
-    return _translate(path, path, None if shader_dir is None else Path(shader_dir), None, None)
+    return _translate(path, path, None if shader_dir is None else Path(shader_dir), None, False)
 
 
-def _translate(path: Path, jsonl: Path, shader_dir: Path | None, fills, threads) -> tuple[ir.Stream, ImportSummary]:
-    translator = Translator(Resources(shader_dir), fills, threads)
+def _translate(path: Path, jsonl: Path, shader_dir: Path | None, blocks: Blocks | None,
+               threads: bool) -> tuple[ir.Stream, ImportSummary]:
+    translator = Translator(Resources(shader_dir), blocks, threads)
     translator.run(read_calls(jsonl, str(path)))
     if not translator.devices:
         raise CaptureError(str(path), f"no vkCreateDevice among its {translator.summary.calls} calls: nothing to import")

@@ -6,8 +6,12 @@ the stream's command buffers and abstract shaders.
 
 from __future__ import annotations
 
+import functools
+import operator
 from dataclasses import dataclass, field
 
+from ..shaders import interface as library_interface
+from ..shaders.reflect import unpack_push
 from .flags import access_names, stage_names
 from .records import Call
 
@@ -21,6 +25,8 @@ class Recording:
     commands: list[dict] = field(default_factory=list)
     pipeline: int | None = None
     sets: dict[int, tuple[int, list[int]]] = field(default_factory=dict)  # set number -> (set, dynamic offsets)
+    push: bytearray = field(default_factory=bytearray)  # the push-constant bytes set so far
+    regions: list[str] = field(default_factory=list)  # the debug label regions open now, outermost first
 
 
 class Commands:
@@ -58,7 +64,26 @@ class Commands:
     def cmd(self, call: Call, cmd: str, **fields) -> None:
         rec = self.recordings.get(call.args["commandBuffer"])
         if rec is not None:
-            rec.commands.append({"cmd": cmd, **fields, "label": f"{call.name} #{call.index}"})
+            where = " > ".join(rec.regions) + ": " if rec.regions else ""
+            rec.commands.append({"cmd": cmd, **fields, "label": f"{where}{call.name} #{call.index}"})
+
+    def vkCmdBeginDebugUtilsLabelEXT(self, call: Call, a: dict) -> None:
+        rec = self.recordings.get(a["commandBuffer"])
+        if rec is not None:
+            rec.regions.append(a["pLabelInfo"]["pLabelName"])
+
+    def vkCmdEndDebugUtilsLabelEXT(self, call: Call, a: dict) -> None:
+        rec = self.recordings.get(a["commandBuffer"])
+        if rec is not None and rec.regions:
+            rec.regions.pop()
+
+    def vkCmdPushConstants(self, call: Call, a: dict) -> None:
+        rec = self.recordings.get(a["commandBuffer"])
+        data = None if self.push_data is None else self.push_data.get(call.index)
+        if rec is not None and data is not None:
+            end = a["offset"] + len(data)
+            rec.push.extend(bytes(max(0, end - len(rec.push))))
+            rec.push[a["offset"]:end] = data
 
     def vkCmdBindPipeline(self, call: Call, a: dict) -> None:
         rec = self.recordings.get(a["commandBuffer"])
@@ -127,9 +152,12 @@ class Commands:
             return
         module, entry = self.res.pipelines[rec.pipeline]
         bindings = self._bindings(call, rec, module, entry)
-        accesses = [b["access"] for b in bindings]
-        shader = self._shader_id(module, entry, accesses)
-        fields = {"shader": shader, "bindings": bindings, "groups": groups}
+        kernel = None if self.push_data is None else self.res.library_kernel(module, entry)
+        if kernel is None or len(bindings) != len(library_interface(kernel).bindings):  # not all of them bound
+            fields = {"shader": self._shader_id(module, entry, [b["access"] for b in bindings])}
+        else:  # a library kernel, replayed as itself: its push constants are the ones captured
+            fields = {"shader": kernel, "push": unpack_push(library_interface(kernel), rec.push)}
+        fields.update(bindings=bindings, groups=groups)
         if indirect is not None:
             fields["indirect"] = indirect
         self.cmd(call, "dispatch_indirect" if indirect else "dispatch", **fields)
@@ -198,8 +226,8 @@ class Commands:
         memory = a["pMemoryBarriers"] or []
         entries = [e for e in (self._buffer_entry(call, b) for b in a["pBufferMemoryBarriers"] or []) if e]
         if memory or not entries:
-            src = sum((m["srcAccessMask"] for m in memory), 0)
-            dst = sum((m["dstAccessMask"] for m in memory), 0)
+            src = functools.reduce(operator.or_, (m["srcAccessMask"] for m in memory), 0)
+            dst = functools.reduce(operator.or_, (m["dstAccessMask"] for m in memory), 0)
             self.cmd(call, "barrier", **stages, src_access=access_names(src), dst_access=access_names(dst))
         if entries:
             self.cmd(call, "barrier", **stages, buffers=entries)

@@ -1,15 +1,17 @@
 """The binary .gfxr file: what gfxrecon-convert's JSON lines leave out, and the tools.
 
 The converter omits the capture's memory-fill records (the bytes the program
-wrote through mapped pointers) and the thread of each call; both are in the
-block headers, which are never compressed (only payloads are). Layout from
+wrote through mapped pointers), the thread of each call, and the bytes of
+vkCmdPushConstants (it prints pValues as an address). Layout from
 GFXReconstruct's `format/format.h`: a file header (fourcc "GFXR", version,
 option count, options), then blocks of `{u64 size, u32 type}` + payload.
-Function-call payloads start `{u32 api_call_id, u64 thread_id}`; meta-data
-payloads start `{u32 meta_data_id}`, and a fill-memory command continues
-`{u64 thread_id, u64 memory_id, u64 offset, u64 size}` then the bytes. The
-converter numbers blocks from 0 in file order, so a block's ordinal is the
-`index` of its JSON line.
+Function-call payloads start `{u32 api_call_id, u64 thread_id}` and go on
+with the call's encoded parameters; meta-data payloads start
+`{u32 meta_data_id}`, and a fill-memory command continues `{u64 thread_id,
+u64 memory_id, u64 offset, u64 size}` then the bytes. Those headers are never
+compressed, the rest of a payload may be: the bytes are read from the capture
+as gfxrecon-compress writes it uncompressed. The converter numbers blocks from
+0 in file order, so a block's ordinal is the `index` of its JSON line.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import shutil
 import struct
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +29,8 @@ _COMPRESSED = 0x80000000
 _META_DATA_BLOCK = 3
 _FUNCTION_CALL_BLOCK = 4
 _FILL_MEMORY = 2  # MetaDataType::kFillMemoryCommand (low 16 bits of the meta-data id)
+_PUSH_CONSTANTS = 0x11084  # ApiCall_vkCmdPushConstants
+_COMPRESSION_OPTION = 1  # file option kCompressionType; value 0 is kNone
 
 
 @dataclass(frozen=True)
@@ -37,37 +42,60 @@ class FillMemory:
     memory: int
     offset: int
     size: int
+    data: bytes | None  # None where the payload is compressed
 
 
 @dataclass(frozen=True)
 class Blocks:
     fills: tuple[FillMemory, ...]
     threads: dict[int, int]  # call index -> capture thread id
+    push_constants: dict[int, bytes]  # vkCmdPushConstants call index -> pValues; empty where compressed
+    compressed: bool
 
 
-def read_blocks(path: Path) -> Blocks:
+def read_blocks(path: Path, shown_as: Path | None = None) -> Blocks:
+    shown = str(shown_as or path)
     data = path.read_bytes()
     if len(data) < 16 or data[:4] != b"GFXR":
-        raise CaptureError(str(path), "not a GFXReconstruct capture (no GFXR file header)")
-    (options,) = struct.unpack_from("<I", data, 12)
-    pos, index = 16 + 8 * options, 0
-    fills, threads = [], {}
+        raise CaptureError(shown, "not a GFXReconstruct capture (no GFXR file header)")
+    (count,) = struct.unpack_from("<I", data, 12)
+    options = dict(struct.unpack_from("<II", data, 16 + 8 * i) for i in range(count))
+    pos, index = 16 + 8 * count, 0
+    fills, threads, pushes = [], {}, {}
     while pos < len(data):
         if pos + 12 > len(data):
-            raise CaptureError(str(path), f"truncated: a block header at byte {pos} is cut off")
+            raise CaptureError(shown, f"truncated: a block header at byte {pos} is cut off")
         size, kind = struct.unpack_from("<QI", data, pos)
         end = pos + 12 + size
         if end > len(data):
-            raise CaptureError(str(path), f"truncated: block {index} at byte {pos} needs {size} bytes, "
-                                          f"{len(data) - pos - 12} remain")
+            raise CaptureError(shown, f"truncated: block {index} at byte {pos} needs {size} bytes, "
+                                      f"{len(data) - pos - 12} remain")
+        plain = not kind & _COMPRESSED
         kind &= ~_COMPRESSED
         if kind == _FUNCTION_CALL_BLOCK and size >= 12:
-            threads[index] = struct.unpack_from("<Q", data, pos + 16)[0]
+            api, threads[index] = struct.unpack_from("<IQ", data, pos + 12)
+            if api == _PUSH_CONSTANTS and plain:
+                # Parameters: command buffer, layout (u64 ids), stage flags, offset, size (u32), then
+                # pValues as an encoded array that ends with its `size` bytes.
+                (length,) = struct.unpack_from("<I", data, pos + 48)
+                pushes[index] = data[end - length:end]
         elif kind == _META_DATA_BLOCK and size >= 36 and struct.unpack_from("<I", data, pos + 12)[0] & 0xFFFF == _FILL_MEMORY:
             thread, memory, offset, length = struct.unpack_from("<QQQQ", data, pos + 16)
-            fills.append(FillMemory(index, thread, memory, offset, length))
+            written = data[pos + 48:pos + 48 + length] if plain else None
+            fills.append(FillMemory(index, thread, memory, offset, length, written))
         pos, index = end, index + 1
-    return Blocks(tuple(fills), threads)
+    return Blocks(tuple(fills), threads, pushes, options.get(_COMPRESSION_OPTION, 0) != 0)
+
+
+def capture_env(capture: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """`env` plus what runs a program under the capture layer, writing `capture`."""
+    return dict(env, VK_INSTANCE_LAYERS="VK_LAYER_LUNARG_gfxreconstruct", GFXRECON_CAPTURE_FILE=str(capture),
+                GFXRECON_CAPTURE_FILE_TIMESTAMP="false",
+                GFXRECON_LOG_LEVEL="warning",  # the layer logs to stdout: keep the program's output its own
+                # Page-aligned buffers: the layer writes whole dirty pages, which otherwise spill onto neighbours.
+                GFXRECON_PAGE_GUARD_ALIGN_BUFFER_SIZES="true",
+                # Uncompressed: the fill bytes and push constants are read without a gfxrecon-compress pass.
+                GFXRECON_CAPTURE_COMPRESSION_TYPE="NONE")
 
 
 def _tool(name: str, path: Path) -> str:
@@ -77,14 +105,24 @@ def _tool(name: str, path: Path) -> str:
     return found
 
 
+def decompress(path: Path, workdir: Path) -> Path:
+    """The capture rewritten without compression by gfxrecon-compress (same blocks, same order)."""
+    out = workdir / "uncompressed.gfxr"
+    _run([_tool("gfxrecon-compress", path), str(path), str(out), "NONE"], path)
+    return out
+
+
+def _run(argv: list[str], path: Path) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
+        raise CaptureError(str(path), f"{Path(argv[0]).name} failed ({done.returncode}): {last}")
+
+
 def convert(path: Path, workdir: Path) -> tuple[Path, Path]:
     """Run gfxrecon-convert and gfxrecon-extract: (the JSON lines file, the directory of `sh<handle>` SPIR-V)."""
     jsonl, shaders = workdir / "capture.jsonl", workdir / "shaders"
     shaders.mkdir()
-    for argv in ([_tool("gfxrecon-convert", path), "--output", str(jsonl), str(path)],
-                 [_tool("gfxrecon-extract", path), "--dir", str(shaders), str(path)]):
-        done = subprocess.run(argv, capture_output=True, text=True)
-        if done.returncode != 0:
-            last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
-            raise CaptureError(str(path), f"{Path(argv[0]).name} failed ({done.returncode}): {last}")
+    _run([_tool("gfxrecon-convert", path), "--output", str(jsonl), str(path)], path)
+    _run([_tool("gfxrecon-extract", path), "--dir", str(shaders), str(path)], path)
     return jsonl, shaders

@@ -6,9 +6,14 @@ capture, so a handle names one object for the whole file.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..shaders import interface as library_interface
+from ..shaders import library, load_spirv
 from ..shaders.reflect import DescriptorType, ShaderInterface, SpirvError, reflect
 from .flags import memory_kind
 
@@ -19,6 +24,7 @@ BUFFER_DESCRIPTORS = {
     "VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER": False, "VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER": True,
 }  # descriptor type -> uniform (read-only) or not
 DYNAMIC = ("VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC", "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC")
+GENERATED_ID = re.compile(r"(buf|mem)\d+(_\d+)?")  # the ids the import makes up; a debug name may not take one
 BUFFER_BINDINGS = (DescriptorType.STORAGE_BUFFER, DescriptorType.UNIFORM_BUFFER,
                    DescriptorType.STORAGE_TEXEL_BUFFER, DescriptorType.UNIFORM_TEXEL_BUFFER)
 
@@ -47,6 +53,7 @@ class Buffer:
     memory: int | None = None
     offset: int = 0
     live: bool = True
+    used: bool = False  # the stream refers to it: its id is fixed
 
     def range(self, offset: int, size: int) -> tuple[int, int]:
         """(offset, size) within the buffer, VK_WHOLE_SIZE resolved and clipped to its end."""
@@ -75,6 +82,7 @@ class Resources:
         self.sets: dict[int, dict[tuple[int, int], Descriptor]] = {}  # set -> (binding, element) -> descriptor
         self.pipelines: dict[int, tuple[int, str]] = {}  # compute pipeline -> (shader module, entry point)
         self._interfaces: dict[tuple[int, str], ShaderInterface | None] = {}
+        self._kernels: dict[tuple[int, str], str | None] = {}
         self.shader_problems: dict[int, str] = {}  # module -> why its bindings are all taken as read_write
 
     # ---- memory ------------------------------------------------------------
@@ -91,7 +99,14 @@ class Resources:
             buf = self.buffers[handle]
             lo, hi = max(offset, buf.offset), min(offset + size, buf.offset + buf.size)
             if buf.live and lo < hi:
+                buf.used = True
                 yield buf, lo - buf.offset, hi - lo
+
+    def name_buffer(self, buf: Buffer, name: str) -> None:
+        """The program's debug name becomes the buffer's id, unless the stream already refers to the
+        buffer, another buffer has that id, or it is of the form of the ids the import makes up."""
+        if not buf.used and not GENERATED_ID.fullmatch(name) and all(b.id != name for b in self.buffers.values()):
+            buf.id = name
 
     # ---- descriptors -------------------------------------------------------
 
@@ -145,5 +160,21 @@ class Resources:
                     self.shader_problems[module] = f"its SPIR-V does not reflect: {e}"
         return self._interfaces[key]
 
+    def library_kernel(self, module: int, entry: str) -> str | None:
+        """The library kernel whose committed SPIR-V the module's is, word for word: a dispatch of it is
+        replayed by that kernel (with the captured push constants) rather than as an abstract shader."""
+        key = (module, entry)
+        if key not in self._kernels:
+            path = None if self.shader_dir is None else self.shader_dir / f"sh{module}"
+            name = None if path is None or not path.exists() else \
+                _library_digests().get(hashlib.sha256(path.read_bytes()).digest())
+            self._kernels[key] = name if name is not None and library_interface(name).entry_point == entry else None
+        return self._kernels[key]
+
     def layout_count(self, descriptor_set: int, binding: int) -> int:
         return self.set_layouts.get(self.set_layout_of.get(descriptor_set), {}).get(binding, ("", 1))[1]
+
+
+@functools.cache
+def _library_digests() -> dict[bytes, str]:
+    return {hashlib.sha256(load_spirv(name)).digest(): name for name in library()}

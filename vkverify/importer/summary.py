@@ -12,8 +12,7 @@ class ImportSummary:
 
     `assumed` lists what the stream holds that the capture did not record
     (host writes in a capture without fill-memory records); `warnings` name
-    calls the mapping could not express faithfully; `names` maps stream ids
-    to the names the program gave its objects (vkSetDebugUtilsObjectNameEXT).
+    calls the mapping could not express faithfully.
     """
 
     calls: int = 0
@@ -22,7 +21,6 @@ class ImportSummary:
     skipped: Counter = field(default_factory=Counter)  # Vulkan call name -> count, outside compute/transfer
     assumed: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    names: dict[str, str] = field(default_factory=dict)
 
     @property
     def submits(self) -> int:

@@ -4,16 +4,21 @@ One `Translator` walks the calls in capture order. Command buffers become one
 stream command buffer per recording (`cb<handle>`, then `cb<handle>_2`, ...),
 so a re-recorded VkCommandBuffer is submitted under the name of the recording
 it held at that moment. Every command and host op keeps `label`
-"<vkCall> #<index>": a finding names the original call.
+"<vkCall> #<index>": a finding names the original call; a command recorded
+inside debug label regions (vkCmdBeginDebugUtilsLabelEXT) is labelled
+"<outer region> > <inner region>: <vkCall> #<index>". A buffer's id is the
+debug name the program gave it (vkSetDebugUtilsObjectNameEXT) where that can
+be an id (`Resources.name_buffer`), else `buf<handle>`.
 """
 
 from __future__ import annotations
 
+import base64
 import re
 from collections import Counter
 
 from .commands import Commands, Recording
-from .gfxr import FillMemory
+from .gfxr import Blocks, FillMemory
 from .queues import Queues
 from .records import Call
 from .resources import WHOLE_SIZE, Buffer, Memory, Resources
@@ -28,11 +33,13 @@ ORDERING = re.compile(r"Event|CopyQueryPoolResults|Sparse|DescriptorSetWithTempl
 
 
 class Translator(Commands, Queues):
-    def __init__(self, resources: Resources, fills: tuple[FillMemory, ...] | None,
-                 threads: dict[int, int] | None) -> None:
+    def __init__(self, resources: Resources, blocks: Blocks | None, threads: bool) -> None:
+        """blocks: what the .gfxr holds beside the JSON lines (None for JSON lines only);
+        threads: keep each capture thread as a stream thread."""
         self.res = resources
-        self.fills = fills  # None: the capture has no fill records (JSON lines only)
-        self.call_threads = threads  # None: every call on thread "main", in capture order
+        self.fills = None if blocks is None else blocks.fills  # None: no fill records
+        self.push_data = None if blocks is None else blocks.push_constants  # None: push constants unknown
+        self.call_threads = blocks.threads if threads else None  # None: every call on thread "main", in capture order
         self.summary = ImportSummary()
         self.devices: dict[int, str] = {}
         self.device_physical: dict[int, int] = {}
@@ -46,7 +53,6 @@ class Translator(Commands, Queues):
         self.shaders: dict[str, list[str]] = {}
         self.threads: dict[str, list[dict]] = {}
         self.thread_names: dict[int, str] = {}
-        self.debug_names: dict[int, str] = {}
         self.warned: set[str] = set()
 
     # ---- the walk ----------------------------------------------------------
@@ -115,8 +121,9 @@ class Translator(Commands, Queues):
 
     def vkSetDebugUtilsObjectNameEXT(self, call: Call, a: dict) -> None:
         info = a["pNameInfo"]
-        if info.get("pObjectName"):
-            self.debug_names[info["objectHandle"]] = info["pObjectName"]
+        buf = self.res.buffers.get(info["objectHandle"])
+        if info["objectType"] == "VK_OBJECT_TYPE_BUFFER" and buf is not None and info.get("pObjectName"):
+            self.res.name_buffer(buf, info["pObjectName"])
 
     # ---- memory and buffers ------------------------------------------------
 
@@ -163,6 +170,7 @@ class Translator(Commands, Queues):
             self.warn(f"unbound{handle}", f"{call.name} #{call.index} uses buffer {handle}, which is not bound "
                                           "to memory in the capture: that use is left out")
             return None
+        buf.used = True
         return buf
 
     def vkDestroyBuffer(self, call: Call, a: dict) -> None:
@@ -212,12 +220,15 @@ class Translator(Commands, Queues):
         mem = self.res.memories.get(fill.memory)
         if mem is None:
             return
-        base = mem.mapped[0] if mem.mapped is not None else 0  # a fill's offset is within the mapped range
+        start = (mem.mapped[0] if mem.mapped is not None else 0) + fill.offset  # the offset is in the mapped range
         if self.call_threads is not None:
             self.call_threads.setdefault(fill.index, fill.thread)
-        for buf, off, n in self.res.buffers_over(mem, base + fill.offset, fill.size):
-            self.thread(fill.index).append({"op": "host_write", "buffer": buf.id, "offset": off, "size": n,
-                                            "label": f"fill memory #{fill.index}"})
+        for buf, off, n in self.res.buffers_over(mem, start, fill.size):
+            op = {"op": "host_write", "buffer": buf.id, "offset": off, "size": n}
+            if fill.data is not None:  # the bytes written, so that a replay writes them too
+                at = buf.offset + off - start
+                op["data"] = {"base64": base64.b64encode(fill.data[at:at + n]).decode()}
+            self.thread(fill.index).append({**op, "label": f"fill memory #{fill.index}"})
 
     def _ranges(self, call: Call, op: str, ranges: list[dict]) -> None:
         for r in ranges:
@@ -252,7 +263,8 @@ class Translator(Commands, Queues):
             "command_buffers": self.command_buffers, "threads": self.threads}
 
     def buffer_docs(self) -> list[dict]:
-        """Bound buffers; a memory object whose buffers overlap becomes a root buffer `mem<handle>` they alias."""
+        """Bound buffers. Buffers of one memory object whose bytes overlap alias a root: the one of them
+        that holds all their bytes, else a root `mem<handle>_<offset>` made up over their bytes."""
         out = []
         for mem in self.res.memories.values():
             kind = self.res.kind(mem)
@@ -260,19 +272,34 @@ class Translator(Commands, Queues):
                 kind = "host_coherent" if mem.ever_mapped else "device_local"
                 self.warn("memory-properties", f"no vkGetPhysicalDeviceMemoryProperties for memory {mem.handle}'s "
                                                f"device in the capture: taken as {kind}")
-            bufs = sorted((self.res.buffers[h] for h in mem.buffers), key=lambda b: b.offset)
-            overlap = any(b.offset < a.offset + a.size for a, b in zip(bufs, bufs[1:]))
-            if overlap:
-                out.append({"id": f"mem{mem.handle}", "size": mem.size, "memory": kind, "device": mem.device})
-            for b in bufs:
-                doc = {"id": b.id, "size": b.size, "device": b.device}
-                doc.update({"alias_of": f"mem{mem.handle}", "offset": b.offset} if overlap else {"memory": kind})
-                if b.exclusive:
-                    doc["sharing"] = "exclusive"
-                out.append(doc)
-                if b.handle in self.debug_names:
-                    self.summary.names[b.id] = self.debug_names[b.handle]
+            bufs = sorted((self.res.buffers[h] for h in mem.buffers), key=lambda b: (b.offset, -b.size))
+            for group in _overlapping(bufs):
+                start, end = group[0].offset, max(b.offset + b.size for b in group)
+                root = group[0].id
+                if group[0].offset + group[0].size < end:
+                    root = f"mem{mem.handle}_{start}"
+                    out.append({"id": root, "size": end - start, "memory": kind, "device": mem.device})
+                for b in group:
+                    doc = {"id": b.id, "size": b.size, "device": b.device}
+                    doc.update({"memory": kind} if b.id == root else {"alias_of": root, "offset": b.offset - start})
+                    if b.exclusive:
+                        doc["sharing"] = "exclusive"
+                    out.append(doc)
             for image, index in mem.images if bufs else ():
                 self.summary.warnings.append(f"image {image} (vkBindImageMemory #{index}) is bound to memory "
                                              f"{mem.handle}, which buffers use too: its accesses are not in the stream")
         return out
+
+
+def _overlapping(bufs: list[Buffer]) -> list[list[Buffer]]:
+    """`bufs` (by offset) in groups whose bytes overlap, transitively."""
+    groups: list[list[Buffer]] = []
+    end = 0
+    for b in bufs:
+        if groups and b.offset < end:
+            groups[-1].append(b)
+            end = max(end, b.offset + b.size)
+        else:
+            groups.append([b])
+            end = b.offset + b.size
+    return groups

@@ -59,7 +59,11 @@ class Instance:
             if SYNCVAL_QUEUE_SUBMIT not in enables:
                 os.environ["VK_LAYER_ENABLES"] = ":".join(enables + [SYNCVAL_QUEUE_SUBMIT])
         app = vk.VkApplicationInfo(pApplicationName="vkverify", apiVersion=vk.VK_MAKE_VERSION(1, 3, 0))
-        extensions = [vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME] if validation else []
+        # Debug names wherever the loader offers them, not only under validation: a capture layer
+        # (GFXReconstruct) records them, so an imported capture names the stream's objects.
+        offered = {e.extensionName for e in vk.vkEnumerateInstanceExtensionProperties(None)}
+        debug_utils = validation or vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME in offered
+        extensions = [vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME] if debug_utils else []
         features = [vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT]
         validation_features = vk.VkValidationFeaturesEXT(
             enabledValidationFeatureCount=1, pEnabledValidationFeatures=features) if syncval else None
@@ -77,10 +81,14 @@ class Instance:
             self.handle = vk.vkCreateInstance(info, None)  # vkCreateInstance
         except vk.VkError as error:
             raise NoDevice(f"vkCreateInstance failed ({type(error).__name__})") from None
+        self._set_name = self._begin_label = self._end_label = None
+        if debug_utils:
+            self._set_name = vk.vkGetInstanceProcAddr(self.handle, "vkSetDebugUtilsObjectNameEXT")
+            self._begin_label = vk.vkGetInstanceProcAddr(self.handle, "vkCmdBeginDebugUtilsLabelEXT")
+            self._end_label = vk.vkGetInstanceProcAddr(self.handle, "vkCmdEndDebugUtilsLabelEXT")
         if validation:
             create = vk.vkGetInstanceProcAddr(self.handle, "vkCreateDebugUtilsMessengerEXT")
             self.messenger = create(self.handle, messenger_info, None)  # vkCreateDebugUtilsMessengerEXT
-            self._set_name = vk.vkGetInstanceProcAddr(self.handle, "vkSetDebugUtilsObjectNameEXT")
 
     def _on_message(self, severity, types, data, user_data) -> int:
         """PFN_vkDebugUtilsMessengerCallbackEXT: collect, never abort the call."""
@@ -95,14 +103,24 @@ class Instance:
         return vk.VK_FALSE
 
     def name(self, device, object_type: int, handle, name: str) -> None:
-        """vkSetDebugUtilsObjectNameEXT, so layer messages name stream objects."""
-        if self.messenger is None:
+        """vkSetDebugUtilsObjectNameEXT, so layer messages and captures name stream objects."""
+        if self._set_name is None:
             return
         vk = self.vk
         info = vk.VkDebugUtilsObjectNameInfoEXT(objectType=object_type,
                                                 objectHandle=int(vk.ffi.cast("uint64_t", handle)),
                                                 pObjectName=name)
         self._set_name(device, info)
+
+    def begin_label(self, cb, name: str) -> None:
+        """vkCmdBeginDebugUtilsLabelEXT: the commands up to end_label belong to stream command `name`."""
+        if self._begin_label is not None:
+            label = self.vk.VkDebugUtilsLabelEXT(pLabelName=name, color=[0.0] * 4)
+            self._begin_label(cb, label)
+
+    def end_label(self, cb) -> None:
+        if self._end_label is not None:
+            self._end_label(cb)  # vkCmdEndDebugUtilsLabelEXT
 
     def physical_devices(self) -> list:
         return list(self.vk.vkEnumeratePhysicalDevices(self.handle))  # vkEnumeratePhysicalDevices

@@ -58,8 +58,15 @@ class Recorder:
         return f"{self.cb_id}[{index}]" + (f"@{self.at}" if self.at else "")
 
     def command(self, index: int, c: ir.Command) -> None:
-        vk, cb, buf = self.vk, self.cb, self.rt.vk_buffer
+        """Record `c` inside a debug label region named by its reference: a capture of the
+        replay maps each Vulkan command (scratch copies included) back to the stream command."""
         self.rt.instance.operation = self.ref(index)
+        self.rt.instance.begin_label(self.cb, self.ref(index))
+        self.record(index, c)
+        self.rt.instance.end_label(self.cb)
+
+    def record(self, index: int, c: ir.Command) -> None:
+        vk, cb, buf = self.vk, self.cb, self.rt.vk_buffer
         if isinstance(c, ir.Copy):
             regions = [vk.VkBufferCopy(srcOffset=r.src_offset, dstOffset=r.dst_offset, size=r.size) for r in c.regions]
             vk.vkCmdCopyBuffer(cb, buf(c.src), buf(c.dst), len(regions), regions)  # vkCmdCopyBuffer

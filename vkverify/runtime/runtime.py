@@ -344,6 +344,9 @@ class Runtime:
             raise Unsupported(f"{ref}: {op.op} on {op.buffer!r}, whose memory ({buffer.kind}) is not host-visible")
         if op.op == "host_write":
             buffer.view(op.offset, op.size)[:] = data_bytes(op.data, op.size, op.buffer, ref)
+            # Flushed even where coherent: a capture layer told so (GFXReconstruct's assisted memory
+            # tracking) records exactly these bytes, now, not whole dirty pages at the next submit.
+            self.allocator.flush(buffer, op.offset, op.size, invalidate=False)
         elif op.op == "host_read":
             return bytes(buffer.view(op.offset, op.size))
         else:

@@ -365,3 +365,10 @@ def pack_push(interface: ShaderInterface, values: Sequence[float]) -> bytes:
             value = int(value)
         struct.pack_into("<" + code, out, field.offset, value)
     return bytes(out)
+
+
+def unpack_push(interface: ShaderInterface, data: bytes) -> list[float]:
+    """The push values (pack_push's `values`) that `data`, push-constant bytes, holds; bytes past
+    `data` read as zero."""
+    data = bytes(data).ljust(interface.push_constant_size, b"\0")
+    return [struct.unpack_from("<" + _PACK[f.scalar], data, f.offset)[0] for f in interface.push_fields]
