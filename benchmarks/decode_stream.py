@@ -18,17 +18,17 @@ COMPUTE = frozenset({"compute_shader"})
 
 
 def decode_stream(n_commands: int, layers: int = 30, weights_per_layer: int = 10, slots: int = 4,
-                  hazard: bool = False, kv_history: bool = False) -> ir.Stream:
+                  hazard: bool = False, kv_history: bool = False, size: int = 64 * 1024) -> ir.Stream:
     """A stream of about `n_commands` commands; with `hazard`, one barrier of the last token is missing.
 
     Attention reads this token's KV slot; with `kv_history` it reads every slot so far, as a real
     decode does: then each token's work grows with the context, in the checker as on the GPU.
+    `size`: bytes of each weight, activation and staging buffer (a replay's time grows with it, a check's does not).
     """
     per_token = layers * 41  # 30 dispatches and 11 barriers per layer
     tokens = max(1, round(n_commands / per_token))
     weight_ids = [f"W{l}_{i}" for l in range(layers) for i in range(weights_per_layer)]
     act = [f"act{i}" for i in range(8)]
-    size = 64 * 1024
     buffers = [ir.Buffer(w, size) for w in weight_ids]
     buffers += [ir.Buffer(a, size) for a in act]
     buffers += [ir.Buffer(f"kv{l}", 4096 * tokens) for l in range(layers)]

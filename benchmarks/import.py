@@ -1,8 +1,12 @@
 """Calls per second through `import_capture` and through `check`, for a capture of >= 10^5 calls.
 
-The capture comes from a program of our own (vkverify.runtime cannot replay under the capture layer
-yet): tests/_lavapipe.py's device, one command buffer of N (bind descriptor set, push, dispatch,
-barrier) groups over three buffers, submitted once. Run: python benchmarks/import.py [N]
+The capture is of `vkverify replay` running a decode-shaped stream (benchmarks/decode_stream.py)
+under the GFXReconstruct layer on the default device (Lavapipe here). The stream's buffers are
+1 KiB: a replay's time (the device's and the simulator reference's) grows with them, the calls
+do not. gfxrecon-convert's time on the same capture is the baseline: import runs it, then
+gfxrecon-extract, then translates the JSON lines.
+
+    python benchmarks/import.py [COMMANDS]     # default 15000 stream commands: about 1.1 * 10^5 calls
 """
 
 from __future__ import annotations
@@ -14,75 +18,45 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-PROGRAM = """
-import sys
-import numpy as np
-from tests._lavapipe import ComputeDevice
-from vkverify.shaders import interface, load_spirv, pack_push
-
-groups = int(sys.argv[1])
-d = ComputeDevice()
-vk, dev = d.vk, d.device
-submit = d._submit
-
-def many(pipeline, layout, descriptor_set, push, g):
-    # One command buffer with `groups` dispatches, each followed by a compute->compute barrier.
-    alloc = vk.VkCommandBufferAllocateInfo(commandPool=d.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                           commandBufferCount=1)
-    cbs = vk.vkAllocateCommandBuffers(dev, alloc)
-    cb = cbs[0]
-    begin = vk.VkCommandBufferBeginInfo()
-    vk.vkBeginCommandBuffer(cb, begin)
-    vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
-    sets = [descriptor_set]
-    values = vk.ffi.from_buffer(push)
-    barrier = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
-                                 dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT)
-    barriers = [barrier]
-    for _ in range(groups):
-        vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, sets, 0, None)
-        vk.vkCmdPushConstants(cb, layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(push), values)
-        vk.vkCmdDispatch(cb, 1, 1, 1)
-        vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                                0, 1, barriers, 0, None, 0, None)
-    vk.vkEndCommandBuffer(cb)
-    submits = [vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cbs)]
-    vk.vkQueueSubmit(d.queue, 1, submits, None)
-    vk.vkQueueWaitIdle(d.queue)
-
-d._submit = many
-n = 64
-d.run(load_spirv("add"), [np.arange(n, dtype=np.float32)] * 2 + [np.zeros(n, np.float32)],
-      pack_push(interface("add"), [n]), (1, 1, 1))
-d.close()
-"""
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 
-def main() -> None:
-    sys.path.insert(0, str(ROOT))
+def main(argv: list[str]) -> int:
+    from decode_stream import command_count, decode_stream
+
     from vkverify.check import check
-    from vkverify.importer import import_capture
+    from vkverify.importer import capture_env, import_capture
+    from vkverify.model.dump import dumps
 
-    groups = int(sys.argv[1]) if len(sys.argv) > 1 else 25_000
-    with tempfile.TemporaryDirectory() as tmp:
-        capture = Path(tmp) / "bench.gfxr"
-        env = dict(os.environ, VK_INSTANCE_LAYERS="VK_LAYER_LUNARG_gfxreconstruct", GFXRECON_CAPTURE_FILE=str(capture),
-                   GFXRECON_CAPTURE_FILE_TIMESTAMP="false", PYTHONPATH=str(ROOT))
-        subprocess.run([sys.executable, "-c", PROGRAM, str(groups)], env=env, cwd=ROOT, check=True,
-                       capture_output=True)
-        size = capture.stat().st_size
+    stream = decode_stream(int(float(argv[0])) if argv else 15_000, size=1024)
+    with tempfile.TemporaryDirectory(prefix="vkverify-bench-") as tmp:
+        source, capture = Path(tmp) / "decode.json", Path(tmp) / "decode.gfxr"
+        source.write_text(dumps(stream))
         t0 = time.perf_counter()
-        stream, summary = import_capture(capture)
+        replayed = subprocess.run([sys.executable, "-m", "vkverify.cli", "replay", str(source)],
+                                  env=capture_env(capture, os.environ), capture_output=True, text=True)
+        if replayed.returncode != 0:
+            print(f"replay failed ({replayed.returncode}): {replayed.stderr.strip()[-500:]}", file=sys.stderr)
+            return 1
         t1 = time.perf_counter()
-        findings = check(stream)
+        subprocess.run(["gfxrecon-convert", "--output", str(Path(tmp) / "baseline.jsonl"), str(capture)],
+                       check=True, capture_output=True)
         t2 = time.perf_counter()
+        imported, summary = import_capture(capture)
+        t3 = time.perf_counter()
+        findings = check(imported)
+        t4 = time.perf_counter()
+        size = capture.stat().st_size
     calls = summary.calls
-    print(f"capture: {calls} calls, {size} bytes; "
-          f"stream: {sum(summary.commands.values())} commands, {sum(summary.host_ops.values())} host ops")
-    print(f"import: {t1 - t0:.2f} s, {calls / (t1 - t0):,.0f} calls/s")
-    print(f"check:  {t2 - t1:.2f} s, {calls / (t2 - t1):,.0f} calls/s ({len(findings)} findings)")
+    print(f"stream: {stream.name}, {command_count(stream)} commands; replay under the capture layer: {t1 - t0:.1f} s")
+    print(f"capture: {calls} calls, {size / 2**20:.1f} MiB; imported: {sum(summary.commands.values())} commands, "
+          f"{sum(summary.host_ops.values())} host ops")
+    print(f"gfxrecon-convert: {t2 - t1:.2f} s, {calls / (t2 - t1):,.0f} calls/s")
+    print(f"import: {t3 - t2:.2f} s, {calls / (t3 - t2):,.0f} calls/s ({(t3 - t2) / (t2 - t1):.2f}x gfxrecon-convert)")
+    print(f"check:  {t4 - t3:.2f} s, {calls / (t4 - t3):,.0f} calls/s ({len(findings)} findings)")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

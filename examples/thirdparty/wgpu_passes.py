@@ -4,6 +4,10 @@
 with a buffer copy and a clear between submits, then a readback checked against
 numpy. wgpu inserts every Vulkan barrier itself; `vkverify capture -- python
 examples/thirdparty/wgpu_passes.py` checks that it inserted the right ones.
+With `--threads`, use_after_destroy and waw findings appear on the main
+thread's destroys and host writes after a readback (2 and 8 in two runs: it depends on timing): the
+vkWaitSemaphores that orders them runs on wgpu's poller thread, and the main
+thread learns of it through Python, not Vulkan; no capture records that.
 
 Exit status 0 when the device's result equals numpy's, 1 otherwise.
 """
