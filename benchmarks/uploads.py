@@ -1,7 +1,7 @@
 """Staged upload throughput against one raw vkCmdCopyBuffer of the same bytes
 from a host-coherent buffer, and against the mapped path (issue 6).
 
-    python benchmarks/uploads.py [--mib 256] [--runs 3]
+    python benchmarks/uploads.py [--mib 256] [--runs 3] [--slots 2] [--slot-mib 16] [--threads N]
 
 Staged: upload() + finish() of a numpy array (host copies into the slots
 included); raw: one copy submitted and waited, its source already filled;
@@ -24,10 +24,10 @@ from vkverify.runtime.uploads import UPLOAD_QUEUE
 QUEUES = {"q0": QueueRequest("q0"), UPLOAD_QUEUE: QueueRequest(UPLOAD_QUEUE, group=1, compute=False)}
 
 
-def timed_upload(data: np.ndarray, staged: str, runs: int) -> tuple[float, str]:
+def timed_upload(data: np.ndarray, staged: str, runs: int, **uploader) -> tuple[float, str]:
     os.environ["VKVERIFY_STAGED"] = staged
     best = float("inf")
-    with Runtime(QUEUES) as rt, Uploader(rt) as up:
+    with Runtime(QUEUES) as rt, Uploader(rt, **uploader) as up:
         # Run 0 is not timed: the block's zero-fill and first touch of fresh pages are not the upload's
         # (the raw copy's destination is warm after its first run too).
         for run in range(runs + 1):
@@ -63,10 +63,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=int, default=256)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--slots", type=int, default=2)
+    parser.add_argument("--slot-mib", type=int, default=16)
+    parser.add_argument("--threads", type=int, default=None, help="host copy threads (default: up to 16)")
     args = parser.parse_args()
+    uploader = {"slots": args.slots, "slot_size": args.slot_mib << 20, "copy_threads": args.threads}
     data = np.random.default_rng(0).integers(0, 256, args.mib << 20, dtype=np.uint8)
     os.environ.pop("VKVERIFY_FAULT", None)
-    staged, queue = timed_upload(data, "1", args.runs)
+    staged, queue = timed_upload(data, "1", args.runs, **uploader)
     mapped, _ = timed_upload(data, "0", args.runs)
     os.environ.pop("VKVERIFY_STAGED")
     raw = timed_raw_copy(data, args.runs)
@@ -74,7 +78,8 @@ def main() -> None:
         device, rule = rt.device.name, up.reason
     gbs = lambda t: data.size / t / 1e9  # noqa: E731
     print(f"{args.mib} MiB on {device}; placement rule here: {rule}")
-    print(f"  staged  {staged * 1e3:8.1f} ms  {gbs(staged):6.2f} GB/s  ({queue} queue)")
+    print(f"  staged  {staged * 1e3:8.1f} ms  {gbs(staged):6.2f} GB/s  ({queue} queue, {args.slots} slots of "
+          f"{args.slot_mib} MiB)")
     print(f"  raw     {raw * 1e3:8.1f} ms  {gbs(raw):6.2f} GB/s  (one vkCmdCopyBuffer, host-coherent source)")
     print(f"  mapped  {mapped * 1e3:8.1f} ms  {gbs(mapped):6.2f} GB/s")
     print(f"  staged/raw throughput: {raw / staged:.2f}   staged/mapped throughput: {mapped / staged:.2f}")

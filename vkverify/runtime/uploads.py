@@ -38,7 +38,7 @@ from .record import Recorder
 BLOCK_SIZE = 256 << 20
 SLOT_SIZE = 16 << 20
 COPY_ALIGN = 256  # PROTOCOLS.md 1: each copy's source offset is rounded up to 256 bytes
-COPY_SPLIT = 4 << 20  # host copies into a slot are split into pieces this large across threads
+COPY_SPLIT = 1 << 20  # host copies larger than this are split across the copy threads
 WAIT_SLICE_NS = 100_000_000
 WAIT_LIMIT_S = 60.0
 FAULT_POINTS = ("stage", "block", "record", "submit", "wait", "commit")
@@ -46,6 +46,8 @@ UPLOAD_QUEUE = "upload"  # the stream queue id a program requests for uploads (c
 # A slot's last command: its copies (and a fresh block's fill) made visible to any later command.
 LANDING = {"src_stage": ["copy", "clear"], "src_access": ["transfer_write"], "dst_stage": ["all_commands"],
            "dst_access": ["memory_read", "memory_write"], "label": "landing barrier"}
+# The same, as IR: loading the slot's command buffer through the loader per submit cost ~1 ms a slot.
+LANDING_BARRIER = ir.Barrier(**{k: frozenset(v) if isinstance(v, list) else v for k, v in LANDING.items()})
 # After a fresh block's fill: the copies into the block write after it.
 FILLED = {"src_stage": ["clear"], "src_access": ["transfer_write"], "dst_stage": ["copy"],
           "dst_access": ["transfer_write"], "label": "fill before copies"}
@@ -185,7 +187,8 @@ class Uploader:
         self.slots: list[Slot] = []
         self.open: Slot | None = None
         self.next = 0
-        self.pool_threads = ThreadPoolExecutor(copy_threads or min(8, os.cpu_count() or 1))
+        self.copy_threads = copy_threads or min(16, os.cpu_count() or 1)
+        self.pool_threads = ThreadPoolExecutor(self.copy_threads)
         try:
             info = vk.VkCommandPoolCreateInfo(flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                                               queueFamilyIndex=self.family)
@@ -592,12 +595,13 @@ class Uploader:
         entry = {"op": "submit", "queue": self.queue_id, "command_buffers": [cb_id], "fence": slot.fence_id}
         with self.rt._lock:
             self.rt.command_buffers[cb_id] = slot.commands
+        landing = LANDING_BARRIER
         if self.rt.mutator is not None:
             # The runtime mutation's decision, as for the program's submits: it may replace the
             # command buffer in the stream (the landing barrier dropped, weakened or narrowed).
             op = ir.Submit(queue=self.queue_id, batches=(ir.Batch(command_buffers=(cb_id,)),), fence=slot.fence_id)
             self.rt.mutator.before(self.thread, op)  # the submit itself is the same: no semaphores
-        landing = self.rt._commands(cb_id)[-1]
+            landing = self.rt._commands(cb_id)[-1]
         if isinstance(landing, ir.Barrier) and landing.label == LANDING["label"]:
             Recorder(self.rt, slot.cb, cb_id, None).barrier(landing)  # vkCmdPipelineBarrier
         vk.vkEndCommandBuffer(slot.cb)  # vkEndCommandBuffer
@@ -655,13 +659,14 @@ class Uploader:
     # ---- host copies and recording ------------------------------------------------
 
     def _copy(self, out: np.ndarray, raw: np.ndarray) -> None:
-        """memcpy, split across threads when large: numpy copies release the GIL,
-        and one thread's memcpy is slower than a transfer queue."""
+        """memcpy, split across the copy threads when large: numpy copies release the GIL,
+        and one thread's memcpy is slower than a transfer queue (benchmarks/upload_paths.py)."""
         n = raw.size
         if n <= COPY_SPLIT:
             out[:] = raw
             return
-        pieces = [(a, min(a + COPY_SPLIT, n)) for a in range(0, n, COPY_SPLIT)]
+        piece = max(COPY_SPLIT, -(-n // self.copy_threads))
+        pieces = [(a, min(a + piece, n)) for a in range(0, n, piece)]
         list(self.pool_threads.map(lambda p: out.__setitem__(slice(*p), raw[p[0]:p[1]]), pieces))
 
     def _op(self, entry: dict) -> None:
