@@ -3,6 +3,7 @@ bad captures rejected with one line and exit 2; the flag tables."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -133,3 +134,56 @@ def test_flag_tables():
     assert access_names("VK_ACCESS_2_NONE") == ["none"]
     assert [memory_kind(f) for f in (0x1, 0x6, 0x2, 0xF)] == [
         "device_local", "host_coherent", "host_cached", "device_host_visible"]
+
+
+def _jsonl(path: Path, calls: list[tuple[str, dict]]) -> Path:
+    """gfxrecon-convert's JSON lines for `calls` (name, args), numbered from 1, all returning VK_SUCCESS."""
+    lines = [{"header": {"json-version": "0.8.0"}}] + [
+        {"index": i, "vkFunc": {"name": name, "return": "VK_SUCCESS", "args": args}}
+        for i, (name, args) in enumerate(calls, start=1)]
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    return path
+
+
+def _timeline(device: int, handle: int) -> tuple[str, dict]:
+    return "vkCreateSemaphore", {"device": device, "pSemaphore": handle, "pCreateInfo": {"pNext": {
+        "sType": "VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO", "pNext": None,
+        "semaphoreType": "VK_SEMAPHORE_TYPE_TIMELINE", "initialValue": 0}}}
+
+
+def _submit(queue: int, wait: list[tuple[int, int]], signal: list[tuple[int, int]]) -> tuple[str, dict]:
+    def infos(ops):
+        return [{"semaphore": s, "value": v, "stageMask": "VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT"} for s, v in ops]
+    return "vkQueueSubmit2", {"queue": queue, "fence": "VK_NULL_HANDLE", "pSubmits": [{
+        "pWaitSemaphoreInfos": infos(wait), "pCommandBufferInfos": [], "pSignalSemaphoreInfos": infos(signal)}]}
+
+
+def test_a_wait_captured_before_the_submit_that_ended_it_follows_that_submit(tmp_path):
+    # Calls are captured as they return: the host's wait for T=1 (#4) is written before the submit that
+    # signals it (#5). Kept in capture order on one thread, the wait would never be satisfied.
+    calls = [("vkCreateDevice", {"physicalDevice": 1, "pDevice": 2}),
+             ("vkGetDeviceQueue", {"device": 2, "queueFamilyIndex": 0, "queueIndex": 0, "pQueue": 3}),
+             _timeline(2, 4),
+             ("vkWaitSemaphores", {"device": 2, "pWaitInfo": {"flags": 0, "semaphoreCount": 1, "pSemaphores": [4],
+                                                              "pValues": [1]}}),
+             _submit(3, [], [(4, 1)])]
+    stream, _ = import_capture(_jsonl(tmp_path / "late.jsonl", calls))
+    assert [op.label for op in stream.threads[0].ops] == ["vkQueueSubmit2 #5", "vkWaitSemaphores #4"]
+    assert check(stream) == []
+
+
+def test_a_semaphore_exported_and_imported_as_an_fd_is_one_semaphore(tmp_path):
+    # gpu0 signals its timeline 5; gpu1 imports it as its semaphore 6 and waits on it.
+    calls = [("vkCreateDevice", {"physicalDevice": 1, "pDevice": 2}),
+             ("vkCreateDevice", {"physicalDevice": 1, "pDevice": 3}),
+             ("vkGetDeviceQueue", {"device": 2, "queueFamilyIndex": 0, "queueIndex": 0, "pQueue": 7}),
+             ("vkGetDeviceQueue", {"device": 3, "queueFamilyIndex": 0, "queueIndex": 0, "pQueue": 8}),
+             _timeline(2, 5), _timeline(3, 6),
+             ("vkGetSemaphoreFdKHR", {"device": 2, "pGetFdInfo": {"semaphore": 5}, "pFd": 11}),
+             ("vkImportSemaphoreFdKHR", {"device": 3, "pImportSemaphoreFdInfo": {"semaphore": 6, "fd": 11}}),
+             _submit(7, [], [(5, 1)]), _submit(8, [(6, 1)], [])]
+    stream, _ = import_capture(_jsonl(tmp_path / "fd.jsonl", calls))
+    assert [s.id for s in stream.semaphores] == ["sem5"]
+    (signal, wait) = stream.threads[0].ops
+    assert signal.batches[0].signals[0].semaphore == wait.batches[0].waits[0].semaphore == "sem5"
+    assert check(stream) == []  # without the import, gpu1's wait for sem6 is never satisfied

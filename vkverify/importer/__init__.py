@@ -37,12 +37,15 @@ def import_capture(path: str | Path, shader_dir: str | Path | None = None,
                    threads: bool = False) -> tuple[ir.Stream, ImportSummary]:
     """The stream a capture records, and what the import skipped, assumed and warns about.
 
-    By default every call goes on one thread `main`, in capture order: how the
+    By default the calls go on one thread `main`, in capture order: how the
     program's threads synchronize with each other (mutexes, condition
     variables, joins) is not in a capture, and a second thread that waits for
     a semaphore before the first destroys what it used (wgpu's poller does) is
-    ordered only through that. `threads=True` (a .gfxr only) keeps each
-    capture thread as a stream thread, ordered only through Vulkan objects.
+    ordered only through that. A thread that signals semaphores from the host
+    (a proxy between devices' timelines) hands what it waited for on through
+    Vulkan: it stays a thread of its own, so that its waits block only it.
+    `threads=True` (a .gfxr only) keeps each capture thread as a stream
+    thread, ordered only through Vulkan objects.
 
     Raises CaptureError for a capture that cannot be read (truncated, of
     another converter version, without a device).
@@ -56,12 +59,7 @@ def import_capture(path: str | Path, shader_dir: str | Path | None = None,
             if blocks.compressed:  # the fill bytes and push constants are in the compressed part
                 blocks = read_blocks(decompress(path, Path(tmp)), shown_as=path)
             jsonl, shaders = convert(path, Path(tmp))
-            stream, summary = _translate(path, jsonl, shaders, blocks, threads)
-        count = len(set(blocks.threads.values()))
-        if not threads and count > 1:
-            summary.assumed.append(f"the calls of {count} threads are put on one thread in capture order: how "
-                                   "the program's threads synchronize with each other is not in a capture")
-        return stream, summary
+            return _translate(path, jsonl, shaders, blocks, threads)
     return _translate(path, path, None if shader_dir is None else Path(shader_dir), None, False)
 
 

@@ -24,6 +24,17 @@ class Queues:
         else:
             self.semaphores[a["pSemaphore"]] = {"id": f"sem{a['pSemaphore']}", "type": "binary"}
 
+    def vkGetSemaphoreFdKHR(self, call: Call, a: dict) -> None:
+        if a["pGetFdInfo"]["semaphore"] in self.semaphores:
+            self.exported[a["pFd"]] = self.semaphores[a["pGetFdInfo"]["semaphore"]]
+
+    def vkImportSemaphoreFdKHR(self, call: Call, a: dict) -> None:
+        info = a["pImportSemaphoreFdInfo"]
+        exported = self.exported.pop(info["fd"], None)  # a successful import owns the fd: it may be reused
+        if exported is not None and info["semaphore"] in self.semaphores:
+            # The importing semaphore has the exported one's payload: another device's handle to one semaphore.
+            self.semaphores[info["semaphore"]] = exported
+
     def vkCreateFence(self, call: Call, a: dict) -> None:
         self.fences[a["pFence"]] = {"id": f"fence{a['pFence']}", "signaled": bool(a["pCreateInfo"]["flags"] & 1)}
 
@@ -109,9 +120,9 @@ class Queues:
     def _observe(self, call: Call, waits: list[tuple[int, int]]) -> None:
         """A host wait for timeline values; values the host has already waited for (or the initial one) add nothing."""
         fresh = [(h, v) for h, v in waits if h in self.semaphores and v > max(
-            self.observed.get(h, 0), self.semaphores[h].get("initial", 0))]
+            self.observed.get(self.semaphores[h]["id"], 0), self.semaphores[h].get("initial", 0))]
         for h, v in fresh:
-            self.observed[h] = v
+            self.observed[self.semaphores[h]["id"]] = v
         if fresh:
             self.host(call, "wait_semaphores", waits=[{"semaphore": self.semaphores[h]["id"], "value": v}
                                                       for h, v in fresh])

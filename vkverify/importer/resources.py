@@ -36,6 +36,7 @@ class Memory:
     size: int
     type_index: int
     physical: int | None
+    host: int | None = None  # the host address it imports (VkImportMemoryHostPointerInfoEXT)
     mapped: tuple[int, int] | None = None  # (offset, size) of the current mapping
     ever_mapped: bool = False
     assumed_write_pending: bool = False  # captures without fill records: a mapping no submit has followed yet
@@ -54,6 +55,7 @@ class Buffer:
     offset: int = 0
     live: bool = True
     used: bool = False  # the stream refers to it: its id is fixed
+    same: Buffer | None = None  # the buffer of another device over the same host bytes: one stream buffer
 
     def range(self, offset: int, size: int) -> tuple[int, int]:
         """(offset, size) within the buffer, VK_WHOLE_SIZE resolved and clipped to its end."""
@@ -76,6 +78,8 @@ class Resources:
         self.memory_types: dict[int, list[int]] = {}  # physical device -> propertyFlags per memory type
         self.memories: dict[int, Memory] = {}
         self.buffers: dict[int, Buffer] = {}
+        self.host_buffers: dict[tuple[int, int], Buffer] = {}  # (host address, size) -> first buffer there
+        self.twins: dict[int, list[Buffer]] = {}  # that first buffer -> the other devices' buffers there
         self.buffer_views: dict[int, tuple[int, int, int]] = {}  # view -> (buffer, offset, range)
         self.set_layouts: dict[int, dict[int, tuple[str, int]]] = {}  # layout -> binding -> (type, count)
         self.set_layout_of: dict[int, int] = {}  # descriptor set -> its layout
@@ -91,7 +95,9 @@ class Resources:
         types = self.memory_types.get(memory.physical)
         if types is None or memory.type_index >= len(types):
             return None
-        return memory_kind(types[memory.type_index])
+        kind = memory_kind(types[memory.type_index])
+        # Imported host memory is the host's, whatever else its type serves: the device reaches it over the bus.
+        return "host_coherent" if memory.host is not None and kind == "device_host_visible" else kind
 
     def buffers_over(self, memory: Memory, offset: int, size: int):
         """(buffer, offset in it, size) for each live buffer bound to `memory` overlapping [offset, offset+size)."""
@@ -102,11 +108,29 @@ class Resources:
                 buf.used = True
                 yield buf, lo - buf.offset, hi - lo
 
+    def bind(self, buf: Buffer, memory: Memory, offset: int) -> None:
+        buf.memory, buf.offset = memory.handle, offset
+        memory.buffers.append(buf.handle)
+        if memory.host is not None:  # host bytes another device's buffer may import too
+            first = self.host_buffers.setdefault((memory.host + offset, buf.size), buf)
+            if first is not buf:
+                buf.same, buf.id = first, first.id
+                self.twins.setdefault(first.handle, []).append(buf)
+
+    def sharing(self, buf: Buffer) -> list[Buffer]:
+        """`buf` and the buffers of other devices over the same host bytes, the one the stream lists first."""
+        first = buf.same or buf
+        return [first, *self.twins.get(first.handle, ())]
+
     def name_buffer(self, buf: Buffer, name: str) -> None:
-        """The program's debug name becomes the buffer's id, unless the stream already refers to the
-        buffer, another buffer has that id, or it is of the form of the ids the import makes up."""
-        if not buf.used and not GENERATED_ID.fullmatch(name) and all(b.id != name for b in self.buffers.values()):
-            buf.id = name
+        """The program's debug name becomes the buffer's id (of every device's buffer over its host bytes),
+        unless the stream already refers to the buffer, another buffer has that id, or it is of the form of
+        the ids the import makes up."""
+        group = self.sharing(buf)
+        if not any(b.used for b in group) and not GENERATED_ID.fullmatch(name) and \
+                all(b.id != name for b in self.buffers.values() if b not in group):
+            for b in group:
+                b.id = name
 
     # ---- descriptors -------------------------------------------------------
 

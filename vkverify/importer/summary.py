@@ -11,7 +11,8 @@ class ImportSummary:
     """Counts, skipped calls, assumptions and warnings of one import.
 
     `assumed` lists what the stream holds that the capture did not record
-    (host writes in a capture without fill-memory records); `warnings` name
+    (host writes in a capture without fill-memory records, host reads at
+    invalidates); `warnings` name
     calls the mapping could not express faithfully.
     """
 

@@ -19,6 +19,7 @@ from collections import Counter
 
 from .commands import Commands, Recording
 from .gfxr import Blocks, FillMemory
+from .order import Satisfied
 from .queues import Queues
 from .records import Call
 from .resources import WHOLE_SIZE, Buffer, Memory, Resources
@@ -39,20 +40,21 @@ class Translator(Commands, Queues):
         self.res = resources
         self.fills = None if blocks is None else blocks.fills  # None: no fill records
         self.push_data = None if blocks is None else blocks.push_constants  # None: push constants unknown
-        self.call_threads = blocks.threads if threads else None  # None: every call on thread "main", in capture order
+        self.call_threads = None if blocks is None else blocks.threads  # None: every call on one thread
+        self.every_thread = threads  # keep each capture thread, not only those that signal semaphores
         self.summary = ImportSummary()
         self.devices: dict[int, str] = {}
         self.device_physical: dict[int, int] = {}
         self.queues: dict[int, tuple[str, str, int]] = {}  # handle -> (queue id, device id, family)
         self.semaphores: dict[int, dict] = {}
-        self.observed: dict[int, int] = {}  # timeline semaphore -> highest value a host op has waited for
+        self.observed: dict[str, int] = {}  # timeline semaphore id -> highest value a host op has waited for
         self.fences: dict[int, dict] = {}
         self.recordings: dict[int, Recording] = {}
         self.recorded: Counter = Counter()
         self.command_buffers: dict[str, list[dict]] = {}
         self.shaders: dict[str, list[str]] = {}
-        self.threads: dict[str, list[dict]] = {}
-        self.thread_names: dict[int, str] = {}
+        self.ops: dict[int, list[tuple[int, dict]]] = {}  # capture thread -> (call index, host op)
+        self.exported: dict[int, dict] = {}  # file descriptor -> the semaphore exported as it
         self.warned: set[str] = set()
 
     # ---- the walk ----------------------------------------------------------
@@ -82,16 +84,51 @@ class Translator(Commands, Queues):
             self.warned.add(key)
             self.summary.warnings.append(message)
 
-    def thread(self, index: int) -> list[dict]:
-        if self.call_threads is None:
-            return self.threads.setdefault("main", [])
-        tid = self.call_threads.get(index, 0)
-        if tid not in self.thread_names:
-            self.thread_names[tid] = "main" if not self.thread_names else f"thread{tid}"
-        return self.threads.setdefault(self.thread_names[tid], [])
+    def assume(self, key: str, assumption: str) -> None:
+        if key not in self.warned:
+            self.warned.add(key)
+            self.summary.assumed.append(assumption)
 
     def host(self, call: Call, op: str, **fields) -> None:
-        self.thread(call.index).append({"op": op, **fields, "label": f"{call.name} #{call.index}"})
+        self.add_op(call.index, {"op": op, **fields, "label": f"{call.name} #{call.index}"})
+
+    def add_op(self, index: int, op: dict) -> None:
+        tid = 0 if self.call_threads is None else self.call_threads.get(index, 0)
+        self.ops.setdefault(tid, []).append((index, op))
+
+    def stream_threads(self) -> dict[str, list[dict]]:
+        """Capture threads that signal a semaphore from the host as threads of their own (all of them with
+        `every_thread`); the others as one thread `main`, in capture order."""
+        own = [t for t, ops in self.ops.items()
+               if self.every_thread or any(op["op"] == "signal_semaphore" for _, op in ops)]
+        merged = [t for t in self.ops if t not in own]
+        out = {}
+        if merged:
+            out["main"] = self._merged(merged)
+        for t in sorted(own, key=lambda t: self.ops[t][0][0]):
+            out["main" if not out else f"thread{t}"] = [op for _, op in self.ops[t]]
+        if len(merged) > 1:
+            self.summary.assumed.append(
+                f"the calls of {len(merged)} threads are put on one thread in capture order: how the program's "
+                "threads synchronize with each other is not in a capture"
+                + (f"; the threads that signal semaphores from the host ({len(own)}) are kept as threads of their "
+                   "own: what they wait for reaches the others through those signals" if own else ""))
+        return out
+
+    def _merged(self, tids: list[int]) -> list[dict]:
+        """The ops of capture threads `tids` in capture order, except that a host wait that no call before it
+        satisfies comes, with the rest of its thread, after the call that does: a return-order artifact, which
+        on one thread would be a deadlock."""
+        satisfied = Satisfied(sorted((x for ops in self.ops.values() for x in ops), key=lambda x: x[0]),
+                              {s["id"]: s["initial"] for s in self.semaphores.values() if "initial" in s},
+                              {f["id"] for f in self.fences.values() if f["signaled"]})
+        keyed = []
+        for t in tids:
+            floor = -1
+            for index, op in self.ops[t]:
+                floor = max(floor, satisfied.after(index, op))
+                keyed.append(((max(index, floor), floor > index, index), op))
+        return [op for _, op in sorted(keyed, key=lambda x: x[0])]
 
     # ---- devices and queues ------------------------------------------------
 
@@ -129,9 +166,14 @@ class Translator(Commands, Queues):
 
     def vkAllocateMemory(self, call: Call, a: dict) -> None:
         info = a["pAllocateInfo"]
-        self.res.memories[a["pMemory"]] = Memory(a["pMemory"], self.devices.get(a["device"], "gpu0"),
-                                                 info["allocationSize"], info["memoryTypeIndex"],
-                                                 self.device_physical.get(a["device"]))
+        mem = Memory(a["pMemory"], self.devices.get(a["device"], "gpu0"), info["allocationSize"],
+                     info["memoryTypeIndex"], self.device_physical.get(a["device"]))
+        chain = info["pNext"]
+        while chain is not None:
+            if chain["sType"] == "VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT":
+                mem.host = int(chain["pHostPointer"], 16)
+            chain = chain.get("pNext")
+        self.res.memories[a["pMemory"]] = mem
 
     def vkCreateBuffer(self, call: Call, a: dict) -> None:
         info = a["pCreateInfo"]
@@ -142,8 +184,7 @@ class Translator(Commands, Queues):
     def _bind(self, buffer: int, memory: int, offset: int) -> None:
         buf, mem = self.res.buffers.get(buffer), self.res.memories.get(memory)
         if buf is not None and mem is not None:
-            buf.memory, buf.offset = memory, offset
-            mem.buffers.append(buffer)
+            self.res.bind(buf, mem, offset)
 
     def vkBindBufferMemory(self, call: Call, a: dict) -> None:
         self._bind(a["buffer"], a["memory"], a["memoryOffset"])
@@ -175,16 +216,19 @@ class Translator(Commands, Queues):
 
     def vkDestroyBuffer(self, call: Call, a: dict) -> None:
         buf = self.res.buffers.get(a["buffer"])
-        if buf is not None and buf.memory is not None and buf.live:
-            buf.live = False
-            self.host(call, "destroy", buffer=buf.id)
+        if buf is not None and buf.memory is not None:
+            self._end(call, buf)
 
     def vkFreeMemory(self, call: Call, a: dict) -> None:
         mem = self.res.memories.get(a["memory"])
-        for handle in [] if mem is None else mem.buffers:
-            buf = self.res.buffers[handle]
-            if buf.live:  # freeing the memory ends the lifetime of what is bound to it
-                buf.live = False
+        for handle in [] if mem is None else mem.buffers:  # freeing the memory ends what is bound to it
+            self._end(call, self.res.buffers[handle])
+
+    def _end(self, call: Call, buf: Buffer) -> None:
+        """The stream buffer is destroyed with the last live buffer of any device over its bytes."""
+        if buf.live:
+            buf.live = False
+            if not any(b.live for b in self.res.sharing(buf)):
                 self.host(call, "destroy", buffer=buf.id)
 
     # ---- host access to mapped memory --------------------------------------
@@ -209,12 +253,9 @@ class Translator(Commands, Queues):
         if mem.assumed_write_pending and mem.mapped is not None:
             mem.assumed_write_pending = False
             self._host_access(call, "host_write", mem, *mem.mapped)
-            if "assumed" not in self.warned:
-                self.warned.add("assumed")
-                self.summary.assumed.append(
-                    "the capture has no fill-memory records (JSON lines only): each mapping is taken as a host "
-                    "write of the whole mapped range just before the first submit, flush or unmap after the map; "
-                    "host reads are not modelled")
+            self.assume("assumed", "the capture has no fill-memory records (JSON lines only): each mapping is "
+                                   "taken as a host write of the whole mapped range just before the first submit, "
+                                   "flush or unmap after the map")
 
     def fill_memory(self, fill: FillMemory) -> None:
         mem = self.res.memories.get(fill.memory)
@@ -228,23 +269,31 @@ class Translator(Commands, Queues):
             if fill.data is not None:  # the bytes written, so that a replay writes them too
                 at = buf.offset + off - start
                 op["data"] = {"base64": base64.b64encode(fill.data[at:at + n]).decode()}
-            self.thread(fill.index).append({**op, "label": f"fill memory #{fill.index}"})
+            self.add_op(fill.index, {**op, "label": f"fill memory #{fill.index}"})
 
-    def _ranges(self, call: Call, op: str, ranges: list[dict]) -> None:
+    def _ranges(self, call: Call, op: str, ranges: list[dict], then: str | None = None) -> None:
+        """`op` over each range where the memory is not coherent (only there does it mean something),
+        then `then` over each range whatever the memory."""
         for r in ranges:
             mem = self.res.memories.get(r["memory"])
             if mem is None:
                 continue
             self.assumed_write(mem, call)
-            if self.res.kind(mem) == "host_cached":  # flush/invalidate only mean something on non-coherent memory
-                size = mem.size - r["offset"] if r["size"] == WHOLE_SIZE else r["size"]
+            size = mem.size - r["offset"] if r["size"] == WHOLE_SIZE else r["size"]
+            if self.res.kind(mem) == "host_cached":
                 self._host_access(call, op, mem, r["offset"], size)
+            if then is not None:
+                self._host_access(call, then, mem, r["offset"], size)
 
     def vkFlushMappedMemoryRanges(self, call: Call, a: dict) -> None:
         self._ranges(call, "flush", a["pMemoryRanges"])
 
     def vkInvalidateMappedMemoryRanges(self, call: Call, a: dict) -> None:
-        self._ranges(call, "invalidate", a["pMemoryRanges"])
+        # A capture records no reads: a program invalidates a range to read it, so the read is put here.
+        self._ranges(call, "invalidate", a["pMemoryRanges"], then="host_read")
+        self.assume("invalidate", "a capture records no host reads: each vkInvalidateMappedMemoryRanges is taken as "
+                                  "a host read of the whole invalidated range, right after it; reads without one "
+                                  "are not in the stream")
 
     # ---- the document ------------------------------------------------------
 
@@ -258,9 +307,9 @@ class Translator(Commands, Queues):
             "format": "vkverify-stream/1", "name": name,
             "description": f"imported from a GFXReconstruct capture of {self.summary.calls} calls",
             "devices": devices, "buffers": self.buffer_docs(),
-            "semaphores": list(self.semaphores.values()), "fences": list(self.fences.values()),
-            "shaders": {k: {"bindings": v} for k, v in self.shaders.items()},
-            "command_buffers": self.command_buffers, "threads": self.threads}
+            "semaphores": list({s["id"]: s for s in self.semaphores.values()}.values()),  # imported ones once
+            "fences": list(self.fences.values()), "shaders": {k: {"bindings": v} for k, v in self.shaders.items()},
+            "command_buffers": self.command_buffers, "threads": self.stream_threads()}
 
     def buffer_docs(self) -> list[dict]:
         """Bound buffers. Buffers of one memory object whose bytes overlap alias a root: the one of them
@@ -272,7 +321,8 @@ class Translator(Commands, Queues):
                 kind = "host_coherent" if mem.ever_mapped else "device_local"
                 self.warn("memory-properties", f"no vkGetPhysicalDeviceMemoryProperties for memory {mem.handle}'s "
                                                f"device in the capture: taken as {kind}")
-            bufs = sorted((self.res.buffers[h] for h in mem.buffers), key=lambda b: (b.offset, -b.size))
+            bufs = sorted((self.res.buffers[h] for h in mem.buffers if self.res.buffers[h].same is None),
+                          key=lambda b: (b.offset, -b.size))
             for group in _overlapping(bufs):
                 start, end = group[0].offset, max(b.offset + b.size for b in group)
                 root = group[0].id
@@ -280,7 +330,9 @@ class Translator(Commands, Queues):
                     root = f"mem{mem.handle}_{start}"
                     out.append({"id": root, "size": end - start, "memory": kind, "device": mem.device})
                 for b in group:
-                    doc = {"id": b.id, "size": b.size, "device": b.device}
+                    devices = [s.device for s in self.res.sharing(b)]
+                    doc = {"id": b.id, "size": b.size}
+                    doc.update({"devices": devices} if len(devices) > 1 else {"device": b.device})
                     doc.update({"memory": kind} if b.id == root else {"alias_of": root, "offset": b.offset - start})
                     if b.exclusive:
                         doc["sharing"] = "exclusive"

@@ -348,6 +348,9 @@ class Runtime:
             # tracking) records exactly these bytes, now, not whole dirty pages at the next submit.
             self.allocator.flush(buffer, op.offset, op.size, invalidate=False)
         elif op.op == "host_read":
+            # Invalidated even where coherent, for the same reason: a capture records no reads, only this
+            # call, so an import can place the read here, over these bytes.
+            self.allocator.flush(buffer, op.offset, op.size, invalidate=True)
             return bytes(buffer.view(op.offset, op.size))
         else:
             self.allocator.flush(buffer, op.offset, op.size, invalidate=op.op == "invalidate")

@@ -1,0 +1,61 @@
+"""Capture order is the order calls return: another thread's host wait can be written before the submit or
+signal that ended it. `Satisfied` finds, for each host wait, the call that satisfies it in capture order."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+
+class Satisfied:
+    def __init__(self, ops: list[tuple[int, dict]], initial: dict[str, int], signaled: set[str]) -> None:
+        """ops: (call index, host op) of every thread, in capture order; initial: timeline semaphore id ->
+        initial value; signaled: the fences created signaled."""
+        self.initial = initial
+        self.signals: dict[str, tuple[list[int], list[int]]] = {}  # semaphore -> (indices, highest value so far)
+        self.fence_events: dict[str, tuple[list[int], list[bool]]] = {}  # fence -> (indices, signals or resets)
+        for fence in signaled:
+            self._fence(fence, -1, True)
+        for index, op in ops:
+            if op["op"] == "submit":
+                for batch in op["batches"]:
+                    for s in batch["signal"]:
+                        if "value" in s:
+                            self._signal(s["semaphore"], index, s["value"])
+                if "fence" in op:
+                    self._fence(op["fence"], index, True)
+            elif op["op"] == "signal_semaphore":
+                self._signal(op["semaphore"], index, op["value"])
+            elif op["op"] == "reset_fences":
+                for fence in op["fences"]:
+                    self._fence(fence, index, False)
+
+    def _signal(self, semaphore: str, index: int, value: int) -> None:
+        indices, highest = self.signals.setdefault(semaphore, ([], []))
+        indices.append(index)
+        highest.append(max(value, highest[-1]) if highest else value)
+
+    def _fence(self, fence: str, index: int, signal: bool) -> None:
+        indices, signals = self.fence_events.setdefault(fence, ([], []))
+        indices.append(index)
+        signals.append(signal)
+
+    def after(self, index: int, op: dict) -> int:
+        """The index of the call after which the host wait `op` (at `index`) can return: `index` itself
+        where a call before it satisfies it, or where none in the whole capture does."""
+        found = [index]
+        if op["op"] == "wait_semaphores":
+            for w in op["waits"]:
+                if self.initial.get(w["semaphore"], 0) >= w["value"]:
+                    continue
+                indices, highest = self.signals.get(w["semaphore"], ([], []))
+                at = bisect_left(highest, w["value"])  # the first signal of a high enough value
+                if at < len(indices):
+                    found.append(indices[at])
+        elif op["op"] == "wait_fences":
+            for fence in op["fences"]:
+                indices, signals = self.fence_events.get(fence, ([], []))
+                at = bisect_left(indices, index)
+                if at and signals[at - 1]:  # signaled, not reset since
+                    continue
+                found += [indices[i] for i in range(at, len(indices)) if signals[i]][:1]
+        return max(found)
