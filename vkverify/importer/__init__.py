@@ -13,6 +13,28 @@ push constants captured, so the stream replays what the program computed. A
 `ImportSummary.assumed`) and shaders without `shader_dir` have every storage
 binding taken as read_write. Nothing here calls Vulkan.
 
+What a program states in debug-utils metadata, which a capture keeps, the import
+takes over what Vulkan objects would say (the vkverify runtime states it, so that
+a capture of its replay is the stream it replayed, on devices that merge queues
+or memory kinds):
+- a buffer's debug name is its id (`Resources.name_buffer`); a command recorded
+  inside command-buffer label regions keeps them in its label;
+- a queue label region (vkQueueBeginDebugUtilsLabelEXT) named
+  "queue <id>, family <n>": the submits and idle waits on that VkQueue inside it
+  are stream queue <id>'s, of stream family <n>, whichever VkQueue and family
+  served it; a VkQueue whose calls were all labelled is no queue of its own;
+- a command-buffer label (vkCmdInsertDebugUtilsLabelEXT)
+  "buffer barrier <i>: queue family <src> -> <dst>": buffer barrier <i> of the
+  next pipeline barrier transfers ownership from family <src> to <dst> (the
+  families of such labels), whatever its queue family indices say;
+- a VkDeviceMemory whose debug name is a stream memory kind (`host_cached`, ...)
+  is of that kind, whatever its memory type's property flags;
+- a debug message (vkSubmitDebugUtilsMessageEXT) "host_write" or "host_read":
+  the calling thread's next flush or invalidate is that host access's (made so
+  that the capture records it), not a flush or invalidate of the stream's;
+  "concurrent": its next vkCreateBuffer is of a concurrent buffer, whatever its
+  sharing mode (exclusive where the device has one queue family).
+
 `capture_env` is the environment that runs a program under the capture layer.
 """
 

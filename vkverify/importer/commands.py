@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import re
 from dataclasses import dataclass, field
 
 from ..shaders import interface as library_interface
@@ -17,6 +18,7 @@ from .records import Call
 
 QUEUE_FAMILY_IGNORED = 0xFFFFFFFF
 BUFFER_BINDINGS = ("storage_buffer", "uniform_buffer", "storage_texel_buffer", "uniform_texel_buffer")
+TRANSFER_LABEL = re.compile(r"buffer barrier (\d+): queue family (\d+) -> (\d+)")  # see __init__.py
 
 
 @dataclass
@@ -27,6 +29,8 @@ class Recording:
     sets: dict[int, tuple[int, list[int]]] = field(default_factory=dict)  # set number -> (set, dynamic offsets)
     push: bytearray = field(default_factory=bytearray)  # the push-constant bytes set so far
     regions: list[str] = field(default_factory=list)  # the debug label regions open now, outermost first
+    # buffer barrier index -> the stream's (src, dst) families, from labels for the next pipeline barrier
+    transfers: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 class Commands:
@@ -71,6 +75,12 @@ class Commands:
         rec = self.recordings.get(a["commandBuffer"])
         if rec is not None:
             rec.regions.append(a["pLabelInfo"]["pLabelName"])
+
+    def vkCmdInsertDebugUtilsLabelEXT(self, call: Call, a: dict) -> None:
+        rec = self.recordings.get(a["commandBuffer"])
+        transfer = TRANSFER_LABEL.fullmatch(a["pLabelInfo"]["pLabelName"])
+        if rec is not None and transfer is not None:
+            rec.transfers[int(transfer[1])] = (int(transfer[2]), int(transfer[3]))
 
     def vkCmdEndDebugUtilsLabelEXT(self, call: Call, a: dict) -> None:
         rec = self.recordings.get(a["commandBuffer"])
@@ -205,7 +215,19 @@ class Commands:
 
     # ---- barriers ----------------------------------------------------------
 
-    def _buffer_entry(self, call: Call, b: dict, src_stage: int | None = None, dst_stage: int | None = None) -> dict | None:
+    def _buffer_entries(self, call: Call, barriers: list[dict], stages: bool) -> list[dict]:
+        """The entries of a barrier call's bound buffers; stages: each barrier has its own (sync2)."""
+        rec = self.recordings.get(call.args["commandBuffer"])
+        labelled = {} if rec is None else rec.transfers
+        if rec is not None:
+            rec.transfers = {}
+        entries = (self._buffer_entry(call, b, labelled.get(i), *((b["srcStageMask"], b["dstStageMask"]) if stages
+                                                                   else ())) for i, b in enumerate(barriers))
+        return [e for e in entries if e]
+
+    def _buffer_entry(self, call: Call, b: dict, labelled: tuple[int, int] | None,
+                      src_stage: int | None = None, dst_stage: int | None = None) -> dict | None:
+        """labelled: the stream's families of an ownership transfer, which the device's may have merged."""
         buf = self.bound(b["buffer"], call)
         if buf is None:
             return None
@@ -214,7 +236,7 @@ class Commands:
                  "src_access": access_names(b["srcAccessMask"]), "dst_access": access_names(b["dstAccessMask"])}
         if src_stage is not None:
             entry.update(src_stage=stage_names(src_stage), dst_stage=stage_names(dst_stage))
-        families = (b["srcQueueFamilyIndex"], b["dstQueueFamilyIndex"])
+        families = labelled or (b["srcQueueFamilyIndex"], b["dstQueueFamilyIndex"])
         if families[0] != families[1] and QUEUE_FAMILY_IGNORED not in families:
             entry.update(src_family=families[0], dst_family=families[1])
         return entry
@@ -224,7 +246,7 @@ class Commands:
         global barrier, buffer barriers a second one; image barriers keep only the execution dependency."""
         stages = {"src_stage": stage_names(a["srcStageMask"]), "dst_stage": stage_names(a["dstStageMask"])}
         memory = a["pMemoryBarriers"] or []
-        entries = [e for e in (self._buffer_entry(call, b) for b in a["pBufferMemoryBarriers"] or []) if e]
+        entries = self._buffer_entries(call, a["pBufferMemoryBarriers"] or [], stages=False)
         if memory or not entries:
             src = functools.reduce(operator.or_, (m["srcAccessMask"] for m in memory), 0)
             dst = functools.reduce(operator.or_, (m["dstAccessMask"] for m in memory), 0)
@@ -241,8 +263,7 @@ class Commands:
                      src_access=access_names(m["srcAccessMask"]), dst_access=access_names(m["dstAccessMask"]))
         for m in info["pImageMemoryBarriers"] or []:
             self.cmd(call, "barrier", src_stage=stage_names(m["srcStageMask"]), dst_stage=stage_names(m["dstStageMask"]))
-        buffers = info["pBufferMemoryBarriers"] or []
-        entries = [e for e in (self._buffer_entry(call, b, b["srcStageMask"], b["dstStageMask"]) for b in buffers) if e]
+        entries = self._buffer_entries(call, info["pBufferMemoryBarriers"] or [], stages=True)
         if entries:
             union = [sorted({s for e in entries for s in e[key]}) for key in ("src_stage", "dst_stage")]
             self.cmd(call, "barrier", src_stage=union[0], dst_stage=union[1], buffers=entries)

@@ -52,7 +52,7 @@ class Queues:
             return
         for mem in self.res.memories.values():
             self.assumed_write(mem, call)
-        op = {"queue": self.queues[queue][0], "batches": batches}
+        op = {"queue": self.queue_id(queue), "batches": batches}
         if fence in self.fences:
             op["fence"] = self.fences[fence]["id"]
         self.host(call, "submit", **op)
@@ -155,7 +155,7 @@ class Queues:
 
     def vkQueueWaitIdle(self, call: Call, a: dict) -> None:
         if a["queue"] in self.queues:
-            self.host(call, "queue_wait_idle", queue=self.queues[a["queue"]][0])
+            self.host(call, "queue_wait_idle", queue=self.queue_id(a["queue"]))
 
     def vkDeviceWaitIdle(self, call: Call, a: dict) -> None:
         self.host(call, "device_wait_idle", device=self.devices.get(a["device"], "gpu0"))

@@ -37,6 +37,7 @@ class Memory:
     type_index: int
     physical: int | None
     host: int | None = None  # the host address it imports (VkImportMemoryHostPointerInfoEXT)
+    declared: str | None = None  # the stream memory kind its debug name declares (see __init__.py)
     mapped: tuple[int, int] | None = None  # (offset, size) of the current mapping
     ever_mapped: bool = False
     assumed_write_pending: bool = False  # captures without fill records: a mapping no submit has followed yet
@@ -92,6 +93,9 @@ class Resources:
     # ---- memory ------------------------------------------------------------
 
     def kind(self, memory: Memory) -> str | None:
+        """The declared kind, else the memory type's (None where the capture has no memory properties)."""
+        if memory.declared is not None:
+            return memory.declared
         types = self.memory_types.get(memory.physical)
         if types is None or memory.type_index >= len(types):
             return None

@@ -17,6 +17,8 @@ import base64
 import re
 from collections import Counter
 
+from ..model.ir import MEMORY_KINDS
+
 from .commands import Commands, Recording
 from .gfxr import Blocks, FillMemory
 from .order import Satisfied
@@ -29,6 +31,8 @@ from .summary import ImportSummary
 OUT_OF_SCOPE = re.compile(r"Image|RenderPass|Rendering|Framebuffer|Swapchain|Surface|Present|Draw|Sampler|Blit|"
                           r"Resolve|Clear(Color|DepthStencil|Attachments)|Viewport|Scissor|Event|QueryPool|"
                           r"Sparse|DescriptorSetWithTemplate|PushDescriptorSet")
+NOTES = ("host_write", "host_read", "concurrent")  # debug messages that say what a call is for (see __init__.py)
+QUEUE_LABEL = re.compile(r"queue (\S+), family (\d+)")  # see __init__.py
 # Of those, the ones whose absence can hide or invent synchronization: each gets a warning.
 ORDERING = re.compile(r"Event|CopyQueryPoolResults|Sparse|DescriptorSetWithTemplate|PushDescriptorSet")
 
@@ -46,6 +50,10 @@ class Translator(Commands, Queues):
         self.devices: dict[int, str] = {}
         self.device_physical: dict[int, int] = {}
         self.queues: dict[int, tuple[str, str, int]] = {}  # handle -> (queue id, device id, family)
+        self.queue_regions: dict[int, list[str]] = {}  # VkQueue -> its debug label regions open now
+        self.stream_queues: dict[str, tuple[str, int]] = {}  # queue id from a label -> (device id, family)
+        self.attributed: dict[int, set[str]] = {}  # VkQueue -> the queue ids its calls went to
+        self.noted: dict[int, str] = {}  # capture thread -> the last of NOTES it sent, for its next call it concerns
         self.semaphores: dict[int, dict] = {}
         self.observed: dict[str, int] = {}  # timeline semaphore id -> highest value a host op has waited for
         self.fences: dict[int, dict] = {}
@@ -93,8 +101,10 @@ class Translator(Commands, Queues):
         self.add_op(call.index, {"op": op, **fields, "label": f"{call.name} #{call.index}"})
 
     def add_op(self, index: int, op: dict) -> None:
-        tid = 0 if self.call_threads is None else self.call_threads.get(index, 0)
-        self.ops.setdefault(tid, []).append((index, op))
+        self.ops.setdefault(self.thread_of(index), []).append((index, op))
+
+    def thread_of(self, index: int) -> int:
+        return 0 if self.call_threads is None else self.call_threads.get(index, 0)
 
     def stream_threads(self) -> dict[str, list[dict]]:
         """Capture threads that signal a semaphore from the host as threads of their own (all of them with
@@ -156,11 +166,39 @@ class Translator(Commands, Queues):
         info = a["pQueueInfo"]
         self._queue(a["device"], info["queueFamilyIndex"], info["queueIndex"], a["pQueue"])
 
+    def vkQueueBeginDebugUtilsLabelEXT(self, call: Call, a: dict) -> None:
+        self.queue_regions.setdefault(a["queue"], []).append(a["pLabelInfo"]["pLabelName"])
+
+    def vkQueueEndDebugUtilsLabelEXT(self, call: Call, a: dict) -> None:
+        if self.queue_regions.get(a["queue"]):
+            self.queue_regions[a["queue"]].pop()
+
+    def queue_id(self, handle: int) -> str:
+        """The stream queue a call on VkQueue `handle` is for: the one the innermost queue label names, else
+        the VkQueue's own (`queues` holds `handle`)."""
+        own, device, _ = self.queues[handle]
+        labelled = (QUEUE_LABEL.fullmatch(r) for r in reversed(self.queue_regions.get(handle, ())))
+        label = next((m for m in labelled if m is not None), None)
+        qid = own if label is None else label[1]
+        if label is not None:
+            self.stream_queues.setdefault(qid, (device, int(label[2])))
+        self.attributed.setdefault(handle, set()).add(qid)
+        return qid
+
     def vkSetDebugUtilsObjectNameEXT(self, call: Call, a: dict) -> None:
         info = a["pNameInfo"]
+        name = info.get("pObjectName")
         buf = self.res.buffers.get(info["objectHandle"])
-        if info["objectType"] == "VK_OBJECT_TYPE_BUFFER" and buf is not None and info.get("pObjectName"):
-            self.res.name_buffer(buf, info["pObjectName"])
+        mem = self.res.memories.get(info["objectHandle"])
+        if info["objectType"] == "VK_OBJECT_TYPE_BUFFER" and buf is not None and name:
+            self.res.name_buffer(buf, name)
+        elif info["objectType"] == "VK_OBJECT_TYPE_DEVICE_MEMORY" and mem is not None and name in MEMORY_KINDS:
+            mem.declared = name
+
+    def vkSubmitDebugUtilsMessageEXT(self, call: Call, a: dict) -> None:
+        message = a["pCallbackData"]["pMessage"]
+        if message in NOTES:
+            self.noted[self.thread_of(call.index)] = message
 
     # ---- memory and buffers ------------------------------------------------
 
@@ -177,8 +215,10 @@ class Translator(Commands, Queues):
 
     def vkCreateBuffer(self, call: Call, a: dict) -> None:
         info = a["pCreateInfo"]
+        concurrent = self.noted.get(self.thread_of(call.index)) == "concurrent" and \
+            self.noted.pop(self.thread_of(call.index))
         self.res.buffers[a["pBuffer"]] = Buffer(a["pBuffer"], f"buf{a['pBuffer']}", info["size"],
-                                                info["sharingMode"] == "VK_SHARING_MODE_EXCLUSIVE",
+                                                info["sharingMode"] == "VK_SHARING_MODE_EXCLUSIVE" and not concurrent,
                                                 self.devices.get(a["device"], "gpu0"))
 
     def _bind(self, buffer: int, memory: int, offset: int) -> None:
@@ -272,15 +312,18 @@ class Translator(Commands, Queues):
             self.add_op(fill.index, {**op, "label": f"fill memory #{fill.index}"})
 
     def _ranges(self, call: Call, op: str, ranges: list[dict], then: str | None = None) -> None:
-        """`op` over each range where the memory is not coherent (only there does it mean something),
-        then `then` over each range whatever the memory."""
+        """`op` over each range where the memory is not coherent (only there does it mean something) and the
+        call is not noted as a host access's, then `then` over each range whatever the memory."""
+        if self.noted.get(self.thread_of(call.index)) in ("host_write", "host_read"):
+            del self.noted[self.thread_of(call.index)]
+            op = None  # the runtime's flush of a write or invalidate of a read, not the stream's
         for r in ranges:
             mem = self.res.memories.get(r["memory"])
             if mem is None:
                 continue
             self.assumed_write(mem, call)
             size = mem.size - r["offset"] if r["size"] == WHOLE_SIZE else r["size"]
-            if self.res.kind(mem) == "host_cached":
+            if op is not None and self.res.kind(mem) == "host_cached":
                 self._host_access(call, op, mem, r["offset"], size)
             if then is not None:
                 self._host_access(call, then, mem, r["offset"], size)
@@ -299,8 +342,11 @@ class Translator(Commands, Queues):
 
     def document(self, name: str) -> dict:
         """The stream document; resources are declared from what the walk saw."""
+        # A VkQueue whose calls all went to labelled stream queues is not a queue of the stream itself.
+        declared = {qid: (dev, family) for h, (qid, dev, family) in self.queues.items()
+                    if qid in self.attributed.get(h, {qid})}
         queues: dict[str, list[dict]] = {d: [] for d in self.devices.values()}
-        for qid, dev, family in self.queues.values():
+        for qid, (dev, family) in {**self.stream_queues, **declared}.items():
             queues.setdefault(dev, []).append({"id": qid, "family": family})
         devices = [{"id": d, "queues": q or [{"id": f"{d}.unused", "family": 0}]} for d, q in queues.items()]
         return {

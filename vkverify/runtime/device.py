@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .errors import NoDevice, Unsupported
@@ -81,11 +82,12 @@ class Instance:
             self.handle = vk.vkCreateInstance(info, None)  # vkCreateInstance
         except vk.VkError as error:
             raise NoDevice(f"vkCreateInstance failed ({type(error).__name__})") from None
-        self._set_name = self._begin_label = self._end_label = None
+        self._debug_utils = {}  # function name -> pointer
         if debug_utils:
-            self._set_name = vk.vkGetInstanceProcAddr(self.handle, "vkSetDebugUtilsObjectNameEXT")
-            self._begin_label = vk.vkGetInstanceProcAddr(self.handle, "vkCmdBeginDebugUtilsLabelEXT")
-            self._end_label = vk.vkGetInstanceProcAddr(self.handle, "vkCmdEndDebugUtilsLabelEXT")
+            self._debug_utils = {f: vk.vkGetInstanceProcAddr(self.handle, f) for f in (
+                "vkSetDebugUtilsObjectNameEXT", "vkCmdBeginDebugUtilsLabelEXT", "vkCmdEndDebugUtilsLabelEXT",
+                "vkCmdInsertDebugUtilsLabelEXT", "vkQueueBeginDebugUtilsLabelEXT", "vkQueueEndDebugUtilsLabelEXT",
+                "vkSubmitDebugUtilsMessageEXT")}
         if validation:
             create = vk.vkGetInstanceProcAddr(self.handle, "vkCreateDebugUtilsMessengerEXT")
             self.messenger = create(self.handle, messenger_info, None)  # vkCreateDebugUtilsMessengerEXT
@@ -104,23 +106,48 @@ class Instance:
 
     def name(self, device, object_type: int, handle, name: str) -> None:
         """vkSetDebugUtilsObjectNameEXT, so layer messages and captures name stream objects."""
-        if self._set_name is None:
-            return
-        vk = self.vk
-        info = vk.VkDebugUtilsObjectNameInfoEXT(objectType=object_type,
-                                                objectHandle=int(vk.ffi.cast("uint64_t", handle)),
-                                                pObjectName=name)
-        self._set_name(device, info)
+        if "vkSetDebugUtilsObjectNameEXT" in self._debug_utils:
+            vk = self.vk
+            info = vk.VkDebugUtilsObjectNameInfoEXT(objectType=object_type,
+                                                    objectHandle=int(vk.ffi.cast("uint64_t", handle)),
+                                                    pObjectName=name)
+            self._debug_utils["vkSetDebugUtilsObjectNameEXT"](device, info)
+
+    def _label(self, function: str, target, name: str | None = None) -> None:
+        """A debug-utils label call on a command buffer or queue; nothing without the extension."""
+        if function in self._debug_utils:
+            args = () if name is None else (self.vk.VkDebugUtilsLabelEXT(pLabelName=name, color=[0.0] * 4),)
+            self._debug_utils[function](target, *args)
 
     def begin_label(self, cb, name: str) -> None:
         """vkCmdBeginDebugUtilsLabelEXT: the commands up to end_label belong to stream command `name`."""
-        if self._begin_label is not None:
-            label = self.vk.VkDebugUtilsLabelEXT(pLabelName=name, color=[0.0] * 4)
-            self._begin_label(cb, label)
+        self._label("vkCmdBeginDebugUtilsLabelEXT", cb, name)
 
     def end_label(self, cb) -> None:
-        if self._end_label is not None:
-            self._end_label(cb)  # vkCmdEndDebugUtilsLabelEXT
+        self._label("vkCmdEndDebugUtilsLabelEXT", cb)
+
+    def insert_label(self, cb, name: str) -> None:
+        """vkCmdInsertDebugUtilsLabelEXT: a note on the next command recorded."""
+        self._label("vkCmdInsertDebugUtilsLabelEXT", cb, name)
+
+    @contextmanager
+    def queue_label(self, queue, name: str):
+        """vkQueueBeginDebugUtilsLabelEXT / vkQueueEndDebugUtilsLabelEXT around the queue calls made inside:
+        they act for stream queue `name`. The caller holds the queue's lock (queues are externally synchronized)."""
+        self._label("vkQueueBeginDebugUtilsLabelEXT", queue, name)
+        try:
+            yield
+        finally:
+            self._label("vkQueueEndDebugUtilsLabelEXT", queue)
+
+    def note(self, text: str) -> None:
+        """vkSubmitDebugUtilsMessageEXT (general, info): a capture keeps it between the calls around it."""
+        if "vkSubmitDebugUtilsMessageEXT" in self._debug_utils:
+            vk = self.vk
+            data = vk.VkDebugUtilsMessengerCallbackDataEXT(pMessage=text)
+            self._debug_utils["vkSubmitDebugUtilsMessageEXT"](
+                self.handle, vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT,
+                vk.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT, data)
 
     def physical_devices(self) -> list:
         return list(self.vk.vkEnumeratePhysicalDevices(self.handle))  # vkEnumeratePhysicalDevices

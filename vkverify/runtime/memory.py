@@ -1,7 +1,10 @@
 """Memory types by the stream format's memory kinds, blocks, sub-allocated buffers.
 
-Buffers are bump-allocated from 64 MiB blocks of one memory type (larger ones
-get a block of their own); a block is freed when its last buffer is. An alias
+Buffers are bump-allocated from 64 MiB blocks of one memory type and one stream
+memory kind (larger ones get a block of their own); a block is freed when its
+last buffer is. Each block's debug name is its kind: where kinds share a memory
+type (Lavapipe's one type is coherent), a capture still says which kind the
+stream asked for, and its buffers are not mixed with another kind's. An alias
 is a second VkBuffer bound to its root's memory at the root's offset plus its
 own, so both name the same bytes, as the format says.
 """
@@ -57,6 +60,7 @@ class Block:
     used: int = 0
     live: int = 0  # buffers bound to it that are not destroyed
     mapped: object = None  # cffi buffer over the whole block when host-visible
+    kind: str | None = None  # the stream memory kind of its buffers (None: a block outside the Allocator's)
 
 
 @dataclass(eq=False)
@@ -92,7 +96,7 @@ class Allocator:
         try:
             requirements = vk.vkGetBufferMemoryRequirements(handle, buffer)  # vkGetBufferMemoryRequirements
             type_index = choose_type(vk, properties, kind, requirements.memoryTypeBits)
-            block, offset = self._place(id, type_index, requirements.size, requirements.alignment, properties)
+            block, offset = self._place(id, type_index, kind, requirements.size, requirements.alignment, properties)
             vk.vkBindBufferMemory(handle, buffer, block.memory, offset)  # vkBindBufferMemory
         except BaseException:
             vk.vkDestroyBuffer(handle, buffer, None)  # vkDestroyBuffer
@@ -122,10 +126,11 @@ class Allocator:
         self.device.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_BUFFER, buffer, id)
         return buffer
 
-    def _place(self, id: str, type_index: int, size: int, alignment: int, properties) -> tuple[Block, int]:
+    def _place(self, id: str, type_index: int, kind: str, size: int, alignment: int,
+               properties) -> tuple[Block, int]:
         for block in self.blocks:
             start = -(-block.used // alignment) * alignment
-            if block.type_index == type_index and start + size <= block.size:
+            if (block.type_index, block.kind) == (type_index, kind) and start + size <= block.size:
                 block.used = start + size
                 return block, start
         heap = properties.memoryHeaps[properties.memoryTypes[type_index].heapIndex]
@@ -134,20 +139,22 @@ class Allocator:
             # Drivers may overcommit instead of failing; the heap's size is the contract.
             raise DeviceFault(f"buffer {id}", "vkAllocateMemory",
                               f"VK_ERROR_OUT_OF_DEVICE_MEMORY ({size} bytes, heap {heap.size})")
-        block = Block(self._allocate(id, type_index, block_size), type_index, block_size, used=size)
+        block = Block(self._allocate(id, type_index, kind, block_size), type_index, block_size, used=size, kind=kind)
         self.blocks.append(block)
         flags = properties.memoryTypes[type_index].propertyFlags
         if flags & self.vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT:
             block.mapped = self.vk.vkMapMemory(self.device.handle, block.memory, 0, block_size, 0)  # vkMapMemory
         return block, 0
 
-    def _allocate(self, id: str, type_index: int, size: int):
+    def _allocate(self, id: str, type_index: int, kind: str, size: int):
         vk = self.vk
         info = vk.VkMemoryAllocateInfo(allocationSize=size, memoryTypeIndex=type_index)
         try:
-            return vk.vkAllocateMemory(self.device.handle, info, None)  # vkAllocateMemory
+            memory = vk.vkAllocateMemory(self.device.handle, info, None)  # vkAllocateMemory
         except vk.VkError as error:
             raise DeviceFault(f"buffer {id}", "vkAllocateMemory", type(error).__name__) from None
+        self.device.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_DEVICE_MEMORY, memory, kind)
+        return memory
 
     def destroy(self, buffer: DeviceBuffer) -> None:
         """vkDestroyBuffer, and vkFreeMemory of its block once no buffer uses it."""

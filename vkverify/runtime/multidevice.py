@@ -380,6 +380,7 @@ def import_host_buffer(rt: Runtime, id: str, size: int, host: HostAllocation) ->
     external = vk.VkExternalMemoryBufferCreateInfo(handleTypes=host_bit)
     info = vk.VkBufferCreateInfo(pNext=external, size=max(size, 4), usage=usage,
                                  sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+    rt.instance.note("concurrent")  # as Runtime.create_buffer: an exclusive VkBuffer for a concurrent stream buffer
     handle = vk.vkCreateBuffer(device, info, None)  # vkCreateBuffer
     try:
         rt.instance.name(device, vk.VK_OBJECT_TYPE_BUFFER, handle, id)

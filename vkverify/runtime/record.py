@@ -148,6 +148,12 @@ class Recorder:
 
     def pipeline_barrier(self, src_stage, src_access, dst_stage, dst_access, buffers) -> None:
         vk, sync2 = self.vk, self.sync2
+        # The stream's families of each ownership transfer, which the device's may have merged (then the
+        # barrier is none): a capture keeps the label, an import takes the families from it.
+        for i, (b, _) in enumerate(buffers):
+            if b.src_family is not None:
+                self.rt.instance.insert_label(self.cb, f"buffer barrier {i}: queue family {b.src_family} -> "
+                                                       f"{b.dst_family}")
         if sync2:
             memory = [] if buffers else [vk.VkMemoryBarrier2(
                 srcStageMask=stage_bits(vk, src_stage, True, True), srcAccessMask=access_bits(vk, src_access, True),

@@ -100,6 +100,8 @@ class Runtime:
                  | self.vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT | self.vk.VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT
                  | self.vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT)
         with self._lock:
+            if sharing == "concurrent":  # its VkBuffer is exclusive (the device may have one family): say so
+                self.instance.note("concurrent")
             if alias_of is not None:
                 root = self.buffers[alias_of]
                 size = root.size - offset if size is None else size
@@ -140,8 +142,9 @@ class Runtime:
             cbs = [cb]
             submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cbs)
             submits = [submit]
-            _, queue, lock = next(q for q in self.device.queues.values() if q[0] == family)
-            with lock:
+            qid = next(q for q, (f, _, _) in self.device.queues.items() if f == family)
+            _, queue, lock = self._queue(qid)
+            with lock, self._queue_label(qid):
                 self._call(ref, "vkQueueSubmit", vk.vkQueueSubmit, queue, 1, submits, fence)
             self._wait_fence_handles(ref, [fence])
         finally:
@@ -320,7 +323,7 @@ class Runtime:
             return self._host_access(ref, op)
         if isinstance(op, ir.QueueWaitIdle):
             _, queue, lock = self._queue(op.queue)
-            with lock:
+            with lock, self._queue_label(op.queue):
                 return self._call(ref, "vkQueueWaitIdle", self.vk.vkQueueWaitIdle, queue)
         if isinstance(op, ir.DeviceWaitIdle):
             return self._call(ref, "vkDeviceWaitIdle", self.vk.vkDeviceWaitIdle, self.device.handle)
@@ -346,10 +349,13 @@ class Runtime:
             buffer.view(op.offset, op.size)[:] = data_bytes(op.data, op.size, op.buffer, ref)
             # Flushed even where coherent: a capture layer told so (GFXReconstruct's assisted memory
             # tracking) records exactly these bytes, now, not whole dirty pages at the next submit.
+            # The note before it tells an import that this flush is the write's, not a stream flush.
+            self.instance.note(op.op)
             self.allocator.flush(buffer, op.offset, op.size, invalidate=False)
         elif op.op == "host_read":
             # Invalidated even where coherent, for the same reason: a capture records no reads, only this
-            # call, so an import can place the read here, over these bytes.
+            # call, so an import can place the read here, over these bytes; noted as the read's, as above.
+            self.instance.note(op.op)
             self.allocator.flush(buffer, op.offset, op.size, invalidate=True)
             return bytes(buffer.view(op.offset, op.size))
         else:
@@ -360,6 +366,11 @@ class Runtime:
 
     def _queue(self, queue: str):
         return self.device.queues[queue]
+
+    def _queue_label(self, queue: str):
+        """The label region that makes the VkQueue's calls inside it stream queue `queue`'s in a capture:
+        several stream queues (and families) may share one VkQueue (importer/__init__.py reads it)."""
+        return self.instance.queue_label(self._queue(queue)[1], f"queue {queue}, family {self.group_of[queue]}")
 
     def _allocate_cb(self, family: int, name: str):
         vk = self.vk
@@ -428,7 +439,7 @@ class Runtime:
                         pCommandBuffers=handles or None, signalSemaphoreCount=len(signal_handles),
                         pSignalSemaphores=signal_handles or None))
             fence = self.fences[op.fence] if op.fence is not None else None
-            with lock:
+            with lock, self._queue_label(op.queue):
                 if sync2:
                     self._call(ref, "vkQueueSubmit2", vk.vkQueueSubmit2, queue, len(submits), submits, fence)
                 else:
