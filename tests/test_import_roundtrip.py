@@ -10,7 +10,9 @@ compared as (kind, buffer, range, first, second), each side mapped: a command to
 a host operation to its kind (`host_write`, `submit`, ...), since the capture numbers host operations
 its own way (one thread, the runtime's own calls among them). Where the copy and the kernel of one
 read_write binding are both found against one other command, they are one finding, as the checker makes
-them for one access that reads and writes: a RAW, not also a WAW.
+them for one access that reads and writes: a RAW, not also a WAW. Two racing accesses (no order between
+them in any schedule) are compared as a pair: which one the checker meets first, and so RAW or WAR, is its
+schedule's choice, and the capture's interleaving of host threads can make it choose the other.
 
 The capture runs with assisted memory tracking: the runtime flushes every host write, so the layer
 records exactly the bytes written, when written (page guarding would record whole dirty pages at the
@@ -26,13 +28,14 @@ coherent), which flushes and invalidates are the capture's, not the stream's, an
 VkBuffers are concurrent stream buffers. What a capture still cannot hold makes findings go missing,
 never appear: several host threads (imported as one thread, in capture order, but for those that
 signal semaphores from the host). A stream with those may lose findings: the test checks that the
-import invents none, and skips naming the reasons where some are lost; KNOWN names the streams
-that lose more, and why.
+import invents none, and skips naming the reason where some are lost.
 
 Several devices replay as one VkDevice each: a buffer they share is one host allocation that each
 imports (VK_EXT_external_memory_host), which the import makes one buffer of those devices again; a
 timeline one device signals and another waits for is bridged by a proxy thread, kept as its own
-thread by the import since it signals from the host.
+thread by the import since it signals from the host. A queue's wait for such a signal is submitted before
+the proxy signals, in the import as in the replay: the VkQueue that stream queues share waits without
+blocking that host signal.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CORPUS, ROOT
-from vkverify.check import check
+from vkverify.check import Finding, check
 from vkverify.importer import capture_env, import_capture
 from vkverify.model import ir, load
 from vkverify.model.dump import host_op_to_dict
@@ -117,40 +120,37 @@ def _host_op(stream: ir.Stream, ref: str | None) -> str | None:
     return None if thread is None else host_op_to_dict(thread.ops[int(index)])["op"]
 
 
+def _compared(f: Finding, first: str | None, second: str | None) -> tuple:
+    """(kind, buffer, range, first, second), two racing accesses as a pair (see above): a read/write race as
+    the RAW with the write first, a write/write race with its sides sorted."""
+    if f.racing and f.kind == "war":
+        return "raw", f.buffer, f.range, second, first
+    if f.racing and f.kind == "waw":
+        first, second = sorted((first, second))
+    return f.kind, f.buffer, f.range, first, second
+
+
 def _original_findings(stream: ir.Stream) -> set[tuple]:
     def side(ref: str | None):
         return _host_op(stream, ref) or ref
-    return {(f.kind, f.buffer, f.range, side(f.first), side(f.second)) for f in check(stream)}
+    return {_compared(f, side(f.first), side(f.second)) for f in check(stream)}
 
 
 def _imported_findings(stream: ir.Stream) -> set[tuple]:
     def side(ref: str | None, label: str | None):
         # A command's label is "<region>: <vkCall> #<index>", its region the stream command's reference.
         return _host_op(stream, ref) or (label and label.rpartition(": ")[0])
-    found = {(f.kind, f.buffer, f.range, side(f.first, f.labels[0]), side(f.second, f.labels[1]))
-             for f in check(stream)}
-    raw = {(buffer, first, second) for kind, buffer, _, first, second in found if kind == "raw"}
-    return {f for f in found if not (f[0] == "waw" and (f[1], f[3], f[4]) in raw)}
+    found = {_compared(f, side(f.first, f.labels[0]), side(f.second, f.labels[1])) for f in check(stream)}
+    # As pairs: a racing WAW's sides are sorted, not in its RAW's order.
+    raw = {(f[1], frozenset(f[3:])) for f in found if f[0] == "raw"}
+    return {f for f in found if not (f[0] == "waw" and (f[1], frozenset(f[3:])) in raw)}
 
 
-def _lossy(original: ir.Stream, imported: ir.Stream) -> list[str]:
+def _lossy(original: ir.Stream, imported: ir.Stream) -> str | None:
     """What the capture cannot hold of `original`, so that its findings may be missing from `imported`."""
-    lossy = {
-        KNOWN.get(original.name, ""): original.name in KNOWN,
-        f"{len(original.threads)} threads are imported as {len(imported.threads)}, in capture order":
-            len(original.threads) > len(imported.threads),
-    }
-    return [why for why, holds in lossy.items() if holds]
-
-
-# Streams whose capture loses what the runtime cannot state in debug metadata.
-KNOWN = {
-    "ring-allreduce-no-cross-round-wait": "its host threads' submits interleave in the capture in another order "
-    "than the checker reads the original's: a race's two sides swap (a RAW for the original's WAR)",
-}
-# Imported streams the runtime refuses to replay here: merged threads put a timeline wait before its signal
-# on a VkQueue that the stream queues (restored from queue labels) share.
-SHARED_QUEUE_WAIT = {"ring-allreduce", "ring-allreduce-no-cross-round-wait"}
+    if len(original.threads) > len(imported.threads):
+        return f"{len(original.threads)} threads are imported as {len(imported.threads)}, in capture order"
+    return None
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem[:2])
@@ -158,20 +158,17 @@ def test_imported_capture_has_the_original_findings(path, round_trip):
     trip = round_trip(path)
     original, imported = _original_findings(trip.original), _imported_findings(trip.imported)
     lossy = _lossy(trip.original, trip.imported)
-    if not lossy:
+    if lossy is None:
         assert imported == original
         return
-    if trip.original.name not in KNOWN:
-        assert imported <= original  # the import invents nothing
+    assert imported <= original  # the import invents nothing
     if imported != original:
-        pytest.skip(f"lost {sorted(original - imported)}: {'; '.join(lossy)}")
+        pytest.skip(f"lost {sorted(original - imported)}: {lossy}")
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem[:2])
 def test_imported_capture_replays_with_the_original_digests(path, round_trip):
     trip = round_trip(path)
-    if trip.original.name in SHARED_QUEUE_WAIT:
-        pytest.skip("the import has a timeline wait before its signal on a VkQueue its stream queues share")
     racing = [f"{f.kind} {f.buffer} {f.first} {f.second}" for f in check(trip.original) if f.racing
               and "host_write" in (_host_op(trip.original, f.first), _host_op(trip.original, f.second))]
     if racing:

@@ -101,10 +101,18 @@ def replay(stream: ir.Stream, device: str | None = None, syncval: bool = False) 
 def _shared_queue_deadlock(stream: ir.Stream, rt: Runtime) -> str | None:
     """Where the device has fewer queues than the stream, stream queues share a
     VkQueue; a timeline wait submitted there before its signal (legal across
-    stream queues) would block that VkQueue, and with it the signal, forever."""
+    stream queues) would block that VkQueue, and with it the signal, forever.
+    Not where another thread signals it from the host: that signal does not
+    queue behind the wait (a multidevice replay's proxy threads end their
+    mirror timelines' waits so)."""
     shared = {q for q, (_, _, lock) in rt.device.queues.items()
               if sum(other is lock for _, _, other in rt.device.queues.values()) > 1}
     initial = {s.id: s.initial for s in stream.semaphores if s.type == "timeline"}
+    host_signals = [(t.id, op) for t in stream.threads for op in t.ops if isinstance(op, ir.SignalSemaphore)]
+
+    def signalled_elsewhere(thread: str, w: ir.SemaphoreOp) -> bool:
+        return any(other != thread and op.semaphore == w.semaphore and op.value >= w.value
+                   for other, op in host_signals)
     for t in stream.threads:
         reached = dict(initial)
         for i, op in enumerate(t.ops):
@@ -114,7 +122,8 @@ def _shared_queue_deadlock(stream: ir.Stream, rt: Runtime) -> str | None:
                 continue
             for b in op.batches:
                 for w in b.waits:
-                    if w.semaphore in reached and w.value > reached[w.semaphore] and op.queue in shared:
+                    if w.semaphore in reached and w.value > reached[w.semaphore] and op.queue in shared \
+                            and not signalled_elsewhere(t.id, w):
                         return (f"{t.id}[{i}] waits {w.semaphore} >= {w.value} before its signal is submitted, on "
                                 f"a queue the device shares between stream queues: it would block forever")
                 for sig in b.signals:
