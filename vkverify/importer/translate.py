@@ -200,6 +200,15 @@ class Translator(Commands, Queues):
         if message in NOTES:
             self.noted[self.thread_of(call.index)] = message
 
+    def take_note(self, call: Call, *notes: str) -> bool:
+        """Whether the calling thread's last note is one of `notes`: then `call` is what it concerns, and it
+        is used up."""
+        thread = self.thread_of(call.index)
+        if self.noted.get(thread) in notes:
+            del self.noted[thread]
+            return True
+        return False
+
     # ---- memory and buffers ------------------------------------------------
 
     def vkAllocateMemory(self, call: Call, a: dict) -> None:
@@ -215,8 +224,7 @@ class Translator(Commands, Queues):
 
     def vkCreateBuffer(self, call: Call, a: dict) -> None:
         info = a["pCreateInfo"]
-        concurrent = self.noted.get(self.thread_of(call.index)) == "concurrent" and \
-            self.noted.pop(self.thread_of(call.index))
+        concurrent = self.take_note(call, "concurrent")
         self.res.buffers[a["pBuffer"]] = Buffer(a["pBuffer"], f"buf{a['pBuffer']}", info["size"],
                                                 info["sharingMode"] == "VK_SHARING_MODE_EXCLUSIVE" and not concurrent,
                                                 self.devices.get(a["device"], "gpu0"))
@@ -314,8 +322,7 @@ class Translator(Commands, Queues):
     def _ranges(self, call: Call, op: str, ranges: list[dict], then: str | None = None) -> None:
         """`op` over each range where the memory is not coherent (only there does it mean something) and the
         call is not noted as a host access's, then `then` over each range whatever the memory."""
-        if self.noted.get(self.thread_of(call.index)) in ("host_write", "host_read"):
-            del self.noted[self.thread_of(call.index)]
+        if self.take_note(call, "host_write", "host_read"):
             op = None  # the runtime's flush of a write or invalidate of a read, not the stream's
         for r in ranges:
             mem = self.res.memories.get(r["memory"])

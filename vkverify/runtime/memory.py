@@ -12,6 +12,7 @@ own, so both name the same bytes, as the format says.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .errors import DeviceFault, Unsupported
 
@@ -178,11 +179,16 @@ class Allocator:
         for block in list(self.blocks):
             self._free(block)
 
+    @cached_property
+    def non_coherent_atom_size(self) -> int:
+        # Asked once: the runtime flushes or invalidates around every host access.
+        return self.vk.vkGetPhysicalDeviceProperties(self.device.physical).limits.nonCoherentAtomSize
+
     def flush(self, buffer: DeviceBuffer, offset: int, size: int, invalidate: bool) -> None:
         """vkFlushMappedMemoryRanges / vkInvalidateMappedMemoryRanges over the
         range, widened to nonCoherentAtomSize as Vulkan requires."""
         vk = self.vk
-        atom = vk.vkGetPhysicalDeviceProperties(self.device.physical).limits.nonCoherentAtomSize
+        atom = self.non_coherent_atom_size
         start = (buffer.offset + offset) // atom * atom
         end = min(-(-(buffer.offset + offset + size) // atom) * atom, buffer.block.size)
         ranges = [vk.VkMappedMemoryRange(memory=buffer.block.memory, offset=start, size=end - start)]
