@@ -39,7 +39,10 @@ _BINDING_READS = {"read": ("shader_storage_read",), "read_write": ("shader_stora
 
 def command_accesses(cmd: ir.Command) -> tuple[tuple, ...]:
     """(stage, reads, write, buffer, lo, hi) of each access a command performs, reads first
-    (spec 7.6.1 "Pipeline stages" of vkCmdCopyBuffer, vkCmdFillBuffer, vkCmdUpdateBuffer, vkCmdDispatch)."""
+    (spec 7.6.1 "Pipeline stages" of vkCmdCopyBuffer, vkCmdFillBuffer, vkCmdUpdateBuffer, vkCmdDispatch);
+    none for a pipeline barrier."""
+    if isinstance(cmd, ir.Barrier):
+        return ()
     if isinstance(cmd, ir.Copy):
         return tuple(("copy", ("transfer_read",), None, cmd.src, r.src_offset, r.src_offset + r.size)
                      for r in cmd.regions) + tuple(("copy", (), "transfer_write", cmd.dst, r.dst_offset,

@@ -144,8 +144,6 @@ def _accesses(stream: ir.Stream, batch: ir.Batch):
     """(root buffer, lo, hi, writes) of each access the batch's commands make, in root offsets."""
     for cb in batch.command_buffers:
         for command in stream.index.command_buffers[cb].commands:
-            if isinstance(command, ir.Barrier):  # accesses nothing
-                continue
             for _, _, write, buffer, lo, hi in command_accesses(command):
                 root, base = stream.index.root(buffer)
                 yield root, base + lo, base + hi, write is not None

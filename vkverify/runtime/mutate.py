@@ -165,8 +165,7 @@ class Mutator:
 
         fresh = {c for b in op.batches for c in b.command_buffers
                  if not any(key[0] == c for key in self.rt.recorded)}
-        touched = sorted({a[3] for c in fresh for cmd in self.rt._commands(c) if not isinstance(cmd, ir.Barrier)
-                          for a in command_accesses(cmd)})
+        touched = sorted({a[3] for c in fresh for cmd in self.rt._commands(c) for a in command_accesses(cmd)})
         probe = [{"cmd": "dispatch", "shader": PROBE, "bindings": [{"buffer": b, "access": "read_write"}]}
                  for b in touched]
         later = [ir.Submit(op.queue, (ir.Batch(command_buffers=(PROBE,)),))] if probe else []
