@@ -2,11 +2,9 @@
 from a host-coherent buffer, and against the mapped path (issue 6).
 
     python benchmarks/uploads.py [--mib 256] [--runs 3] [--slots 2] [--slot-mib 16] [--threads N]
-                                 [--import-share 0.5]
 
 Staged: upload() + finish() of a numpy array (host copies into the slots
-included, and the imports of the share copied from the array's own pages where
-the device has VK_EXT_external_memory_host); raw: one copy submitted and waited, its source already filled;
+included); raw: one copy submitted and waited, its source already filled;
 mapped: the same upload with VKVERIFY_STAGED=0 (writes through the map). The
 best of `runs` each, after one untimed run into the same destination. Honours VKVERIFY_HOST_VISIBLE_CAP_MB and VKVERIFY_DEVICE.
 """
@@ -20,13 +18,13 @@ import time
 import numpy as np
 
 from vkverify.runtime import QueueRequest, Runtime, Uploader
-from vkverify.runtime.uploads import IMPORT_SHARE, UPLOAD_QUEUE
+from vkverify.runtime.uploads import UPLOAD_QUEUE
 
 # The program's queue and an upload queue: a transfer-only family where the device has one.
 QUEUES = {"q0": QueueRequest("q0"), UPLOAD_QUEUE: QueueRequest(UPLOAD_QUEUE, group=1, compute=False)}
 
 
-def timed_upload(data: np.ndarray, staged: str, runs: int, **uploader) -> tuple[float, str, float]:
+def timed_upload(data: np.ndarray, staged: str, runs: int, **uploader) -> tuple[float, str]:
     os.environ["VKVERIFY_STAGED"] = staged
     best = float("inf")
     with Runtime(QUEUES) as rt, Uploader(rt, **uploader) as up:
@@ -38,8 +36,8 @@ def timed_upload(data: np.ndarray, staged: str, runs: int, **uploader) -> tuple[
             up.finish()
             if run:
                 best = min(best, time.perf_counter() - start)
-        queue, report = up.queue_kind, up.report()
-    return best, queue, report.bytes_imported / max(report.bytes_imported + report.bytes_staged, 1)
+        queue = up.queue_kind
+    return best, queue
 
 
 def timed_raw_copy(data: np.ndarray, runs: int) -> float:
@@ -68,15 +66,12 @@ def main() -> None:
     parser.add_argument("--slots", type=int, default=2)
     parser.add_argument("--slot-mib", type=int, default=16)
     parser.add_argument("--threads", type=int, default=None, help="host copy threads (default: up to 16)")
-    parser.add_argument("--import-share", type=float, default=IMPORT_SHARE,
-                        help="share of the array copied from its own pages (0: all through the slots)")
     args = parser.parse_args()
-    uploader = {"slots": args.slots, "slot_size": args.slot_mib << 20, "copy_threads": args.threads,
-                "import_share": args.import_share}
+    uploader = {"slots": args.slots, "slot_size": args.slot_mib << 20, "copy_threads": args.threads}
     data = np.random.default_rng(0).integers(0, 256, args.mib << 20, dtype=np.uint8)
     os.environ.pop("VKVERIFY_FAULT", None)
-    staged, queue, imported = timed_upload(data, "1", args.runs, **uploader)
-    mapped, _, _ = timed_upload(data, "0", args.runs)
+    staged, queue = timed_upload(data, "1", args.runs, **uploader)
+    mapped, _ = timed_upload(data, "0", args.runs)
     os.environ.pop("VKVERIFY_STAGED")
     raw = timed_raw_copy(data, args.runs)
     with Runtime() as rt, Uploader(rt) as up:
@@ -84,7 +79,7 @@ def main() -> None:
     gbs = lambda t: data.size / t / 1e9  # noqa: E731
     print(f"{args.mib} MiB on {device}; placement rule here: {rule}")
     print(f"  staged  {staged * 1e3:8.1f} ms  {gbs(staged):6.2f} GB/s  ({queue} queue, {args.slots} slots of "
-          f"{args.slot_mib} MiB, {imported:.0%} from the array's own pages)")
+          f"{args.slot_mib} MiB)")
     print(f"  raw     {raw * 1e3:8.1f} ms  {gbs(raw):6.2f} GB/s  (one vkCmdCopyBuffer, host-coherent source)")
     print(f"  mapped  {mapped * 1e3:8.1f} ms  {gbs(mapped):6.2f} GB/s")
     print(f"  staged/raw throughput: {raw / staged:.2f}   staged/mapped throughput: {mapped / staged:.2f}")

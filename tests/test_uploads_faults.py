@@ -50,21 +50,6 @@ def scenario(point: str) -> dict:
     return outcome
 
 
-def import_refused() -> dict:
-    """A source large enough to be copied partly from its own pages, whose second import
-    the driver refuses (VKVERIFY_FAULT=import:2): those bytes go through the slots."""
-    os.environ.update(VKVERIFY_STAGED="1", VKVERIFY_FAULT="import:2")
-    data = np.random.default_rng(7).integers(0, 256, uploads.IMPORT_MIN + (1 << 20), dtype=np.uint8)
-    with runtime.Runtime() as rt, uploads.Uploader(rt) as up:
-        if not up.import_share:
-            pytest.skip(f"{rt.device.name} cannot import host memory ({uploads.HOST_MEMORY})")
-        up.upload("A", 0, data)
-        up.finish()
-        rt.device_idle()
-        return {"report": up.report(), "intact": rt.read_back("A") == data.tobytes(),
-                "findings": check(up.stream()), "errors": [], "resident": sorted(up.destinations)}
-
-
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch):
@@ -72,7 +57,7 @@ def clean_env(monkeypatch):
         monkeypatch.setenv(name, "")
 
 
-@pytest.mark.parametrize("point", [p for p in uploads.FAULT_POINTS if p not in ("wait", "import")])
+@pytest.mark.parametrize("point", [p for p in uploads.FAULT_POINTS if p != "wait"])
 def test_failed_upload_releases_its_destinations(device_name, point):
     out = scenario(point)
     (error,) = out["errors"]
@@ -95,26 +80,16 @@ def test_failed_wait_loses_the_device(device_name):
     assert out["findings"] == []
 
 
-def test_refused_import_goes_through_the_slots(device_name):
-    out = import_refused()
-    report = out["report"]
-    assert report.faults_fired == ("import:2",) and out["errors"] == []
-    assert out["intact"] and out["findings"] == []
-    # The first import's bytes came from the source's pages, the refused one's through the slots.
-    assert 0 < report.bytes_imported <= uploads.IMPORT_CHUNK
-    assert report.bytes_imported + report.bytes_staged == uploads.IMPORT_MIN + (1 << 20)
-
-
 def test_every_point_under_faulthandler(device_name):
     code = ("import faulthandler, sys\n"
             "assert faulthandler.is_enabled()\n"
-            "from tests.test_uploads_faults import FAULTS, import_refused, scenario\n"
-            "for point in [*FAULTS, 'import']:\n"
-            "    out = scenario(point) if point in FAULTS else import_refused()\n"
+            "from tests.test_uploads_faults import FAULTS, scenario\n"
+            "for point in FAULTS:\n"
+            "    out = scenario(point)\n"
             "    assert out['findings'] == [] and out['report'].faults_fired, point\n"
             "    print(point, [type(e).__name__ for e in out['errors']], out['resident'])\n")
     run = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code], capture_output=True, text=True,
                          cwd=ROOT, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "Fatal Python error" not in run.stderr
-    assert len(run.stdout.splitlines()) == len(uploads.FAULT_POINTS), run.stdout
+    assert len(run.stdout.splitlines()) == len(FAULTS), run.stdout

@@ -194,10 +194,6 @@ class QueueRequest:
     compute: bool = True  # False: copies and fills only (a transfer-only family will do)
 
 
-# The staged uploader copies large sources straight from their own pages (runtime/uploads.py).
-OPTIONAL_EXTENSIONS = ("VK_EXT_external_memory_host",)
-
-
 @dataclass
 class Device:
     """A VkDevice with its queues; `queues[id]` is (family, VkQueue, lock)."""
@@ -209,13 +205,11 @@ class Device:
     families: dict = field(default_factory=dict)  # request group -> device family
     synchronization2: bool = False
     name: str = ""
-    extensions: frozenset = frozenset()  # device extensions enabled
 
     @classmethod
     def open(cls, instance: Instance, physical, requests: list[QueueRequest],
              extensions: tuple[str, ...] = ()) -> Device:
-        """extensions: device extensions to enable (the caller checked the device has them);
-        OPTIONAL_EXTENSIONS are enabled too where the device has them."""
+        """extensions: device extensions to enable (the caller checked the device has them)."""
         vk = instance.vk
         props = vk.vkGetPhysicalDeviceProperties(physical)
         if vk.VK_VERSION_MINOR(props.apiVersion) < 2 and vk.VK_VERSION_MAJOR(props.apiVersion) == 1:
@@ -240,13 +234,11 @@ class Device:
         sync2 = bool(v13.synchronization2) and vk.VK_VERSION_MINOR(props.apiVersion) >= 3
         enable13 = vk.VkPhysicalDeviceVulkan13Features(synchronization2=vk.VK_TRUE) if sync2 else None
         enable12 = vk.VkPhysicalDeviceVulkan12Features(pNext=enable13, timelineSemaphore=vk.VK_TRUE)
-        available = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(physical, None)}
-        names = sorted(set(extensions) | (set(OPTIONAL_EXTENSIONS) & available))  # vkEnumerateDeviceExtensionProperties
+        names = list(extensions)
         info = vk.VkDeviceCreateInfo(pNext=enable12, queueCreateInfoCount=len(queue_infos),
                                      pQueueCreateInfos=queue_infos, enabledExtensionCount=len(names),
                                      ppEnabledExtensionNames=names or None)
-        device = cls(instance, physical, synchronization2=sync2, name=props.deviceName, families=groups,
-                     extensions=frozenset(names))
+        device = cls(instance, physical, synchronization2=sync2, name=props.deviceName, families=groups)
         device.handle = vk.vkCreateDevice(physical, info, None)  # vkCreateDevice
         locks = {}
         for fam, ids in per_family.items():

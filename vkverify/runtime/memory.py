@@ -53,41 +53,6 @@ def choose_type(vk, properties, kind: str, allowed_bits: int = ~0) -> int:
     return min(candidates, key=rank)
 
 
-def import_host_pointer(rt, id: str, pointer, size: int, usage: int,
-                        buffer_size: int | None = None) -> tuple[object, object, int]:
-    """VkBuffer `id` (`buffer_size` bytes, default `size`) bound to device memory imported
-    from the host's `size` bytes at `pointer` (VK_EXT_external_memory_host; pointer and size
-    multiples of minImportedHostPointerAlignment): (VkBuffer, VkDeviceMemory, memory type).
-    DeviceFault when the driver refuses the import; nothing is left created then."""
-    vk, device = rt.vk, rt.device.handle
-    host_bit = vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT
-    external = vk.VkExternalMemoryBufferCreateInfo(handleTypes=host_bit)
-    info = vk.VkBufferCreateInfo(pNext=external, size=max(buffer_size or size, 4), usage=usage,
-                                 sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
-    handle = vk.vkCreateBuffer(device, info, None)  # vkCreateBuffer
-    try:
-        rt.instance.name(device, vk.VK_OBJECT_TYPE_BUFFER, handle, id)
-        requirements = vk.vkGetBufferMemoryRequirements(device, handle)  # vkGetBufferMemoryRequirements
-        pointer_properties = vk.vkGetDeviceProcAddr(device, "vkGetMemoryHostPointerPropertiesEXT")
-        # Passed in, not left to the binding: it would allocate the struct without its sType.
-        found = vk.VkMemoryHostPointerPropertiesEXT()
-        # vkGetMemoryHostPointerPropertiesEXT
-        allowed = pointer_properties(device, host_bit, pointer, found).memoryTypeBits
-        properties = vk.vkGetPhysicalDeviceMemoryProperties(rt.device.physical)  # vkGetPhysicalDeviceMemoryProperties
-        type_index = choose_type(vk, properties, "host_coherent", requirements.memoryTypeBits & allowed)
-        source = vk.VkImportMemoryHostPointerInfoEXT(handleType=host_bit, pHostPointer=pointer)
-        allocate = vk.VkMemoryAllocateInfo(pNext=source, allocationSize=size, memoryTypeIndex=type_index)
-        try:
-            memory = vk.vkAllocateMemory(device, allocate, None)  # vkAllocateMemory
-        except vk.VkError as error:
-            raise DeviceFault(f"buffer {id}", "vkAllocateMemory (host pointer import)", type(error).__name__) from None
-        vk.vkBindBufferMemory(device, handle, memory, 0)  # vkBindBufferMemory
-    except BaseException:
-        vk.vkDestroyBuffer(device, handle, None)  # vkDestroyBuffer
-        raise
-    return handle, memory, type_index
-
-
 @dataclass(eq=False)
 class Block:
     memory: object

@@ -48,7 +48,7 @@ from ..model.data import data_bytes
 from ..model.dump import command_to_dict, host_op_to_dict, to_dict
 from .device import Instance, pick_physical
 from .errors import DeviceFault, RuntimeFault, Unsupported
-from .memory import Block, DeviceBuffer, import_host_pointer
+from .memory import Block, DeviceBuffer, choose_type
 from .replay import ReplayResult, _queue_requests, _shared_queue_deadlock, compare_reference, run_thread_ops
 from .runtime import Runtime
 
@@ -371,13 +371,37 @@ class HostAllocation:
 def import_host_buffer(rt: Runtime, id: str, size: int, host: HostAllocation) -> None:
     """Buffer `id` of `rt`, bound to memory imported from `host`; the runtime
     frees it like its own (its block is in the runtime's allocator)."""
-    vk = rt.vk
+    vk, device = rt.vk, rt.device.handle
+    host_bit = vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT
     usage = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
              | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT | vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT)
+    external = vk.VkExternalMemoryBufferCreateInfo(handleTypes=host_bit)
+    info = vk.VkBufferCreateInfo(pNext=external, size=max(size, 4), usage=usage,
+                                 sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
     rt.instance.note("concurrent")  # as Runtime.create_buffer: an exclusive VkBuffer for a concurrent stream buffer
-    handle, memory, type_index = import_host_pointer(rt, id, host.pointer, host.size, usage, size)
+    handle = vk.vkCreateBuffer(device, info, None)  # vkCreateBuffer
+    try:
+        rt.instance.name(device, vk.VK_OBJECT_TYPE_BUFFER, handle, id)
+        requirements = vk.vkGetBufferMemoryRequirements(device, handle)  # vkGetBufferMemoryRequirements
+        pointer_properties = vk.vkGetDeviceProcAddr(device, "vkGetMemoryHostPointerPropertiesEXT")
+        # Passed in, not left to the binding: it would allocate the struct without its sType.
+        pointer = vk.VkMemoryHostPointerPropertiesEXT()
+        # vkGetMemoryHostPointerPropertiesEXT
+        allowed = pointer_properties(device, host_bit, host.pointer, pointer).memoryTypeBits
+        properties = vk.vkGetPhysicalDeviceMemoryProperties(rt.device.physical)  # vkGetPhysicalDeviceMemoryProperties
+        type_index = choose_type(vk, properties, "host_coherent", requirements.memoryTypeBits & allowed)
+        source = vk.VkImportMemoryHostPointerInfoEXT(handleType=host_bit, pHostPointer=host.pointer)
+        allocate = vk.VkMemoryAllocateInfo(pNext=source, allocationSize=host.size, memoryTypeIndex=type_index)
+        try:
+            memory = vk.vkAllocateMemory(device, allocate, None)  # vkAllocateMemory
+        except vk.VkError as error:
+            raise DeviceFault(f"buffer {id}", "vkAllocateMemory (host pointer import)", type(error).__name__) from None
+        vk.vkBindBufferMemory(device, handle, memory, 0)  # vkBindBufferMemory
+    except BaseException:
+        vk.vkDestroyBuffer(device, handle, None)  # vkDestroyBuffer
+        raise
     # Mapped through Vulkan (not the host view) so flush, invalidate and unmap act on this memory.
-    mapped = vk.vkMapMemory(rt.device.handle, memory, 0, host.size, 0)  # vkMapMemory
+    mapped = vk.vkMapMemory(device, memory, 0, host.size, 0)  # vkMapMemory
     block = Block(memory, type_index, host.size, used=host.size, live=1, mapped=mapped)
     rt.allocator.blocks.append(block)
     rt.buffers[id] = DeviceBuffer(id, handle, block, 0, size, "host_coherent")

@@ -14,22 +14,9 @@ first upload that names it, bound in the runtime's command buffers by its id.
 The uploader records into the runtime's stream (thread `thread`), so the
 program's readers and the uploads are checked together.
 
-Large sources (IMPORT_MIN) on a device with VK_EXT_external_memory_host: the
-head of the bytes (`import_share`) is copied straight from the source's own pages,
-imported as VkBuffers by a worker thread while the rest goes through the slots;
-each import's copy is submitted as soon as it is imported, and the next slot's
-fence covers it (a fence signal covers every earlier submission to its queue). A
-staged byte crosses host memory three times (read, written into a slot, read by
-the copy), an imported one once; on the H200 the host's memory bandwidth, not
-PCIe, bounds an all-slots upload (benchmarks/upload_paths.py). Under runtime
-mutation every byte goes through the slots: when an import finishes depends on
-timing, and mutants are numbered by a stream that must be the same every run.
-
 Environment: VKVERIFY_STAGED=1|0 forces or forbids staging;
 VKVERIFY_HOST_VISIBLE_CAP_MB=N caps the host-visible heap the placement rule
-sees; VKVERIFY_FAULT=<point>[:n] fails the n-th hit of a point (FAULT_POINTS):
-the upload fails (UploadFailed), or the device counts as lost (`wait`: DeviceLost),
-or the driver refuses an import (`import`: its bytes go through the slots).
+sees; VKVERIFY_FAULT=<point>[:n] fails the n-th hit of a point (FAULT_POINTS).
 """
 
 from __future__ import annotations
@@ -44,9 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import ir
-from .device import OPTIONAL_EXTENSIONS
-from .errors import DeviceLost, RuntimeFault, UploadFailed
-from .memory import Block, DeviceBuffer, choose_type, flag_names, import_host_pointer
+from .errors import DeviceLost, UploadFailed
+from .memory import Block, DeviceBuffer, choose_type, flag_names
 from .record import Recorder
 
 BLOCK_SIZE = 256 << 20
@@ -55,13 +41,7 @@ COPY_ALIGN = 256  # PROTOCOLS.md 1: each copy's source offset is rounded up to 2
 COPY_SPLIT = 1 << 20  # host copies larger than this are split across the copy threads
 WAIT_SLICE_NS = 100_000_000
 WAIT_LIMIT_S = 60.0
-FAULT_POINTS = ("stage", "block", "record", "submit", "wait", "commit", "import")
-HOST_MEMORY = OPTIONAL_EXTENSIONS[0]  # VK_EXT_external_memory_host
-IMPORT_MIN = 64 << 20  # a source this large has its head copied from its own pages
-IMPORT_SHARE = 0.5  # that head's share of the bytes (benchmarks/uploads.py --import-share)
-# One import: the driver pins and maps each page (about 30 ms a GiB on the H200, no faster
-# from several threads); one worker imports while the host copies the rest into the slots.
-IMPORT_CHUNK = 32 << 20
+FAULT_POINTS = ("stage", "block", "record", "submit", "wait", "commit")
 UPLOAD_QUEUE = "upload"  # the stream queue id a program requests for uploads (choose_queue)
 # A slot's last command: its copies (and a fresh block's fill) made visible to any later command.
 LANDING = {"src_stage": ["copy", "clear"], "src_access": ["transfer_write"], "dst_stage": ["all_commands"],
@@ -137,7 +117,6 @@ class UploadReport:
     reason: str  # the placement rule's words
     queue: str  # "transfer" | "spare" | "main": which queue the uploads go to (PROTOCOLS.md 1)
     bytes_staged: int  # through staging slots (staged) or written through the map (mapped)
-    bytes_imported: int  # copied straight from the source's own pages (staged, VK_EXT_external_memory_host)
     copies: int  # vkCmdCopyBuffer regions recorded
     submits: int
     blocks_zero_filled: int
@@ -146,20 +125,6 @@ class UploadReport:
 
 
 # ---- the uploader ---------------------------------------------------------------
-
-
-@dataclass(eq=False)
-class Imported:
-    """Pages of an upload's source imported as a VkBuffer (VK_EXT_external_memory_host).
-    `source` holds the array until the memory is freed: the pages must outlive the import."""
-
-    id: str  # stream buffer id
-    address: int  # host address of its first byte
-    size: int
-    source: object
-    failed: bool = False  # VKVERIFY_FAULT=import: the import is refused
-    handle: object = None  # VkBuffer; None when the driver refused the import
-    memory: object = None
 
 
 @dataclass(eq=False)
@@ -172,8 +137,6 @@ class Slot:
     pending: bool = False  # submitted, fence not waited yet
     signaled: bool = False  # waited and not reset yet
     keep: list = field(default_factory=list)  # source arrays its copies read (keep-alive until the fence)
-    imports: list = field(default_factory=list)  # Imported whose copies its fence covers
-    import_cbs: list = field(default_factory=list)  # the command buffers of those copies
     used: int = 0
     commands: list | None = None  # the stream command buffer being recorded, None when closed
     fills: list = field(default_factory=list)  # blocks whose zero-fill this slot's command buffer holds
@@ -193,12 +156,10 @@ class Uploader:
     `slot_size` bytes in one persistently mapped buffer, a command buffer and a
     fence per slot, destinations from an arena of `block_size` blocks. One
     upload at a time (its lock); `queue_lock` is the lock every submit to the
-    uploader's VkQueue takes (the program's too, when that is the main queue).
-    `import_share`: the share of a source of IMPORT_MIN bytes or more copied from its
-    own pages where the device can import host memory (0: every byte through the slots)."""
+    uploader's VkQueue takes (the program's too, when that is the main queue)."""
 
     def __init__(self, rt, slots: int = 2, slot_size: int = SLOT_SIZE, block_size: int = BLOCK_SIZE,
-                 thread: str = "main", copy_threads: int | None = None, import_share: float = IMPORT_SHARE) -> None:
+                 thread: str = "main", copy_threads: int | None = None) -> None:
         if rt.uploader is not None:
             raise ValueError("the runtime already has an uploader (one per device)")
         vk = self.vk = rt.vk
@@ -207,7 +168,7 @@ class Uploader:
         self.faults = Faults(os.environ.get("VKVERIFY_FAULT"))
         self.lost = self.closed = False
         self._lock = threading.Lock()
-        self.stats = dict.fromkeys(("bytes_staged", "bytes_imported", "copies", "submits", "blocks_zero_filled"), 0)
+        self.stats = dict.fromkeys(("bytes_staged", "copies", "submits", "blocks_zero_filled"), 0)
         heaps, types = memory_layout(vk, rt.device.physical)
         self.staged, self.reason = staged(heaps, types)
         self.queue_id, self.queue_kind = choose_queue(rt)
@@ -228,16 +189,6 @@ class Uploader:
         self.next = 0
         self.copy_threads = copy_threads or min(16, os.cpu_count() or 1)
         self.pool_threads = ThreadPoolExecutor(self.copy_threads)
-        self.import_share = import_share if self.staged and HOST_MEMORY in rt.device.extensions else 0.0
-        self.importer = ThreadPoolExecutor(1, thread_name_prefix="vkverify-import") if self.import_share else None
-        self.n_imports = 0
-        self.unfenced: list[tuple[Imported, object]] = []  # import copies submitted since the last slot
-        self.to_free: list[Imported] = []  # released imports: freed after the next upload's imports
-        self.spare_cbs: list = []  # command buffers of import copies, free again
-        if self.import_share:
-            limits = vk.VkPhysicalDeviceExternalMemoryHostPropertiesEXT()
-            vk.vkGetPhysicalDeviceProperties2(rt.device.physical, vk.VkPhysicalDeviceProperties2(pNext=limits))
-            self.host_alignment = limits.minImportedHostPointerAlignment  # vkGetPhysicalDeviceProperties2
         try:
             info = vk.VkCommandPoolCreateInfo(flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                                               queueFamilyIndex=self.family)
@@ -265,10 +216,8 @@ class Uploader:
     def upload(self, dst: str, offset: int, data) -> None:
         """Put `data` (numpy array or bytes) at `offset` of destination `dst`,
         creating it (offset + data size bytes) on first use. Returns once every
-        byte is in a submitted slot or, where copied from the source's own pages,
-        copied: the caller may change `data` then. On the uploader's own queue
-        later submits may read the destination (the landing barrier), other
-        queues after `finish()`.
+        byte is in a submitted slot; on the uploader's own queue later submits may
+        read it (the landing barrier), other queues after `finish()`.
         UploadFailed: this upload failed and `dst` is released. DeviceLost."""
         self._transfer([(dst, offset, data)], group=False)
 
@@ -319,8 +268,6 @@ class Uploader:
                 self._op({"op": "destroy", "buffer": d.source.id})
                 self.rt.allocator.destroy(d.source)
                 self.deferred_copies.remove(d)
-            if self.importer is not None:
-                self._free_released()
 
     def report(self) -> UploadReport:
         pending = sum(d.source.size for d in self.deferred_copies if not d.consumed)
@@ -384,11 +331,6 @@ class Uploader:
             vk.vkDeviceWaitIdle(handle)  # vkDeviceWaitIdle
         except vk.VkError:
             pass  # a lost device: its work counts as complete, destroying is allowed
-        if self.importer is not None:
-            # Unrecorded, like the rest of teardown; the device is idle (or lost).
-            self.to_free += [imp for slot in self.slots for imp in slot.imports] + [imp for imp, _ in self.unfenced]
-            self._free_released()
-            self.importer.shutdown()
         for d in self.deferred_copies:
             rt.allocator.destroy(d.source)
         self.deferred_copies.clear()
@@ -437,9 +379,6 @@ class Uploader:
             except UploadFailed as error:
                 self._fail(error, [dst for dst, _, _ in items])
                 raise
-            for slot in self.slots:
-                if slot.pending and slot.imports:  # the device reads the caller's pages until then
-                    self._wait_slot(slot, "imported source read")
 
     def _fail(self, error: UploadFailed, names: list[str]) -> None:
         """A failed upload: drop the open slot, wait what is in flight (it may copy
@@ -448,21 +387,9 @@ class Uploader:
         if slot is not None:
             self.vk.vkResetCommandBuffer(slot.cb, 0)  # vkResetCommandBuffer
             slot.commands = None
-            self._release(slot)  # never submitted: nothing of it reaches the device
+            slot.keep.clear()  # never submitted: nothing of it reaches the device
             self.unfilled.update(id(b) for b in slot.fills)
             slot.fills.clear()
-        if self.unfenced:  # import copies no slot's fence covers yet
-            try:
-                with self.queue_lock:
-                    self.vk.vkQueueWaitIdle(self.queue)  # vkQueueWaitIdle
-            except self.vk.VkError as lost:
-                self.lost = True
-                raise DeviceLost(f"vkQueueWaitIdle: {type(lost).__name__}") from None
-            self._op({"op": "queue_wait_idle", "queue": self.queue_id})
-            for imp, cb in self.unfenced:
-                self._drop_import(imp)
-                self.spare_cbs.append(cb)
-            self.unfenced.clear()
         self._wait_all()
         for buf in (self.destinations.get(n) for n in dict.fromkeys(names)):
             if buf is not None and buf.handle is not None:
@@ -573,37 +500,20 @@ class Uploader:
             self._op({"op": "flush", "buffer": buf.id, "offset": offset, "size": raw.size})
         self.stats["bytes_staged"] += raw.size
 
-    # ---- staged mode: one source -----------------------------------------------------------
+    # ---- staged mode: slots -----------------------------------------------------------
 
     def _stage(self, buf: DeviceBuffer, offset: int, raw: np.ndarray, source) -> None:
-        """The head of `raw` copied from its own pages as its imports finish, the rest
-        streamed through the slots meanwhile."""
-        cut, pending = self._plan_imports(raw)
-        try:
-            if pending and id(buf.block) in self.unfilled:  # import copies are submitted on their own
-                self._stage_fill(self._open_slot(), buf.block)
-                self._submit_open()
-            self._through_slots(buf, offset, raw, cut, raw.size, source, pending)
-            self._land_imports(buf, offset, raw, source, pending, wait=True)
-            if self.unfenced and self.open is None:
-                self._open_slot()  # its fence covers the last import copies
-        finally:
-            for future in pending:  # a failure before they landed: never recorded, never submitted
-                self.importer.submit(self._unimport, future.result())
-
-    def _through_slots(self, buf: DeviceBuffer, offset: int, raw: np.ndarray, lo: int, hi: int, source,
-                       pending: list) -> None:
-        """Stream raw[lo:hi] through the slots: copy into the open slot, record the
-        copy, submit when the slot is full; between slots, land finished imports."""
+        """Stream `raw` through the slots: copy into the open slot, record the
+        copy, submit when the slot is full."""
         vk = self.vk
-        pos = lo
-        while pos < hi:
+        pos = 0
+        while pos < raw.size:
             if self.open is None and self.faults.hit("stage"):
                 raise UploadFailed("stage", "injected: no staging slot", injected=True)
             slot = self._open_slot()
             if id(buf.block) in self.unfilled:
                 self._stage_fill(slot, buf.block)
-            take = min(hi - pos, self.slot_size - slot.used)
+            take = min(raw.size - pos, self.slot_size - slot.used)
             start = slot.base + slot.used
             self._copy(self.staging_bytes[start:start + take], raw[pos:pos + take])
             self._op({"op": "host_write", "buffer": "upload.staging", "offset": start, "size": take})
@@ -620,95 +530,6 @@ class Uploader:
             pos += take
             if slot.used >= self.slot_size:
                 self._submit_open()
-            self._land_imports(buf, offset, raw, source, pending, wait=False)
-
-    # ---- staged mode: the source's own pages ------------------------------------------
-
-    def _plan_imports(self, raw: np.ndarray) -> tuple[int, list]:
-        """Queue imports of the pages under raw's head (`import_share` of it, whole pages
-        of minImportedHostPointerAlignment, IMPORT_CHUNK each) on the import worker:
-        (bytes of raw they cover, their futures in address order)."""
-        if not self.import_share or raw.size < IMPORT_MIN or self.rt.mutator is not None:
-            return 0, []
-        align, base = self.host_alignment, raw.ctypes.data
-        end = (base + int(raw.size * self.import_share)) // align * align
-        pending = []
-        for address in range(base - base % align, end, IMPORT_CHUNK):
-            imp = Imported(f"upload.import{self.n_imports}", address, min(address + IMPORT_CHUNK, end) - address,
-                           raw, failed=self.faults.hit("import"))
-            self.n_imports += 1
-            pending.append(self.importer.submit(self._import, imp))
-        self._free_released()  # after these imports: the worker imports first
-        return max(end - base, 0), pending
-
-    def _land_imports(self, buf: DeviceBuffer, offset: int, raw: np.ndarray, source, pending: list,
-                      wait: bool) -> None:
-        """Submit the copies of the finished imports (every one with `wait`), in order; the
-        bytes of a refused import go through the slots instead."""
-        base = raw.ctypes.data
-        while pending and (wait or pending[0].done()):
-            imp = pending.pop(0).result()
-            lo, hi = max(imp.address, base) - base, imp.address + imp.size - base
-            if imp.handle is None:  # read-only or file-backed pages, say: the driver may refuse them
-                self._through_slots(buf, offset, raw, lo, hi, source, [])
-                continue
-            self._submit_import(imp, buf, base + lo - imp.address, offset + lo, hi - lo)
-
-    def _submit_import(self, imp: Imported, buf: DeviceBuffer, src_offset: int, dst_offset: int, size: int) -> None:
-        """One import's copy in a submit of its own, now: the copy engine need not wait
-        for a slot to fill. No fence: the next slot's covers it (vkQueueSubmit's fence
-        signal covers earlier submissions)."""
-        vk = self.vk
-        if self.spare_cbs:
-            cb = self.spare_cbs.pop()
-        else:
-            alloc = vk.VkCommandBufferAllocateInfo(commandPool=self.pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                                   commandBufferCount=1)
-            cb = vk.vkAllocateCommandBuffers(self.rt.device.handle, alloc)[0]  # vkAllocateCommandBuffers
-        begin = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
-        vk.vkBeginCommandBuffer(cb, begin)  # vkBeginCommandBuffer
-        regions = [vk.VkBufferCopy(srcOffset=src_offset, dstOffset=dst_offset, size=size)]
-        vk.vkCmdCopyBuffer(cb, imp.handle, buf.handle, 1, regions)  # vkCmdCopyBuffer
-        vk.vkEndCommandBuffer(cb)  # vkEndCommandBuffer
-        cb_id = f"upload.cb{self.n_cbs}"
-        self.n_cbs += 1
-        self._declare("buffers", {"id": imp.id, "size": imp.size, "memory": "host_coherent"})
-        self._op({"op": "host_write", "buffer": imp.id, "offset": src_offset, "size": size,
-                  "label": "the source's own bytes, imported"})
-        with self.rt._lock:
-            self.rt.command_buffers[cb_id] = [{"cmd": "copy", "src": imp.id, "dst": buf.id, "regions": [
-                {"src_offset": src_offset, "dst_offset": dst_offset, "size": size}]}]
-        try:
-            self._queue_submit(cb, None, cb_id)
-        except UploadFailed:
-            self.spare_cbs.append(cb)  # never submitted: the next vkBeginCommandBuffer resets it
-            self._drop_import(imp)
-            raise
-        self._op({"op": "submit", "queue": self.queue_id, "command_buffers": [cb_id]})
-        self.unfenced.append((imp, cb))
-        self.stats["copies"] += 1
-        self.stats["submits"] += 1
-        self.stats["bytes_imported"] += size
-
-    def _import(self, imp: Imported) -> Imported:
-        """On the import worker: the VkBuffer over imp's pages, or none if the driver refuses."""
-        if not imp.failed:
-            try:
-                imp.handle, imp.memory, _ = import_host_pointer(
-                    self.rt, imp.id, self.vk.ffi.cast("void *", imp.address), imp.size,
-                    self.vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT)
-            except (RuntimeFault, self.vk.VkError):
-                pass  # the slots take these bytes
-        return imp
-
-    def _unimport(self, imp: Imported) -> None:
-        """On the import worker: free the import (the device is done with it), then let the pages go."""
-        if imp.handle is not None:
-            self.vk.vkDestroyBuffer(self.rt.device.handle, imp.handle, None)  # vkDestroyBuffer
-            self.vk.vkFreeMemory(self.rt.device.handle, imp.memory, None)  # vkFreeMemory
-        imp.handle = imp.memory = imp.source = None
-
-    # ---- staged mode: slots and submits ---------------------------------------------------
 
     def _open_slot(self) -> Slot:
         """The open slot; else the next one, once its previous fence has signalled."""
@@ -725,7 +546,7 @@ class Uploader:
                 self.vk.vkWaitForFences(self.rt.device.handle, 1, fences, self.vk.VK_TRUE,
                                         int(WAIT_LIMIT_S * 1e9))  # vkWaitForFences
                 slot.pending, slot.signaled = False, True
-                self._release(slot)
+                slot.keep.clear()
             else:
                 self._wait_slot(slot, "slot reuse wait")
         begin = self.vk.VkCommandBufferBeginInfo(flags=self.vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
@@ -784,23 +605,12 @@ class Uploader:
         if isinstance(landing, ir.Barrier) and landing.label == LANDING["label"]:
             Recorder(self.rt, slot.cb, cb_id, None).barrier(landing)  # vkCmdPipelineBarrier
         vk.vkEndCommandBuffer(slot.cb)  # vkEndCommandBuffer
-        self._queue_submit(slot.cb, slot.fence, cb_id)
-        self._op(entry)
-        slot.imports += [imp for imp, _ in self.unfenced]
-        slot.import_cbs += [cb for _, cb in self.unfenced]
-        self.unfenced.clear()
-        slot.commands, slot.fills, slot.pending = None, [], True
-        self.open = None
-        self.next = (slot.index + 1) % len(self.slots)
-        self.stats["submits"] += 1
-
-    def _queue_submit(self, cb, fence, cb_id: str) -> None:
-        vk = self.vk
-        cbs = [cb]
-        submits = [vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cbs)]
+        cbs = [slot.cb]
+        submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cbs)
+        submits = [submit]
         try:
             with self.queue_lock:  # fence waits never happen under this lock (PROTOCOLS.md 1)
-                vk.vkQueueSubmit(self.queue, 1, submits, fence or vk.VK_NULL_HANDLE)  # vkQueueSubmit
+                vk.vkQueueSubmit(self.queue, 1, submits, slot.fence)  # vkQueueSubmit
         except vk.VkErrorDeviceLost:
             self.lost = True
             raise DeviceLost("vkQueueSubmit: VK_ERROR_DEVICE_LOST") from None
@@ -808,6 +618,11 @@ class Uploader:
             with self.rt._lock:
                 self.rt.command_buffers.pop(cb_id, None)
             raise UploadFailed("submit", f"vkQueueSubmit: {type(error).__name__}") from None
+        self._op(entry)
+        slot.commands, slot.fills, slot.pending = None, [], True
+        self.open = None
+        self.next = (slot.index + 1) % len(self.slots)
+        self.stats["submits"] += 1
 
     def _wait_all(self) -> None:
         for slot in self.slots:
@@ -817,27 +632,7 @@ class Uploader:
     def _wait_slot(self, slot: Slot, label: str | None) -> None:
         self._wait_fence(slot.fence, slot.fence_id, f"slot {slot.index}", label)
         slot.pending, slot.signaled = False, True
-        self._release(slot)
-
-    def _release(self, slot: Slot) -> None:
-        """Its copies have run (or never will): the sources may go, the imports are freed."""
-        slot.keep.clear()
-        for imp in slot.imports:
-            self._drop_import(imp)
-        self.spare_cbs += slot.import_cbs
-        slot.imports.clear()
-        slot.import_cbs.clear()
-
-    def _drop_import(self, imp: Imported) -> None:
-        """No copy of `imp` is pending: the stream destroys it, the worker frees it after the
-        next upload's imports (a free costs about as much as the import: it unpins each page)."""
-        self._op({"op": "destroy", "buffer": imp.id, "label": "imported source"})
-        self.to_free.append(imp)
-
-    def _free_released(self) -> None:
-        for imp in self.to_free:
-            self.importer.submit(self._unimport, imp)
-        self.to_free.clear()
+        slot.keep.clear()  # its copies have run: the sources may go
 
     def _wait_fence(self, fence, fence_id: str, what: str, label: str | None = None) -> None:
         """vkWaitForFences in slices, outside the queue lock. A failure marks the
