@@ -38,7 +38,10 @@ from .record import Recorder
 BLOCK_SIZE = 256 << 20
 SLOT_SIZE = 16 << 20
 COPY_ALIGN = 256  # PROTOCOLS.md 1: each copy's source offset is rounded up to 256 bytes
-COPY_SPLIT = 1 << 20  # host copies larger than this are split across the copy threads
+# Host copies larger than this are split across the copy threads, in pieces no smaller. On the
+# H200 a 16 MiB slot copied in 1 MiB pieces by 16 threads ran at 0.22 of the raw copy, in 2 MiB
+# pieces by 8 at 0.35: below a few MiB a piece costs more to hand out than to copy.
+COPY_SPLIT = 2 << 20
 WAIT_SLICE_NS = 100_000_000
 WAIT_LIMIT_S = 60.0
 FAULT_POINTS = ("stage", "block", "record", "submit", "wait", "commit")
