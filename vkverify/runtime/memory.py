@@ -74,6 +74,7 @@ class DeviceBuffer:
     offset: int  # in the block
     size: int
     kind: str
+    sharing: str = "concurrent"  # the stream's sharing mode (STREAM_FORMAT.md)
 
     def view(self, offset: int, size: int) -> memoryview:
         """The mapped bytes [offset, offset+size) of this buffer."""
@@ -90,10 +91,10 @@ class Allocator:
     def vk(self):
         return self.device.instance.vk
 
-    def create(self, id: str, size: int, kind: str, usage: int) -> DeviceBuffer:
+    def create(self, id: str, size: int, kind: str, usage: int, sharing: str = "concurrent") -> DeviceBuffer:
         vk, handle = self.vk, self.device.handle
         properties = vk.vkGetPhysicalDeviceMemoryProperties(self.device.physical)  # vkGetPhysicalDeviceMemoryProperties
-        buffer = self._buffer(id, size, usage)
+        buffer = self.buffer(id, size, usage, sharing)
         try:
             requirements = vk.vkGetBufferMemoryRequirements(handle, buffer)  # vkGetBufferMemoryRequirements
             type_index = choose_type(vk, properties, kind, requirements.memoryTypeBits)
@@ -103,11 +104,11 @@ class Allocator:
             vk.vkDestroyBuffer(handle, buffer, None)  # vkDestroyBuffer
             raise
         block.live += 1
-        return DeviceBuffer(id, buffer, block, offset, size, kind)
+        return DeviceBuffer(id, buffer, block, offset, size, kind, sharing)
 
     def alias(self, id: str, root: DeviceBuffer, offset: int, size: int, usage: int) -> DeviceBuffer:
         vk = self.vk
-        buffer = self._buffer(id, size, usage)
+        buffer = self.buffer(id, size, usage, root.sharing)
         requirements = vk.vkGetBufferMemoryRequirements(self.device.handle, buffer)  # vkGetBufferMemoryRequirements
         if (root.offset + offset) % requirements.alignment:
             vk.vkDestroyBuffer(self.device.handle, buffer, None)  # vkDestroyBuffer
@@ -115,11 +116,21 @@ class Allocator:
                               f"{requirements.alignment} bytes")
         vk.vkBindBufferMemory(self.device.handle, buffer, root.block.memory, root.offset + offset)  # vkBindBufferMemory
         root.block.live += 1
-        return DeviceBuffer(id, buffer, root.block, root.offset + offset, size, root.kind)
+        return DeviceBuffer(id, buffer, root.block, root.offset + offset, size, root.kind, root.sharing)
 
-    def _buffer(self, id: str, size: int, usage: int):
+    def buffer(self, id: str, size: int, usage: int, sharing: str):
+        """A VkBuffer named `id`. A concurrent stream buffer is VK_SHARING_MODE_CONCURRENT over
+        every family the device's queues use, where they use several: an exclusive buffer used
+        on another family without an ownership transfer has undefined contents
+        (vkspec 12.7 "Resource Sharing Mode")."""
         vk = self.vk
-        info = vk.VkBufferCreateInfo(size=max(size, 4), usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+        families = sorted({family for family, _, _ in self.device.queues.values()})
+        concurrent = sharing == "concurrent" and len(families) > 1
+        info = vk.VkBufferCreateInfo(
+            size=max(size, 4), usage=usage,
+            sharingMode=vk.VK_SHARING_MODE_CONCURRENT if concurrent else vk.VK_SHARING_MODE_EXCLUSIVE,
+            queueFamilyIndexCount=len(families) if concurrent else 0,
+            pQueueFamilyIndices=families if concurrent else None)
         try:
             buffer = vk.vkCreateBuffer(self.device.handle, info, None)  # vkCreateBuffer
         except vk.VkError as error:

@@ -100,7 +100,7 @@ class Runtime:
                  | self.vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT | self.vk.VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT
                  | self.vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT)
         with self._lock:
-            if sharing == "concurrent":  # its VkBuffer is exclusive (the device may have one family): say so
+            if sharing == "concurrent":  # its VkBuffer is exclusive where the queues use one family: say so
                 self.instance.note("concurrent")
             if alias_of is not None:
                 root = self.buffers[alias_of]
@@ -108,7 +108,7 @@ class Runtime:
                 self.buffers[id] = self.allocator.alias(id, root, offset, size, usage)
                 entry = {"id": id, "alias_of": alias_of, "offset": offset, "size": size}
             else:
-                self.buffers[id] = buffer = self.allocator.create(id, size, memory, usage)
+                self.buffers[id] = buffer = self.allocator.create(id, size, memory, usage, sharing)
                 self._zero(buffer)
                 entry = {"id": id, "size": size, "memory": memory}
                 if sharing != "concurrent":

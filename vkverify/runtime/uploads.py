@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import ir
-from .errors import DeviceLost, UploadFailed
+from .errors import DeviceFault, DeviceLost, UploadFailed
 from .memory import Block, DeviceBuffer, choose_type, flag_names
 from .record import Recorder
 
@@ -176,7 +176,6 @@ class Uploader:
         self.staged, self.reason = staged(heaps, types)
         self.queue_id, self.queue_kind = choose_queue(rt)
         self.family, self.queue, self.queue_lock = rt.device.queues[self.queue_id]
-        self.families = sorted({fam for fam, _, _ in rt.device.queues.values()})
         self.properties = vk.vkGetPhysicalDeviceMemoryProperties(rt.device.physical)
         self.kind = "device_local" if self.staged else (
             "device_host_visible" if any({"DEVICE_LOCAL", "HOST_VISIBLE"} <= set(t["flags"]) for t in types)
@@ -466,25 +465,15 @@ class Uploader:
         return block_id, block, 0
 
     def _vk_buffer(self, name: str, size: int):
-        """A VkBuffer shared CONCURRENTly by every family the device's queues use:
-        uploads and their readers may be on different families (PROTOCOLS.md 1)."""
+        """Concurrent: uploads and their readers may be on different families (PROTOCOLS.md 1)."""
         vk = self.vk
         usage = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
                  | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT | vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
                  | vk.VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT)
-        families = self.families
-        concurrent = len(families) > 1
-        info = vk.VkBufferCreateInfo(
-            size=max(size, 4), usage=usage,
-            sharingMode=vk.VK_SHARING_MODE_CONCURRENT if concurrent else vk.VK_SHARING_MODE_EXCLUSIVE,
-            queueFamilyIndexCount=len(families) if concurrent else 0,
-            pQueueFamilyIndices=families if concurrent else None)
         try:
-            buffer = vk.vkCreateBuffer(self.rt.device.handle, info, None)  # vkCreateBuffer
-        except vk.VkError as error:
-            raise UploadFailed("block", f"vkCreateBuffer: {type(error).__name__}") from None
-        self.rt.instance.name(self.rt.device.handle, vk.VK_OBJECT_TYPE_BUFFER, buffer, name)
-        return buffer
+            return self.rt.allocator.buffer(name, size, usage, "concurrent")
+        except DeviceFault as error:
+            raise UploadFailed("block", f"vkCreateBuffer: {error.error}") from None
 
     def _block(self, block: Block) -> tuple[str, object]:
         return next((i, b) for i, blk, b in self.blocks if blk is block)
