@@ -152,5 +152,8 @@ def test_queue_choice_on_one_queue_device(device_name):
     """Lavapipe has one queue: uploads share the main queue and its lock."""
     request = runtime.QueueRequest(uploads.UPLOAD_QUEUE, group=1, compute=False)
     with runtime.Runtime({"q0": runtime.QueueRequest("q0"), "upload": request}) as rt, uploads.Uploader(rt) as up:
+        families = rt.vk.vkGetPhysicalDeviceQueueFamilyProperties(rt.device.physical)
+        if sum(f.queueCount for f in families) > 1:
+            pytest.skip(f"{rt.device.name} has more than one queue")
         assert (up.queue_id, up.queue_kind) == ("q0", "main")
         assert up.queue_lock is rt.device.queues["q0"][2]
