@@ -101,6 +101,19 @@ def test_allocation_failure_exits_3(device_name, tmp_path):
     assert len(lines) == 1 and "buffer Huge" in lines[0] and "Traceback" not in run.stderr, run.stderr
 
 
+def test_layer_self_diagnosed_timeout_is_not_a_program_error(device_name):
+    """The layer's timeout in its own timeline bookkeeping is kept, as "internal", out of the
+    errors a replay reports; an error about the program stays an error."""
+    with runtime.Runtime() as rt:
+        vk, instance = rt.vk, rt.instance
+        before = len(instance.messages)
+        for id_name in ("UNASSIGNED-VkSemaphore-state-timeout", "VUID-vkQueueSubmit-pSubmits-04626"):
+            data = vk.VkDebugUtilsMessengerCallbackDataEXT(pMessageIdName=id_name, pMessage="text")
+            instance._on_message(vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT, 0, data, None)
+        got = [(m.id_name, m.severity) for m in instance.messages[before:]]
+    assert got == [("UNASSIGNED-VkSemaphore-state-timeout", "internal"), ("VUID-vkQueueSubmit-pSubmits-04626", "error")]
+
+
 def test_unknown_device_is_a_clear_error(device_name):
     with pytest.raises(runtime.NoDevice, match="no device matches"):
         runtime.Runtime(device="no-such-gpu")

@@ -27,11 +27,18 @@ def vulkan():
     return vk
 
 
+# Errors the validation layer reports about its own bookkeeping, not about the program: its
+# timeline-semaphore tracking timed out ("This is most likely a validation bug", in its words;
+# renamed INTERNAL-ERROR- in later layers). Seen on Lavapipe under load, where a proxy thread
+# signals a semaphore from the host for a device that cannot import it.
+LAYER_SELF_DIAGNOSED = ("UNASSIGNED-VkSemaphore-state-timeout", "INTERNAL-ERROR-VkSemaphore-state-timeout")
+
+
 @dataclass
 class Message:
     """One validation-layer message, with the runtime operation it arrived in."""
 
-    severity: str  # "error" | "warning"
+    severity: str  # "error" | "warning" | "internal" (the layer about itself: LAYER_SELF_DIAGNOSED)
     id_name: str  # e.g. SYNC-HAZARD-READ-AFTER-WRITE
     text: str
     objects: tuple[str, ...]  # debug-utils names of the objects it lists
@@ -98,7 +105,8 @@ class Instance:
         objects = tuple(vk.ffi.string(data.pObjects[i].pObjectName).decode()
                         for i in range(data.objectCount) if data.pObjects[i].pObjectName != vk.ffi.NULL)
         id_name = vk.ffi.string(data.pMessageIdName).decode() if data.pMessageIdName != vk.ffi.NULL else ""
-        kind = "error" if severity & vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT else "warning"
+        kind = ("internal" if id_name in LAYER_SELF_DIAGNOSED
+                else "error" if severity & vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT else "warning")
         with self._lock:
             self.messages.append(Message(kind, id_name, vk.ffi.string(data.pMessage).decode(), objects,
                                          self.operation))
