@@ -2,6 +2,7 @@
 from a host-coherent buffer, and against the mapped path (issue 6).
 
     python benchmarks/uploads.py [--mib 256] [--runs 3] [--slots 2] [--slot-mib 16] [--threads N]
+                                 [--staging host_coherent|host_cached]
 
 Staged: upload() + finish() of a numpy array (host copies into the slots
 included); raw: one copy submitted and waited, its source already filled;
@@ -66,8 +67,11 @@ def main() -> None:
     parser.add_argument("--slots", type=int, default=2)
     parser.add_argument("--slot-mib", type=int, default=16)
     parser.add_argument("--threads", type=int, default=None, help="host copy threads (default: up to 16)")
+    parser.add_argument("--staging", default="host_coherent", choices=("host_coherent", "host_cached"),
+                        help="the slots' memory kind")
     args = parser.parse_args()
-    uploader = {"slots": args.slots, "slot_size": args.slot_mib << 20, "copy_threads": args.threads}
+    uploader = {"slots": args.slots, "slot_size": args.slot_mib << 20, "copy_threads": args.threads,
+                "staging": args.staging}
     data = np.random.default_rng(0).integers(0, 256, args.mib << 20, dtype=np.uint8)
     os.environ.pop("VKVERIFY_FAULT", None)
     staged, queue = timed_upload(data, "1", args.runs, **uploader)
@@ -79,7 +83,7 @@ def main() -> None:
     gbs = lambda t: data.size / t / 1e9  # noqa: E731
     print(f"{args.mib} MiB on {device}; placement rule here: {rule}")
     print(f"  staged  {staged * 1e3:8.1f} ms  {gbs(staged):6.2f} GB/s  ({queue} queue, {args.slots} slots of "
-          f"{args.slot_mib} MiB)")
+          f"{args.slot_mib} MiB, {args.staging})")
     print(f"  raw     {raw * 1e3:8.1f} ms  {gbs(raw):6.2f} GB/s  (one vkCmdCopyBuffer, host-coherent source)")
     print(f"  mapped  {mapped * 1e3:8.1f} ms  {gbs(mapped):6.2f} GB/s")
     print(f"  staged/raw throughput: {raw / staged:.2f}   staged/mapped throughput: {mapped / staged:.2f}")

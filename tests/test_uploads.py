@@ -24,6 +24,7 @@ CONFIGS = {
     "staged": ({"VKVERIFY_STAGED": "1"}, {}),
     "cap246": ({"VKVERIFY_HOST_VISIBLE_CAP_MB": "246"}, {}),
     "slot64k": ({"VKVERIFY_STAGED": "1"}, {"slots": 1, "slot_size": 64 << 10}),
+    "cached-slots": ({"VKVERIFY_STAGED": "1"}, {"staging": "host_cached"}),  # flushed before each submit
 }
 
 
@@ -66,6 +67,10 @@ def test_digests_identical(device_name, source, env, config):
     assert report.resident_host_bytes == 0
     assert report.bytes_staged == sum(SIZES.values())
     assert check(stream) == []
+    if keywords.get("staging") == "host_cached":
+        # The flush after each host copy is load-bearing: without it a copy reads bytes the host has not flushed.
+        unflushed = from_dict(_without(to_dict(stream), lambda op: op.get("op") == "flush"))
+        assert ("raw", "upload.staging") in {(f.kind, f.buffer) for f in check(unflushed)}
 
 
 def _reader(rt, dst: str, size: int) -> None:

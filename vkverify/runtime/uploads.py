@@ -159,10 +159,14 @@ class Uploader:
     `slot_size` bytes in one persistently mapped buffer, a command buffer and a
     fence per slot, destinations from an arena of `block_size` blocks. One
     upload at a time (its lock); `queue_lock` is the lock every submit to the
-    uploader's VkQueue takes (the program's too, when that is the main queue)."""
+    uploader's VkQueue takes (the program's too, when that is the main queue).
+    `staging`: the slots' memory kind, host_coherent or host_cached (each host copy is
+    then flushed before its submit)."""
 
     def __init__(self, rt, slots: int = 2, slot_size: int = SLOT_SIZE, block_size: int = BLOCK_SIZE,
-                 thread: str = "main", copy_threads: int | None = None) -> None:
+                 thread: str = "main", copy_threads: int | None = None, staging: str = "host_coherent") -> None:
+        if staging not in ("host_coherent", "host_cached"):
+            raise ValueError(f"staging memory kind {staging!r}: host_coherent or host_cached")
         if rt.uploader is not None:
             raise ValueError("the runtime already has an uploader (one per device)")
         vk = self.vk = rt.vk
@@ -204,10 +208,10 @@ class Uploader:
                 self.slots.append(Slot(i, i * self.slot_size, cbs[i], fence, f"upload.F{i}"))
                 self._declare("fences", {"id": f"upload.F{i}", "signaled": False})
             if self.staged:
-                self.staging = rt.allocator.create("upload.staging", slots * self.slot_size, "host_coherent",
+                self.staging = rt.allocator.create("upload.staging", slots * self.slot_size, staging,
                                                    vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT)
                 self.staging_bytes = np.frombuffer(self.staging.view(0, self.staging.size), np.uint8)
-                self._declare("buffers", {"id": "upload.staging", "size": self.staging.size, "memory": "host_coherent"})
+                self._declare("buffers", {"id": "upload.staging", "size": self.staging.size, "memory": staging})
         except BaseException:
             self.close()
             raise
@@ -509,6 +513,9 @@ class Uploader:
             start = slot.base + slot.used
             self._copy(self.staging_bytes[start:start + take], raw[pos:pos + take])
             self._op({"op": "host_write", "buffer": "upload.staging", "offset": start, "size": take})
+            if self.staging.kind == "host_cached":
+                self.rt.allocator.flush(self.staging, start, take, invalidate=False)
+                self._op({"op": "flush", "buffer": "upload.staging", "offset": start, "size": take})
             if self.faults.hit("record"):
                 raise UploadFailed("record", "injected: the copy could not be recorded", injected=True)
             regions = [vk.VkBufferCopy(srcOffset=start, dstOffset=offset + pos, size=take)]
