@@ -14,6 +14,13 @@ first upload that names it, bound in the runtime's command buffers by its id.
 The uploader records into the runtime's stream (thread `thread`), so the
 program's readers and the uploads are checked together.
 
+Throughput: each staged byte crosses host memory three times (read from the
+source, written into a slot, read by the copy). On the H200's host that, not
+PCIe, is the bound: a 1 GiB upload reaches about 0.3 of one raw vkCmdCopyBuffer's
+throughput with the default slots, about 0.63 with Uploader(slots=2,
+slot_size=128 << 20), and a host copy running beside a device copy caps it near
+0.69 (benchmarks/uploads.py, benchmarks/upload_paths.py).
+
 Environment: VKVERIFY_STAGED=1|0 forces or forbids staging;
 VKVERIFY_HOST_VISIBLE_CAP_MB=N caps the host-visible heap the placement rule
 sees; VKVERIFY_FAULT=<point>[:n] fails the n-th hit of a point (FAULT_POINTS).
