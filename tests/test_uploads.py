@@ -108,6 +108,35 @@ def test_big_staged_upload(device_name, source, env):
     assert raws and all(buffer == "Big" and second == "reader[0]" for buffer, second in raws), raws
 
 
+def test_staging_array_is_copied_without_a_host_copy(device_name, source, env):
+    """A source filled in place in a staging array reaches the device without passing
+    through the slots; refilling the array after upload() returns is ordered by the
+    fence upload() waited, and without that wait the refill is a WAR on the array."""
+    env.setenv("VKVERIFY_STAGED", "1")
+    n = (16 << 20) + 1
+    with runtime.Runtime() as rt, uploads.Uploader(rt) as up:
+        array = up.staging_array(n)
+        array[:] = source[:n]
+        up.upload("A", 0, array)
+        array[:] = source[-n:]  # refilled once upload() has returned
+        up.commit([("B", 0, array[1:]), ("C", 0, array[:4096])])  # slices of it
+        up.finish()
+        report = up.report()
+        digests = _digests(rt, {"A": n, "B": n - 1, "C": 4096})
+        stream = up.stream()
+    assert digests == {"A": _sha(source[:n]), "B": _sha(source[-n + 1:]), "C": _sha(source[-n:][:4096])}
+    assert report.bytes_staged == 2 * n + 4095
+    written = {op["buffer"] for op in to_dict(stream)["threads"]["main"] if op["op"] == "host_write"}
+    assert written == {"upload.array0"}  # nothing went through upload.staging
+    assert check(stream) == []
+    unwaited = from_dict(_without(to_dict(stream), lambda op: op.get("label") == "staging array read"))
+    assert ("war", "upload.array0") in {(f.kind, f.buffer) for f in check(unwaited)}
+
+
+def _sha(data: np.ndarray) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 def test_sources_kept_alive_until_their_fence(device_name, env):
     env.setenv("VKVERIFY_STAGED", "1")
     with runtime.Runtime() as rt, uploads.Uploader(rt, slot_size=64 << 10) as up:

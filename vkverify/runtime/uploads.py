@@ -3,6 +3,8 @@ staging slots, or through the map where the device has a large host-visible wind
 
     with Runtime() as rt, Uploader(rt) as up:
         up.upload("W0", 0, weights)                # any size, streamed through the slots
+        staging = up.staging_array(n)              # host memory the copy reads straight from:
+        f.readinto(staging); up.upload("W4", 0, staging)  # no host copy (returns once it is read)
         up.commit([("W1", 0, a), ("W2", 0, b)])    # one submit: all or nothing
         up.deferred("W3", 0, c)                    # copied at the head of the next command buffer reading W3
         up.finish()                                # landed: any queue may read
@@ -19,7 +21,8 @@ source, written into a slot, read by the copy). On the H200's host that, not
 PCIe, is the bound: a 1 GiB upload reaches about 0.3 of one raw vkCmdCopyBuffer's
 throughput with the default slots, about 0.63 with Uploader(slots=2,
 slot_size=128 << 20), and a host copy running beside a device copy caps it near
-0.69 (benchmarks/uploads.py, benchmarks/upload_paths.py).
+0.69 (benchmarks/uploads.py, benchmarks/upload_paths.py). A source filled in
+place in a staging_array() crosses it once.
 
 Environment: VKVERIFY_STAGED=1|0 forces or forbids staging;
 VKVERIFY_HOST_VISIBLE_CAP_MB=N caps the host-visible heap the placement rule
@@ -38,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import ir
-from .errors import DeviceFault, DeviceLost, UploadFailed
+from .errors import DeviceFault, DeviceLost, RuntimeFault, UploadFailed
 from .memory import Block, DeviceBuffer, choose_type, flag_names
 from .record import Recorder
 
@@ -150,6 +153,7 @@ class Slot:
     used: int = 0
     commands: list | None = None  # the stream command buffer being recorded, None when closed
     fills: list = field(default_factory=list)  # blocks whose zero-fill this slot's command buffer holds
+    reads_arrays: bool = False  # its copies read staging arrays: the caller may refill them after its fence
 
 
 @dataclass(eq=False)
@@ -198,6 +202,7 @@ class Uploader:
         self.n_cbs = self.n_deferred = 0
         self.pool = self.staging = None
         self.slots: list[Slot] = []
+        self.arrays: list[tuple[int, DeviceBuffer]] = []  # staging_array(): (host address, buffer)
         self.open: Slot | None = None
         self.next = 0
         self.copy_threads = copy_threads or min(16, os.cpu_count() or 1)
@@ -229,10 +234,31 @@ class Uploader:
     def upload(self, dst: str, offset: int, data) -> None:
         """Put `data` (numpy array or bytes) at `offset` of destination `dst`,
         creating it (offset + data size bytes) on first use. Returns once every
-        byte is in a submitted slot; on the uploader's own queue later submits may
-        read it (the landing barrier), other queues after `finish()`.
+        byte is in a submitted slot (from a staging_array(): copied); on the
+        uploader's own queue later submits may read it (the landing barrier),
+        other queues after `finish()`.
         UploadFailed: this upload failed and `dst` is released. DeviceLost."""
         self._transfer([(dst, offset, data)], group=False)
+
+    def staging_array(self, shape, dtype=np.uint8) -> np.ndarray:
+        """A zeroed array in host-coherent memory of its own, valid until close(). Filled
+        in place (a file read into it, say) and handed to upload() or commit(), whole or
+        a slice, it is copied straight to the device, without the host copy into a slot;
+        that call returns once the device has read it, so the caller may refill it."""
+        with self._lock:
+            self._alive()
+            nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            array_id = f"upload.array{len(self.arrays)}"
+            try:
+                buf = self.rt.allocator.create(array_id, max(nbytes, 4), "host_coherent",
+                                               self.vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT)
+            except RuntimeFault as error:
+                raise UploadFailed("stage", f"staging array: {error}") from None
+            view = np.frombuffer(buf.view(0, nbytes), np.uint8)
+            view[:] = 0
+            self.arrays.append((view.ctypes.data, buf))
+            self._declare("buffers", {"id": array_id, "size": buf.size, "memory": "host_coherent"})
+            return view.view(dtype).reshape(shape)
 
     def commit(self, group) -> None:
         """Several (dst, offset, data) in one submit (streamed through the slots
@@ -358,6 +384,9 @@ class Uploader:
         if self.staging is not None:
             self.staging_bytes = None
             rt.allocator.destroy(self.staging)
+        for _, array in self.arrays:
+            rt.allocator.destroy(array)
+        self.arrays.clear()
         for slot in self.slots:
             slot.keep.clear()
             vk.vkDestroyFence(handle, slot.fence, None)  # vkDestroyFence
@@ -383,7 +412,10 @@ class Uploader:
                         raise UploadFailed("commit", "injected after the first tensor", injected=True)
                     raw = as_bytes(data)
                     buf = self._destination(dst, offset + raw.size)
-                    if self.staged:
+                    array = self._array_of(raw)
+                    if self.staged and array is not None:
+                        self._copy_array(buf, offset, *array, raw.size)
+                    elif self.staged:
                         self._stage(buf, offset, raw, data)
                     else:
                         self._write_mapped(buf, offset, raw)
@@ -392,6 +424,9 @@ class Uploader:
             except UploadFailed as error:
                 self._fail(error, [dst for dst, _, _ in items])
                 raise
+            for slot in self.slots:
+                if slot.pending and slot.reads_arrays:
+                    self._wait_slot(slot, "staging array read")
 
     def _fail(self, error: UploadFailed, names: list[str]) -> None:
         """A failed upload: drop the open slot, wait what is in flight (it may copy
@@ -399,7 +434,7 @@ class Uploader:
         slot, self.open = self.open, None
         if slot is not None:
             self.vk.vkResetCommandBuffer(slot.cb, 0)  # vkResetCommandBuffer
-            slot.commands = None
+            slot.commands, slot.reads_arrays = None, False
             slot.keep.clear()  # never submitted: nothing of it reaches the device
             self.unfilled.update(id(b) for b in slot.fills)
             slot.fills.clear()
@@ -537,6 +572,35 @@ class Uploader:
             if slot.used >= self.slot_size:
                 self._submit_open()
 
+    def _array_of(self, raw: np.ndarray) -> tuple[DeviceBuffer, int] | None:
+        """The staging array `raw` lies in, and where in it; None for any other memory."""
+        address = raw.ctypes.data
+        for base, buf in self.arrays:
+            if base <= address and address + raw.size <= base + buf.size:
+                return buf, address - base
+        return None
+
+    def _copy_array(self, buf: DeviceBuffer, offset: int, array: DeviceBuffer, at: int, size: int) -> None:
+        """One copy from a staging array, in the open slot's command buffer (its fence, waited
+        before upload() returns, tells the caller it may refill the array)."""
+        vk = self.vk
+        if self.open is None and self.faults.hit("stage"):
+            raise UploadFailed("stage", "injected: no staging slot", injected=True)
+        slot = self._open_slot()
+        if id(buf.block) in self.unfilled:
+            self._stage_fill(slot, buf.block)
+        self._op({"op": "host_write", "buffer": array.id, "offset": at, "size": size,
+                  "label": "the caller's bytes, in a staging array"})
+        if self.faults.hit("record"):
+            raise UploadFailed("record", "injected: the copy could not be recorded", injected=True)
+        regions = [vk.VkBufferCopy(srcOffset=at, dstOffset=offset, size=size)]
+        vk.vkCmdCopyBuffer(slot.cb, array.handle, buf.handle, 1, regions)  # vkCmdCopyBuffer
+        slot.commands.append({"cmd": "copy", "src": array.id, "dst": buf.id,
+                              "regions": [{"src_offset": at, "dst_offset": offset, "size": size}]})
+        slot.reads_arrays = True
+        self.stats["copies"] += 1
+        self.stats["bytes_staged"] += size
+
     def _open_slot(self) -> Slot:
         """The open slot; else the next one, once its previous fence has signalled."""
         if self.open is not None:
@@ -551,7 +615,7 @@ class Uploader:
                 fences = [slot.fence]
                 self.vk.vkWaitForFences(self.rt.device.handle, 1, fences, self.vk.VK_TRUE,
                                         int(WAIT_LIMIT_S * 1e9))  # vkWaitForFences
-                slot.pending, slot.signaled = False, True
+                slot.pending, slot.signaled, slot.reads_arrays = False, True, False
                 slot.keep.clear()
             else:
                 self._wait_slot(slot, "slot reuse wait")
@@ -637,7 +701,7 @@ class Uploader:
 
     def _wait_slot(self, slot: Slot, label: str | None) -> None:
         self._wait_fence(slot.fence, slot.fence_id, f"slot {slot.index}", label)
-        slot.pending, slot.signaled = False, True
+        slot.pending, slot.signaled, slot.reads_arrays = False, True, False
         slot.keep.clear()  # its copies have run: the sources may go
 
     def _wait_fence(self, fence, fence_id: str, what: str, label: str | None = None) -> None:
