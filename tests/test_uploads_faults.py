@@ -71,6 +71,27 @@ def test_failed_upload_releases_its_destinations(device_name, point):
     assert out["findings"] == []
 
 
+@pytest.mark.parametrize("point", ["stage", "record", "submit"])
+def test_failed_upload_from_a_staging_array(device_name, point):
+    """A fault in an upload from a staging array fails that upload only: its destination
+    is released, the array is refilled and uploaded again, and the stream still checks."""
+    os.environ.update(VKVERIFY_STAGED="1", VKVERIFY_FAULT=f"{point}:1")
+    data = np.random.default_rng(8).integers(0, 256, 2 * SIZE, dtype=np.uint8)
+    with runtime.Runtime() as rt, uploads.Uploader(rt, slot_size=64 << 10) as up:
+        array = up.staging_array(SIZE)
+        array[:] = data[:SIZE]
+        with pytest.raises(runtime.UploadFailed) as failed:
+            up.upload("A", 0, array)
+        array[:] = data[SIZE:]
+        up.upload("B", 0, array)
+        up.finish()
+        rt.device_idle()
+        assert (failed.value.point, failed.value.released) == (point, ["A"])
+        assert rt.read_back("B") == data[SIZE:].tobytes()
+        assert up.report().faults_fired == (f"{point}:1",)
+        assert check(up.stream()) == []
+
+
 def test_failed_wait_loses_the_device(device_name):
     out = scenario("wait")
     assert [type(e) for e in out["errors"]] == [runtime.DeviceLost] * 3  # B, then every later call
