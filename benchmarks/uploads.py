@@ -5,9 +5,10 @@ from a host-coherent buffer, and against the mapped path (issue 6).
                                  [--staging host_coherent|host_cached]
 
 Staged: upload() + finish() of a numpy array (host copies into the slots
-included); in place: the same upload from a staging_array() the bytes were put in
-beforehand, untimed, as a file read into it would (no host copy: the copy reads
-it); raw: one copy submitted and waited, its source already filled;
+included); in place: the same upload from a staging_array() the bytes were put
+in beforehand, untimed, as a producer writing its output there would (no host
+copy: the copy reads it); raw: one copy submitted and waited, its source already
+filled;
 mapped: the same upload with VKVERIFY_STAGED=0 (writes through the map). The
 best of `runs` each, after one untimed run into the same destination. Honours
 VKVERIFY_HOST_VISIBLE_CAP_MB and VKVERIFY_DEVICE.

@@ -4,7 +4,7 @@ staging slots, or through the map where the device has a large host-visible wind
     with Runtime() as rt, Uploader(rt) as up:
         up.upload("W0", 0, weights)                # any size, streamed through the slots
         staging = up.staging_array(n)              # host memory the copy reads straight from:
-        f.readinto(staging); up.upload("W4", 0, staging)  # no host copy (returns once it is read)
+        dequantize(q, out=staging); up.upload("W4", 0, staging)  # no host copy (returns once read)
         up.commit([("W1", 0, a), ("W2", 0, b)])    # one submit: all or nothing
         up.deferred("W3", 0, c)                    # copied at the head of the next command buffer reading W3
         up.finish()                                # landed: any queue may read
@@ -21,8 +21,9 @@ source, written into a slot, read by the copy). On the H200's host that, not
 PCIe, is the bound: a 1 GiB upload reaches about 0.3 of one raw vkCmdCopyBuffer's
 throughput with the default slots, about 0.63 with Uploader(slots=2,
 slot_size=128 << 20), and a host copy running beside a device copy caps it near
-0.69 (benchmarks/uploads.py, benchmarks/upload_paths.py). A source filled in
-place in a staging_array() crosses it once.
+0.69 (benchmarks/uploads.py, benchmarks/upload_paths.py). A source produced in
+place in a staging_array() crosses it once more (a buffered file read into it is
+a host copy of its own; O_DIRECT, decompression or dequantization into it is not).
 
 Environment: VKVERIFY_STAGED=1|0 forces or forbids staging;
 VKVERIFY_HOST_VISIBLE_CAP_MB=N caps the host-visible heap the placement rule
@@ -242,9 +243,10 @@ class Uploader:
 
     def staging_array(self, shape, dtype=np.uint8) -> np.ndarray:
         """A zeroed array in host-coherent memory of its own, valid until close(). Filled
-        in place (a file read into it, say) and handed to upload() or commit(), whole or
-        a slice, it is copied straight to the device, without the host copy into a slot;
-        that call returns once the device has read it, so the caller may refill it."""
+        in place (dequantized or decompressed into it, say) and handed to upload() or
+        commit(), whole or a slice, it is copied straight to the device, without the host
+        copy into a slot; that call returns once the device has read it, so the caller
+        may refill it."""
         with self._lock:
             self._alive()
             nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
