@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import CORPUS, ROOT
 from vkverify.check import check
-from vkverify.model import load
+from vkverify.model import from_dict, load
 from vkverify.model.data import ref_hash
 from vkverify.shaders import generic
 
@@ -112,6 +112,26 @@ def test_layer_self_diagnosed_timeout_is_not_a_program_error(device_name):
             instance._on_message(vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT, 0, data, None)
         got = [(m.id_name, m.severity) for m in instance.messages[before:]]
     assert got == [("UNASSIGNED-VkSemaphore-state-timeout", "internal"), ("VUID-vkQueueSubmit-pSubmits-04626", "error")]
+
+
+def test_host_signal_releases_a_wait_on_a_shared_queue(device_name):
+    """Where q0 and q1 share one VkQueue (Lavapipe), a wait that a later submit signals would
+    block forever and is refused; one the host signals later in the same thread runs, unless
+    a host wait the blocked VkQueue holds up comes before the signal."""
+    corpus = {p.stem[:2]: p for p in CORPUS}
+    try:
+        runtime.replay(load(corpus["77"]))
+        pytest.skip(f"{device_name} gives each stream queue a VkQueue of its own")
+    except runtime.Unsupported as error:
+        assert "block forever" in str(error)
+    result = runtime.replay(load(corpus["82"]))
+    assert result.reference == {}  # ran, and equal to the simulator's reference
+    doc = json.loads(corpus["82"].read_text())
+    doc["threads"]["main"].insert(1, {"op": "queue_wait_idle", "queue": "q1"})
+    held_up = from_dict(doc)
+    assert check(held_up) == []  # in the model q1 is idle at once
+    with pytest.raises(runtime.Unsupported, match="block forever"):
+        runtime.replay(held_up)
 
 
 def test_unknown_device_is_a_clear_error(device_name):

@@ -102,17 +102,24 @@ def _shared_queue_deadlock(stream: ir.Stream, rt: Runtime) -> str | None:
     """Where the device has fewer queues than the stream, stream queues share a
     VkQueue; a timeline wait submitted there before its signal (legal across
     stream queues) would block that VkQueue, and with it the signal, forever.
-    Not where another thread signals it from the host: that signal does not
-    queue behind the wait (a multidevice replay's proxy threads end their
-    mirror timelines' waits so)."""
+    Not where the host signals it, from another thread (a multidevice replay's
+    proxy threads end their mirror timelines' waits so) or later in the same one
+    with no host wait in between that the blocked VkQueue could hold up: that
+    signal does not queue behind the wait."""
     shared = {q for q, (_, _, lock) in rt.device.queues.items()
               if sum(other is lock for _, _, other in rt.device.queues.values()) > 1}
     initial = {s.id: s.initial for s in stream.semaphores if s.type == "timeline"}
     host_signals = [(t.id, op) for t in stream.threads for op in t.ops if isinstance(op, ir.SignalSemaphore)]
 
-    def signalled_elsewhere(thread: str, w: ir.SemaphoreOp) -> bool:
-        return any(other != thread and op.semaphore == w.semaphore and op.value >= w.value
-                   for other, op in host_signals)
+    def signalled_by_host(t: ir.Thread, i: int, w: ir.SemaphoreOp) -> bool:
+        if any(other != t.id and op.semaphore == w.semaphore and op.value >= w.value for other, op in host_signals):
+            return True
+        for op in t.ops[i + 1:]:
+            if isinstance(op, ir.SignalSemaphore) and op.semaphore == w.semaphore and op.value >= w.value:
+                return True
+            if isinstance(op, (ir.WaitFences, ir.WaitSemaphores, ir.QueueWaitIdle, ir.DeviceWaitIdle)):
+                return False
+        return False
     for t in stream.threads:
         reached = dict(initial)
         for i, op in enumerate(t.ops):
@@ -123,7 +130,7 @@ def _shared_queue_deadlock(stream: ir.Stream, rt: Runtime) -> str | None:
             for b in op.batches:
                 for w in b.waits:
                     if w.semaphore in reached and w.value > reached[w.semaphore] and op.queue in shared \
-                            and not signalled_elsewhere(t.id, w):
+                            and not signalled_by_host(t, i, w):
                         return (f"{t.id}[{i}] waits {w.semaphore} >= {w.value} before its signal is submitted, on "
                                 f"a queue the device shares between stream queues: it would block forever")
                 for sig in b.signals:
