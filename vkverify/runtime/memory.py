@@ -118,15 +118,17 @@ class Allocator:
         root.block.live += 1
         return DeviceBuffer(id, buffer, root.block, root.offset + offset, size, root.kind, root.sharing)
 
-    def buffer(self, id: str, size: int, usage: int, sharing: str):
+    def buffer(self, id: str, size: int, usage: int, sharing: str, external: int = 0):
         """A VkBuffer named `id`. A concurrent stream buffer is VK_SHARING_MODE_CONCURRENT over
         every family the device's queues use, where they use several: an exclusive buffer used
         on another family without an ownership transfer has undefined contents
-        (vkspec 12.7 "Resource Sharing Mode")."""
+        (vkspec 12.7 "Resource Sharing Mode"). external: the handle types of memory it will be
+        bound to (VkExternalMemoryBufferCreateInfo), if imported."""
         vk = self.vk
         families = sorted({family for family, _, _ in self.device.queues.values()})
         concurrent = sharing == "concurrent" and len(families) > 1
         info = vk.VkBufferCreateInfo(
+            pNext=vk.VkExternalMemoryBufferCreateInfo(handleTypes=external) if external else None,
             size=max(size, 4), usage=usage,
             sharingMode=vk.VK_SHARING_MODE_CONCURRENT if concurrent else vk.VK_SHARING_MODE_EXCLUSIVE,
             queueFamilyIndexCount=len(families) if concurrent else 0,

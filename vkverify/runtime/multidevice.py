@@ -368,20 +368,17 @@ class HostAllocation:
             self._map.close()
 
 
-def import_host_buffer(rt: Runtime, id: str, size: int, host: HostAllocation) -> None:
+def import_host_buffer(rt: Runtime, id: str, size: int, host: HostAllocation, sharing: str) -> None:
     """Buffer `id` of `rt`, bound to memory imported from `host`; the runtime
     frees it like its own (its block is in the runtime's allocator)."""
     vk, device = rt.vk, rt.device.handle
     host_bit = vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT
     usage = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
              | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT | vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT)
-    external = vk.VkExternalMemoryBufferCreateInfo(handleTypes=host_bit)
-    info = vk.VkBufferCreateInfo(pNext=external, size=max(size, 4), usage=usage,
-                                 sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
-    rt.instance.note("concurrent")  # as Runtime.create_buffer: an exclusive VkBuffer for a concurrent stream buffer
-    handle = vk.vkCreateBuffer(device, info, None)  # vkCreateBuffer
+    if sharing == "concurrent":  # as Runtime.create_buffer: say so, whatever the VkBuffer's sharing mode
+        rt.instance.note("concurrent")
+    handle = rt.allocator.buffer(id, size, usage, sharing, external=host_bit)  # vkCreateBuffer
     try:
-        rt.instance.name(device, vk.VK_OBJECT_TYPE_BUFFER, handle, id)
         requirements = vk.vkGetBufferMemoryRequirements(device, handle)  # vkGetBufferMemoryRequirements
         pointer_properties = vk.vkGetDeviceProcAddr(device, "vkGetMemoryHostPointerPropertiesEXT")
         # Passed in, not left to the binding: it would allocate the struct without its sType.
@@ -404,7 +401,7 @@ def import_host_buffer(rt: Runtime, id: str, size: int, host: HostAllocation) ->
     mapped = vk.vkMapMemory(device, memory, 0, host.size, 0)  # vkMapMemory
     block = Block(memory, type_index, host.size, used=host.size, live=1, mapped=mapped)
     rt.allocator.blocks.append(block)
-    rt.buffers[id] = DeviceBuffer(id, handle, block, 0, size, "host_coherent")
+    rt.buffers[id] = DeviceBuffer(id, handle, block, 0, size, "host_coherent", sharing)
 
 
 def create_timeline(rt: Runtime, id: str, initial: int, export: bool) -> None:
@@ -491,7 +488,7 @@ class MultiDevice:
                                       max(plan.physical[d].host_alignment for d in b.devices))
                 self.hosts.append(host)
                 for d in b.devices:
-                    import_host_buffer(rts[d], b.id, b.size, host)
+                    import_host_buffer(rts[d], b.id, b.size, host, b.sharing)
             else:
                 for d in _owners(stream, b.id):
                     rts[d].create_buffer(b.id, b.size, b.memory, b.alias_of, b.offset, b.sharing)
