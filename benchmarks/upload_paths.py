@@ -29,14 +29,23 @@ def gbps(nbytes: int, seconds: float) -> float:
     return nbytes / seconds / 1e9
 
 
+def spans(size: int, threads: int) -> list[tuple[int, int]]:
+    """[start, end) of each thread's share of a copy, in whole pages."""
+    pieces = np.array_split(np.arange(size // 4096 + 1) * 4096, threads)
+    return [(p[0], min(p[-1] + 4096, size)) for p in pieces if len(p)]
+
+
+def threaded_copy(pool: ThreadPoolExecutor, out: np.ndarray, src: np.ndarray, shares: list) -> None:
+    list(pool.map(lambda s: out.__setitem__(slice(*s), src[slice(*s)]), shares))
+
+
 def memcpy_seconds(out: np.ndarray, src: np.ndarray, threads: int, runs: int = 3) -> float:
-    pieces = np.array_split(np.arange(src.size // 4096 + 1) * 4096, threads)
-    spans = [(p[0], min(p[-1] + 4096, src.size)) for p in pieces if len(p)]
+    shares = spans(src.size, threads)
     best = float("inf")
     with ThreadPoolExecutor(threads) as pool:
         for _ in range(runs):
             start = time.perf_counter()
-            list(pool.map(lambda s: out.__setitem__(slice(*s), src[slice(*s)]), spans))
+            threaded_copy(pool, out, src, shares)
             best = min(best, time.perf_counter() - start)
     return best
 
@@ -87,13 +96,13 @@ class Copier:
                    runs: int = 3) -> tuple[float, float]:
         """The copy and a `threads`-way memcpy of `data` into `out` started together:
         (memcpy seconds, seconds until both ended), each the best of `runs`."""
-        pieces = [(a, min(a + -(-data.size // threads), data.size)) for a in range(0, data.size, -(-data.size // threads))]
+        shares = spans(data.size, threads)
         best = [float("inf")] * 2
         with ThreadPoolExecutor(threads) as pool:
             for _ in range(runs):
                 start = time.perf_counter()
                 self.start(src, dst, size)
-                list(pool.map(lambda s: out.__setitem__(slice(*s), data[slice(*s)]), pieces))
+                threaded_copy(pool, out, data, shares)
                 host = time.perf_counter() - start
                 self.wait()
                 both = time.perf_counter() - start
