@@ -545,34 +545,46 @@ class Uploader:
     def _stage(self, buf: DeviceBuffer, offset: int, raw: np.ndarray, source) -> None:
         """Stream `raw` through the slots: copy into the open slot, record the
         copy, submit when the slot is full."""
-        vk = self.vk
         pos = 0
         while pos < raw.size:
-            if self.open is None and self.faults.hit("stage"):
-                raise UploadFailed("stage", "injected: no staging slot", injected=True)
-            slot = self._open_slot()
-            if id(buf.block) in self.unfilled:
-                self._stage_fill(slot, buf.block)
+            slot = self._slot_for(buf)
             take = min(raw.size - pos, self.slot_size - slot.used)
             start = slot.base + slot.used
             self._copy(self.staging_bytes[start:start + take], raw[pos:pos + take])
-            self._op({"op": "host_write", "buffer": "upload.staging", "offset": start, "size": take})
-            if self.staging.kind == "host_cached":
-                self.rt.allocator.flush(self.staging, start, take, invalidate=False)
-                self._op({"op": "flush", "buffer": "upload.staging", "offset": start, "size": take})
-            if self.faults.hit("record"):
-                raise UploadFailed("record", "injected: the copy could not be recorded", injected=True)
-            regions = [vk.VkBufferCopy(srcOffset=start, dstOffset=offset + pos, size=take)]
-            vk.vkCmdCopyBuffer(slot.cb, self.staging.handle, buf.handle, 1, regions)  # vkCmdCopyBuffer
-            slot.commands.append({"cmd": "copy", "src": "upload.staging", "dst": buf.id,
-                                  "regions": [{"src_offset": start, "dst_offset": offset + pos, "size": take}]})
-            self.stats["copies"] += 1
+            self._record_copy(slot, self.staging, start, buf, offset + pos, take)
             slot.keep.append(source)
             slot.used = -(-(slot.used + take) // COPY_ALIGN) * COPY_ALIGN
-            self.stats["bytes_staged"] += take
             pos += take
             if slot.used >= self.slot_size:
                 self._submit_open()
+
+    def _slot_for(self, buf: DeviceBuffer) -> Slot:
+        """The open slot (the `stage` fault point), with the zero-fill of buf's fresh block first."""
+        if self.open is None and self.faults.hit("stage"):
+            raise UploadFailed("stage", "injected: no staging slot", injected=True)
+        slot = self._open_slot()
+        if id(buf.block) in self.unfilled:
+            self._stage_fill(slot, buf.block)
+        return slot
+
+    def _record_copy(self, slot: Slot, src: DeviceBuffer, src_offset: int, buf: DeviceBuffer, dst_offset: int,
+                     size: int, label: str | None = None) -> None:
+        """The host's write of the bytes at src_offset of `src` (flushed where host_cached), then
+        their copy into `buf`, in the slot's command buffer."""
+        vk = self.vk
+        self._op({"op": "host_write", "buffer": src.id, "offset": src_offset, "size": size,
+                  **({"label": label} if label else {})})
+        if src.kind == "host_cached":
+            self.rt.allocator.flush(src, src_offset, size, invalidate=False)
+            self._op({"op": "flush", "buffer": src.id, "offset": src_offset, "size": size})
+        if self.faults.hit("record"):
+            raise UploadFailed("record", "injected: the copy could not be recorded", injected=True)
+        regions = [vk.VkBufferCopy(srcOffset=src_offset, dstOffset=dst_offset, size=size)]
+        vk.vkCmdCopyBuffer(slot.cb, src.handle, buf.handle, 1, regions)  # vkCmdCopyBuffer
+        slot.commands.append({"cmd": "copy", "src": src.id, "dst": buf.id,
+                              "regions": [{"src_offset": src_offset, "dst_offset": dst_offset, "size": size}]})
+        self.stats["copies"] += 1
+        self.stats["bytes_staged"] += size
 
     def _array_of(self, raw: np.ndarray) -> tuple[DeviceBuffer, int] | None:
         """The staging array `raw` lies in, and where in it; None for any other memory."""
@@ -585,23 +597,9 @@ class Uploader:
     def _copy_array(self, buf: DeviceBuffer, offset: int, array: DeviceBuffer, at: int, size: int) -> None:
         """One copy from a staging array, in the open slot's command buffer (its fence, waited
         before upload() returns, tells the caller it may refill the array)."""
-        vk = self.vk
-        if self.open is None and self.faults.hit("stage"):
-            raise UploadFailed("stage", "injected: no staging slot", injected=True)
-        slot = self._open_slot()
-        if id(buf.block) in self.unfilled:
-            self._stage_fill(slot, buf.block)
-        self._op({"op": "host_write", "buffer": array.id, "offset": at, "size": size,
-                  "label": "the caller's bytes, in a staging array"})
-        if self.faults.hit("record"):
-            raise UploadFailed("record", "injected: the copy could not be recorded", injected=True)
-        regions = [vk.VkBufferCopy(srcOffset=at, dstOffset=offset, size=size)]
-        vk.vkCmdCopyBuffer(slot.cb, array.handle, buf.handle, 1, regions)  # vkCmdCopyBuffer
-        slot.commands.append({"cmd": "copy", "src": array.id, "dst": buf.id,
-                              "regions": [{"src_offset": at, "dst_offset": offset, "size": size}]})
+        slot = self._slot_for(buf)
+        self._record_copy(slot, array, at, buf, offset, size, "the caller's bytes, in a staging array")
         slot.reads_arrays = True
-        self.stats["copies"] += 1
-        self.stats["bytes_staged"] += size
 
     def _open_slot(self) -> Slot:
         """The open slot; else the next one, once its previous fence has signalled."""
@@ -617,8 +615,7 @@ class Uploader:
                 fences = [slot.fence]
                 self.vk.vkWaitForFences(self.rt.device.handle, 1, fences, self.vk.VK_TRUE,
                                         int(WAIT_LIMIT_S * 1e9))  # vkWaitForFences
-                slot.pending, slot.signaled, slot.reads_arrays = False, True, False
-                slot.keep.clear()
+                self._retire(slot)
             else:
                 self._wait_slot(slot, "slot reuse wait")
         begin = self.vk.VkCommandBufferBeginInfo(flags=self.vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
@@ -703,8 +700,13 @@ class Uploader:
 
     def _wait_slot(self, slot: Slot, label: str | None) -> None:
         self._wait_fence(slot.fence, slot.fence_id, f"slot {slot.index}", label)
+        self._retire(slot)
+
+    @staticmethod
+    def _retire(slot: Slot) -> None:
+        """Its fence was waited: its copies have run, the sources may go."""
         slot.pending, slot.signaled, slot.reads_arrays = False, True, False
-        slot.keep.clear()  # its copies have run: the sources may go
+        slot.keep.clear()
 
     def _wait_fence(self, fence, fence_id: str, what: str, label: str | None = None) -> None:
         """vkWaitForFences in slices, outside the queue lock. A failure marks the
