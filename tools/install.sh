@@ -3,7 +3,7 @@
 # the Vulkan/SPIR-V tools from Debian, a virtualenv in .venv, and the package with its test extra.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-APT_PACKAGES="mesa-vulkan-drivers libvulkan1 vulkan-tools glslang-tools spirv-tools vulkan-validationlayers graphviz"
+APT_PACKAGES="mesa-vulkan-drivers libvulkan1 vulkan-tools glslang-tools spirv-tools vulkan-validationlayers graphviz gfxreconstruct"
 missing=""
 for p in $APT_PACKAGES; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then
