@@ -3,27 +3,35 @@
 Execution scopes include logically earlier (source) or later (destination)
 stages; access scopes do not (Vulkan spec, 7.1.2 "Synchronization Scopes"
 and 7.6 "Pipeline Stages": "access scopes ... only include ... stages
-explicitly specified").
+explicitly specified"). Execution scopes hold only the stages at which
+commands execute: `top_of_pipe` and `bottom_of_pipe` are never members, they
+stand for all stages or none depending on the side (7.6.1).
 """
 
 from __future__ import annotations
 
 from functools import cache
 
-from ..model.names import ACCESS_SETS, DEVICE_STAGES, STAGE_SETS
+from ..model.names import ACCESS_SETS, STAGE_SETS
+
+# Stages at which the compute and transfer commands of a queue execute.
+COMMAND_STAGES = frozenset({"draw_indirect", "compute_shader", "copy", "clear"})
 
 # Logically earlier stages for the compute and transfer pipelines (spec 7.6.1
 # "Pipeline stage ordering"); copy and clear are unordered with each other.
 _EARLIER = {
-    "top_of_pipe": {"top_of_pipe"},
-    "draw_indirect": {"top_of_pipe", "draw_indirect"},
-    "compute_shader": {"top_of_pipe", "draw_indirect", "compute_shader"},
-    "copy": {"top_of_pipe", "copy"},
-    "clear": {"top_of_pipe", "clear"},
-    "bottom_of_pipe": set(DEVICE_STAGES),
+    "draw_indirect": {"draw_indirect"},
+    "compute_shader": {"draw_indirect", "compute_shader"},
+    "copy": {"copy"},
+    "clear": {"clear"},
     "host": {"host"},
+    # 7.6.1: TOP_OF_PIPE is NONE in a first scope, BOTTOM_OF_PIPE is ALL_COMMANDS.
+    "top_of_pipe": set(),
+    "bottom_of_pipe": set(COMMAND_STAGES),
 }
-_LATER = {s: {t for t, earlier in _EARLIER.items() if s in earlier} for s in _EARLIER}
+_LATER = {s: {t for t in COMMAND_STAGES | {"host"} if s in _EARLIER[t]} for s in COMMAND_STAGES | {"host"}}
+# 7.6.1: TOP_OF_PIPE is ALL_COMMANDS in a second scope, BOTTOM_OF_PIPE is NONE.
+_LATER.update({"top_of_pipe": set(COMMAND_STAGES), "bottom_of_pipe": set()})
 
 
 @cache
