@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -23,3 +25,12 @@ def device_name() -> str:
             return rt.device.name
     except runtime.NoDevice as error:
         pytest.skip(f"no Vulkan ICD: {error}")
+
+
+def require_gfxreconstruct() -> None:
+    """Import tests need GFXReconstruct; tools/install.sh installs it, so in CI its absence is a failure."""
+    if shutil.which("gfxrecon-convert") is None:
+        message = "GFXReconstruct (gfxrecon-convert) is not installed; tools/install.sh installs it"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from .conftest import require_gfxreconstruct
 
 from vkverify.check import check
 from vkverify.cli import main
@@ -34,8 +35,7 @@ d.close()
 
 
 def capture(program: str, out: Path) -> Path:
-    if shutil.which("gfxrecon-convert") is None:
-        pytest.skip("GFXReconstruct (gfxrecon-convert) is not installed")
+    require_gfxreconstruct()
     # Compressed, as captures made with the layer's defaults are: the import decompresses them to read
     # the fill bytes and push constants.
     env = dict(capture_env(out, os.environ), GFXRECON_CAPTURE_COMPRESSION_TYPE="LZ4", PYTHONPATH=str(ROOT))

@@ -43,14 +43,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import CORPUS, ROOT
+from tests.conftest import CORPUS, ROOT, require_gfxreconstruct
 from vkverify.check import Finding, check
 from vkverify.importer import capture_env, import_capture
 from vkverify.model import ir, load
@@ -70,8 +69,7 @@ class RoundTrip:
 @pytest.fixture(scope="module")
 def round_trip(tmp_path_factory, device_name):
     """path -> RoundTrip, one capture per corpus stream however many tests ask for it."""
-    if shutil.which("gfxrecon-convert") is None:
-        pytest.skip("GFXReconstruct (gfxrecon-convert) is not installed")
+    require_gfxreconstruct()
     made: dict[Path, RoundTrip | str] = {}
 
     def get(path: Path) -> RoundTrip:

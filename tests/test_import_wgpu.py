@@ -4,12 +4,13 @@ captured, imported and checked; dropping any load-bearing barrier of the importe
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from .conftest import require_gfxreconstruct
 
 from vkverify.check import check
 from vkverify.importer import capture_env, import_capture
@@ -25,8 +26,7 @@ def wgpu_stream(tmp_path_factory):
         import wgpu  # noqa: F401
     except ImportError as e:
         pytest.skip(f"wgpu cannot be imported ({e}); tools/test.sh installs it: pip install -e '.[thirdparty]'")
-    if shutil.which("gfxrecon-convert") is None:
-        pytest.skip("GFXReconstruct (gfxrecon-convert) is not installed")
+    require_gfxreconstruct()
     out = tmp_path_factory.mktemp("wgpu") / "passes.gfxr"
     done = subprocess.run([sys.executable, str(ROOT / "examples/thirdparty/wgpu_passes.py")],
                           env=capture_env(out, os.environ), capture_output=True, text=True)
