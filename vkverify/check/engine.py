@@ -162,6 +162,7 @@ class Checker:
         self.memories: dict[str, RangeMap] = {
             b.id: RangeMap(b.size, b.memory in HOST_VISIBLE) for b in stream.buffers if b.alias_of is None}
         # buffer -> (buffer, root, offset in root, root's range map)
+        self.memory_kind = {b.id: self.index.buffers[self.index.root(b.id)[0]].memory for b in stream.buffers}
         self.placement = {b.id: (b, root, offset, self.memories[root])
                           for b in stream.buffers for root, offset in [self.index.root(b.id)]}
         self.barriers = {}
@@ -169,6 +170,11 @@ class Checker:
         self.findings: dict[tuple, Finding] = {}
         self.ranges: dict[tuple, list[int]] = {}
         self.destroyed: dict[str, Access] = {}  # buffer -> its destroy
+        # Spec 12.7: a destroy waits for every device use of the buffer, also those a later access
+        # replaced in the range map; the latest use per (agent, stage) stands for the earlier ones there.
+        self.uses: dict[str, dict] | None = {} if any(
+            isinstance(op, ir.Destroy) for t in stream.threads for op in t.ops) else None
+        self.issuing: Clock = ()  # the submit clock of the batch being run
         self.uids = count()
         # Semaphores: timeline -> [(value, clock, ref)] in signal order; binary -> FIFO of signals.
         self.timeline = {s.id: [] for s in stream.semaphores if s.type == "timeline"}
@@ -288,33 +294,58 @@ class Checker:
     def racing(self, e: Access, x: Access) -> bool:
         return e.agent != x.agent and bool(self.unordered(e, x, *self._root_range(x), None))
 
-    def host_visible_missing(self, e: Access, x: Access, root: str, lo: int, hi: int) -> list[tuple[int, int]]:
-        """Spec 7.9 host access: a device write read by the host must be visible to host/host_read
-        at the release the host waited for."""
+    def host_visible_missing(self, e: Access, x: Access, root: str, lo: int, hi: int,
+                             access: str) -> list[tuple[int, int]]:
+        """Spec 7.9 host access: a device write the host then reads or writes must be visible to host/`access`
+        at the release the host waited for (a fence or an idle wait alone makes nothing visible to the host)."""
         queue = self.agents[e.agent]
         acquired = self.agents[x.agent].clock[e.agent]
         end = queue.release_pos[acquired - 1]
-        return [(a, b) for a, b, s in self.states(e, root, lo, hi, end) if ("host", "host_read") not in s.visible]
+        return [(a, b) for a, b, s in self.states(e, root, lo, hi, end) if ("host", access) not in s.visible]
 
     # ---- accesses ----------------------------------------------------------
 
+    def issued_after(self, x: Access, destroyed: Access) -> bool:
+        """Whether x's host op (its submit, for a command) comes after the destroy: host clocks count a
+        thread's ops from 1."""
+        if x.agent == destroyed.agent:
+            return x.pos > destroyed.pos
+        clock = self.issuing if x.family is not None else self.agents[x.agent].clock
+        return clock[destroyed.agent] > destroyed.pos + 1
+
     def access(self, x: Access, lo: int, hi: int) -> None:
-        """Compare x with the most recent write and the reads since (buffer-relative [lo, hi))."""
+        """Compare x with the most recent write and the reads since (buffer-relative [lo, hi)), then record it."""
+        if self.detect(x, lo, hi):
+            self.record(x, lo, hi)
+
+    def detect(self, x: Access, lo: int, hi: int) -> bool:
+        """Report what x violates; False when x is not to be recorded (a use after its buffer's destroy)."""
         destroyed = self.destroyed and self.destroyed.get(x.buffer)
         if destroyed:
-            self.report("use_after_destroy", x.buffer, lo, hi, destroyed, x,
-                        f"remove {x.ref} or move the destroy of {x.buffer!r} ({destroyed.ref}) after it",
-                        f"{x.ref} uses {x.buffer!r} after {destroyed.ref} destroyed it")
-            return
+            if self.issued_after(x, destroyed):
+                self.report("use_after_destroy", x.buffer, lo, hi, destroyed, x,
+                            f"remove {x.ref} or move the destroy of {x.buffer!r} ({destroyed.ref}) after it",
+                            f"{x.ref} uses {x.buffer!r} after {destroyed.ref} destroyed it")
+                return False
+            # Submitted before the destroy, run after it in this schedule: pending at the destroy.
+            self.report("use_after_destroy", x.buffer, lo, hi, x, destroyed, fixes.destroy(x, destroyed.ref),
+                        f"{destroyed.ref} destroys {x.buffer!r} while {x.ref} may still use it", racing=True)
+        if self.uses is not None and x.family is not None:
+            self.uses.setdefault(x.buffer, {})[(x.agent, x.stage)] = x
         if hi <= lo:
-            return  # no bytes: nothing to order
+            return False  # no bytes: nothing to order
         buf, root, base, memory = self.placement[x.buffer]
-        rlo, rhi = base + lo, base + hi
-        segments = memory.span(rlo, rhi)
-        for seg in segments:
+        for seg in memory.span(base + lo, base + hi):
             raw = bool(x.reads) and self.check_read(x, buf, root, base, seg)
             if x.write:
                 self.check_write(x, buf, root, base, seg, skip_waw=raw)
+        return True
+
+    def record(self, x: Access, lo: int, hi: int) -> None:
+        """x becomes the most recent write of its bytes, or one of the reads since (one per agent and stage)."""
+        buf, root, base, memory = self.placement[x.buffer]
+        rlo, rhi = base + lo, base + hi
+        segments = memory.span(rlo, rhi)
         if x.write:
             seg = memory.overwrite(rlo, rhi, segments)
             seg.write = x
@@ -344,27 +375,39 @@ class Checker:
         bad = self.unordered(w, x, root, seg.lo, seg.hi, x.reads)
         host_read = x.family is None and w.family is not None
         if not bad and host_read:
-            bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
-            if not bad and buf.memory == "host_cached":
+            bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi, "host_read")
+            if not bad and self.memory_kind[x.buffer] == "host_cached":
                 thread = self.agents[x.agent]
                 waited = thread.acquired_at(w.agent, self.covering_release(w))
                 if seg.invalidated.get(x.agent, -1) < waited:
                     bad = [(seg.lo, seg.hi)]
-        if not bad and w.family is None and x.family is not None and buf.memory == "host_cached":
-            clock = self.agents[x.agent].vis_clock[(x.stage, x.reads[0])]
-            if seg.flushed is None or clock[w.agent] <= seg.flushed:
-                bad = [(seg.lo, seg.hi)]
+        if not bad and self.unflushed(w, x, seg, x.reads[0]):
+            bad = [(seg.lo, seg.hi)]
         for a, b in bad:
             self.report("raw", x.buffer, a - base, b - base, w, x, fixes.memory_dependency(self, w, x, buf),
                         f"{x.ref} reads {x.buffer!r} bytes [{a - base}, {b - base}) that {w.ref} wrote, "
                         f"without a memory dependency", self.racing(w, x))
         return bool(bad)
 
+    def unflushed(self, w: Access, x: Access, seg: Segment, access: str) -> bool:
+        """Spec 11.2.2 vkFlushMappedMemoryRanges: a host write to non-coherent memory is available to no
+        device access, read or write, until a flush of its bytes before the submission that orders them.
+        Coherence belongs to the memory, so an alias follows the buffer it aliases."""
+        if w.family is not None or x.family is None or self.memory_kind[x.buffer] != "host_cached":
+            return False
+        clock = self.agents[x.agent].vis_clock[(x.stage, access)]
+        return seg.flushed is None or clock[w.agent] <= seg.flushed
+
     def check_write(self, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment, skip_waw: bool) -> None:
         w = seg.write
         if w is not None and w.uid != x.uid and not skip_waw:
             need = (x.write,) if x.family is not None else None
-            for a, b in self.unordered(w, x, root, seg.lo, seg.hi, need):
+            bad = self.unordered(w, x, root, seg.lo, seg.hi, need)
+            if not bad and x.family is None and w.family is not None:
+                bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi, "host_write")
+            if not bad and self.unflushed(w, x, seg, x.write):
+                bad = [(seg.lo, seg.hi)]
+            for a, b in bad:
                 self.report("waw", x.buffer, a - base, b - base, w, x, fixes.memory_dependency(self, w, x, buf),
                             f"{x.ref} writes {x.buffer!r} bytes [{a - base}, {b - base}) that {w.ref} wrote, "
                             f"without a memory dependency", self.racing(w, x))
@@ -389,9 +432,15 @@ class Checker:
             found = self.command_accesses[id(cmd)] = command_accesses(cmd)
         index, pos, label, family, first_barrier = \
             queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds)
+        # Every access of the command is compared before any is recorded (syncval's detect, then update):
+        # a read_write binding's write is compared with the reads before its own read replaced them.
+        detected = []
         for stage, reads, write, buffer, lo, hi in found:
-            self.access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier),
-                        lo, hi)
+            x = Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier)
+            if self.detect(x, lo, hi):
+                detected.append((x, lo, hi))
+        for x, lo, hi in detected:
+            self.record(x, lo, hi)
 
     def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier) -> None:
         compiled = self.barriers.get(id(cmd))

@@ -28,9 +28,11 @@ def memory_dependency(checker: Checker, w: Access, x: Access, buf: ir.Buffer) ->
     if w.family is not None and x.family is not None:
         return (f"signal a semaphore after {w.ref} on {_where(checker, w)} and wait on it before {x.ref} "
                 f"on {_where(checker, x)} with a stage mask that includes {x.stage}")
-    if w.family is not None:  # device write, host read
-        cached = " then vkInvalidateMappedMemoryRanges over the range," if buf.memory == "host_cached" else ""
-        return (f"vkCmdPipelineBarrier2 after {w.ref}: src {src} -> dst host/host_read, then wait for its "
+    if w.family is not None:  # device write, host read or write
+        host = "host_write" if x.write else "host_read"
+        cached = " then vkInvalidateMappedMemoryRanges over the range," if buf.memory == "host_cached" and \
+            not x.write else ""
+        return (f"vkCmdPipelineBarrier2 after {w.ref}: src {src} -> dst host/{host}, then wait for its "
                 f"fence or semaphore on {_where(checker, x)},{cached} before {x.ref}")
     if x.family is not None:  # host write, device read
         if buf.memory == "host_cached":

@@ -149,6 +149,7 @@ class Schedule(Checker):
         queue.acquire(p.clock, ALL_DEVICE)
         for clock, stage in acquired:
             queue.acquire(clock, second_execution_scope(stage))
+        self.issuing = p.clock
         for cb in p.batch.command_buffers:
             for i, cmd in enumerate(self.index.command_buffers[cb].commands):
                 self.run_command(queue, cmd, self.index.command_ref(cb, i, p.submit))
@@ -160,7 +161,8 @@ class Schedule(Checker):
                 self.signal_timeline(s.semaphore, s.value, clock, p.submit)
         if p.fence is not None:
             _, clock = queue.release(ALL_DEVICE)
-            self.fences[p.fence] = ("signaled", clock, p.submit)
+            if self.fences[p.fence][2] == p.submit:  # not reset (a misuse) or resubmitted since
+                self.fences[p.fence] = ("signaled", clock, p.submit)
         return True
 
     # ---- host ops ----------------------------------------------------------
@@ -178,7 +180,10 @@ class Schedule(Checker):
                 t.acquire(self.fences[f][1])
         elif isinstance(op, ir.ResetFences):
             for f in op.fences:
-                if self.fences[f][0] == "pending":
+                state, clock, _ = self.fences[f]
+                # VUID-vkResetFences-pFences-01123: the signal must happen-before the reset, whichever
+                # order this schedule ran the queue in.
+                if state == "pending" or state == "signaled" and any(map(int.__lt__, t.clock, clock)):
                     self.report("fence_misuse", None, None, None, None, None,
                                 f"wait for {f!r} before resetting it",
                                 f"{ref} resets fence {f!r} while {self.fences[f][2]} may still signal it",
@@ -257,17 +262,12 @@ class Schedule(Checker):
 
     def destroy(self, t: ThreadAgent, op: ir.Destroy, ref: str) -> None:
         """Spec 12.7 vkDestroyBuffer: all submitted commands that refer to it must have completed."""
-        buf = self.index.buffers[op.buffer]
-        root, base = self.index.root(op.buffer)
+        root, _ = self.index.root(op.buffer)
         probe = Access(t.index, t.pc, "host", (), None, ref, op.buffer, next(self.uids), op.label, None)
-        for seg in self.memories[root].span(base, base + buf.size):
-            for e in (seg.write, *seg.reads):
-                if e is None or e.buffer != op.buffer or e.family is None:
-                    continue
-                if self.unordered(e, probe, root, seg.lo, seg.hi, None):
-                    self.report("use_after_destroy", op.buffer, seg.lo - base, seg.hi - base, e, probe,
-                                fixes.destroy(e, ref), f"{ref} destroys {op.buffer!r} while {e.ref} may still use it",
-                                racing=True)
+        for e in self.uses.get(op.buffer, {}).values():
+            if self.unordered(e, probe, *self._root_range(e), None):
+                self.report("use_after_destroy", op.buffer, None, None, e, probe, fixes.destroy(e, ref),
+                            f"{ref} destroys {op.buffer!r} while {e.ref} may still use it", racing=True)
         self.destroyed[op.buffer] = probe
 
     # ---- the end -----------------------------------------------------------
