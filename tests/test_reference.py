@@ -1,0 +1,85 @@
+"""The fast checker against the slow reference (vkverify/check/reference.py), the spec read literally.
+
+A disagreement is a bug in one of them: find which from the spec text, fix it, and keep the stream in
+tests/corpus (both sides of the rule). The differential run draws its streams from tests/differential.py;
+VKVERIFY_DIFFERENTIAL_EXAMPLES sets how many (benchmarks/differential.py runs many more).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+
+from vkverify.check import check
+from vkverify.check.reference import Reference, Unsupported
+from vkverify.model import from_dict, load
+
+from .conftest import CORPUS, EXAMPLES
+from .differential import completes, disagreements, streams
+
+OPEN = sorted((Path(__file__).parent / "corpus_open").glob("*.json"))
+EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
+
+
+@settings(max_examples=EXAMPLES_RUN, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(streams())
+def test_fast_checker_agrees_with_the_reference(doc):
+    assume(completes(check(from_dict(doc))))
+    try:
+        found = disagreements(doc)
+    except Unsupported:
+        assume(False)
+    assert not found, "\n".join(found) + "\n" + json.dumps(doc)
+
+
+def _readable(path):
+    stream = load(path)
+    try:
+        Reference(stream)
+    except Unsupported:
+        return False
+    return completes(check(stream))
+
+
+# Corpus streams whose expect block still encodes the checker's answer where the reference (the spec) differs:
+# tests/corpus_open holds the spec's answer for their shape.
+OPEN_IN_CORPUS = {"82-host-signal-releases-device-wait.json"}
+
+
+@pytest.mark.parametrize("path", [
+    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="issue 14, open: corpus_open/01's shape"))
+    if p.name in OPEN_IN_CORPUS else p for p in CORPUS + EXAMPLES if _readable(p)], ids=lambda p: p.name)
+def test_corpus_agrees_with_the_reference(path):
+    assert not disagreements(json.loads(path.read_text()))
+
+
+@pytest.mark.xfail(strict=True, reason="issue 14, open: the checker's clocks carry a host signal's ops as visible, "
+                   "and a fence release as covering a later semaphore signal")
+@pytest.mark.parametrize("path", OPEN, ids=lambda p: p.name)
+def test_open_rules_agree_with_the_reference(path):
+    assert not disagreements(json.loads(path.read_text()))
+
+
+def test_open_rules_are_hazards_by_the_reference():
+    """Each open stream's expect block is the reference's verdict: what the checker must come to say."""
+    assert OPEN
+    for path in OPEN:
+        stream = load(path)
+        verdict = Reference(stream).verdict()
+        assert {(h.kind, h.first, h.second) for h in verdict.hazards} >= \
+            {(e.kind, e.first, e.second) for e in stream.expect}, path.name
+
+
+def test_reference_follows_the_spec_on_a_chain_through_top_of_pipe():
+    """A source stage top_of_pipe is NONE (spec 7.6.1): the reference itself reports the RAW of corpus 101 and
+    none in its twin 102, so the differential test compares against the spec's answer, not the checker's."""
+    [broken] = [p for p in CORPUS if p.name.startswith("101-")]
+    [fixed] = [p for p in CORPUS if p.name.startswith("102-")]
+    assert {(h.kind, h.first, h.second) for h in Reference(load(broken)).verdict().hazards} == \
+        {("raw", "cb0[0]", "cb0[3]")}
+    assert not Reference(load(fixed)).verdict().hazards
