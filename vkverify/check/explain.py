@@ -1,7 +1,7 @@
 """Why two operations are ordered, or why not (`vkverify explain`).
 
 The checker's vector clocks say whether a pair is ordered but forget through what. The
-happens-before model of the mutation tester (mutations/hb.py) keeps the answer as paths in a
+happens-before model (check/hb.py, shared with the mutation tester) keeps the answer as paths in a
 product graph of synchronization operations and memory tokens, under the same scope rules
 (ARCHITECTURE.md rules 2-8). This module pairs up every access of the two operations to common
 bytes, reads the shortest paths of each pair's graph as chains of barriers, semaphore
@@ -19,7 +19,7 @@ import networkx as nx
 
 from ..model import ir
 from .barriers import FULL, coverage
-from ..mutations.hb import SINK, Access, Model, Node, Pair
+from .hb import SINK, Access, Model, Node, Pair
 
 __all__ = ["ExplainError", "Explanation", "PairExplanation", "explain", "format_text", "host_op_text", "name",
            "names", "op_at", "resolve"]

@@ -1,7 +1,7 @@
 """The happens-before graph of submissions and synchronizations, as DOT or SVG (`vkverify graph`).
 
 One node per host op, submitted batch, semaphore wait and signal, fence or idle release and
-barrier (the nodes of mutations/hb.py, a barrier's entries merged), not one per access: the
+barrier (the nodes of check/hb.py, a barrier's entries merged), not one per access: the
 graph stays as small as the synchronization. Only the operations that findings name are drawn
 as well, in their place on their queue, highlighted, with the missing edge between them dashed
 red and labelled with the finding's kind.
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import networkx as nx
 
 from ..model import ir
-from ..mutations.hb import Model
 from .explain import host_op_text, name, names, op_at
 from .findings import Finding
+from .hb import Model
 
 __all__ = ["GraphvizError", "build", "to_dot", "to_svg"]
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
 from ..check import check
+from ..check.hb import Model
 from ..model import ir
 from ..model.dump import command_to_dict, host_op_to_dict
 from . import operators as o
-from .hb import Model
 from .load_bearing import Analysis, analyze
 
 TARGETS = ("raw", "waw", "war", "semaphore", "fence", "keepalive", "host")

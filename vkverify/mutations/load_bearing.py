@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from ..check.hb import SINK, Model, Pair
 from ..model import ir
-from .hb import SINK, Model, Pair
 
 
 @dataclass(frozen=True)

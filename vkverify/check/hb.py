@@ -31,12 +31,12 @@ from typing import NamedTuple
 
 import networkx as nx
 
-from ..check.barriers import EMPTY, BarrierEntry, State, apply_barrier, compile_barrier, coverage
-from ..check.engine import command_accesses
-from ..check.exact import shared_timelines
-from ..check.scopes import first_execution_scope, second_execution_scope
 from ..model import ir
 from ..model.names import DEVICE_STAGES
+from .barriers import EMPTY, BarrierEntry, State, apply_barrier, compile_barrier, coverage
+from .engine import command_accesses
+from .exact import shared_timelines
+from .scopes import first_execution_scope, second_execution_scope
 
 ALL_DEVICE = frozenset(DEVICE_STAGES)
 HOST_READ = ("host", "host_read")
