@@ -54,7 +54,7 @@ from vkverify.check import Finding, check
 from vkverify.importer import capture_env, import_capture
 from vkverify.model import ir, load
 from vkverify.model.dump import host_op_to_dict
-from vkverify.model.loader import REF
+from vkverify.model.refs import parse_ref, without_submit
 
 runtime = pytest.importorskip("vkverify.runtime")
 
@@ -113,9 +113,9 @@ def _host_op(stream: ir.Stream, ref: str | None) -> str | None:
     """The kind of host operation `ref` names (`main[2]` -> "host_write"); None for a command."""
     if ref is None:
         return None
-    owner, index = REF.match(ref.partition("@")[0]).group(1, 2)
-    thread = stream.index.threads.get(owner)
-    return None if thread is None else host_op_to_dict(thread.ops[int(index)])["op"]
+    named = parse_ref(without_submit(ref))
+    thread = stream.index.threads.get(named.owner)
+    return None if thread is None else host_op_to_dict(thread.ops[named.index])["op"]
 
 
 def _compared(f: Finding, first: str | None, second: str | None) -> tuple:

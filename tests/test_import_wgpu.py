@@ -14,8 +14,9 @@ from .conftest import require_gfxreconstruct
 
 from vkverify.check import check
 from vkverify.importer import capture_env, import_capture
+from vkverify.model.refs import split_ref
 from vkverify.mutations import analyze
-from vkverify.mutations.operators import OP_REF, drop_command, translate
+from vkverify.mutations.operators import drop_command, translate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,11 +51,11 @@ def test_dropping_each_load_bearing_barrier_is_found(wgpu_stream):
     findings, and only on pairs that barrier alone ordered."""
     stream, _ = wgpu_stream
     analysis = analyze(stream)
-    barriers = [m.groups() for m in map(OP_REF.match, sorted(analysis.load_bearing))
-                if m[1] in stream.index.command_buffers and not m[3]]  # whole barriers, not one entry
+    barriers = [head for head, rest in map(split_ref, sorted(analysis.load_bearing))
+                if head.owner in stream.index.command_buffers and not rest]  # whole barriers, not one entry
     assert len(barriers) >= 20  # most of the 24 passes depend on the one before, through wgpu's barrier
-    for cb, i, _ in barriers:
-        mutant, refmap = drop_command(stream, cb, int(i))
+    for barrier in barriers:
+        mutant, refmap = drop_command(stream, barrier.owner, barrier.index)
         found = {(f.kind, translate(f.first, refmap), translate(f.second, refmap)) for f in check(mutant) if f.first}
-        ordered = {(p.kind, p.first.ref, p.second.ref) for p in analysis.load_bearing[f"{cb}[{i}]"]}
-        assert found and found <= ordered, f"{cb}[{i}]"
+        ordered = {(p.kind, p.first.ref, p.second.ref) for p in analysis.load_bearing[str(barrier)]}
+        assert found and found <= ordered, str(barrier)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from . import __version__
 from .check.expect import Agreement
 from .check.findings import KINDS, Finding
+from .model.refs import without_submit
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ def format_sarif(results: list[FileResult]) -> str:
                     "physicalLocation": {"artifactLocation": {"uri": r.file}, "region": {"startLine": 1}},
                     "logicalLocations": [{"fullyQualifiedName": ref, "kind": "member"} for ref in refs]}],
                 "partialFingerprints": {"vkverify/v1": "|".join(
-                    [f.kind, r.stream, f.buffer or ""] + [x.partition("@")[0] for x in refs])},
+                    [f.kind, r.stream, f.buffer or ""] + [without_submit(x) for x in refs])},
                 "properties": {"buffer": f.buffer, "range": list(f.range) if f.range else None,
                                "racing": f.racing},
             })

@@ -15,6 +15,7 @@ import re
 from dataclasses import replace
 
 from ..model import ir
+from ..model.refs import owner_of, sort_key, split_submit
 from . import smt
 from .findings import ACCESS_KINDS, Finding
 
@@ -76,8 +77,7 @@ def _named_deadlock(f: Finding, semantics: smt.Semantics, stream: ir.Stream) -> 
         else:
             ops.update(s.ref for s in semantics.plan.signals_of(what)
                        if value is None or s.value >= int(value))
-    from .schedule import _ref_order
-    names = tuple(sorted(ops, key=_ref_order))
+    names = tuple(sorted(ops, key=sort_key))
     return replace(f, ops=names, message=f"no schedule completes: {', '.join(names)} wait for each other")
 
 
@@ -98,8 +98,8 @@ class _NodeIndex:
         self.batches = smt.plan(stream).batches
 
     def node(self, ref: str) -> str:
-        base, _, submit = ref.partition("@")
-        owner = base.partition("[")[0]
+        base, submit = split_submit(ref)
+        owner = owner_of(base)
         if owner in self.threads:
             return base
         cb = owner
@@ -108,7 +108,7 @@ class _NodeIndex:
 
     def agent(self, ref: str) -> str:
         node = self.node(ref)
-        return next((b.queue for b in self.batches if b.key == node), node.partition("[")[0])
+        return next((b.queue for b in self.batches if b.key == node), owner_of(node))
 
     def agents_differ(self, first: str | None, second: str | None) -> bool:
         return first is not None and second is not None and self.agent(first) != self.agent(second)

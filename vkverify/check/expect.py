@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ..model import ir
 from ..model.loader import resolve_ref
+from ..model.refs import split_submit, without_submit
 from .findings import Finding
 from .params import instance
 
@@ -27,7 +28,7 @@ def _same_ref(expected: str | None, reported: str | None, stream: ir.Stream) -> 
     if resolved is None:
         return False
     # A reference without `@` matches any submission of that command.
-    return resolved == reported if "@" in resolved else resolved == reported.partition("@")[0]
+    return resolved == reported if split_submit(resolved)[1] else resolved == without_submit(reported)
 
 
 def matches(e: ir.ExpectedFinding, f: Finding, stream: ir.Stream) -> bool:

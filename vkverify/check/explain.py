@@ -11,13 +11,13 @@ that is missing at the synchronization closest to it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from itertools import islice
 
 import networkx as nx
 
 from ..model import ir
+from ..model.refs import owner_of, parse_ref, split_submit, without_submit
 from .barriers import FULL, coverage
 from .hb import SINK, Access, Model, Node, Pair
 
@@ -26,7 +26,6 @@ __all__ = ["ExplainError", "Explanation", "PairExplanation", "explain", "format_
 
 MAX_CHAINS = 3  # alternative chains printed per pair, shortest first
 MAX_PATHS = 200  # simple paths examined to find them: the product graph may hold many equivalent ones
-_REF = re.compile(r"^([A-Za-z0-9_.\-]+)\[(\d+)\](?:@([A-Za-z0-9_.\-]+)\[(\d+)\])?$")
 
 
 class ExplainError(ValueError):
@@ -67,27 +66,27 @@ def resolve(stream: ir.Stream, ref: str) -> str:
     index = stream.index
     if ref in index.ids:
         return index.ids[ref]
-    m = _REF.match(ref)
-    if m is None:
+    parsed = parse_ref(ref)
+    if parsed is None:
         raise ExplainError(f"unknown reference {ref!r}")
-    owner, pos, at_owner, at_pos = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+    owner, pos, at = parsed.owner, parsed.index, parsed.submit
     ops = index.command_buffers[owner].commands if owner in index.command_buffers else \
         index.threads[owner].ops if owner in index.threads else None
     if ops is None or pos >= len(ops):
         raise ExplainError(f"unknown reference {ref!r}")
-    if at_owner is not None:
-        submits = [op for op in index.threads[at_owner].ops] if at_owner in index.threads else []
-        submit = submits[int(at_pos)] if int(at_pos) < len(submits) else None
+    if at is not None:
+        submits = [op for op in index.threads[at.owner].ops] if at.owner in index.threads else []
+        submit = submits[at.index] if at.index < len(submits) else None
         if owner not in index.command_buffers or not isinstance(submit, ir.Submit) or \
                 not any(owner in b.command_buffers for b in submit.batches):
-            raise ExplainError(f"unknown reference {ref!r}: {at_owner}[{at_pos}] does not submit {owner}")
+            raise ExplainError(f"unknown reference {ref!r}: {at} does not submit {owner}")
     return ref
 
 
 def _matches(canonical: str, ref: str) -> bool:
     """A reference without `@` names every submission of its command (as in `expect`)."""
-    base, _, at = canonical.partition("@")
-    ref_base, _, ref_at = ref.partition("@")
+    base, at = split_submit(canonical)
+    ref_base, ref_at = split_submit(ref)
     return base == ref_base and (not at or not ref_at or at == ref_at)
 
 
@@ -101,7 +100,7 @@ def explain(stream: ir.Stream, first: str, second: str) -> Explanation:
     model = Model(stream)
     found = []
     for ref in (a_ref, b_ref):
-        op = op_at(stream, ref.partition("@")[0])
+        op = op_at(stream, without_submit(ref))
         if not (isinstance(op, (ir.Copy, ir.Fill, ir.Update, ir.Dispatch, ir.Destroy))
                 or isinstance(op, ir.HostAccess) and op.op in ("host_write", "host_read")):
             raise ExplainError(f"{ref} accesses no memory: name a copy, fill, update, dispatch, "
@@ -124,10 +123,10 @@ def explain(stream: ir.Stream, first: str, second: str) -> Explanation:
 
 
 def op_at(stream: ir.Stream, ref: str):
-    m = _REF.match(ref)
-    if m is None:
+    parsed = parse_ref(ref)
+    if parsed is None:
         return None
-    owner, pos = m.group(1), int(m.group(2))
+    owner, pos = parsed.owner, parsed.index
     index = stream.index
     if owner in index.command_buffers:
         return index.command_buffers[owner].commands[pos]
@@ -202,7 +201,7 @@ def names(stages_or_accesses) -> str:
 
 def _barrier_masks(model: Model, key: tuple):
     """The barrier command (or its buffer barrier entry) of a `bar` node, as written."""
-    ref, k = key[1].partition("@")[0], key[2]
+    ref, k = without_submit(key[1]), key[2]
     cmd = op_at(model.stream, ref)
     return (cmd.buffers[k] if cmd.buffers else cmd), cmd.label
 
@@ -389,7 +388,7 @@ def _no_cross_edge(model: Model, pair: Pair, reached: dict) -> list[str]:
     where = f"{x.agent} before {x.ref}"
     if e.host:
         submit = next((n for n in model.on_agent.get(x.agent, ()) if n.kind == "sub" and n.seq < x.seq), None)
-        if submit is not None and submit.key[1].partition("[")[0] == e.agent:
+        if submit is not None and owner_of(submit.key[1]) == e.agent:
             return [f"{x.ref} was submitted by {submit.key[1]}, before {e.ref}: a host access orders only work "
                     "submitted after it"]
         return [f"nothing orders {e.ref} on thread {e.agent} before {x.ref}: no semaphore signal or fence "
@@ -412,7 +411,7 @@ def _no_cross_edge(model: Model, pair: Pair, reached: dict) -> list[str]:
         for t in targets:
             if t.agent == x.agent:
                 out.append(f"the {name(model, n.key)} is waited for on {x.agent} only after {x.ref}")
-            elif t.kind == "host" and batch is not None and batch.key[1].partition("[")[0] == t.agent:
+            elif t.kind == "host" and batch is not None and owner_of(batch.key[1]) == t.agent:
                 out.append(f"the host waits for the {name(model, n.key)} at {t.key[1]}, after it submitted "
                            f"{x.ref} ({batch.key[1]})")
             else:
@@ -441,5 +440,5 @@ def format_text(ex: Explanation, stream: ir.Stream) -> str:
 
 
 def _label_of(stream: ir.Stream, ref: str) -> str:
-    op = op_at(stream, ref.partition("@")[0])
+    op = op_at(stream, without_submit(ref))
     return f' "{op.label}"' if op is not None and op.label else ""

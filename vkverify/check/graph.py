@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from ..model import ir
+from ..model.refs import format_ref, without_submit
 from .explain import host_op_text, name, names, op_at
 from .findings import Finding
 from .hb import Model
@@ -54,7 +55,7 @@ def build(stream: ir.Stream, findings: list[Finding]) -> Drawn:
     named = {r for f in findings for r in (f.first, f.second, *(f.ops or ())) if r}
     for t in stream.threads:
         for i, op in enumerate(t.ops):
-            ref = f"{t.id}[{i}]"
+            ref = format_ref(t.id, i)
             g.add_node(ref, agent=t.id, seq=i, label=f"{ref}{_tag(op)}\n{host_op_text(op)}", shape="box",
                        highlight=ref in named)
     for agent, nodes in model.on_agent.items():
@@ -99,12 +100,12 @@ def _tag(op) -> str:
 
 
 def _tag_ref(stream: ir.Stream, ref: str) -> str:
-    return _tag(op_at(stream, ref.partition("@")[0]))
+    return _tag(op_at(stream, without_submit(ref)))
 
 
 def _queue_label(model: Model, key: tuple) -> str:
     if key[0] == "bar":
-        b = op_at(model.stream, key[1].partition("@")[0])
+        b = op_at(model.stream, without_submit(key[1]))
         return (f"barrier {key[1]}{_tag(b)}\n{names(b.src_stage)} -> {names(b.dst_stage)}"
                 + (f"\n{names(b.src_access)} -> {names(b.dst_access)}" if b.src_access or b.dst_access else ""))
     if key[0] == "sub":

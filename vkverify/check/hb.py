@@ -33,6 +33,7 @@ import networkx as nx
 
 from ..model import ir
 from ..model.names import DEVICE_STAGES
+from ..model.refs import format_ref
 from .barriers import EMPTY, BarrierEntry, State, apply_barrier, compile_barrier, coverage
 from .engine import command_accesses
 from .exact import shared_timelines
@@ -160,7 +161,7 @@ class Model:
                     self._drain()
         for t in s.threads:
             if pcs[t.id] < len(t.ops):
-                self.hazards.add(("blocked", f"{t.id}[{pcs[t.id]}]"))
+                self.hazards.add(("blocked", format_ref(t.id, pcs[t.id])))
         for q, pending in self._pending.items():
             if pending:
                 self.hazards.add(("blocked", pending[0][0]))
@@ -213,7 +214,7 @@ class Model:
                 self._edge(source, node.key)
         for cb in batch.command_buffers:
             for i, cmd in enumerate(self.index.command_buffers[cb].commands):
-                ref, executed = f"{cb}[{i}]", self.index.command_ref(cb, i, submit)
+                ref, executed = format_ref(cb, i), self.index.command_ref(cb, i, submit)
                 if isinstance(cmd, ir.Barrier):
                     entries = compile_barrier(cmd, self.index)
                     seq = self._next(queue)  # entries of one barrier share a position: they do not chain
@@ -241,7 +242,7 @@ class Model:
 
     def _host_op(self, thread: str, pc: int, op: ir.HostOp) -> bool:
         """Perform op; False while it blocks."""
-        ref = f"{thread}[{pc}]"
+        ref = format_ref(thread, pc)
         if isinstance(op, ir.WaitFences):
             if any(self._fences[f][0] != "signaled" for f in op.fences):
                 return False

@@ -22,6 +22,7 @@ from typing import Iterable
 import z3
 
 from ..model import ir
+from ..model.refs import format_ref
 
 Constraint = tuple[str | None, z3.BoolRef]  # (tracking label or None for background, formula)
 
@@ -74,7 +75,7 @@ def plan(stream: ir.Stream) -> Plan:
     batches, hosts, signals = [], [], []
     for t in stream.threads:
         for pc, op in enumerate(t.ops):
-            ref = f"{t.id}[{pc}]"
+            ref = format_ref(t.id, pc)
             hosts.append(HostNode(ref, t.id, pc, op))
             if isinstance(op, ir.Submit):
                 parts = op.batches or (ir.Batch(),)

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Union
 
+from .refs import format_ref
+
 FORMAT = "vkverify-stream/1"
 MEMORY_KINDS = ("device_local", "host_coherent", "host_cached", "device_host_visible")
 Stages = frozenset[str]
@@ -308,9 +310,9 @@ class StreamIndex:
         self.queues = {q.id: (d.id, q) for d in stream.devices for q in d.queues}
         self.devices = {d.id: d for d in stream.devices}
         self.threads = {t.id: t for t in stream.threads}
-        self.ids = {c.id: f"{cb.id}[{i}]" for cb in stream.command_buffers
+        self.ids = {c.id: format_ref(cb.id, i) for cb in stream.command_buffers
                     for i, c in enumerate(cb.commands) if c.id is not None}
-        self.ids.update({op.id: f"{t.id}[{i}]" for t in stream.threads
+        self.ids.update({op.id: format_ref(t.id, i) for t in stream.threads
                          for i, op in enumerate(t.ops) if op.id is not None})
         counts: dict[str, int] = {}
         for t in stream.threads:
@@ -323,7 +325,7 @@ class StreamIndex:
 
     def command_ref(self, cb: str, i: int, submit: str) -> str:
         """STREAM_FORMAT.md references: `cb0[2]`, or `cb0[2]@main[5]` when cb0 is submitted more than once."""
-        return f"{cb}[{i}]@{submit}" if cb in self.resubmitted else f"{cb}[{i}]"
+        return format_ref(cb, i, submit if cb in self.resubmitted else None)
 
     def root(self, buffer_id: str) -> tuple[str, int]:
         """The buffer whose memory `buffer_id` names, and its offset in it."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -21,9 +20,7 @@ import jsonschema
 from . import ir
 from .errors import InputError, InvalidStream, json_path
 from .names import access_name, stage_name
-
-REF = re.compile(r"^([^\[\]@]+)\[(\d+)\](?:@(.+))?$")
-
+from .refs import parse_ref, split_submit, with_submit
 
 @cache
 def schema() -> dict:
@@ -467,7 +464,7 @@ class _Builder:
         for path, item in _tagged_items(stream):
             if item.id is None:
                 continue
-            if item.id in ids or REF.match(item.id):
+            if item.id in ids or parse_ref(split_submit(item.id)[0]):
                 why = "is used twice" if item.id in ids else "looks like a positional reference"
                 self.error(path + ("id",), f"id {item.id!r} {why}")
             ids[item.id] = path
@@ -518,13 +515,12 @@ def _tagged_items(stream: ir.Stream):
 
 def resolve_ref(stream: ir.Stream, ref: str) -> str | None:
     """The positional form (`cb0[2]`, `main[4]`, keeping any `@submission`) of a reference or id."""
-    base, _, at = ref.partition("@")
-    m = REF.match(base)
-    if m:
-        owner, index = m.group(1), int(m.group(2))
-        cb, thread = stream.index.command_buffers.get(owner), stream.index.threads.get(owner)
+    base, at = split_submit(ref)
+    parsed = parse_ref(base)
+    if parsed:
+        cb, thread = stream.index.command_buffers.get(parsed.owner), stream.index.threads.get(parsed.owner)
         seq = cb.commands if cb else (thread.ops if thread else None)
-        if seq is None or index >= len(seq):
+        if seq is None or parsed.index >= len(seq):
             return None
         positional = base
     else:
@@ -533,5 +529,5 @@ def resolve_ref(stream: ir.Stream, ref: str) -> str | None:
             return None
     if at:
         at_resolved = resolve_ref(stream, at)
-        return None if at_resolved is None else f"{positional}@{at_resolved}"
+        return None if at_resolved is None else with_submit(positional, at_resolved)
     return positional

@@ -17,6 +17,7 @@ from ..check import check
 from ..check.hb import Model
 from ..model import ir
 from ..model.dump import command_to_dict, host_op_to_dict
+from ..model.refs import format_ref, split_ref
 from . import operators as o
 from .load_bearing import Analysis, analyze
 
@@ -120,8 +121,8 @@ def _targets(c: _Candidate, predicted: set[tuple]) -> tuple[str, ...]:
 
 def _candidates(s: ir.Stream, a: Analysis) -> Iterator[list[_Candidate]]:
     for op in sorted(a.load_bearing):
-        owner, i, rest = o.OP_REF.match(op).groups()
-        i = int(i)
+        head, rest = split_ref(op)
+        owner, i = head.owner, head.index
         if owner in s.index.command_buffers:
             yield from _barrier(s, a, op, owner, i, rest)
         elif rest:
@@ -161,7 +162,7 @@ def _semaphore(s: ir.Stream, op: str, thread: str, i: int, rest: str) -> Iterato
     bi, kind, k = _batch_ref(rest)
     field = "waits" if kind == "wait" else "signals"
     item = getattr(submit.batches[bi], field)[k]
-    what = f"{kind} on {item.semaphore!r}" + (f" (value {item.value})" if item.value is not None else "") + f" of {thread}[{i}]"
+    what = f"{kind} on {item.semaphore!r}" + (f" (value {item.value})" if item.value is not None else "") + f" of {format_ref(thread, i)}"
 
     def edited(new):
         return lambda: o.replace_host_op(s, thread, i, o.edit_batch(submit, bi, field, k, new))
@@ -204,20 +205,22 @@ def _keepalive(s: ir.Stream, a: Analysis) -> Iterator[list[_Candidate]]:
     thread that alone orders it after the device work."""
     moves: dict[str, tuple[str, int, int]] = {}
     for op, pairs in a.load_bearing.items():
-        owner, w, rest = o.OP_REF.match(op).groups()
-        if rest or owner not in s.index.threads or not isinstance(s.index.threads[owner].ops[int(w)], HOST_WAITS):
+        head, rest = split_ref(op)
+        owner, w = head.owner, head.index
+        if rest or owner not in s.index.threads or not isinstance(s.index.threads[owner].ops[w], HOST_WAITS):
             continue
         for p in pairs:
             x = p.second
-            thread, i, _ = o.OP_REF.match(x.ref).groups()
-            host_op = s.index.threads[owner].ops[int(i)] if thread == owner else None
-            if host_op is None or int(w) >= int(i) or not (isinstance(host_op, ir.Destroy) or x.write):
+            second = split_ref(x.ref)[0]
+            thread, i = second.owner, second.index
+            host_op = s.index.threads[owner].ops[i] if thread == owner else None
+            if host_op is None or w >= i or not (isinstance(host_op, ir.Destroy) or x.write):
                 continue
-            if x.ref not in moves or moves[x.ref][1] < int(w):
-                moves[x.ref] = (thread, int(w), int(i))
+            if x.ref not in moves or moves[x.ref][1] < w:
+                moves[x.ref] = (thread, w, i)
     for ref, (thread, w, i) in sorted(moves.items()):
         ops = s.index.threads[thread].ops
-        yield [_Candidate("move_before_wait", ref, f"move {_label(ops[i], ref)} before {_label(ops[w], f'{thread}[{w}]')}",
+        yield [_Candidate("move_before_wait", ref, f"move {_label(ops[i], ref)} before {_label(ops[w], format_ref(thread, w))}",
                           ("keepalive",), lambda thread=thread, i=i, w=w: o.move_host_op(s, thread, i, w))]
 
 

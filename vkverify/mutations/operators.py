@@ -7,25 +7,22 @@ the original stream's findings by the original's references.
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 from ..model import ir
+from ..model.refs import format_ref, map_positions
 
 RefMap = dict[str, tuple[int | None, ...]]
-_POSITION = re.compile(r"([^\[\]@\s.]+)\[(\d+)\]")
-OP_REF = re.compile(r"^([^\[\]@]+)\[(\d+)\](.*)$")
 
 
 def translate(ref: str, refmap: RefMap) -> str:
     """A mutant's reference (`cb0[2]`, `cb0[2]@main[5]`) in the original stream's positions."""
-    def back(m: re.Match) -> str:
-        owner, i = m.group(1), int(m.group(2))
+    def back(owner: str, i: int) -> str | None:
         if owner not in refmap:
-            return m.group(0)
+            return None
         old = refmap[owner][i] if i < len(refmap[owner]) else None
-        return f"{owner}[{'new' if old is None else old}]"
-    return _POSITION.sub(back, ref)
+        return format_ref(owner, "new" if old is None else old)
+    return map_positions(ref, back)
 
 
 def _positions(n: int, drop: int | None = None, insert: int | None = None) -> tuple[int | None, ...]:

@@ -46,6 +46,7 @@ from ..check.engine import command_accesses
 from ..model import from_dict, ir
 from ..model.data import data_bytes
 from ..model.dump import command_to_dict, host_op_to_dict, to_dict
+from ..model.refs import format_ref
 from .device import Instance, pick_physical
 from .errors import DeviceFault, RuntimeFault, Unsupported
 from .memory import Block, DeviceBuffer, choose_type
@@ -555,7 +556,7 @@ class MultiDevice:
         with self._lock:
             ops = self.threads.setdefault(thread, [])
             ops.append(entry)
-            return f"{thread}[{len(ops) - 1}]"
+            return format_ref(thread, len(ops) - 1)
 
     def execute(self, thread: str, op: ir.HostOp, at: dict | None = None):
         if isinstance(op, ir.Submit):

@@ -52,6 +52,7 @@ from dataclasses import dataclass, replace
 
 from ..model import from_dict, ir
 from ..model.dump import host_op_to_dict
+from ..model.refs import format_ref, owner_of
 
 ENV = "VKVERIFY_MUTATE"
 HOST_WAITS = (ir.WaitFences, ir.WaitSemaphores, ir.QueueWaitIdle, ir.DeviceWaitIdle)
@@ -170,7 +171,7 @@ class Mutator:
                  for b in touched]
         later = [ir.Submit(op.queue, (ir.Batch(command_buffers=(PROBE,)),))] if probe else []
         found, _ = mutants(self._prefix(thread, [op, *later], probe), "runtime")
-        return [m for m in found if _owner(m.op) in fresh or m.op.startswith(f"{thread}[{position}].")]
+        return [m for m in found if owner_of(m.op) in fresh or m.op.startswith(format_ref(thread, position) + ".")]
 
     def _wait_candidates(self, thread: str, position: int, ops: list[ir.HostOp]) -> list:
         """Dropping the wait that ends `ops` (at `position`), where it alone orders device work
@@ -181,7 +182,7 @@ class Mutator:
                  for b in self.rt.doc["buffers"] if b.get("memory") in HOST_VISIBLE]
         found, _ = mutants(self._prefix(thread, [*ops, *probe]), "runtime")
         return [replace(m, targets=("war", *m.targets)) if any(h[0] == "war" for h in m.predicted) else m
-                for m in found if m.op == f"{thread}[{position}]" and m.operator == "drop_host_wait"]
+                for m in found if m.op == format_ref(thread, position) and m.operator == "drop_host_wait"]
 
     def _apply(self, thread: str, position: int, m) -> ir.HostOp | None:
         """Run the mutant's version of the op: its command buffer, its submit, or nothing."""
@@ -192,13 +193,9 @@ class Mutator:
         return changed
 
 
-def _owner(op_ref: str) -> str:
-    return op_ref.split("[", 1)[0]
-
-
 def _changed(m, thread: str, position: int) -> ir.CommandBuffer | ir.HostOp | None:
     """What the mutant changes: a command buffer, or its version of the op at thread[position] (None: dropped)."""
-    owner = _owner(m.op)
+    owner = owner_of(m.op)
     if owner in m.stream.index.command_buffers:
         return m.stream.index.command_buffers[owner]
     return None if m.operator == "drop_host_wait" else m.stream.index.threads[thread].ops[position]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..model import ir
 from ..model.data import data_bytes, ref_hash
+from ..model.refs import format_ref
 from ..shaders import generic_plan, pack_push
 
 UPDATE_CHUNK = 65536  # vkCmdUpdateBuffer's dataSize limit
@@ -55,7 +56,7 @@ class Recorder:
     def ref(self, index: int) -> str:
         """The command's reference: `cb0[2]`, or `cb0[2]@main[5]` where the stream
         submits the command buffer more than once (STREAM_FORMAT.md, findings)."""
-        return f"{self.cb_id}[{index}]" + (f"@{self.at}" if self.at else "")
+        return format_ref(self.cb_id, index, self.at)
 
     def command(self, index: int, c: ir.Command) -> None:
         """Record `c` inside a debug label region named by its reference: a capture of the

@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass, field
 
 from ..model import ir
+from ..model.refs import format_ref
 from .device import QueueRequest
 from .errors import RuntimeFault, Unsupported
 from .runtime import Runtime
@@ -131,7 +132,7 @@ def _shared_queue_deadlock(stream: ir.Stream, rt: Runtime) -> str | None:
                 for w in b.waits:
                     if w.semaphore in reached and w.value > reached[w.semaphore] and op.queue in shared \
                             and not signalled_by_host(t, i, w):
-                        return (f"{t.id}[{i}] waits {w.semaphore} >= {w.value} before its signal is submitted, on "
+                        return (f"{format_ref(t.id, i)} waits {w.semaphore} >= {w.value} before its signal is submitted, on "
                                 f"a queue the device shares between stream queues: it would block forever")
                 for sig in b.signals:
                     if sig.semaphore in reached:
@@ -158,7 +159,7 @@ def run_thread_ops(execute, stream: ir.Stream, thread: ir.Thread, reads: dict[st
     """A stream thread's ops in program order through `execute(thread, op, submissions)`; each
     host_read's digest lands in `reads` under its reference."""
     for i, op in enumerate(thread.ops):
-        ref = f"{thread.id}[{i}]"
+        ref = format_ref(thread.id, i)
         at = {cb: ref for b in op.batches for cb in b.command_buffers if cb in stream.index.resubmitted} \
             if isinstance(op, ir.Submit) else None
         out = execute(thread.id, op, at)

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from ..model import builder, from_dict, ir
 from ..model.data import data_bytes
 from ..model.dump import command_to_dict, host_op_to_dict
+from ..model.refs import format_ref, with_submit
 from .device import Device, Instance, QueueRequest, pick_physical
 from .errors import DeviceFault, HazardError, Unsupported
 from .memory import Allocator, DeviceBuffer
@@ -301,7 +302,7 @@ class Runtime:
                 return None
         with self._lock:
             ops = self.threads.setdefault(thread, [])
-            ref = f"{thread}[{len(ops)}]"
+            ref = format_ref(thread, len(ops))
             entry = host_op_to_dict(op)
             if isinstance(op, ir.Submit) and self.check:
                 self._check_submit(ref, thread, entry)
@@ -390,7 +391,7 @@ class Runtime:
         if key not in self.recorded:
             vk = self.vk
             commands = self._commands(cb_id)
-            cb = self._allocate_cb(family, cb_id + (f"@{at}" if at else ""))
+            cb = self._allocate_cb(family, with_submit(cb_id, at))  # the layer's messages name it
             # Simultaneous use: a stream may submit a command buffer again while it is pending.
             begin = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT)
             vk.vkBeginCommandBuffer(cb, begin)  # vkBeginCommandBuffer

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..model.refs import owner_of, without_submit
+
 LAYER_KINDS = {"SYNC-HAZARD-READ-AFTER-WRITE": "raw", "SYNC-HAZARD-WRITE-AFTER-READ": "war",
                "SYNC-HAZARD-WRITE-AFTER-WRITE": "waw"}
 _SUBMIT_CB = re.compile(r"Hazard \w+ for entry \d+, VkCommandBuffer 0x[0-9a-f]+\[([^\]@]+)")
@@ -36,7 +38,7 @@ def layer_findings(messages) -> list[LayerFinding]:
         if submit_cb:
             second, buffer = submit_cb.group(1), None
         else:
-            second = m.operation.partition("@")[0]
+            second = without_submit(m.operation)
             # Scratch copies (`B.scratch0`) stand for the buffer they copy.
             buffer = next((o.partition(".")[0] for o in m.objects), None)
         finding = LayerFinding(kind, buffer, second, m.operation)
@@ -47,9 +49,9 @@ def layer_findings(messages) -> list[LayerFinding]:
 def _matches(layer: LayerFinding, f) -> bool:
     if f.kind != layer.kind or f.second is None:
         return False
-    second = f.second.partition("@")[0]
+    second = without_submit(f.second)
     if layer.buffer is None:  # submit-time: the command buffer is all the layer names
-        return second.partition("[")[0] == layer.second
+        return owner_of(second) == layer.second
     return layer.buffer == f.buffer and second == layer.second
 
 
@@ -76,7 +78,7 @@ def explain_only_vkverify(stream, f) -> str:
     """Why layer 1.3.239 cannot report finding `f` (a category for the table)."""
     refs = [r for r in (f.first, f.second) if r]
     threads = stream.index.threads
-    if any(r.partition("[")[0] in threads for r in refs):
+    if any(owner_of(r) in threads for r in refs):
         return "host access to mapped memory: the layer never tracks it"
     if f.kind == "uninitialized_read":
         return "uninitialized memory: the layer does not track what was written"

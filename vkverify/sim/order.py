@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import ir
+from ..model.refs import format_ref
 
 __all__ = ["Step", "random_order", "reference_order"]
 
@@ -66,7 +67,7 @@ class _World:
     def host_ready(self, thread: str, ops: tuple, after: Mapping[str, frozenset[str]]) -> bool:
         """Spec 7.3 / 7.4.2 / 7.8: host waits block until what they wait for has happened."""
         op = ops[self.pc[thread]]
-        if not after.get(f"{thread}[{self.pc[thread]}]", frozenset()) <= self.done:
+        if not after.get(format_ref(thread, self.pc[thread]), frozenset()) <= self.done:
             return False
         if isinstance(op, ir.WaitFences):
             return all(self.fences[f] == "signaled" for f in op.fences)
@@ -95,7 +96,7 @@ class _World:
 
     def host_op(self, thread: str, ops: tuple) -> list[Step]:
         pc = self.pc[thread]
-        op, ref = ops[pc], f"{thread}[{pc}]"
+        op, ref = ops[pc], format_ref(thread, pc)
         self.pc[thread] = pc + 1
         self.done.add(ref)
         if isinstance(op, ir.Submit):
