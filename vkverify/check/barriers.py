@@ -70,13 +70,17 @@ def apply_barrier(state: State, entries: tuple[BarrierEntry, ...], covers: tuple
     """Spec 7.1 execution and memory dependencies; entries of one command do not chain (7.6)."""
     chain, available, visible = state.chain, state.available, state.visible
     for e, cover in zip(entries, covers):
-        if stage not in e.src_exec and not (state.chain & e.src_exec):
+        chained = bool(state.chain & e.src_exec)
+        if stage not in e.src_exec and not chained:
             continue
         chain = chain | e.dst_exec
         if write is None or cover != FULL:
             continue
-        # Availability from this entry's first access scope, or from an earlier chained barrier.
-        if state.available or (stage in e.src_stages and write in e.src_access):
+        # Availability from this entry's first access scope, or from an earlier barrier this one chains after:
+        # 7.1, the availability operation happens-before the visibility operation (syncval's
+        # WriteInSourceScopeOrChain). A barrier that merely has the write in its first scope does not
+        # make an earlier, unchained barrier's availability visible.
+        if (chained and state.available) or (stage in e.src_stages and write in e.src_access):
             available = True
             visible = visible | e.dst_scope
     return State(chain, available, visible)
