@@ -27,6 +27,7 @@ from .rangemap import RangeMap, Segment
 
 Clock = tuple[int, ...]
 HOST_VISIBLE = ("host_coherent", "host_cached")
+HOST_ACCESS = (("host", "host_read"), ("host", "host_write"))  # a destination with either: device -> host domain
 # (stage, access) pairs that commands perform; visibility clocks are kept for these.
 DEVICE_ACCESSES = (("draw_indirect", "indirect_command_read"), ("compute_shader", "shader_storage_read"),
                    ("compute_shader", "uniform_read"), ("compute_shader", "shader_storage_write"),
@@ -294,14 +295,16 @@ class Checker:
     def racing(self, e: Access, x: Access) -> bool:
         return e.agent != x.agent and bool(self.unordered(e, x, *self._root_range(x), None))
 
-    def host_visible_missing(self, e: Access, x: Access, root: str, lo: int, hi: int,
-                             access: str) -> list[tuple[int, int]]:
-        """Spec 7.9 host access: a device write the host then reads or writes must be visible to host/`access`
-        at the release the host waited for (a fence or an idle wait alone makes nothing visible to the host)."""
+    def host_visible_missing(self, e: Access, x: Access, root: str, lo: int, hi: int) -> list[tuple[int, int]]:
+        """Spec 7.9 host access and the memory model's "Location-Ordered": a device write the host then reads
+        must be visible to host/host_read at the release the host waited for; one the host then overwrites
+        needs only the domain operation to the host, which host_read or host_write in a barrier's
+        destination performs. A fence or an idle wait alone makes nothing available to the host."""
         queue = self.agents[e.agent]
         acquired = self.agents[x.agent].clock[e.agent]
         end = queue.release_pos[acquired - 1]
-        return [(a, b) for a, b, s in self.states(e, root, lo, hi, end) if ("host", access) not in s.visible]
+        reach = HOST_ACCESS if x.write else (("host", "host_read"),)
+        return [(a, b) for a, b, s in self.states(e, root, lo, hi, end) if not any(p in s.visible for p in reach)]
 
     # ---- accesses ----------------------------------------------------------
 
@@ -375,7 +378,7 @@ class Checker:
         bad = self.unordered(w, x, root, seg.lo, seg.hi, x.reads)
         host_read = x.family is None and w.family is not None
         if not bad and host_read:
-            bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi, "host_read")
+            bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
             if not bad and self.memory_kind[x.buffer] == "host_cached":
                 thread = self.agents[x.agent]
                 waited = thread.acquired_at(w.agent, self.covering_release(w))
@@ -404,7 +407,7 @@ class Checker:
             need = (x.write,) if x.family is not None else None
             bad = self.unordered(w, x, root, seg.lo, seg.hi, need)
             if not bad and x.family is None and w.family is not None:
-                bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi, "host_write")
+                bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
             if not bad and self.unflushed(w, x, seg, x.write):
                 bad = [(seg.lo, seg.hi)]
             for a, b in bad:

@@ -19,7 +19,7 @@ import networkx as nx
 from ..model import ir
 from ..model.refs import owner_of, parse_ref, split_submit, without_submit
 from .barriers import FULL, coverage
-from .hb import SINK, Access, Model, Node, Pair
+from .hb import SINK, Access, Model, Node, Pair, conflicts
 
 __all__ = ["ExplainError", "Explanation", "PairExplanation", "explain", "format_text", "host_op_text", "name",
            "names", "op_at", "resolve"]
@@ -145,14 +145,7 @@ def _pairs(model: Model, firsts: list[Access], seconds: list[Access]) -> list[tu
         for x in seconds:
             if e.uid == x.uid or e.root != x.root or max(e.lo, x.lo) >= min(e.hi, x.hi):
                 continue
-            kinds = []
-            if e.write and x.reads:
-                # A host read of a host write needs only order; everything else a memory dependency.
-                kinds.append(("raw", not (x.host and e.host), () if x.host else x.reads))
-            if e.write and x.write:
-                kinds.append(("waw", not x.host, () if x.host else (x.write,)))
-            if e.reads and x.write:
-                kinds.append(("war", False, ()))
+            kinds = conflicts(e, x)
             if not x.reads and not x.write and not e.host:
                 kinds.append(("keepalive", False, ()))  # x is a destroy: the use must complete first
             for kind, memory, need in kinds:

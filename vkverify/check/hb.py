@@ -33,7 +33,7 @@ import networkx as nx
 
 from ..model import ir
 from ..model.names import DEVICE_STAGES
-from ..model.refs import format_ref
+from ..model.refs import format_ref, parse_ref
 from .barriers import EMPTY, BarrierEntry, State, apply_barrier, compile_barrier, coverage
 from .engine import command_accesses
 from .exact import shared_timelines
@@ -41,6 +41,7 @@ from .scopes import first_execution_scope, second_execution_scope
 
 ALL_DEVICE = frozenset(DEVICE_STAGES)
 HOST_READ = ("host", "host_read")
+HOST_ACCESS = frozenset({HOST_READ, ("host", "host_write")})  # either in a destination: the domain operation to the host
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,9 @@ class Pair:
 
 class Token(NamedTuple):
     available: bool = False
-    host_visible: bool = False
+    host_visible: bool = False  # visible to host/host_read
     invalidated: bool = False
+    host_domain: bool = False  # available to the host domain (a destination with host_read or host_write)
     visible: bool = False  # visible to the pair's second access (set at the barrier that does it)
 
 
@@ -121,6 +123,9 @@ class Model:
         self._last_write: dict[tuple, Access] = {}
         self._reads: dict[tuple, dict[tuple, Access]] = {}
         self._destroyed: dict[str, str] = {}
+        self._issuing = ""  # the host op of the access being compared: its submit, or itself
+        self._uses: dict[str, dict] | None = {} if any(
+            isinstance(op, ir.Destroy) for t in stream.threads for op in t.ops) else None
         self._run()
 
     # ---- building ----------------------------------------------------------
@@ -226,9 +231,13 @@ class Model:
                         self.on_agent.setdefault(queue, []).append(node)
                     continue
                 seq, uid = self._next(queue), self._new_uid()
-                for stage, reads, write, buffer, lo, hi in command_accesses(cmd):
-                    self._access(Access(executed, queue, seq, stage, reads, write, buffer,
-                                        *self._root(buffer, lo, hi), uid, False, self._memory(buffer)))
+                self._issuing = submit
+                # As the checker does: every access of the command is paired before any is recorded.
+                accesses = [Access(executed, queue, seq, stage, reads, write, buffer, *self._root(buffer, lo, hi),
+                                   uid, False, self._memory(buffer))
+                            for stage, reads, write, buffer, lo, hi in command_accesses(cmd)]
+                for x in [x for x in accesses if self._compare(x)]:
+                    self._record(x)
         for si, sig in enumerate(batch.signals):
             node = self._add(("sig", submit, bi, si), "rel", queue, ins=first_execution_scope(sig.stage),
                              ops=(f"{submit}.batches[{bi}].signal[{si}]",))
@@ -280,10 +289,13 @@ class Model:
             self._add(("host", ref), "host", thread, ops=(ref,), op=op)
         elif isinstance(op, ir.HostAccess):
             write = op.op == "host_write"
-            self._access(Access(ref, thread, self._next(thread), "host", () if write else ("host_read",),
-                                "host_write" if write else None, op.buffer,
-                                *self._root(op.buffer, op.offset, op.offset + op.size), self._new_uid(), True,
-                                self._memory(op.buffer)))
+            self._issuing = ref
+            x = Access(ref, thread, self._next(thread), "host", () if write else ("host_read",),
+                       "host_write" if write else None, op.buffer,
+                       *self._root(op.buffer, op.offset, op.offset + op.size), self._new_uid(), True,
+                       self._memory(op.buffer))
+            if self._compare(x):
+                self._record(x)
         else:
             self._destroy(thread, ref, op)
         return True
@@ -334,42 +346,50 @@ class Model:
         pair = self.pairs.setdefault((kind, e.ref, x.ref, x.buffer), Pair(kind, e, x, memory, need))
         pair.segments.append(seg)
 
-    def _access(self, x: Access) -> None:
-        """Pair x with the most recent write and, if it writes, the reads since (as the checker does)."""
+    def _compare(self, x: Access) -> bool:
+        """Pair x with the most recent write and, if it writes, the reads since (as the checker does); False
+        when x comes after its buffer's destroy and so is not recorded."""
         self.accesses.setdefault(x.ref, []).append(x)
-        if x.buffer in self._destroyed:
-            self.hazards.add(("use_after_destroy", self._destroyed[x.buffer], x.ref))
-            return
+        destroyed = self._destroyed.get(x.buffer)
+        if destroyed is not None:
+            if _after(self._issuing, destroyed):
+                self.hazards.add(("use_after_destroy", destroyed, x.ref))
+                return False
+            self.hazards.add(("use_after_destroy", x.ref, destroyed))  # submitted before, pending at it
+        if not x.host and self._uses is not None:
+            self._uses.setdefault(x.buffer, {})[(x.agent, x.stage)] = x
         for seg in self.segments(x.root, x.lo, x.hi):
             key = (x.root, seg)
             w = self._last_write.get(key)
-            reads = self._reads.setdefault(key, {})
             if w is not None and w.uid != x.uid:
-                if x.reads:
-                    # A host read of a device write needs it visible to the host; of a host write, only order.
-                    self._pair("raw", w, x, seg, not (x.host and w.host), () if x.host else x.reads)
-                if x.write:
-                    self._pair("waw", w, x, seg, not x.host, () if x.host else (x.write,))
+                for kind, memory, need in conflicts(w, x):
+                    if kind != "war":
+                        self._pair(kind, w, x, seg, memory, need)
             if x.write:
-                for r in reads.values():
+                for r in self._reads.get(key, {}).values():
                     if r.uid != x.uid:
                         self._pair("war", r, x, seg, False)
+        return True
+
+    def _record(self, x: Access) -> None:
+        for seg in self.segments(x.root, x.lo, x.hi):
+            key = (x.root, seg)
+            reads = self._reads.setdefault(key, {})
+            if x.write:
                 self._last_write[key] = x
                 reads.clear()
             else:
                 reads[(x.agent, x.stage)] = x
 
     def _destroy(self, thread: str, ref: str, op: ir.Destroy) -> None:
-        """Spec 12.7: every pending device use of the buffer must complete before the destroy."""
+        """Spec 12.7: every pending device use of the buffer must complete before the destroy, also one a later
+        access replaced as the most recent (the latest use per agent and stage stands for the earlier ones)."""
         buf = self.index.buffers[op.buffer]
         probe = Access(ref, thread, self._next(thread), "host", (), None, op.buffer,
                        *self._root(op.buffer, 0, buf.size), self._new_uid(), True, self._memory(op.buffer))
         self.accesses.setdefault(ref, []).append(probe)
-        for seg in self.segments(probe.root, probe.lo, probe.hi):
-            key = (probe.root, seg)
-            for e in (self._last_write.get(key), *self._reads.get(key, {}).values()):
-                if e is not None and not e.host and e.buffer == op.buffer:
-                    self._pair("keepalive", e, probe, seg, False)
+        for e in (self._uses or {}).get(op.buffer, {}).values():
+            self._pair("keepalive", e, probe, (e.lo, e.hi), False)
         self._destroyed[op.buffer] = ref
 
     # ---- ordering --------------------------------------------------------------
@@ -435,8 +455,9 @@ class Model:
                 return None
             if not pair.memory:
                 return EXEC
-            return Token(state.available, tok.host_visible or HOST_READ in state.visible, False,
-                         all((pair.second.stage, a) in state.visible for a in pair.need))
+            return Token(available=state.available, host_visible=tok.host_visible or HOST_READ in state.visible,
+                         host_domain=tok.host_domain or bool(HOST_ACCESS & state.visible),
+                         visible=all((pair.second.stage, a) in state.visible for a in pair.need))
         if n.kind != "rel":
             return None  # waits and submissions are entered only by cross edges
         if node is None:
@@ -444,7 +465,7 @@ class Model:
         else:
             # A barrier that made the write visible to the host counts at any later release that
             # covers the write (the checker reads the barrier state at the release the host observed).
-            ordered = bool(node.outs & n.ins) or (tok.host_visible and e.stage in n.ins)
+            ordered = bool(node.outs & n.ins) or (tok.host_domain and e.stage in n.ins)
         if not ordered:
             return None
         return tok._replace(available=True, visible=False) if pair.memory else EXEC
@@ -470,6 +491,8 @@ class Model:
                 return False
             if not pair.memory:
                 return True
+            if x.write:  # memory model "Location-Ordered": a write needs only the domain operation
+                return tok.host_domain
             return tok.host_visible and (x.memory != "host_cached" or tok.invalidated)
         if node is None or x.stage not in node.outs:
             return False
@@ -521,3 +544,24 @@ def _boundaries(stream: ir.Stream) -> dict[str, list[int]]:
             if isinstance(op, ir.HostAccess):
                 add(op.buffer, op.offset, op.offset + op.size)
     return {root: sorted(c) for root, c in cuts.items()}
+
+
+def conflicts(e: Access, x: Access) -> list[tuple[str, bool, tuple[str, ...]]]:
+    """Spec 7.1 note: what e then x on common bytes need, as (kind, memory dependency needed, the accesses of
+    x it must reach). A host access after a host write needs only order; every other write a memory
+    dependency (for a host second access, into the host domain)."""
+    out = []
+    if e.write and x.reads:
+        out.append(("raw", not (x.host and e.host), () if x.host else x.reads))
+    if e.write and x.write:
+        out.append(("waw", not (x.host and e.host), () if x.host else (x.write,)))
+    if e.reads and x.write:
+        out.append(("war", False, ()))
+    return out
+
+
+def _after(issuing: str, destroy: str) -> bool:
+    """Whether the host op `issuing` comes after `destroy` on the thread: a use of another thread is taken as
+    after it (the checker's single schedule orders threads only through waits)."""
+    a, b = parse_ref(issuing), parse_ref(destroy)
+    return a is None or b is None or a.owner != b.owner or a.index > b.index

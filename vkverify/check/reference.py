@@ -131,10 +131,14 @@ def in_first_access_scope(n: Node, w: Access) -> bool:
 
 
 def in_second_access_scope(n: Node, x: Access, needs: tuple[str, ...]) -> bool:
-    """Spec 7.1.2: does n make available writes visible to x's accesses `needs`?"""
+    """Spec 7.1.2: does n make available writes visible to x's accesses `needs`? For a host write, the memory
+    model asks only a domain operation to the host (appendix "Location-Ordered"), which a destination
+    with host_read or host_write performs (its "Availability, Visibility, and Domain Operations")."""
     if n.kind == "barrier":
         b = n.barrier
         scope = access_scope(b.dst_stage, b.dst_access)
+        if x.host and x.write:
+            return bool({("host", "host_read"), ("host", "host_write")} & scope) and _covers(n, x)
         return all((x.stage, a) in scope for a in needs) and _covers(n, x)
     # 7.4.2 semaphore wait, 7.9 host write ordering: all device access in the second scope.
     return n.kind in ("wait", "submission") and x.stage in n.second
