@@ -57,6 +57,7 @@ from vkverify.model.dump import host_op_to_dict
 from vkverify.model.refs import parse_ref, without_submit
 
 runtime = pytest.importorskip("vkverify.runtime")
+from vkverify.runtime.record import scratch_orders  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,6 +149,8 @@ def _lossy(original: ir.Stream, imported: ir.Stream) -> str | None:
     """What the capture cannot hold of `original`, so that its findings may be missing from `imported`."""
     if len(original.threads) > len(imported.threads):
         return f"{len(original.threads)} threads are imported as {len(imported.threads)}, in capture order"
+    if any(scratch_orders(original, f.kind, f.buffer, f.second) for f in check(original)):
+        return "a read_write binding is replayed after a scratch copy and a compute barrier, which orders earlier reads"
     return None
 
 

@@ -12,10 +12,22 @@ from __future__ import annotations
 
 from ..model import ir
 from ..model.data import data_bytes, ref_hash
-from ..model.refs import format_ref
+from ..model.refs import format_ref, parse_ref, without_submit
 from ..shaders import generic_plan, pack_push
 
 UPDATE_CHUNK = 65536  # vkCmdUpdateBuffer's dataSize limit
+
+
+def scratch_orders(stream: ir.Stream, kind: str, buffer: str | None, second: str | None) -> bool:
+    """Whether a `kind` finding ending at `second` disappears in any replay: a WAR whose write is a read_write
+    binding is replayed behind the scratch copy's compute -> compute barrier, which orders every earlier
+    compute-stage read (the replay synchronizes more than the stream)."""
+    if kind != "war" or second is None or buffer is None:
+        return False
+    ref = parse_ref(without_submit(second))
+    cb = stream.index.command_buffers.get(ref.owner) if ref else None
+    cmd = cb.commands[ref.index] if cb and ref.index < len(cb.commands) else None
+    return isinstance(cmd, ir.Dispatch) and any(b.access == "read_write" and b.buffer == buffer for b in cmd.bindings)
 
 
 def stage_bits(vk, names, sync2: bool, src: bool) -> int:

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from ..model.refs import owner_of, without_submit
+from .record import scratch_orders
 
 LAYER_KINDS = {"SYNC-HAZARD-READ-AFTER-WRITE": "raw", "SYNC-HAZARD-WRITE-AFTER-READ": "war",
                "SYNC-HAZARD-WRITE-AFTER-WRITE": "waw"}
@@ -86,6 +87,8 @@ def explain_only_vkverify(stream, f) -> str:
         return "queue family ownership: no synchronization check in the layer (one device family here)"
     if any(s.type == "timeline" for s in stream.semaphores):
         return "timeline semaphores: syncval 1.3.239 does not support them"
+    if scratch_orders(stream, f.kind, f.buffer, f.second):
+        return "a read_write binding is replayed after a scratch copy and a compute barrier, which orders earlier reads"
     if f.kind == "waw" and f.first_access == f.second_access:
         return "two writes of the same stage and access: the layer reports no WAW between them"
     return "not reported by the layer"
