@@ -65,6 +65,9 @@ LANDING_BARRIER = ir.Barrier(**{k: frozenset(v) if isinstance(v, list) else v fo
 # After a fresh block's fill: the copies into the block write after it.
 FILLED = {"src_stage": ["clear"], "src_access": ["transfer_write"], "dst_stage": ["copy"],
           "dst_access": ["transfer_write"], "label": "fill before copies"}
+# After a fresh block's fill that the host then writes through the map (mapped mode).
+FILLED_FOR_HOST = {"src_stage": ["clear"], "src_access": ["transfer_write"], "dst_stage": ["host"],
+                   "dst_access": ["host_write"], "label": "fill before host writes"}
 
 
 # ---- the placement rule --------------------------------------------------------
@@ -642,8 +645,18 @@ class Uploader:
 
     def _fill_now(self, block: Block) -> None:
         """Zero-fill a fresh block in a submit of its own and wait for it: host
-        writes (mapped) or another queue's copies (deferred) follow it."""
-        self._stage_fill(self._open_slot(), block)
+        writes (mapped) or another queue's copies (deferred) follow it. The host's
+        writes over the fill need it made available to the host domain (memory model,
+        "Location-Ordered"): a fence wait alone does not."""
+        slot = self._open_slot()
+        self._stage_fill(slot, block)
+        vk = self.vk
+        barrier = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                                     dstAccessMask=vk.VK_ACCESS_HOST_WRITE_BIT)
+        barriers = [barrier]
+        vk.vkCmdPipelineBarrier(slot.cb, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT, 0,
+                                1, barriers, 0, None, 0, None)  # vkCmdPipelineBarrier
+        slot.commands.append({"cmd": "barrier", **FILLED_FOR_HOST})
         self._submit_open()
         self._wait_all()
 
