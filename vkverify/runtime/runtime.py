@@ -2,9 +2,10 @@
 
 Every call runs on the device and appends to a `vkverify-stream/1` document,
 so `stream()` is what the program actually issued: checkable, replayable.
-With online checking (VKVERIFY_CHECK=1, or check=True) each submit is checked
-with everything recorded before it, and a hazard raises HazardError before
-vkQueueSubmit is called.
+With online checking (VKVERIFY_CHECK=1, or check=True) each submit, host read
+and host write is checked with everything recorded before it, and a hazard
+raises HazardError before vkQueueSubmit is called or the host touches the bytes
+(a host read racing the device is then caught by structure, whatever the timing).
 """
 
 from __future__ import annotations
@@ -304,8 +305,9 @@ class Runtime:
             ops = self.threads.setdefault(thread, [])
             ref = format_ref(thread, len(ops))
             entry = host_op_to_dict(op)
-            if isinstance(op, ir.Submit) and self.check:
-                self._check_submit(ref, thread, entry)
+            if self.check and (isinstance(op, ir.Submit) or
+                               isinstance(op, ir.HostAccess) and op.op in ("host_read", "host_write")):
+                self._check_online(ref, thread, entry)
             ops.append(entry)
         self.instance.operation = ref
         if isinstance(op, ir.Submit):
@@ -331,8 +333,8 @@ class Runtime:
         with self._lock:
             return self.allocator.destroy(self.buffers[op.buffer])
 
-    def _check_submit(self, ref: str, thread: str, entry: dict) -> None:
-        """Check the stream recorded so far plus this submit; raise on a new hazard."""
+    def _check_online(self, ref: str, thread: str, entry: dict) -> None:
+        """Check the stream recorded so far plus this submit or host access; raise on a new hazard."""
         from ..check import check
 
         doc = self._document({thread: self.threads[thread] + [entry]})
