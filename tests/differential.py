@@ -80,9 +80,9 @@ def _command(draw, sizes: dict[str, int]) -> dict:
 def streams(draw, open_rules: bool = False) -> dict:
     """A one-thread stream as a JSON document (vkverify-stream/1).
 
-    `open_rules`: also draw the two shapes where the checker still disagrees with the reference (issue 14,
+    `open_rules`: also draw the shapes where the checker still disagrees with the reference (issue 14,
     tests/corpus_open): a host write between a submit that waits for a host signal and that signal, and
-    a semaphore signal on a queue after a fence signal there."""
+    two signals of one batch with different stage masks."""
     n_queues = draw(st.integers(1, 3))
     queues = [f"q{i}" for i in range(n_queues)]
     memories = [draw(st.sampled_from(["device_local", "host_coherent", "host_cached"])) for _ in range(2)]
@@ -103,7 +103,6 @@ def streams(draw, open_rules: bool = False) -> dict:
     binary: list[str] = []
     submitted: list[str] = []
     destroyed = False
-    fenced: set[str] = set()  # queues that signalled a fence
     for _ in range(draw(st.integers(2, 9))):
         kind = draw(st.sampled_from(["submit"] * 4 + ["wait_fences", "reset_fences", "wait_semaphores",
                                                       "signal_semaphore", "host", "host", "idle", "destroy"]))
@@ -123,15 +122,17 @@ def streams(draw, open_rules: bool = False) -> dict:
             if draw(st.integers(0, 3)) == 0:
                 host_waited = max(host_waited, host_value + 1)
                 waits.append({"semaphore": "H", "value": host_value + 1, "stage": [draw(stage)]})
-            choice = draw(st.sampled_from(["none", "timeline", "binary"] if open_rules or q not in fenced else ["none"]))
-            if choice == "timeline":
+            choice = draw(st.sampled_from(["none", "timeline", "binary", "both"]))
+            if choice in ("timeline", "both"):
                 timeline[q] += 1
                 signals.append({"semaphore": f"T{q}", "value": timeline[q], "stage": [draw(stage)]})
-            elif choice == "binary":
+            if choice in ("binary", "both"):
                 name = f"S{len(ops)}"
                 semaphores.append({"id": name, "type": "binary"})
                 binary.append(name)
-                signals.append({"semaphore": name, "stage": [draw(stage)]})
+                # Two signals of one batch with different stage masks are an open shape: the same mask here.
+                signals.append({"semaphore": name, "stage": signals[0]["stage"] if signals and not open_rules
+                                else [draw(stage)]})
             if waits:
                 op["wait"] = waits
             if signals:
@@ -139,7 +140,6 @@ def streams(draw, open_rules: bool = False) -> dict:
             if draw(st.booleans()):
                 op["fence"] = draw(st.sampled_from(["F0", "F1"]))
                 submitted.append(op["fence"])
-                fenced.add(q)
             ops.append(op)
         elif kind == "wait_fences" and submitted:
             ops.append({"op": "wait_fences", "fences": [draw(st.sampled_from(submitted))]})

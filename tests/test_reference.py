@@ -59,7 +59,7 @@ def test_corpus_agrees_with_the_reference(path):
 
 
 @pytest.mark.xfail(strict=True, reason="issue 14, open: the checker's clocks carry a host signal's ops as visible, "
-                   "and a fence release as covering a later semaphore signal")
+                   "and count the semaphore signals of one batch as ordered")
 @pytest.mark.parametrize("path", OPEN, ids=lambda p: p.name)
 def test_open_rules_agree_with_the_reference(path):
     assert not disagreements(json.loads(path.read_text()))

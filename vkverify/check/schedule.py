@@ -160,7 +160,7 @@ class Schedule(Checker):
             else:
                 self.signal_timeline(s.semaphore, s.value, clock, p.submit)
         if p.fence is not None:
-            _, clock = queue.release(ALL_DEVICE)
+            _, clock = queue.release(ALL_DEVICE, fence=True)
             if self.fences[p.fence][2] == p.submit:  # not reset (a misuse) or resubmitted since
                 self.fences[p.fence] = ("signaled", clock, p.submit)
         return True
@@ -206,7 +206,7 @@ class Schedule(Checker):
             if any(q.pending for q in queues):
                 return False
             for q in queues:
-                t.acquire(q.release(ALL_DEVICE)[1])
+                t.acquire(q.release(ALL_DEVICE, fence=True)[1])
         else:
             self.destroy(t, op, ref)
         return True
