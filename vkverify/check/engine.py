@@ -36,31 +36,40 @@ DEVICE_ACCESSES = (("draw_indirect", "indirect_command_read"), ("compute_shader"
 
 _BINDING_READS = {"read": ("shader_storage_read",), "read_write": ("shader_storage_read",),
                   "uniform": ("uniform_read",), "write": ()}
+_BINDING_WRITE = {"read": None, "uniform": None, "read_write": "shader_storage_write", "write": "shader_storage_write"}
 
 
-def command_accesses(cmd: ir.Command) -> tuple[tuple, ...]:
-    """(stage, reads, write, buffer, lo, hi) of each access a command performs, reads first
-    (spec 7.6.1 "Pipeline stages" of vkCmdCopyBuffer, vkCmdFillBuffer, vkCmdUpdateBuffer, vkCmdDispatch);
-    none for a pipeline barrier."""
-    if isinstance(cmd, ir.Barrier):
-        return ()
-    if isinstance(cmd, ir.Copy):
-        return tuple(("copy", ("transfer_read",), None, cmd.src, r.src_offset, r.src_offset + r.size)
-                     for r in cmd.regions) + tuple(("copy", (), "transfer_write", cmd.dst, r.dst_offset,
-                                                    r.dst_offset + r.size) for r in cmd.regions)
-    if isinstance(cmd, (ir.Fill, ir.Update)):
-        return (("clear", (), "transfer_write", cmd.dst, cmd.offset, cmd.offset + cmd.size),)
+def _copy_accesses(cmd: ir.Copy) -> tuple[tuple, ...]:
+    return tuple(("copy", ("transfer_read",), None, cmd.src, r.src_offset, r.src_offset + r.size)
+                 for r in cmd.regions) + tuple(("copy", (), "transfer_write", cmd.dst, r.dst_offset,
+                                                r.dst_offset + r.size) for r in cmd.regions)
+
+
+def _clear_accesses(cmd: ir.Fill | ir.Update) -> tuple[tuple, ...]:
+    return (("clear", (), "transfer_write", cmd.dst, cmd.offset, cmd.offset + cmd.size),)
+
+
+def _dispatch_accesses(cmd: ir.Dispatch) -> tuple[tuple, ...]:
     reads, writes = [], []
     if cmd.indirect is not None:
         reads.append(("draw_indirect", ("indirect_command_read",), None, cmd.indirect.buffer, cmd.indirect.offset,
                       cmd.indirect.offset + 12))
     for b in cmd.bindings:
-        access, buffer, lo = b.access, b.buffer, b.offset
-        if access != "write":
-            reads.append(("compute_shader", _BINDING_READS[access], None, buffer, lo, lo + b.size))
-        if access in ("write", "read_write"):
-            writes.append(("compute_shader", _BINDING_READS[access], "shader_storage_write", buffer, lo, lo + b.size))
+        write = _BINDING_WRITE[b.access]
+        (reads if write is None else writes).append(
+            ("compute_shader", _BINDING_READS[b.access], write, b.buffer, b.offset, b.offset + b.size))
     return tuple(reads + writes)
+
+
+_ACCESSES = {ir.Copy: _copy_accesses, ir.Fill: _clear_accesses, ir.Update: _clear_accesses,
+             ir.Dispatch: _dispatch_accesses, ir.Barrier: lambda cmd: ()}
+
+
+def command_accesses(cmd: ir.Command) -> tuple[tuple, ...]:
+    """(stage, reads, write, buffer, lo, hi) of each access a command performs, reads first
+    (spec 7.6.1 "Pipeline stages" of vkCmdCopyBuffer, vkCmdFillBuffer, vkCmdUpdateBuffer, vkCmdDispatch);
+    none for a pipeline barrier. A read_write binding is one access that reads and writes."""
+    return _ACCESSES[type(cmd)](cmd)
 
 
 def join(a: Clock, b: Clock) -> Clock:
@@ -181,11 +190,13 @@ class Checker:
         self.memories: dict[str, RangeMap] = {
             b.id: RangeMap(b.size, b.memory in HOST_VISIBLE) for b in stream.buffers if b.alias_of is None}
         # buffer -> (buffer, root, offset in root, root's range map)
+        self.aliased = any(b.alias_of is not None for b in stream.buffers)
         self.memory_kind = {b.id: self.index.buffers[self.index.root(b.id)[0]].memory for b in stream.buffers}
         self.placement = {b.id: (b, root, offset, self.memories[root])
                           for b in stream.buffers for root, offset in [self.index.root(b.id)]}
         self.barriers = {}
         self.command_accesses: dict[int, tuple] = {}
+        self.sharing_commands: set[int] = set()  # commands two of whose accesses touch one memory
         self.findings: dict[tuple, Finding] = {}
         self.ranges: dict[tuple, list[int]] = {}
         self.destroyed: dict[str, Access] = {}  # buffer -> its destroy
@@ -313,7 +324,10 @@ class Checker:
                 clock = tuple(map(min, clock, agent.vis_clock[(x.stage, acc)]))
         else:
             clock = agent.exec_clock[x.stage]
-        return [] if any(clock[lane] >= least for lane, least in needs) else pending
+        for lane, least in needs:
+            if clock[lane] >= least:
+                return []
+        return pending
 
     def racing(self, e: Access, x: Access) -> bool:
         return e.agent != x.agent and bool(self.unordered(e, x, *self._root_range(x), None))
@@ -340,39 +354,35 @@ class Checker:
         clock = self.issuing if x.family is not None else self.agents[x.agent].clock
         return clock[destroyed.agent] > destroyed.pos + 1
 
-    def access(self, x: Access, lo: int, hi: int) -> None:
-        """Compare x with the most recent write and the reads since (buffer-relative [lo, hi)), then record it."""
-        if self.detect(x, lo, hi):
-            self.record(x, lo, hi)
-
-    def detect(self, x: Access, lo: int, hi: int) -> bool:
-        """Report what x violates; False when x is not to be recorded (a use after its buffer's destroy)."""
-        destroyed = self.destroyed and self.destroyed.get(x.buffer)
-        if destroyed:
-            if self.issued_after(x, destroyed):
-                self.report("use_after_destroy", x.buffer, lo, hi, destroyed, x,
-                            f"remove {x.ref} or move the destroy of {x.buffer!r} ({destroyed.ref}) after it",
-                            f"{x.ref} uses {x.buffer!r} after {destroyed.ref} destroyed it")
-                return False
-            # Submitted before the destroy, run after it in this schedule: pending at the destroy.
-            self.report("use_after_destroy", x.buffer, lo, hi, x, destroyed, fixes.destroy(x, destroyed.ref),
-                        f"{destroyed.ref} destroys {x.buffer!r} while {x.ref} may still use it", racing=True)
-        if self.uses is not None and x.family is not None:
-            self.uses.setdefault(x.buffer, {})[(x.agent, x.stage)] = x
+    def access(self, x: Access, lo: int, hi: int, compare: bool = True, record: bool = True) -> bool:
+        """Compare x with the most recent write and the reads since (buffer-relative [lo, hi)), then record it:
+        x becomes the most recent write of its bytes, or one of the reads since (one per agent and stage).
+        False when x is not to be recorded (a use after its buffer's destroy)."""
+        if compare:
+            destroyed = self.destroyed and self.destroyed.get(x.buffer)
+            if destroyed:
+                if self.issued_after(x, destroyed):
+                    self.report("use_after_destroy", x.buffer, lo, hi, destroyed, x,
+                                f"remove {x.ref} or move the destroy of {x.buffer!r} ({destroyed.ref}) after it",
+                                f"{x.ref} uses {x.buffer!r} after {destroyed.ref} destroyed it")
+                    return False
+                # Submitted before the destroy, run after it in this schedule: pending at the destroy.
+                self.report("use_after_destroy", x.buffer, lo, hi, x, destroyed, fixes.destroy(x, destroyed.ref),
+                            f"{destroyed.ref} destroys {x.buffer!r} while {x.ref} may still use it", racing=True)
+            if self.uses is not None and x.family is not None:
+                self.uses.setdefault(x.buffer, {})[(x.agent, x.stage)] = x
         if hi <= lo:
             return False  # no bytes: nothing to order
         buf, root, base, memory = self.placement[x.buffer]
-        for seg in memory.span(base + lo, base + hi):
-            raw = bool(x.reads) and self.check_read(x, buf, root, base, seg)
-            if x.write:
-                self.check_write(x, buf, root, base, seg, skip_waw=raw)
-        return True
-
-    def record(self, x: Access, lo: int, hi: int) -> None:
-        """x becomes the most recent write of its bytes, or one of the reads since (one per agent and stage)."""
-        buf, root, base, memory = self.placement[x.buffer]
         rlo, rhi = base + lo, base + hi
         segments = memory.span(rlo, rhi)
+        if compare:
+            for seg in segments:
+                raw = bool(x.reads) and self.check_read(x, buf, root, base, seg)
+                if x.write:
+                    self.check_write(x, buf, root, base, seg, skip_waw=raw)
+        if not record:
+            return True
         if x.write:
             seg = memory.overwrite(rlo, rhi, segments)
             seg.write = x
@@ -383,6 +393,7 @@ class Checker:
             for seg in segments:
                 reads = seg.reads
                 seg.reads = (*(r for r in reads if r.agent != agent or r.stage != stage), x) if reads else (x,)
+        return True
 
     def check_read(self, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment) -> bool:
         """Report what x's read of seg violates; True when it is a RAW."""
@@ -408,7 +419,7 @@ class Checker:
                 waited = thread.acquired_at(self.covering_release(w))
                 if seg.invalidated.get(x.agent, -1) < waited:
                     bad = [(seg.lo, seg.hi)]
-        if not bad and self.unflushed(w, x, seg, x.reads[0]):
+        if not bad and w.family is None and x.family is not None and self.unflushed(w, x, seg, x.reads[0]):
             bad = [(seg.lo, seg.hi)]
         for a, b in bad:
             self.report("raw", x.buffer, a - base, b - base, w, x, fixes.memory_dependency(self, w, x, buf),
@@ -417,10 +428,10 @@ class Checker:
         return bool(bad)
 
     def unflushed(self, w: Access, x: Access, seg: Segment, access: str) -> bool:
-        """Spec 11.2.2 vkFlushMappedMemoryRanges: a host write to non-coherent memory is available to no
-        device access, read or write, until a flush of its bytes before the submission that orders them.
+        """Spec 11.2.2 vkFlushMappedMemoryRanges: a host write w to non-coherent memory is available to no device
+        access x, read or write, until a flush of its bytes before the submission that orders them.
         Coherence belongs to the memory, so an alias follows the buffer it aliases."""
-        if w.family is not None or x.family is None or self.memory_kind[x.buffer] != "host_cached":
+        if self.memory_kind[x.buffer] != "host_cached":
             return False
         clock = self.agents[x.agent].vis_clock[(x.stage, access)]
         return seg.flushed is None or clock[w.agent] <= seg.flushed
@@ -432,7 +443,7 @@ class Checker:
             bad = self.unordered(w, x, root, seg.lo, seg.hi, need)
             if not bad and x.family is None and w.family is not None:
                 bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
-            if not bad and self.unflushed(w, x, seg, x.write):
+            if not bad and w.family is None and x.family is not None and self.unflushed(w, x, seg, x.write):
                 bad = [(seg.lo, seg.hi)]
             for a, b in bad:
                 self.report("waw", x.buffer, a - base, b - base, w, x, fixes.memory_dependency(self, w, x, buf),
@@ -454,20 +465,34 @@ class Checker:
             self.run_barrier(queue, cmd)
             return
         uid = next(self.uids)
-        found = self.command_accesses.get(id(cmd))
-        if found is None:
-            found = self.command_accesses[id(cmd)] = command_accesses(cmd)
+        key = id(cmd)
+        accesses = self.command_accesses.get(key)
+        if accesses is None:
+            accesses = self.command_accesses[key] = command_accesses(cmd)
+            if len(accesses) > 1 and self._shares_memory(accesses):
+                self.sharing_commands.add(key)
         index, pos, label, family, first_barrier = \
             queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds)
-        # Every access of the command is compared before any is recorded (syncval's detect, then update):
-        # a read_write binding's write is compared with the reads before its own read replaced them.
-        detected = []
-        for stage, reads, write, buffer, lo, hi in found:
+        if key not in self.sharing_commands:  # no access sees another's record: compare and record each
+            for stage, reads, write, buffer, lo, hi in accesses:
+                self.access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier),
+                            lo, hi)
+            return
+        # Every access of the command is compared before any is recorded (syncval's detect, then update): a
+        # write through one binding is compared with the reads before another binding's read replaced them.
+        compared = []
+        for stage, reads, write, buffer, lo, hi in accesses:
             x = Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier)
-            if self.detect(x, lo, hi):
-                detected.append((x, lo, hi))
-        for x, lo, hi in detected:
-            self.record(x, lo, hi)
+            if self.access(x, lo, hi, record=False):
+                compared.append((x, lo, hi))
+        for x, lo, hi in compared:
+            self.access(x, lo, hi, compare=False)
+
+    def _shares_memory(self, accesses: tuple[tuple, ...]) -> bool:
+        """Whether two accesses of one command touch one memory (buffer ids suffice without aliases)."""
+        if self.aliased:
+            return len({self.placement[a[3]][1] for a in accesses}) < len(accesses)
+        return len({a[3] for a in accesses}) < len(accesses)
 
     def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier) -> None:
         compiled = self.barriers.get(id(cmd))
