@@ -21,7 +21,7 @@ from itertools import count
 from ..model import ir
 from ..model.names import DEVICE_STAGES
 from . import fixes
-from .barriers import BarrierLog, compile_barrier
+from .barriers import BarrierEntry, BarrierLog, compile_barrier
 from .findings import Finding
 from .rangemap import RangeMap, Segment
 
@@ -97,51 +97,68 @@ class Access:
 
 @dataclass(eq=False)
 class QueueAgent:
-    """A queue's clock entries are two: `index` counts what its semaphore signals release, `fence_lane` what
-    its fence signals and idle waits release (both numbered on one counter of releases). Spec 7.2 "signal
-    operation order": a fence signal orders every earlier signal of its queue, a semaphore signal only the
-    semaphore signals of earlier batches, never a fence signal; one entry could not tell them apart. (The
-    signals of one batch are unordered with each other too; the semaphore entry counts them in order, an
-    open approximation: tests/corpus_open.)"""
+    """A queue's clock entries: one per signal of its widest batch (`lanes`, the first is `index`) for what
+    its semaphore signals release, and `fence_lane` for what its fence signals and idle waits release (all
+    numbered on one counter of releases). Spec 7.2 "signal operation order": a fence signal orders every
+    earlier signal of its queue; a semaphore signal orders the semaphore signals of earlier batches, never a
+    fence signal nor another signal of its own batch; one entry could not tell them apart."""
 
     index: int
     id: str
     device: str
     family: int
     clock_width: int
+    lanes: tuple[int, ...]
     fence_lane: int
     log: BarrierLog = field(default_factory=BarrierLog)
     pos: int = 0
     release_pos: list[int] = field(default_factory=list)
     release_scope: list[frozenset[str]] = field(default_factory=list)
-    release_fence: list[bool] = field(default_factory=list)
-    last_semaphore: int = 0  # the number of the latest semaphore signal release
+    release_lane: list[int] = field(default_factory=list)
     pending: deque = field(default_factory=deque)  # batches: (submit ref, thread clock, batch, fence or None)
 
     def __post_init__(self) -> None:
         zero = (0,) * self.clock_width
         self.exec_clock = {s: zero for s in DEVICE_STAGES}
         self.vis_clock = {pair: zero for pair in DEVICE_ACCESSES}
+        # Everything its waits and submissions acquired: a barrier with `host` in its source stage mask has
+        # the host operations before them in its first scope (docs/format.md, "Readings").
+        self.host_clock = zero
+        self.last = {lane: 0 for lane in self.lanes}  # the latest release number on each semaphore lane
 
-    def release(self, scope: frozenset[str], fence: bool = False) -> tuple[int, Clock]:
-        """A semaphore signal (or, `fence`, a fence signal or idle wait) at the current position: its release
-        number and the clock it carries."""
+    def _release(self, scope: frozenset[str], lane: int) -> tuple[int, list[int]]:
         self.release_pos.append(self.pos)
         self.release_scope.append(scope)
-        self.release_fence.append(fence)
-        clock = list((0,) * self.clock_width)
+        self.release_lane.append(lane)
+        clock = (0,) * self.clock_width
         for s in scope & self.exec_clock.keys():
-            clock = list(map(max, clock, self.exec_clock[s]))
-        k = len(self.release_pos)
-        if fence:
-            clock[self.fence_lane] = k
-            clock[self.index] = max(clock[self.index], self.last_semaphore)
-        else:
-            clock[self.index] = self.last_semaphore = k
-        return k, tuple(clock)
+            clock = join(clock, self.exec_clock[s])
+        return len(self.release_pos), list(clock)
+
+    def signal_semaphores(self, scopes: list[frozenset[str]]) -> list[Clock]:
+        """The clocks the semaphore signals of one batch carry (first synchronization scopes `scopes`): spec
+        7.2, each happens-after every signal of earlier batches and is unordered with the others of its batch."""
+        earlier = dict(self.last)
+        out = []
+        for lane, scope in zip(self.lanes, scopes):
+            k, clock = self._release(scope, lane)
+            for other, value in earlier.items():
+                clock[other] = max(clock[other], value)
+            clock[lane] = self.last[lane] = k
+            out.append(tuple(clock))
+        return out
+
+    def signal_fence(self) -> Clock:
+        """A fence signal or an idle wait: spec 7.2, ordered after every semaphore signal of the queue so far."""
+        k, clock = self._release(frozenset(DEVICE_STAGES), self.fence_lane)
+        for lane, value in self.last.items():
+            clock[lane] = max(clock[lane], value)
+        clock[self.fence_lane] = k
+        return tuple(clock)
 
     def acquire(self, clock: Clock, stages: frozenset[str]) -> None:
         """Spec 7.4.2: a semaphore wait is a memory dependency for the stages in its scope."""
+        self.host_clock = join(self.host_clock, clock)
         for s in stages:
             if s in self.exec_clock:
                 self.exec_clock[s] = join(self.exec_clock[s], clock)
@@ -156,6 +173,7 @@ class ThreadAgent:
     id: str
     ops: tuple[ir.HostOp, ...]
     clock: Clock
+    memory_lane: int  # its clock entry for its host writes made available to the device domain
     pc: int = 0
     acquired: dict = field(default_factory=dict)  # agent -> [(clock value, op position)]
 
@@ -178,14 +196,24 @@ class Checker:
         self.stream = stream
         self.index = stream.index
         threads = stream.threads
-        n_queues = sum(len(d.queues) for d in stream.devices)
-        n = 2 * n_queues + len(threads)  # queues' semaphore entries, threads, queues' fence entries
+        queues = [(d, q) for d in stream.devices for q in d.queues]
+        widest = {q.id: 1 for _, q in queues}
+        for t in threads:
+            for op in t.ops:
+                if isinstance(op, ir.Submit):
+                    widest[op.queue] = max(widest[op.queue], *(len(b.signals) for b in op.batches), 1)
+        # Clock entries: each queue's first semaphore lane and each thread's ops (both at the agent's index),
+        # each queue's fence lane, each thread's host writes made available to the device, the other lanes.
+        n_queues, n_threads = len(queues), len(threads)
+        extra = 2 * (n_queues + n_threads)
+        n = extra + sum(widest.values()) - n_queues
         self.queues: dict[str, QueueAgent] = {}
-        for d in stream.devices:
-            for q in d.queues:
-                i = len(self.queues)
-                self.queues[q.id] = QueueAgent(i, q.id, d.id, q.family, n, n_queues + len(threads) + i)
-        self.threads = [ThreadAgent(len(self.queues) + i, t.id, t.ops, (0,) * n) for i, t in enumerate(threads)]
+        for i, (d, q) in enumerate(queues):
+            lanes = (i, *range(extra, extra + widest[q.id] - 1))
+            extra += widest[q.id] - 1
+            self.queues[q.id] = QueueAgent(i, q.id, d.id, q.family, n, lanes, n_queues + n_threads + i)
+        self.threads = [ThreadAgent(n_queues + i, t.id, t.ops, (0,) * n, 2 * n_queues + n_threads + i)
+                        for i, t in enumerate(threads)]
         self.agents: list = list(self.queues.values()) + self.threads
         self.memories: dict[str, RangeMap] = {
             b.id: RangeMap(b.size, b.memory in HOST_VISIBLE) for b in stream.buffers if b.alias_of is None}
@@ -198,6 +226,8 @@ class Checker:
         self.command_accesses: dict[int, tuple] = {}
         self.sharing_commands: set[int] = set()  # commands two of whose accesses touch one memory
         self.findings: dict[tuple, Finding] = {}
+        # host write uid -> [(proxy access at a barrier that made it available, lo, hi)] (run_barrier)
+        self.host_available: dict[int, list[tuple[Access, int, int]]] = {}
         self.ranges: dict[tuple, list[int]] = {}
         self.destroyed: dict[str, Access] = {}  # buffer -> its destroy
         # Spec 12.7: a destroy waits for every device use of the buffer, also those a later access
@@ -249,14 +279,14 @@ class Checker:
             return [(e.agent, e.pos + 1)]
         needs: dict[int, int] = {}
         for i in range(bisect_left(agent.release_pos, e.pos), len(agent.release_pos)):
-            lane = agent.fence_lane if agent.release_fence[i] else agent.index
+            lane = agent.release_lane[i]
             if lane in needs:
                 continue
             scope = agent.release_scope[i]
             if e.stage in scope or all(s.chain & scope for _, _, s in
                                        self.states(e, *self._root_range(e), agent.release_pos[i])):
                 needs[lane] = i + 1
-                if len(needs) == 2:
+                if len(needs) == len(agent.lanes) + 1:
                     break
         return list(needs.items())
 
@@ -339,10 +369,64 @@ class Checker:
         destination performs. A fence or an idle wait alone makes nothing available to the host."""
         queue = self.agents[e.agent]
         clock = self.agents[x.agent].clock
-        acquired = max(clock[queue.index], clock[queue.fence_lane])  # the latest release the host waited for
+        acquired = max(clock[lane] for lane in (*queue.lanes, queue.fence_lane))  # the latest release waited for
         end = queue.release_pos[acquired - 1]
         reach = HOST_ACCESS if x.write else (("host", "host_read"),)
         return [(a, b) for a, b, s in self.states(e, root, lo, hi, end) if not any(p in s.visible for p in reach)]
+
+    def submission_clock(self, clock: Clock) -> Clock:
+        """A submission's clock: spec "Availability, Visibility, and Domain Operations", vkQueueSubmit performs a
+        memory domain operation from host to device, so every host op before it has its writes available to
+        the device (a host signal's clock orders execution only)."""
+        out = list(clock)
+        for t in self.threads:
+            out[t.memory_lane] = max(out[t.memory_lane], out[t.index])
+        return tuple(out)
+
+    def memory_unordered(self, w: Access, x: Access, root: str, seg: Segment,
+                         need: tuple[str, ...] | None) -> list[tuple[int, int]]:
+        """Sub-ranges of seg where x is not ordered after write w with w visible to x's accesses `need`."""
+        if w.family is None and x.family is not None:
+            return self.host_write_unseen(w, x, root, seg, need)
+        return self.unordered(w, x, root, seg.lo, seg.hi, need)
+
+    def host_write_unseen(self, w: Access, x: Access, root: str, seg: Segment,
+                          need: tuple[str, ...]) -> list[tuple[int, int]]:
+        """Spec 7.9 "host write ordering" and 11.2.2: host write w reaches device access x through a submission
+        that w (on non-coherent memory, the flush of its bytes) happens-before, or through a barrier with
+        host/host_write in its first access scope (`make_host_writes_available`)."""
+        queue = self.agents[x.agent]
+        clock = queue.vis_clock[(x.stage, need[0])]
+        for acc in need[1:]:
+            clock = tuple(map(min, clock, queue.vis_clock[(x.stage, acc)]))
+        reached = w.pos if self.memory_kind[w.buffer] != "host_cached" else seg.flushed
+        if reached is not None and clock[self.agents[w.agent].memory_lane] > reached:
+            return []
+        pending = [(seg.lo, seg.hi)]
+        for proxy, lo, hi in self.host_available.get(w.uid, ()):
+            lo, hi = max(lo, seg.lo), min(hi, seg.hi)
+            if lo < hi and not self.unordered(proxy, x, root, lo, hi, need):
+                pending = [piece for a, b in pending for piece in ((a, min(b, lo)), (max(a, hi), b)) if piece[0] < piece[1]]
+        return pending
+
+    def make_host_writes_available(self, queue: QueueAgent, entry: BarrierEntry, ref: str, label: str | None) -> None:
+        """A barrier with host/host_write in its first access scope: the memory model's domain operation from host
+        to device for the host writes in its range that happen-before its first scope, read as those before a
+        wait or submission earlier on its queue (docs/format.md, "Readings"). A proxy write at the barrier
+        stands for them, so later barriers, signals and waits order it like a device write."""
+        proxy = Access(queue.index, queue.pos - 1, "host", (), "host_write", ref, "", next(self.uids), label,
+                       queue.family, len(queue.log.all_kinds) - 1)
+        for root in ([entry.root] if entry.root is not None else list(self.memories)):
+            memory = self.memories[root]
+            lo, hi = (entry.lo, entry.hi) if entry.root is not None else (0, memory.segments[-1].hi)
+            for seg in memory.span(lo, hi):
+                w = seg.write
+                if w is None or w.family is not None:
+                    continue
+                reached = w.pos if self.memory_kind[root] != "host_cached" else seg.flushed
+                if reached is not None and queue.host_clock[w.agent] > reached:
+                    proxy.buffer = proxy.buffer or root
+                    self.host_available.setdefault(w.uid, []).append((proxy, seg.lo, seg.hi))
 
     # ---- accesses ----------------------------------------------------------
 
@@ -410,7 +494,7 @@ class Checker:
                         fixes.ownership(w, x, seg.owner),
                         f"{x.ref} on family {x.family} reads bytes of exclusive {x.buffer!r} owned by family "
                         f"{seg.owner} without an ownership transfer")
-        bad = self.unordered(w, x, root, seg.lo, seg.hi, x.reads)
+        bad = self.memory_unordered(w, x, root, seg, x.reads)
         host_read = x.family is None and w.family is not None
         if not bad and host_read:
             bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
@@ -419,32 +503,19 @@ class Checker:
                 waited = thread.acquired_at(self.covering_release(w))
                 if seg.invalidated.get(x.agent, -1) < waited:
                     bad = [(seg.lo, seg.hi)]
-        if not bad and w.family is None and x.family is not None and self.unflushed(w, x, seg, x.reads[0]):
-            bad = [(seg.lo, seg.hi)]
         for a, b in bad:
             self.report("raw", x.buffer, a - base, b - base, w, x, fixes.memory_dependency(self, w, x, buf),
                         f"{x.ref} reads {x.buffer!r} bytes [{a - base}, {b - base}) that {w.ref} wrote, "
                         f"without a memory dependency", self.racing(w, x))
         return bool(bad)
 
-    def unflushed(self, w: Access, x: Access, seg: Segment, access: str) -> bool:
-        """Spec 11.2.2 vkFlushMappedMemoryRanges: a host write w to non-coherent memory is available to no device
-        access x, read or write, until a flush of its bytes before the submission that orders them.
-        Coherence belongs to the memory, so an alias follows the buffer it aliases."""
-        if self.memory_kind[x.buffer] != "host_cached":
-            return False
-        clock = self.agents[x.agent].vis_clock[(x.stage, access)]
-        return seg.flushed is None or clock[w.agent] <= seg.flushed
-
     def check_write(self, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment, skip_waw: bool) -> None:
         w = seg.write
         if w is not None and w.uid != x.uid and not skip_waw:
             need = (x.write,) if x.family is not None else None
-            bad = self.unordered(w, x, root, seg.lo, seg.hi, need)
+            bad = self.memory_unordered(w, x, root, seg, need)
             if not bad and x.family is None and w.family is not None:
                 bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
-            if not bad and w.family is None and x.family is not None and self.unflushed(w, x, seg, x.write):
-                bad = [(seg.lo, seg.hi)]
             for a, b in bad:
                 self.report("waw", x.buffer, a - base, b - base, w, x, fixes.memory_dependency(self, w, x, buf),
                             f"{x.ref} writes {x.buffer!r} bytes [{a - base}, {b - base}) that {w.ref} wrote, "
@@ -462,7 +533,7 @@ class Checker:
     def run_command(self, queue: QueueAgent, cmd: ir.Command, ref: str) -> None:
         queue.pos += 1
         if isinstance(cmd, ir.Barrier):
-            self.run_barrier(queue, cmd)
+            self.run_barrier(queue, cmd, ref)
             return
         uid = next(self.uids)
         key = id(cmd)
@@ -494,7 +565,7 @@ class Checker:
             return len({self.placement[a[3]][1] for a in accesses}) < len(accesses)
         return len({a[3] for a in accesses}) < len(accesses)
 
-    def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier) -> None:
+    def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier, ref: str) -> None:
         compiled = self.barriers.get(id(cmd))
         if compiled is None:
             entries = compile_barrier(cmd, self.index)
@@ -504,6 +575,9 @@ class Checker:
                  tuple(e.dst_scope & queue.vis_clock.keys())) for e in entries))
         entries, scopes = compiled
         queue.log.add(queue.pos, entries, id(cmd))
+        for entry in entries:
+            if "host" in entry.src_stages and "host_write" in entry.src_access:
+                self.make_host_writes_available(queue, entry, ref, cmd.label)
         # Cross-agent dependencies chain through the barrier too (spec 7.1 "dependency chain"); entries of
         # one barrier do not chain with each other (7.6), so every source clock is read before any is written.
         exec_clock, vis_clock = queue.exec_clock, queue.vis_clock

@@ -37,7 +37,9 @@ def memory_dependency(checker: Checker, w: Access, x: Access, buf: ir.Buffer) ->
     if x.family is not None:  # host write, device read
         if buf.memory == "host_cached":
             return f"vkFlushMappedMemoryRanges over the range after {w.ref}, before the submit of {x.ref}"
-        return f"submit {x.ref} after {w.ref} on {_where(checker, w)}, or order the threads with a semaphore"
+        return (f"submit {x.ref} after {w.ref} on {_where(checker, w)} (order the threads with a semaphore if "
+                f"they differ), or record vkCmdPipelineBarrier2 before {x.ref}: src host/host_write -> dst "
+                f"{_masks(x)}, in a batch that waits for a signal made after {w.ref}")
     return f"order {_where(checker, w)} before {x.ref} with a semaphore or fence the host waits on"
 
 

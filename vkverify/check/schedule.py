@@ -153,14 +153,14 @@ class Schedule(Checker):
         for cb in p.batch.command_buffers:
             for i, cmd in enumerate(self.index.command_buffers[cb].commands):
                 self.run_command(queue, cmd, self.index.command_ref(cb, i, p.submit))
-        for i, s in enumerate(p.batch.signals):
-            _, clock = queue.release(first_execution_scope(s.stage))
+        clocks = queue.signal_semaphores([first_execution_scope(s.stage) for s in p.batch.signals])
+        for i, (s, clock) in enumerate(zip(p.batch.signals, clocks)):
             if i in p.binary_signals:
                 p.binary_signals[i].clock = clock
             else:
                 self.signal_timeline(s.semaphore, s.value, clock, p.submit)
         if p.fence is not None:
-            _, clock = queue.release(ALL_DEVICE, fence=True)
+            clock = queue.signal_fence()
             if self.fences[p.fence][2] == p.submit:  # not reset (a misuse) or resubmitted since
                 self.fences[p.fence] = ("signaled", clock, p.submit)
         return True
@@ -172,7 +172,7 @@ class Schedule(Checker):
         ref = f"{t.id}[{t.pc}]"
         own = t.clock[:t.index] + (t.pc + 1,) + t.clock[t.index + 1:]
         if isinstance(op, ir.Submit):
-            self.submit(t, op, ref, own)
+            self.submit(t, op, ref, self.submission_clock(own))
         elif isinstance(op, ir.WaitFences):
             if any(self.fences[f][0] != "signaled" for f in op.fences):
                 return False
@@ -206,7 +206,7 @@ class Schedule(Checker):
             if any(q.pending for q in queues):
                 return False
             for q in queues:
-                t.acquire(q.release(ALL_DEVICE, fence=True)[1])
+                t.acquire(q.signal_fence())
         else:
             self.destroy(t, op, ref)
         return True
