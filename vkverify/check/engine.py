@@ -91,6 +91,7 @@ class Access:
     label: str | None
     family: int | None  # queue family; None for host
     first_barrier: int = 0  # on a queue: index in its BarrierLog of the first barrier recorded after this access
+    order: tuple[int, ...] = ()  # stream order: (thread, op position of its submit or itself, queue position)
     memo: tuple | None = None  # (lo, hi, end, pieces) of the last `Checker.states` query
     ordered: set | None = None  # (agent, stage, need, lo, hi) already ordered after this access
 
@@ -235,6 +236,7 @@ class Checker:
         self.uses: dict[str, dict] | None = {} if any(
             isinstance(op, ir.Destroy) for t in stream.threads for op in t.ops) else None
         self.issuing: Clock = ()  # the submit clock of the batch being run
+        self.issuing_order: tuple[int, int] = (0, 0)  # its submit's thread and op position
         self.uids = count()
         # Semaphores: timeline -> [(value, clock, ref)] in signal order; binary -> FIFO of signals.
         self.timeline = {s.id: [] for s in stream.semaphores if s.type == "timeline"}
@@ -259,6 +261,21 @@ class Checker:
             kind, message, fix, buffer, None, first.ref if first else None, second.ref if second else None,
             describe(first) if first else None, describe(second) if second else None, racing, ops,
             (first.label if first else None, second.label if second else None))
+
+    def hazard(self, kind: str, buf: ir.Buffer, lo: int, hi: int, e: Access, x: Access) -> None:
+        """A RAW, WAW or WAR of e then x on bytes [lo, hi) of buf. A racing pair (ordered neither way) is named
+        in stream order, earlier submitted first, whichever of the two this schedule ran first."""
+        racing = self.racing(e, x)
+        if racing and x.order < e.order:
+            e, x, kind = x, e, {"raw": "war", "war": "raw"}.get(kind, kind)
+        span = f"{buf.id!r} bytes [{lo}, {hi})"
+        if kind == "war":
+            self.report(kind, buf.id, lo, hi, e, x, fixes.execution_dependency(self, e, x),
+                        f"{x.ref} writes {span} that {e.ref} may still be reading", racing)
+        else:
+            self.report(kind, buf.id, lo, hi, e, x, fixes.memory_dependency(self, e, x, buf),
+                        f"{x.ref} {'reads' if kind == 'raw' else 'writes'} {span} that {e.ref} wrote, without a "
+                        f"memory dependency", racing)
 
     def result(self) -> list[Finding]:
         from dataclasses import replace
@@ -504,9 +521,7 @@ class Checker:
                 if seg.invalidated.get(x.agent, -1) < waited:
                     bad = [(seg.lo, seg.hi)]
         for a, b in bad:
-            self.report("raw", x.buffer, a - base, b - base, w, x, fixes.memory_dependency(self, w, x, buf),
-                        f"{x.ref} reads {x.buffer!r} bytes [{a - base}, {b - base}) that {w.ref} wrote, "
-                        f"without a memory dependency", self.racing(w, x))
+            self.hazard("raw", buf, a - base, b - base, w, x)
         return bool(bad)
 
     def check_write(self, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment, skip_waw: bool) -> None:
@@ -517,16 +532,12 @@ class Checker:
             if not bad and x.family is None and w.family is not None:
                 bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
             for a, b in bad:
-                self.report("waw", x.buffer, a - base, b - base, w, x, fixes.memory_dependency(self, w, x, buf),
-                            f"{x.ref} writes {x.buffer!r} bytes [{a - base}, {b - base}) that {w.ref} wrote, "
-                            f"without a memory dependency", self.racing(w, x))
+                self.hazard("waw", buf, a - base, b - base, w, x)
         for r in seg.reads:
             if r.uid == x.uid:
                 continue
             for a, b in self.unordered(r, x, root, seg.lo, seg.hi, None):
-                self.report("war", x.buffer, a - base, b - base, r, x, fixes.execution_dependency(self, r, x),
-                            f"{x.ref} writes {x.buffer!r} bytes [{a - base}, {b - base}) that {r.ref} may "
-                            f"still be reading", self.racing(r, x))
+                self.hazard("war", buf, a - base, b - base, r, x)
 
     # ---- commands ----------------------------------------------------------
 
@@ -544,16 +555,17 @@ class Checker:
                 self.sharing_commands.add(key)
         index, pos, label, family, first_barrier = \
             queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds)
+        order = (*self.issuing_order, pos)
         if key not in self.sharing_commands:  # no access sees another's record: compare and record each
             for stage, reads, write, buffer, lo, hi in accesses:
-                self.access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier),
-                            lo, hi)
+                self.access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier,
+                                   order), lo, hi)
             return
         # Every access of the command is compared before any is recorded (syncval's detect, then update): a
         # write through one binding is compared with the reads before another binding's read replaced them.
         compared = []
         for stage, reads, write, buffer, lo, hi in accesses:
-            x = Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier)
+            x = Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier, order)
             if self.access(x, lo, hi, record=False):
                 compared.append((x, lo, hi))
         for x, lo, hi in compared:
