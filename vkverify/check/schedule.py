@@ -36,7 +36,7 @@ class PendingBatch:
     binary_waits: dict  # wait index -> BinarySignal (None: misuse, ignored)
     binary_signals: dict  # signal index -> BinarySignal
     fence: str | None
-    order: tuple[int, int]  # the submit's thread and op position (Access.order)
+    issued: tuple[int, int]  # the submit's thread and op position (Access.issued)
 
 
 def check(stream: ir.Stream) -> list[Finding]:
@@ -150,7 +150,7 @@ class Schedule(Checker):
         queue.acquire(p.clock, ALL_DEVICE)
         for clock, stage in acquired:
             queue.acquire(clock, second_execution_scope(stage))
-        self.issuing, self.issuing_order = p.clock, p.order
+        self.issuing, self.issuing_order = p.clock, p.issued
         for cb in p.batch.command_buffers:
             for i, cmd in enumerate(self.index.command_buffers[cb].commands):
                 self.run_command(queue, cmd, self.index.command_ref(cb, i, p.submit))
@@ -258,7 +258,7 @@ class Schedule(Checker):
             return
         write = op.op == "host_write"
         access = Access(t.index, t.pc, "host", () if write else ("host_read",), "host_write" if write else None,
-                        ref, op.buffer, next(self.uids), op.label, None, order=(t.index, t.pc, 0))
+                        ref, op.buffer, next(self.uids), op.label, None, issued=(t.index, t.pc))
         self.access(access, op.offset, op.offset + op.size)
 
     def destroy(self, t: ThreadAgent, op: ir.Destroy, ref: str) -> None:
