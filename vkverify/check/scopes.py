@@ -18,7 +18,7 @@ from ..model.stages import EXECUTING_STAGES, STAGES
 # Logically earlier and later stages (spec 7.6.1 "Pipeline stage ordering"), each stage with
 # itself, kept to the stages commands execute at: TOP_OF_PIPE is then NONE in a first scope and
 # ALL_COMMANDS in a second, BOTTOM_OF_PIPE the reverse (7.6.1).
-_ORDERED = {s.name: s.earlier | {s.name} for s in STAGES if s.stages == {s.name}}
+_ORDERED = {s.name: s.earlier | {s.name} for s in STAGES if s.covers == {s.name}}
 _EARLIER = {s: earlier & EXECUTING_STAGES for s, earlier in _ORDERED.items()}
 _LATER = {s: {t for t, earlier in _ORDERED.items() if s in earlier} & EXECUTING_STAGES for s in _ORDERED}
 

@@ -10,8 +10,8 @@ from .stages import ACCESS, ACCESSES, STAGE, STAGES, Access, Stage
 
 # What each name covers: a meta name (transfer, all_commands, shader_read, memory_write) the
 # names it expands to, any other name itself (7.6, 7.7).
-STAGE_SETS: dict[str, frozenset[str]] = {s.name: s.stages for s in STAGES if s.in_format}
-ACCESS_SETS: dict[str, frozenset[str]] = {a.name: a.accesses for a in ACCESSES}
+STAGE_SETS: dict[str, frozenset[str]] = {s.name: s.covers for s in STAGES if s.in_format}
+ACCESS_SETS: dict[str, frozenset[str]] = {a.name: a.covers for a in ACCESSES}
 
 
 def _strip_vulkan_spelling(name: str, prefixes: tuple[str, ...]) -> str:

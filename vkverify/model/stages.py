@@ -14,29 +14,30 @@ from __future__ import annotations
 import functools
 import operator
 from dataclasses import dataclass
-from typing import Callable, Iterable, TypeVar
+from typing import Iterable, TypeVar
 
 TOP_OF_PIPE, BOTTOM_OF_PIPE = "top_of_pipe", "bottom_of_pipe"
 
 
 @dataclass(frozen=True)
-class Stage:
-    """One VkPipelineStageFlagBits2 bit."""
+class Flag:
+    """One bit of VkPipelineStageFlagBits2 or VkAccessFlagBits2."""
     name: str
     sync2: int
-    sync1: int | None  # None: VkPipelineStageFlagBits has no such bit
-    stages: frozenset[str]  # itself; for a meta stage (transfer, all_commands) the stages it names
+    sync1: int | None  # None: the sync1 flags (VkPipelineStageFlagBits, VkAccessFlagBits) have no such bit
+    covers: frozenset[str]  # itself; for a meta name (transfer, all_commands, shader_read, ...) what it expands to
+
+
+@dataclass(frozen=True)
+class Stage(Flag):
+    """One VkPipelineStageFlagBits2 bit (7.6)."""
     earlier: frozenset[str] = frozenset()  # logically earlier stages (7.6.1)
     in_format: bool = True  # False: only decodes captured masks, the loader refuses the name
 
 
 @dataclass(frozen=True)
-class Access:
-    """One VkAccessFlagBits2 bit."""
-    name: str
-    sync2: int
-    sync1: int | None  # None: VkAccessFlagBits has no such bit
-    accesses: frozenset[str]  # itself; for a meta access (shader_read, memory_write) the accesses it names
+class Access(Flag):
+    """One VkAccessFlagBits2 bit (7.7)."""
 
 
 Row = TypeVar("Row", Stage, Access)
@@ -93,22 +94,22 @@ ACCESSES: tuple[Access, ...] = (
 STAGE = {s.name: s for s in STAGES}
 ACCESS = {a.name: a for a in ACCESSES}
 # The stages of device commands, in table order (the checker keys per-stage clocks by them).
-DEVICE_STAGES = tuple(s.name for s in STAGES if s.name in STAGE["all_commands"].stages)
+DEVICE_STAGES = tuple(s.name for s in STAGES if s.name in STAGE["all_commands"].covers)
 # 7.6.1: top_of_pipe and bottom_of_pipe bound every pipeline; no command or host operation executes at them.
-EXECUTING_STAGES = frozenset(s.name for s in STAGES if s.stages == {s.name}) - {TOP_OF_PIPE, BOTTOM_OF_PIPE}
+EXECUTING_STAGES = frozenset(s.name for s in STAGES if s.covers == {s.name}) - {TOP_OF_PIPE, BOTTOM_OF_PIPE}
 COMMAND_STAGES = EXECUTING_STAGES & frozenset(DEVICE_STAGES)
 
 
-def _sync1(rows: Iterable[Row], members: Callable[[Row], frozenset[str]]) -> dict[str, int]:
+def _sync1(rows: Iterable[Flag]) -> dict[str, int]:
     """Each row's sync1 value; a bit sync1 lacks is the narrowest sync1 bit that covers it (copy
     and clear are TRANSFER, shader_storage_read is SHADER_READ): sync2 split those older bits."""
     named = [r for r in rows if r.sync1 is not None]
     return {r.name: r.sync1 if r.sync1 is not None else
-            min((n for n in named if members(n) >= members(r)), key=lambda n: len(members(n))).sync1 for r in rows}
+            min((n for n in named if n.covers >= r.covers), key=lambda n: len(n.covers)).sync1 for r in rows}
 
 
-_STAGE_SYNC1 = _sync1(STAGES, lambda s: s.stages)
-_ACCESS_SYNC1 = _sync1(ACCESSES, lambda a: a.accesses)
+_STAGE_SYNC1 = _sync1(STAGES)
+_ACCESS_SYNC1 = _sync1(ACCESSES)
 
 
 def stage_mask(names: Iterable[str], sync2: bool, src: bool) -> int:
@@ -138,7 +139,7 @@ def _rows_of(rows: tuple[Row, ...], mask: int) -> list[Row]:
 def stage_names_of(mask: int) -> list[str]:
     """Stage names of a VkPipelineStageFlags(2) mask (7.6): a bit the format does not name is the
     stages it holds that the format does (all_graphics: draw_indirect); ["none"] for none."""
-    return sorted(set().union(*({s.name} if s.in_format else s.stages for s in _rows_of(STAGES, mask)))) or ["none"]
+    return sorted(set().union(*({s.name} if s.in_format else s.covers for s in _rows_of(STAGES, mask)))) or ["none"]
 
 
 def access_names_of(mask: int) -> list[str]:
