@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from itertools import count
 
 from ..model import ir
-from ..model.names import DEVICE_STAGES
+from ..model.stages import DEVICE_STAGES
 from . import fixes
 from .barriers import BarrierEntry, BarrierLog, compile_barrier
 from .findings import Finding

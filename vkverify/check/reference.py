@@ -35,8 +35,9 @@ from graphlib import CycleError, TopologicalSorter
 from itertools import count
 
 from ..model import ir
+from ..model.stages import COMMAND_STAGES
 from .engine import command_accesses
-from .scopes import COMMAND_STAGES, access_scope, explicit_stages, first_execution_scope, second_execution_scope
+from .scopes import access_scope, explicit_stages, first_execution_scope, second_execution_scope
 
 HOST_STAGE = frozenset({"host"})
 COHERENT = ("host_coherent", "device_host_visible")

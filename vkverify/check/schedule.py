@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..model import ir
-from ..model.names import DEVICE_STAGES
+from ..model.stages import DEVICE_STAGES
 from . import fixes
 from .engine import Access, Checker, QueueAgent, ThreadAgent
 from .findings import Finding
