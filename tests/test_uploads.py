@@ -89,7 +89,7 @@ def _without(doc: dict, drop) -> dict:
 
 def test_big_staged_upload(device_name, source, env):
     env.setenv("VKVERIFY_STAGED", "1")
-    with runtime.Runtime() as rt, uploads.Uploader(rt) as up:
+    with runtime.Runtime() as rt, uploads.Uploader(rt, slot_size=16 << 20) as up:  # 2 slots of 16 MiB
         up.upload("Big", 0, source)
         _reader(rt, "Big", BIG)
         up.finish()
