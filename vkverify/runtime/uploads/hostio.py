@@ -8,7 +8,8 @@ from __future__ import annotations
 import errno
 import mmap
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 
 import numpy as np
 
@@ -81,16 +82,25 @@ class HostCopies:
         return [(a, min(a + piece, n)) for a in range(0, n, piece)]
 
     def copy(self, out: np.ndarray, raw: np.ndarray) -> None:
+        self.copy_async(out, raw)()
+
+    def copy_async(self, out: np.ndarray, raw: np.ndarray):
+        """memcpy `raw` into `out` on the threads (inline when small), queued behind earlier pieces so
+        the threads go from one slot's bytes to the next without idling; a function that waits for it."""
         if raw.size <= COPY_SPLIT:
             out[:] = raw
-            return
-        list(self.pool.map(lambda p: out.__setitem__(slice(*p), raw[p[0]:p[1]]), self.pieces(raw.size)))
+            return lambda: None
+        futures = [self.pool.submit(out.__setitem__, slice(a, b), raw[a:b]) for a, b in self.pieces(raw.size)]
+        return lambda: [f.result() for f in wait_all(futures)]
 
     def read(self, source: FileSource, offset: int, out: np.ndarray) -> int:
-        """Read `out.size` bytes of `source` from `offset` into `out` (preadv on its memory); the
-        bytes read before the first short piece (the end of the file). OSError as raised."""
-        def piece(span: tuple[int, int]) -> int:
-            start, end = span
+        return self.read_async(source, offset, out)()
+
+    def read_async(self, source: FileSource, offset: int, out: np.ndarray):
+        """Read `out.size` bytes of `source` from `offset` into `out` (preadv on its memory) on the
+        threads; a function that waits for them and returns the bytes read before the first short
+        piece (the end of the file). It raises OSError as preadv did."""
+        def piece(start: int, end: int) -> int:
             done = start
             while done < end:
                 n = os.preadv(source.fd, [out[done:end]], offset + done)
@@ -100,13 +110,23 @@ class HostCopies:
             return done - start
 
         spans = self.pieces(out.size)
-        got = list(self.pool.map(piece, spans)) if len(spans) > 1 else [piece(spans[0])]
-        total = 0
-        for (start, end), n in zip(spans, got):
-            total += n
-            if n < end - start:
-                break
-        return total
+        futures = [self.pool.submit(piece, a, b) for a, b in spans]
+
+        def wait() -> int:
+            got = [f.result() for f in wait_all(futures)]
+            total = 0
+            for (start, end), n in zip(spans, got):
+                total += n
+                if n < end - start:
+                    break
+            return total
+        return wait
 
     def close(self) -> None:
         self.pool.shutdown()
+
+
+def wait_all(futures: list[Future]) -> list[Future]:
+    """Every one of `futures` done (none still writes into staging memory), whatever the others raised."""
+    wait_futures(futures)
+    return futures

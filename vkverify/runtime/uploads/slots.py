@@ -1,7 +1,9 @@
 """The slot ring: `count` staging slots in one persistently mapped buffer, a command
 buffer and a fence per slot (PROTOCOLS.md 1). Open a slot: wait its previous fence,
-begin. Submit: the landing barrier, end, reset the fence, submit under the queue's
-lock, switch slot. Fence waits never happen under that lock."""
+begin. A full slot is sealed; it is submitted once the next slot's host writes are
+queued, so the host threads go on writing while it waits for its own writes. Submit:
+its host writes done, the landing barrier, end, reset the fence, submit under the
+queue's lock. Fence waits never happen under that lock."""
 
 from __future__ import annotations
 
@@ -75,6 +77,7 @@ class Slot:
     commands: list | None = None  # the stream command buffer being recorded, None when closed
     fills: list = field(default_factory=list)  # blocks whose zero-fill this slot's command buffer holds
     reads_arrays: bool = False  # its copies read staging arrays: the caller may refill them after its fence
+    writes: list = field(default_factory=list)  # host writes in flight into it: each a function that waits for it
 
     def take(self, size: int) -> int:
         """Reserve `size` bytes at the slot's end, the next copy source rounded up to
@@ -96,6 +99,7 @@ class SlotRing:
         self.size = round_up(size, COPY_ALIGN)
         self.slots: list[Slot] = []
         self.open_slot: Slot | None = None
+        self.sealed: Slot | None = None  # full, its submit waiting for the next slot's writes to be queued
         self.next = self.submitted = 0
         self.pool = self.staging = self.staging_bytes = None
         handle = device.handle
@@ -116,10 +120,6 @@ class SlotRing:
             self.staging_bytes = np.frombuffer(self.staging.view(0, self.staging.size), np.uint8)
             recording.declare("buffers", {"id": "upload.staging", "size": self.staging.size, "memory": staging})
 
-    @property
-    def is_open(self) -> bool:
-        return self.open_slot is not None
-
     def open(self, stage_fault: bool = True) -> Slot:
         """The open slot; else the next one, once its previous fence has signalled, begun (with
         stage_fault, the `stage` fault point: a slot for bytes to stage)."""
@@ -128,6 +128,8 @@ class SlotRing:
         if stage_fault and self.faults.hit("stage"):
             raise UploadFailed("stage", "injected: no staging slot", injected=True)
         slot = self.slots[self.next]
+        if slot is self.sealed:  # a ring of one slot
+            self._submit(slot)
         if slot.pending:
             if self.recording.keeps(ir.WaitFences(fences=(slot.fence_id,), label="slot reuse wait")):
                 self.wait(slot, "slot reuse wait")
@@ -143,6 +145,7 @@ class SlotRing:
         self.vk.vkBeginCommandBuffer(slot.cb, begin)  # vkBeginCommandBuffer
         slot.commands, slot.used = [], 0
         self.open_slot = slot
+        self.next = (slot.index + 1) % len(self.slots)
         return slot
 
     def room(self) -> int:
@@ -179,10 +182,26 @@ class SlotRing:
             slot.commands.append({"cmd": "barrier", **barrier})
         slot.fills.append(block)
 
+    def seal(self) -> None:
+        """The open slot is full: submit it at submit_sealed() (an earlier sealed one now)."""
+        self.submit_sealed()
+        self.sealed, self.open_slot = self.open_slot, None
+
+    def submit_sealed(self) -> None:
+        if self.sealed is not None:
+            self._submit(self.sealed)
+
     def submit(self) -> None:
-        """The landing barrier (as the runtime mutation leaves it), end, reset the fence, submit
-        under the queue's lock (the `submit` fault point)."""
-        vk, slot = self.vk, self.open_slot
+        """Submit the sealed slot, then the open one."""
+        self.submit_sealed()
+        if self.open_slot is not None:
+            self._submit(self.open_slot)
+
+    def _submit(self, slot: Slot) -> None:
+        """Its host writes done, the landing barrier (as the runtime mutation leaves it), end, reset
+        the fence, submit under the queue's lock (the `submit` fault point)."""
+        settle(slot)
+        vk = self.vk
         if self.faults.hit("submit"):
             raise UploadFailed("submit", "injected: VK_ERROR_OUT_OF_HOST_MEMORY", injected=True)
         if slot.signaled:
@@ -212,21 +231,30 @@ class SlotRing:
         self.recording.op({"op": "submit", "queue": self.queue_id, "command_buffers": [cb_id],
                            "fence": slot.fence_id})
         slot.commands, slot.fills, slot.pending = None, [], True
-        self.open_slot = None
-        self.next = (slot.index + 1) % len(self.slots)
+        if slot is self.sealed:
+            self.sealed = None
+        else:
+            self.open_slot = None
         self.submitted += 1
         self.stats["submits"] += 1
 
     def drop_open(self) -> list:
-        """Forget the open slot (a failed upload): nothing of it reaches the device. The
-        blocks whose fills it held, to be filled again."""
-        slot, self.open_slot = self.open_slot, None
-        if slot is None:
-            return []
-        self.vk.vkResetCommandBuffer(slot.cb, 0)  # vkResetCommandBuffer
-        fills, slot.fills = slot.fills, []
-        slot.commands, slot.reads_arrays = None, False
-        slot.keep.clear()
+        """Forget the sealed and the open slot (a failed upload) once their host writes have
+        ended: nothing of them reaches the device. The blocks whose fills they held, to be
+        filled again."""
+        fills, dropped = [], [slot for slot in (self.sealed, self.open_slot) if slot is not None]
+        for slot in dropped:
+            try:
+                settle(slot)
+            except UploadFailed:
+                pass  # the upload failed already
+            self.vk.vkResetCommandBuffer(slot.cb, 0)  # vkResetCommandBuffer
+            fills += slot.fills
+            slot.fills, slot.commands, slot.reads_arrays = [], None, False
+            slot.keep.clear()
+        if dropped:
+            self.next = dropped[0].index  # reused first: its fence was waited, or it never had one
+        self.sealed = self.open_slot = None
         return fills
 
     def wait(self, slot: Slot, label: str | None) -> None:
@@ -252,6 +280,19 @@ class SlotRing:
         if self.pool is not None:
             vk.vkDestroyCommandPool(handle, self.pool, None)  # vkDestroyCommandPool (frees its command buffers)
             self.pool = None
+
+
+def settle(slot: Slot) -> None:
+    """Wait for every host write into `slot`; the first failure (UploadFailed) once all ended."""
+    writes, slot.writes = slot.writes, []
+    failure = None
+    for wait in writes:
+        try:
+            wait()
+        except UploadFailed as error:
+            failure = failure or error
+    if failure is not None:
+        raise failure
 
 
 def retire(slot: Slot) -> None:

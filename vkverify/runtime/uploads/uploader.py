@@ -125,12 +125,14 @@ class Uploader:
         UploadFailed: this upload failed and `dst` is released. DeviceLost."""
         self._transfer([(dst, offset, data)], group=False)
 
-    def upload_file(self, dst: str, offset: int, path, file_offset: int, size: int, direct: bool = True) -> None:
+    def upload_file(self, dst: str, offset: int, path, file_offset: int, size: int, direct: bool = False) -> None:
         """Put `size` bytes of the file at `path` from `file_offset` (a tensor of a safetensors or
         GGUF file, say) at `offset` of `dst`, read straight into the mapped slots (staged) or the
         mapped destination (mapped), no array in between; each slot's read overlaps the copies
-        of the slots before it. direct: O_DIRECT where the file system takes it (no page-cache
-        copy), else buffered. Returns as upload() does.
+        of the slots before it. direct: O_DIRECT where the file system takes it (the disk writes
+        the slot, no page-cache copy: for files larger than the page cache holds), else buffered;
+        not the default, since a file already in the page cache came 14 times slower through
+        O_DIRECT on the H200's host (benchmarks/uploads.py). Returns as upload() does.
         UploadFailed (point `read` for a failing or short read): `dst` is released. DeviceLost."""
         with self._call():
             try:
@@ -141,7 +143,7 @@ class Uploader:
                         self._submit_open()
                     else:
                         self._write_mapped(buf, offset, size, lambda view: self._read(source, file_offset, view,
-                                                                                      size))
+                                                                                      size)())
             except OSError as error:  # opening the file: nothing was created
                 raise UploadFailed("read", f"{path}: {error.strerror}") from None
             except UploadFailed as error:
@@ -311,8 +313,7 @@ class Uploader:
         error.released.extend(self.arena.release(names))
 
     def _submit_open(self) -> None:
-        if self.ring.is_open:
-            self.ring.submit()
+        self.ring.submit()
 
     def _wait_fence(self, fence, fence_id: str, what: str) -> None:
         wait_fence(self.vk, self.site.device.handle, fence, fence_id, what, self.faults, self.site.recording)
@@ -358,24 +359,25 @@ class Uploader:
         return slot
 
     def _stage(self, buf: DeviceBuffer, offset: int, raw: np.ndarray, source) -> None:
-        """Stream `raw` through the slots: copy into the open slot, record the copy,
-        submit when the slot is full."""
+        """Stream `raw` through the slots: queue its host copy into the open slot, record the
+        copy, submit the sealed slot, seal this one when full."""
         ring, pos = self.ring, 0
         while pos < raw.size:
             slot = self._slot_for(buf)
             take = min(raw.size - pos, ring.room())
             start = slot.take(take)
-            self.copies.copy(ring.staging_bytes[start:start + take], raw[pos:pos + take])
+            slot.writes.append(self.copies.copy_async(ring.staging_bytes[start:start + take], raw[pos:pos + take]))
             ring.record_copy(ring.staging, start, buf, offset + pos, take)
             slot.keep.append(source)
+            ring.submit_sealed()
             pos += take
             if ring.room() <= 0:
-                ring.submit()
+                ring.seal()
 
     def _stage_file(self, buf: DeviceBuffer, offset: int, source: FileSource, file_offset: int, size: int) -> None:
-        """Stream `size` bytes of `source` through the slots: each read lands in the open slot
-        (a window aligned for O_DIRECT, the copy starting at the wanted byte), then its copy is
-        recorded; submit when the slot is full."""
+        """Stream `size` bytes of `source` through the slots: each read is queued into the open
+        slot (a window aligned for O_DIRECT, the copy starting at the wanted byte) and its copy
+        recorded; submit the sealed slot, seal this one when full."""
         ring, pos = self.ring, 0
         while pos < size:
             slot = self._slot_for(buf)
@@ -385,26 +387,33 @@ class Uploader:
             window = min(round_up(skew + size - pos, align), (ring.room() - pad) // align * align)
             take = min(size - pos, window - skew)
             if take <= 0:  # no aligned room left in this slot
-                ring.submit()
+                ring.seal()
                 continue
             start = slot.take(pad + window) + pad
-            self._read(source, file_offset + pos - skew, ring.staging_bytes[start:start + window], skew + take)
+            slot.writes.append(self._read(source, file_offset + pos - skew, ring.staging_bytes[start:start + window],
+                                          skew + take))
             ring.record_copy(ring.staging, start + skew, buf, offset + pos, take, "read from a file")
+            ring.submit_sealed()
             pos += take
             if ring.room() <= 0:
-                ring.submit()
+                ring.seal()
 
-    def _read(self, source: FileSource, file_offset: int, out: np.ndarray, need: int) -> None:
-        """Read into `out` (the `read` fault point); UploadFailed unless `need` bytes came."""
+    def _read(self, source: FileSource, file_offset: int, out: np.ndarray, need: int):
+        """Queue a read into `out` (the `read` fault point); a function that waits for it and
+        raises UploadFailed unless `need` bytes came."""
         if self.faults.hit("read"):
             raise UploadFailed("read", "injected: EIO", injected=True)
-        try:
-            got = self.copies.read(source, file_offset, out)
-        except OSError as error:
-            raise UploadFailed("read", f"{source.path}: {error.strerror}") from None
-        if got < need:
-            raise UploadFailed("read", f"{source.path} ends at byte {file_offset + got}, "
-                                       f"{need - got} bytes short")
+        wait = self.copies.read_async(source, file_offset, out)
+
+        def done() -> None:
+            try:
+                got = wait()
+            except OSError as error:
+                raise UploadFailed("read", f"{source.path}: {error.strerror}") from None
+            if got < need:
+                raise UploadFailed("read", f"{source.path} ends at byte {file_offset + got}, "
+                                           f"{need - got} bytes short")
+        return done
 
     def _array_of(self, raw: np.ndarray) -> tuple[DeviceBuffer, int] | None:
         """The staging array `raw` lies in, and where in it; None for any other memory."""
