@@ -124,12 +124,12 @@ def main() -> None:
     with Runtime() as rt:
         device = rt.device.name
     print(f"{args.mib} MiB on {device}; placement rule here: {report.reason}; {threads} host copy threads")
-    gbs = lambda t: data.size / t / 1e9  # noqa: E731
+    gbs = lambda t: data.size / t / 1e9
     print(f"  {'path':<14}{'ms':>8}{'GB/s':>8}{'x raw':>7}{'x ceil':>8}  notes")
     for name, seconds, note in [("raw", raw, "one vkCmdCopyBuffer, host-coherent source"),
                                 ("ceiling", ceiling, "the raw copy with a memcpy of the bytes beside it"), *rows]:
         print(f"  {name:<14}{seconds * 1e3:8.1f}{gbs(seconds):8.2f}{raw / seconds:7.2f}{ceiling / seconds:8.2f}  {note}")
-    file = dict((n, s) for n, s, _ in rows)["file"]
+    file = next(s for n, s, _ in rows if n == "file")
     print(f"  targets: staged/ceiling {ceiling / staged:.2f} (>= 0.9), file/ceiling {ceiling / file:.2f} (>= 0.85), "
           f"in place/raw {raw / in_place:.2f} (>= 0.95)")
 

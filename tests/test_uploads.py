@@ -98,11 +98,16 @@ def test_big_staged_upload(device_name, source, env):
         stream = up.stream()
     assert digests["Big"] == hashlib.sha256(source).hexdigest()
     assert (report.submits, report.copies, report.blocks_zero_filled, report.resident_host_bytes) == (7, 7, 1, 0)
+    _assert_load_bearing(stream)
+
+
+def _assert_load_bearing(stream) -> None:
+    """The stream checks; the fence wait before a slot is refilled is load-bearing (without it, a WAR
+    on the staging buffer), and so is the landing barrier (the reader reads bytes of a copy nothing
+    made visible)."""
     assert check(stream) == []
-    # The fence wait before a slot is refilled is load-bearing: a WAR on the staging buffer.
     no_wait = from_dict(_without(to_dict(stream), lambda op: op.get("label") == "slot reuse wait"))
     assert ("war", "upload.staging") in {(f.kind, f.buffer) for f in check(no_wait)}
-    # So is the landing barrier: the reader reads bytes of a copy nothing made visible.
     no_landing = from_dict(_without(to_dict(stream), lambda c: c.get("label") == "landing barrier"))
     raws = [(f.buffer, f.second) for f in check(no_landing) if f.kind == "raw"]
     assert raws and all(buffer == "Big" and second == "reader[0]" for buffer, second in raws), raws
@@ -253,12 +258,7 @@ def test_big_upload_from_a_file(device_name, source, source_file, env):
         digests = _digests(rt, {"Big": BIG})
         stream = up.stream()
     assert digests["Big"] == hashlib.sha256(source).hexdigest()
-    assert check(stream) == []
-    no_wait = from_dict(_without(to_dict(stream), lambda op: op.get("label") == "slot reuse wait"))
-    assert ("war", "upload.staging") in {(f.kind, f.buffer) for f in check(no_wait)}
-    no_landing = from_dict(_without(to_dict(stream), lambda c: c.get("label") == "landing barrier"))
-    raws = [(f.buffer, f.second) for f in check(no_landing) if f.kind == "raw"]
-    assert raws and all(buffer == "Big" and second == "reader[0]" for buffer, second in raws), raws
+    _assert_load_bearing(stream)
 
 
 def test_measured_slot_sizing_is_reported(device_name, env):

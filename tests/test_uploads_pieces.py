@@ -3,6 +3,7 @@ file reads, the recording, and the arena with the slot ring on a device without 
 
 from __future__ import annotations
 
+import itertools
 import mmap
 
 import numpy as np
@@ -47,7 +48,7 @@ def test_host_copies_and_file_reads(tmp_path):
     try:
         spans = copies.pieces(data.size)
         assert spans[0][0] == 0 and spans[-1][1] == data.size
-        assert all(a % DIRECT_ALIGN == 0 and b == c for (a, b), (c, _) in zip(spans, spans[1:]))
+        assert all(a % DIRECT_ALIGN == 0 and b == c for (a, b), (c, _) in itertools.pairwise(spans))
         out = np.zeros_like(data)
         copies.copy(out, data)
         assert np.array_equal(out, data)

@@ -43,7 +43,7 @@ from .faults import FAULT_POINTS, Faults
 from .placement import UPLOAD_QUEUE, choose_queue, memory_layout, staged
 from .site import EngineDevice
 from .sizing import SlotPlan, plan_slots
-from .uploader import UploadReport, Uploader, as_bytes
+from .uploader import Uploader, UploadReport, as_bytes
 
 __all__ = ["FAULT_POINTS", "UPLOAD_QUEUE", "EngineDevice", "Faults", "SlotPlan", "UploadReport", "Uploader",
            "as_bytes", "choose_queue", "memory_layout", "plan_slots", "reads_of", "staged"]

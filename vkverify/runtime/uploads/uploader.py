@@ -298,7 +298,7 @@ class Uploader:
                     elif self.staged:
                         self._stage(buf, offset, raw, data)
                     else:
-                        self._write_mapped(buf, offset, raw.size, lambda view: self.copies.copy(view, raw))
+                        self._write_mapped(buf, offset, raw.size, lambda view, raw=raw: self.copies.copy(view, raw))
                 self._submit_open()
             except UploadFailed as error:
                 self._fail(error, [dst for dst, _, _ in items])
