@@ -136,19 +136,21 @@ class Uploader:
         UploadFailed (point `read` for a failing or short read): `dst` is released. DeviceLost."""
         with self._call():
             try:
-                with FileSource(path, direct and self.staged) as source:
+                source = FileSource(path, direct and self.staged)
+            except OSError as error:  # nothing was created yet
+                raise UploadFailed("read", f"{path}: {error.strerror}") from None
+            with source:
+                try:
                     buf = self.arena.destination(dst, offset + size)
                     if self.staged:
                         self._stage_file(buf, offset, source, file_offset, size)
                         self._submit_open()
                     else:
-                        self._write_mapped(buf, offset, size, lambda view: self._read(source, file_offset, view,
-                                                                                      size)())
-            except OSError as error:  # opening the file: nothing was created
-                raise UploadFailed("read", f"{path}: {error.strerror}") from None
-            except UploadFailed as error:
-                self._fail(error, [dst])
-                raise
+                        self._write_mapped(buf, offset, size,
+                                           lambda view: self._read(source, file_offset, view, size)())
+                except UploadFailed as error:
+                    self._fail(error, [dst])
+                    raise
 
     def staging_array(self, shape, dtype=np.uint8) -> np.ndarray:
         """A zeroed array in host-coherent memory of its own, valid until close(): the
