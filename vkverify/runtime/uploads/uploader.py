@@ -17,10 +17,10 @@ from ..memory import DeviceBuffer
 from .arena import Arena, round_up
 from .deferred import DeferredCopies
 from .faults import Faults
-from .hostio import COPY_SPLIT, FileSource, HostCopies
+from .hostio import FileSource, HostCopies
 from .placement import destination_kind, memory_layout, staged
 from .site import Site
-from .sizing import SLOT_BUDGET, SlotPlan, measure, plan_slots
+from .sizing import SLOT_BUDGET, SLOT_PER_THREAD, SlotPlan, measure, plan_slots
 from .slots import SlotRing, wait_fence
 
 BLOCK_SIZE = 256 << 20
@@ -94,7 +94,7 @@ class Uploader:
             return SlotPlan.given(slots, slot_size)
         s = self.site
         submit_seconds, rate = measure(s.vk, s.device, s.allocator, s.family, s.queue, s.queue_lock)
-        return plan_slots(submit_seconds, rate, budget, floor=COPY_SPLIT * self.copies.threads)
+        return plan_slots(submit_seconds, rate, budget, floor=SLOT_PER_THREAD * self.copies.threads)
 
     # ---- what the caller sees ------------------------------------------------------
 
