@@ -7,6 +7,7 @@ bound to a local name until that call has returned.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -63,60 +64,69 @@ class ComputeDevice:
         """Bind buffers[b] at set 0, binding b (storage buffers), push `push`,
         dispatch `groups`; return every buffer's contents afterwards, as
         arrays of the input dtypes."""
-        vk, device = self.vk, self.device
         owned: list[tuple[object, object]] = []
         try:
             for data in buffers:
                 owned.append(self._buffer(np.ascontiguousarray(data).tobytes()))
-            layout_bindings = [vk.VkDescriptorSetLayoutBinding(
-                binding=b, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=1,
-                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for b in range(len(buffers))]
-            set_layout_info = vk.VkDescriptorSetLayoutCreateInfo(
-                bindingCount=len(layout_bindings), pBindings=layout_bindings)
-            set_layout = vk.vkCreateDescriptorSetLayout(device, set_layout_info, None)
-            push_ranges = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0,
-                                                  size=len(push))] if push else []
-            set_layouts = [set_layout]
-            layout_info = vk.VkPipelineLayoutCreateInfo(
-                setLayoutCount=1, pSetLayouts=set_layouts,
-                pushConstantRangeCount=len(push_ranges), pPushConstantRanges=push_ranges)
-            layout = vk.vkCreatePipelineLayout(device, layout_info, None)
-            module_info = vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv)
-            module = vk.vkCreateShaderModule(device, module_info, None)
-            stage = vk.VkPipelineShaderStageCreateInfo(
-                stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module, pName="main")
-            pipeline_info = vk.VkComputePipelineCreateInfo(stage=stage, layout=layout)
-            pipeline = vk.vkCreateComputePipelines(device, None, 1, [pipeline_info], None)[0]
-            pool_sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                  descriptorCount=len(buffers))]
-            pool_info = vk.VkDescriptorPoolCreateInfo(maxSets=1, poolSizeCount=1, pPoolSizes=pool_sizes)
-            descriptor_pool = vk.vkCreateDescriptorPool(device, pool_info, None)
-            alloc_info = vk.VkDescriptorSetAllocateInfo(
-                descriptorPool=descriptor_pool, descriptorSetCount=1, pSetLayouts=set_layouts)
-            descriptor_set = vk.vkAllocateDescriptorSets(device, alloc_info)[0]
-            buffer_infos = [[vk.VkDescriptorBufferInfo(buffer=buffer, offset=0, range=max(4, data.nbytes))]
-                            for data, (buffer, _) in zip(buffers, owned)]
-            writes = [vk.VkWriteDescriptorSet(
-                dstSet=descriptor_set, dstBinding=b, descriptorCount=1,
-                descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, pBufferInfo=info)
-                for b, info in enumerate(buffer_infos)]
-            vk.vkUpdateDescriptorSets(device, len(writes), writes, 0, None)
-            self._submit(pipeline, layout, descriptor_set, push, groups)
-            results = []
-            for data, (_, memory) in zip(buffers, owned):
-                mapped = vk.vkMapMemory(device, memory, 0, max(4, data.nbytes), 0)
-                results.append(np.frombuffer(bytes(mapped[:data.nbytes]), dtype=data.dtype).copy())
-                vk.vkUnmapMemory(device, memory)
-            vk.vkDestroyDescriptorPool(device, descriptor_pool, None)
-            vk.vkDestroyPipeline(device, pipeline, None)
-            vk.vkDestroyShaderModule(device, module, None)
-            vk.vkDestroyPipelineLayout(device, layout, None)
-            vk.vkDestroyDescriptorSetLayout(device, set_layout, None)
-            return results
+            self.dispatch(spirv, [(buffer, data.nbytes) for data, (buffer, _) in zip(buffers, owned)], push, groups)
+            return [self.read(memory, data.nbytes, data.dtype) for data, (_, memory) in zip(buffers, owned)]
         finally:
             for buffer, memory in owned:
-                vk.vkDestroyBuffer(device, buffer, None)
-                vk.vkFreeMemory(device, memory, None)
+                self.vk.vkDestroyBuffer(self.device, buffer, None)
+                self.vk.vkFreeMemory(self.device, memory, None)
+
+    def dispatch(self, spirv: bytes, bound: Sequence[tuple[object, int]], push: bytes, groups: tuple[int, int, int],
+                 submit_lock=None) -> None:
+        """Bind bound[b] = (VkBuffer, size) at set 0, binding b (storage buffers), push `push`, dispatch
+        `groups`, wait; vkQueueSubmit under `submit_lock` where given."""
+        vk, device = self.vk, self.device
+        layout_bindings = [vk.VkDescriptorSetLayoutBinding(
+            binding=b, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=1,
+            stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for b in range(len(bound))]
+        set_layout_info = vk.VkDescriptorSetLayoutCreateInfo(
+            bindingCount=len(layout_bindings), pBindings=layout_bindings)
+        set_layout = vk.vkCreateDescriptorSetLayout(device, set_layout_info, None)
+        push_ranges = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0,
+                                              size=len(push))] if push else []
+        set_layouts = [set_layout]
+        layout_info = vk.VkPipelineLayoutCreateInfo(
+            setLayoutCount=1, pSetLayouts=set_layouts,
+            pushConstantRangeCount=len(push_ranges), pPushConstantRanges=push_ranges)
+        layout = vk.vkCreatePipelineLayout(device, layout_info, None)
+        module_info = vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv)
+        module = vk.vkCreateShaderModule(device, module_info, None)
+        stage = vk.VkPipelineShaderStageCreateInfo(
+            stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module, pName="main")
+        pipeline_info = vk.VkComputePipelineCreateInfo(stage=stage, layout=layout)
+        pipeline = vk.vkCreateComputePipelines(device, None, 1, [pipeline_info], None)[0]
+        pool_sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                              descriptorCount=len(bound))]
+        pool_info = vk.VkDescriptorPoolCreateInfo(maxSets=1, poolSizeCount=1, pPoolSizes=pool_sizes)
+        descriptor_pool = vk.vkCreateDescriptorPool(device, pool_info, None)
+        alloc_info = vk.VkDescriptorSetAllocateInfo(
+            descriptorPool=descriptor_pool, descriptorSetCount=1, pSetLayouts=set_layouts)
+        descriptor_set = vk.vkAllocateDescriptorSets(device, alloc_info)[0]
+        buffer_infos = [[vk.VkDescriptorBufferInfo(buffer=buffer, offset=0, range=max(4, size))]
+                        for buffer, size in bound]
+        writes = [vk.VkWriteDescriptorSet(
+            dstSet=descriptor_set, dstBinding=b, descriptorCount=1,
+            descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, pBufferInfo=info)
+            for b, info in enumerate(buffer_infos)]
+        vk.vkUpdateDescriptorSets(device, len(writes), writes, 0, None)
+        self._submit(pipeline, layout, descriptor_set, push, groups, submit_lock)
+        vk.vkDestroyDescriptorPool(device, descriptor_pool, None)
+        vk.vkDestroyPipeline(device, pipeline, None)
+        vk.vkDestroyShaderModule(device, module, None)
+        vk.vkDestroyPipelineLayout(device, layout, None)
+        vk.vkDestroyDescriptorSetLayout(device, set_layout, None)
+
+    def read(self, memory, nbytes: int, dtype) -> np.ndarray:
+        """The first `nbytes` of host-visible `memory`, as an array of `dtype`."""
+        vk = self.vk
+        mapped = vk.vkMapMemory(self.device, memory, 0, max(4, nbytes), 0)
+        out = np.frombuffer(bytes(mapped[:nbytes]), dtype=dtype).copy()
+        vk.vkUnmapMemory(self.device, memory)
+        return out
 
     def _buffer(self, data: bytes) -> tuple[object, object]:
         vk, device = self.vk, self.device
@@ -134,7 +144,7 @@ class ComputeDevice:
         return buffer, memory
 
     def _submit(self, pipeline: object, layout: object, descriptor_set: object, push: bytes,
-                groups: tuple[int, int, int]) -> None:
+                groups: tuple[int, int, int], submit_lock=None) -> None:
         vk, device = self.vk, self.device
         alloc_info = vk.VkCommandBufferAllocateInfo(
             commandPool=self.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
@@ -160,7 +170,8 @@ class ComputeDevice:
         fence = vk.vkCreateFence(device, fence_info, None)
         submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=command_buffers)
         submits = [submit]
-        vk.vkQueueSubmit(self.queue, 1, submits, fence)
+        with submit_lock or contextlib.nullcontext():
+            vk.vkQueueSubmit(self.queue, 1, submits, fence)
         fences = [fence]
         vk.vkWaitForFences(device, 1, fences, vk.VK_TRUE, 10**10)
         vk.vkDestroyFence(device, fence, None)
