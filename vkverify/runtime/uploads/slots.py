@@ -15,7 +15,7 @@ import numpy as np
 from ...model import ir
 from ..errors import DeviceLost, UploadFailed
 from ..memory import DeviceBuffer
-from ..record import access_bits, stage_bits
+from ..record import global_barrier
 from .arena import COPY_ALIGN, round_up
 
 WAIT_SLICE_NS = 100_000_000
@@ -33,15 +33,11 @@ FILLED_FOR_HOST = {"src_stage": ["clear"], "src_access": ["transfer_write"], "ds
 
 
 def record_barrier(vk, cb, barrier) -> None:
-    """One global memory barrier (a dict as above, or an ir.Barrier) as vkCmdPipelineBarrier:
-    sync1, which every device has, says the same for a global barrier."""
-    get = barrier.get if isinstance(barrier, dict) else lambda key: getattr(barrier, key)
-    memory = vk.VkMemoryBarrier(srcAccessMask=access_bits(vk, get("src_access"), False),
-                                dstAccessMask=access_bits(vk, get("dst_access"), False))
-    barriers = [memory]
-    vk.vkCmdPipelineBarrier(cb, stage_bits(vk, get("src_stage"), False, True),
-                            stage_bits(vk, get("dst_stage"), False, False), 0,
-                            1, barriers, 0, None, 0, None)  # vkCmdPipelineBarrier
+    """One global memory barrier (a dict as above, or an ir.Barrier as a runtime mutation leaves it) as
+    vkCmdPipelineBarrier: sync1, which every device has, says the same for a global barrier."""
+    names = barrier if isinstance(barrier, dict) else {
+        key: getattr(barrier, key) for key in ("src_stage", "src_access", "dst_stage", "dst_access")}
+    global_barrier(vk, cb, names)
 
 
 def wait_fence(vk, device, fence, fence_id: str, what: str, faults, recording, label: str | None = None) -> None:
