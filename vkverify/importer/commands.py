@@ -183,8 +183,8 @@ class Commands:
                       for (b, e) in sorted(self.res.sets.get(s, {}))]
         else:
             wanted = []
-            for info in interface.bindings:
-                if info.descriptor_type in BUFFER_BINDINGS and info.set in rec.sets:
+            for info in interface.bindings:  # a binding the code never touches is no access
+                if info.descriptor_type in BUFFER_BINDINGS and info.access != "none" and info.set in rec.sets:
                     count = info.count or self.res.layout_count(rec.sets[info.set][0], info.binding)
                     wanted += [(info.set, info.binding, e, info.access) for e in range(count)]
         out = []

@@ -2,7 +2,9 @@
 
 Pure Python over the binary's words (SPIR-V spec, 2.3 "Physical Layout" and
 3 "Binary Form"); only what vkverify needs: descriptor bindings with their
-read/write use, the push-constant block and the local size.
+read/write use, the push-constant block and the local size. A buffer's use
+is what the code does with it (`uses`), within what its NonWritable /
+NonReadable decorations guarantee.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+
+from .uses import READ, WRITE, Instruction, variable_uses
 
 __all__ = [
     "BindingInfo",
@@ -42,6 +46,7 @@ _OP_CONSTANT = 43
 _OP_CONSTANT_COMPOSITE = 44
 _OP_SPEC_CONSTANT = 50
 _OP_SPEC_CONSTANT_COMPOSITE = 51
+_OP_FUNCTION = 54
 _OP_VARIABLE = 59
 _OP_DECORATE = 71
 _OP_MEMBER_DECORATE = 72
@@ -92,8 +97,13 @@ class DescriptorType(StrEnum):
 @dataclass(frozen=True)
 class BindingInfo:
     """One descriptor binding. `count` is the descriptor array length (1 for
-    a plain variable, 0 for a runtime-sized array). A binding not proven
-    read-only (NonWritable) is writable; it is readable unless NonReadable."""
+    a plain variable, 0 for a runtime-sized array). A storage or uniform
+    buffer is readable when the entry point's code reads its memory and it is
+    not NonReadable, writable when the code writes it and it is not
+    NonWritable: a binding the code does not touch is neither. Images and
+    texel buffers are reached through loaded image objects, not pointers:
+    those go by their decorations only (writable unless NonWritable, readable
+    unless NonReadable)."""
 
     set: int
     binding: int
@@ -167,6 +177,7 @@ class _Module:
         self.variables: dict[int, tuple[int, int]] = {}
         self.decorations: dict[int, dict[int, tuple[int, ...]]] = {}
         self.member_decorations: dict[tuple[int, int], dict[int, tuple[int, ...]]] = {}
+        self.code: list[Instruction] = []  # the functions' instructions, from the first OpFunction on
         at = 5
         while at < len(words):
             count, opcode = words[at] >> 16, words[at] & 0xFFFF
@@ -177,7 +188,9 @@ class _Module:
             at += count
 
     def _add(self, opcode: int, ops: tuple[int, ...]) -> None:
-        if opcode == _OP_ENTRY_POINT:
+        if self.code or opcode == _OP_FUNCTION:
+            self.code.append((opcode, ops))
+        elif opcode == _OP_ENTRY_POINT:
             name, used = _string(ops[2:])
             self.entry_points[name] = (ops[1], ops[2 + used:])
         elif opcode in (_OP_EXECUTION_MODE, _OP_EXECUTION_MODE_ID):
@@ -232,7 +245,8 @@ def _local_size(module: _Module, function: int) -> tuple[int, int, int] | None:
     return None
 
 
-def _descriptor(module: _Module, var: int, storage: int, type_id: int) -> BindingInfo | None:
+def _descriptor(module: _Module, var: int, storage: int, type_id: int, used: int) -> BindingInfo | None:
+    """used: the READ | WRITE flags of the variable's uses in the entry point's code."""
     count = 1
     opcode, ops = module.type(type_id)
     if opcode == _OP_TYPE_ARRAY:
@@ -259,6 +273,8 @@ def _descriptor(module: _Module, var: int, storage: int, type_id: int) -> Bindin
         return None
     may_write = kind in (DescriptorType.STORAGE_BUFFER, DescriptorType.STORAGE_IMAGE,
                          DescriptorType.STORAGE_TEXEL_BUFFER)
+    if kind not in (DescriptorType.STORAGE_BUFFER, DescriptorType.UNIFORM_BUFFER):
+        used = READ | WRITE
 
     def proven(decoration: int) -> bool:
         return module.decorated(var, decoration) or module.struct_members_all(type_id, decoration)
@@ -269,8 +285,8 @@ def _descriptor(module: _Module, var: int, storage: int, type_id: int) -> Bindin
         binding=decorations.get(_BINDING, (0,))[0],
         descriptor_type=kind,
         count=count,
-        readable=not proven(_NON_READABLE),
-        writable=may_write and not proven(_NON_WRITABLE),
+        readable=bool(used & READ) and not proven(_NON_READABLE),
+        writable=may_write and bool(used & WRITE) and not proven(_NON_WRITABLE),
     )
 
 
@@ -327,6 +343,7 @@ def reflect(spirv: bytes, entry_point: str | None = None) -> ShaderInterface:
     variables = [v for v in module.variables
                  if module.version < _VERSION_1_4 or v in interface]
     bindings, push_fields, push_size = [], (), 0
+    uses = variable_uses(module.code, function, variables)
     for var in variables:
         pointer_type, storage = module.variables[var]
         pointee = module.type(pointer_type)[1][1]
@@ -334,7 +351,7 @@ def reflect(spirv: bytes, entry_point: str | None = None) -> ShaderInterface:
             leaves, push_size = _fields(module, pointee, 0, None)
             push_fields = tuple(leaves)
         elif storage in (_UNIFORM_CONSTANT, _UNIFORM, _STORAGE_BUFFER):
-            info = _descriptor(module, var, storage, pointee)
+            info = _descriptor(module, var, storage, pointee, uses[var])
             if info is not None:
                 bindings.append(info)
     return ShaderInterface(
