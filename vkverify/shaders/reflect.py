@@ -24,6 +24,7 @@ __all__ = [
     "SpirvError",
     "pack_push",
     "reflect",
+    "spec_constant_types",
 ]
 
 MAGIC = 0x07230203
@@ -31,6 +32,7 @@ MAGIC = 0x07230203
 # Opcodes (spec 3.49).
 _OP_ENTRY_POINT = 15
 _OP_EXECUTION_MODE = 16
+_OP_TYPE_BOOL = 20
 _OP_TYPE_INT = 21
 _OP_TYPE_FLOAT = 22
 _OP_TYPE_VECTOR = 23
@@ -44,6 +46,7 @@ _OP_TYPE_STRUCT = 30
 _OP_TYPE_POINTER = 32
 _OP_CONSTANT = 43
 _OP_CONSTANT_COMPOSITE = 44
+_OP_SPEC_CONSTANT_TRUE = 48
 _OP_SPEC_CONSTANT = 50
 _OP_SPEC_CONSTANT_COMPOSITE = 51
 _OP_FUNCTION = 54
@@ -55,6 +58,7 @@ _OP_TYPE_ACCELERATION_STRUCTURE = 5341
 
 # Decorations (3.20), storage classes (3.7), execution modes (3.6).
 _BUFFER_BLOCK = 3
+_SPEC_ID = 1
 _ARRAY_STRIDE = 6
 _MATRIX_STRIDE = 7
 _BUILT_IN = 11
@@ -174,6 +178,7 @@ class _Module:
         self.types: dict[int, tuple[int, tuple[int, ...]]] = {}
         self.constants: dict[int, int] = {}
         self.composites: dict[int, tuple[int, ...]] = {}
+        self.spec_types: dict[int, int] = {}  # scalar specialization constant -> its type
         self.variables: dict[int, tuple[int, int]] = {}
         self.decorations: dict[int, dict[int, tuple[int, ...]]] = {}
         self.member_decorations: dict[tuple[int, int], dict[int, tuple[int, ...]]] = {}
@@ -195,9 +200,13 @@ class _Module:
             self.entry_points[name] = (ops[1], ops[2 + used:])
         elif opcode in (_OP_EXECUTION_MODE, _OP_EXECUTION_MODE_ID):
             self.modes[ops[0], ops[1]] = ops[2:]
-        elif _OP_TYPE_INT <= opcode <= _OP_TYPE_POINTER or opcode == _OP_TYPE_ACCELERATION_STRUCTURE:
+        elif _OP_TYPE_BOOL <= opcode <= _OP_TYPE_POINTER or opcode == _OP_TYPE_ACCELERATION_STRUCTURE:
             self.types[ops[0]] = (opcode, ops[1:])
-        elif opcode in (_OP_CONSTANT, _OP_SPEC_CONSTANT):
+        elif _OP_SPEC_CONSTANT_TRUE <= opcode <= _OP_SPEC_CONSTANT:  # OpSpecConstantTrue, False, OpSpecConstant
+            self.spec_types[ops[1]] = ops[0]
+            if opcode == _OP_SPEC_CONSTANT:
+                self.constants[ops[1]] = ops[2]
+        elif opcode == _OP_CONSTANT:
             self.constants[ops[1]] = ops[2]
         elif opcode in (_OP_CONSTANT_COMPOSITE, _OP_SPEC_CONSTANT_COMPOSITE):
             self.composites[ops[1]] = ops[2:]
@@ -361,6 +370,18 @@ def reflect(spirv: bytes, entry_point: str | None = None) -> ShaderInterface:
         push_constant_size=push_size,
         push_fields=push_fields,
     )
+
+
+def spec_constant_types(spirv: bytes) -> dict[int, str]:
+    """The scalar type of each specialization constant, by SpecId: "bool", or a push field's
+    scalar name ("u32", "i64", "f32", ...)."""
+    module = _Module(spirv)
+    out = {}
+    for const, type_id in module.spec_types.items():
+        spec_id = module.decorations.get(const, {}).get(_SPEC_ID)
+        if spec_id is not None:
+            out[spec_id[0]] = "bool" if module.type(type_id)[0] == _OP_TYPE_BOOL else _fields(module, type_id, 0, None)[0][0].scalar
+    return out
 
 
 _PACK = {"u32": "I", "i32": "i", "f32": "f", "u64": "Q", "i64": "q", "f64": "d",
