@@ -30,11 +30,11 @@ from .summary import ImportSummary
 # Calls that touch images, rendering or presentation: outside the stream format's scope.
 OUT_OF_SCOPE = re.compile(r"Image|RenderPass|Rendering|Framebuffer|Swapchain|Surface|Present|Draw|Sampler|Blit|"
                           r"Resolve|Clear(Color|DepthStencil|Attachments)|Viewport|Scissor|Event|QueryPool|"
-                          r"Sparse|DescriptorSetWithTemplate|PushDescriptorSet")
+                          r"Sparse")
 NOTES = ("host_write", "host_read", "concurrent")  # debug messages that say what a call is for (see __init__.py)
 QUEUE_LABEL = re.compile(r"queue (\S+), family (\d+)")  # see __init__.py
 # Of those, the ones whose absence can hide or invent synchronization: each gets a warning.
-ORDERING = re.compile(r"Event|CopyQueryPoolResults|Sparse|DescriptorSetWithTemplate|PushDescriptorSet")
+ORDERING = re.compile(r"Event|CopyQueryPoolResults|Sparse")
 
 
 class Translator(Commands, Queues):
@@ -44,6 +44,7 @@ class Translator(Commands, Queues):
         self.res = resources
         self.fills = None if blocks is None else blocks.fills  # None: no fill records
         self.push_data = None if blocks is None else blocks.push_constants  # None: push constants unknown
+        self.call_parameters = None if blocks is None else blocks.parameters  # None: JSON lines only
         self.call_threads = None if blocks is None else blocks.threads  # None: every call on one thread
         self.every_thread = threads  # keep each capture thread, not only those that signal semaphores
         self.summary = ImportSummary()
