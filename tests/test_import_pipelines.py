@@ -4,6 +4,7 @@ dispatches an import cannot resolve."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 
@@ -12,6 +13,7 @@ import pytest
 from .test_import import _jsonl, capture
 
 from vkverify.check import check
+from vkverify.cli import main
 from vkverify.importer import import_capture
 
 pytestmark = pytest.mark.skipif(shutil.which("glslangValidator") is None, reason="glslangValidator not installed")
@@ -89,6 +91,21 @@ def test_json_lines_without_the_binary_parts_say_what_they_lack(paths_capture, t
     for dispatch in (set_path, push):
         assert [x.access for x in dispatch.bindings] == ["read", "read", "write"]
     assert template.bindings == push_template.bindings == ()
+
+
+def test_check_says_its_verdict_on_unresolved_dispatches_is_partial(paths_capture, tmp_path, capsys):
+    jsonl = tmp_path / "paths.jsonl"
+    subprocess.run(["gfxrecon-convert", "--output", str(jsonl), str(paths_capture)], check=True, capture_output=True)
+    main(["check", "--format", "json", str(paths_capture), str(jsonl)])
+    complete, partial = json.loads(capsys.readouterr().out)
+    assert "partial" not in complete
+    # No SPIR-V and no template data: the sets the templates wrote are unknown at the two template dispatches.
+    assert len(partial["partial"]) == 2 and all(
+        line.startswith("unresolved: 1 dispatch: shader module ") and "descriptor update template" in line
+        for line in partial["partial"])
+    main(["check", str(jsonl)])
+    text = capsys.readouterr().out.splitlines()
+    assert text[0].endswith("(partial verdict)") and text[1:3] == ["  " + line for line in partial["partial"]]
 
 
 def _modules(stream, runs):

@@ -63,7 +63,9 @@ class Commands:
 
     def vkUpdateDescriptorSetWithTemplate(self, call: Call, a: dict) -> None:
         data = self._template_data(call, 24)  # after the device, set and template ids
-        if data is not None:
+        if data is None:
+            self.res.unknown_sets.add(a["descriptorSet"])
+        else:
             self.res.write_template(a["descriptorSet"], a["descriptorUpdateTemplate"], data)
 
     vkUpdateDescriptorSetWithTemplateKHR = vkUpdateDescriptorSetWithTemplate
@@ -147,7 +149,9 @@ class Commands:
         template = self.res.templates.get(a["descriptorUpdateTemplate"], {})
         # The converter leaves `set` out; the spec requires it to be the template's.
         key = self._push_set(call, a["layout"], a.get("set", template.get("set", 0)))
-        if key is not None and data is not None:
+        if key is not None and data is None:
+            self.res.unknown_sets.add(key)
+        elif key is not None:
             self.res.write_template(key, a["descriptorUpdateTemplate"], data)
 
     def _push_set(self, call: Call, layout: int, number: int) -> int | None:
@@ -158,6 +162,8 @@ class Commands:
             return None
         key, before = -call.index, rec.sets.get(number, (0, []))[0]
         self.res.sets[key] = dict(self.res.sets[before]) if before < 0 else {}
+        if before in self.res.unknown_sets:
+            self.res.unknown_sets.add(key)
         set_layouts = self.res.pipeline_layouts.get(layout, [])
         if number < len(set_layouts):
             self.res.set_layout_of[key] = set_layouts[number]
@@ -255,6 +261,10 @@ class Commands:
             used = []  # nothing is known to be used: what is bound is all there is
             wanted = [(n, b, e, None) for n, (s, _) in sorted(rec.sets.items())
                       for (b, e) in sorted(self.res.sets.get(s, {}))]
+            for n, (s, _) in sorted(rec.sets.items()):
+                if s in self.res.unknown_sets:
+                    self.unresolved(f"shader module {module} (no SPIR-V) has set {n} bound, written by a descriptor "
+                                    "update template whose data is not in the capture: its accesses are left out")
         else:
             # A binding the code never touches is no access.
             used = [info for info in interface.bindings if info.descriptor_type in BUFFER_BINDINGS

@@ -88,6 +88,7 @@ class Resources:
         self.set_layouts: dict[int, dict[int, tuple[str, int]]] = {}  # layout -> binding -> (type, count)
         self.set_layout_of: dict[int, int] = {}  # descriptor set -> its layout
         self.sets: dict[int, dict[tuple[int, int], Descriptor]] = {}  # set -> (binding, element) -> descriptor
+        self.unknown_sets: set[int] = set()  # sets written by a template whose data the capture lacks
         self.pipeline_layouts: dict[int, list[int]] = {}  # pipeline layout -> its set layouts
         self.templates: dict[int, dict] = {}  # descriptor update template -> its VkDescriptorUpdateTemplateCreateInfo
         # compute pipeline -> (shader module, entry point, the values of its specialization constants: None

@@ -43,5 +43,7 @@ class ImportSummary:
             out.append(f"skipped {sum(self.skipped.values())} calls outside compute/transfer scope: {top}")
         out += [f"assumed: {a}" for a in self.assumed]
         out += [f"warning: {w}" for w in self.warnings]
-        out += [f"unresolved: {n} dispatch{'es' if n > 1 else ''}: {why}" for why, n in self.unresolved.items()]
-        return out
+        return out + self.unresolved_lines()
+
+    def unresolved_lines(self) -> list[str]:
+        return [f"unresolved: {n} dispatch{'es' if n > 1 else ''}: {why}" for why, n in self.unresolved.items()]
