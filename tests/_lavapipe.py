@@ -17,7 +17,7 @@ class NoDevice(RuntimeError):
     """No Vulkan loader or ICD with a compute queue: tests skip."""
 
 
-DESCRIPTOR_PATHS = ("set", "template", "push", "push_template")  # how `run` gives the shader its buffers
+DESCRIPTOR_PATHS = ("set", "template", "push", "push_template", "dynamic")  # how `run` gives the shader its buffers
 
 
 class ComputeDevice:
@@ -72,14 +72,19 @@ class ComputeDevice:
         arrays of the input dtypes. `specialization`: u32 value per
         specialization constant id; `descriptors`: one of DESCRIPTOR_PATHS,
         the calls that write the set (a descriptor update template's data
-        is one VkDescriptorBufferInfo per binding, in binding order)."""
+        is one VkDescriptorBufferInfo per binding, in binding order;
+        "dynamic": storage buffer dynamic descriptors, each buffer's data
+        one offset alignment into it, at that dynamic offset)."""
         vk, device = self.vk, self.device
         owned: list[tuple[object, object]] = []
+        dynamic = descriptors == "dynamic"
+        skip = vk.vkGetPhysicalDeviceProperties(self.physical).limits.minStorageBufferOffsetAlignment if dynamic else 0
+        descriptor_type = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC if dynamic else vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
         try:
             for data in buffers:
-                owned.append(self._buffer(np.ascontiguousarray(data).tobytes()))
+                owned.append(self._buffer(bytes(skip) + np.ascontiguousarray(data).tobytes()))
             layout_bindings = [vk.VkDescriptorSetLayoutBinding(
-                binding=b, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=1,
+                binding=b, descriptorType=descriptor_type, descriptorCount=1,
                 stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for b in range(len(buffers))]
             pushed = descriptors.startswith("push")
             set_layout_info = vk.VkDescriptorSetLayoutCreateInfo(
@@ -110,11 +115,10 @@ class ComputeDevice:
                             for data, (buffer, _) in zip(buffers, owned)]
             writes = [vk.VkWriteDescriptorSet(
                 dstBinding=b, descriptorCount=1,
-                descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, pBufferInfo=info)
+                descriptorType=descriptor_type, pBufferInfo=info)
                 for b, info in enumerate(buffer_infos)]
             template_entries = [vk.VkDescriptorUpdateTemplateEntry(
-                dstBinding=b, descriptorCount=1, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                offset=24 * b, stride=24) for b in range(len(buffers))]
+                dstBinding=b, descriptorCount=1, descriptorType=descriptor_type, offset=24 * b, stride=24) for b in range(len(buffers))]
             template_info = vk.VkDescriptorUpdateTemplateCreateInfo(
                 descriptorUpdateEntryCount=len(template_entries), pDescriptorUpdateEntries=template_entries,
                 templateType=vk.VK_DESCRIPTOR_UPDATE_TEMPLATE_TYPE_PUSH_DESCRIPTORS_KHR if pushed
@@ -129,8 +133,7 @@ class ComputeDevice:
                  for data, (buffer, _) in zip(buffers, owned)], np.uint64).tobytes())
             descriptor_pool, descriptor_set = None, None
             if not pushed:
-                pool_sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                      descriptorCount=len(buffers))]
+                pool_sizes = [vk.VkDescriptorPoolSize(type=descriptor_type, descriptorCount=len(buffers))]
                 pool_info = vk.VkDescriptorPoolCreateInfo(maxSets=1, poolSizeCount=1, pPoolSizes=pool_sizes)
                 descriptor_pool = vk.vkCreateDescriptorPool(device, pool_info, None)
                 alloc_info = vk.VkDescriptorSetAllocateInfo(
@@ -143,10 +146,11 @@ class ComputeDevice:
                 else:
                     vk.vkUpdateDescriptorSetWithTemplate(device, descriptor_set, template, template_data)
             push_descriptors = functools.partial(self._push_descriptors, layout, writes, template, template_data)
-            self._submit(pipeline, layout, descriptor_set, push, groups, push_descriptors)
+            self._submit(pipeline, layout, descriptor_set, push, groups, [skip] * len(buffers) if dynamic else [],
+                         push_descriptors)
             results = []
             for data, (_, memory) in zip(buffers, owned):
-                mapped = vk.vkMapMemory(device, memory, 0, max(4, data.nbytes), 0)
+                mapped = vk.vkMapMemory(device, memory, skip, max(4, data.nbytes), 0)
                 results.append(np.frombuffer(bytes(mapped[:data.nbytes]), dtype=data.dtype).copy())
                 vk.vkUnmapMemory(device, memory)
             if descriptor_pool is not None:
@@ -179,8 +183,10 @@ class ComputeDevice:
         return buffer, memory
 
     def _submit(self, pipeline: object, layout: object, descriptor_set: object, push: bytes,
-                groups: tuple[int, int, int], push_descriptors: Callable[[object], None] | None = None) -> None:
-        """descriptor_set: the set to bind; None where `push_descriptors` records the push of its descriptors."""
+                groups: tuple[int, int, int], dynamic_offsets: Sequence[int] = (),
+                push_descriptors: Callable[[object], None] | None = None) -> None:
+        """descriptor_set: the set to bind, with `dynamic_offsets`; None where `push_descriptors` records the push
+        of its descriptors."""
         vk, device = self.vk, self.device
         alloc_info = vk.VkCommandBufferAllocateInfo(
             commandPool=self.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
@@ -190,8 +196,9 @@ class ComputeDevice:
         vk.vkBeginCommandBuffer(cb, begin_info)
         vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
         if descriptor_set is not None:
-            sets = [descriptor_set]
-            vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, sets, 0, None)
+            sets, offsets = [descriptor_set], list(dynamic_offsets)
+            vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, sets, len(offsets),
+                                       offsets or None)
         else:
             push_descriptors(cb)
         if push:

@@ -31,7 +31,7 @@ void main() {
 }
 """
 # One dispatch per descriptor path, MODE alternating; each run makes its buffers A, B, C in that order.
-RUNS = [("set", 1), ("template", 0), ("push", 1), ("push_template", 0)]
+RUNS = [("set", 1), ("template", 0), ("push", 1), ("push_template", 0), ("dynamic", 0)]
 PROGRAM = """
 import numpy as np
 from pathlib import Path
@@ -69,6 +69,9 @@ def test_every_descriptor_path_and_specialization_resolves(paths_capture):
         a, b, c = buffers[3 * k:3 * k + 3]
         # MODE=1 reads A only, MODE=0 B only: the branch the constant disables reads nothing.
         assert [(x.buffer, x.access) for x in dispatch.bindings] == [(a if mode else b, "read"), (c, "write")], path
+    # The dynamic path's data sits one offset alignment into each buffer: the dynamic offset moves the binding there.
+    sizes = {b.id: b.size for b in stream.buffers}
+    assert {(x.offset, x.size) for x in dispatches[-1].bindings} == {(sizes[buffers[-1]] - 16, 16)} != {(0, 16)}
     assert check(stream) == []
 
 
@@ -86,7 +89,7 @@ def test_json_lines_without_the_binary_parts_say_what_they_lack(paths_capture, t
         f"shader module {m} uses set 0, binding {b}, where no descriptor of a bound buffer is: that access is left out": 1
         for m in _modules(stream, (1, 3)) for b in (0, 1, 2)}
     assert sum(line.startswith("unresolved: ") for line in summary.lines()) == 6
-    set_path, template, push, push_template = _dispatches(stream)
+    set_path, template, push, push_template, _ = _dispatches(stream)
     # Without its constants' values, every branch counts: A and B are both read.
     for dispatch in (set_path, push):
         assert [x.access for x in dispatch.bindings] == ["read", "read", "write"]

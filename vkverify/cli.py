@@ -148,6 +148,12 @@ def _load_any(file: str):
     return stream, tuple(summary.unresolved_lines())
 
 
+def _load_or_report(file: str):
+    """The stream in `file` (a capture through the importer); None after printing why it is bad input."""
+    loaded = _load_partial_or_report(file)
+    return None if loaded is None else loaded[0]
+
+
 def _load_partial_or_report(file: str):
     """(stream, why a verdict on it is partial) from `file` (a capture through the importer); None after
     printing why it is bad input."""
@@ -160,12 +166,6 @@ def _load_partial_or_report(file: str):
     except CaptureError as e:
         print(e, file=sys.stderr)
     return None
-
-
-def _load_or_report(file: str):
-    """The stream in `file` (a capture through the importer); None after printing why it is bad input."""
-    loaded = _load_partial_or_report(file)
-    return None if loaded is None else loaded[0]
 
 
 def _import_and_report(capture: str, output: str | None, threads: bool) -> int:

@@ -30,11 +30,11 @@ from .summary import ImportSummary
 # Calls that touch images, rendering or presentation: outside the stream format's scope.
 OUT_OF_SCOPE = re.compile(r"Image|RenderPass|Rendering|Framebuffer|Swapchain|Surface|Present|Draw|Sampler|Blit|"
                           r"Resolve|Clear(Color|DepthStencil|Attachments)|Viewport|Scissor|Event|QueryPool|"
-                          r"Sparse")
+                          r"Sparse|DescriptorSetWithTemplate|PushDescriptorSet")
 NOTES = ("host_write", "host_read", "concurrent")  # debug messages that say what a call is for (see __init__.py)
 QUEUE_LABEL = re.compile(r"queue (\S+), family (\d+)")  # see __init__.py
 # Of those, the ones whose absence can hide or invent synchronization: each gets a warning.
-ORDERING = re.compile(r"Event|CopyQueryPoolResults|Sparse")
+ORDERING = re.compile(r"Event|CopyQueryPoolResults|Sparse|DescriptorSetWithTemplate|PushDescriptorSet")
 
 
 class Translator(Commands, Queues):
