@@ -138,11 +138,12 @@ class Commands:
             rec.pipeline = a["pipeline"]
 
     def vkCmdPushDescriptorSetKHR(self, call: Call, a: dict) -> None:
-        if a["pipelineBindPoint"] == "VK_PIPELINE_BIND_POINT_COMPUTE":
-            key = self._push_set(call, a["layout"], a["set"])
-            for write in a["pDescriptorWrites"] or []:
-                if key is not None:
-                    self.res.write_descriptors({**write, "dstSet": key})
+        if a["pipelineBindPoint"] != "VK_PIPELINE_BIND_POINT_COMPUTE":
+            return
+        key = self._push_set(call, a["layout"], a["set"])
+        for write in a["pDescriptorWrites"] or []:
+            if key is not None:
+                self.res.write_descriptors({**write, "dstSet": key})
 
     def vkCmdPushDescriptorSetWithTemplateKHR(self, call: Call, a: dict) -> None:
         data = self._template_data(call, 28)  # after the command buffer, template and layout ids and the set number

@@ -211,11 +211,11 @@ class Resources:
                 self.shader_problems[module] = "no SPIR-V (gfxrecon-extract output) for it"
                 return None
             spirv = path.read_bytes()
-            if specialization is not None and spec_constant_types(spirv):
-                try:
+            try:
+                if specialization is not None and spec_constant_types(spirv):
                     spirv = specialize(spirv, dict(specialization))
-                except SpirvError as e:
-                    self.unspecialized[module] = str(e)
+            except SpirvError as e:
+                self.unspecialized[module] = str(e)
             try:
                 self._interfaces[key] = reflect(spirv, entry)
             except SpirvError as e:
