@@ -57,8 +57,8 @@ _OP_EXECUTION_MODE_ID = 331
 _OP_TYPE_ACCELERATION_STRUCTURE = 5341
 
 # Decorations (3.20), storage classes (3.7), execution modes (3.6).
-_BUFFER_BLOCK = 3
 _SPEC_ID = 1
+_BUFFER_BLOCK = 3
 _ARRAY_STRIDE = 6
 _MATRIX_STRIDE = 7
 _BUILT_IN = 11

@@ -92,7 +92,7 @@ def _flow(functions: dict[int, list[Instruction]], reached: Iterable[int]) -> tu
         derived.setdefault(source, set()).add(target)
 
     for f in reached:
-        for opcode, ops in functions[f]:
+        for opcode, ops in functions.get(f, ()):  # a callee without a body (invalid for Vulkan) adds nothing
             if opcode in _DERIVES:
                 for i in _DERIVES[opcode]:
                     edge(ops[i], ops[1])
