@@ -79,7 +79,8 @@ class ComputeDevice:
         owned: list[tuple[object, object]] = []
         dynamic = descriptors == "dynamic"
         skip = vk.vkGetPhysicalDeviceProperties(self.physical).limits.minStorageBufferOffsetAlignment if dynamic else 0
-        descriptor_type = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC if dynamic else vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+        descriptor_type = (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC if dynamic
+                           else vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER)
         try:
             for data in buffers:
                 owned.append(self._buffer(bytes(skip) + np.ascontiguousarray(data).tobytes()))
@@ -113,12 +114,11 @@ class ComputeDevice:
             pipeline = vk.vkCreateComputePipelines(device, None, 1, [pipeline_info], None)[0]
             buffer_infos = [[vk.VkDescriptorBufferInfo(buffer=buffer, offset=0, range=max(4, data.nbytes))]
                             for data, (buffer, _) in zip(buffers, owned)]
-            writes = [vk.VkWriteDescriptorSet(
-                dstBinding=b, descriptorCount=1,
-                descriptorType=descriptor_type, pBufferInfo=info)
-                for b, info in enumerate(buffer_infos)]
+            writes = [vk.VkWriteDescriptorSet(dstBinding=b, descriptorCount=1, descriptorType=descriptor_type,
+                                              pBufferInfo=info) for b, info in enumerate(buffer_infos)]
             template_entries = [vk.VkDescriptorUpdateTemplateEntry(
-                dstBinding=b, descriptorCount=1, descriptorType=descriptor_type, offset=24 * b, stride=24) for b in range(len(buffers))]
+                dstBinding=b, descriptorCount=1, descriptorType=descriptor_type, offset=24 * b, stride=24)
+                for b in range(len(buffers))]
             template_info = vk.VkDescriptorUpdateTemplateCreateInfo(
                 descriptorUpdateEntryCount=len(template_entries), pDescriptorUpdateEntries=template_entries,
                 templateType=vk.VK_DESCRIPTOR_UPDATE_TEMPLATE_TYPE_PUSH_DESCRIPTORS_KHR if pushed

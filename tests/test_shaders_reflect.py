@@ -169,7 +169,8 @@ def test_uses_through_pointers_functions_and_atomics(tmp_path):
 @pytest.mark.parametrize("decoration, access", [("NonWritable", R), ("NonReadable", W)])
 def test_decorations_bound_what_the_code_does(tmp_path, decoration, access):
     # The atomic binding is read and written by its uses; a decoration is the program's guarantee.
-    text = POINTERS.replace("OpDecorate %unused Binding 7", f"OpDecorate %unused Binding 7\nOpDecorate %atomic {decoration}")
+    last = "OpDecorate %unused Binding 7"
+    text = POINTERS.replace(last, f"{last}\nOpDecorate %atomic {decoration}")
     assert reflect(_assemble(tmp_path, text), "main").binding(4).access == access
 
 

@@ -21,7 +21,7 @@ class FileResult:
     stream: str
     findings: list[Finding]
     agreement: Agreement | None = None  # with --expect
-    partial: tuple[str, ...] = ()  # why the verdict covers only part of the program (an import's unresolved dispatches)
+    partial: tuple[str, ...] = ()  # why the verdict covers only part of the program: an import's unresolved dispatches
 
 
 def _expect_json(a: Agreement) -> dict:

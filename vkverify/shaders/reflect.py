@@ -380,7 +380,8 @@ def spec_constant_types(spirv: bytes) -> dict[int, str]:
     for const, type_id in module.spec_types.items():
         spec_id = module.decorations.get(const, {}).get(_SPEC_ID)
         if spec_id is not None:
-            out[spec_id[0]] = "bool" if module.type(type_id)[0] == _OP_TYPE_BOOL else _fields(module, type_id, 0, None)[0][0].scalar
+            is_bool = module.type(type_id)[0] == _OP_TYPE_BOOL
+            out[spec_id[0]] = "bool" if is_bool else _fields(module, type_id, 0, None)[0][0].scalar
     return out
 
 

@@ -81,7 +81,8 @@ def _reachable(functions: dict[int, list[Instruction]], entry: int) -> list[int]
     return seen
 
 
-def _flow(functions: dict[int, list[Instruction]], reached: Iterable[int]) -> tuple[dict[int, set[int]], dict[int, int]]:
+def _flow(functions: dict[int, list[Instruction]],
+          reached: Iterable[int]) -> tuple[dict[int, set[int]], dict[int, int]]:
     """(id -> the ids derived from it, pointer id -> how it is accessed) over the `reached` functions.
     A function's return value flows through the node -(function id) to its calls' results."""
     params = {f: [ops[1] for opcode, ops in functions[f] if opcode == _OP_FUNCTION_PARAMETER] for f in functions}
