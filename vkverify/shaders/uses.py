@@ -6,7 +6,8 @@ from its uses: every pointer derived from a variable (access chains, copies,
 bitcasts, OpPhi/OpSelect, a function's parameters and return value) is
 followed to the memory instructions that take it (SPIR-V spec 3.49.8
 "Memory Instructions", 3.49.18 "Atomic Instructions"). Only the functions
-the entry point's call tree reaches count.
+the entry point's call tree reaches count; a pointer stored to memory counts
+as read and written.
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ _DERIVES = {
 
 _RMW = READ | WRITE
 # Instructions that access memory through a pointer operand: opcode -> ((operand index, access), ...).
+# A pointer OpStore stores as its object (variable pointers) is not followed through memory: it may be
+# loaded back and used anywhere, so it counts as read and written.
 _ACCESSES = {
     61: ((2, READ),),  # OpLoad
-    62: ((0, WRITE),),  # OpStore
+    62: ((0, WRITE), (1, _RMW)),  # OpStore
     63: ((0, WRITE), (1, READ)),  # OpCopyMemory
     64: ((0, WRITE), (1, READ)),  # OpCopyMemorySized
     227: ((2, READ),),  # OpAtomicLoad
