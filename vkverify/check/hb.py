@@ -36,8 +36,8 @@ from ..model.stages import DEVICE_STAGES
 from ..model.refs import format_ref, parse_ref
 from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, compile_barrier, coverage
 from .engine import command_accesses
-from .exact import shared_timelines
 from .scopes import first_execution_scope, second_execution_scope
+from .walk import shared_timelines
 
 ALL_DEVICE = frozenset(DEVICE_STAGES)
 HOST_READ = ("host", "host_read")
