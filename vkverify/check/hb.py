@@ -36,7 +36,7 @@ from ..model.refs import format_ref, parse_ref
 from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, compile_barrier, coverage
 from .engine import command_accesses
 from .scopes import first_execution_scope, second_execution_scope
-from .walk import Misuse, PendingBatch, Walk
+from .walk import Consumer, Misuse, PendingBatch, Walk
 
 ALL_DEVICE = frozenset(DEVICE_STAGES)
 HOST_READ = ("host", "host_read")
@@ -105,7 +105,7 @@ EXEC = Token()  # execution-only pairs carry one constant token
 SINK = (("second access",), EXEC)  # the product node standing for the pair's second access
 
 
-class Model:
+class Model(Consumer):
     """The stream's synchronization nodes, cross-agent edges, compared pairs and blocked waits."""
 
     def __init__(self, stream: ir.Stream) -> None:
@@ -152,9 +152,6 @@ class Model:
 
     def misuse(self, m: Misuse) -> None:
         self.hazards.add((m.kind, *m.ops))
-
-    def acquired(self, thread: int, release: tuple) -> bool:
-        return True  # a reset is a misuse here only while its fence is pending in the walk's order
 
     def _host(self, thread: int, pc: int, op: ir.HostOp, ops: tuple[str, ...] | None = None) -> Node:
         thread_id = self.stream.threads[thread].id

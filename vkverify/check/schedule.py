@@ -16,7 +16,7 @@ from . import fixes
 from .engine import Access, Checker, ThreadAgent
 from .findings import Finding
 from .scopes import first_execution_scope, second_execution_scope
-from .walk import Misuse, PendingBatch, Walk, shared_timelines
+from .walk import Consumer, Misuse, PendingBatch, Walk, shared_timelines
 
 ALL_DEVICE = frozenset(DEVICE_STAGES)
 
@@ -47,7 +47,7 @@ def _cyclic_gc_paused():
             gc.enable()
 
 
-class Schedule(Checker):
+class Schedule(Checker, Consumer):
     """The checker as the walk's consumer: a release is the clock it carries."""
 
     def __init__(self, stream: ir.Stream, shared: frozenset[str] = frozenset()) -> None:

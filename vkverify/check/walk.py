@@ -18,7 +18,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 from ..model import ir
 from ..model.refs import format_ref, sort_key
@@ -62,28 +62,37 @@ class Misuse(NamedTuple):
     ops: tuple[str, ...]
 
 
-class Consumer(Protocol):
-    """What a host op or batch does once the walk runs it. `thread` is the thread's index in the stream."""
+class Consumer:
+    """What a host op or batch does once the walk runs it; `thread` is the thread's index in the stream.
+    These defaults do nothing and carry no releases: a consumer that needs only the order overrides
+    `batch` and `host_op` alone."""
 
-    def submit(self, thread: int, pc: int, op: ir.Submit) -> object: ...
+    def submit(self, thread: int, pc: int, op: ir.Submit) -> object:
+        """The submit's context, kept on its pending batches."""
 
     def batch(self, queue: str, p: PendingBatch, acquired: list) -> tuple[list, object]:
         """Run p after acquiring `acquired` (one release or None per wait); return the release of each
         signal and of the fence (None without one)."""
+        return [None] * len(p.batch.signals), None
 
-    def host_wait(self, thread: int, pc: int, op: ir.HostOp, acquired: list) -> None: ...
+    def host_wait(self, thread: int, pc: int, op: ir.HostOp, acquired: list) -> None:
+        """A fence or semaphore wait, satisfied by the releases `acquired`."""
 
-    def wait_idle(self, thread: int, pc: int, op: ir.HostOp, queues: list[str]) -> None: ...
+    def wait_idle(self, thread: int, pc: int, op: ir.HostOp, queues: list[str]) -> None:
+        """An idle wait, once nothing is pending on `queues`."""
 
-    def signal_semaphore(self, thread: int, pc: int, op: ir.SignalSemaphore) -> object: ...
+    def signal_semaphore(self, thread: int, pc: int, op: ir.SignalSemaphore) -> object:
+        """A host signal: its release."""
 
     def host_op(self, thread: int, pc: int, op: ir.HostOp) -> None:
         """A host access, flush, invalidate or destroy: no synchronization of its own."""
 
     def acquired(self, thread: int, release: object) -> bool:
         """Whether the thread has acquired `release` (a fence signal it resets must happen-before it)."""
+        return True
 
-    def misuse(self, m: Misuse) -> None: ...
+    def misuse(self, m: Misuse) -> None:
+        """A rule the stream breaks."""
 
 
 def shared_timelines(stream: ir.Stream) -> frozenset[str]:
