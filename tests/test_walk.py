@@ -159,11 +159,12 @@ def test_the_consumers_walk_one_order(doc):
     pending = {(p.submit, p.index) for q in walk.pending.values() for p in q}
     ran = {f"main[{i}]" for i, op in enumerate(ops[:walk.pc[0]]) if isinstance(op, (ir.HostAccess, ir.Destroy))}
     for i, op in enumerate(ops[:walk.pc[0]]):
-        if isinstance(op, ir.Submit):
-            ran.update(stream.index.command_ref(cb, k, f"main[{i}]")
-                       for n, batch in enumerate(op.batches or (ir.Batch(),)) if (f"main[{i}]", n) not in pending
-                       for cb in batch.command_buffers
-                       for k, c in enumerate(stream.index.command_buffers[cb].commands) if not isinstance(c, ir.Barrier))
+        batches = (op.batches or (ir.Batch(),)) if isinstance(op, ir.Submit) else ()
+        for n, batch in enumerate(batches):
+            if (f"main[{i}]", n) not in pending:
+                ran.update(stream.index.command_ref(cb, k, f"main[{i}]") for cb in batch.command_buffers
+                           for k, c in enumerate(stream.index.command_buffers[cb].commands)
+                           if not isinstance(c, ir.Barrier))
     assert {s.ref for s in reference_order(stream)} == ran
     assert bool(blocked) == any(f.kind in BLOCKED_KINDS | {"fence_misuse"} and f.first is None
                                 and set(f.ops) & blocked for f in findings)

@@ -356,7 +356,7 @@ class Walk:
     def blocked(self) -> list[str]:
         """The ops left blocked: each thread's next op, each queue's next batch (by its submit)."""
         return [format_ref(name, pc) for (name, ops), pc in zip(self.threads, self.pc) if pc < len(ops)] + \
-            [p[0].submit for p in self.pending.values() if p]
+            [pending[0].submit for pending in self.pending.values() if pending]
 
     def report_blocked(self) -> None:
         """Spec 7.4 / 7.3: waits left blocked when nothing can progress."""
@@ -384,7 +384,8 @@ class Walk:
                           if w.value is not None and self.never_satisfied(w.semaphore, w.value)]
         for ref, semaphore, value in never:
             self.consumer.misuse(Misuse(
-                "wait_never_satisfied", f"signal {semaphore!r} to at least {value}, or wait for a value that is signalled",
+                "wait_never_satisfied",
+                f"signal {semaphore!r} to at least {value}, or wait for a value that is signalled",
                 f"{ref} waits for {semaphore!r} >= {value}, which no operation in the stream signals", (ref,)))
         never_refs = {ref for ref, _, _ in never}
         # The waits on semaphores and the submits holding their signals are the cause; host waits
