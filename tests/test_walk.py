@@ -151,8 +151,10 @@ def test_the_consumers_walk_one_order(doc):
     """The checker, hb.Model and the simulator's reference order run and block the same operations."""
     stream = from_dict(doc)
     checker = Schedule(stream)
-    findings = checker.run()
-    walk = checker.walk
+    walk = Walk(stream, checker)
+    walk.run()
+    walk.report_blocked()
+    findings = checker.result()
     blocked = set(walk.blocked())
     assert {h[1] for h in Model(stream).hazards if h[0] == "blocked"} == blocked
     ops = stream.threads[0].ops

@@ -52,11 +52,14 @@ class Schedule(Checker, Consumer):
 
     def __init__(self, stream: ir.Stream, shared: frozenset[str] = frozenset()) -> None:
         super().__init__(stream)
-        self.walk = Walk(stream, self, shared)
+        self.shared = shared
 
     def run(self) -> list[Finding]:
-        self.walk.run()
-        self.walk.report_blocked()
+        # The walk refers to the checker, not the reverse: no cycle keeps the checker's millions of objects
+        # alive once check() returns (the cyclic collector is paused, and would then scan them all).
+        walk = Walk(self.stream, self, self.shared)
+        walk.run()
+        walk.report_blocked()
         return self.result()
 
     def misuse(self, m: Misuse) -> None:
