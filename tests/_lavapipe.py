@@ -183,11 +183,11 @@ class ComputeDevice:
         vk.vkUnmapMemory(self.device, memory)
         return out
 
-    def _buffer(self, data: bytes) -> tuple[object, object]:
+    def _buffer(self, data: bytes, usage: int | None = None) -> tuple[object, object]:
         vk, device = self.vk, self.device
         size = max(4, len(data))  # Vulkan forbids zero-sized buffers
-        buffer_info = vk.VkBufferCreateInfo(size=size, usage=vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
-                                            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+        buffer_info = vk.VkBufferCreateInfo(size=size, usage=vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT if usage is None
+                                            else usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
         buffer = vk.vkCreateBuffer(device, buffer_info, None)
         requirements = vk.vkGetBufferMemoryRequirements(device, buffer)
         alloc_info = vk.VkMemoryAllocateInfo(allocationSize=requirements.size, memoryTypeIndex=self.memory_type)
@@ -197,6 +197,44 @@ class ComputeDevice:
         mapped[:len(data)] = data
         vk.vkUnmapMemory(device, memory)
         return buffer, memory
+
+    def read_back(self, data: np.ndarray, host_barrier: bool) -> np.ndarray:
+        """The readback pattern: copy `data` from a buffer into a staging buffer (usage transfer dst only),
+        wait for a fence, read the staging buffer through a mapping. host_barrier: a barrier from the copy to
+        the host's reads before the fence, as the memory model requires."""
+        vk, device = self.vk, self.device
+        owned = [self._buffer(data.tobytes(), vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT),
+                 self._buffer(bytes(data.nbytes), vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)]
+        (src, _), (staging, memory) = owned
+        alloc_info = vk.VkCommandBufferAllocateInfo(
+            commandPool=self.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
+        command_buffers = vk.vkAllocateCommandBuffers(device, alloc_info)
+        cb = command_buffers[0]
+        begin_info = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+        vk.vkBeginCommandBuffer(cb, begin_info)
+        regions = [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=data.nbytes)]
+        vk.vkCmdCopyBuffer(cb, src, staging, 1, regions)
+        if host_barrier:
+            barriers = [vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                                           dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT)]
+            vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT,
+                                    0, 1, barriers, 0, None, 0, None)
+        vk.vkEndCommandBuffer(cb)
+        fence_info = vk.VkFenceCreateInfo()
+        fence = vk.vkCreateFence(device, fence_info, None)
+        submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=command_buffers)
+        submits, fences = [submit], [fence]
+        vk.vkQueueSubmit(self.queue, 1, submits, fence)
+        vk.vkWaitForFences(device, 1, fences, vk.VK_TRUE, 10**10)
+        mapped = vk.vkMapMemory(device, memory, 0, data.nbytes, 0)
+        result = np.frombuffer(bytes(mapped[:data.nbytes]), dtype=data.dtype).copy()
+        vk.vkUnmapMemory(device, memory)
+        vk.vkDestroyFence(device, fence, None)
+        vk.vkFreeCommandBuffers(device, self.command_pool, 1, command_buffers)
+        for buffer, buffer_memory in owned:
+            vk.vkDestroyBuffer(device, buffer, None)
+            vk.vkFreeMemory(device, buffer_memory, None)
+        return result
 
     def _submit(self, pipeline: object, layout: object, descriptor_set: object, push: bytes,
                 groups: tuple[int, int, int], dynamic_offsets: Sequence[int] = (),

@@ -168,12 +168,12 @@ def _load_partial_or_report(file: str):
     return None
 
 
-def _import_and_report(capture: str, output: str | None, threads: bool) -> int:
+def _import_and_report(capture: str, output: str | None, threads: bool, assume_reads: bool) -> int:
     from .importer import CaptureError, import_capture
     from .model import dumps
 
     try:
-        stream, summary = import_capture(capture, threads=threads)
+        stream, summary = import_capture(capture, threads=threads, assume_reads=assume_reads)
     except CaptureError as e:
         print(e, file=sys.stderr)
         return 2
@@ -188,7 +188,7 @@ def _import_and_report(capture: str, output: str | None, threads: bool) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    return _import_and_report(args.capture, args.output, args.threads)
+    return _import_and_report(args.capture, args.output, args.threads, not args.no_assumed_reads)
 
 
 def _add_import(sub) -> None:
@@ -200,6 +200,9 @@ def _add_import(sub) -> None:
     i.add_argument("-o", "--output", metavar="STREAM.json", help="write the stream here (default: stdout)")
     i.add_argument("--threads", action="store_true",
                    help="keep each captured thread as a stream thread (default: one thread, capture order)")
+    i.add_argument("--no-assumed-reads", action="store_true",
+                   help="leave out the host reads a capture does not record (default: the host reads each staging "
+                        "buffer the device copied into, after the first host wait that covers the copy)")
     i.set_defaults(run=cmd_import)
 
 
@@ -224,7 +227,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
             return 2
         if rc != 0:
             print(f"vkverify capture: {command[0]} exited with {rc}; importing what it captured", file=sys.stderr)
-        return _import_and_report(capture, args.output, args.threads)
+        return _import_and_report(capture, args.output, args.threads, not args.no_assumed_reads)
 
 
 def _add_capture(sub) -> None:
@@ -234,6 +237,7 @@ def _add_capture(sub) -> None:
     c.add_argument("-o", "--output", metavar="STREAM.json", help="write the stream here (default: stdout)")
     c.add_argument("--capture-file", metavar="FILE.gfxr", help="keep the capture here (default: a temporary file)")
     c.add_argument("--threads", action="store_true", help="as for import")
+    c.add_argument("--no-assumed-reads", action="store_true", help="as for import")
     c.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...")
     c.set_defaults(run=cmd_capture)
 

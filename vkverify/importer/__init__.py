@@ -58,8 +58,8 @@ from .translate import Translator
 __all__ = ["CaptureError", "ImportSummary", "capture_env", "import_capture"]
 
 
-def import_capture(path: str | Path, shader_dir: str | Path | None = None,
-                   threads: bool = False) -> tuple[ir.Stream, ImportSummary]:
+def import_capture(path: str | Path, shader_dir: str | Path | None = None, threads: bool = False,
+                   assume_reads: bool = True) -> tuple[ir.Stream, ImportSummary]:
     """The stream a capture records, and what the import skipped, assumed and warns about.
 
     By default the calls go on one thread `main`, in capture order: how the
@@ -71,6 +71,11 @@ def import_capture(path: str | Path, shader_dir: str | Path | None = None,
     Vulkan: it stays a thread of its own, so that its waits block only it.
     `threads=True` (a .gfxr only) keeps each capture thread as a stream
     thread, ordered only through Vulkan objects.
+
+    A capture records no host reads: `assume_reads` adds the readback
+    pattern's (the host reads a staging buffer the device wrote, after the
+    first host wait that covers the write), labelled "assumed host read"
+    (readback.py; docs/format.md, "Host reads in imported captures").
 
     Raises CaptureError for a capture that cannot be read (truncated, of
     another converter version, without a device).
@@ -84,13 +89,13 @@ def import_capture(path: str | Path, shader_dir: str | Path | None = None,
             if blocks.compressed:  # the fill bytes and push constants are in the compressed part
                 blocks = read_blocks(decompress(path, Path(tmp)), shown_as=path)
             jsonl, shaders = convert(path, Path(tmp))
-            return _translate(path, jsonl, shaders, blocks, threads)
-    return _translate(path, path, None if shader_dir is None else Path(shader_dir), None, False)
+            return _translate(path, jsonl, shaders, blocks, threads, assume_reads)
+    return _translate(path, path, None if shader_dir is None else Path(shader_dir), None, False, assume_reads)
 
 
 def _translate(path: Path, jsonl: Path, shader_dir: Path | None, blocks: Blocks | None,
-               threads: bool) -> tuple[ir.Stream, ImportSummary]:
-    translator = Translator(Resources(shader_dir), blocks, threads)
+               threads: bool, assume_reads: bool) -> tuple[ir.Stream, ImportSummary]:
+    translator = Translator(Resources(shader_dir), blocks, threads, assume_reads)
     translator.run(read_calls(jsonl, str(path)))
     if not translator.devices:
         raise CaptureError(str(path), f"no vkCreateDevice among its {translator.summary.calls} calls: nothing to import")

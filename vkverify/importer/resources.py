@@ -55,6 +55,7 @@ class Buffer:
     size: int
     exclusive: bool
     device: str
+    usage: int = 0  # VkBufferUsageFlags
     memory: int | None = None
     offset: int = 0
     live: bool = True

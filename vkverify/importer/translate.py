@@ -23,6 +23,7 @@ from .commands import Commands, Recording
 from .gfxr import Blocks, FillMemory
 from .order import Satisfied
 from .queues import Queues
+from .readback import ASSUMED, Placement, Readbacks
 from .records import Call
 from .resources import WHOLE_SIZE, Buffer, Memory, Resources
 from .summary import ImportSummary
@@ -31,6 +32,9 @@ from .summary import ImportSummary
 OUT_OF_SCOPE = re.compile(r"Image|RenderPass|Rendering|Framebuffer|Swapchain|Surface|Present|Draw|Sampler|Blit|"
                           r"Resolve|Clear(Color|DepthStencil|Attachments)|Viewport|Scissor|Event|QueryPool|"
                           r"Sparse|DescriptorSetWithTemplate|PushDescriptorSet")
+HOST_VISIBLE = ("host_coherent", "host_cached", "device_host_visible")
+TRANSFER_SRC, TRANSFER_DST = 0x1, 0x2  # VkBufferUsageFlagBits
+TRANSFER_ONLY = TRANSFER_SRC | TRANSFER_DST
 NOTES = ("host_write", "host_read", "concurrent")  # debug messages that say what a call is for (see __init__.py)
 QUEUE_LABEL = re.compile(r"queue (\S+), family (\d+)")  # see __init__.py
 # Of those, the ones whose absence can hide or invent synchronization: each gets a warning.
@@ -38,11 +42,13 @@ ORDERING = re.compile(r"Event|CopyQueryPoolResults|Sparse|DescriptorSetWithTempl
 
 
 class Translator(Commands, Queues):
-    def __init__(self, resources: Resources, blocks: Blocks | None, threads: bool) -> None:
+    def __init__(self, resources: Resources, blocks: Blocks | None, threads: bool, assume_reads: bool) -> None:
         """blocks: what the .gfxr holds beside the JSON lines (None for JSON lines only);
-        threads: keep each capture thread as a stream thread."""
+        threads: keep each capture thread as a stream thread; assume_reads: add the readback reads (readback.py)."""
         self.res = resources
+        self.assume_reads = assume_reads
         self.fills = None if blocks is None else blocks.fills  # None: no fill records
+        self.flushed_fills: set[int] = set()  # the fill records made at a flush: writes the program declared
         self.push_data = None if blocks is None else blocks.push_constants  # None: push constants unknown
         self.call_parameters = None if blocks is None else blocks.parameters  # None: JSON lines only
         self.call_threads = None if blocks is None else blocks.threads  # None: every call on one thread
@@ -73,6 +79,8 @@ class Translator(Commands, Queues):
         pending = next(fills, None)
         for call in calls:
             while pending is not None and pending.index < call.index:
+                if call.name == "vkFlushMappedMemoryRanges":  # the call that made the layer write the record
+                    self.flushed_fills.add(pending.index)
                 self.fill_memory(pending)
                 pending = next(fills, None)
             self.summary.calls += 1
@@ -106,6 +114,41 @@ class Translator(Commands, Queues):
 
     def thread_of(self, index: int) -> int:
         return 0 if self.call_threads is None else self.call_threads.get(index, 0)
+
+    def read_back(self) -> None:
+        """Add to the host ops the host reads a capture does not record, and make page-guard fills of read
+        bytes reads (readback.py)."""
+        placements = {}
+        for buf in self.res.buffers.values():
+            mem = self.res.memories.get(buf.memory)
+            kind = None if mem is None else self.res.kind(mem) or ("host_coherent" if mem.ever_mapped else None)
+            if kind in HOST_VISIBLE and buf.same is None:
+                placements[buf.id] = Placement(mem.handle, buf.offset, _staging(kind, buf.usage), mem.ever_mapped)
+        queue_device = {qid: dev for qid, dev, _ in self.queues.values()}
+        queue_device.update((qid, dev) for qid, (dev, _) in self.stream_queues.items())
+        walk = Readbacks(placements, self.command_buffers, queue_device, self.flushed_fills, self.assume_reads)
+        ops = walk.walk(sorted(((index, thread, op) for thread, ops in self.ops.items() for index, op in ops),
+                               key=lambda x: x[0]))
+        if walk.assumed_reads:
+            self.summary.assumed.append(
+                f"{len(walk.assumed_reads)} host reads ({', '.join(sorted(set(walk.assumed_reads)))}): a capture records "
+                "no host reads, so the host is taken to read each staging buffer (coherent host-visible memory, "
+                "usage transfer only) the device copied into, right after the first host wait that covers the write; "
+                f"their labels start '{ASSUMED}' (import with assume_reads=False, --no-assumed-reads, to leave them out)")
+        if walk.unrecorded is not None:
+            self.warn("unrecorded", f"device commands read mapped memory that no captured write reached (first: "
+                                    f"{walk.unrecorded}): a capture made with assisted memory tracking records a host "
+                                    "write only at its vkFlushMappedMemoryRanges, so the writes of a program that does "
+                                    "not flush coherent memory are lost; capture with page_guard tracking (the "
+                                    "default) for them")
+        if walk.fill_reads:
+            self.summary.assumed.append(
+                f"{walk.fill_reads} fill-memory records are host reads, not writes: each covers only bytes the device "
+                "wrote last, after a host wait that covers that write, and nothing touched since (a page-guard "
+                "capture writes back the pages the host read)")
+        self.ops = {}
+        for index, thread, op in ops:
+            self.ops.setdefault(thread, []).append((index, op))
 
     def stream_threads(self) -> dict[str, list[dict]]:
         """Capture threads that signal a semaphore from the host as threads of their own (all of them with
@@ -228,7 +271,7 @@ class Translator(Commands, Queues):
         concurrent = self.take_note(call, "concurrent")
         self.res.buffers[a["pBuffer"]] = Buffer(a["pBuffer"], f"buf{a['pBuffer']}", info["size"],
                                                 info["sharingMode"] == "VK_SHARING_MODE_EXCLUSIVE" and not concurrent,
-                                                self.devices.get(a["device"], "gpu0"))
+                                                self.devices.get(a["device"], "gpu0"), info["usage"])
 
     def _bind(self, buffer: int, memory: int, offset: int) -> None:
         buf, mem = self.res.buffers.get(buffer), self.res.memories.get(memory)
@@ -350,6 +393,7 @@ class Translator(Commands, Queues):
 
     def document(self, name: str) -> dict:
         """The stream document; resources are declared from what the walk saw."""
+        self.read_back()
         # A VkQueue whose calls all went to labelled stream queues is not a queue of the stream itself.
         declared = {qid: (dev, family) for h, (qid, dev, family) in self.queues.items()
                     if qid in self.attributed.get(h, {qid})}
@@ -395,6 +439,11 @@ class Translator(Commands, Queues):
                 self.summary.warnings.append(f"image {image} (vkBindImageMemory #{index}) is bound to memory "
                                              f"{mem.handle}, which buffers use too: its accesses are not in the stream")
         return out
+
+
+def _staging(kind: str, usage: int) -> bool:
+    """A buffer the device can only copy into and out of, on coherent memory: it is there for the host."""
+    return kind != "host_cached" and bool(usage & TRANSFER_DST) and not usage & ~TRANSFER_ONLY
 
 
 def _overlapping(bufs: list[Buffer]) -> list[list[Buffer]]:
