@@ -34,11 +34,12 @@ d.close()
 """
 
 
-def capture(program: str, out: Path) -> Path:
+def capture(program: str, out: Path, **layer: str) -> Path:
+    """`program` run under the capture layer, with the layer settings `layer` on top of capture_env's."""
     require_gfxreconstruct()
     # Compressed, as captures made with the layer's defaults are: the import decompresses them to read
     # the fill bytes and push constants.
-    env = dict(capture_env(out, os.environ), GFXRECON_CAPTURE_COMPRESSION_TYPE="LZ4", PYTHONPATH=str(ROOT))
+    env = dict(capture_env(out, os.environ), GFXRECON_CAPTURE_COMPRESSION_TYPE="LZ4", PYTHONPATH=str(ROOT), **layer)
     done = subprocess.run([sys.executable, "-c", program], env=env, cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0 or not out.exists():
         pytest.skip(f"the program did not run under the capture layer: {done.stderr.strip()[-300:]}")

@@ -14,6 +14,8 @@ from .conftest import require_gfxreconstruct
 
 from vkverify.check import check
 from vkverify.importer import capture_env, import_capture
+from vkverify.importer.readback import ASSUMED
+from vkverify.model import ir
 from vkverify.model.refs import split_ref
 from vkverify.mutations import analyze
 from vkverify.mutations.operators import drop_command, translate
@@ -37,16 +39,18 @@ def wgpu_stream(tmp_path_factory):
     return import_capture(out)
 
 
-def readback_reuse(finding) -> bool:
-    """The one finding on wgpu, adjudicated true by the memory model (memorymodel.adoc, Location-Ordered):
-    a copy writes a readback buffer; wgpu waits on its semaphore and maps it, but never records a barrier
-    with dst host (wgpu-core drains and drops the MAP_READ transition), so no device-to-host domain
-    operation exists. The capture layer's `fill memory` then writes the page back through the next buffer
-    bound to the same memory: a host write after a device write with no DOM(device, host) between them.
-    (wgpu's own host reads of the page have the same gap, but a capture does not record reads.)"""
-    return (finding.kind == "waw" and finding.first_access == "copy/transfer_write"
-            and finding.second_access == "host/host_write" and finding.labels[1].startswith("fill memory")
-            and "dst host/host_write" in finding.fix)
+def missing_host_barrier(finding) -> bool:
+    """The findings on wgpu, adjudicated true by the memory model (memorymodel.adoc, Location-Ordered and
+    synchronization.adoc, "Host Write Ordering Guarantees" / host access): a copy writes a readback buffer;
+    wgpu waits on its timeline semaphore and the host reads the buffer through its mapping (the assumed
+    read: a capture records no reads), but wgpu never records a barrier with dst host / host_read (wgpu-core
+    drains and drops the MAP_READ transition). A semaphore wait on the host is an execution dependency only
+    ("the access scope of a memory dependency defined by a fence only includes device access"), so no
+    domain operation makes the copy's writes available to the host: a read after write."""
+    return (finding.kind == "raw" and finding.first_access == "copy/transfer_write"
+            and finding.second_access == "host/host_read" and finding.labels[0].startswith("vkCmdCopyBuffer #")
+            and finding.labels[1].startswith(f"{ASSUMED} (readback) after ")
+            and "src copy/transfer_write -> dst host/host_read" in finding.fix)
 
 
 def test_wgpu_passes_import_with_only_the_adjudicated_findings(wgpu_stream):
@@ -55,9 +59,16 @@ def test_wgpu_passes_import_with_only_the_adjudicated_findings(wgpu_stream):
     assert summary.commands["barrier"] >= 24 and summary.submits >= 4
     # Nothing outside the mapping: no skipped call, no warning that the stream misses an ordering.
     assert not summary.skipped and not summary.warnings
+    # The page guard writes back the pages of the readback buffers the host read: reads, not host writes, so
+    # the only host writes left are the uploads, before the first wait.
+    assert any("fill-memory records are host reads" in a for a in summary.assumed)
+    (ops,) = [t.ops for t in stream.threads]
+    first_wait = next(i for i, op in enumerate(ops) if isinstance(op, ir.WaitSemaphores))
+    assert all(i < first_wait for i, op in enumerate(ops) if isinstance(op, ir.HostAccess) and op.op == "host_write")
     findings = check(stream)
-    # wgpu_passes.py reads back three buffers; the two later readback buffers reuse the first's memory.
-    assert len(findings) == 2 and all(map(readback_reuse, findings)), findings
+    # wgpu_passes.py reads back three buffers, each after its own copy and semaphore wait.
+    assert len(findings) == 3 and all(map(missing_host_barrier, findings)), findings
+    assert len({f.buffer for f in findings}) == 3
 
 
 def test_dropping_each_load_bearing_barrier_is_found(wgpu_stream):

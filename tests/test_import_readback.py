@@ -1,0 +1,80 @@
+"""Host reads in imported captures (docs/format.md): the readback pattern's read, which no capture records,
+assumed after the wait that covers the copy; a page-guard fill of bytes the host only read is no host write;
+a capture that lost unflushed host writes (assisted memory tracking) says so. Each on a small program run
+under the capture layer: tests/_lavapipe.py's `read_back` (a copy into a staging buffer, a fence wait, a
+read through the mapping), with and without a barrier to the host's reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vkverify.check import check
+from vkverify.importer import import_capture
+from vkverify.importer.readback import ASSUMED
+from vkverify.model import ir
+
+from .test_import import capture
+
+READBACK = """
+import numpy as np
+from tests._lavapipe import ComputeDevice
+d = ComputeDevice()
+data = np.arange(1024, dtype=np.uint32)
+assert (d.read_back(data, host_barrier={host_barrier}) == data).all()
+d.close()
+"""
+
+
+@pytest.fixture(scope="module")
+def captures(tmp_path_factory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("readback")
+    return {"no barrier": capture(READBACK.format(host_barrier=False), tmp / "plain.gfxr"),
+            "barrier": capture(READBACK.format(host_barrier=True), tmp / "barrier.gfxr"),
+            "assisted": capture(READBACK.format(host_barrier=True), tmp / "assisted.gfxr",
+                                GFXRECON_MEMORY_TRACKING_MODE="assisted")}
+
+
+def accesses(stream: ir.Stream, op: str) -> list[ir.HostAccess]:
+    """The stream's host ops `op` ("host_read", "host_write")."""
+    return [o for t in stream.threads for o in t.ops if isinstance(o, ir.HostAccess) and o.op == op]
+
+
+def test_the_missing_host_barrier_is_a_raw_on_the_assumed_read(captures):
+    stream, summary = import_capture(captures["no barrier"])
+    (read,) = accesses(stream, "host_read")
+    assert read.label.startswith(f"{ASSUMED} (readback) after vkWaitForFences #")
+    assert any("host reads" in a and ASSUMED in a for a in summary.assumed)
+    (finding,) = check(stream)
+    assert (finding.kind, finding.first_access, finding.second_access) == ("raw", "copy/transfer_write",
+                                                                           "host/host_read")
+    assert finding.labels[0].startswith("vkCmdCopyBuffer #") and finding.labels[1] == read.label
+    assert "src copy/transfer_write -> dst host/host_read" in finding.fix
+
+
+def test_the_page_guard_fill_of_the_read_page_is_no_host_write(captures):
+    """The layer writes back the staging buffer's page after the host read it: without the assumed read, that
+    fill is the read (labelled so); with it, the fill is dropped."""
+    stream, summary = import_capture(captures["no barrier"])
+    assert len(accesses(stream, "host_write")) == 2  # the source's data and the staging buffer's zeros, before the submit
+    assert any("fill-memory records are host reads" in a for a in summary.assumed)
+    stream, summary = import_capture(captures["no barrier"], assume_reads=False)
+    assert not any(ASSUMED in a for a in summary.assumed)
+    (finding,) = check(stream)
+    assert finding.kind == "raw" and finding.labels[1].startswith("fill memory #")
+    assert finding.labels[1].endswith("a host read of bytes the device wrote (page guard)")
+
+
+def test_a_barrier_to_the_host_reads_orders_the_assumed_read(captures):
+    stream, _ = import_capture(captures["barrier"])
+    assert len(accesses(stream, "host_read")) == 1
+    assert check(stream) == []
+
+
+def test_assisted_tracking_that_lost_the_host_writes_is_warned(captures):
+    stream, summary = import_capture(captures["assisted"])
+    assert not accesses(stream, "host_write")  # never flushed: lost
+    (warning,) = summary.warnings
+    assert "no captured write reached (first: vkCmdCopyBuffer #" in warning and "assisted" in warning
+    assert not import_capture(captures["barrier"])[1].warnings
