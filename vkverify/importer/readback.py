@@ -10,7 +10,8 @@ found. `Readbacks` walks the host ops in capture order, with the bytes each subm
   usage is transfer only: the device can only copy into and out of it, so it is there for the host. Only
   a copy's bytes: a fill of such a buffer is how an engine makes a zero source for its clears (wgpu does);
 - takes a fill-memory record as a host read where a device command wrote every byte of it last, a host
-  wait covered that command, and no device command and no host write touched the bytes since: a
+  wait covered that command, no device command and no host write touched the bytes since, and no read
+  reads them later before a write (what is read there was written): a
   page-guard capture writes back each page the host touched, read or written, and it holds no earlier
   content of those bytes to tell the two apart. Where an assumed read already stands for it, the fill
   is dropped. A fill made at a vkFlushMappedMemoryRanges stays a write: a program flushes what it wrote
@@ -105,8 +106,17 @@ def _add(spans: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]
     return sorted(out + [(lo, hi)])
 
 
+def _subtract(spans: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
+    """Disjoint sorted `spans` less [lo, hi)."""
+    return [(a, b) for x, y in spans for a, b in ((x, min(y, lo)), (max(x, hi), y)) if a < b]
+
+
 def _covers(spans: list[tuple[int, int]], lo: int, hi: int) -> bool:
     return any(a <= lo and hi <= b for a, b in spans)
+
+
+def _overlaps(spans: list[tuple[int, int]], lo: int, hi: int) -> bool:
+    return any(a < hi and lo < b for a, b in spans)
 
 
 class Readbacks:
@@ -134,11 +144,13 @@ class Readbacks:
         """(call index, capture thread, host op) in capture order, with assumed reads added after the waits
         and page-guard fills of read bytes turned into reads or dropped."""
         out = []
-        for index, thread, op in ops:
+        consumed = self._consumed(ops)
+        for at, (index, thread, op) in enumerate(ops):
             kind = op["op"]
             if kind == "submit":
                 self._submit(op)
-            elif kind == "host_write" and op["label"].startswith(FILL) and index not in self.flushed_fills:
+            elif kind == "host_write" and op["label"].startswith(FILL) and index not in self.flushed_fills \
+                    and at not in consumed:
                 op = self._fill(op)
                 if op is None:
                     continue
@@ -153,6 +165,38 @@ class Readbacks:
                 out += [(index, thread, read) for read in self._waited(self._covered(op), op["label"])]
         return out
 
+    def _consumed(self, ops: list[tuple[int, int, dict]]) -> set[int]:
+        """The positions in `ops` of the fills whose bytes a later read (device or host) reads before anything
+        writes them: the program wrote what it reads there. Another buffer bound later over a readback
+        buffer's memory, the layer's late record of a read can land on it; only a write there is read."""
+        read_next: dict[int, list[tuple[int, int]]] = {}  # memory -> the bytes whose next access is a read
+        out = set()
+        for at in reversed(range(len(ops))):
+            op = ops[at][2]
+            if op["op"] == "submit":
+                touched = [(buffer, offset, size, reads, writes) for batch in op["batches"]
+                           for _, buffer, offset, size, reads, writes in self._accesses(batch)]
+            else:
+                touched = [(op["buffer"], op["offset"], op["size"], op["op"] == "host_read",
+                            op["op"] == "host_write")] if op["op"] in ("host_read", "host_write") else []
+            for buffer, offset, size, reads, writes in reversed(touched):
+                found = self._range(buffer, offset, size)
+                if found is None:
+                    continue
+                (place, lo, hi), spans = found, read_next.get(found[0].memory, [])
+                if writes and op["label"].startswith(FILL) and _overlaps(spans, lo, hi):
+                    out.add(at)
+                spans = _subtract(spans, lo, hi) if writes else spans
+                read_next[place.memory] = _add(spans, lo, hi) if reads else spans  # a read_write reads first
+        return out
+
+    def _accesses(self, batch: dict) -> Iterator[tuple[dict, str, int, int, bool, bool]]:
+        """(command, buffer, offset, size, reads, writes) for each access of a batch's commands, in order."""
+        for cb in batch["command_buffers"]:
+            for cmd in self.command_buffers.get(cb, ()):
+                for access in accesses(cmd):
+                    yield (cmd, *access)
+
     # ---- what completes when -----------------------------------------------
 
     def _submit(self, op: dict) -> None:
@@ -161,14 +205,12 @@ class Readbacks:
         frontier = _join([self.queue_frontier.get(queue, {}), {queue: n}])
         for batch in op["batches"]:
             frontier = _join([frontier] + [self._signal(w["semaphore"], w.get("value")) for w in batch["wait"]])
-            for cb in batch["command_buffers"]:
-                for cmd in self.command_buffers.get(cb, ()):
-                    for buffer, offset, size, reads, writes in accesses(cmd):
-                        found = self._range(buffer, offset, size)
-                        if found is not None:
-                            if reads:
-                                self._device_read(cmd, buffer, *found)
-                            self._device_access(*found, buffer, offset, writes and cmd["cmd"], queue, n)
+            for cmd, buffer, offset, size, reads, writes in self._accesses(batch):
+                found = self._range(buffer, offset, size)
+                if found is not None:
+                    if reads:
+                        self._device_read(cmd, buffer, *found)
+                    self._device_access(*found, buffer, offset, writes and cmd["cmd"], queue, n)
             for s in batch["signal"]:
                 self.signals.setdefault(s["semaphore"], []).append((s.get("value"), frontier))
         self.queue_frontier[queue] = frontier
