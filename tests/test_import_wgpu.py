@@ -3,54 +3,20 @@ captured, imported and checked; dropping any load-bearing barrier of the importe
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-from .conftest import require_gfxreconstruct
+from ._thirdparty import captured, missing_host_barrier
 
 from vkverify.check import check
-from vkverify.importer import capture_env, import_capture
-from vkverify.importer.readback import ASSUMED
 from vkverify.model import ir
 from vkverify.model.refs import split_ref
 from vkverify.mutations import analyze
 from vkverify.mutations.operators import drop_command, translate
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 @pytest.fixture(scope="module")
 def wgpu_stream(tmp_path_factory):
-    try:
-        import wgpu  # noqa: F401
-    except ImportError as e:
-        pytest.skip(f"wgpu cannot be imported ({e}); tools/test.sh installs it: pip install -e '.[thirdparty]'")
-    require_gfxreconstruct()
-    out = tmp_path_factory.mktemp("wgpu") / "passes.gfxr"
-    done = subprocess.run([sys.executable, str(ROOT / "examples/thirdparty/wgpu_passes.py")],
-                          env=capture_env(out, os.environ), capture_output=True, text=True)
-    assert "DIFFERS" not in done.stdout, done.stdout  # ran, but wgpu computed something else than numpy
-    if done.returncode != 0:
-        pytest.skip(f"wgpu_passes.py did not run here: {done.stderr.strip()[-300:]}")
-    return import_capture(out)
-
-
-def missing_host_barrier(finding) -> bool:
-    """The findings on wgpu, adjudicated true by the memory model (memorymodel.adoc, Location-Ordered and
-    synchronization.adoc, "Host Write Ordering Guarantees" / host access): a copy writes a readback buffer;
-    wgpu waits on its timeline semaphore and the host reads the buffer through its mapping (the assumed
-    read: a capture records no reads), but wgpu never records a barrier with dst host / host_read (wgpu-core
-    drains and drops the MAP_READ transition). A semaphore wait on the host is an execution dependency only
-    ("the access scope of a memory dependency defined by a fence only includes device access"), so no
-    domain operation makes the copy's writes available to the host: a read after write."""
-    return (finding.kind == "raw" and finding.first_access == "copy/transfer_write"
-            and finding.second_access == "host/host_read" and finding.labels[0].startswith("vkCmdCopyBuffer #")
-            and finding.labels[1].startswith(f"{ASSUMED} (readback) after ")
-            and "src copy/transfer_write -> dst host/host_read" in finding.fix)
+    return captured("wgpu", "wgpu_passes.py", tmp_path_factory.mktemp("wgpu") / "passes.gfxr")
 
 
 def test_wgpu_passes_import_with_only_the_adjudicated_findings(wgpu_stream):
@@ -66,7 +32,8 @@ def test_wgpu_passes_import_with_only_the_adjudicated_findings(wgpu_stream):
     first_wait = next(i for i, op in enumerate(ops) if isinstance(op, ir.WaitSemaphores))
     assert all(i < first_wait for i, op in enumerate(ops) if isinstance(op, ir.HostAccess) and op.op == "host_write")
     findings = check(stream)
-    # wgpu_passes.py reads back three buffers, each after its own copy and semaphore wait.
+    # wgpu_passes.py reads back three buffers, each after its own copy and semaphore wait; wgpu never records
+    # a barrier with dst host (wgpu-core drains and drops the MAP_READ transition).
     assert len(findings) == 3 and all(map(missing_host_barrier, findings)), findings
     assert len({f.buffer for f in findings}) == 3
 

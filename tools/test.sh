@@ -3,10 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install.sh
-# The third-party program's test needs wgpu (a wheel with wgpu-native inside); where it cannot be installed,
-# that test skips and -ra prints why.
-.venv/bin/python -c "import wgpu" 2>/dev/null || .venv/bin/python -m pip install -q -e '.[thirdparty]' \
-    || echo "test.sh: the thirdparty extra (wgpu) did not install; tests/test_import_wgpu.py will skip"
+# The third-party programs' tests need the thirdparty extra (wgpu, taichi, ncnn: wheels with their native
+# libraries inside); where a package cannot be installed, its test skips and -ra prints why.
+.venv/bin/python -c "import wgpu, taichi, ncnn" 2>/dev/null || .venv/bin/python -m pip install -q -e '.[thirdparty]' \
+    || echo "test.sh: the thirdparty extra (wgpu, taichi, ncnn) did not install; the tests of what is missing will skip"
 set +e
 .venv/bin/python -m pytest -q "$@"
 rc=$?
