@@ -57,7 +57,7 @@ def test_the_page_guard_fill_of_the_read_page_is_no_host_write(captures):
     """The layer writes back the staging buffer's page after the host read it: without the assumed read, that
     fill is the read (labelled so); with it, the fill is dropped."""
     stream, summary = import_capture(captures["no barrier"])
-    assert len(accesses(stream, "host_write")) == 2  # the source's data and the staging buffer's zeros, before the submit
+    assert len(accesses(stream, "host_write")) == 2  # the source's data and the staging buffer's zeros
     assert any("fill-memory records are host reads" in a for a in summary.assumed)
     stream, summary = import_capture(captures["no barrier"], assume_reads=False)
     assert not any(ASSUMED in a for a in summary.assumed)

@@ -68,7 +68,8 @@ def _cut(entries: list[Written], lo: int, hi: int) -> list[Written]:
 
 def _clip(entries: list[Written], lo: int, hi: int) -> list[Written]:
     """The parts of `entries` within [lo, hi)."""
-    return [replace(e, lo=max(e.lo, lo), hi=min(e.hi, hi)) for e in entries if e.lo < hi and e.hi > lo]
+    return [replace(e, lo=max(e.lo, lo), hi=min(e.hi, hi), at=e.at + max(0, lo - e.lo))
+            for e in entries if e.lo < hi and e.hi > lo]
 
 
 def _join(frontiers) -> Frontier:
@@ -136,7 +137,7 @@ class Readbacks:
         self.fences: dict[str, Frontier] = {}
         self.destroyed: set[str] = set()
         self.assumed_reads: list[str] = []  # buffer ids, for the summary
-        self.fill_reads = 0  # fill-memory records taken as host reads
+        self.fill_reads: set[int] = set()  # the call indices of the fill-memory records taken as host reads
         self.recorded: dict[int, list[tuple[int, int]]] = {}  # memory -> the bytes a captured write reached
         self.unrecorded: str | None = None  # the first device read of mapped bytes no captured write reached
 
@@ -151,7 +152,7 @@ class Readbacks:
                 self._submit(op)
             elif kind == "host_write" and op["label"].startswith(FILL) and index not in self.flushed_fills \
                     and at not in consumed:
-                op = self._fill(op)
+                op = self._fill(index, op)
                 if op is None:
                     continue
             elif kind == "host_write":
@@ -232,7 +233,7 @@ class Readbacks:
             return _join(self._signal(w["semaphore"], w["value"]) for w in op["waits"])
         if kind == "queue_wait_idle":
             return self.queue_frontier.get(op["queue"], {})
-        return _join(f for q, f in self.queue_frontier.items() if self.queue_device[q] == op["device"])
+        return _join(f for q, f in self.queue_frontier.items() if self.queue_device.get(q) == op["device"])
 
     # ---- bytes -------------------------------------------------------------
 
@@ -266,7 +267,7 @@ class Readbacks:
     def _waited(self, covered: Frontier, wait: str) -> list[dict]:
         """Mark the device writes a host wait covers; the assumed reads of those of staging buffers."""
         reads = []
-        for memory, entries in self.written.items():
+        for entries in self.written.values():
             for i, e in enumerate(entries):
                 if e.waited or e.submit > covered.get(e.queue, 0):
                     continue
@@ -279,7 +280,7 @@ class Readbacks:
                                   "label": f"{ASSUMED} (readback) after {wait}"})
         return reads
 
-    def _fill(self, fill: dict) -> dict | None:
+    def _fill(self, index: int, fill: dict) -> dict | None:
         """The op a fill-memory record is: the host read of bytes that a device command wrote last, a host wait
         covered, and nothing touched since (None where assumed reads stand for all of them); else the write."""
         found = self._range(fill["buffer"], fill["offset"], fill["size"])
@@ -287,7 +288,7 @@ class Readbacks:
         if not under or not all(e.waited for e in under) or sum(e.hi - e.lo for e in under) < fill["size"]:
             self._host_write(fill)
             return fill
-        self.fill_reads += 1
+        self.fill_reads.add(index)
         if all(e.assumed for e in under):
             return None
         return {"op": "host_read", "buffer": fill["buffer"], "offset": fill["offset"], "size": fill["size"],

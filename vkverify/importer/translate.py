@@ -121,7 +121,7 @@ class Translator(Commands, Queues):
         placements = {}
         for buf in self.res.buffers.values():
             mem = self.res.memories.get(buf.memory)
-            kind = None if mem is None else self.res.kind(mem) or ("host_coherent" if mem.ever_mapped else None)
+            kind = None if mem is None else self.memory_kind(mem)
             if kind in HOST_VISIBLE and buf.same is None:
                 placements[buf.id] = Placement(mem.handle, buf.offset, _staging(kind, buf.usage), mem.ever_mapped)
         queue_device = {qid: dev for qid, dev, _ in self.queues.values()}
@@ -129,12 +129,20 @@ class Translator(Commands, Queues):
         walk = Readbacks(placements, self.command_buffers, queue_device, self.flushed_fills, self.assume_reads)
         ops = walk.walk(sorted(((index, thread, op) for thread, ops in self.ops.items() for index, op in ops),
                                key=lambda x: x[0]))
+        self.ops = {}
+        for index, thread, op in ops:
+            self.ops.setdefault(thread, []).append((index, op))
+        self.note_reads(walk)
+
+    def note_reads(self, walk: Readbacks) -> None:
+        """What the summary says of the reads a walk assumed or found, and of writes it found missing."""
         if walk.assumed_reads:
             self.summary.assumed.append(
-                f"{len(walk.assumed_reads)} host reads ({', '.join(sorted(set(walk.assumed_reads)))}): a capture records "
-                "no host reads, so the host is taken to read each staging buffer (coherent host-visible memory, "
-                "usage transfer only) the device copied into, right after the first host wait that covers the write; "
-                f"their labels start '{ASSUMED}' (import with assume_reads=False, --no-assumed-reads, to leave them out)")
+                f"{len(walk.assumed_reads)} host reads ({', '.join(sorted(set(walk.assumed_reads)))}): a capture "
+                "records no host reads, so the host is taken to read each staging buffer (coherent host-visible "
+                "memory, usage transfer only) the device copied into, right after the first host wait that covers "
+                f"the copy; their labels start '{ASSUMED}' (import with assume_reads=False, --no-assumed-reads, to "
+                "leave them out)")
         if walk.unrecorded is not None:
             self.warn("unrecorded", f"device commands read mapped memory that no captured write reached (first: "
                                     f"{walk.unrecorded}): a capture made with assisted memory tracking records a host "
@@ -143,12 +151,9 @@ class Translator(Commands, Queues):
                                     "default) for them")
         if walk.fill_reads:
             self.summary.assumed.append(
-                f"{walk.fill_reads} fill-memory records are host reads, not writes: each covers only bytes the device "
-                "wrote last, after a host wait that covers that write, and nothing touched since (a page-guard "
-                "capture writes back the pages the host read)")
-        self.ops = {}
-        for index, thread, op in ops:
-            self.ops.setdefault(thread, []).append((index, op))
+                f"{len(walk.fill_reads)} fill-memory records are host reads, not writes: each covers only bytes a "
+                "device command wrote last, after a host wait that covers it, that nothing touched since and nothing "
+                "reads later before a write (a page-guard capture writes back the pages the host read)")
 
     def stream_threads(self) -> dict[str, list[dict]]:
         """Capture threads that signal a semaphore from the host as threads of their own (all of them with
@@ -409,14 +414,17 @@ class Translator(Commands, Queues):
             "fences": list(self.fences.values()), "shaders": {k: {"bindings": v} for k, v in self.shaders.items()},
             "command_buffers": self.command_buffers, "threads": self.stream_threads()}
 
+    def memory_kind(self, mem: Memory) -> str:
+        """The stream kind of `mem`; without memory properties in the capture, as its use says: mapped or not."""
+        return self.res.kind(mem) or ("host_coherent" if mem.ever_mapped else "device_local")
+
     def buffer_docs(self) -> list[dict]:
         """Bound buffers. Buffers of one memory object whose bytes overlap alias a root: the one of them
         that holds all their bytes, else a root `mem<handle>_<offset>` made up over their bytes."""
         out = []
         for mem in self.res.memories.values():
-            kind = self.res.kind(mem)
-            if kind is None:
-                kind = "host_coherent" if mem.ever_mapped else "device_local"
+            kind = self.memory_kind(mem)
+            if self.res.kind(mem) is None:
                 self.warn("memory-properties", f"no vkGetPhysicalDeviceMemoryProperties for memory {mem.handle}'s "
                                                f"device in the capture: taken as {kind}")
             bufs = sorted((self.res.buffers[h] for h in mem.buffers if self.res.buffers[h].same is None),
