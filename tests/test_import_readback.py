@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from vkverify.check import check
+from vkverify.cli import main
 from vkverify.importer import import_capture
 from vkverify.importer.readback import ASSUMED
 from vkverify.model import ir
@@ -78,3 +79,11 @@ def test_assisted_tracking_that_lost_the_host_writes_is_warned(captures):
     (warning,) = summary.warnings
     assert "no captured write reached (first: vkCmdCopyBuffer #" in warning and "assisted" in warning
     assert not import_capture(captures["barrier"])[1].warnings
+
+
+def test_the_cli_switch_leaves_the_assumed_reads_out(captures, tmp_path, capsys):
+    for argv, assumed in (([], True), (["--no-assumed-reads"], False)):
+        out = tmp_path / "s.json"
+        assert main(["import", str(captures["no barrier"]), "-o", str(out), *argv]) == 0
+        assert (ASSUMED in out.read_text()) == assumed
+        assert ("assumed: 1 host reads" in capsys.readouterr().err) == assumed
