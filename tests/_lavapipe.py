@@ -206,31 +206,18 @@ class ComputeDevice:
         owned = [self._buffer(data.tobytes(), vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT),
                  self._buffer(bytes(data.nbytes), vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)]
         (src, _), (staging, memory) = owned
-        alloc_info = vk.VkCommandBufferAllocateInfo(
-            commandPool=self.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
-        command_buffers = vk.vkAllocateCommandBuffers(device, alloc_info)
-        cb = command_buffers[0]
-        begin_info = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
-        vk.vkBeginCommandBuffer(cb, begin_info)
-        regions = [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=data.nbytes)]
-        vk.vkCmdCopyBuffer(cb, src, staging, 1, regions)
-        if host_barrier:
-            barriers = [vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                                           dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT)]
-            vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT,
-                                    0, 1, barriers, 0, None, 0, None)
-        vk.vkEndCommandBuffer(cb)
-        fence_info = vk.VkFenceCreateInfo()
-        fence = vk.vkCreateFence(device, fence_info, None)
-        submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=command_buffers)
-        submits, fences = [submit], [fence]
-        vk.vkQueueSubmit(self.queue, 1, submits, fence)
-        vk.vkWaitForFences(device, 1, fences, vk.VK_TRUE, 10**10)
-        mapped = vk.vkMapMemory(device, memory, 0, data.nbytes, 0)
-        result = np.frombuffer(bytes(mapped[:data.nbytes]), dtype=data.dtype).copy()
-        vk.vkUnmapMemory(device, memory)
-        vk.vkDestroyFence(device, fence, None)
-        vk.vkFreeCommandBuffers(device, self.command_pool, 1, command_buffers)
+
+        def record(cb: object) -> None:
+            regions = [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=data.nbytes)]
+            vk.vkCmdCopyBuffer(cb, src, staging, 1, regions)
+            if host_barrier:
+                barriers = [vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                                               dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT)]
+                vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT,
+                                        0, 1, barriers, 0, None, 0, None)
+
+        self._execute(record)
+        result = self.read(memory, data.nbytes, data.dtype)
         for buffer, buffer_memory in owned:
             vk.vkDestroyBuffer(device, buffer, None)
             vk.vkFreeMemory(device, buffer_memory, None)
@@ -241,6 +228,32 @@ class ComputeDevice:
                 push_descriptors: Callable[[object], None] | None = None, submit_lock=None) -> None:
         """descriptor_set: the set to bind, with `dynamic_offsets`; None where `push_descriptors` records the push
         of its descriptors."""
+        vk = self.vk
+
+        def record(cb: object) -> None:
+            vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
+            if descriptor_set is not None:
+                sets, offsets = [descriptor_set], list(dynamic_offsets)
+                vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, sets, len(offsets),
+                                           offsets or None)
+            else:
+                push_descriptors(cb)
+            if push:
+                values = vk.ffi.from_buffer(push)
+                vk.vkCmdPushConstants(cb, layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(push), values)
+            vk.vkCmdDispatch(cb, *groups)
+            # Make the shader's writes visible to the host's reads after the fence.
+            barrier = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
+                                         dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT)
+            barriers = [barrier]
+            vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT,
+                                    0, 1, barriers, 0, None, 0, None)
+
+        self._execute(record, submit_lock)
+
+    def _execute(self, record: Callable[[object], None], submit_lock=None) -> None:
+        """One command buffer, its commands recorded by `record(cb)`, submitted with a fence (under
+        `submit_lock` where given); returns once the fence has signaled."""
         vk, device = self.vk, self.device
         alloc_info = vk.VkCommandBufferAllocateInfo(
             commandPool=self.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
@@ -248,23 +261,7 @@ class ComputeDevice:
         cb = command_buffers[0]
         begin_info = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         vk.vkBeginCommandBuffer(cb, begin_info)
-        vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
-        if descriptor_set is not None:
-            sets, offsets = [descriptor_set], list(dynamic_offsets)
-            vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, sets, len(offsets),
-                                       offsets or None)
-        else:
-            push_descriptors(cb)
-        if push:
-            values = vk.ffi.from_buffer(push)
-            vk.vkCmdPushConstants(cb, layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(push), values)
-        vk.vkCmdDispatch(cb, *groups)
-        # Make the shader's writes visible to the host's reads after the fence.
-        barrier = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
-                                     dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT)
-        barriers = [barrier]
-        vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT,
-                                0, 1, barriers, 0, None, 0, None)
+        record(cb)
         vk.vkEndCommandBuffer(cb)
         fence_info = vk.VkFenceCreateInfo()
         fence = vk.vkCreateFence(device, fence_info, None)
