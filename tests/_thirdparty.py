@@ -39,9 +39,12 @@ def missing_host_barrier(finding: Finding) -> bool:
     """A readback without a barrier to the host, adjudicated true by the memory model: a copy writes a
     staging buffer; the program waits for it (a fence, a semaphore or an idle wait) and the host reads the
     buffer through its mapping (the assumed read: a capture records no reads), with no barrier with dst
-    host / host_read between. A host wait is an execution dependency only ("the access scope of a memory
-    dependency defined by a fence only includes device access", synchronization.adoc), so no domain
-    operation makes the copy's writes available to the host (memorymodel.adoc): a read after write."""
+    host / host_read between. sync.adoc, Fences: "Signaling a fence and waiting on the host does not
+    guarantee that the results of memory accesses will be visible to the host, as the access scope of a
+    memory dependency defined by a fence only includes device access. A memory barrier or other memory
+    dependency must be used to guarantee this" (a semaphore or idle wait on the host likewise): no domain
+    operation makes the copy's writes available to the host (mm.adoc, Location-Ordered): a read after
+    write."""
     return (finding.kind == "raw" and finding.first_access == "copy/transfer_write"
             and finding.second_access == "host/host_read" and finding.labels[0].startswith("vkCmdCopyBuffer #")
             and finding.labels[1].startswith(f"{ASSUMED} (readback) after ")

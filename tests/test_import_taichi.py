@@ -16,7 +16,7 @@ def taichi_stream(tmp_path_factory):
 
 
 def recycled_readback(finding) -> bool:
-    """True by the memory model (memorymodel.adoc, Location-Ordered; synchronization.adoc, host access): Taichi
+    """True by the memory model (mm.adoc, Location-Ordered; sync.adoc, Fences and host access types): Taichi
     frees the readback staging buffer after reading it and binds the next kernel's argument buffer over the
     same bytes, which the host writes. The copy's write was never made available to the host (no barrier
     with dst host after it; a queue idle wait orders execution only), so the host's write after it is a
