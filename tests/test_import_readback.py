@@ -16,7 +16,7 @@ from vkverify.importer import import_capture
 from vkverify.importer.readback import ASSUMED
 from vkverify.model import ir
 
-from .test_import import capture
+from .test_import import _jsonl, _timeline, capture
 
 READBACK = """
 import numpy as np
@@ -87,3 +87,45 @@ def test_the_cli_switch_leaves_the_assumed_reads_out(captures, tmp_path, capsys)
         assert main(["import", str(captures["no barrier"]), "-o", str(out), *argv]) == 0
         assert (ASSUMED in out.read_text()) == assumed
         assert ("assumed: 1 host reads" in capsys.readouterr().err) == assumed
+
+
+def test_the_read_follows_the_first_wait_that_covers_the_copy_through_semaphores(tmp_path):
+    """JSON lines: a copy into a staging buffer on queue q0_1 signals T=1; q0 waits for T=1 and signals a
+    fence. An idle wait of q0 before that covers nothing of q0_1; the fence wait covers the copy, through
+    the semaphore: the read follows it."""
+    def submit(queue: int, cbs: list[int], wait: list, signal: list, fence: int | str) -> tuple[str, dict]:
+        def infos(ops):
+            return [{"semaphore": s, "value": v, "stageMask": "VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT"} for s, v in ops]
+        return "vkQueueSubmit2", {"queue": queue, "fence": fence, "pSubmits": [{
+            "pWaitSemaphoreInfos": infos(wait), "pCommandBufferInfos": [{"commandBuffer": c} for c in cbs],
+            "pSignalSemaphoreInfos": infos(signal)}]}
+
+    def buffer(handle: int, usage: int) -> list[tuple[str, dict]]:
+        return [("vkCreateBuffer", {"device": 2, "pBuffer": handle, "pCreateInfo": {
+                    "size": 256, "usage": usage, "sharingMode": "VK_SHARING_MODE_CONCURRENT"}}),
+                ("vkBindBufferMemory", {"device": 2, "buffer": handle, "memory": 20, "memoryOffset": handle * 256})]
+
+    coherent = {"memoryTypes": [{"propertyFlags": 0x2 | 0x4}]}  # host-visible, host-coherent
+    calls = [("vkGetPhysicalDeviceMemoryProperties", {"physicalDevice": 1, "pMemoryProperties": coherent}),
+             ("vkCreateDevice", {"physicalDevice": 1, "pDevice": 2}),
+             ("vkGetDeviceQueue", {"device": 2, "queueFamilyIndex": 0, "queueIndex": 0, "pQueue": 3}),
+             ("vkGetDeviceQueue", {"device": 2, "queueFamilyIndex": 0, "queueIndex": 1, "pQueue": 9}),
+             ("vkAllocateMemory", {"device": 2, "pMemory": 20, "pAllocateInfo": {
+                 "allocationSize": 1024, "memoryTypeIndex": 0, "pNext": None}}),
+             *buffer(0, 0x21), *buffer(1, 0x2),  # a storage buffer (and copy source), a staging buffer
+             ("vkMapMemory", {"device": 2, "memory": 20, "offset": 0, "size": 1024}),
+             ("vkBeginCommandBuffer", {"commandBuffer": 40}),
+             ("vkCmdCopyBuffer", {"commandBuffer": 40, "srcBuffer": 0, "dstBuffer": 1,
+                                  "pRegions": [{"srcOffset": 0, "dstOffset": 0, "size": 256}]}),
+             ("vkEndCommandBuffer", {"commandBuffer": 40}),
+             _timeline(2, 4),
+             ("vkCreateFence", {"device": 2, "pFence": 50, "pCreateInfo": {"flags": 0}}),
+             submit(9, [40], [], [(4, 1)], "VK_NULL_HANDLE"),
+             ("vkQueueWaitIdle", {"queue": 3}),
+             submit(3, [], [(4, 1)], [], 50),
+             ("vkWaitForFences", {"device": 2, "fenceCount": 1, "pFences": [50], "waitAll": 1})]
+    stream, _ = import_capture(_jsonl(tmp_path / "chain.jsonl", calls))
+    labels = [op.label for op in stream.threads[0].ops]
+    assert labels[-2:] == ["vkWaitForFences #19", f"{ASSUMED} (readback) after vkWaitForFences #19"]
+    (finding,) = check(stream)
+    assert finding.kind == "raw" and finding.labels == ("vkCmdCopyBuffer #12", labels[-1])
