@@ -143,7 +143,7 @@ class Translator(Commands, Queues):
                 "memory, usage transfer only) the device copied into, right after the first host wait that covers "
                 f"the copy; their labels start '{ASSUMED}' (import with assume_reads=False, --no-assumed-reads, to "
                 "leave them out)")
-        if walk.unrecorded is not None:
+        if walk.unrecorded is not None and self.fills is not None:  # JSON lines: host writes are assumed anyway
             self.warn("unrecorded", f"device commands read mapped memory that no captured write reached (first: "
                                     f"{walk.unrecorded}): a capture made with assisted memory tracking records a host "
                                     "write only at its vkFlushMappedMemoryRanges, so the writes of a program that does "
