@@ -44,7 +44,8 @@ def test_taichi_imports_every_dispatch_and_its_true_hazards(taichi_stream):
 @pytest.mark.xfail(strict=True, reason="Taichi's SPIR-V has no NonWritable/NonReadable decorations: until "
                    "reflection by use (issue 15's other branch) its store-only and load-only ext_arr bindings are "
                    "read_write, which gives an uninitialized_read, write-after-writes whose first write is such a "
-                   "read, and the import's warning of unrecorded host writes")
+                   "read, and the import's warning of unrecorded host writes (with bindings taken from the SPIR-V's "
+                   "loads and stores, only the three adjudicated findings remain)")
 def test_taichi_has_no_finding_but_the_adjudicated_ones(taichi_stream):
     stream, summary = taichi_stream
     assert not summary.warnings
