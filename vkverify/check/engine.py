@@ -240,10 +240,11 @@ class Checker:
 
     # ---- ordering ----------------------------------------------------------
 
-    def covering_release(self, e: Access) -> list[tuple[int, int]]:
+    def covering_release(self, e: Access, span: tuple[str, int, int] | None = None) -> list[tuple[int, int]]:
         """(clock entry, value) pairs, any of which acquired orders e: its thread's next op; on a queue, the
         first semaphore signal whose first synchronization scope contains e and the first fence release
-        after e (empty: nothing released after e covers it)."""
+        after e (empty: nothing released after e covers it). `span` (root, lo, hi): e's bytes that a memory
+        dependency must make available."""
         agent = self.agents[e.agent]
         if isinstance(agent, ThreadAgent):
             return [(e.agent, e.pos + 1)]
@@ -253,8 +254,10 @@ class Checker:
             if lane in needs:
                 continue
             scope = agent.release_scope[i]
-            if e.stage in scope or all(s.chain & scope for _, _, s in
-                                       self.states(e, *self._root_range(e), agent.release_pos[i])):
+            # Spec 7.1: a chain's first access scope is its first barrier's, so a release reached only through
+            # a chain makes e available only where that barrier did (an execution-only barrier: nowhere).
+            if e.stage in scope or all(s.chain & scope and (span is None or s.available) for _, _, s in
+                                       self.states(e, *(span or self._root_range(e)), agent.release_pos[i])):
                 needs[lane] = i + 1
                 if len(needs) == 2:
                     break
@@ -313,7 +316,7 @@ class Checker:
                     pending.append((a, b))
             if not pending:
                 return []
-        needs = self.covering_release(e)
+        needs = self.covering_release(e, (root, lo, hi) if need else None)
         if not needs:
             return pending
         if isinstance(agent, ThreadAgent):
