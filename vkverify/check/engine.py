@@ -117,6 +117,8 @@ class QueueAgent:
     release_fence: list[bool] = field(default_factory=list)
     last_semaphore: int = 0  # the number of the latest semaphore signal release
     pending: deque = field(default_factory=deque)  # batches: (submit ref, thread clock, batch, fence or None)
+    # Spec 7.7.2: what a buffer memory barrier made visible of other agents' releases, per (root, lo, hi) range.
+    range_vis: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         zero = (0,) * self.clock_width
@@ -330,6 +332,24 @@ class Checker:
         for lane, least in needs:
             if clock[lane] >= least:
                 return []
+        if need and not isinstance(agent, ThreadAgent):
+            return self._visible_in_ranges(agent, x.stage, need, needs, root, pending)
+        return pending
+
+    @staticmethod
+    def _visible_in_ranges(agent: QueueAgent, stage: str, need: tuple[str, ...], needs: list[tuple[int, int]],
+                           root: str, pending: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Spec 7.7.2: `pending` less the bytes a buffer memory barrier made visible to (stage, need) from a
+        release in `needs`."""
+        zero = (0,) * agent.clock_width
+        for (r, a, b), visible in agent.range_vis.items():
+            if r != root:
+                continue
+            clocks = [join(agent.vis_clock[(stage, acc)], visible.get((stage, acc), zero)) for acc in need]
+            clock = tuple(map(min, *clocks)) if len(clocks) > 1 else clocks[0]
+            if any(clock[lane] >= least for lane, least in needs):
+                pending = [piece for lo, hi in pending for piece in ((lo, min(hi, a)), (max(lo, b), hi))
+                           if piece[0] < piece[1]]
         return pending
 
     def racing(self, e: Access, x: Access) -> bool:
@@ -517,11 +537,14 @@ class Checker:
             for s in src:
                 clock = join(clock, exec_clock[s])
             before.append(clock)
-        for (_, dst, pairs), clock in zip(scopes, before):
+        for entry, (_, dst, pairs), clock in zip(entries, scopes, before):
             for s in dst:
                 exec_clock[s] = join(exec_clock[s], clock)
+            # Spec 7.7.2: a buffer memory barrier's second access scope holds only its range.
+            visible = vis_clock if entry.root is None else \
+                queue.range_vis.setdefault((entry.root, entry.lo, entry.hi), {})
             for pair in pairs:
-                vis_clock[pair] = join(vis_clock[pair], clock)
+                visible[pair] = join(visible.get(pair, zero), clock)
         for bb in cmd.buffers:
             if bb.src_family is not None and bb.src_family != bb.dst_family:
                 self.ownership_transfer(queue, bb)
