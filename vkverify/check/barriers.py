@@ -36,6 +36,9 @@ class State(NamedTuple):  # a tuple: hashed on every memo lookup, so kept cheap
     chain: frozenset[str]  # stages ordered after the access
     available: bool
     visible: frozenset[tuple[str, str]]
+    # (host access, stage): the stages that the chain of a barrier which made the write visible to that host
+    # access reaches; a release with one of them in its first scope carries the visibility to the host.
+    host: frozenset[tuple[str, str]] = frozenset()
 
 
 EMPTY = State(frozenset(), False, frozenset())
@@ -68,12 +71,13 @@ def coverage(entry: BarrierEntry, root: str, lo: int, hi: int) -> int:
 def apply_barrier(state: State, entries: tuple[BarrierEntry, ...], covers: tuple[int, ...],
                   stage: str, write: str | None) -> State:
     """Spec 7.1 execution and memory dependencies; entries of one command do not chain (7.6)."""
-    chain, available, visible = state.chain, state.available, state.visible
+    chain, available, visible, host = state
     for e, cover in zip(entries, covers):
         chained = bool(state.chain & e.src_exec)
         if stage not in e.src_exec and not chained:
             continue
         chain = chain | e.dst_exec
+        host = host | {(acc, s) for acc, t in state.host if t in e.src_exec for s in e.dst_exec}
         if write is None or cover != FULL:
             continue
         # Availability from this entry's first access scope, or from an earlier barrier this one chains after:
@@ -83,7 +87,8 @@ def apply_barrier(state: State, entries: tuple[BarrierEntry, ...], covers: tuple
         if (chained and state.available) or (stage in e.src_stages and write in e.src_access):
             available = True
             visible = visible | e.dst_scope
-    return State(chain, available, visible)
+            host = host | {(acc, s) for t, acc in e.dst_scope if t == "host" for s in e.dst_exec}
+    return State(chain, available, visible, host)
 
 
 class BarrierLog:

@@ -24,10 +24,11 @@ from . import fixes
 from .barriers import BarrierLog, compile_barrier
 from .findings import Finding
 from .rangemap import RangeMap, Segment
+from .readings import STRICT, Readings
 
 Clock = tuple[int, ...]
 HOST_VISIBLE = ("host_coherent", "host_cached")
-HOST_ACCESS = (("host", "host_read"), ("host", "host_write"))  # a destination with either: device -> host domain
+HOST_ACCESSES = ("host_read", "host_write")  # a destination with either: device -> host domain
 # (stage, access) pairs that commands perform; visibility clocks are kept for these.
 DEVICE_ACCESSES = (("draw_indirect", "indirect_command_read"), ("compute_shader", "shader_storage_read"),
                    ("compute_shader", "uniform_read"), ("compute_shader", "shader_storage_write"),
@@ -78,6 +79,11 @@ def join(a: Clock, b: Clock) -> Clock:
     return tuple(map(max, a, b))
 
 
+def _join_all(clocks) -> Clock:
+    clocks = list(clocks)
+    return tuple(map(max, *clocks)) if len(clocks) > 1 else clocks[0]
+
+
 @dataclass(slots=True, eq=False)
 class Access:
     agent: int
@@ -119,6 +125,10 @@ class QueueAgent:
     pending: deque = field(default_factory=deque)  # batches: (submit ref, thread clock, batch, fence or None)
     # Spec 7.7.2: what a buffer memory barrier made visible of other agents' releases, per (root, lo, hi) range.
     range_vis: dict = field(default_factory=dict)
+    # Spec 7.1.3 host access: (host access, (root, lo, hi) or None) -> {stage: clock}: the releases of other agents
+    # whose writes a barrier here made visible to that host access, by the stages the barrier's chain reaches.
+    host_vis: dict = field(default_factory=dict)
+    host_releases: list = field(default_factory=list)  # (release number, {(host access, range): clock carried})
 
     def __post_init__(self) -> None:
         zero = (0,) * self.clock_width
@@ -135,6 +145,10 @@ class QueueAgent:
         for s in scope & self.exec_clock.keys():
             clock = list(map(max, clock, self.exec_clock[s]))
         k = len(self.release_pos)
+        carried = {key: _join_all(by_stage[s] for s in scope if s in by_stage)
+                   for key, by_stage in self.host_vis.items() if scope & by_stage.keys()}
+        if carried:
+            self.host_releases.append((k, carried))
         if fence:
             clock[self.fence_lane] = k
             clock[self.index] = max(clock[self.index], self.last_semaphore)
@@ -175,9 +189,19 @@ class ThreadAgent:
                    default=self.pc)
 
 
+def _acquired_releases(queue: QueueAgent, clock: Clock, pos: int) -> list[int]:
+    """Indexes of the releases of `queue` from position `pos` on that `clock` acquired: up to the fence lane's (a
+    fence signal's first scope holds every earlier release and barrier: its own suffices), and the semaphore
+    signals up to the semaphore lane's (spec 7.2 "signal operation order")."""
+    fence, semaphore = clock[queue.fence_lane], clock[queue.index]
+    start = bisect_left(queue.release_pos, pos)
+    return sorted({i for i in range(start, semaphore) if not queue.release_fence[i]} | set(range(start, fence)[-1:]))
+
+
 class Checker:
-    def __init__(self, stream: ir.Stream) -> None:
+    def __init__(self, stream: ir.Stream, readings: Readings = STRICT) -> None:
         self.stream = stream
+        self.readings = readings
         self.index = stream.index
         threads = stream.threads
         n_queues = sum(len(d.queues) for d in stream.devices)
@@ -356,16 +380,37 @@ class Checker:
         return e.agent != x.agent and bool(self.unordered(e, x, *self._root_range(x), None))
 
     def host_visible_missing(self, e: Access, x: Access, root: str, lo: int, hi: int) -> list[tuple[int, int]]:
-        """Spec 7.9 host access and the memory model's "Location-Ordered": a device write the host then reads
-        must be visible to host/host_read at the release the host waited for; one the host then overwrites
-        needs only the domain operation to the host, which host_read or host_write in a barrier's
-        destination performs. A fence or an idle wait alone makes nothing available to the host."""
-        queue = self.agents[e.agent]
+        """Spec 7.1.3 host access and the memory model's "Location-Ordered": a device write the host then reads
+        must be made visible to host_read by a barrier whose chain reaches a release the host acquired (7.1);
+        one the host then overwrites needs only the domain operation to the host, which host_read or host_write
+        in a barrier's destination performs. A fence or an idle wait alone makes nothing available to the host."""
+        reach = HOST_ACCESSES if x.write else ("host_read",)
         clock = self.agents[x.agent].clock
-        acquired = max(clock[queue.index], clock[queue.fence_lane])  # the latest release the host waited for
-        end = queue.release_pos[acquired - 1]
-        reach = HOST_ACCESS if x.write else (("host", "host_read"),)
-        return [(a, b) for a, b, s in self.states(e, root, lo, hi, end) if not any(p in s.visible for p in reach)]
+        if self._host_visible_through_releases(e, clock, reach, root, lo, hi):
+            return []
+        queue, bad = self.agents[e.agent], [(lo, hi)]
+        for i in _acquired_releases(queue, clock, e.pos):
+            scope = queue.release_scope[i]
+            bad = [(a, b) for lo2, hi2 in bad for a, b, s in self.states(e, root, lo2, hi2, queue.release_pos[i])
+                   if not any(access in reach and stage in scope for access, stage in s.host)]
+            if not bad:
+                break
+        return bad
+
+    def _host_visible_through_releases(self, e: Access, clock: Clock, reach: tuple[str, ...], root: str, lo: int,
+                                       hi: int) -> bool:
+        """Whether a barrier made e visible to the host after e's release reached it (a semaphore wait before
+        the barrier), the host having acquired a release that the barrier's chain reaches."""
+        needs = self.covering_release(e, (root, lo, hi))
+        for q in self.queues.values():
+            for k, carried in q.host_releases:
+                if not (k <= clock[q.fence_lane] or k <= clock[q.index] and not q.release_fence[k - 1]):
+                    continue
+                for (access, limit), c in carried.items():
+                    if access in reach and (limit is None or limit[0] == root and limit[1] <= lo and hi <= limit[2]) \
+                            and any(c[lane] >= least for lane, least in needs):
+                        return True
+        return False
 
     # ---- accesses ----------------------------------------------------------
 
@@ -524,7 +569,8 @@ class Checker:
             # Per entry, the clocks it reads and writes: its scopes restricted to what the queue tracks.
             compiled = self.barriers[id(cmd)] = (entries, tuple(
                 (tuple(e.src_exec & queue.exec_clock.keys()), tuple(e.dst_exec & queue.exec_clock.keys()),
-                 tuple(e.dst_scope & queue.vis_clock.keys())) for e in entries))
+                 tuple(e.dst_scope & queue.vis_clock.keys()), tuple(a for s, a in e.dst_scope if s == "host"))
+                for e in entries))
         entries, scopes = compiled
         queue.log.add(queue.pos, entries, id(cmd))
         # Cross-agent dependencies chain through the barrier too (spec 7.1 "dependency chain"); entries of
@@ -532,12 +578,14 @@ class Checker:
         exec_clock, vis_clock = queue.exec_clock, queue.vis_clock
         zero = (0,) * queue.clock_width
         before = []
-        for src, _, _ in scopes:
+        for src, *_ in scopes:
             clock = zero
             for s in src:
                 clock = join(clock, exec_clock[s])
             before.append(clock)
-        for entry, (_, dst, pairs), clock in zip(entries, scopes, before):
+        if queue.host_vis or any(scope[3] for scope in scopes):
+            self._host_visibility(queue, entries, scopes, before)
+        for entry, (_, dst, pairs, _), clock in zip(entries, scopes, before):
             for s in dst:
                 exec_clock[s] = join(exec_clock[s], clock)
             # Spec 7.7.2: a buffer memory barrier's second access scope holds only its range.
@@ -548,6 +596,23 @@ class Checker:
         for bb in cmd.buffers:
             if bb.src_family is not None and bb.src_family != bb.dst_family:
                 self.ownership_transfer(queue, bb)
+
+    @staticmethod
+    def _host_visibility(queue: QueueAgent, entries: tuple, scopes: tuple, before: list[Clock]) -> None:
+        """Spec 7.1.3 host access: a barrier with host_read or host_write in its destination makes the writes of
+        the releases its first scope acquired visible to the host, at the stages its chain reaches (7.1)."""
+        updates = []
+        for entry, (*_, accesses), clock in zip(entries, scopes, before):
+            for key, by_stage in queue.host_vis.items():
+                reached = [by_stage[s] for s in entry.src_exec if s in by_stage]
+                if reached:
+                    updates.append((key, entry.dst_exec, _join_all(reached)))
+            limit = None if entry.root is None else (entry.root, entry.lo, entry.hi)
+            updates += [((access, limit), entry.dst_exec, clock) for access in accesses]
+        for key, stages, clock in updates:
+            by_stage = queue.host_vis.setdefault(key, {})
+            for s in stages:
+                by_stage[s] = join(by_stage.get(s, clock), clock)
 
     def ownership_transfer(self, queue: QueueAgent, bb: ir.BufferBarrier) -> None:
         """Spec 7.7.4: release on the source family, acquire on the destination family."""

@@ -33,7 +33,7 @@ def memory_dependency(checker: Checker, w: Access, x: Access, buf: ir.Buffer) ->
         cached = " then vkInvalidateMappedMemoryRanges over the range," if buf.memory == "host_cached" and \
             not x.write else ""
         return (f"vkCmdPipelineBarrier2 after {w.ref}: src {src} -> dst host/{host}, then wait for its "
-                f"fence or semaphore on {_where(checker, x)},{cached} before {x.ref}")
+                f"fence, or a semaphore signalled with stage host, on {_where(checker, x)},{cached} before {x.ref}")
     if x.family is not None:  # host write, device read
         if buf.memory == "host_cached":
             return f"vkFlushMappedMemoryRanges over the range after {w.ref}, before the submit of {x.ref}"

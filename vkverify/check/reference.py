@@ -21,9 +21,8 @@ Readings of what the spec leaves open, applied here and in the checker alike (do
 "Readings"):
 - a barrier's second execution scope meets a later barrier's first scope when the two stage sets
   intersect, also with no command between them (syncval's reading of 7.1's chain definition);
-- a fence signal, and a semaphore signal whose stage mask is all_commands (or bottom_of_pipe), have a
-  barrier whose destination is the host stage in their first scope; a signal limited to other stages
-  does not;
+- a fence signal has a barrier whose destination is the host stage in its first scope, a semaphore signal
+  only if its stage mask names host (or, under the reading `all_commands_includes_host`, is all_commands);
 - `host` in a barrier's source stage mask puts in its first scope the host operations that happen
   before a semaphore wait or submission earlier on its queue.
 """
@@ -36,9 +35,10 @@ from itertools import count
 
 from ..model import ir
 from .engine import command_accesses
-from .scopes import COMMAND_STAGES, access_scope, explicit_stages, first_execution_scope, second_execution_scope
-
-HOST_STAGE = frozenset({"host"})
+from .readings import STRICT, Readings
+from .scopes import HOST as HOST_STAGE
+from .scopes import (COMMAND_STAGES, access_scope, explicit_stages, first_execution_scope, second_execution_scope,
+                     signal_first_scope)
 COHERENT = ("host_coherent", "device_host_visible")
 
 
@@ -149,20 +149,14 @@ def _covers(n: Node, x: Access) -> bool:
     return n.root is None or (n.root == x.root and n.lo <= x.lo and x.hi <= n.hi)
 
 
-def signal_first_scope(stage: frozenset[str]) -> frozenset[str]:
-    """Spec 7.4.1, limited by stageMask; all_commands (bottom_of_pipe) also holds a host-stage barrier
-    (the reading named in this module's docstring)."""
-    scope = first_execution_scope(stage)
-    return scope | HOST_STAGE if scope >= COMMAND_STAGES else scope
-
-
 # ---- building the operations ------------------------------------------------------------------------
 
 class Reference:
-    def __init__(self, stream: ir.Stream) -> None:
+    def __init__(self, stream: ir.Stream, readings: Readings = STRICT) -> None:
         if stream.params or len(stream.threads) != 1:
             raise Unsupported("the reference reads streams of one host thread without params")
         self.stream = stream
+        self.readings = readings
         self.index = stream.index
         self.thread = stream.threads[0]
         self.nodes: list[Node] = []
@@ -299,7 +293,8 @@ class Reference:
                         n = self._node("access", q, first=frozenset({stage}), second=frozenset({stage}), ref=cref)
                         self._access(n, h, uid, cref, stage, reads, write, buffer, lo, hi)
             for s in batch.signals:
-                n = self._node("signal", q, first=signal_first_scope(s.stage), batch=number, ref=ref)
+                n = self._node("signal", q, first=signal_first_scope(s.stage, self.readings.all_commands_includes_host),
+                               batch=number, ref=ref)
                 if s.semaphore in binary:
                     binary[s.semaphore].append(n)
                 else:
@@ -485,6 +480,6 @@ def _narrow(a: Access, lo: int, hi: int) -> Access:
     return Access(a.node, a.uid, a.ref, a.stage, a.reads, a.write, a.buffer, a.root, lo, hi, a.memory, a.submit)
 
 
-def verdict(stream: ir.Stream) -> Verdict:
+def verdict(stream: ir.Stream, readings: Readings = STRICT) -> Verdict:
     """The reference verdict of a one-thread stream (raises Unsupported otherwise)."""
-    return Reference(stream).verdict()
+    return Reference(stream, readings).verdict()

@@ -17,9 +17,12 @@ from ..model.names import DEVICE_STAGES
 from . import fixes
 from .engine import Access, Checker, QueueAgent, ThreadAgent
 from .findings import Finding
-from .scopes import first_execution_scope, second_execution_scope
+from .readings import STRICT, Readings
+from .scopes import HOST, second_execution_scope, signal_first_scope
 
 ALL_DEVICE = frozenset(DEVICE_STAGES)
+# Spec 7.3 fence signal: every command earlier in submission order, no stage mask (host-stage barriers too).
+FENCE_SCOPE = ALL_DEVICE | HOST
 
 
 @dataclass(eq=False)
@@ -38,16 +41,16 @@ class PendingBatch:
     fence: str | None
 
 
-def check(stream: ir.Stream) -> list[Finding]:
-    """Every synchronization finding of `stream`, in the order found; for a `params` stream, those of the
-    smallest parameter values that have any."""
+def check(stream: ir.Stream, readings: Readings = STRICT) -> list[Finding]:
+    """Every synchronization finding of `stream` under `readings` of what the spec leaves open, in the order
+    found; for a `params` stream, those of the smallest parameter values that have any."""
     if stream.params:
         from .params import check_params
-        return check_params(stream, check)
+        return check_params(stream, lambda instance: check(instance, readings))
     from . import exact
     shared = exact.shared_timelines(stream)
     with _cyclic_gc_paused():
-        findings = Schedule(stream, shared).run()
+        findings = Schedule(stream, shared, readings).run()
     return exact.refine(stream, findings, shared)
 
 
@@ -65,8 +68,8 @@ def _cyclic_gc_paused():
 
 
 class Schedule(Checker):
-    def __init__(self, stream: ir.Stream, shared: frozenset[str] = frozenset()) -> None:
-        super().__init__(stream)
+    def __init__(self, stream: ir.Stream, shared: frozenset[str] = frozenset(), readings: Readings = STRICT) -> None:
+        super().__init__(stream, readings)
         # Timelines several queues or threads signal: z3 (exact.refine) reports their ordering problems.
         self.shared = shared
         self.unsorted: set[str] = set()  # timelines whose signals so far did not strictly increase
@@ -154,13 +157,13 @@ class Schedule(Checker):
             for i, cmd in enumerate(self.index.command_buffers[cb].commands):
                 self.run_command(queue, cmd, self.index.command_ref(cb, i, p.submit))
         for i, s in enumerate(p.batch.signals):
-            _, clock = queue.release(first_execution_scope(s.stage))
+            _, clock = queue.release(signal_first_scope(s.stage, self.readings.all_commands_includes_host))
             if i in p.binary_signals:
                 p.binary_signals[i].clock = clock
             else:
                 self.signal_timeline(s.semaphore, s.value, clock, p.submit)
         if p.fence is not None:
-            _, clock = queue.release(ALL_DEVICE, fence=True)
+            _, clock = queue.release(FENCE_SCOPE, fence=True)
             if self.fences[p.fence][2] == p.submit:  # not reset (a misuse) or resubmitted since
                 self.fences[p.fence] = ("signaled", clock, p.submit)
         return True
@@ -206,7 +209,7 @@ class Schedule(Checker):
             if any(q.pending for q in queues):
                 return False
             for q in queues:
-                t.acquire(q.release(ALL_DEVICE, fence=True)[1])
+                t.acquire(q.release(FENCE_SCOPE, fence=True)[1])
         else:
             self.destroy(t, op, ref)
         return True

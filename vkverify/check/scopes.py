@@ -16,6 +16,7 @@ from ..model.names import ACCESS_SETS, STAGE_SETS
 
 # Stages at which the compute and transfer commands of a queue execute.
 COMMAND_STAGES = frozenset({"draw_indirect", "compute_shader", "copy", "clear"})
+HOST = frozenset({"host"})
 
 # Logically earlier stages for the compute and transfer pipelines (spec 7.6.1
 # "Pipeline stage ordering"); copy and clear are unordered with each other.
@@ -62,3 +63,11 @@ def second_execution_scope(dst_stage: frozenset[str]) -> frozenset[str]:
 def access_scope(stage: frozenset[str], access: frozenset[str]) -> frozenset[tuple[str, str]]:
     """Spec 7.1.2: (stage, access) pairs, with only the explicitly named stages."""
     return frozenset((s, a) for s in explicit_stages(stage) for a in accesses(access))
+
+
+def signal_first_scope(stage: frozenset[str], all_commands_includes_host: bool) -> frozenset[str]:
+    """Spec 7.4.1: a semaphore signal's first synchronization scope, limited by its stage mask. `host` in the mask
+    holds the barriers whose destination is the host stage; all_commands (bottom_of_pipe) does only under the
+    reading `all_commands_includes_host` (check/readings.py)."""
+    scope = first_execution_scope(stage)
+    return scope | HOST if all_commands_includes_host and scope >= COMMAND_STAGES else scope

@@ -1,0 +1,33 @@
+"""Readings of what the Vulkan spec leaves open: one named switch each (docs/format.md, "Readings").
+
+The checker (`check(stream, readings)`) and the slow reference (`Reference(stream, readings)`) take the
+same `Readings`; the command line sets one with `vkverify check --reading NAME=VALUE`. Every default is
+the strict reading: the one under which fewer programs are called correct.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+
+@dataclass(frozen=True)
+class Readings:
+    # Spec 7.1.2 VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT ("all operations performed by all commands") against
+    # VK_PIPELINE_STAGE_2_HOST_BIT ("not invoked by any commands"): does a semaphore signal whose stage mask is
+    # all_commands (or bottom_of_pipe) hold a barrier whose destination is the host stage?
+    all_commands_includes_host: bool = False
+
+
+STRICT = Readings()
+_BOOLEANS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+def parse_reading(readings: Readings, text: str) -> Readings:
+    """`readings` with one `NAME=VALUE` applied; ValueError naming the choices otherwise."""
+    name, _, value = text.partition("=")
+    names = [f.name for f in fields(Readings)]
+    if name not in names:
+        raise ValueError(f"unknown reading {name!r}; one of: {', '.join(names)}")
+    if value.lower() not in _BOOLEANS:
+        raise ValueError(f"{name}={value!r}: the value is true or false")
+    return replace(readings, **{name: _BOOLEANS[value.lower()]})
