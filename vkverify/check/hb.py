@@ -343,7 +343,9 @@ class Model:
 
     def _pair(self, kind: str, e: Access, x: Access, seg: tuple[int, int], memory: bool,
               need: tuple[str, ...] = ()) -> None:
-        pair = self.pairs.setdefault((kind, e.ref, x.ref, x.buffer), Pair(kind, e, x, memory, need))
+        # One pair per (stage, access) of each side: a dispatch_indirect reads one buffer at two stages.
+        pair = self.pairs.setdefault((kind, e.ref, x.ref, x.buffer, e.stage, x.stage, need),
+                                     Pair(kind, e, x, memory, need))
         pair.segments.append(seg)
 
     def _compare(self, x: Access) -> bool:
