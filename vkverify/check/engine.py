@@ -489,8 +489,10 @@ class Checker:
                     bad = [(seg.lo, seg.hi)]
         if not bad and w.family is None and x.family is not None and self.unflushed(w, x, seg, x.reads[0]):
             bad = [(seg.lo, seg.hi)]
+        if not bad and w.family is None and x.family is None and self.unshared_between_threads(w, x, seg):
+            bad = [(seg.lo, seg.hi)]
         for a, b in bad:
-            self.report("raw", x.buffer, a - base, b - base, w, x, fixes.memory_dependency(self, w, x, buf),
+            self.report("raw", x.buffer, a - base, b - base, w, x, fixes.memory_dependency(self, w, x),
                         f"{x.ref} reads {x.buffer!r} bytes [{a - base}, {b - base}) that {w.ref} wrote, "
                         f"without a memory dependency", self.racing(w, x))
         return bool(bad)
@@ -504,6 +506,18 @@ class Checker:
         clock = self.agents[x.agent].vis_clock[(x.stage, access)]
         return seg.flushed is None or clock[w.agent] <= seg.flushed
 
+    def unshared_between_threads(self, w: Access, x: Access, seg: Segment) -> bool:
+        """Memory model "Location-Ordered": another host thread is another agent, so under the strict reading
+        (readings.host_threads_coherent off) a host write to non-coherent memory reaches its access only through
+        the writer's flush before it (availability to the host domain, 7.1.3) and, for a read, the reader's
+        invalidate after that flush (visibility)."""
+        if w.agent == x.agent or self.readings.host_threads_coherent or self.memory_kind[x.buffer] != "host_cached":
+            return False
+        thread = self.agents[x.agent]
+        if seg.flushed is None or thread.clock[w.agent] <= seg.flushed:
+            return True
+        return bool(x.reads) and seg.invalidated.get(x.agent, -1) < thread.acquired_at([(w.agent, seg.flushed + 1)])
+
     def check_write(self, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment, skip_waw: bool) -> None:
         w = seg.write
         if w is not None and w.uid != x.uid and not skip_waw:
@@ -513,8 +527,10 @@ class Checker:
                 bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
             if not bad and w.family is None and x.family is not None and self.unflushed(w, x, seg, x.write):
                 bad = [(seg.lo, seg.hi)]
+            if not bad and w.family is None and x.family is None and self.unshared_between_threads(w, x, seg):
+                bad = [(seg.lo, seg.hi)]
             for a, b in bad:
-                self.report("waw", x.buffer, a - base, b - base, w, x, fixes.memory_dependency(self, w, x, buf),
+                self.report("waw", x.buffer, a - base, b - base, w, x, fixes.memory_dependency(self, w, x),
                             f"{x.ref} writes {x.buffer!r} bytes [{a - base}, {b - base}) that {w.ref} wrote, "
                             f"without a memory dependency", self.racing(w, x))
         for r in seg.reads:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..model import ir
     from .engine import Access, Checker
 
 
@@ -19,9 +18,10 @@ def _masks(a: Access) -> str:
     return f"{a.stage}/{'|'.join(accesses)}"
 
 
-def memory_dependency(checker: Checker, w: Access, x: Access, buf: ir.Buffer) -> str:
+def memory_dependency(checker: Checker, w: Access, x: Access) -> str:
     """RAW and WAW: spec 7.1 memory dependency, made available by w's stage and visible to x's."""
     src = f"{w.stage}/{w.write}"
+    noncoherent = checker.memory_kind[x.buffer] == "host_cached"  # coherence is the memory's: an alias follows it
     if w.agent == x.agent and x.family is not None:
         return (f"vkCmdPipelineBarrier2 between {w.ref} and {x.ref}: src {src} -> dst {_masks(x)}"
                 f" (a buffer barrier on {x.buffer!r} suffices)")
@@ -30,14 +30,16 @@ def memory_dependency(checker: Checker, w: Access, x: Access, buf: ir.Buffer) ->
                 f"on {_where(checker, x)} with a stage mask that includes {x.stage}")
     if w.family is not None:  # device write, host read or write
         host = "host_write" if x.write else "host_read"
-        cached = " then vkInvalidateMappedMemoryRanges over the range," if buf.memory == "host_cached" and \
-            not x.write else ""
+        cached = " then vkInvalidateMappedMemoryRanges over the range," if noncoherent and not x.write else ""
         return (f"vkCmdPipelineBarrier2 after {w.ref}: src {src} -> dst host/{host}, then wait for its "
                 f"fence, or a semaphore signalled with stage host, on {_where(checker, x)},{cached} before {x.ref}")
     if x.family is not None:  # host write, device read
-        if buf.memory == "host_cached":
+        if noncoherent:
             return f"vkFlushMappedMemoryRanges over the range after {w.ref}, before the submit of {x.ref}"
         return f"submit {x.ref} after {w.ref} on {_where(checker, w)}, or order the threads with a semaphore"
+    if noncoherent and checker.agents[x.agent].clock[w.agent] > w.pos:  # ordered host threads, non-coherent memory
+        return (f"vkFlushMappedMemoryRanges over the range after {w.ref}, before the signal {x.ref} waits for"
+                + ("" if x.write else f", and vkInvalidateMappedMemoryRanges after that wait, before {x.ref}"))
     return f"order {_where(checker, w)} before {x.ref} with a semaphore or fence the host waits on"
 
 

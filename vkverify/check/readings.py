@@ -16,6 +16,9 @@ class Readings:
     # VK_PIPELINE_STAGE_2_HOST_BIT ("not invoked by any commands"): does a semaphore signal whose stage mask is
     # all_commands (or bottom_of_pipe) hold a barrier whose destination is the host stage?
     all_commands_includes_host: bool = False
+    # Memory model "Location-Ordered": two host threads are two agents. Does one see another's write to
+    # non-coherent memory without the writer's flush and the reader's invalidate (7.1.3, host access)?
+    host_threads_coherent: bool = False
 
 
 STRICT = Readings()

@@ -1,0 +1,99 @@
+"""The named readings of what the spec leaves open (check/readings.py, docs/format.md "Readings"): each switch
+gives a different verdict on a small stream, the checker and the reference alike, the strict one by default."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from vkverify.check import check
+from vkverify.check.readings import STRICT, Readings, parse_reading
+from vkverify.check.reference import Reference
+from vkverify.cli import main
+from vkverify.model import from_dict
+
+from .conftest import CORPUS
+
+
+def _corpus(prefix: str) -> dict:
+    return json.loads(next(p for p in CORPUS if p.name.startswith(prefix + "-")).read_text())
+
+
+def _hazards(stream, readings: Readings) -> tuple[set, set]:
+    """(the checker's, the reference's) access hazards as (kind, first, second)."""
+    fast = {(f.kind, f.first, f.second) for f in check(stream, readings)}
+    slow = {(h.kind, h.first, h.second) for h in Reference(stream, readings).verdict().hazards}
+    return fast, slow
+
+
+def all_commands_signal() -> dict:
+    """Corpus 130 with T signalled at all_commands alone: a host barrier, the signal, a host wait, a host read."""
+    doc = _corpus("130")
+    doc["threads"]["main"][0]["signal"][0]["stage"] = ["all_commands"]
+    return doc
+
+
+def noncoherent_between_threads(invalidate: bool) -> dict:
+    """Thread writer writes and flushes host_cached H, then signals T; thread reader waits T and reads H."""
+    reader = [{"op": "wait_semaphores", "waits": [{"semaphore": "T", "value": 1}]},
+              *([{"op": "invalidate", "buffer": "H"}] if invalidate else []),
+              {"op": "host_read", "buffer": "H"}]
+    return {"format": "vkverify-stream/1", "name": "threads",
+            "buffers": [{"id": "H", "size": 64, "memory": "host_cached"}],
+            "semaphores": [{"id": "T", "type": "timeline", "initial": 0}],
+            "threads": {"writer": [{"op": "host_write", "buffer": "H"}, {"op": "flush", "buffer": "H"},
+                                   {"op": "signal_semaphore", "semaphore": "T", "value": 1}],
+                        "reader": reader}}
+
+
+def test_strict_by_default():
+    assert STRICT == Readings() and not any(vars(STRICT).values())
+
+
+def test_all_commands_signal_and_a_host_barrier():
+    stream = from_dict(all_commands_signal())
+    raw = {("raw", "cb0[0]", "main[2]")}
+    assert _hazards(stream, STRICT) == (raw, raw)
+    assert _hazards(stream, Readings(all_commands_includes_host=True)) == (set(), set())
+
+
+def test_a_signal_naming_host_holds_the_host_barrier_under_either_reading():
+    stream = from_dict(_corpus("130"))
+    for readings in (STRICT, Readings(all_commands_includes_host=True)):
+        assert _hazards(stream, readings) == (set(), set())
+
+
+def test_noncoherent_memory_between_host_threads():
+    """The reference reads one host thread only: this reading is the checker's."""
+    stream = from_dict(noncoherent_between_threads(invalidate=False))
+    assert {(f.kind, f.first, f.second) for f in check(stream)} == {("raw", "writer[0]", "reader[1]")}
+    assert not check(stream, Readings(host_threads_coherent=True))
+    assert not check(from_dict(noncoherent_between_threads(invalidate=True)))
+
+
+def test_noncoherent_write_after_another_threads_write_needs_its_flush():
+    doc = noncoherent_between_threads(invalidate=False)
+    doc["threads"]["writer"].pop(1)  # no flush
+    doc["threads"]["reader"][-1] = {"op": "host_write", "buffer": "H"}
+    stream = from_dict(doc)
+    assert {(f.kind, f.first, f.second) for f in check(stream)} == {("waw", "writer[0]", "reader[1]")}
+    assert not check(stream, Readings(host_threads_coherent=True))
+
+
+def test_cli_reading(tmp_path, capsys):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(all_commands_signal()))
+    assert main(["check", str(path)]) == 1
+    assert main(["check", "--reading", "all_commands_includes_host=true", str(path)]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["check", "--reading", "all_commands=true", str(path)])
+    assert exit_.value.code == 2
+    assert "unknown reading 'all_commands'" in capsys.readouterr().err
+
+
+def test_parse_reading():
+    assert parse_reading(STRICT, "host_threads_coherent=yes") == Readings(host_threads_coherent=True)
+    with pytest.raises(ValueError, match="true or false"):
+        parse_reading(STRICT, "host_threads_coherent=maybe")
