@@ -81,6 +81,32 @@ def test_noncoherent_write_after_another_threads_write_needs_its_flush():
     assert not check(stream, Readings(host_threads_coherent=True))
 
 
+def barrier_on_one_buffer(written: str, barrier_on: str, read: str) -> dict:
+    """A dispatch writes through `written`, a buffer barrier on `barrier_on` makes it visible to compute reads,
+    a dispatch reads through `read`; A_lo aliases A's first half."""
+    return {"format": "vkverify-stream/1", "name": "aliases",
+            "buffers": [{"id": "A", "size": 256, "memory": "device_local"},
+                        {"id": "A_lo", "alias_of": "A", "offset": 0, "size": 128}],
+            "shaders": {"w": {"bindings": ["write"]}, "r": {"bindings": ["read"]}},
+            "command_buffers": {"cb0": [
+                {"cmd": "dispatch", "shader": "w", "bindings": [{"buffer": written, "offset": 0, "size": 128}]},
+                {"cmd": "barrier", "src_stage": ["compute_shader"], "src_access": ["shader_storage_write"],
+                 "dst_stage": ["compute_shader"], "dst_access": ["shader_storage_read"],
+                 "buffers": [{"buffer": barrier_on, "offset": 0, "size": 128}]},
+                {"cmd": "dispatch", "shader": "r", "bindings": [{"buffer": read, "offset": 0, "size": 128}]}]},
+            "threads": {"main": [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"]}]}}
+
+
+@pytest.mark.parametrize("written, barrier_on, read", [("A", "A", "A_lo"), ("A_lo", "A_lo", "A"),
+                                                       ("A", "A_lo", "A")])
+def test_a_buffer_barrier_and_an_access_through_an_alias(written, barrier_on, read):
+    stream = from_dict(barrier_on_one_buffer(written, barrier_on, read))
+    raw = {("raw", "cb0[0]", "cb0[2]")}
+    assert _hazards(stream, STRICT) == (raw, raw)
+    assert _hazards(stream, Readings(buffer_barrier_covers_aliases=True)) == (set(), set())
+    assert _hazards(from_dict(barrier_on_one_buffer(read, read, read)), STRICT) == (set(), set())
+
+
 def test_cli_reading(tmp_path, capsys):
     path = tmp_path / "s.json"
     path.write_text(json.dumps(all_commands_signal()))

@@ -21,7 +21,7 @@ from itertools import count
 from ..model import ir
 from ..model.names import DEVICE_STAGES
 from . import fixes
-from .barriers import BarrierLog, compile_barrier
+from .barriers import BarrierEntry, BarrierLog, compile_barrier, sees
 from .findings import Finding
 from .rangemap import RangeMap, Segment
 from .readings import STRICT, Readings
@@ -123,9 +123,10 @@ class QueueAgent:
     release_fence: list[bool] = field(default_factory=list)
     last_semaphore: int = 0  # the number of the latest semaphore signal release
     pending: deque = field(default_factory=deque)  # batches: (submit ref, thread clock, batch, fence or None)
-    # Spec 7.7.2: what a buffer memory barrier made visible of other agents' releases, per (root, lo, hi) range.
+    # Spec 7.7.2: what a buffer memory barrier made visible of other agents' releases, per (root, lo, hi, buffer):
+    # buffer None, or the only buffer through which accesses see it (readings.buffer_barrier_covers_aliases).
     range_vis: dict = field(default_factory=dict)
-    # Spec 7.1.3 host access: (host access, (root, lo, hi) or None) -> {stage: clock}: the releases of other agents
+    # Spec 7.1.3 host access: (host access, (root, lo, hi, buffer) or None) -> {stage: clock}: the releases of others
     # whose writes a barrier here made visible to that host access, by the stages the barrier's chain reaches.
     host_vis: dict = field(default_factory=dict)
     host_releases: list = field(default_factory=list)  # (release number, {(host access, range): clock carried})
@@ -217,6 +218,9 @@ class Checker:
             b.id: RangeMap(b.size, b.memory in HOST_VISIBLE) for b in stream.buffers if b.alias_of is None}
         # buffer -> (buffer, root, offset in root, root's range map)
         self.aliased = any(b.alias_of is not None for b in stream.buffers)
+        # Spec 7.7.2 "access to memory through the specified buffer range": a buffer barrier covers only accesses
+        # through its own buffer, unless the reading buffer_barrier_covers_aliases says otherwise.
+        self.by_buffer = self.aliased and not readings.buffer_barrier_covers_aliases
         self.memory_kind = {b.id: self.index.buffers[self.index.root(b.id)[0]].memory for b in stream.buffers}
         self.placement = {b.id: (b, root, offset, self.memories[root])
                           for b in stream.buffers for root, offset in [self.index.root(b.id)]}
@@ -292,14 +296,19 @@ class Checker:
     def states(self, e: Access, root: str, lo: int, hi: int, end: int) -> list:
         """e's barrier state per sub-range of [lo, hi) at queue position `end` (BarrierLog.state_at),
         continuing from e's last query when it covered the same bytes up to an earlier position."""
-        log = self.agents[e.agent].log
+        log, buffer = self.agents[e.agent].log, self.through(e)
         memo = e.memo
         if memo is not None and memo[0] == lo and memo[1] == hi and memo[2] <= end and len(memo[3]) == 1:
-            pieces = log.state_at(e.stage, e.write, root, lo, hi, memo[2], end, memo[3][0][2])
+            pieces = log.state_at(e.stage, e.write, root, lo, hi, memo[2], end, memo[3][0][2], buffer)
         else:
-            pieces = log.state_at(e.stage, e.write, root, lo, hi, e.pos, end)
+            pieces = log.state_at(e.stage, e.write, root, lo, hi, e.pos, end, buffer=buffer)
         e.memo = (lo, hi, end, pieces)
         return pieces
+
+    def through(self, a: Access | BarrierEntry) -> str | None:
+        """The buffer through which a buffer barrier covers an access (an access's or a barrier's); None: any
+        buffer over its bytes (readings.buffer_barrier_covers_aliases, or no aliases)."""
+        return a.buffer if self.by_buffer else None
 
     def _root_range(self, e: Access) -> tuple[str, int, int]:
         root, _ = self.index.root(e.buffer)
@@ -319,7 +328,8 @@ class Checker:
             # Most pairs are ordered by the first barrier after e alone; states only grow after it.
             log = agent.log
             if e.first_barrier < len(log.all_kinds) and \
-                    log.orders_alone(e.first_barrier, e.stage, e.write, root, lo, hi, x.stage, need):
+                    log.orders_alone(e.first_barrier, e.stage, e.write, root, lo, hi, x.stage, need,
+                                     self.through(e), self.through(x)):
                 return []
         key = (x.agent, x.stage, need, lo, hi)
         if e.ordered is not None and key in e.ordered:
@@ -338,7 +348,7 @@ class Checker:
         if e.agent == x.agent:
             pending = []
             for a, b, s in self.states(e, root, lo, hi, x.pos):
-                if x.stage not in s.chain or (need and not all((x.stage, acc) in s.visible for acc in need)):
+                if x.stage not in s.chain or (need and not all(sees(s, x.stage, acc, x.buffer) for acc in need)):
                     pending.append((a, b))
             if not pending:
                 return []
@@ -357,17 +367,17 @@ class Checker:
             if clock[lane] >= least:
                 return []
         if need and not isinstance(agent, ThreadAgent):
-            return self._visible_in_ranges(agent, x.stage, need, needs, root, pending)
+            return self._visible_in_ranges(agent, x, need, needs, root, pending)
         return pending
 
     @staticmethod
-    def _visible_in_ranges(agent: QueueAgent, stage: str, need: tuple[str, ...], needs: list[tuple[int, int]],
+    def _visible_in_ranges(agent: QueueAgent, x: Access, need: tuple[str, ...], needs: list[tuple[int, int]],
                            root: str, pending: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        """Spec 7.7.2: `pending` less the bytes a buffer memory barrier made visible to (stage, need) from a
+        """Spec 7.7.2: `pending` less the bytes a buffer memory barrier made visible to x's (stage, need) from a
         release in `needs`."""
-        zero = (0,) * agent.clock_width
-        for (r, a, b), visible in agent.range_vis.items():
-            if r != root:
+        zero, stage = (0,) * agent.clock_width, x.stage
+        for (r, a, b, through), visible in agent.range_vis.items():
+            if r != root or through not in (None, x.buffer):
                 continue
             clocks = [join(agent.vis_clock[(stage, acc)], visible.get((stage, acc), zero)) for acc in need]
             clock = tuple(map(min, *clocks)) if len(clocks) > 1 else clocks[0]
@@ -386,28 +396,30 @@ class Checker:
         in a barrier's destination performs. A fence or an idle wait alone makes nothing available to the host."""
         reach = HOST_ACCESSES if x.write else ("host_read",)
         clock = self.agents[x.agent].clock
-        if self._host_visible_through_releases(e, clock, reach, root, lo, hi):
+        if self._host_visible_through_releases(e, x, reach, root, lo, hi):
             return []
         queue, bad = self.agents[e.agent], [(lo, hi)]
         for i in _acquired_releases(queue, clock, e.pos):
             scope = queue.release_scope[i]
             bad = [(a, b) for lo2, hi2 in bad for a, b, s in self.states(e, root, lo2, hi2, queue.release_pos[i])
-                   if not any(access in reach and stage in scope for access, stage in s.host)]
+                   if not any(access in reach and stage in scope and through in (None, x.buffer)
+                              for access, stage, through in s.host)]
             if not bad:
                 break
         return bad
 
-    def _host_visible_through_releases(self, e: Access, clock: Clock, reach: tuple[str, ...], root: str, lo: int,
+    def _host_visible_through_releases(self, e: Access, x: Access, reach: tuple[str, ...], root: str, lo: int,
                                        hi: int) -> bool:
-        """Whether a barrier made e visible to the host after e's release reached it (a semaphore wait before
-        the barrier), the host having acquired a release that the barrier's chain reaches."""
-        needs = self.covering_release(e, (root, lo, hi))
+        """Whether a barrier made e visible to the host access x after e's release reached it (a semaphore wait
+        before the barrier), the host having acquired a release that the barrier's chain reaches."""
+        needs, clock = self.covering_release(e, (root, lo, hi)), self.agents[x.agent].clock
         for q in self.queues.values():
             for k, carried in q.host_releases:
                 if not (k <= clock[q.fence_lane] or k <= clock[q.index] and not q.release_fence[k - 1]):
                     continue
                 for (access, limit), c in carried.items():
-                    if access in reach and (limit is None or limit[0] == root and limit[1] <= lo and hi <= limit[2]) \
+                    if access in reach and (limit is None or limit[0] == root and limit[1] <= lo and hi <= limit[2]
+                                            and limit[3] in (None, x.buffer)) \
                             and any(c[lane] >= least for lane, least in needs):
                         return True
         return False
@@ -605,16 +617,18 @@ class Checker:
             for s in dst:
                 exec_clock[s] = join(exec_clock[s], clock)
             # Spec 7.7.2: a buffer memory barrier's second access scope holds only its range.
-            visible = vis_clock if entry.root is None else \
-                queue.range_vis.setdefault((entry.root, entry.lo, entry.hi), {})
+            visible = vis_clock if entry.root is None else queue.range_vis.setdefault(self._limit(entry), {})
             for pair in pairs:
                 visible[pair] = join(visible.get(pair, zero), clock)
         for bb in cmd.buffers:
             if bb.src_family is not None and bb.src_family != bb.dst_family:
                 self.ownership_transfer(queue, bb)
 
-    @staticmethod
-    def _host_visibility(queue: QueueAgent, entries: tuple, scopes: tuple, before: list[Clock]) -> None:
+    def _limit(self, entry: BarrierEntry) -> tuple | None:
+        """Spec 7.7.2: a buffer barrier's (root, lo, hi, buffer accesses must go through or None); None: global."""
+        return None if entry.root is None else (entry.root, entry.lo, entry.hi, self.through(entry))
+
+    def _host_visibility(self, queue: QueueAgent, entries: tuple, scopes: tuple, before: list[Clock]) -> None:
         """Spec 7.1.3 host access: a barrier with host_read or host_write in its destination makes the writes of
         the releases its first scope acquired visible to the host, at the stages its chain reaches (7.1)."""
         updates = []
@@ -623,8 +637,7 @@ class Checker:
                 reached = [by_stage[s] for s in entry.src_exec if s in by_stage]
                 if reached:
                     updates.append((key, entry.dst_exec, _join_all(reached)))
-            limit = None if entry.root is None else (entry.root, entry.lo, entry.hi)
-            updates += [((access, limit), entry.dst_exec, clock) for access in accesses]
+            updates += [((access, self._limit(entry)), entry.dst_exec, clock) for access in accesses]
         for key, stages, clock in updates:
             by_stage = queue.host_vis.setdefault(key, {})
             for s in stages:

@@ -23,8 +23,10 @@ def memory_dependency(checker: Checker, w: Access, x: Access) -> str:
     src = f"{w.stage}/{w.write}"
     noncoherent = checker.memory_kind[x.buffer] == "host_cached"  # coherence is the memory's: an alias follows it
     if w.agent == x.agent and x.family is not None:
+        # Spec 7.7.2: a buffer barrier covers accesses through its own buffer (readings): both must name it.
+        one = checker.through(w) == checker.through(x)
         return (f"vkCmdPipelineBarrier2 between {w.ref} and {x.ref}: src {src} -> dst {_masks(x)}"
-                f" (a buffer barrier on {x.buffer!r} suffices)")
+                + (f" (a buffer barrier on {x.buffer!r} suffices)" if one else " (a global memory barrier)"))
     if w.family is not None and x.family is not None:
         return (f"signal a semaphore after {w.ref} on {_where(checker, w)} and wait on it before {x.ref} "
                 f"on {_where(checker, x)} with a stage mask that includes {x.stage}")

@@ -19,6 +19,9 @@ class Readings:
     # Memory model "Location-Ordered": two host threads are two agents. Does one see another's write to
     # non-coherent memory without the writer's flush and the reader's invalidate (7.1.3, host access)?
     host_threads_coherent: bool = False
+    # Spec 7.7.2 "access to memory through the specified buffer range": does a buffer memory barrier on B cover
+    # an access through another buffer aliasing B's bytes?
+    buffer_barrier_covers_aliases: bool = False
 
 
 STRICT = Readings()
