@@ -611,7 +611,7 @@ class Checker:
             for s in src:
                 clock = join(clock, exec_clock[s])
             before.append(clock)
-        if queue.host_vis or any(scope[3] for scope in scopes):
+        if len(self.queues) > 1 and (queue.host_vis or any(scope[3] for scope in scopes)):
             self._host_visibility(queue, entries, scopes, before)
         for entry, (_, dst, pairs, _), clock in zip(entries, scopes, before):
             for s in dst:
@@ -630,7 +630,8 @@ class Checker:
 
     def _host_visibility(self, queue: QueueAgent, entries: tuple, scopes: tuple, before: list[Clock]) -> None:
         """Spec 7.1.3 host access: a barrier with host_read or host_write in its destination makes the writes of
-        the releases its first scope acquired visible to the host, at the stages its chain reaches (7.1)."""
+        the releases its first scope acquired visible to the host, at the stages its chain reaches (7.1). Only
+        another queue's writes come through releases: a stream of one queue has nothing to record."""
         updates = []
         for entry, (*_, accesses), clock in zip(entries, scopes, before):
             for key, by_stage in queue.host_vis.items():
