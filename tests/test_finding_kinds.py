@@ -381,3 +381,29 @@ def test_ownership_missing():
 
 def test_ownership_missing_twin():
     assert of_kind(ownership_stream(True), "ownership_missing") == []
+
+
+# ---- naming -------------------------------------------------------------------
+
+
+def racing_pair_stream(writer_first: bool):
+    """A write on q0 and a read on q1 of one buffer, unordered; the q0 batch waits for a host signal made after
+    both submits, so the checker's schedule runs q1's read first."""
+    s = base("racing", devices=TWO_QUEUES)
+    s.create_buffer("X", 4096, memory="host_coherent").create_buffer("Out", 4096).create_semaphore("H", timeline=True)
+    s.allocate_command_buffer("w").cmd_dispatch("produce", ["X"])
+    s.allocate_command_buffer("r").cmd_dispatch("transform", ["X", "Out"])
+    submits = [lambda: s.queue_submit("q0", ["w"], wait=[{"semaphore": "H", "value": 1}]),
+               lambda: s.queue_submit("q1", ["r"])]
+    for submit in submits if writer_first else submits[::-1]:
+        submit()
+    s.signal_semaphore("H", 1)
+    return s.build()
+
+
+def test_racing_pair_is_named_in_stream_order_not_schedule_order():
+    """Issue 14: the q1 read runs first in the schedule either way; the finding follows submission order."""
+    [writer_first] = [(f.kind, f.first, f.second) for f in of_kind(racing_pair_stream(True), "raw")]
+    assert writer_first == ("raw", "w[0]", "r[0]")
+    [reader_first] = [(f.kind, f.first, f.second) for f in check(racing_pair_stream(False)) if f.buffer == "X"]
+    assert reader_first == ("war", "r[0]", "w[0]")

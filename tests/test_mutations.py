@@ -98,7 +98,7 @@ def test_landing_barrier_made_redundant_by_the_fence_wait_before_the_next_submit
     ("44", "narrow_wait_stage", "main[1].batches[0].wait[0]"),
     ("44", "drop_signal", "main[0].batches[0].signal[0]"),
     ("43", "drop_signal", "main[0].batches[0].signal[0]"),
-    ("82", "drop_signal", "main[2]"),  # a host signal_semaphore
+    ("117", "drop_signal", "main[2]"),  # a host signal_semaphore
     ("19", "drop_host_wait", "main[2]"),
     ("19", "reset_fence_before_wait", "main[2]"),
     ("19", "move_before_wait", "main[3]"),  # a host write that reuses the staging buffer

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -21,7 +20,6 @@ from vkverify.model import from_dict, load
 from .conftest import CORPUS, EXAMPLES
 from .differential import completes, disagreements, streams
 
-OPEN = sorted((Path(__file__).parent / "corpus_open").glob("*.json"))
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
 
 
@@ -46,33 +44,9 @@ def _readable(path):
     return completes(check(stream))
 
 
-# Corpus streams whose expect block still encodes the checker's answer where the reference (the spec) differs:
-# tests/corpus_open holds the spec's answer for their shape.
-OPEN_IN_CORPUS = {"82-host-signal-releases-device-wait.json"}
-
-
-@pytest.mark.parametrize("path", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="issue 14, open: corpus_open/01's shape"))
-    if p.name in OPEN_IN_CORPUS else p for p in CORPUS + EXAMPLES if _readable(p)], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [p for p in CORPUS + EXAMPLES if _readable(p)], ids=lambda p: p.name)
 def test_corpus_agrees_with_the_reference(path):
     assert not disagreements(json.loads(path.read_text()))
-
-
-@pytest.mark.xfail(strict=True, reason="issue 14, open: the checker's clocks carry a host signal's ops as visible, "
-                   "and count the semaphore signals of one batch as ordered")
-@pytest.mark.parametrize("path", OPEN, ids=lambda p: p.name)
-def test_open_rules_agree_with_the_reference(path):
-    assert not disagreements(json.loads(path.read_text()))
-
-
-def test_open_rules_are_hazards_by_the_reference():
-    """Each open stream's expect block is the reference's verdict: what the checker must come to say."""
-    assert OPEN
-    for path in OPEN:
-        stream = load(path)
-        verdict = Reference(stream).verdict()
-        assert {(h.kind, h.first, h.second) for h in verdict.hazards} >= \
-            {(e.kind, e.first, e.second) for e in stream.expect}, path.name
 
 
 def test_reference_follows_the_spec_on_a_chain_through_top_of_pipe():

@@ -25,10 +25,13 @@ from .barriers import BarrierEntry, BarrierLog, compile_barrier, sees
 from .findings import Finding
 from .rangemap import RangeMap, Segment
 from .readings import STRICT, Readings
+from .scopes import HOST
 
 Clock = tuple[int, ...]
 HOST_VISIBLE = ("host_coherent", "host_cached")
 HOST_ACCESSES = ("host_read", "host_write")  # a destination with either: device -> host domain
+# Spec 7.3 fence signal: every command earlier in submission order, no stage mask (host-stage barriers too).
+FENCE_SCOPE = frozenset(DEVICE_STAGES) | HOST
 # (stage, access) pairs that commands perform; visibility clocks are kept for these.
 DEVICE_ACCESSES = (("draw_indirect", "indirect_command_read"), ("compute_shader", "shader_storage_read"),
                    ("compute_shader", "uniform_read"), ("compute_shader", "shader_storage_write"),
@@ -97,31 +100,31 @@ class Access:
     label: str | None
     family: int | None  # queue family; None for host
     first_barrier: int = 0  # on a queue: index in its BarrierLog of the first barrier recorded after this access
+    order: tuple[int, ...] = ()  # stream order: (thread, op position of its submit or itself, queue position)
     memo: tuple | None = None  # (lo, hi, end, pieces) of the last `Checker.states` query
     ordered: set | None = None  # (agent, stage, need, lo, hi) already ordered after this access
 
 
 @dataclass(eq=False)
 class QueueAgent:
-    """A queue's clock entries are two: `index` counts what its semaphore signals release, `fence_lane` what
-    its fence signals and idle waits release (both numbered on one counter of releases). Spec 7.2 "signal
-    operation order": a fence signal orders every earlier signal of its queue, a semaphore signal only the
-    semaphore signals of earlier batches, never a fence signal; one entry could not tell them apart. (The
-    signals of one batch are unordered with each other too; the semaphore entry counts them in order, an
-    open approximation: tests/corpus_open.)"""
+    """A queue's clock entries: one per signal of its widest batch (`lanes`, the first is `index`) for what
+    its semaphore signals release, and `fence_lane` for what its fence signals and idle waits release (all
+    numbered on one counter of releases). Spec 7.2 "signal operation order": a fence signal orders every
+    earlier signal of its queue; a semaphore signal orders the semaphore signals of earlier batches, never a
+    fence signal nor another signal of its own batch; one entry could not tell them apart."""
 
     index: int
     id: str
     device: str
     family: int
     clock_width: int
+    lanes: tuple[int, ...]
     fence_lane: int
     log: BarrierLog = field(default_factory=BarrierLog)
     pos: int = 0
     release_pos: list[int] = field(default_factory=list)
     release_scope: list[frozenset[str]] = field(default_factory=list)
-    release_fence: list[bool] = field(default_factory=list)
-    last_semaphore: int = 0  # the number of the latest semaphore signal release
+    release_lane: list[int] = field(default_factory=list)
     pending: deque = field(default_factory=deque)  # batches: (submit ref, thread clock, batch, fence or None)
     # Spec 7.7.2: what a buffer memory barrier made visible of other agents' releases, per (root, lo, hi, buffer):
     # buffer None, or the only buffer through which accesses see it (readings.buffer_barrier_covers_aliases).
@@ -135,30 +138,49 @@ class QueueAgent:
         zero = (0,) * self.clock_width
         self.exec_clock = {s: zero for s in DEVICE_STAGES}
         self.vis_clock = {pair: zero for pair in DEVICE_ACCESSES}
+        # Everything its waits and submissions acquired: a barrier with `host` in its source stage mask has
+        # the host operations before them in its first scope (docs/format.md, "Readings").
+        self.host_clock = zero
+        self.last = {lane: 0 for lane in self.lanes}  # the latest release number on each semaphore lane
 
-    def release(self, scope: frozenset[str], fence: bool = False) -> tuple[int, Clock]:
-        """A semaphore signal (or, `fence`, a fence signal or idle wait) at the current position: its release
-        number and the clock it carries."""
+    def _release(self, scope: frozenset[str], lane: int) -> tuple[int, list[int]]:
         self.release_pos.append(self.pos)
         self.release_scope.append(scope)
-        self.release_fence.append(fence)
-        clock = list((0,) * self.clock_width)
+        self.release_lane.append(lane)
+        clock = (0,) * self.clock_width
         for s in scope & self.exec_clock.keys():
-            clock = list(map(max, clock, self.exec_clock[s]))
+            clock = join(clock, self.exec_clock[s])
         k = len(self.release_pos)
         carried = {key: _join_all(by_stage[s] for s in scope if s in by_stage)
                    for key, by_stage in self.host_vis.items() if scope & by_stage.keys()}
         if carried:
             self.host_releases.append((k, carried))
-        if fence:
-            clock[self.fence_lane] = k
-            clock[self.index] = max(clock[self.index], self.last_semaphore)
-        else:
-            clock[self.index] = self.last_semaphore = k
-        return k, tuple(clock)
+        return k, list(clock)
+
+    def signal_semaphores(self, scopes: list[frozenset[str]]) -> list[Clock]:
+        """The clocks the semaphore signals of one batch carry (first synchronization scopes `scopes`): spec
+        7.2, each happens-after every signal of earlier batches and is unordered with the others of its batch."""
+        earlier = dict(self.last)
+        out = []
+        for lane, scope in zip(self.lanes, scopes):
+            k, clock = self._release(scope, lane)
+            for other, value in earlier.items():
+                clock[other] = max(clock[other], value)
+            clock[lane] = self.last[lane] = k
+            out.append(tuple(clock))
+        return out
+
+    def signal_fence(self) -> Clock:
+        """A fence signal or an idle wait: spec 7.2, ordered after every semaphore signal of the queue so far."""
+        k, clock = self._release(FENCE_SCOPE, self.fence_lane)
+        for lane, value in self.last.items():
+            clock[lane] = max(clock[lane], value)
+        clock[self.fence_lane] = k
+        return tuple(clock)
 
     def acquire(self, clock: Clock, stages: frozenset[str]) -> None:
         """Spec 7.4.2: a semaphore wait is a memory dependency for the stages in its scope."""
+        self.host_clock = join(self.host_clock, clock)
         for s in stages:
             if s in self.exec_clock:
                 self.exec_clock[s] = join(self.exec_clock[s], clock)
@@ -173,6 +195,7 @@ class ThreadAgent:
     id: str
     ops: tuple[ir.HostOp, ...]
     clock: Clock
+    memory_lane: int  # its clock entry for its host writes made available to the device domain
     pc: int = 0
     acquired: dict = field(default_factory=dict)  # agent -> [(clock value, op position)]
 
@@ -191,12 +214,13 @@ class ThreadAgent:
 
 
 def _acquired_releases(queue: QueueAgent, clock: Clock, pos: int) -> list[int]:
-    """Indexes of the releases of `queue` from position `pos` on that `clock` acquired: up to the fence lane's (a
-    fence signal's first scope holds every earlier release and barrier: its own suffices), and the semaphore
-    signals up to the semaphore lane's (spec 7.2 "signal operation order")."""
-    fence, semaphore = clock[queue.fence_lane], clock[queue.index]
+    """Indexes of the releases of `queue` from position `pos` on that `clock` acquired (spec 7.2 "signal operation
+    order": acquiring one acquires those its lanes hold). Of the fence signals only the last: its first scope
+    holds every earlier release and barrier."""
     start = bisect_left(queue.release_pos, pos)
-    return sorted({i for i in range(start, semaphore) if not queue.release_fence[i]} | set(range(start, fence)[-1:]))
+    fence = clock[queue.fence_lane] - 1
+    return [i for i in range(start, len(queue.release_pos))
+            if clock[queue.release_lane[i]] > i and (queue.release_lane[i] != queue.fence_lane or i == fence)]
 
 
 class Checker:
@@ -205,14 +229,24 @@ class Checker:
         self.readings = readings
         self.index = stream.index
         threads = stream.threads
-        n_queues = sum(len(d.queues) for d in stream.devices)
-        n = 2 * n_queues + len(threads)  # queues' semaphore entries, threads, queues' fence entries
+        queues = [(d, q) for d in stream.devices for q in d.queues]
+        widest = {q.id: 1 for _, q in queues}
+        for t in threads:
+            for op in t.ops:
+                if isinstance(op, ir.Submit):
+                    widest[op.queue] = max(widest[op.queue], *(len(b.signals) for b in op.batches), 1)
+        # Clock entries: each queue's first semaphore lane and each thread's ops (both at the agent's index),
+        # each queue's fence lane, each thread's host writes made available to the device, the other lanes.
+        n_queues, n_threads = len(queues), len(threads)
+        extra = 2 * (n_queues + n_threads)
+        n = extra + sum(widest.values()) - n_queues
         self.queues: dict[str, QueueAgent] = {}
-        for d in stream.devices:
-            for q in d.queues:
-                i = len(self.queues)
-                self.queues[q.id] = QueueAgent(i, q.id, d.id, q.family, n, n_queues + len(threads) + i)
-        self.threads = [ThreadAgent(len(self.queues) + i, t.id, t.ops, (0,) * n) for i, t in enumerate(threads)]
+        for i, (d, q) in enumerate(queues):
+            lanes = (i, *range(extra, extra + widest[q.id] - 1))
+            extra += widest[q.id] - 1
+            self.queues[q.id] = QueueAgent(i, q.id, d.id, q.family, n, lanes, n_queues + n_threads + i)
+        self.threads = [ThreadAgent(n_queues + i, t.id, t.ops, (0,) * n, 2 * n_queues + n_threads + i)
+                        for i, t in enumerate(threads)]
         self.agents: list = list(self.queues.values()) + self.threads
         self.memories: dict[str, RangeMap] = {
             b.id: RangeMap(b.size, b.memory in HOST_VISIBLE) for b in stream.buffers if b.alias_of is None}
@@ -228,6 +262,8 @@ class Checker:
         self.command_accesses: dict[int, tuple] = {}
         self.sharing_commands: set[int] = set()  # commands two of whose accesses touch one memory
         self.findings: dict[tuple, Finding] = {}
+        # host write uid -> [(proxy access at a barrier that made it available, lo, hi)] (run_barrier)
+        self.host_available: dict[int, list[tuple[Access, int, int]]] = {}
         self.ranges: dict[tuple, list[int]] = {}
         self.destroyed: dict[str, Access] = {}  # buffer -> its destroy
         # Spec 12.7: a destroy waits for every device use of the buffer, also those a later access
@@ -235,6 +271,7 @@ class Checker:
         self.uses: dict[str, dict] | None = {} if any(
             isinstance(op, ir.Destroy) for t in stream.threads for op in t.ops) else None
         self.issuing: Clock = ()  # the submit clock of the batch being run
+        self.issuing_order: tuple[int, int] = (0, 0)  # its submit's thread and op position
         self.uids = count()
         # Semaphores: timeline -> [(value, clock, ref)] in signal order; binary -> FIFO of signals.
         self.timeline = {s.id: [] for s in stream.semaphores if s.type == "timeline"}
@@ -260,6 +297,21 @@ class Checker:
             describe(first) if first else None, describe(second) if second else None, racing, ops,
             (first.label if first else None, second.label if second else None))
 
+    def hazard(self, kind: str, buf: ir.Buffer, lo: int, hi: int, e: Access, x: Access) -> None:
+        """A RAW, WAW or WAR of e then x on bytes [lo, hi) of buf. A racing pair (ordered neither way) is named
+        in stream order, earlier submitted first, whichever of the two this schedule ran first."""
+        racing = self.racing(e, x)
+        if racing and x.order < e.order:
+            e, x, kind = x, e, {"raw": "war", "war": "raw"}.get(kind, kind)
+        span = f"{buf.id!r} bytes [{lo}, {hi})"
+        if kind == "war":
+            self.report(kind, buf.id, lo, hi, e, x, fixes.execution_dependency(self, e, x),
+                        f"{x.ref} writes {span} that {e.ref} may still be reading", racing)
+        else:
+            self.report(kind, buf.id, lo, hi, e, x, fixes.memory_dependency(self, e, x),
+                        f"{x.ref} {'reads' if kind == 'raw' else 'writes'} {span} that {e.ref} wrote, without a "
+                        f"memory dependency", racing)
+
     def result(self) -> list[Finding]:
         from dataclasses import replace
         out = []
@@ -280,7 +332,7 @@ class Checker:
             return [(e.agent, e.pos + 1)]
         needs: dict[int, int] = {}
         for i in range(bisect_left(agent.release_pos, e.pos), len(agent.release_pos)):
-            lane = agent.fence_lane if agent.release_fence[i] else agent.index
+            lane = agent.release_lane[i]
             if lane in needs:
                 continue
             scope = agent.release_scope[i]
@@ -289,7 +341,7 @@ class Checker:
             if e.stage in scope or all(s.chain & scope and (span is None or s.available) for _, _, s in
                                        self.states(e, *(span or self._root_range(e)), agent.release_pos[i])):
                 needs[lane] = i + 1
-                if len(needs) == 2:
+                if len(needs) == len(agent.lanes) + 1:
                     break
         return list(needs.items())
 
@@ -415,7 +467,7 @@ class Checker:
         needs, clock = self.covering_release(e, (root, lo, hi)), self.agents[x.agent].clock
         for q in self.queues.values():
             for k, carried in q.host_releases:
-                if not (k <= clock[q.fence_lane] or k <= clock[q.index] and not q.release_fence[k - 1]):
+                if clock[q.release_lane[k - 1]] < k:
                     continue
                 for (access, limit), c in carried.items():
                     if access in reach and (limit is None or limit[0] == root and limit[1] <= lo and hi <= limit[2]
@@ -423,6 +475,63 @@ class Checker:
                             and any(c[lane] >= least for lane, least in needs):
                         return True
         return False
+
+    def submission_clock(self, clock: Clock) -> Clock:
+        """A submission's clock: spec "Availability, Visibility, and Domain Operations", vkQueueSubmit performs a
+        memory domain operation from host to device, so every host op before it has its writes available to
+        the device (a host signal's clock orders execution only)."""
+        out = list(clock)
+        for t in self.threads:
+            out[t.memory_lane] = max(out[t.memory_lane], out[t.index])
+        return tuple(out)
+
+    def memory_unordered(self, w: Access, x: Access, root: str, seg: Segment,
+                         need: tuple[str, ...] | None) -> list[tuple[int, int]]:
+        """Sub-ranges of seg where x is not ordered after write w with w visible to x's accesses `need`."""
+        if w.family is None and x.family is not None:
+            return self.host_write_unseen(w, x, root, seg, need)
+        bad = self.unordered(w, x, root, seg.lo, seg.hi, need)
+        if not bad and w.family is None and x.family is None and self.unshared_between_threads(w, x, seg):
+            return [(seg.lo, seg.hi)]
+        return bad
+
+    def host_write_unseen(self, w: Access, x: Access, root: str, seg: Segment,
+                          need: tuple[str, ...]) -> list[tuple[int, int]]:
+        """Spec 7.9 "host write ordering" and 11.2.2: host write w reaches device access x through a submission
+        that w (on non-coherent memory, the flush of its bytes) happens-before, or through a barrier with
+        host/host_write in its first access scope (`make_host_writes_available`)."""
+        queue = self.agents[x.agent]
+        clock = queue.vis_clock[(x.stage, need[0])]
+        for acc in need[1:]:
+            clock = tuple(map(min, clock, queue.vis_clock[(x.stage, acc)]))
+        reached = w.pos if self.memory_kind[w.buffer] != "host_cached" else seg.flushed
+        if reached is not None and clock[self.agents[w.agent].memory_lane] > reached:
+            return []
+        pending = [(seg.lo, seg.hi)]
+        for proxy, lo, hi in self.host_available.get(w.uid, ()):
+            lo, hi = max(lo, seg.lo), min(hi, seg.hi)
+            if lo < hi and not self.unordered(proxy, x, root, lo, hi, need):
+                pending = [piece for a, b in pending for piece in ((a, min(b, lo)), (max(a, hi), b)) if piece[0] < piece[1]]
+        return pending
+
+    def make_host_writes_available(self, queue: QueueAgent, entry: BarrierEntry, ref: str, label: str | None) -> None:
+        """A barrier with host/host_write in its first access scope: the memory model's domain operation from host
+        to device for the host writes in its range that happen-before its first scope, read as those before a
+        wait or submission earlier on its queue (docs/format.md, "Readings"). A proxy write at the barrier
+        stands for them, so later barriers, signals and waits order it like a device write."""
+        proxy = Access(queue.index, queue.pos - 1, "host", (), "host_write", ref, "", next(self.uids), label,
+                       queue.family, len(queue.log.all_kinds) - 1)
+        for root in ([entry.root] if entry.root is not None else list(self.memories)):
+            memory = self.memories[root]
+            lo, hi = (entry.lo, entry.hi) if entry.root is not None else (0, memory.segments[-1].hi)
+            for seg in memory.span(lo, hi):
+                w = seg.write
+                if w is None or w.family is not None or self.through(entry) not in (None, w.buffer):
+                    continue  # 7.7.2: a buffer barrier holds the writes through its own buffer (readings)
+                reached = w.pos if self.memory_kind[root] != "host_cached" else seg.flushed
+                if reached is not None and queue.host_clock[w.agent] > reached:
+                    proxy.buffer = self.through(entry) or proxy.buffer or root
+                    self.host_available.setdefault(w.uid, []).append((proxy, seg.lo, seg.hi))
 
     # ---- accesses ----------------------------------------------------------
 
@@ -490,7 +599,7 @@ class Checker:
                         fixes.ownership(w, x, seg.owner),
                         f"{x.ref} on family {x.family} reads bytes of exclusive {x.buffer!r} owned by family "
                         f"{seg.owner} without an ownership transfer")
-        bad = self.unordered(w, x, root, seg.lo, seg.hi, x.reads)
+        bad = self.memory_unordered(w, x, root, seg, x.reads)
         host_read = x.family is None and w.family is not None
         if not bad and host_read:
             bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
@@ -499,24 +608,9 @@ class Checker:
                 waited = thread.acquired_at(self.covering_release(w))
                 if seg.invalidated.get(x.agent, -1) < waited:
                     bad = [(seg.lo, seg.hi)]
-        if not bad and w.family is None and x.family is not None and self.unflushed(w, x, seg, x.reads[0]):
-            bad = [(seg.lo, seg.hi)]
-        if not bad and w.family is None and x.family is None and self.unshared_between_threads(w, x, seg):
-            bad = [(seg.lo, seg.hi)]
         for a, b in bad:
-            self.report("raw", x.buffer, a - base, b - base, w, x, fixes.memory_dependency(self, w, x),
-                        f"{x.ref} reads {x.buffer!r} bytes [{a - base}, {b - base}) that {w.ref} wrote, "
-                        f"without a memory dependency", self.racing(w, x))
+            self.hazard("raw", buf, a - base, b - base, w, x)
         return bool(bad)
-
-    def unflushed(self, w: Access, x: Access, seg: Segment, access: str) -> bool:
-        """Spec 11.2.2 vkFlushMappedMemoryRanges: a host write w to non-coherent memory is available to no device
-        access x, read or write, until a flush of its bytes before the submission that orders them.
-        Coherence belongs to the memory, so an alias follows the buffer it aliases."""
-        if self.memory_kind[x.buffer] != "host_cached":
-            return False
-        clock = self.agents[x.agent].vis_clock[(x.stage, access)]
-        return seg.flushed is None or clock[w.agent] <= seg.flushed
 
     def unshared_between_threads(self, w: Access, x: Access, seg: Segment) -> bool:
         """Memory model "Location-Ordered": another host thread is another agent, so under the strict reading
@@ -534,31 +628,23 @@ class Checker:
         w = seg.write
         if w is not None and w.uid != x.uid and not skip_waw:
             need = (x.write,) if x.family is not None else None
-            bad = self.unordered(w, x, root, seg.lo, seg.hi, need)
+            bad = self.memory_unordered(w, x, root, seg, need)
             if not bad and x.family is None and w.family is not None:
                 bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
-            if not bad and w.family is None and x.family is not None and self.unflushed(w, x, seg, x.write):
-                bad = [(seg.lo, seg.hi)]
-            if not bad and w.family is None and x.family is None and self.unshared_between_threads(w, x, seg):
-                bad = [(seg.lo, seg.hi)]
             for a, b in bad:
-                self.report("waw", x.buffer, a - base, b - base, w, x, fixes.memory_dependency(self, w, x),
-                            f"{x.ref} writes {x.buffer!r} bytes [{a - base}, {b - base}) that {w.ref} wrote, "
-                            f"without a memory dependency", self.racing(w, x))
+                self.hazard("waw", buf, a - base, b - base, w, x)
         for r in seg.reads:
             if r.uid == x.uid:
                 continue
             for a, b in self.unordered(r, x, root, seg.lo, seg.hi, None):
-                self.report("war", x.buffer, a - base, b - base, r, x, fixes.execution_dependency(self, r, x),
-                            f"{x.ref} writes {x.buffer!r} bytes [{a - base}, {b - base}) that {r.ref} may "
-                            f"still be reading", self.racing(r, x))
+                self.hazard("war", buf, a - base, b - base, r, x)
 
     # ---- commands ----------------------------------------------------------
 
     def run_command(self, queue: QueueAgent, cmd: ir.Command, ref: str) -> None:
         queue.pos += 1
         if isinstance(cmd, ir.Barrier):
-            self.run_barrier(queue, cmd)
+            self.run_barrier(queue, cmd, ref)
             return
         uid = next(self.uids)
         key = id(cmd)
@@ -569,16 +655,17 @@ class Checker:
                 self.sharing_commands.add(key)
         index, pos, label, family, first_barrier = \
             queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds)
+        order = (*self.issuing_order, pos)
         if key not in self.sharing_commands:  # no access sees another's record: compare and record each
             for stage, reads, write, buffer, lo, hi in accesses:
-                self.access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier),
-                            lo, hi)
+                self.access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier,
+                                   order), lo, hi)
             return
         # Every access of the command is compared before any is recorded (syncval's detect, then update): a
         # write through one binding is compared with the reads before another binding's read replaced them.
         compared = []
         for stage, reads, write, buffer, lo, hi in accesses:
-            x = Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier)
+            x = Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier, order)
             if self.access(x, lo, hi, record=False):
                 compared.append((x, lo, hi))
         for x, lo, hi in compared:
@@ -590,7 +677,7 @@ class Checker:
             return len({self.placement[a[3]][1] for a in accesses}) < len(accesses)
         return len({a[3] for a in accesses}) < len(accesses)
 
-    def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier) -> None:
+    def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier, ref: str) -> None:
         compiled = self.barriers.get(id(cmd))
         if compiled is None:
             entries = compile_barrier(cmd, self.index)
@@ -601,6 +688,9 @@ class Checker:
                 for e in entries))
         entries, scopes = compiled
         queue.log.add(queue.pos, entries, id(cmd))
+        for entry in entries:
+            if "host" in entry.src_stages and "host_write" in entry.src_access:
+                self.make_host_writes_available(queue, entry, ref, cmd.label)
         # Cross-agent dependencies chain through the barrier too (spec 7.1 "dependency chain"); entries of
         # one barrier do not chain with each other (7.6), so every source clock is read before any is written.
         exec_clock, vis_clock = queue.exec_clock, queue.vis_clock

@@ -38,7 +38,9 @@ def memory_dependency(checker: Checker, w: Access, x: Access) -> str:
     if x.family is not None:  # host write, device read
         if noncoherent:
             return f"vkFlushMappedMemoryRanges over the range after {w.ref}, before the submit of {x.ref}"
-        return f"submit {x.ref} after {w.ref} on {_where(checker, w)}, or order the threads with a semaphore"
+        return (f"submit {x.ref} after {w.ref} on {_where(checker, w)} (order the threads with a semaphore if "
+                f"they differ), or record vkCmdPipelineBarrier2 before {x.ref}: src host/host_write -> dst "
+                f"{_masks(x)}, in a batch that waits for a signal made after {w.ref}")
     if noncoherent and checker.agents[x.agent].clock[w.agent] > w.pos:  # ordered host threads, non-coherent memory
         return (f"vkFlushMappedMemoryRanges over the range after {w.ref}, before the signal {x.ref} waits for"
                 + ("" if x.write else f", and vkInvalidateMappedMemoryRanges after that wait, before {x.ref}"))

@@ -34,7 +34,7 @@ import networkx as nx
 from ..model import ir
 from ..model.names import DEVICE_STAGES
 from ..model.refs import format_ref, parse_ref
-from .barriers import EMPTY, BarrierEntry, State, apply_barrier, compile_barrier, coverage
+from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, compile_barrier, coverage
 from .engine import command_accesses
 from .exact import shared_timelines
 from .scopes import first_execution_scope, second_execution_scope
@@ -94,7 +94,8 @@ class Pair:
 
 
 class Token(NamedTuple):
-    available: bool = False
+    available: bool = False  # available to the device domain
+    host_written: bool = False  # a host write available to the host domain only (coherent, or flushed)
     host_visible: bool = False  # visible to host/host_read
     invalidated: bool = False
     host_domain: bool = False  # available to the host domain (a destination with host_read or host_write)
@@ -403,7 +404,7 @@ class Model:
         if not pair.memory:
             start = EXEC
         else:
-            start = Token(available=e.host and e.memory != "host_cached")
+            start = Token(host_written=e.host and e.memory != "host_cached")
         root = (("access", e.uid), start)
         g = nx.DiGraph(start=root)
         g.add_node(root)
@@ -446,7 +447,13 @@ class Model:
         if node is not None and node.kind == "host":
             return None  # a host op reaches a queue only through a submit or a signal (cross edges)
         if n.kind == "bar":
-            if node is None:
+            if tok.host_written and node is not None and node.kind in ("wait", "sub") and \
+                    "host" in n.entry.src_stages and "host_write" in n.entry.src_access and \
+                    coverage(n.entry, pair.first.root, *seg) == FULL:
+                # A barrier with host/host_write in its first access scope: the domain operation from host to
+                # device for host writes before an earlier wait or submission on its queue (docs/format.md).
+                state = apply_barrier(EMPTY, (n.entry,), (FULL,), "host", "host_write")
+            elif node is None:
                 state = apply_barrier(EMPTY, (n.entry,), (coverage(n.entry, pair.first.root, *seg),), e.stage, e.write)
             elif not node.outs & n.entry.src_exec:
                 return None  # rule 4: no chain (apply_barrier would keep the earlier chain unchanged)
@@ -470,17 +477,20 @@ class Model:
             ordered = bool(node.outs & n.ins) or (tok.host_domain and e.stage in n.ins)
         if not ordered:
             return None
-        return tok._replace(available=True, visible=False) if pair.memory else EXEC
+        # 7.4.1: a signal's first access scope holds device accesses only, not a host write.
+        return tok._replace(available=tok.available or not e.host, visible=False) if pair.memory else EXEC
 
     def _enter(self, pair: Pair, seg: tuple[int, int], tok: Token, n: Node) -> Token:
-        """The token on entering n by a cross edge or program order: flush and invalidate act here."""
+        """The token on entering n by a cross edge or program order: submissions, flush and invalidate act here."""
+        if pair.memory and n.kind == "sub" and tok.host_written:
+            return tok._replace(available=True)  # 7.9: vkQueueSubmit, a domain operation from host to device
         if not pair.memory or n.op is None or not isinstance(n.op, ir.HostAccess):
             return tok
         root, lo, hi = self._root(n.op.buffer, n.op.offset, n.op.offset + n.op.size)
         if root != pair.first.root or lo > seg[0] or hi < seg[1]:
             return tok
         if n.op.op == "flush" and pair.first.host and pair.first.agent == n.agent:
-            return tok._replace(available=True)
+            return tok._replace(host_written=True)
         if n.op.op == "invalidate" and tok.host_visible:
             return tok._replace(invalidated=True)
         return tok

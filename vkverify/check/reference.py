@@ -404,12 +404,12 @@ class Reference:
         return [n for n in self.queue_nodes[x.node.agent]
                 if n.pos < x.node.pos and in_second_access_scope(n, x, needs, self.by_buffer) and x.stage in n.second]
 
-    def memory_dependency(self, w: Access, x: Access) -> bool:
-        """Spec 7.1: an availability operation for w happens-before (or is) a visibility operation for x;
-        a host read of host_cached memory also needs an invalidate of its bytes after that (11.2.2)."""
+    def memory_dependency(self, w: Access, x: Access, needs: tuple[str, ...]) -> bool:
+        """Spec 7.1: an availability operation for w happens-before (or is) a visibility operation for x's
+        accesses `needs`; a host read of host_cached memory also needs an invalidate of its bytes after that
+        (11.2.2)."""
         if w.host and x.host:
             return self.hb(w.node, x.node)
-        needs = (x.write,) if x.write and not x.reads else x.reads
         visible = [m for m in self.visibility(x, needs)
                    if any(self.hb_or_same(n, m) for n in self.availability(w))]
         if not (x.host and x.reads and x.memory == "host_cached"):
@@ -463,8 +463,11 @@ class Reference:
                             if not a.write or any(self.hb(a.node, w.node) and self.hb(w.node, b.node)
                                                   for w in writes):
                                 continue  # WAR ordered by execution, or a later write stands between
-                            if not self.memory_dependency(a, b):
-                                yield Hazard("raw" if b.reads else "waw", a.buffer, a.ref, b.ref, False, lo, hi)
+                            # A read_write access is a read and a write (syncval's two usages): each must see a.
+                            if b.reads and not self.memory_dependency(a, b, b.reads):
+                                yield Hazard("raw", a.buffer, a.ref, b.ref, False, lo, hi)
+                            elif b.write and not self.memory_dependency(a, b, (b.write,)):
+                                yield Hazard("waw", a.buffer, a.ref, b.ref, False, lo, hi)
                             continue
                         kind = "war" if not a.write else "raw" if b.reads else "waw"
                         racing = a.node.agent != b.node.agent

@@ -18,11 +18,9 @@ from . import fixes
 from .engine import Access, Checker, QueueAgent, ThreadAgent
 from .findings import Finding
 from .readings import STRICT, Readings
-from .scopes import HOST, second_execution_scope, signal_first_scope
+from .scopes import second_execution_scope, signal_first_scope
 
 ALL_DEVICE = frozenset(DEVICE_STAGES)
-# Spec 7.3 fence signal: every command earlier in submission order, no stage mask (host-stage barriers too).
-FENCE_SCOPE = ALL_DEVICE | HOST
 
 
 @dataclass(eq=False)
@@ -39,6 +37,7 @@ class PendingBatch:
     binary_waits: dict  # wait index -> BinarySignal (None: misuse, ignored)
     binary_signals: dict  # signal index -> BinarySignal
     fence: str | None
+    order: tuple[int, int]  # the submit's thread and op position (Access.order)
 
 
 def check(stream: ir.Stream, readings: Readings = STRICT) -> list[Finding]:
@@ -152,18 +151,19 @@ class Schedule(Checker):
         queue.acquire(p.clock, ALL_DEVICE)
         for clock, stage in acquired:
             queue.acquire(clock, second_execution_scope(stage))
-        self.issuing = p.clock
+        self.issuing, self.issuing_order = p.clock, p.order
         for cb in p.batch.command_buffers:
             for i, cmd in enumerate(self.index.command_buffers[cb].commands):
                 self.run_command(queue, cmd, self.index.command_ref(cb, i, p.submit))
-        for i, s in enumerate(p.batch.signals):
-            _, clock = queue.release(signal_first_scope(s.stage, self.readings.all_commands_includes_host))
+        clocks = queue.signal_semaphores([signal_first_scope(s.stage, self.readings.all_commands_includes_host)
+                                          for s in p.batch.signals])
+        for i, (s, clock) in enumerate(zip(p.batch.signals, clocks)):
             if i in p.binary_signals:
                 p.binary_signals[i].clock = clock
             else:
                 self.signal_timeline(s.semaphore, s.value, clock, p.submit)
         if p.fence is not None:
-            _, clock = queue.release(FENCE_SCOPE, fence=True)
+            clock = queue.signal_fence()
             if self.fences[p.fence][2] == p.submit:  # not reset (a misuse) or resubmitted since
                 self.fences[p.fence] = ("signaled", clock, p.submit)
         return True
@@ -175,7 +175,7 @@ class Schedule(Checker):
         ref = f"{t.id}[{t.pc}]"
         own = t.clock[:t.index] + (t.pc + 1,) + t.clock[t.index + 1:]
         if isinstance(op, ir.Submit):
-            self.submit(t, op, ref, own)
+            self.submit(t, op, ref, self.submission_clock(own))
         elif isinstance(op, ir.WaitFences):
             if any(self.fences[f][0] != "signaled" for f in op.fences):
                 return False
@@ -209,7 +209,7 @@ class Schedule(Checker):
             if any(q.pending for q in queues):
                 return False
             for q in queues:
-                t.acquire(q.release(FENCE_SCOPE, fence=True)[1])
+                t.acquire(q.signal_fence())
         else:
             self.destroy(t, op, ref)
         return True
@@ -247,7 +247,7 @@ class Schedule(Checker):
                     signals[i] = BinarySignal(ref)
                     pending.append(signals[i])
             queue.pending.append(PendingBatch(ref, clock, batch, waits, signals,
-                                              op.fence if n == len(batches) - 1 else None))
+                                              op.fence if n == len(batches) - 1 else None, (t.index, t.pc)))
 
     def host_access(self, t: ThreadAgent, op: ir.HostAccess, ref: str) -> None:
         root, base = self.index.root(op.buffer)
@@ -260,7 +260,7 @@ class Schedule(Checker):
             return
         write = op.op == "host_write"
         access = Access(t.index, t.pc, "host", () if write else ("host_read",), "host_write" if write else None,
-                        ref, op.buffer, next(self.uids), op.label, None)
+                        ref, op.buffer, next(self.uids), op.label, None, order=(t.index, t.pc, 0))
         self.access(access, op.offset, op.offset + op.size)
 
     def destroy(self, t: ThreadAgent, op: ir.Destroy, ref: str) -> None:

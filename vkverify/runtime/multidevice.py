@@ -59,6 +59,12 @@ SHARE_ENV = "VKVERIFY_SHARE"
 # writes available to the device domain only, the host's read needs them made available to the host.
 HOST_READ_BARRIER = ir.CommandBuffer("host_read_barrier@replay", (ir.Barrier(
     frozenset({"all_commands"}), frozenset({"memory_write"}), frozenset({"host"}), frozenset({"host_read"})),))
+# Put before each batch that waits for a proxied timeline whose proxy copies buffers: the proxy's host writes
+# come after the submit and are released by vkSignalSemaphore, which orders execution only; this barrier
+# performs the domain operation from host to device (docs/format.md, "Readings"; corpus 82, 117).
+HOST_WRITE_BARRIER = ir.CommandBuffer("host_write_barrier@replay", (ir.Barrier(
+    frozenset({"host"}), frozenset({"host_write"}), frozenset({"all_commands"}),
+    frozenset({"memory_read", "memory_write"})),))
 HOST_MEMORY = "VK_EXT_external_memory_host"
 SEMAPHORE_FD = "VK_KHR_external_semaphore_fd"
 
@@ -461,6 +467,8 @@ class MultiDevice:
         self.renamed = {(b.other, b.semaphore): b.mirror for b in plan.bridges if b.proxy}
         # The signals that host copies wait for, by (semaphore, value).
         self.copied_after = {(b.semaphore, v) for b in plan.bridges for v in b.copies}
+        # The (device, semaphore) waits that a proxy's host copies come before.
+        self.copied_before = {(b.other, b.semaphore) for b in plan.bridges if b.proxy and b.copies}
         try:
             for d in stream.devices:
                 physical = plan.physical[d.id]
@@ -515,6 +523,7 @@ class MultiDevice:
             for cb in stream.command_buffers:
                 rt.load_command_buffer(cb)
             rt.load_command_buffer(HOST_READ_BARRIER)
+            rt.load_command_buffer(HOST_WRITE_BARRIER)
 
     # ---- host ops -------------------------------------------------------------------
 
@@ -560,9 +569,12 @@ class MultiDevice:
 
     def execute(self, thread: str, op: ir.HostOp, at: dict | None = None):
         if isinstance(op, ir.Submit):
-            op = replace(op, batches=tuple(
-                replace(b, command_buffers=b.command_buffers + (HOST_READ_BARRIER.id,))
-                if any((s.semaphore, s.value) in self.copied_after for s in b.signals) else b for b in op.batches))
+            device = self.on[op.queue]
+            op = replace(op, batches=tuple(replace(b, command_buffers=(
+                (HOST_WRITE_BARRIER.id,) if any((device, w.semaphore) in self.copied_before for w in b.waits) else ())
+                + b.command_buffers + (
+                (HOST_READ_BARRIER.id,) if any((s.semaphore, s.value) in self.copied_after for s in b.signals) else ()))
+                for b in op.batches))
         ref = self._record(thread, op)
         if isinstance(op, ir.HostAccess) and op.op == "host_write" and op.data is None:
             # The default pattern is seeded by the op's reference, which only this stream-wide count knows.
@@ -645,8 +657,9 @@ class MultiDevice:
         doc["semaphores"] += [{"id": b.mirror, "type": "timeline", "initial": initial[b.semaphore]}
                               for b in self.plan.bridges if b.proxy]
         doc["threads"] = {t: list(ops) for t, ops in self.threads.items()}
-        if self.copied_after:
-            doc["command_buffers"][HOST_READ_BARRIER.id] = [command_to_dict(c) for c in HOST_READ_BARRIER.commands]
+        for cb, used in ((HOST_READ_BARRIER, self.copied_after), (HOST_WRITE_BARRIER, self.copied_before)):
+            if used:
+                doc["command_buffers"][cb.id] = [command_to_dict(c) for c in cb.commands]
         return from_dict(doc, "<multi-device replay>")
 
     def messages(self) -> list:

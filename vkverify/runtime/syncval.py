@@ -89,9 +89,15 @@ def explain_only_vkverify(stream, f) -> str:
         return "timeline semaphores: syncval 1.3.239 does not support them"
     if scratch_orders(stream, f.kind, f.buffer, f.second):
         return "a read_write binding is replayed after a scratch copy and a compute barrier, which orders earlier reads"
-    if f.kind == "waw" and f.first_access == f.second_access:
+    if f.kind == "waw" and _written(f.first_access) == _written(f.second_access):
         return "two writes of the same stage and access: the layer reports no WAW between them"
     return "not reported by the layer"
+
+
+def _written(access: str) -> tuple[str, frozenset[str]]:
+    """A finding's `stage/access+access` as its stage and the accesses that write."""
+    stage, _, names = access.partition("/")
+    return stage, frozenset(n for n in names.split("+") if n.endswith("_write"))
 
 
 def explain_only_layer(stream, lf: LayerFinding, messages) -> str:
