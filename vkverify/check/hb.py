@@ -35,9 +35,10 @@ from ..model import ir
 from ..model.names import DEVICE_STAGES
 from ..model.refs import format_ref, parse_ref
 from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, compile_barrier, coverage
-from .engine import command_accesses
+from .engine import FENCE_SCOPE, command_accesses
 from .exact import shared_timelines
-from .scopes import first_execution_scope, second_execution_scope
+from .readings import DEFAULT, Readings
+from .scopes import second_execution_scope, signal_first_scope
 
 ALL_DEVICE = frozenset(DEVICE_STAGES)
 HOST_READ = ("host", "host_read")
@@ -109,8 +110,9 @@ SINK = (("second access",), EXEC)  # the product node standing for the pair's se
 class Model:
     """The stream's synchronization nodes, cross-agent edges, compared pairs and blocked waits."""
 
-    def __init__(self, stream: ir.Stream) -> None:
+    def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT) -> None:
         self.stream = stream
+        self.readings = readings
         self.index = stream.index
         self.nodes: dict[tuple, Node] = {}
         self.on_agent: dict[str, list[Node]] = {}
@@ -240,13 +242,14 @@ class Model:
                 for x in [x for x in accesses if self._compare(x)]:
                     self._record(x)
         for si, sig in enumerate(batch.signals):
-            node = self._add(("sig", submit, bi, si), "rel", queue, ins=first_execution_scope(sig.stage),
+            node = self._add(("sig", submit, bi, si), "rel", queue,
+                             ins=signal_first_scope(sig.stage, self.readings.all_commands_includes_host),
                              ops=(f"{submit}.batches[{bi}].signal[{si}]",))
             self._executed.add(node.key)
             if sig.semaphore in self._timeline:
                 self._signal_timeline(sig.semaphore, sig.value, node.key, submit)
         if fence is not None:
-            node = self._add(("fence", submit), "rel", queue, ins=ALL_DEVICE)
+            node = self._add(("fence", submit), "rel", queue, ins=FENCE_SCOPE)
             self._fences[fence] = ("signaled", node.key, submit)
         return True
 
@@ -275,7 +278,7 @@ class Model:
                 return False
             node = self._add(("host", ref), "host", thread, ops=(ref,), op=op)
             for q in queues:
-                self._edge(self._add(("idle", ref, q), "rel", q, ins=ALL_DEVICE, ops=(ref,)).key, node.key)
+                self._edge(self._add(("idle", ref, q), "rel", q, ins=FENCE_SCOPE, ops=(ref,)).key, node.key)
         elif isinstance(op, ir.Submit):
             self._submit(thread, ref, op)
         elif isinstance(op, ir.ResetFences):
@@ -472,13 +475,13 @@ class Model:
         if node is None:
             ordered = e.stage in n.ins
         else:
-            # A barrier that made the write visible to the host counts at any later release that
-            # covers the write (the checker reads the barrier state at the release the host observed).
-            ordered = bool(node.outs & n.ins) or (tok.host_domain and e.stage in n.ins)
+            ordered = bool(node.outs & n.ins)  # 7.1 chain: a host barrier counts only where it meets the release
         if not ordered:
             return None
-        # 7.4.1: a signal's first access scope holds device accesses only, not a host write.
-        return tok._replace(available=tok.available or not e.host, visible=False) if pair.memory else EXEC
+        # 7.4.1: a signal's first access scope holds the device accesses in its first synchronization scope; one
+        # reached only through a chain was made available by the chain's first barrier or not at all (7.1).
+        return tok._replace(available=tok.available or not e.host and e.stage in n.ins, visible=False) \
+            if pair.memory else EXEC
 
     def _enter(self, pair: Pair, seg: tuple[int, int], tok: Token, n: Node) -> Token:
         """The token on entering n by a cross edge or program order: submissions, flush and invalidate act here."""
