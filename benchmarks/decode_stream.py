@@ -14,9 +14,6 @@ from vkverify.model import ir
 
 MIB = 1 << 20
 COMPUTE = frozenset({"compute_shader"})
-# The logits barrier's destination is the host stage: the signal the host waits for must hold it (spec 7.4.1;
-# docs/format.md, Readings: all_commands_includes_host).
-SIGNAL_STAGES = frozenset({"all_commands", "host"})
 
 
 
@@ -87,7 +84,7 @@ def decode_stream(n_commands: int, layers: int = 30, weights_per_layer: int = 10
             ops.append(ir.WaitSemaphores((ir.SemaphoreValue("T", t - slots + 1),)))
         ops.append(ir.HostAccess("host_write", slot, 0, 4096))
         ops.append(ir.Submit("q0", (ir.Batch(command_buffers=(f"tok{t}",),
-                                             signals=(ir.SemaphoreOp("T", t + 1, SIGNAL_STAGES),)),)))
+                                             signals=(ir.SemaphoreOp("T", t + 1),)),)))
         if t % slots == slots - 1 or t == tokens - 1:
             ops.append(ir.WaitSemaphores((ir.SemaphoreValue("T", t + 1),)))
             ops.append(ir.HostAccess("host_read", "logits", 0, 4096))

@@ -27,7 +27,7 @@ exit codes: 0 no findings (with --expect: all as expected), 1 findings (with
 def cmd_check(args: argparse.Namespace) -> int:
     from .check import check
     from .check.expect import compare
-    from .check.readings import STRICT
+    from .check.readings import DEFAULT
 
     results, bad_input = [], False
     for file in args.files:
@@ -35,7 +35,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         if stream is None:
             bad_input = True
             continue
-        findings = check(stream, args.readings or STRICT)
+        findings = check(stream, args.readings or DEFAULT)
         agreement = compare(stream, findings) if args.expect else None
         results.append(FileResult(file, stream.name, findings, agreement))
     if results:
@@ -51,9 +51,9 @@ class _ReadingAction(argparse.Action):
     """`--reading NAME=VALUE`, applied in turn to the readings so far (check/readings.py)."""
 
     def __call__(self, parser, namespace, value, option_string=None):
-        from .check.readings import STRICT, parse_reading
+        from .check.readings import DEFAULT, parse_reading
         try:
-            setattr(namespace, self.dest, parse_reading(getattr(namespace, self.dest) or STRICT, value))
+            setattr(namespace, self.dest, parse_reading(getattr(namespace, self.dest) or DEFAULT, value))
         except ValueError as e:
             parser.error(f"{option_string} {e}")
 

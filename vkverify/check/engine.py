@@ -24,7 +24,7 @@ from . import fixes
 from .barriers import BarrierEntry, BarrierLog, compile_barrier, sees
 from .findings import Finding
 from .rangemap import RangeMap, Segment
-from .readings import STRICT, Readings
+from .readings import DEFAULT, Readings
 from .scopes import HOST
 
 Clock = tuple[int, ...]
@@ -224,7 +224,7 @@ def _acquired_releases(queue: QueueAgent, clock: Clock, pos: int) -> list[int]:
 
 
 class Checker:
-    def __init__(self, stream: ir.Stream, readings: Readings = STRICT) -> None:
+    def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT) -> None:
         self.stream = stream
         self.readings = readings
         self.index = stream.index

@@ -33,8 +33,10 @@ def memory_dependency(checker: Checker, w: Access, x: Access) -> str:
     if w.family is not None:  # device write, host read or write
         host = "host_write" if x.write else "host_read"
         cached = " then vkInvalidateMappedMemoryRanges over the range," if noncoherent and not x.write else ""
+        # Spec 7.4.1: a semaphore signal holds the host barrier only at all_commands, and only under that reading.
+        signal = " or a semaphore signalled at all_commands" if checker.readings.all_commands_includes_host else ""
         return (f"vkCmdPipelineBarrier2 after {w.ref}: src {src} -> dst host/{host}, then wait for its "
-                f"fence, or a semaphore signalled with stage host, on {_where(checker, x)},{cached} before {x.ref}")
+                f"fence{signal} on {_where(checker, x)},{cached} before {x.ref}")
     if x.family is not None:  # host write, device read
         if noncoherent:
             return f"vkFlushMappedMemoryRanges over the range after {w.ref}, before the submit of {x.ref}"

@@ -22,7 +22,7 @@ Readings of what the spec leaves open, applied here and in the checker alike (do
 - a barrier's second execution scope meets a later barrier's first scope when the two stage sets
   intersect, also with no command between them (syncval's reading of 7.1's chain definition);
 - a fence signal has a barrier whose destination is the host stage in its first scope, a semaphore signal
-  only if its stage mask names host (or, under the reading `all_commands_includes_host`, is all_commands);
+  only at all_commands or bottom_of_pipe, and only under the reading `all_commands_includes_host` (the default);
 - `host` in a barrier's source stage mask puts in its first scope the host operations that happen
   before a semaphore wait or submission earlier on its queue;
 - a buffer memory barrier covers only accesses through its own buffer (or, under the reading
@@ -37,7 +37,7 @@ from itertools import count
 
 from ..model import ir
 from .engine import command_accesses
-from .readings import STRICT, Readings
+from .readings import DEFAULT, Readings
 from .scopes import HOST as HOST_STAGE
 from .scopes import (COMMAND_STAGES, access_scope, explicit_stages, first_execution_scope, second_execution_scope,
                      signal_first_scope)
@@ -156,7 +156,7 @@ def _covers(n: Node, x: Access, by_buffer: bool) -> bool:
 # ---- building the operations ------------------------------------------------------------------------
 
 class Reference:
-    def __init__(self, stream: ir.Stream, readings: Readings = STRICT) -> None:
+    def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT) -> None:
         if stream.params or len(stream.threads) != 1:
             raise Unsupported("the reference reads streams of one host thread without params")
         self.stream = stream
@@ -489,6 +489,6 @@ def _narrow(a: Access, lo: int, hi: int) -> Access:
     return Access(a.node, a.uid, a.ref, a.stage, a.reads, a.write, a.buffer, a.root, lo, hi, a.memory, a.submit)
 
 
-def verdict(stream: ir.Stream, readings: Readings = STRICT) -> Verdict:
+def verdict(stream: ir.Stream, readings: Readings = DEFAULT) -> Verdict:
     """The reference verdict of a one-thread stream (raises Unsupported otherwise)."""
     return Reference(stream, readings).verdict()

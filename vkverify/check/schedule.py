@@ -17,7 +17,7 @@ from ..model.names import DEVICE_STAGES
 from . import fixes
 from .engine import Access, Checker, QueueAgent, ThreadAgent
 from .findings import Finding
-from .readings import STRICT, Readings
+from .readings import DEFAULT, Readings
 from .scopes import second_execution_scope, signal_first_scope
 
 ALL_DEVICE = frozenset(DEVICE_STAGES)
@@ -40,7 +40,7 @@ class PendingBatch:
     order: tuple[int, int]  # the submit's thread and op position (Access.order)
 
 
-def check(stream: ir.Stream, readings: Readings = STRICT) -> list[Finding]:
+def check(stream: ir.Stream, readings: Readings = DEFAULT) -> list[Finding]:
     """Every synchronization finding of `stream` under `readings` of what the spec leaves open, in the order
     found; for a `params` stream, those of the smallest parameter values that have any."""
     if stream.params:
@@ -67,7 +67,7 @@ def _cyclic_gc_paused():
 
 
 class Schedule(Checker):
-    def __init__(self, stream: ir.Stream, shared: frozenset[str] = frozenset(), readings: Readings = STRICT) -> None:
+    def __init__(self, stream: ir.Stream, shared: frozenset[str] = frozenset(), readings: Readings = DEFAULT) -> None:
         super().__init__(stream, readings)
         # Timelines several queues or threads signal: z3 (exact.refine) reports their ordering problems.
         self.shared = shared
