@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from itertools import count
 
 from ..model import ir
-from ..model.names import DEVICE_STAGES
+from ..model.stages import DEVICE_STAGES
 from . import fixes
 from .barriers import BarrierEntry, BarrierLog, compile_barrier, sees
 from .findings import Finding
@@ -100,9 +100,14 @@ class Access:
     label: str | None
     family: int | None  # queue family; None for host
     first_barrier: int = 0  # on a queue: index in its BarrierLog of the first barrier recorded after this access
-    order: tuple[int, ...] = ()  # stream order: (thread, op position of its submit or itself, queue position)
+    issued: tuple[int, int] = (0, 0)  # the thread and op position of its submit (or of itself, on the host)
     memo: tuple | None = None  # (lo, hi, end, pieces) of the last `Checker.states` query
     ordered: set | None = None  # (agent, stage, need, lo, hi) already ordered after this access
+
+
+def _stream_order(a: Access) -> tuple[tuple[int, int], int]:
+    """Where a comes in the stream: its submit's (or host op's) thread and position, then its queue position."""
+    return a.issued, a.pos if a.family is not None else 0
 
 
 @dataclass(eq=False)
@@ -301,7 +306,7 @@ class Checker:
         """A RAW, WAW or WAR of e then x on bytes [lo, hi) of buf. A racing pair (ordered neither way) is named
         in stream order, earlier submitted first, whichever of the two this schedule ran first."""
         racing = self.racing(e, x)
-        if racing and x.order < e.order:
+        if racing and _stream_order(x) < _stream_order(e):
             e, x, kind = x, e, {"raw": "war", "war": "raw"}.get(kind, kind)
         span = f"{buf.id!r} bytes [{lo}, {hi})"
         if kind == "war":
@@ -485,16 +490,6 @@ class Checker:
             out[t.memory_lane] = max(out[t.memory_lane], out[t.index])
         return tuple(out)
 
-    def memory_unordered(self, w: Access, x: Access, root: str, seg: Segment,
-                         need: tuple[str, ...] | None) -> list[tuple[int, int]]:
-        """Sub-ranges of seg where x is not ordered after write w with w visible to x's accesses `need`."""
-        if w.family is None and x.family is not None:
-            return self.host_write_unseen(w, x, root, seg, need)
-        bad = self.unordered(w, x, root, seg.lo, seg.hi, need)
-        if not bad and w.family is None and x.family is None and self.unshared_between_threads(w, x, seg):
-            return [(seg.lo, seg.hi)]
-        return bad
-
     def host_write_unseen(self, w: Access, x: Access, root: str, seg: Segment,
                           need: tuple[str, ...]) -> list[tuple[int, int]]:
         """Spec 7.9 "host write ordering" and 11.2.2: host write w reaches device access x through a submission
@@ -599,8 +594,11 @@ class Checker:
                         fixes.ownership(w, x, seg.owner),
                         f"{x.ref} on family {x.family} reads bytes of exclusive {x.buffer!r} owned by family "
                         f"{seg.owner} without an ownership transfer")
-        bad = self.memory_unordered(w, x, root, seg, x.reads)
+        bad = self.host_write_unseen(w, x, root, seg, x.reads) if w.family is None and x.family is not None \
+            else self.unordered(w, x, root, seg.lo, seg.hi, x.reads)
         host_read = x.family is None and w.family is not None
+        if not bad and w.family is None and x.family is None and self.unshared_between_threads(w, x, seg):
+            bad = [(seg.lo, seg.hi)]
         if not bad and host_read:
             bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
             if not bad and self.memory_kind[x.buffer] == "host_cached":
@@ -628,9 +626,12 @@ class Checker:
         w = seg.write
         if w is not None and w.uid != x.uid and not skip_waw:
             need = (x.write,) if x.family is not None else None
-            bad = self.memory_unordered(w, x, root, seg, need)
+            bad = self.host_write_unseen(w, x, root, seg, need) if w.family is None and x.family is not None \
+                else self.unordered(w, x, root, seg.lo, seg.hi, need)
             if not bad and x.family is None and w.family is not None:
                 bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
+            if not bad and w.family is None and x.family is None and self.unshared_between_threads(w, x, seg):
+                bad = [(seg.lo, seg.hi)]
             for a, b in bad:
                 self.hazard("waw", buf, a - base, b - base, w, x)
         for r in seg.reads:
@@ -655,17 +656,17 @@ class Checker:
                 self.sharing_commands.add(key)
         index, pos, label, family, first_barrier = \
             queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds)
-        order = (*self.issuing_order, pos)
+        issued = self.issuing_order
         if key not in self.sharing_commands:  # no access sees another's record: compare and record each
             for stage, reads, write, buffer, lo, hi in accesses:
                 self.access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier,
-                                   order), lo, hi)
+                                   issued), lo, hi)
             return
         # Every access of the command is compared before any is recorded (syncval's detect, then update): a
         # write through one binding is compared with the reads before another binding's read replaced them.
         compared = []
         for stage, reads, write, buffer, lo, hi in accesses:
-            x = Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier, order)
+            x = Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier, issued)
             if self.access(x, lo, hi, record=False):
                 compared.append((x, lo, hi))
         for x, lo, hi in compared:

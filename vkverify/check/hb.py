@@ -32,7 +32,7 @@ from typing import NamedTuple
 import networkx as nx
 
 from ..model import ir
-from ..model.names import DEVICE_STAGES
+from ..model.stages import DEVICE_STAGES
 from ..model.refs import format_ref, parse_ref
 from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, compile_barrier, coverage
 from .engine import FENCE_SCOPE, command_accesses

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..model import ir
-from ..model.names import DEVICE_STAGES
+from ..model.stages import DEVICE_STAGES
 from . import fixes
 from .engine import Access, Checker, QueueAgent, ThreadAgent
 from .findings import Finding
@@ -37,7 +37,7 @@ class PendingBatch:
     binary_waits: dict  # wait index -> BinarySignal (None: misuse, ignored)
     binary_signals: dict  # signal index -> BinarySignal
     fence: str | None
-    order: tuple[int, int]  # the submit's thread and op position (Access.order)
+    issued: tuple[int, int]  # the submit's thread and op position (Access.issued)
 
 
 def check(stream: ir.Stream, readings: Readings = DEFAULT) -> list[Finding]:
@@ -151,7 +151,7 @@ class Schedule(Checker):
         queue.acquire(p.clock, ALL_DEVICE)
         for clock, stage in acquired:
             queue.acquire(clock, second_execution_scope(stage))
-        self.issuing, self.issuing_order = p.clock, p.order
+        self.issuing, self.issuing_order = p.clock, p.issued
         for cb in p.batch.command_buffers:
             for i, cmd in enumerate(self.index.command_buffers[cb].commands):
                 self.run_command(queue, cmd, self.index.command_ref(cb, i, p.submit))
@@ -260,7 +260,7 @@ class Schedule(Checker):
             return
         write = op.op == "host_write"
         access = Access(t.index, t.pc, "host", () if write else ("host_read",), "host_write" if write else None,
-                        ref, op.buffer, next(self.uids), op.label, None, order=(t.index, t.pc, 0))
+                        ref, op.buffer, next(self.uids), op.label, None, issued=(t.index, t.pc))
         self.access(access, op.offset, op.offset + op.size)
 
     def destroy(self, t: ThreadAgent, op: ir.Destroy, ref: str) -> None:

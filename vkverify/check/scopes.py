@@ -13,26 +13,15 @@ from __future__ import annotations
 from functools import cache
 
 from ..model.names import ACCESS_SETS, STAGE_SETS
+from ..model.stages import COMMAND_STAGES, EXECUTING_STAGES, STAGES
 
-# Stages at which the compute and transfer commands of a queue execute.
-COMMAND_STAGES = frozenset({"draw_indirect", "compute_shader", "copy", "clear"})
+# Logically earlier and later stages (spec 7.6.1 "Pipeline stage ordering"), each stage with
+# itself, kept to the stages commands execute at: TOP_OF_PIPE is then NONE in a first scope and
+# ALL_COMMANDS in a second, BOTTOM_OF_PIPE the reverse (7.6.1).
+_ORDERED = {s.name: s.earlier | {s.name} for s in STAGES if s.covers == {s.name}}
+_EARLIER = {s: earlier & EXECUTING_STAGES for s, earlier in _ORDERED.items()}
+_LATER = {s: {t for t, earlier in _ORDERED.items() if s in earlier} & EXECUTING_STAGES for s in _ORDERED}
 HOST = frozenset({"host"})
-
-# Logically earlier stages for the compute and transfer pipelines (spec 7.6.1
-# "Pipeline stage ordering"); copy and clear are unordered with each other.
-_EARLIER = {
-    "draw_indirect": {"draw_indirect"},
-    "compute_shader": {"draw_indirect", "compute_shader"},
-    "copy": {"copy"},
-    "clear": {"clear"},
-    "host": {"host"},
-    # 7.6.1: TOP_OF_PIPE is NONE in a first scope, BOTTOM_OF_PIPE is ALL_COMMANDS.
-    "top_of_pipe": set(),
-    "bottom_of_pipe": set(COMMAND_STAGES),
-}
-_LATER = {s: {t for t in COMMAND_STAGES | {"host"} if s in _EARLIER[t]} for s in COMMAND_STAGES | {"host"}}
-# 7.6.1: TOP_OF_PIPE is ALL_COMMANDS in a second scope, BOTTOM_OF_PIPE is NONE.
-_LATER.update({"top_of_pipe": set(COMMAND_STAGES), "bottom_of_pipe": set()})
 
 
 @cache

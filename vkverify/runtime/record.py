@@ -10,9 +10,12 @@ read barrier orders it before the kernel.
 
 from __future__ import annotations
 
+from typing import Iterable, Mapping
+
 from ..model import ir
 from ..model.data import data_bytes, ref_hash
 from ..model.refs import format_ref, parse_ref, without_submit
+from ..model.stages import access_mask, stage_mask
 from ..shaders import generic_plan, pack_push
 
 UPDATE_CHUNK = 65536  # vkCmdUpdateBuffer's dataSize limit
@@ -30,32 +33,14 @@ def scratch_orders(stream: ir.Stream, kind: str, buffer: str | None, second: str
     return isinstance(cmd, ir.Dispatch) and any(b.access == "read_write" and b.buffer == buffer for b in cmd.bindings)
 
 
-def stage_bits(vk, names, sync2: bool, src: bool) -> int:
-    """Stage names as VkPipelineStageFlags2 (or sync1 flags, where copy and
-    clear are TRANSFER and `none` is TOP_OF_PIPE as source, BOTTOM_OF_PIPE as destination)."""
-    bits = 0
-    for n in names:
-        if sync2:
-            bits |= vk.VK_PIPELINE_STAGE_2_NONE if n == "none" else getattr(vk, f"VK_PIPELINE_STAGE_2_{n.upper()}_BIT")
-        elif n == "none":
-            bits |= vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT if src else vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT
-        else:
-            sync1 = {"copy": "transfer", "clear": "transfer", "all_transfer": "transfer"}.get(n, n)
-            bits |= getattr(vk, f"VK_PIPELINE_STAGE_{sync1.upper()}_BIT")
-    if not sync2 and not bits:
-        bits = vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT if src else vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT
-    return bits
-
-
-def access_bits(vk, names, sync2: bool) -> int:
-    prefix = "VK_ACCESS_2_" if sync2 else "VK_ACCESS_"
-    bits = 0
-    for n in names:
-        if not sync2:  # sync1 has no storage-specific shader accesses
-            n = {"shader_storage_read": "shader_read", "shader_storage_write": "shader_write"}.get(n, n)
-        if n != "none":
-            bits |= getattr(vk, f"{prefix}{n.upper()}_BIT")
-    return bits
+def global_barrier(vk, cb, names: Mapping[str, Iterable[str]]) -> None:
+    """vkCmdPipelineBarrier (sync1) with one global memory barrier whose masks are those of the
+    stream barrier `names` (src_stage, src_access, dst_stage, dst_access): the barrier the runtime
+    records and the one it submits are the same by construction."""
+    barriers = [vk.VkMemoryBarrier(srcAccessMask=access_mask(names["src_access"], False),
+                                   dstAccessMask=access_mask(names["dst_access"], False))]
+    vk.vkCmdPipelineBarrier(cb, stage_mask(names["src_stage"], False, True), stage_mask(names["dst_stage"], False, False),
+                            0, 1, barriers, 0, None, 0, None)  # vkCmdPipelineBarrier
 
 
 class Recorder:
@@ -169,11 +154,11 @@ class Recorder:
                                                        f"{b.dst_family}")
         if sync2:
             memory = [] if buffers else [vk.VkMemoryBarrier2(
-                srcStageMask=stage_bits(vk, src_stage, True, True), srcAccessMask=access_bits(vk, src_access, True),
-                dstStageMask=stage_bits(vk, dst_stage, True, False), dstAccessMask=access_bits(vk, dst_access, True))]
+                srcStageMask=stage_mask(src_stage, True, True), srcAccessMask=access_mask(src_access, True),
+                dstStageMask=stage_mask(dst_stage, True, False), dstAccessMask=access_mask(dst_access, True))]
             buffer_barriers = [vk.VkBufferMemoryBarrier2(
-                srcStageMask=stage_bits(vk, b.src_stage, True, True), srcAccessMask=access_bits(vk, b.src_access, True),
-                dstStageMask=stage_bits(vk, b.dst_stage, True, False), dstAccessMask=access_bits(vk, b.dst_access, True),
+                srcStageMask=stage_mask(b.src_stage, True, True), srcAccessMask=access_mask(b.src_access, True),
+                dstStageMask=stage_mask(b.dst_stage, True, False), dstAccessMask=access_mask(b.dst_access, True),
                 srcQueueFamilyIndex=self.families(b)[0], dstQueueFamilyIndex=self.families(b)[1],
                 buffer=handle, offset=b.offset, size=b.size) for b, handle in buffers]
             info = vk.VkDependencyInfo(memoryBarrierCount=len(memory), pMemoryBarriers=memory or None,
@@ -182,12 +167,12 @@ class Recorder:
             vk.vkCmdPipelineBarrier2(self.cb, info)  # vkCmdPipelineBarrier2
             return
         # Sync1: one stage mask pair for the whole command, the union of the entries'.
-        src = stage_bits(vk, set(src_stage).union(*(b.src_stage for b, _ in buffers)), False, True)
-        dst = stage_bits(vk, set(dst_stage).union(*(b.dst_stage for b, _ in buffers)), False, False)
-        memory = [] if buffers else [vk.VkMemoryBarrier(srcAccessMask=access_bits(vk, src_access, False),
-                                                        dstAccessMask=access_bits(vk, dst_access, False))]
+        src = stage_mask(set(src_stage).union(*(b.src_stage for b, _ in buffers)), False, True)
+        dst = stage_mask(set(dst_stage).union(*(b.dst_stage for b, _ in buffers)), False, False)
+        memory = [] if buffers else [vk.VkMemoryBarrier(srcAccessMask=access_mask(src_access, False),
+                                                        dstAccessMask=access_mask(dst_access, False))]
         buffer_barriers = [vk.VkBufferMemoryBarrier(
-            srcAccessMask=access_bits(vk, b.src_access, False), dstAccessMask=access_bits(vk, b.dst_access, False),
+            srcAccessMask=access_mask(b.src_access, False), dstAccessMask=access_mask(b.dst_access, False),
             srcQueueFamilyIndex=self.families(b)[0], dstQueueFamilyIndex=self.families(b)[1],
             buffer=handle, offset=b.offset, size=b.size) for b, handle in buffers]
         vk.vkCmdPipelineBarrier(self.cb, src, dst, 0, len(memory), memory or None, len(buffer_barriers),

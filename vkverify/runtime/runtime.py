@@ -20,14 +20,17 @@ from ..model import builder, from_dict, ir
 from ..model.data import data_bytes
 from ..model.dump import command_to_dict, host_op_to_dict
 from ..model.refs import format_ref, with_submit
+from ..model.stages import stage_mask
 from .device import Device, Instance, QueueRequest, pick_physical
 from .errors import DeviceFault, HazardError, Unsupported
 from .memory import Allocator, DeviceBuffer
 from .pipelines import Pipelines
-from .record import Recorder, stage_bits
+from .record import Recorder, global_barrier
 
 WAIT_SLICE_NS = 100_000_000  # host waits wake this often to notice an abort
 WAIT_LIMIT_S = 60.0  # a wait that long is reported as a fault, not a hang
+# A read back's copy made visible to the host's read of the staging buffer (not recorded in the stream).
+READ_BACK = {"src_stage": ["copy"], "src_access": ["transfer_write"], "dst_stage": ["host"], "dst_access": ["host_read"]}
 # Findings that a partial stream cannot produce by being partial.
 ONLINE_KINDS = frozenset({"raw", "war", "waw", "use_after_destroy", "uninitialized_read", "ownership_missing",
                           "binary_semaphore_misuse", "timeline_not_increasing", "fence_misuse"})
@@ -168,15 +171,10 @@ class Runtime:
                                         self.vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
         try:
             regions = [self.vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=buffer.size)]
-            barrier = self.vk.VkMemoryBarrier(srcAccessMask=self.vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                                              dstAccessMask=self.vk.VK_ACCESS_HOST_READ_BIT)
-            barriers = [barrier]
 
             def record(cb) -> None:
                 self.vk.vkCmdCopyBuffer(cb, buffer.handle, staging.handle, 1, regions)  # vkCmdCopyBuffer
-                self.vk.vkCmdPipelineBarrier(cb, self.vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-                                             self.vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, barriers, 0, None, 0,
-                                             None)  # vkCmdPipelineBarrier
+                global_barrier(self.vk, cb, READ_BACK)
             self._internal(f"read back {id}", record)
             return bytes(staging.view(0, buffer.size))
         finally:
@@ -415,10 +413,10 @@ class Runtime:
             for batch, handles in zip(op.batches, cbs):
                 if sync2:
                     waits = [vk.VkSemaphoreSubmitInfo(semaphore=self.semaphores[w.semaphore][0], value=w.value or 0,
-                                                      stageMask=stage_bits(vk, w.stage, True, False))
+                                                      stageMask=stage_mask(w.stage, True, False))
                              for w in batch.waits]
                     signals = [vk.VkSemaphoreSubmitInfo(semaphore=self.semaphores[s.semaphore][0], value=s.value or 0,
-                                                        stageMask=stage_bits(vk, s.stage, True, True))
+                                                        stageMask=stage_mask(s.stage, True, True))
                                for s in batch.signals]
                     infos = [vk.VkCommandBufferSubmitInfo(commandBuffer=h) for h in handles]
                     keep += [waits, signals, infos]
@@ -429,7 +427,7 @@ class Runtime:
                 else:
                     wait_handles = [self.semaphores[w.semaphore][0] for w in batch.waits]
                     wait_values = [w.value or 0 for w in batch.waits]
-                    stages = [stage_bits(vk, w.stage, False, False) for w in batch.waits]
+                    stages = [stage_mask(w.stage, False, False) for w in batch.waits]
                     signal_handles = [self.semaphores[s.semaphore][0] for s in batch.signals]
                     signal_values = [s.value or 0 for s in batch.signals]
                     timeline = vk.VkTimelineSemaphoreSubmitInfo(

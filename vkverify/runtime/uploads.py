@@ -44,7 +44,7 @@ import numpy as np
 from ..model import ir
 from .errors import DeviceFault, DeviceLost, RuntimeFault, UploadFailed
 from .memory import Block, DeviceBuffer, choose_type, flag_names
-from .record import Recorder
+from .record import Recorder, global_barrier
 
 BLOCK_SIZE = 256 << 20
 SLOT_SIZE = 16 << 20
@@ -633,11 +633,7 @@ class Uploader:
         vk = self.vk
         block_id, buffer = self._block(block)
         vk.vkCmdFillBuffer(slot.cb, buffer, 0, block.size, 0)  # vkCmdFillBuffer (block sizes are multiples of 256)
-        barrier = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                                     dstAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT)
-        barriers = [barrier]
-        vk.vkCmdPipelineBarrier(slot.cb, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
-                                1, barriers, 0, None, 0, None)  # vkCmdPipelineBarrier
+        global_barrier(vk, slot.cb, FILLED)
         slot.commands += [{"cmd": "fill", "dst": block_id, "value": 0}, {"cmd": "barrier", **FILLED}]
         self.unfilled.discard(id(block))
         slot.fills.append(block)
@@ -650,12 +646,7 @@ class Uploader:
         "Location-Ordered"): a fence wait alone does not."""
         slot = self._open_slot()
         self._stage_fill(slot, block)
-        vk = self.vk
-        barrier = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                                     dstAccessMask=vk.VK_ACCESS_HOST_WRITE_BIT)
-        barriers = [barrier]
-        vk.vkCmdPipelineBarrier(slot.cb, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT, 0,
-                                1, barriers, 0, None, 0, None)  # vkCmdPipelineBarrier
+        global_barrier(self.vk, slot.cb, FILLED_FOR_HOST)
         slot.commands.append({"cmd": "barrier", **FILLED_FOR_HOST})
         self._submit_open()
         self._wait_all()

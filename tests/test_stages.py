@@ -1,0 +1,80 @@
+"""model/stages.py: every value of the stage and access table against the `vulkan` package, and
+what the loader, checker, importer and runtime derive from it."""
+
+from __future__ import annotations
+
+import pytest
+
+from vkverify.check.scopes import first_execution_scope, second_execution_scope
+from vkverify.importer.flags import access_names, stage_names
+from vkverify.model.names import ACCESS_SETS, STAGE_SETS, access_name, stage_name
+from vkverify.model.stages import (ACCESSES, COMMAND_STAGES, STAGES, access_mask, access_names_of, stage_mask,
+                                   stage_names_of)
+
+vk = pytest.importorskip("vulkan")
+
+
+def constant(prefix: str, name: str) -> int | None:
+    """The `vulkan` package's value of VK_<prefix><NAME>_BIT (VK_<prefix>NONE for none), or None."""
+    return getattr(vk, f"VK_{prefix}{name.upper()}" + ("" if name == "none" else "_BIT"), None)
+
+
+@pytest.mark.parametrize("row", STAGES, ids=lambda r: r.name)
+def test_stage_bits_are_vulkans(row):
+    assert row.sync2 == constant("PIPELINE_STAGE_2_", row.name)
+    assert row.sync1 == constant("PIPELINE_STAGE_", row.name)
+
+
+@pytest.mark.parametrize("row", ACCESSES, ids=lambda r: r.name)
+def test_access_bits_are_vulkans(row):
+    assert row.sync2 == constant("ACCESS_2_", row.name)
+    assert row.sync1 == constant("ACCESS_", row.name)
+
+
+def test_sync1_masks_stand_in_for_the_bits_sync1_lacks():
+    """copy and clear are TRANSFER, the storage accesses SHADER_READ / SHADER_WRITE; an empty or
+    `none` stage mask is TOP_OF_PIPE as source, BOTTOM_OF_PIPE as destination (7.6.1)."""
+    assert stage_mask({"copy", "clear", "all_transfer"}, False, True) == vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+    assert stage_mask({"copy", "clear"}, True, True) == vk.VK_PIPELINE_STAGE_2_COPY_BIT | vk.VK_PIPELINE_STAGE_2_CLEAR_BIT
+    assert stage_mask(set(), False, True) == stage_mask({"none"}, False, True) == vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT
+    assert stage_mask({"none"}, False, False) == vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT
+    assert stage_mask({"none"}, True, False) == vk.VK_PIPELINE_STAGE_2_NONE
+    assert access_mask({"shader_storage_read", "shader_storage_write"}, False) == (
+        vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT)
+    assert access_mask({"none"}, False) == access_mask(set(), True) == 0
+
+
+@pytest.mark.parametrize("row", [r for r in STAGES if r.in_format and r.name != "none"], ids=lambda r: r.name)
+def test_a_stage_name_round_trips_through_its_mask(row):
+    """The importer decodes what the runtime submits: transfer for all_transfer (one bit)."""
+    name = "transfer" if row.name == "all_transfer" else row.name
+    assert stage_names_of(stage_mask({row.name}, True, True)) == [name]
+    assert stage_names(f"VK_PIPELINE_STAGE_2_{row.name.upper()}_BIT") == [name]
+
+
+@pytest.mark.parametrize("row", [r for r in ACCESSES if r.name != "none"], ids=lambda r: r.name)
+def test_an_access_name_round_trips_through_its_mask(row):
+    assert access_names_of(access_mask({row.name}, True)) == [row.name]
+    assert access_names(f"VK_ACCESS_2_{row.name.upper()}_BIT") == [row.name]
+
+
+def test_all_graphics_decodes_but_is_no_name_of_the_format():
+    """A captured ALL_GRAPHICS holds, of the format's stages, draw_indirect; a stream may not name it."""
+    assert stage_names(vk.VK_PIPELINE_STAGE_2_ALL_GRAPHICS_BIT) == ["draw_indirect"]
+    assert stage_names("VK_PIPELINE_STAGE_2_ALL_GRAPHICS_BIT") == ["draw_indirect"]
+    assert stage_name("VK_PIPELINE_STAGE_2_ALL_GRAPHICS_BIT") is None and "all_graphics" not in STAGE_SETS
+    assert stage_name("VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT") == "all_transfer"
+    assert access_name("VK_ACCESS_SHADER_READ_BIT") == "shader_read" and ACCESS_SETS["shader_read"] == {
+        "shader_storage_read", "uniform_read"}
+
+
+def test_execution_scopes_follow_the_pipeline_orders():
+    """7.6.1: compute is draw_indirect then compute_shader; copy and clear are unordered; TOP_OF_PIPE is
+    NONE as source and ALL_COMMANDS as destination, BOTTOM_OF_PIPE the reverse; host stands alone."""
+    first, second = (lambda *s: first_execution_scope(frozenset(s))), (lambda *s: second_execution_scope(frozenset(s)))
+    assert first("compute_shader") == {"draw_indirect", "compute_shader"}
+    assert second("draw_indirect") == {"draw_indirect", "compute_shader"}
+    assert first("copy") == {"copy"} and second("clear") == {"clear"} and first("transfer") == {"copy", "clear"}
+    assert first("top_of_pipe") == second("bottom_of_pipe") == set()
+    assert first("bottom_of_pipe") == second("top_of_pipe") == first("all_commands") == COMMAND_STAGES
+    assert first("host") == second("host") == {"host"}
