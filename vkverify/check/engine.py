@@ -353,7 +353,7 @@ class Checker:
     def states(self, e: Access, root: str, lo: int, hi: int, end: int) -> list:
         """e's barrier state per sub-range of [lo, hi) at queue position `end` (BarrierLog.state_at),
         continuing from e's last query when it covered the same bytes up to an earlier position."""
-        log, buffer = self.agents[e.agent].log, self.through(e)
+        log, buffer = self.agents[e.agent].log, e.buffer if self.by_buffer else None
         memo = e.memo
         if memo is not None and memo[0] == lo and memo[1] == hi and memo[2] <= end and len(memo[3]) == 1:
             pieces = log.state_at(e.stage, e.write, root, lo, hi, memo[2], end, memo[3][0][2], buffer)
@@ -386,7 +386,7 @@ class Checker:
             log = agent.log
             if e.first_barrier < len(log.all_kinds) and \
                     log.orders_alone(e.first_barrier, e.stage, e.write, root, lo, hi, x.stage, need,
-                                     self.through(e), self.through(x)):
+                                     e.buffer if self.by_buffer else None, x.buffer if self.by_buffer else None):
                 return []
         key = (x.agent, x.stage, need, lo, hi)
         if e.ordered is not None and key in e.ordered:
@@ -682,11 +682,12 @@ class Checker:
         compiled = self.barriers.get(id(cmd))
         if compiled is None:
             entries = compile_barrier(cmd, self.index)
-            # Per entry, the clocks it reads and writes: its scopes restricted to what the queue tracks.
+            # Per entry, the clocks it reads and writes: its scopes restricted to what the queue tracks, the host
+            # accesses of its destination, and its range (spec 7.7.2; None: global).
             compiled = self.barriers[id(cmd)] = (entries, tuple(
                 (tuple(e.src_exec & queue.exec_clock.keys()), tuple(e.dst_exec & queue.exec_clock.keys()),
-                 tuple(e.dst_scope & queue.vis_clock.keys()), tuple(a for s, a in e.dst_scope if s == "host"))
-                for e in entries))
+                 tuple(e.dst_scope & queue.vis_clock.keys()), tuple(a for s, a in e.dst_scope if s == "host"),
+                 self._limit(e)) for e in entries))
         entries, scopes = compiled
         queue.log.add(queue.pos, entries, id(cmd))
         for entry in entries:
@@ -704,11 +705,11 @@ class Checker:
             before.append(clock)
         if len(self.queues) > 1 and (queue.host_vis or any(scope[3] for scope in scopes)):
             self._host_visibility(queue, entries, scopes, before)
-        for entry, (_, dst, pairs, _), clock in zip(entries, scopes, before):
+        for (_, dst, pairs, _, limit), clock in zip(scopes, before):
             for s in dst:
                 exec_clock[s] = join(exec_clock[s], clock)
             # Spec 7.7.2: a buffer memory barrier's second access scope holds only its range.
-            visible = vis_clock if entry.root is None else queue.range_vis.setdefault(self._limit(entry), {})
+            visible = vis_clock if limit is None else queue.range_vis.setdefault(limit, {})
             for pair in pairs:
                 visible[pair] = join(visible.get(pair, zero), clock)
         for bb in cmd.buffers:
@@ -724,12 +725,12 @@ class Checker:
         the releases its first scope acquired visible to the host, at the stages its chain reaches (7.1). Only
         another queue's writes come through releases: a stream of one queue has nothing to record."""
         updates = []
-        for entry, (*_, accesses), clock in zip(entries, scopes, before):
+        for entry, (*_, accesses, limit), clock in zip(entries, scopes, before):
             for key, by_stage in queue.host_vis.items():
                 reached = [by_stage[s] for s in entry.src_exec if s in by_stage]
                 if reached:
                     updates.append((key, entry.dst_exec, _join_all(reached)))
-            updates += [((access, self._limit(entry)), entry.dst_exec, clock) for access in accesses]
+            updates += [((access, limit), entry.dst_exec, clock) for access in accesses]
         for key, stages, clock in updates:
             by_stage = queue.host_vis.setdefault(key, {})
             for s in stages:
