@@ -27,6 +27,19 @@ def device_name() -> str:
         pytest.skip(f"no Vulkan ICD: {error}")
 
 
+@pytest.fixture(scope="module")
+def compute_device():
+    """A device created with the `vulkan` package directly (tests/_lavapipe.py), as an engine does."""
+    from tests._lavapipe import ComputeDevice, NoDevice
+
+    try:
+        device = ComputeDevice()
+    except NoDevice as error:
+        pytest.skip(f"no Vulkan ICD found: {error}")
+    yield device
+    device.close()
+
+
 def require_gfxreconstruct() -> None:
     """Import tests need GFXReconstruct; tools/install.sh installs it, so in CI its absence is a failure."""
     if shutil.which("gfxrecon-convert") is None:

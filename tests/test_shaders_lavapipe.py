@@ -8,7 +8,6 @@ import zlib
 import numpy as np
 import pytest
 
-from tests._lavapipe import ComputeDevice, NoDevice
 from vkverify.shaders import SEMANTICS, interface, load_spirv, pack_push
 
 SIZES = (1, 100, 1000)
@@ -16,13 +15,8 @@ PAD = 3  # words past the pushed counts, which no kernel may touch
 
 
 @pytest.fixture(scope="module")
-def device():
-    try:
-        dev = ComputeDevice()
-    except NoDevice as error:
-        pytest.skip(f"no Vulkan ICD found: {error}")
-    yield dev
-    dev.close()
+def device(compute_device):
+    return compute_device
 
 
 def _u32(rng: np.random.Generator, n: int) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import struct
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from vkverify.shaders import (
 )
 
 R, W, RW = "read", "write", "read_write"
+ROOT = Path(__file__).resolve().parent.parent
 
 # (accesses by binding, push-constant bytes) of the named kernels.
 EXPECTED = {
@@ -105,7 +107,7 @@ def test_buffer_qualifiers(tmp_path, target):
         (0, 1, DescriptorType.STORAGE_BUFFER, 1, RW),
         (0, 2, DescriptorType.STORAGE_BUFFER, 1, W),
         (1, 5, DescriptorType.UNIFORM_BUFFER, 1, R),
-        (2, 0, DescriptorType.STORAGE_BUFFER, 3, RW),
+        (2, 0, DescriptorType.STORAGE_BUFFER, 3, R),  # undecorated, only read
     ]
     assert info.local_size == (8, 4, 1)
     assert info.push_constant_size == 0
@@ -119,6 +121,58 @@ layout(binding = 0) readonly writeonly buffer A { uint a[]; };
 void main() {}
 """))
     assert info.binding(0).access == "none"
+
+
+@glslang
+def test_undecorated_buffers_by_use(tmp_path):
+    # No readonly/writeonly, as naga, Taichi and much hand-written GLSL emit: the code decides.
+    info = reflect(_compile(tmp_path, """
+layout(local_size_x = 1) in;
+layout(binding = 0) buffer A { uint a[]; };
+layout(binding = 1) buffer B { uint b[]; };
+layout(binding = 2) buffer C { uint c[]; };
+layout(binding = 3) buffer D { uint d[]; };
+layout(binding = 4) uniform U { uint u; };
+layout(binding = 5) buffer E { uint e[]; } es[2];
+layout(binding = 6) uniform V { uint v; };
+void put(uint i, uint x) { b[i] = x; }
+void main() { put(uint(d.length()), a[0] + v); atomicAdd(c[0], 1u); es[1].e[0] += 1u; }
+"""))
+    # d only has its length taken; u is declared and never used.
+    assert [b.access for b in info.bindings] == [R, W, RW, "none", "none", RW, R]
+
+
+def _assemble(tmp_path, text: str) -> bytes:
+    source, out = tmp_path / "k.spvasm", tmp_path / "k.spv"
+    source.write_text(text)
+    subprocess.run(["spirv-as", "--target-env", "vulkan1.1", "-o", str(out), str(source)],
+                   check=True, capture_output=True)
+    subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(out)], check=True, capture_output=True)
+    return out.read_bytes()
+
+
+spirv_as = pytest.mark.skipif(shutil.which("spirv-as") is None, reason="spirv-as (spirv-tools) not installed")
+POINTERS = (ROOT / "tests" / "spirv" / "pointers.spvasm").read_text()
+
+
+@spirv_as
+def test_uses_through_pointers_functions_and_atomics(tmp_path):
+    spirv = _assemble(tmp_path, POINTERS)
+    # loaded: read by a callee through its parameter; stored: written by a callee through OpPtrAccessChain;
+    # copied_to/copied_from: OpCopyMemory; atomic: OpAtomicIAdd; selected: OpSelect, OpPhi, then a store
+    # through a function's returned pointer; other_only: written by the other entry point; unused; escaped: a
+    # pointer into it is stored in a variable, from which any code could load it.
+    assert [b.access for b in reflect(spirv, "main").bindings] == [R, W, W, R, RW, W, "none", "none", RW]
+    assert [b.access for b in reflect(spirv, "other").bindings] == ["none"] * 6 + [W, "none", "none"]
+
+
+@spirv_as
+@pytest.mark.parametrize("decoration, access", [("NonWritable", R), ("NonReadable", W)])
+def test_decorations_bound_what_the_code_does(tmp_path, decoration, access):
+    # The atomic binding is read and written by its uses; a decoration is the program's guarantee.
+    last = "OpDecorate %unused Binding 7"
+    text = POINTERS.replace(last, f"{last}\nOpDecorate %atomic {decoration}")
+    assert reflect(_assemble(tmp_path, text), "main").binding(4).access == access
 
 
 @glslang

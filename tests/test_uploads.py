@@ -89,7 +89,7 @@ def _without(doc: dict, drop) -> dict:
 
 def test_big_staged_upload(device_name, source, env):
     env.setenv("VKVERIFY_STAGED", "1")
-    with runtime.Runtime() as rt, uploads.Uploader(rt) as up:
+    with runtime.Runtime() as rt, uploads.Uploader(rt, slot_size=16 << 20) as up:  # 2 slots of 16 MiB
         up.upload("Big", 0, source)
         _reader(rt, "Big", BIG)
         up.finish()
@@ -98,11 +98,16 @@ def test_big_staged_upload(device_name, source, env):
         stream = up.stream()
     assert digests["Big"] == hashlib.sha256(source).hexdigest()
     assert (report.submits, report.copies, report.blocks_zero_filled, report.resident_host_bytes) == (7, 7, 1, 0)
+    _assert_load_bearing(stream)
+
+
+def _assert_load_bearing(stream) -> None:
+    """The stream checks; the fence wait before a slot is refilled is load-bearing (without it, a WAR
+    on the staging buffer), and so is the landing barrier (the reader reads bytes of a copy nothing
+    made visible)."""
     assert check(stream) == []
-    # The fence wait before a slot is refilled is load-bearing: a WAR on the staging buffer.
     no_wait = from_dict(_without(to_dict(stream), lambda op: op.get("label") == "slot reuse wait"))
     assert ("war", "upload.staging") in {(f.kind, f.buffer) for f in check(no_wait)}
-    # So is the landing barrier: the reader reads bytes of a copy nothing made visible.
     no_landing = from_dict(_without(to_dict(stream), lambda c: c.get("label") == "landing barrier"))
     raws = [(f.buffer, f.second) for f in check(no_landing) if f.kind == "raw"]
     assert raws and all(buffer == "Big" and second == "reader[0]" for buffer, second in raws), raws
@@ -191,3 +196,77 @@ def test_queue_choice_on_one_queue_device(device_name):
             pytest.skip(f"{rt.device.name} has more than one queue")
         assert (up.queue_id, up.queue_kind) == ("q0", "main")
         assert up.queue_lock is rt.device.queues["q0"][2]
+
+
+# Paths other than a numpy array, each at every size: name -> (environment, how the bytes go in)
+PATHS = {
+    "file": ({"VKVERIFY_STAGED": "1"}, {"direct": False}),
+    "file-direct": ({"VKVERIFY_STAGED": "1"}, {"direct": True}),  # O_DIRECT where the file system takes it
+    "file-mapped": ({"VKVERIFY_STAGED": "0"}, {"direct": True}),
+    "in-place": ({"VKVERIFY_STAGED": "1"}, None),
+}
+SKEW = 4097  # the file holds SKEW bytes before the source: reads start off any block boundary
+
+
+@pytest.fixture(scope="module")
+def source_file(source, tmp_path_factory):
+    path = tmp_path_factory.mktemp("uploads") / "weights.bin"
+    with open(path, "wb") as f:
+        f.write(bytes(SKEW))
+        f.write(source.tobytes())
+    return path
+
+
+def _upload_by_path(up, path_kind, name, n, source, source_file) -> None:
+    if path_kind == "in-place":
+        array = up.staging_array(n)
+        array[:] = source[:n]
+        up.upload(name, 0, array)
+    else:
+        up.upload_file(name, 0, source_file, SKEW, n, **PATHS[path_kind][1])
+
+
+@pytest.mark.parametrize("path_kind", PATHS)
+def test_digests_identical_by_path(device_name, source, source_file, env, path_kind):
+    """The same four sizes from a file (buffered, O_DIRECT, through the map) and from a
+    staging array filled in place land byte for byte as from a numpy array."""
+    for name, value in PATHS[path_kind][0].items():
+        env.setenv(name, value)
+    with runtime.Runtime() as rt, uploads.Uploader(rt, slot_size=16 << 20) as up:
+        for name, n in SIZES.items():
+            _upload_by_path(up, path_kind, name, n, source, source_file)
+        up.finish()
+        report = up.report()
+        digests = _digests(rt, SIZES)
+        stream = up.stream()
+    assert digests == {name: hashlib.sha256(source[:n]).hexdigest() for name, n in SIZES.items()}
+    assert (report.resident_host_bytes, report.bytes_staged) == (0, sum(SIZES.values()))
+    assert check(stream) == []
+    if path_kind.startswith("file"):  # no array in between: the host wrote only slots or the map
+        written = {op["buffer"] for op in to_dict(stream)["threads"]["main"] if op["op"] == "host_write"}
+        assert written == ({"upload.staging"} if report.mode == "staged" else set(SIZES))
+
+
+def test_big_upload_from_a_file(device_name, source, source_file, env):
+    """100 MiB from a file through two 16 MiB slots: the stream checks, and without the slot
+    reuse wait it is a WAR on the staging buffer, without the landing barrier a RAW."""
+    env.setenv("VKVERIFY_STAGED", "1")
+    with runtime.Runtime() as rt, uploads.Uploader(rt, slot_size=16 << 20) as up:
+        up.upload_file("Big", 0, source_file, SKEW, BIG)
+        _reader(rt, "Big", BIG)
+        up.finish()
+        digests = _digests(rt, {"Big": BIG})
+        stream = up.stream()
+    assert digests["Big"] == hashlib.sha256(source).hexdigest()
+    _assert_load_bearing(stream)
+
+
+def test_measured_slot_sizing_is_reported(device_name, env):
+    """With neither slots nor slot_size the ring is sized by measurement, within the budget."""
+    env.setenv("VKVERIFY_STAGED", "1")
+    with runtime.Runtime() as rt, uploads.Uploader(rt, slot_budget=64 << 20) as up:
+        report = up.report()
+    assert 2 <= report.slots and report.slots * report.slot_size <= 64 << 20
+    assert "submit+wait" in report.sizing and f"{report.slots} x " in report.sizing
+    with runtime.Runtime() as rt, uploads.Uploader(rt, slots=3) as up:
+        assert (up.report().slots, up.report().slot_size, up.report().sizing) == (3, 16 << 20, "3 x 16 MiB: given")

@@ -57,7 +57,7 @@ def clean_env(monkeypatch):
         monkeypatch.setenv(name, "")
 
 
-@pytest.mark.parametrize("point", [p for p in uploads.FAULT_POINTS if p != "wait"])
+@pytest.mark.parametrize("point", [p for p in uploads.FAULT_POINTS if p not in ("wait", "read")])
 def test_failed_upload_releases_its_destinations(device_name, point):
     out = scenario(point)
     (error,) = out["errors"]
@@ -114,3 +114,42 @@ def test_every_point_under_faulthandler(device_name):
     assert run.returncode == 0, run.stderr
     assert "Fatal Python error" not in run.stderr
     assert len(run.stdout.splitlines()) == len(FAULTS), run.stdout
+
+
+def test_failed_file_read_fails_that_upload_only(device_name, tmp_path):
+    """VKVERIFY_FAULT=read:2 fails the second slot's read of B (the first is in flight): B is
+    released, nothing of it stays resident, and the next upload from the same file runs clean."""
+    os.environ.update(VKVERIFY_STAGED="1", VKVERIFY_FAULT="read:2")
+    data = np.random.default_rng(9).integers(0, 256, 3 * SIZE, dtype=np.uint8)
+    path = tmp_path / "weights.bin"
+    data.tofile(path)
+    with runtime.Runtime() as rt, uploads.Uploader(rt, slot_size=64 << 10) as up:
+        up.upload("A", 0, data[:SIZE])
+        with pytest.raises(runtime.UploadFailed) as failed:
+            up.upload_file("B", 0, path, SIZE, SIZE)
+        up.upload_file("C", 0, path, 2 * SIZE, SIZE)
+        up.finish()
+        rt.device_idle()
+        resident = sorted(n for n, b in up.destinations.items() if b.handle is not None)
+        intact = [rt.read_back("A") == data[:SIZE].tobytes(), rt.read_back("C") == data[2 * SIZE:].tobytes()]
+        report, findings = up.report(), check(up.stream())
+    assert (failed.value.point, failed.value.injected, failed.value.released) == ("read", True, ["B"])
+    assert report.faults_fired == ("read:2",)
+    assert resident == ["A", "C"] and intact == [True, True]
+    assert report.resident_host_bytes == 0 and findings == []
+
+
+def test_short_file_fails_the_read(device_name, tmp_path):
+    os.environ.update(VKVERIFY_STAGED="1")
+    path = tmp_path / "short.bin"
+    path.write_bytes(bytes(1000))
+    with runtime.Runtime() as rt, uploads.Uploader(rt, slot_size=64 << 10) as up:
+        with pytest.raises(runtime.UploadFailed) as failed:
+            up.upload_file("A", 0, path, 0, 2000)
+        with pytest.raises(runtime.UploadFailed) as missing:
+            up.upload_file("B", 0, tmp_path / "absent.bin", 0, 10)
+        up.upload_file("C", 0, path, 0, 1000)
+        up.finish()
+        assert check(up.stream()) == []
+    assert (failed.value.point, failed.value.injected, failed.value.released) == ("read", False, ["A"])
+    assert "1000" in str(failed.value) and (missing.value.point, missing.value.released) == ("read", [])

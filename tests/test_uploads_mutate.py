@@ -88,13 +88,13 @@ def test_uploader_candidates_are_listed(device_name, tmp_path):
         by_target.setdefault(c.target, set()).add((c.operator, c.op))
     labels = {c.op: c.description.split("(")[1].split(")")[0] for c in listed}
     # 2 reuse waits (4 fills of 2 slots), each under war and fence.
-    assert by_target["war"] == by_target["fence"] == {("drop_host_wait", "main[4]"), ("drop_host_wait", "main[8]")}
+    assert by_target["war"] == by_target["fence"] == {("drop_host_wait", "main[3]"), ("drop_host_wait", "main[6]")}
     # The last slot's landing barrier (upload.cb3, the 4th submit): dropped, weakened, each mask narrowed.
     assert by_target["raw"] == {(o, "upload.cb3[1]") for o in ("drop_barrier", "weaken_barrier",
                                                                "narrow_barrier_src_stage", "narrow_barrier_dst_stage")}
     assert {op for _, op in by_target["waw"]} == {"upload.cb0[1]"}
     assert by_target.keys() == {"war", "fence", "raw", "waw"}
-    assert labels == {"main[4]": "'slot reuse wait'", "main[8]": "'slot reuse wait'",
+    assert labels == {"main[3]": "'slot reuse wait'", "main[6]": "'slot reuse wait'",
                       "upload.cb3[1]": "'landing barrier'", "upload.cb0[1]": "'fill before copies'"}
 
 

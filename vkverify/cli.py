@@ -31,13 +31,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     results, bad_input = [], False
     for file in args.files:
-        stream = _load_or_report(file)
-        if stream is None:
+        loaded = _load_partial_or_report(file)
+        if loaded is None:
             bad_input = True
             continue
+        stream, partial = loaded
         findings = check(stream, args.readings or DEFAULT)
         agreement = compare(stream, findings) if args.expect else None
-        results.append(FileResult(file, stream.name, findings, agreement))
+        results.append(FileResult(file, stream.name, findings, agreement, partial))
     if results:
         print(FORMATTERS[args.format](results))
     if bad_input:
@@ -149,16 +150,25 @@ CAPTURES = (".gfxr", ".jsonl")
 
 
 def _load_any(file: str):
-    """A stream file, or a GFXReconstruct capture (.gfxr/.jsonl) through the importer."""
+    """A stream file, or a GFXReconstruct capture (.gfxr/.jsonl) through the importer; with why a verdict on
+    it is partial (the dispatches the import could not resolve)."""
     if not file.endswith(CAPTURES):
-        return load(file)
+        return load(file), ()
     from .importer import import_capture
 
-    return import_capture(file)[0]
+    stream, summary = import_capture(file)
+    return stream, tuple(summary.unresolved_lines())
 
 
 def _load_or_report(file: str):
     """The stream in `file` (a capture through the importer); None after printing why it is bad input."""
+    loaded = _load_partial_or_report(file)
+    return None if loaded is None else loaded[0]
+
+
+def _load_partial_or_report(file: str):
+    """(stream, why a verdict on it is partial) from `file` (a capture through the importer); None after
+    printing why it is bad input."""
     from .importer import CaptureError
 
     try:

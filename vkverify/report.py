@@ -21,6 +21,7 @@ class FileResult:
     stream: str
     findings: list[Finding]
     agreement: Agreement | None = None  # with --expect
+    partial: tuple[str, ...] = ()  # why the verdict covers only part of the program: an import's unresolved dispatches
 
 
 def _expect_json(a: Agreement) -> dict:
@@ -34,6 +35,8 @@ def to_json_obj(r: FileResult) -> dict:
            "findings": [f.to_json() for f in r.findings]}
     if r.agreement is not None:
         out["expect"] = _expect_json(r.agreement)
+    if r.partial:
+        out["partial"] = list(r.partial)
     return out
 
 
@@ -53,7 +56,8 @@ def format_text(results: list[FileResult]) -> str:
     lines = []
     for r in results:
         verdict = "no findings" if not r.findings else f"{len(r.findings)} finding{'s' * (len(r.findings) > 1)}"
-        lines.append(f"{r.file}: {r.stream or '(unnamed)'}: {verdict}")
+        lines.append(f"{r.file}: {r.stream or '(unnamed)'}: {verdict}{' (partial verdict)' if r.partial else ''}")
+        lines += [f"  {why}" for why in r.partial]
         for f in r.findings:
             where = f" {f.buffer} [{f.range[0]}, {f.range[1]})" if f.range else ""
             lines.append(f"  {f.kind}{where}{' (racing)' if f.racing else ''}: {f.message}")

@@ -14,7 +14,6 @@ compared with a handful of earlier ones.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import deque
 from dataclasses import dataclass, field
 from itertools import count
 
@@ -130,7 +129,6 @@ class QueueAgent:
     release_pos: list[int] = field(default_factory=list)
     release_scope: list[frozenset[str]] = field(default_factory=list)
     release_lane: list[int] = field(default_factory=list)
-    pending: deque = field(default_factory=deque)  # batches: (submit ref, thread clock, batch, fence or None)
     # Spec 7.7.2: what a buffer memory barrier made visible of other agents' releases, per (root, lo, hi, buffer):
     # buffer None, or the only buffer through which accesses see it (readings.buffer_barrier_covers_aliases).
     range_vis: dict = field(default_factory=dict)
@@ -278,12 +276,6 @@ class Checker:
         self.issuing: Clock = ()  # the submit clock of the batch being run
         self.issuing_order: tuple[int, int] = (0, 0)  # its submit's thread and op position
         self.uids = count()
-        # Semaphores: timeline -> [(value, clock, ref)] in signal order; binary -> FIFO of signals.
-        self.timeline = {s.id: [] for s in stream.semaphores if s.type == "timeline"}
-        self.timeline_value = {s.id: s.initial for s in stream.semaphores if s.type == "timeline"}
-        self.binary_pending = {s.id: deque() for s in stream.semaphores if s.type == "binary"}
-        self.fences = {f.id: ("signaled", (0,) * n, None) if f.signaled else ("unsignaled", None, None)
-                       for f in stream.fences}
 
     # ---- findings ----------------------------------------------------------
 

@@ -22,22 +22,6 @@ from .findings import ACCESS_KINDS, Finding
 WAIT_LABEL = re.compile(r"^wait (\S+) (\S+)(?: >= (\d+))?$")
 
 
-def shared_timelines(stream: ir.Stream) -> frozenset[str]:
-    """Timelines signalled by several queues or host threads: which signal satisfies a wait then
-    depends on the schedule."""
-    agents: dict[str, set] = {}
-    for t in stream.threads:
-        for op in t.ops:
-            if isinstance(op, ir.Submit):
-                for b in op.batches:
-                    for s in b.signals:
-                        if s.value is not None:
-                            agents.setdefault(s.semaphore, set()).add(op.queue)
-            elif isinstance(op, ir.SignalSemaphore):
-                agents.setdefault(op.semaphore, set()).add(t.id)
-    return frozenset(k for k, v in agents.items() if len(v) > 1)
-
-
 def refine(stream: ir.Stream, findings: list[Finding], shared: frozenset[str]) -> list[Finding]:
     if not shared and not any(f.kind in ACCESS_KINDS for f in findings):
         return findings  # nothing to decide: no model, no plan (keeps clean streams as fast as before)

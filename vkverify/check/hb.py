@@ -17,7 +17,7 @@ visible to the reader. That is a small token carried along the path (available, 
 host, invalidated, visible to the second access), updated by `barriers.apply_barrier` at each
 barrier entry, so each node of the product graph is (operation, token).
 
-The model runs the stream in the checker's legal order (host threads in program order, queues
+The model consumes the checker's legal order (walk.Walk: host threads in program order, queues
 drained after every host op) only to know which signal each wait observes and which accesses are
 compared (the most recent write and the reads since, one per agent and stage, as syncval and the
 checker do). Streams mutated are small, so every query is a plain graph search.
@@ -25,7 +25,6 @@ checker do). Streams mutated are small, so every query is a plain graph search.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -36,9 +35,9 @@ from ..model.stages import DEVICE_STAGES
 from ..model.refs import format_ref, parse_ref
 from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, compile_barrier, coverage
 from .engine import FENCE_SCOPE, command_accesses
-from .exact import shared_timelines
 from .readings import DEFAULT, Readings
 from .scopes import second_execution_scope, signal_first_scope
+from .walk import Consumer, Misuse, PendingBatch, Walk
 
 ALL_DEVICE = frozenset(DEVICE_STAGES)
 HOST_READ = ("host", "host_read")
@@ -107,7 +106,7 @@ EXEC = Token()  # execution-only pairs carry one constant token
 SINK = (("second access",), EXEC)  # the product node standing for the pair's second access
 
 
-class Model:
+class Model(Consumer):
     """The stream's synchronization nodes, cross-agent edges, compared pairs and blocked waits."""
 
     def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT) -> None:
@@ -147,75 +146,27 @@ class Model:
         self.cross.setdefault(a, []).append(b)
 
     def _run(self) -> None:
-        s = self.stream
-        self._timeline = {x.id: [] for x in s.semaphores if x.type == "timeline"}
-        # Timelines several agents signal: signals strictly increase in time, so in every legal schedule
-        # a wait is satisfied by the signal of the smallest value >= its own (as the checker decides).
-        self._least = {sem: sorted({x.value for t in s.threads for op in t.ops for x in _signals(op)
-                                    if x.semaphore == sem}) for sem in shared_timelines(s)}
-        self._binary = {x.id: deque() for x in s.semaphores if x.type == "binary"}
-        self._executed: set[tuple] = set()
-        self._fences = {f.id: ("signaled", None, None) if f.signaled else ("unsignaled", None, None)
-                        for f in s.fences}
-        self._pending = {q: deque() for q in self.index.queues}
-        pcs = {t.id: 0 for t in s.threads}
-        progress = True
-        while progress:
-            progress = False
-            for t in s.threads:
-                while pcs[t.id] < len(t.ops) and self._host_op(t.id, pcs[t.id], t.ops[pcs[t.id]]):
-                    pcs[t.id] += 1
-                    progress = True
-                    self._drain()
-        for t in s.threads:
-            if pcs[t.id] < len(t.ops):
-                self.hazards.add(("blocked", format_ref(t.id, pcs[t.id])))
-        for q, pending in self._pending.items():
-            if pending:
-                self.hazards.add(("blocked", pending[0][0]))
+        walk = Walk(self.stream, self)
+        walk.run()
+        self.hazards.update(("blocked", ref) for ref in walk.blocked())
 
-    def _drain(self) -> None:
-        progress = True
-        while progress:
-            progress = False
-            for q, pending in self._pending.items():
-                while pending and self._batch(q, *pending[0]):
-                    pending.popleft()
-                    progress = True
+    # ---- the walk's consumer: a release is the key of its node -----------------
 
-    def _timeline_signal(self, semaphore: str, value: int) -> tuple | None:
-        """Spec 7.4.2: the first signal >= value satisfies a wait; () when the initial value does."""
-        if value <= self.index.semaphores[semaphore].initial:
-            return ()
-        if semaphore in self._least:
-            least = next((v for v in self._least[semaphore] if v >= value), None)
-            return next(((key,) for v, key in self._timeline[semaphore] if v == least), None)
-        return next(((key,) for v, key in self._timeline[semaphore] if v >= value), None)
+    def misuse(self, m: Misuse) -> None:
+        self.hazards.add((m.kind, *m.ops))
 
-    def _signal_timeline(self, semaphore: str, value: int, key: tuple, ref: str) -> None:
-        history = self._timeline[semaphore]
-        current = max([v for v, _ in history], default=self.index.semaphores[semaphore].initial)
-        if value <= current:
-            self.hazards.add(("timeline_not_increasing", ref))
-        history.append((value, key))
+    def _host(self, thread: int, pc: int, op: ir.HostOp, ops: tuple[str, ...] | None = None) -> Node:
+        thread_id = self.stream.threads[thread].id
+        ref = format_ref(thread_id, pc)
+        return self._add(("host", ref), "host", thread_id, ops=(ref,) if ops is None else ops, op=op)
 
-    def _batch(self, queue: str, submit: str, bi: int, batch: ir.Batch, fence: str | None, binary: dict) -> bool:
-        sources = []
-        for wi, w in enumerate(batch.waits):
-            if wi in binary:
-                signal = binary[wi]
-                if signal is None:
-                    continue
-                if signal not in self._executed:
-                    return False
-                sources.append(signal)
-            else:
-                found = self._timeline_signal(w.semaphore, w.value)
-                if found is None:
-                    return False
-                sources.append(found[0] if found else None)
+    def submit(self, thread: int, pc: int, op: ir.Submit) -> None:
+        self._host(thread, pc, op, ops=())
+
+    def batch(self, queue: str, p: PendingBatch, acquired: list) -> tuple[list, tuple | None]:
+        submit, bi, batch = p.submit, p.index, p.batch
         self._edge(("host", submit), self._add(("sub", submit, bi), "sub", queue, outs=ALL_DEVICE).key)
-        for wi, (w, source) in enumerate(zip(batch.waits, sources)):
+        for wi, (w, source) in enumerate(zip(batch.waits, acquired)):
             node = self._add(("wait", submit, bi, wi), "wait", queue, outs=second_execution_scope(w.stage),
                              ops=(f"{submit}.batches[{bi}].wait[{wi}]",))
             if source is not None:
@@ -241,92 +192,44 @@ class Model:
                             for stage, reads, write, buffer, lo, hi in command_accesses(cmd)]
                 for x in [x for x in accesses if self._compare(x)]:
                     self._record(x)
-        for si, sig in enumerate(batch.signals):
-            node = self._add(("sig", submit, bi, si), "rel", queue,
-                             ins=signal_first_scope(sig.stage, self.readings.all_commands_includes_host),
-                             ops=(f"{submit}.batches[{bi}].signal[{si}]",))
-            self._executed.add(node.key)
-            if sig.semaphore in self._timeline:
-                self._signal_timeline(sig.semaphore, sig.value, node.key, submit)
-        if fence is not None:
-            node = self._add(("fence", submit), "rel", queue, ins=FENCE_SCOPE)
-            self._fences[fence] = ("signaled", node.key, submit)
-        return True
+        scope = self.readings.all_commands_includes_host
+        releases = [self._add(("sig", submit, bi, si), "rel", queue, ins=signal_first_scope(sig.stage, scope),
+                              ops=(f"{submit}.batches[{bi}].signal[{si}]",)).key
+                    for si, sig in enumerate(batch.signals)]
+        fence = self._add(("fence", submit), "rel", queue, ins=FENCE_SCOPE).key if p.fence is not None else None
+        return releases, fence
 
-    def _host_op(self, thread: str, pc: int, op: ir.HostOp) -> bool:
-        """Perform op; False while it blocks."""
-        ref = format_ref(thread, pc)
-        if isinstance(op, ir.WaitFences):
-            if any(self._fences[f][0] != "signaled" for f in op.fences):
-                return False
-            node = self._add(("host", ref), "host", thread, ops=(ref,), op=op)
-            for f in op.fences:
-                if self._fences[f][1] is not None:
-                    self._edge(self._fences[f][1], node.key)
-        elif isinstance(op, ir.WaitSemaphores):
-            found = [self._timeline_signal(w.semaphore, w.value) for w in op.waits]
-            if any(x is None for x in found):
-                return False
-            node = self._add(("host", ref), "host", thread, ops=(ref,), op=op)
-            for x in found:
-                if x:
-                    self._edge(x[0], node.key)
-        elif isinstance(op, (ir.QueueWaitIdle, ir.DeviceWaitIdle)):
-            queues = [op.queue] if isinstance(op, ir.QueueWaitIdle) else \
-                [q for q, (d, _) in self.index.queues.items() if d == op.device]
-            if any(self._pending[q] for q in queues):
-                return False
-            node = self._add(("host", ref), "host", thread, ops=(ref,), op=op)
-            for q in queues:
-                self._edge(self._add(("idle", ref, q), "rel", q, ins=FENCE_SCOPE, ops=(ref,)).key, node.key)
-        elif isinstance(op, ir.Submit):
-            self._submit(thread, ref, op)
-        elif isinstance(op, ir.ResetFences):
-            for f in op.fences:
-                if self._fences[f][0] == "pending":
-                    self.hazards.add(("fence_misuse", self._fences[f][2], ref))
-                self._fences[f] = ("unsignaled", None, None)
-        elif isinstance(op, ir.SignalSemaphore):
-            node = self._add(("host", ref), "host", thread, ops=(ref,), op=op)
-            self._signal_timeline(op.semaphore, op.value, node.key, ref)
-        elif isinstance(op, ir.HostAccess) and op.op in ("flush", "invalidate"):
-            self._add(("host", ref), "host", thread, ops=(ref,), op=op)
-        elif isinstance(op, ir.HostAccess):
-            write = op.op == "host_write"
-            self._issuing = ref
-            x = Access(ref, thread, self._next(thread), "host", () if write else ("host_read",),
-                       "host_write" if write else None, op.buffer,
-                       *self._root(op.buffer, op.offset, op.offset + op.size), self._new_uid(), True,
-                       self._memory(op.buffer))
-            if self._compare(x):
-                self._record(x)
-        else:
-            self._destroy(thread, ref, op)
-        return True
+    def host_wait(self, thread: int, pc: int, op: ir.HostOp, acquired: list) -> None:
+        node = self._host(thread, pc, op)
+        for source in acquired:
+            if source is not None:
+                self._edge(source, node.key)
 
-    def _submit(self, thread: str, ref: str, op: ir.Submit) -> None:
-        self._add(("host", ref), "host", thread, op=op)
-        if op.fence is not None:
-            state, _, holder = self._fences[op.fence]
-            if state != "unsignaled":
-                self.hazards.add(("fence_misuse", holder, ref))
-            self._fences[op.fence] = ("pending", None, ref)
-        batches = op.batches or (ir.Batch(),)
-        for bi, batch in enumerate(batches):
-            binary = {}
-            for wi, w in enumerate(batch.waits):
-                if w.semaphore in self._binary:
-                    pending = self._binary[w.semaphore]
-                    binary[wi] = pending.popleft() if pending else None
-                    if binary[wi] is None:
-                        self.hazards.add(("binary_semaphore_misuse", ref))
-            for si, sig in enumerate(batch.signals):
-                if sig.semaphore in self._binary:
-                    pending = self._binary[sig.semaphore]
-                    if pending:
-                        self.hazards.add(("binary_semaphore_misuse", pending[-1][1], ref))
-                    pending.append(("sig", ref, bi, si))
-            self._pending[op.queue].append((ref, bi, batch, op.fence if bi == len(batches) - 1 else None, binary))
+    def wait_idle(self, thread: int, pc: int, op: ir.HostOp, queues: list[str]) -> None:
+        node = self._host(thread, pc, op)
+        for q in queues:
+            self._edge(self._add(("idle", node.key[1], q), "rel", q, ins=FENCE_SCOPE, ops=node.ops).key, node.key)
+
+    def signal_semaphore(self, thread: int, pc: int, op: ir.SignalSemaphore) -> tuple:
+        return self._host(thread, pc, op).key
+
+    def host_op(self, thread: int, pc: int, op: ir.HostOp) -> None:
+        if isinstance(op, ir.HostAccess) and op.op in ("flush", "invalidate"):
+            self._host(thread, pc, op)
+            return
+        thread_id = self.stream.threads[thread].id
+        ref = format_ref(thread_id, pc)
+        if isinstance(op, ir.Destroy):
+            self._destroy(thread_id, ref, op)
+            return
+        write = op.op == "host_write"
+        self._issuing = ref
+        x = Access(ref, thread_id, self._next(thread_id), "host", () if write else ("host_read",),
+                   "host_write" if write else None, op.buffer,
+                   *self._root(op.buffer, op.offset, op.offset + op.size), self._new_uid(), True,
+                   self._memory(op.buffer))
+        if self._compare(x):
+            self._record(x)
 
     # ---- accesses and pairs --------------------------------------------------
 
@@ -526,12 +429,6 @@ class Model:
         """Blocked waits and misuse, plus every compared pair left unordered, by reference."""
         kinds = {"keepalive": "use_after_destroy"}
         return self.hazards | {(kinds.get(p.kind, p.kind), p.first.ref, p.second.ref) for p in self.unordered_pairs()}
-
-
-def _signals(op: ir.HostOp) -> list:
-    if isinstance(op, ir.Submit):
-        return [x for b in op.batches for x in b.signals]
-    return [op] if isinstance(op, ir.SignalSemaphore) else []
 
 
 def _boundaries(stream: ir.Stream) -> dict[str, list[int]]:

@@ -6,12 +6,15 @@
 A .gfxr goes through gfxrecon-convert (calls as JSON lines) and
 gfxrecon-extract (the SPIR-V the program passed); its fill-memory records
 (host writes through mapped pointers, with the bytes written), push
-constants and call threads are read from the binary blocks. A shader module
+constants, specialization constants, descriptor update templates' data
+and call threads are read from the binary blocks. A shader module
 whose SPIR-V is a library kernel's is dispatched as that kernel, with the
 push constants captured, so the stream replays what the program computed. A
 .jsonl has none of that: host writes are assumed (see
-`ImportSummary.assumed`) and shaders without `shader_dir` have every storage
-binding taken as read_write. Nothing here calls Vulkan.
+`ImportSummary.assumed`), shaders without `shader_dir` have every storage
+binding taken as read_write, pipelines are reflected with every branch, and
+dispatches whose sets a template wrote are unresolved. Nothing here calls
+Vulkan.
 
 What a program states in debug-utils metadata, which a capture keeps, the import
 takes over what Vulkan objects would say (the vkverify runtime states it, so that

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 
 from ..shaders import interface as library_interface
 from ..shaders.reflect import unpack_push
+from .encoded import TemplateData, specialization_data, template_data
 from .flags import access_names, stage_names
 from .records import Call
+from .resources import Specialization
 
 QUEUE_FAMILY_IGNORED = 0xFFFFFFFF
 BUFFER_BINDINGS = ("storage_buffer", "uniform_buffer", "storage_texel_buffer", "uniform_texel_buffer")
@@ -51,9 +53,44 @@ class Commands:
         for copy in a["pDescriptorCopies"] or []:
             self.res.copy_descriptors(copy)
 
+    def vkCreatePipelineLayout(self, call: Call, a: dict) -> None:
+        self.res.pipeline_layouts[a["pPipelineLayout"]] = list(a["pCreateInfo"]["pSetLayouts"] or [])
+
+    def vkCreateDescriptorUpdateTemplate(self, call: Call, a: dict) -> None:
+        self.res.templates[a["pDescriptorUpdateTemplate"]] = a["pCreateInfo"]
+
+    vkCreateDescriptorUpdateTemplateKHR = vkCreateDescriptorUpdateTemplate
+
+    def vkUpdateDescriptorSetWithTemplate(self, call: Call, a: dict) -> None:
+        data = self._template_data(call, 24)  # after the device, set and template ids
+        if data is None:
+            self.res.unknown_sets.add(a["descriptorSet"])
+        else:
+            self.res.write_template(a["descriptorSet"], a["descriptorUpdateTemplate"], data)
+
+    vkUpdateDescriptorSetWithTemplateKHR = vkUpdateDescriptorSetWithTemplate
+
+    def _template_data(self, call: Call, at: int) -> TemplateData | None:
+        """The template data of `call` (its JSON line prints only an address); None, with a warning, without it."""
+        parameters = None if self.call_parameters is None else self.call_parameters.get(call.index)
+        data = None if parameters is None else template_data(parameters, at)
+        if data is None:
+            self.warn(call.name, f"{call.name} #{call.index}: the descriptors it writes are not in the capture "
+                                 "(JSON lines only, or a null pData): dispatches that use them are unresolved")
+        return data
+
     def vkCreateComputePipelines(self, call: Call, a: dict) -> None:
-        for info, pipeline in zip(a["pCreateInfos"], a["pPipelines"]):
-            self.res.pipelines[pipeline] = (info["stage"]["module"], info["stage"]["pName"])
+        infos = [info["stage"].get("pSpecializationInfo") for info in a["pCreateInfos"]]
+        parameters = None if self.call_parameters is None else self.call_parameters.get(call.index)
+        data = [None] * len(infos) if parameters is None else specialization_data(parameters, infos)
+        for info, spec, values, pipeline in zip(a["pCreateInfos"], infos, data, a["pPipelines"]):
+            module = info["stage"]["module"]
+            specialization = _specialization(spec, values)
+            if specialization is None:
+                self.warn(f"specialization{module}", f"vkCreateComputePipelines #{call.index}: the values of its "
+                                                     f"specialization constants are not in the capture: shader module "
+                                                     f"{module} is reflected with every branch")
+            self.res.pipelines[pipeline] = (module, info["stage"]["pName"], specialization)
 
     # ---- command buffers ---------------------------------------------------
 
@@ -99,6 +136,40 @@ class Commands:
         rec = self.recordings.get(a["commandBuffer"])
         if rec is not None and a["pipelineBindPoint"] == "VK_PIPELINE_BIND_POINT_COMPUTE":
             rec.pipeline = a["pipeline"]
+
+    def vkCmdPushDescriptorSetKHR(self, call: Call, a: dict) -> None:
+        if a["pipelineBindPoint"] != "VK_PIPELINE_BIND_POINT_COMPUTE":
+            return
+        key = self._push_set(call, a["layout"], a["set"])
+        for write in a["pDescriptorWrites"] or []:
+            if key is not None:
+                self.res.write_descriptors({**write, "dstSet": key})
+
+    def vkCmdPushDescriptorSetWithTemplateKHR(self, call: Call, a: dict) -> None:
+        data = self._template_data(call, 28)  # after the command buffer, template and layout ids and the set number
+        template = self.res.templates.get(a["descriptorUpdateTemplate"], {})
+        # The converter leaves `set` out; the spec requires it to be the template's.
+        key = self._push_set(call, a["layout"], a.get("set", template.get("set", 0)))
+        if key is not None and data is None:
+            self.res.unknown_sets.add(key)
+        elif key is not None:
+            self.res.write_template(key, a["descriptorUpdateTemplate"], data)
+
+    def _push_set(self, call: Call, layout: int, number: int) -> int | None:
+        """The descriptor set a push makes, bound at `number`: one of its own, keyed -(call index) (no handle
+        is negative), holding what an earlier push to that set number left (a push updates only what it writes)."""
+        rec = self.recordings.get(call.args["commandBuffer"])
+        if rec is None:
+            return None
+        key, before = -call.index, rec.sets.get(number, (0, []))[0]
+        self.res.sets[key] = dict(self.res.sets[before]) if before < 0 else {}
+        if before in self.res.unknown_sets:
+            self.res.unknown_sets.add(key)
+        set_layouts = self.res.pipeline_layouts.get(layout, [])
+        if number < len(set_layouts):
+            self.res.set_layout_of[key] = set_layouts[number]
+        rec.sets[number] = (key, [])
+        return key
 
     def vkCmdBindDescriptorSets(self, call: Call, a: dict) -> None:
         rec = self.recordings.get(a["commandBuffer"])
@@ -158,10 +229,14 @@ class Commands:
 
     def _dispatch(self, call: Call, groups: list[int], indirect: dict | None = None) -> None:
         rec = self.recordings.get(call.args["commandBuffer"])
-        if rec is None or rec.pipeline not in self.res.pipelines:
+        if rec is None:
             return
-        module, entry = self.res.pipelines[rec.pipeline]
-        bindings = self._bindings(call, rec, module, entry)
+        if rec.pipeline not in self.res.pipelines:
+            self.unresolved("no compute pipeline is bound" if rec.pipeline is None else
+                            f"pipeline {rec.pipeline} is made by no vkCreateComputePipelines in the capture")
+            return
+        module, entry, specialization = self.res.pipelines[rec.pipeline]
+        bindings = self._bindings(call, rec, module, entry, specialization)
         kernel = None if self.push_data is None else self.res.library_kernel(module, entry)
         if kernel is None or len(bindings) != len(library_interface(kernel).bindings):  # not all of them bound
             fields = {"shader": self._shader_id(module, entry, [b["access"] for b in bindings])}
@@ -172,28 +247,39 @@ class Commands:
             fields["indirect"] = indirect
         self.cmd(call, "dispatch_indirect" if indirect else "dispatch", **fields)
 
-    def _bindings(self, call: Call, rec: Recording, module: int, entry: str) -> list[dict]:
-        """The buffers the dispatch accesses, from the sets bound now and the shader's reflected interface."""
-        interface = self.res.interface(module, entry)
+    def _bindings(self, call: Call, rec: Recording, module: int, entry: str,
+                  specialization: Specialization | None) -> list[dict]:
+        """The buffers the dispatch accesses, from the sets bound now and the shader's reflected interface; a
+        binding the shader uses with no descriptor bound leaves the dispatch unresolved."""
+        interface = self.res.interface(module, entry, specialization)
+        if module in self.res.unspecialized:
+            self.warn(f"unspecialized{module}", f"shader module {module}: {self.res.unspecialized[module]}; its "
+                                                "bindings are reflected with every branch")
         if interface is None:
             self.warn(f"shader{module}", f"shader module {module} (first dispatched at #{call.index}): "
                                          f"{self.res.shader_problems[module]}; every storage buffer bound at "
                                          "its dispatches is taken as read_write")
+            used = []  # nothing is known to be used: what is bound is all there is
             wanted = [(n, b, e, None) for n, (s, _) in sorted(rec.sets.items())
                       for (b, e) in sorted(self.res.sets.get(s, {}))]
+            for n, (s, _) in sorted(rec.sets.items()):
+                if s in self.res.unknown_sets:
+                    self.unresolved(f"shader module {module} (no SPIR-V) has set {n} bound, written by a descriptor "
+                                    "update template whose data is not in the capture: its accesses are left out")
         else:
-            wanted = []
-            for info in interface.bindings:
-                if info.descriptor_type in BUFFER_BINDINGS and info.set in rec.sets:
-                    count = info.count or self.res.layout_count(rec.sets[info.set][0], info.binding)
-                    wanted += [(info.set, info.binding, e, info.access) for e in range(count)]
-        out = []
+            # A binding the code never touches is no access.
+            used = [info for info in interface.bindings if info.descriptor_type in BUFFER_BINDINGS
+                    and info.access != "none"]
+            wanted = [(info.set, info.binding, e, info.access) for info in used if info.set in rec.sets
+                      for e in range(info.count or self.res.layout_count(rec.sets[info.set][0], info.binding))]
+        out, resolved = [], set()
         for number, binding, element, access in wanted:
             descriptor_set, offsets = rec.sets[number]
             d = self.res.sets.get(descriptor_set, {}).get((binding, element))
             buf = None if d is None else self.bound(d.buffer, call)
             if buf is None:
                 continue
+            resolved.add((number, binding))
             extra = 0
             if d.dynamic:
                 slot = self.res.dynamic_slots(descriptor_set).index((binding, element))
@@ -201,7 +287,15 @@ class Commands:
             offset, size = buf.range(d.offset + extra, d.range)
             out.append({"buffer": buf.id, "offset": offset, "size": size,
                         "access": "uniform" if d.uniform else (access or "read_write")})
+        for number, binding in sorted({(b.set, b.binding) for b in used} - resolved):
+            self.unresolved(f"shader module {module} uses set {number}, binding {binding}, where no descriptor of a "
+                            "bound buffer is: that access is left out")
         return out
+
+    def unresolved(self, why: str) -> None:
+        """A dispatch the stream cannot hold in full: counted by reason in the summary, which makes the verdict
+        on the stream partial."""
+        self.summary.unresolved[why] += 1
 
     def _shader_id(self, module: int, entry: str, accesses: list[str]) -> str:
         """An abstract shader per module and entry point, one more for each other binding shape it is used with."""
@@ -269,3 +363,13 @@ class Commands:
             self.cmd(call, "barrier", src_stage=union[0], dst_stage=union[1], buffers=entries)
 
     vkCmdPipelineBarrier2KHR = vkCmdPipelineBarrier2
+
+
+def _specialization(info: dict | None, data: bytes | None) -> Specialization | None:
+    """A VkSpecializationInfo's constant values by id: () where there is none, None where the capture
+    lacks its data."""
+    if not info or not info["pMapEntries"]:
+        return ()
+    if data is None:
+        return None
+    return tuple(sorted((e["constantID"], data[e["offset"]:e["offset"] + e["size"]]) for e in info["pMapEntries"]))

@@ -30,6 +30,10 @@ _META_DATA_BLOCK = 3
 _FUNCTION_CALL_BLOCK = 4
 _FILL_MEMORY = 2  # MetaDataType::kFillMemoryCommand (low 16 bits of the meta-data id)
 _PUSH_CONSTANTS = 0x11084  # ApiCall_vkCmdPushConstants
+# Calls whose JSON line leaves out what the import needs: VkSpecializationInfo's pData, a descriptor
+# update template's data (ApiCall_vkCreateComputePipelines, _vkUpdateDescriptorSetWithTemplate,
+# _vkCmdPushDescriptorSetWithTemplateKHR, _vkUpdateDescriptorSetWithTemplateKHR).
+_KEPT_CALLS = (0x11042, 0x110A0, 0x110DD, 0x110E0)
 _COMPRESSION_OPTION = 1  # file option kCompressionType; value 0 is kNone
 
 
@@ -51,6 +55,7 @@ class Blocks:
     threads: dict[int, int]  # call index -> capture thread id
     push_constants: dict[int, bytes]  # vkCmdPushConstants call index -> pValues; empty where compressed
     compressed: bool
+    parameters: dict[int, bytes]  # call index -> the encoded parameters of a call in _KEPT_CALLS, where plain
 
 
 def read_blocks(path: Path, shown_as: Path | None = None) -> Blocks:
@@ -61,7 +66,7 @@ def read_blocks(path: Path, shown_as: Path | None = None) -> Blocks:
     (count,) = struct.unpack_from("<I", data, 12)
     options = dict(struct.unpack_from("<II", data, 16 + 8 * i) for i in range(count))
     pos, index = 16 + 8 * count, 0
-    fills, threads, pushes = [], {}, {}
+    fills, threads, pushes, kept = [], {}, {}, {}
     while pos < len(data):
         if pos + 12 > len(data):
             raise CaptureError(shown, f"truncated: a block header at byte {pos} is cut off")
@@ -79,12 +84,14 @@ def read_blocks(path: Path, shown_as: Path | None = None) -> Blocks:
                 # pValues as an encoded array that ends with its `size` bytes.
                 (length,) = struct.unpack_from("<I", data, pos + 48)
                 pushes[index] = data[end - length:end]
+            elif api in _KEPT_CALLS and plain:
+                kept[index] = data[pos + 24:end]
         elif kind == _META_DATA_BLOCK and size >= 36 and struct.unpack_from("<I", data, pos + 12)[0] & 0xFFFF == _FILL_MEMORY:
             thread, memory, offset, length = struct.unpack_from("<QQQQ", data, pos + 16)
             written = data[pos + 48:pos + 48 + length] if plain else None
             fills.append(FillMemory(index, thread, memory, offset, length, written))
         pos, index = end, index + 1
-    return Blocks(tuple(fills), threads, pushes, options.get(_COMPRESSION_OPTION, 0) != 0)
+    return Blocks(tuple(fills), threads, pushes, options.get(_COMPRESSION_OPTION, 0) != 0, kept)
 
 
 def capture_env(capture: Path, env: Mapping[str, str]) -> dict[str, str]:

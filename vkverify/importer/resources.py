@@ -14,7 +14,9 @@ from pathlib import Path
 
 from ..shaders import interface as library_interface
 from ..shaders import library, load_spirv
-from ..shaders.reflect import DescriptorType, ShaderInterface, SpirvError, reflect
+from ..shaders.reflect import DescriptorType, ShaderInterface, SpirvError, reflect, spec_constant_types
+from ..shaders.specialize import specialize
+from .encoded import TemplateData
 from .flags import memory_kind
 
 WHOLE_SIZE = 2**64 - 1
@@ -24,6 +26,7 @@ BUFFER_DESCRIPTORS = {
     "VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER": False, "VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER": True,
 }  # descriptor type -> uniform (read-only) or not
 DYNAMIC = ("VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC", "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC")
+Specialization = tuple[tuple[int, bytes], ...]  # (constant id, its bytes) of a VkSpecializationInfo, by id
 GENERATED_ID = re.compile(r"(buf|mem)\d+(_\d+)?")  # the ids the import makes up; a debug name may not take one
 BUFFER_BINDINGS = (DescriptorType.STORAGE_BUFFER, DescriptorType.UNIFORM_BUFFER,
                    DescriptorType.STORAGE_TEXEL_BUFFER, DescriptorType.UNIFORM_TEXEL_BUFFER)
@@ -85,10 +88,16 @@ class Resources:
         self.set_layouts: dict[int, dict[int, tuple[str, int]]] = {}  # layout -> binding -> (type, count)
         self.set_layout_of: dict[int, int] = {}  # descriptor set -> its layout
         self.sets: dict[int, dict[tuple[int, int], Descriptor]] = {}  # set -> (binding, element) -> descriptor
-        self.pipelines: dict[int, tuple[int, str]] = {}  # compute pipeline -> (shader module, entry point)
-        self._interfaces: dict[tuple[int, str], ShaderInterface | None] = {}
+        self.unknown_sets: set[int] = set()  # sets written by a template whose data the capture lacks
+        self.pipeline_layouts: dict[int, list[int]] = {}  # pipeline layout -> its set layouts
+        self.templates: dict[int, dict] = {}  # descriptor update template -> its VkDescriptorUpdateTemplateCreateInfo
+        # compute pipeline -> (shader module, entry point, the values of its specialization constants: None
+        # where the capture does not have them)
+        self.pipelines: dict[int, tuple[int, str, Specialization | None]] = {}
+        self._interfaces: dict[tuple[int, str, Specialization | None], ShaderInterface | None] = {}
         self._kernels: dict[tuple[int, str], str | None] = {}
         self.shader_problems: dict[int, str] = {}  # module -> why its bindings are all taken as read_write
+        self.unspecialized: dict[int, str] = {}  # module -> why a pipeline's constants were not applied to it
 
     # ---- memory ------------------------------------------------------------
 
@@ -159,6 +168,22 @@ class Resources:
                                                         BUFFER_DESCRIPTORS[kind], kind in DYNAMIC)
             element += 1
 
+    def write_template(self, descriptor_set: int, template: int, data: TemplateData) -> None:
+        """A descriptor update template's data, as VkWriteDescriptorSets: each buffer entry takes its
+        descriptorCount of the data's buffer infos in turn, each texel buffer entry its views."""
+        buffers, views = iter(data.buffers), iter(data.texel_buffer_views)
+        for entry in self.templates.get(template, {}).get("pDescriptorUpdateEntries") or ():
+            kind, count = entry["descriptorType"], entry["descriptorCount"]
+            write = {"descriptorType": kind, "dstSet": descriptor_set, "dstBinding": entry["dstBinding"],
+                     "dstArrayElement": entry["dstArrayElement"]}
+            if kind.endswith("TEXEL_BUFFER"):
+                write["pTexelBufferView"] = [next(views) for _ in range(count)]
+            elif kind in BUFFER_DESCRIPTORS:
+                write["pBufferInfo"] = [dict(zip(("buffer", "offset", "range"), next(buffers))) for _ in range(count)]
+            else:
+                continue
+            self.write_descriptors(write)
+
     def copy_descriptors(self, copy: dict) -> None:
         src, dst = self.sets.get(copy["srcSet"], {}), self.sets.setdefault(copy["dstSet"], {})
         for i in range(copy["descriptorCount"]):
@@ -173,19 +198,28 @@ class Resources:
 
     # ---- shaders -----------------------------------------------------------
 
-    def interface(self, module: int, entry: str) -> ShaderInterface | None:
-        """The entry point's reflected interface; None (reason in shader_problems) without usable SPIR-V."""
-        key = (module, entry)
+    def interface(self, module: int, entry: str, specialization: Specialization | None) -> ShaderInterface | None:
+        """The entry point's reflected interface as a pipeline runs it: with `specialization` applied (the
+        constants it leaves out at their defaults); unspecialized, every branch counting, where it is None or
+        spirv-opt cannot apply it (reason in unspecialized). None (reason in shader_problems) without usable
+        SPIR-V."""
+        key = (module, entry, specialization)
         if key not in self._interfaces:
             self._interfaces[key] = None
             path = None if self.shader_dir is None else self.shader_dir / f"sh{module}"
             if path is None or not path.exists():
                 self.shader_problems[module] = "no SPIR-V (gfxrecon-extract output) for it"
-            else:
-                try:
-                    self._interfaces[key] = reflect(path.read_bytes(), entry)
-                except SpirvError as e:
-                    self.shader_problems[module] = f"its SPIR-V does not reflect: {e}"
+                return None
+            spirv = path.read_bytes()
+            try:
+                if specialization is not None and spec_constant_types(spirv):
+                    spirv = specialize(spirv, dict(specialization))
+            except SpirvError as e:
+                self.unspecialized[module] = str(e)
+            try:
+                self._interfaces[key] = reflect(spirv, entry)
+            except SpirvError as e:
+                self.shader_problems[module] = f"its SPIR-V does not reflect: {e}"
         return self._interfaces[key]
 
     def library_kernel(self, module: int, entry: str) -> str | None:

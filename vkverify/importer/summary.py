@@ -13,7 +13,9 @@ class ImportSummary:
     `assumed` lists what the stream holds that the capture did not record
     (host writes in a capture without fill-memory records, host reads at
     invalidates); `warnings` name
-    calls the mapping could not express faithfully.
+    calls the mapping could not express faithfully; `unresolved` counts the
+    dispatches whose accesses the stream lacks in part, by reason: with any,
+    a verdict on the stream is partial.
     """
 
     calls: int = 0
@@ -22,6 +24,11 @@ class ImportSummary:
     skipped: Counter = field(default_factory=Counter)  # Vulkan call name -> count, outside compute/transfer
     assumed: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    unresolved: Counter = field(default_factory=Counter)  # reason -> dispatches
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.unresolved)
 
     @property
     def submits(self) -> int:
@@ -36,4 +43,7 @@ class ImportSummary:
             out.append(f"skipped {sum(self.skipped.values())} calls outside compute/transfer scope: {top}")
         out += [f"assumed: {a}" for a in self.assumed]
         out += [f"warning: {w}" for w in self.warnings]
-        return out
+        return out + self.unresolved_lines()
+
+    def unresolved_lines(self) -> list[str]:
+        return [f"unresolved: {n} dispatch{'es' if n > 1 else ''}: {why}" for why, n in self.unresolved.items()]

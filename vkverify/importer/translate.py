@@ -44,6 +44,7 @@ class Translator(Commands, Queues):
         self.res = resources
         self.fills = None if blocks is None else blocks.fills  # None: no fill records
         self.push_data = None if blocks is None else blocks.push_constants  # None: push constants unknown
+        self.call_parameters = None if blocks is None else blocks.parameters  # None: JSON lines only
         self.call_threads = None if blocks is None else blocks.threads  # None: every call on one thread
         self.every_thread = threads  # keep each capture thread, not only those that signal semaphores
         self.summary = ImportSummary()

@@ -2,7 +2,9 @@
 
 Pure Python over the binary's words (SPIR-V spec, 2.3 "Physical Layout" and
 3 "Binary Form"); only what vkverify needs: descriptor bindings with their
-read/write use, the push-constant block and the local size.
+read/write use, the push-constant block and the local size. A buffer's use
+is what the code does with it (`uses`), within what its NonWritable /
+NonReadable decorations guarantee.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from .uses import READ, WRITE, Instruction, variable_uses
+
 __all__ = [
     "BindingInfo",
     "DescriptorType",
@@ -20,6 +24,7 @@ __all__ = [
     "SpirvError",
     "pack_push",
     "reflect",
+    "spec_constant_types",
 ]
 
 MAGIC = 0x07230203
@@ -27,6 +32,7 @@ MAGIC = 0x07230203
 # Opcodes (spec 3.49).
 _OP_ENTRY_POINT = 15
 _OP_EXECUTION_MODE = 16
+_OP_TYPE_BOOL = 20
 _OP_TYPE_INT = 21
 _OP_TYPE_FLOAT = 22
 _OP_TYPE_VECTOR = 23
@@ -40,8 +46,10 @@ _OP_TYPE_STRUCT = 30
 _OP_TYPE_POINTER = 32
 _OP_CONSTANT = 43
 _OP_CONSTANT_COMPOSITE = 44
+_OP_SPEC_CONSTANT_TRUE = 48
 _OP_SPEC_CONSTANT = 50
 _OP_SPEC_CONSTANT_COMPOSITE = 51
+_OP_FUNCTION = 54
 _OP_VARIABLE = 59
 _OP_DECORATE = 71
 _OP_MEMBER_DECORATE = 72
@@ -49,6 +57,7 @@ _OP_EXECUTION_MODE_ID = 331
 _OP_TYPE_ACCELERATION_STRUCTURE = 5341
 
 # Decorations (3.20), storage classes (3.7), execution modes (3.6).
+_SPEC_ID = 1
 _BUFFER_BLOCK = 3
 _ARRAY_STRIDE = 6
 _MATRIX_STRIDE = 7
@@ -92,8 +101,13 @@ class DescriptorType(StrEnum):
 @dataclass(frozen=True)
 class BindingInfo:
     """One descriptor binding. `count` is the descriptor array length (1 for
-    a plain variable, 0 for a runtime-sized array). A binding not proven
-    read-only (NonWritable) is writable; it is readable unless NonReadable."""
+    a plain variable, 0 for a runtime-sized array). A storage or uniform
+    buffer is readable when the entry point's code reads its memory and it is
+    not NonReadable, writable when the code writes it and it is not
+    NonWritable: a binding the code does not touch is neither. Images and
+    texel buffers are reached through loaded image objects, not pointers:
+    those go by their decorations only (writable unless NonWritable, readable
+    unless NonReadable)."""
 
     set: int
     binding: int
@@ -164,9 +178,11 @@ class _Module:
         self.types: dict[int, tuple[int, tuple[int, ...]]] = {}
         self.constants: dict[int, int] = {}
         self.composites: dict[int, tuple[int, ...]] = {}
+        self.spec_types: dict[int, int] = {}  # scalar specialization constant -> its type
         self.variables: dict[int, tuple[int, int]] = {}
         self.decorations: dict[int, dict[int, tuple[int, ...]]] = {}
         self.member_decorations: dict[tuple[int, int], dict[int, tuple[int, ...]]] = {}
+        self.code: list[Instruction] = []  # the functions' instructions, from the first OpFunction on
         at = 5
         while at < len(words):
             count, opcode = words[at] >> 16, words[at] & 0xFFFF
@@ -177,14 +193,20 @@ class _Module:
             at += count
 
     def _add(self, opcode: int, ops: tuple[int, ...]) -> None:
-        if opcode == _OP_ENTRY_POINT:
+        if self.code or opcode == _OP_FUNCTION:
+            self.code.append((opcode, ops))
+        elif opcode == _OP_ENTRY_POINT:
             name, used = _string(ops[2:])
             self.entry_points[name] = (ops[1], ops[2 + used:])
         elif opcode in (_OP_EXECUTION_MODE, _OP_EXECUTION_MODE_ID):
             self.modes[ops[0], ops[1]] = ops[2:]
-        elif _OP_TYPE_INT <= opcode <= _OP_TYPE_POINTER or opcode == _OP_TYPE_ACCELERATION_STRUCTURE:
+        elif _OP_TYPE_BOOL <= opcode <= _OP_TYPE_POINTER or opcode == _OP_TYPE_ACCELERATION_STRUCTURE:
             self.types[ops[0]] = (opcode, ops[1:])
-        elif opcode in (_OP_CONSTANT, _OP_SPEC_CONSTANT):
+        elif _OP_SPEC_CONSTANT_TRUE <= opcode <= _OP_SPEC_CONSTANT:  # OpSpecConstantTrue, False, OpSpecConstant
+            self.spec_types[ops[1]] = ops[0]
+            if opcode == _OP_SPEC_CONSTANT:
+                self.constants[ops[1]] = ops[2]
+        elif opcode == _OP_CONSTANT:
             self.constants[ops[1]] = ops[2]
         elif opcode in (_OP_CONSTANT_COMPOSITE, _OP_SPEC_CONSTANT_COMPOSITE):
             self.composites[ops[1]] = ops[2:]
@@ -232,7 +254,8 @@ def _local_size(module: _Module, function: int) -> tuple[int, int, int] | None:
     return None
 
 
-def _descriptor(module: _Module, var: int, storage: int, type_id: int) -> BindingInfo | None:
+def _descriptor(module: _Module, var: int, storage: int, type_id: int, used: int) -> BindingInfo | None:
+    """used: the READ | WRITE flags of the variable's uses in the entry point's code."""
     count = 1
     opcode, ops = module.type(type_id)
     if opcode == _OP_TYPE_ARRAY:
@@ -259,6 +282,8 @@ def _descriptor(module: _Module, var: int, storage: int, type_id: int) -> Bindin
         return None
     may_write = kind in (DescriptorType.STORAGE_BUFFER, DescriptorType.STORAGE_IMAGE,
                          DescriptorType.STORAGE_TEXEL_BUFFER)
+    if kind not in (DescriptorType.STORAGE_BUFFER, DescriptorType.UNIFORM_BUFFER):
+        used = READ | WRITE
 
     def proven(decoration: int) -> bool:
         return module.decorated(var, decoration) or module.struct_members_all(type_id, decoration)
@@ -269,8 +294,8 @@ def _descriptor(module: _Module, var: int, storage: int, type_id: int) -> Bindin
         binding=decorations.get(_BINDING, (0,))[0],
         descriptor_type=kind,
         count=count,
-        readable=not proven(_NON_READABLE),
-        writable=may_write and not proven(_NON_WRITABLE),
+        readable=bool(used & READ) and not proven(_NON_READABLE),
+        writable=may_write and bool(used & WRITE) and not proven(_NON_WRITABLE),
     )
 
 
@@ -327,6 +352,7 @@ def reflect(spirv: bytes, entry_point: str | None = None) -> ShaderInterface:
     variables = [v for v in module.variables
                  if module.version < _VERSION_1_4 or v in interface]
     bindings, push_fields, push_size = [], (), 0
+    uses = variable_uses(module.code, function, variables)
     for var in variables:
         pointer_type, storage = module.variables[var]
         pointee = module.type(pointer_type)[1][1]
@@ -334,7 +360,7 @@ def reflect(spirv: bytes, entry_point: str | None = None) -> ShaderInterface:
             leaves, push_size = _fields(module, pointee, 0, None)
             push_fields = tuple(leaves)
         elif storage in (_UNIFORM_CONSTANT, _UNIFORM, _STORAGE_BUFFER):
-            info = _descriptor(module, var, storage, pointee)
+            info = _descriptor(module, var, storage, pointee, uses[var])
             if info is not None:
                 bindings.append(info)
     return ShaderInterface(
@@ -344,6 +370,19 @@ def reflect(spirv: bytes, entry_point: str | None = None) -> ShaderInterface:
         push_constant_size=push_size,
         push_fields=push_fields,
     )
+
+
+def spec_constant_types(spirv: bytes) -> dict[int, str]:
+    """The scalar type of each specialization constant, by SpecId: "bool", or a push field's
+    scalar name ("u32", "i64", "f32", ...)."""
+    module = _Module(spirv)
+    out = {}
+    for const, type_id in module.spec_types.items():
+        spec_id = module.decorations.get(const, {}).get(_SPEC_ID)
+        if spec_id is not None:
+            is_bool = module.type(type_id)[0] == _OP_TYPE_BOOL
+            out[spec_id[0]] = "bool" if is_bool else _fields(module, type_id, 0, None)[0][0].scalar
+    return out
 
 
 _PACK = {"u32": "I", "i32": "i", "f32": "f", "u64": "Q", "i64": "q", "f64": "d",

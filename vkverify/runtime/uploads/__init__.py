@@ -1,0 +1,49 @@
+"""Staged uploads (PROTOCOLS.md 1): data into DEVICE_LOCAL memory through host
+staging slots, or through the map where the device has a large host-visible window.
+
+    with Runtime() as rt, Uploader(rt) as up:
+        up.upload("W0", 0, weights)                # any size, streamed through the slots
+        up.upload_file("W1", 0, "model.safetensors", start, n)  # read straight into the slots
+        staging = up.staging_array(n)              # host memory the copy reads straight from:
+        dequantize(q, out=staging); up.upload("W4", 0, staging)  # no host copy (returns once read)
+        up.commit([("W2", 0, a), ("W3", 0, b)])    # one submit: all or nothing
+        up.deferred("W5", 0, c)                    # copied at the head of the next command buffer reading W5
+        up.finish()                                # landed: any queue may read
+        up.report()                                # bytes staged, copies, submits, how the slots were sized
+        check(up.stream())                         # everything it did, recorded
+
+    Uploader(EngineDevice(physical, device, family, queue, engine_lock))  # a device the engine owns
+
+A destination is a stream buffer: an alias of an arena block, created by the
+first upload that names it, bound in the runtime's command buffers by its id.
+On a Runtime the uploader records into the runtime's stream (thread `thread`), so
+the program's readers and the uploads are checked together; on an engine's device
+into a stream of its own.
+
+One concept a module: placement (staged or mapped, the queue), arena (destinations),
+slots (the slot ring, its barriers and fence waits), sizing (slot count and size,
+measured), hostio (memcpy and file reads into staging memory), deferred (copies the
+runtime's submits carry), faults, recording (the stream), site (a Runtime's device or
+an engine's), uploader (the API).
+
+Throughput: each staged byte crosses host memory three times (read from the
+source, written into a slot, read by the copy); on the H200's host that, not PCIe,
+is the bound, and a host copy running beside a device copy caps it near 0.68 of one
+raw vkCmdCopyBuffer (benchmarks/uploads.py prints that ceiling beside each path). A
+source produced in place in a staging_array() crosses it once more; upload_file()
+with O_DIRECT has the disk write the slot; buffered, the page cache is read once.
+
+Environment: VKVERIFY_STAGED=1|0 forces or forbids staging;
+VKVERIFY_HOST_VISIBLE_CAP_MB=N caps the host-visible heap the placement rule
+sees; VKVERIFY_FAULT=<point>[:n] fails the n-th hit of a point (FAULT_POINTS).
+"""
+
+from .deferred import reads_of
+from .faults import FAULT_POINTS, Faults
+from .placement import UPLOAD_QUEUE, choose_queue, memory_layout, staged
+from .site import EngineDevice
+from .sizing import SlotPlan, plan_slots
+from .uploader import Uploader, UploadReport, as_bytes
+
+__all__ = ["FAULT_POINTS", "UPLOAD_QUEUE", "EngineDevice", "Faults", "SlotPlan", "UploadReport", "Uploader",
+           "as_bytes", "choose_queue", "memory_layout", "plan_slots", "reads_of", "staged"]
