@@ -32,6 +32,17 @@ def test_barrier_orders_copy_then_dispatch(capsys):
     assert "made available" in out and "visible to compute_shader/shader_storage_read" in out
 
 
+@pytest.mark.parametrize("prefix, unordered", [("131", "draw_indirect/indirect_command_read"),
+                                                ("132", "compute_shader/shader_storage_read")])
+def test_indirect_and_binding_reads_are_explained_apart(prefix, unordered):
+    """A dispatch_indirect reading P as arguments and as a binding: one pair per (stage, access), each with its
+    own answer (corpus 131-133)."""
+    ex = explain(load(corpus(prefix)), "cb0[0]", "cb0[2]")
+    assert {(p.second, p.ordered) for p in ex.pairs} == {
+        ("draw_indirect/indirect_command_read", unordered.startswith("compute")),
+        ("compute_shader/shader_storage_read", unordered.startswith("draw"))}
+
+
 def test_no_barrier(capsys):
     code, out, _ = run(capsys, corpus("01"), "cb0[0]", "cb0[1]")
     assert code == 1

@@ -60,6 +60,16 @@ def test_a_chain_makes_both_halves_load_bearing():
     assert {"cb0[1]", "cb0[2]"} <= a.load_bearing.keys()
 
 
+def test_indirect_and_binding_reads_of_one_buffer_are_two_pairs():
+    """Corpus 131-133: a dispatch_indirect reads P at draw_indirect and at compute_shader; each (stage, access) is
+    its own pair, so a barrier that makes the write visible to one of them leaves the other unordered."""
+    assert analyze(corpus("131")).unordered[0].second.stage == "draw_indirect"
+    assert analyze(corpus("132")).unordered[0].second.stage == "compute_shader"
+    both = analyze(corpus("133"))
+    assert not both.unordered
+    assert sorted(p.second.stage for p in both.load_bearing["cb0[1]"]) == ["compute_shader", "draw_indirect"]
+
+
 def test_the_fence_wait_before_a_destroy_is_load_bearing_for_keepalive():
     a = analyze(corpus("30"))
     assert [p.kind for p in a.load_bearing["main[2]"]] == ["keepalive"]

@@ -14,7 +14,10 @@ from vkverify.model import from_dict, load
 from vkverify.model.data import data_bytes, ref_hash
 from vkverify.shaders import generic
 from vkverify.sim import reference, simulate
-from vkverify.sim.adversary import DATA_KINDS
+from vkverify.sim.adversary import DATA_KINDS, Hooks, perturb
+from vkverify.sim.machine import Machine
+from vkverify.sim.order import reference_order
+from vkverify.sim.simulate import _run
 
 from .conftest import CORPUS
 
@@ -141,6 +144,20 @@ def test_hazard_free_stream_keeps_its_digests(path):
     report = simulate(load(path), schedules=200, seed=7)
     assert report.verdicts == ()
     assert not report.changed, [s for s in report.schedules if s.changed][:3]
+
+
+def test_a_stale_read_reaches_only_the_unordered_stage():
+    """Corpus 132: the barrier makes P visible to the dispatch_indirect's argument read, not to its binding read.
+    Perturbing the RAW replaces the binding's bytes alone: the group count stays the written one, so the
+    dispatch still runs and writes O (a stale, all-zero group count would leave O untouched)."""
+    stream = load(next(p for p in CORPUS if p.name.startswith("132-")))
+    [finding] = check(stream)
+    hooks, changed = Hooks(), []
+    perturb(hooks, finding, {}, {}, np.random.default_rng(0), changed.append)
+    m = Machine(stream)
+    _run(m, reference_order(stream), hooks)
+    assert changed == [True]
+    assert m.memory["O"].any()
 
 
 def test_schedules_are_seeded():

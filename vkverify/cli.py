@@ -27,6 +27,7 @@ exit codes: 0 no findings (with --expect: all as expected), 1 findings (with
 def cmd_check(args: argparse.Namespace) -> int:
     from .check import check
     from .check.expect import compare
+    from .check.readings import DEFAULT
 
     results, bad_input = [], False
     for file in args.files:
@@ -35,7 +36,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             bad_input = True
             continue
         stream, partial = loaded
-        findings = check(stream)
+        findings = check(stream, args.readings or DEFAULT)
         agreement = compare(stream, findings) if args.expect else None
         results.append(FileResult(file, stream.name, findings, agreement, partial))
     if results:
@@ -45,6 +46,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.expect:
         return 0 if all(r.agreement.agrees for r in results) else 1
     return 1 if any(r.findings for r in results) else 0
+
+
+class _ReadingAction(argparse.Action):
+    """`--reading NAME=VALUE`, applied in turn to the readings so far (check/readings.py)."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        from .check.readings import DEFAULT, parse_reading
+        try:
+            setattr(namespace, self.dest, parse_reading(getattr(namespace, self.dest) or DEFAULT, value))
+        except ValueError as e:
+            parser.error(f"{option_string} {e}")
 
 
 def _positive(text: str) -> int:
@@ -368,6 +380,9 @@ def parser() -> argparse.ArgumentParser:
                    help="text for people, json (STREAM_FORMAT.md findings), sarif (2.1.0, for code scanning)")
     c.add_argument("--expect", action="store_true",
                    help="compare the findings with each stream's `expect` block; exit 1 on any difference")
+    c.add_argument("--reading", dest="readings", metavar="NAME=VALUE", action=_ReadingAction,
+                   help="answer an open question of the spec the other way, e.g. all_commands_includes_host=true "
+                        "(docs/format.md, Readings; repeatable)")
     c.set_defaults(run=cmd_check)
     _add_simulate(sub)
     _add_replay(sub)

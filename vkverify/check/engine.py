@@ -20,13 +20,17 @@ from itertools import count
 from ..model import ir
 from ..model.stages import DEVICE_STAGES
 from . import fixes
-from .barriers import BarrierEntry, BarrierLog, compile_barrier
+from .barriers import BarrierEntry, BarrierLog, compile_barrier, sees
 from .findings import Finding
 from .rangemap import RangeMap, Segment
+from .readings import DEFAULT, Readings
+from .scopes import HOST
 
 Clock = tuple[int, ...]
 HOST_VISIBLE = ("host_coherent", "host_cached")
-HOST_ACCESS = (("host", "host_read"), ("host", "host_write"))  # a destination with either: device -> host domain
+HOST_ACCESSES = ("host_read", "host_write")  # a destination with either: device -> host domain
+# Spec 7.3 fence signal: every command earlier in submission order, no stage mask (host-stage barriers too).
+FENCE_SCOPE = frozenset(DEVICE_STAGES) | HOST
 # (stage, access) pairs that commands perform; visibility clocks are kept for these.
 DEVICE_ACCESSES = (("draw_indirect", "indirect_command_read"), ("compute_shader", "shader_storage_read"),
                    ("compute_shader", "uniform_read"), ("compute_shader", "shader_storage_write"),
@@ -77,6 +81,11 @@ def join(a: Clock, b: Clock) -> Clock:
     return tuple(map(max, a, b))
 
 
+def _join_all(clocks) -> Clock:
+    clocks = list(clocks)
+    return tuple(map(max, *clocks)) if len(clocks) > 1 else clocks[0]
+
+
 @dataclass(slots=True, eq=False)
 class Access:
     agent: int
@@ -120,6 +129,13 @@ class QueueAgent:
     release_pos: list[int] = field(default_factory=list)
     release_scope: list[frozenset[str]] = field(default_factory=list)
     release_lane: list[int] = field(default_factory=list)
+    # Spec 7.7.2: what a buffer memory barrier made visible of other agents' releases, per (root, lo, hi, buffer):
+    # buffer None, or the only buffer through which accesses see it (readings.buffer_barrier_covers_aliases).
+    range_vis: dict = field(default_factory=dict)
+    # Spec 7.1.3 host access: (host access, (root, lo, hi, buffer) or None) -> {stage: clock}: the releases of others
+    # whose writes a barrier here made visible to that host access, by the stages the barrier's chain reaches.
+    host_vis: dict = field(default_factory=dict)
+    host_releases: list = field(default_factory=list)  # (release number, {(host access, range): clock carried})
 
     def __post_init__(self) -> None:
         zero = (0,) * self.clock_width
@@ -137,7 +153,12 @@ class QueueAgent:
         clock = (0,) * self.clock_width
         for s in scope & self.exec_clock.keys():
             clock = join(clock, self.exec_clock[s])
-        return len(self.release_pos), list(clock)
+        k = len(self.release_pos)
+        carried = {key: _join_all(by_stage[s] for s in scope if s in by_stage)
+                   for key, by_stage in self.host_vis.items() if scope & by_stage.keys()}
+        if carried:
+            self.host_releases.append((k, carried))
+        return k, list(clock)
 
     def signal_semaphores(self, scopes: list[frozenset[str]]) -> list[Clock]:
         """The clocks the semaphore signals of one batch carry (first synchronization scopes `scopes`): spec
@@ -154,7 +175,7 @@ class QueueAgent:
 
     def signal_fence(self) -> Clock:
         """A fence signal or an idle wait: spec 7.2, ordered after every semaphore signal of the queue so far."""
-        k, clock = self._release(frozenset(DEVICE_STAGES), self.fence_lane)
+        k, clock = self._release(FENCE_SCOPE, self.fence_lane)
         for lane, value in self.last.items():
             clock[lane] = max(clock[lane], value)
         clock[self.fence_lane] = k
@@ -195,9 +216,20 @@ class ThreadAgent:
                    default=self.pc)
 
 
+def _acquired_releases(queue: QueueAgent, clock: Clock, pos: int) -> list[int]:
+    """Indexes of the releases of `queue` from position `pos` on that `clock` acquired (spec 7.2 "signal operation
+    order": acquiring one acquires those its lanes hold). Of the fence signals only the last: its first scope
+    holds every earlier release and barrier."""
+    start = bisect_left(queue.release_pos, pos)
+    fence = clock[queue.fence_lane] - 1
+    return [i for i in range(start, len(queue.release_pos))
+            if clock[queue.release_lane[i]] > i and (queue.release_lane[i] != queue.fence_lane or i == fence)]
+
+
 class Checker:
-    def __init__(self, stream: ir.Stream) -> None:
+    def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT) -> None:
         self.stream = stream
+        self.readings = readings
         self.index = stream.index
         threads = stream.threads
         queues = [(d, q) for d in stream.devices for q in d.queues]
@@ -223,6 +255,9 @@ class Checker:
             b.id: RangeMap(b.size, b.memory in HOST_VISIBLE) for b in stream.buffers if b.alias_of is None}
         # buffer -> (buffer, root, offset in root, root's range map)
         self.aliased = any(b.alias_of is not None for b in stream.buffers)
+        # Spec 7.7.2 "access to memory through the specified buffer range": a buffer barrier covers only accesses
+        # through its own buffer, unless the reading buffer_barrier_covers_aliases says otherwise.
+        self.by_buffer = self.aliased and not readings.buffer_barrier_covers_aliases
         self.memory_kind = {b.id: self.index.buffers[self.index.root(b.id)[0]].memory for b in stream.buffers}
         self.placement = {b.id: (b, root, offset, self.memories[root])
                           for b in stream.buffers for root, offset in [self.index.root(b.id)]}
@@ -270,7 +305,7 @@ class Checker:
             self.report(kind, buf.id, lo, hi, e, x, fixes.execution_dependency(self, e, x),
                         f"{x.ref} writes {span} that {e.ref} may still be reading", racing)
         else:
-            self.report(kind, buf.id, lo, hi, e, x, fixes.memory_dependency(self, e, x, buf),
+            self.report(kind, buf.id, lo, hi, e, x, fixes.memory_dependency(self, e, x),
                         f"{x.ref} {'reads' if kind == 'raw' else 'writes'} {span} that {e.ref} wrote, without a "
                         f"memory dependency", racing)
 
@@ -284,10 +319,11 @@ class Checker:
 
     # ---- ordering ----------------------------------------------------------
 
-    def covering_release(self, e: Access) -> list[tuple[int, int]]:
+    def covering_release(self, e: Access, span: tuple[str, int, int] | None = None) -> list[tuple[int, int]]:
         """(clock entry, value) pairs, any of which acquired orders e: its thread's next op; on a queue, the
         first semaphore signal whose first synchronization scope contains e and the first fence release
-        after e (empty: nothing released after e covers it)."""
+        after e (empty: nothing released after e covers it). `span` (root, lo, hi): e's bytes that a memory
+        dependency must make available."""
         agent = self.agents[e.agent]
         if isinstance(agent, ThreadAgent):
             return [(e.agent, e.pos + 1)]
@@ -297,8 +333,10 @@ class Checker:
             if lane in needs:
                 continue
             scope = agent.release_scope[i]
-            if e.stage in scope or all(s.chain & scope for _, _, s in
-                                       self.states(e, *self._root_range(e), agent.release_pos[i])):
+            # Spec 7.1: a chain's first access scope is its first barrier's, so a release reached only through
+            # a chain makes e available only where that barrier did (an execution-only barrier: nowhere).
+            if e.stage in scope or all(s.chain & scope and (span is None or s.available) for _, _, s in
+                                       self.states(e, *(span or self._root_range(e)), agent.release_pos[i])):
                 needs[lane] = i + 1
                 if len(needs) == len(agent.lanes) + 1:
                     break
@@ -307,14 +345,19 @@ class Checker:
     def states(self, e: Access, root: str, lo: int, hi: int, end: int) -> list:
         """e's barrier state per sub-range of [lo, hi) at queue position `end` (BarrierLog.state_at),
         continuing from e's last query when it covered the same bytes up to an earlier position."""
-        log = self.agents[e.agent].log
+        log, buffer = self.agents[e.agent].log, e.buffer if self.by_buffer else None
         memo = e.memo
         if memo is not None and memo[0] == lo and memo[1] == hi and memo[2] <= end and len(memo[3]) == 1:
-            pieces = log.state_at(e.stage, e.write, root, lo, hi, memo[2], end, memo[3][0][2])
+            pieces = log.state_at(e.stage, e.write, root, lo, hi, memo[2], end, memo[3][0][2], buffer)
         else:
-            pieces = log.state_at(e.stage, e.write, root, lo, hi, e.pos, end)
+            pieces = log.state_at(e.stage, e.write, root, lo, hi, e.pos, end, buffer=buffer)
         e.memo = (lo, hi, end, pieces)
         return pieces
+
+    def through(self, a: Access | BarrierEntry) -> str | None:
+        """The buffer through which a buffer barrier covers an access (an access's or a barrier's); None: any
+        buffer over its bytes (readings.buffer_barrier_covers_aliases, or no aliases)."""
+        return a.buffer if self.by_buffer else None
 
     def _root_range(self, e: Access) -> tuple[str, int, int]:
         root, _ = self.index.root(e.buffer)
@@ -334,7 +377,8 @@ class Checker:
             # Most pairs are ordered by the first barrier after e alone; states only grow after it.
             log = agent.log
             if e.first_barrier < len(log.all_kinds) and \
-                    log.orders_alone(e.first_barrier, e.stage, e.write, root, lo, hi, x.stage, need):
+                    log.orders_alone(e.first_barrier, e.stage, e.write, root, lo, hi, x.stage, need,
+                                     e.buffer if self.by_buffer else None, x.buffer if self.by_buffer else None):
                 return []
         key = (x.agent, x.stage, need, lo, hi)
         if e.ordered is not None and key in e.ordered:
@@ -353,11 +397,11 @@ class Checker:
         if e.agent == x.agent:
             pending = []
             for a, b, s in self.states(e, root, lo, hi, x.pos):
-                if x.stage not in s.chain or (need and not all((x.stage, acc) in s.visible for acc in need)):
+                if x.stage not in s.chain or (need and not all(sees(s, x.stage, acc, x.buffer) for acc in need)):
                     pending.append((a, b))
             if not pending:
                 return []
-        needs = self.covering_release(e)
+        needs = self.covering_release(e, (root, lo, hi) if need else None)
         if not needs:
             return pending
         if isinstance(agent, ThreadAgent):
@@ -371,22 +415,63 @@ class Checker:
         for lane, least in needs:
             if clock[lane] >= least:
                 return []
+        if need and not isinstance(agent, ThreadAgent):
+            return self._visible_in_ranges(agent, x, need, needs, root, pending)
+        return pending
+
+    @staticmethod
+    def _visible_in_ranges(agent: QueueAgent, x: Access, need: tuple[str, ...], needs: list[tuple[int, int]],
+                           root: str, pending: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Spec 7.7.2: `pending` less the bytes a buffer memory barrier made visible to x's (stage, need) from a
+        release in `needs`."""
+        zero, stage = (0,) * agent.clock_width, x.stage
+        for (r, a, b, through), visible in agent.range_vis.items():
+            if r != root or through not in (None, x.buffer):
+                continue
+            clocks = [join(agent.vis_clock[(stage, acc)], visible.get((stage, acc), zero)) for acc in need]
+            clock = tuple(map(min, *clocks)) if len(clocks) > 1 else clocks[0]
+            if any(clock[lane] >= least for lane, least in needs):
+                pending = [piece for lo, hi in pending for piece in ((lo, min(hi, a)), (max(lo, b), hi))
+                           if piece[0] < piece[1]]
         return pending
 
     def racing(self, e: Access, x: Access) -> bool:
         return e.agent != x.agent and bool(self.unordered(e, x, *self._root_range(x), None))
 
     def host_visible_missing(self, e: Access, x: Access, root: str, lo: int, hi: int) -> list[tuple[int, int]]:
-        """Spec 7.9 host access and the memory model's "Location-Ordered": a device write the host then reads
-        must be visible to host/host_read at the release the host waited for; one the host then overwrites
-        needs only the domain operation to the host, which host_read or host_write in a barrier's
-        destination performs. A fence or an idle wait alone makes nothing available to the host."""
-        queue = self.agents[e.agent]
+        """Spec 7.1.3 host access and the memory model's "Location-Ordered": a device write the host then reads
+        must be made visible to host_read by a barrier whose chain reaches a release the host acquired (7.1);
+        one the host then overwrites needs only the domain operation to the host, which host_read or host_write
+        in a barrier's destination performs. A fence or an idle wait alone makes nothing available to the host."""
+        reach = HOST_ACCESSES if x.write else ("host_read",)
         clock = self.agents[x.agent].clock
-        acquired = max(clock[lane] for lane in (*queue.lanes, queue.fence_lane))  # the latest release waited for
-        end = queue.release_pos[acquired - 1]
-        reach = HOST_ACCESS if x.write else (("host", "host_read"),)
-        return [(a, b) for a, b, s in self.states(e, root, lo, hi, end) if not any(p in s.visible for p in reach)]
+        if self._host_visible_through_releases(e, x, reach, root, lo, hi):
+            return []
+        queue, bad = self.agents[e.agent], [(lo, hi)]
+        for i in _acquired_releases(queue, clock, e.pos):
+            scope = queue.release_scope[i]
+            bad = [(a, b) for lo2, hi2 in bad for a, b, s in self.states(e, root, lo2, hi2, queue.release_pos[i])
+                   if not any(access in reach and stage in scope and through in (None, x.buffer)
+                              for access, stage, through in s.host)]
+            if not bad:
+                break
+        return bad
+
+    def _host_visible_through_releases(self, e: Access, x: Access, reach: tuple[str, ...], root: str, lo: int,
+                                       hi: int) -> bool:
+        """Whether a barrier made e visible to the host access x after e's release reached it (a semaphore wait
+        before the barrier), the host having acquired a release that the barrier's chain reaches."""
+        needs, clock = self.covering_release(e, (root, lo, hi)), self.agents[x.agent].clock
+        for q in self.queues.values():
+            for k, carried in q.host_releases:
+                if clock[q.release_lane[k - 1]] < k:
+                    continue
+                for (access, limit), c in carried.items():
+                    if access in reach and (limit is None or limit[0] == root and limit[1] <= lo and hi <= limit[2]
+                                            and limit[3] in (None, x.buffer)) \
+                            and any(c[lane] >= least for lane, least in needs):
+                        return True
+        return False
 
     def submission_clock(self, clock: Clock) -> Clock:
         """A submission's clock: spec "Availability, Visibility, and Domain Operations", vkQueueSubmit performs a
@@ -428,11 +513,11 @@ class Checker:
             lo, hi = (entry.lo, entry.hi) if entry.root is not None else (0, memory.segments[-1].hi)
             for seg in memory.span(lo, hi):
                 w = seg.write
-                if w is None or w.family is not None:
-                    continue
+                if w is None or w.family is not None or self.through(entry) not in (None, w.buffer):
+                    continue  # 7.7.2: a buffer barrier holds the writes through its own buffer (readings)
                 reached = w.pos if self.memory_kind[root] != "host_cached" else seg.flushed
                 if reached is not None and queue.host_clock[w.agent] > reached:
-                    proxy.buffer = proxy.buffer or root
+                    proxy.buffer = self.through(entry) or proxy.buffer or root
                     self.host_available.setdefault(w.uid, []).append((proxy, seg.lo, seg.hi))
 
     # ---- accesses ----------------------------------------------------------
@@ -504,6 +589,8 @@ class Checker:
         bad = self.host_write_unseen(w, x, root, seg, x.reads) if w.family is None and x.family is not None \
             else self.unordered(w, x, root, seg.lo, seg.hi, x.reads)
         host_read = x.family is None and w.family is not None
+        if not bad and w.family is None and x.family is None and self.unshared_between_threads(w, x, seg):
+            bad = [(seg.lo, seg.hi)]
         if not bad and host_read:
             bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
             if not bad and self.memory_kind[x.buffer] == "host_cached":
@@ -515,6 +602,18 @@ class Checker:
             self.hazard("raw", buf, a - base, b - base, w, x)
         return bool(bad)
 
+    def unshared_between_threads(self, w: Access, x: Access, seg: Segment) -> bool:
+        """Memory model "Location-Ordered": another host thread is another agent, so under the strict reading
+        (readings.host_threads_coherent off) a host write to non-coherent memory reaches its access only through
+        the writer's flush before it (availability to the host domain, 7.1.3) and, for a read, the reader's
+        invalidate after that flush (visibility)."""
+        if w.agent == x.agent or self.readings.host_threads_coherent or self.memory_kind[x.buffer] != "host_cached":
+            return False
+        thread = self.agents[x.agent]
+        if seg.flushed is None or thread.clock[w.agent] <= seg.flushed:
+            return True
+        return bool(x.reads) and seg.invalidated.get(x.agent, -1) < thread.acquired_at([(w.agent, seg.flushed + 1)])
+
     def check_write(self, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment, skip_waw: bool) -> None:
         w = seg.write
         if w is not None and w.uid != x.uid and not skip_waw:
@@ -523,6 +622,8 @@ class Checker:
                 else self.unordered(w, x, root, seg.lo, seg.hi, need)
             if not bad and x.family is None and w.family is not None:
                 bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
+            if not bad and w.family is None and x.family is None and self.unshared_between_threads(w, x, seg):
+                bad = [(seg.lo, seg.hi)]
             for a, b in bad:
                 self.hazard("waw", buf, a - base, b - base, w, x)
         for r in seg.reads:
@@ -573,10 +674,12 @@ class Checker:
         compiled = self.barriers.get(id(cmd))
         if compiled is None:
             entries = compile_barrier(cmd, self.index)
-            # Per entry, the clocks it reads and writes: its scopes restricted to what the queue tracks.
+            # Per entry, the clocks it reads and writes: its scopes restricted to what the queue tracks, the host
+            # accesses of its destination, and its range (spec 7.7.2; None: global).
             compiled = self.barriers[id(cmd)] = (entries, tuple(
                 (tuple(e.src_exec & queue.exec_clock.keys()), tuple(e.dst_exec & queue.exec_clock.keys()),
-                 tuple(e.dst_scope & queue.vis_clock.keys())) for e in entries))
+                 tuple(e.dst_scope & queue.vis_clock.keys()), tuple(a for s, a in e.dst_scope if s == "host"),
+                 self._limit(e)) for e in entries))
         entries, scopes = compiled
         queue.log.add(queue.pos, entries, id(cmd))
         for entry in entries:
@@ -587,19 +690,43 @@ class Checker:
         exec_clock, vis_clock = queue.exec_clock, queue.vis_clock
         zero = (0,) * queue.clock_width
         before = []
-        for src, _, _ in scopes:
+        for src, *_ in scopes:
             clock = zero
             for s in src:
                 clock = join(clock, exec_clock[s])
             before.append(clock)
-        for (_, dst, pairs), clock in zip(scopes, before):
+        if len(self.queues) > 1 and (queue.host_vis or any(scope[3] for scope in scopes)):
+            self._host_visibility(queue, entries, scopes, before)
+        for (_, dst, pairs, _, limit), clock in zip(scopes, before):
             for s in dst:
                 exec_clock[s] = join(exec_clock[s], clock)
+            # Spec 7.7.2: a buffer memory barrier's second access scope holds only its range.
+            visible = vis_clock if limit is None else queue.range_vis.setdefault(limit, {})
             for pair in pairs:
-                vis_clock[pair] = join(vis_clock[pair], clock)
+                visible[pair] = join(visible.get(pair, zero), clock)
         for bb in cmd.buffers:
             if bb.src_family is not None and bb.src_family != bb.dst_family:
                 self.ownership_transfer(queue, bb)
+
+    def _limit(self, entry: BarrierEntry) -> tuple | None:
+        """Spec 7.7.2: a buffer barrier's (root, lo, hi, buffer accesses must go through or None); None: global."""
+        return None if entry.root is None else (entry.root, entry.lo, entry.hi, self.through(entry))
+
+    def _host_visibility(self, queue: QueueAgent, entries: tuple, scopes: tuple, before: list[Clock]) -> None:
+        """Spec 7.1.3 host access: a barrier with host_read or host_write in its destination makes the writes of
+        the releases its first scope acquired visible to the host, at the stages its chain reaches (7.1). Only
+        another queue's writes come through releases: a stream of one queue has nothing to record."""
+        updates = []
+        for entry, (*_, accesses, limit), clock in zip(entries, scopes, before):
+            for key, by_stage in queue.host_vis.items():
+                reached = [by_stage[s] for s in entry.src_exec if s in by_stage]
+                if reached:
+                    updates.append((key, entry.dst_exec, _join_all(reached)))
+            updates += [((access, limit), entry.dst_exec, clock) for access in accesses]
+        for key, stages, clock in updates:
+            by_stage = queue.host_vis.setdefault(key, {})
+            for s in stages:
+                by_stage[s] = join(by_stage.get(s, clock), clock)
 
     def ownership_transfer(self, queue: QueueAgent, bb: ir.BufferBarrier) -> None:
         """Spec 7.7.4: release on the source family, acquire on the destination family."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..model import ir
     from .engine import Access, Checker
 
 
@@ -19,27 +18,34 @@ def _masks(a: Access) -> str:
     return f"{a.stage}/{'|'.join(accesses)}"
 
 
-def memory_dependency(checker: Checker, w: Access, x: Access, buf: ir.Buffer) -> str:
+def memory_dependency(checker: Checker, w: Access, x: Access) -> str:
     """RAW and WAW: spec 7.1 memory dependency, made available by w's stage and visible to x's."""
     src = f"{w.stage}/{w.write}"
+    noncoherent = checker.memory_kind[x.buffer] == "host_cached"  # coherence is the memory's: an alias follows it
     if w.agent == x.agent and x.family is not None:
+        # Spec 7.7.2: a buffer barrier covers accesses through its own buffer (readings): both must name it.
+        one = checker.through(w) == checker.through(x)
         return (f"vkCmdPipelineBarrier2 between {w.ref} and {x.ref}: src {src} -> dst {_masks(x)}"
-                f" (a buffer barrier on {x.buffer!r} suffices)")
+                + (f" (a buffer barrier on {x.buffer!r} suffices)" if one else " (a global memory barrier)"))
     if w.family is not None and x.family is not None:
         return (f"signal a semaphore after {w.ref} on {_where(checker, w)} and wait on it before {x.ref} "
                 f"on {_where(checker, x)} with a stage mask that includes {x.stage}")
     if w.family is not None:  # device write, host read or write
         host = "host_write" if x.write else "host_read"
-        cached = " then vkInvalidateMappedMemoryRanges over the range," if buf.memory == "host_cached" and \
-            not x.write else ""
+        cached = " then vkInvalidateMappedMemoryRanges over the range," if noncoherent and not x.write else ""
+        # Spec 7.4.1: a semaphore signal holds the host barrier only at all_commands, and only under that reading.
+        signal = " or a semaphore signalled at all_commands" if checker.readings.all_commands_includes_host else ""
         return (f"vkCmdPipelineBarrier2 after {w.ref}: src {src} -> dst host/{host}, then wait for its "
-                f"fence or semaphore on {_where(checker, x)},{cached} before {x.ref}")
+                f"fence{signal} on {_where(checker, x)},{cached} before {x.ref}")
     if x.family is not None:  # host write, device read
-        if buf.memory == "host_cached":
+        if noncoherent:
             return f"vkFlushMappedMemoryRanges over the range after {w.ref}, before the submit of {x.ref}"
         return (f"submit {x.ref} after {w.ref} on {_where(checker, w)} (order the threads with a semaphore if "
                 f"they differ), or record vkCmdPipelineBarrier2 before {x.ref}: src host/host_write -> dst "
                 f"{_masks(x)}, in a batch that waits for a signal made after {w.ref}")
+    if noncoherent and checker.agents[x.agent].clock[w.agent] > w.pos:  # ordered host threads, non-coherent memory
+        return (f"vkFlushMappedMemoryRanges over the range after {w.ref}, before the signal {x.ref} waits for"
+                + ("" if x.write else f", and vkInvalidateMappedMemoryRanges after that wait, before {x.ref}"))
     return f"order {_where(checker, w)} before {x.ref} with a semaphore or fence the host waits on"
 
 

@@ -34,8 +34,9 @@ from ..model import ir
 from ..model.stages import DEVICE_STAGES
 from ..model.refs import format_ref, parse_ref
 from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, compile_barrier, coverage
-from .engine import command_accesses
-from .scopes import first_execution_scope, second_execution_scope
+from .engine import FENCE_SCOPE, command_accesses
+from .readings import DEFAULT, Readings
+from .scopes import second_execution_scope, signal_first_scope
 from .walk import Consumer, Misuse, PendingBatch, Walk
 
 ALL_DEVICE = frozenset(DEVICE_STAGES)
@@ -108,8 +109,9 @@ SINK = (("second access",), EXEC)  # the product node standing for the pair's se
 class Model(Consumer):
     """The stream's synchronization nodes, cross-agent edges, compared pairs and blocked waits."""
 
-    def __init__(self, stream: ir.Stream) -> None:
+    def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT) -> None:
         self.stream = stream
+        self.readings = readings
         self.index = stream.index
         self.nodes: dict[tuple, Node] = {}
         self.on_agent: dict[str, list[Node]] = {}
@@ -190,10 +192,11 @@ class Model(Consumer):
                             for stage, reads, write, buffer, lo, hi in command_accesses(cmd)]
                 for x in [x for x in accesses if self._compare(x)]:
                     self._record(x)
-        releases = [self._add(("sig", submit, bi, si), "rel", queue, ins=first_execution_scope(sig.stage),
+        scope = self.readings.all_commands_includes_host
+        releases = [self._add(("sig", submit, bi, si), "rel", queue, ins=signal_first_scope(sig.stage, scope),
                               ops=(f"{submit}.batches[{bi}].signal[{si}]",)).key
                     for si, sig in enumerate(batch.signals)]
-        fence = self._add(("fence", submit), "rel", queue, ins=ALL_DEVICE).key if p.fence is not None else None
+        fence = self._add(("fence", submit), "rel", queue, ins=FENCE_SCOPE).key if p.fence is not None else None
         return releases, fence
 
     def host_wait(self, thread: int, pc: int, op: ir.HostOp, acquired: list) -> None:
@@ -205,7 +208,7 @@ class Model(Consumer):
     def wait_idle(self, thread: int, pc: int, op: ir.HostOp, queues: list[str]) -> None:
         node = self._host(thread, pc, op)
         for q in queues:
-            self._edge(self._add(("idle", node.key[1], q), "rel", q, ins=ALL_DEVICE, ops=node.ops).key, node.key)
+            self._edge(self._add(("idle", node.key[1], q), "rel", q, ins=FENCE_SCOPE, ops=node.ops).key, node.key)
 
     def signal_semaphore(self, thread: int, pc: int, op: ir.SignalSemaphore) -> tuple:
         return self._host(thread, pc, op).key
@@ -247,7 +250,9 @@ class Model(Consumer):
 
     def _pair(self, kind: str, e: Access, x: Access, seg: tuple[int, int], memory: bool,
               need: tuple[str, ...] = ()) -> None:
-        pair = self.pairs.setdefault((kind, e.ref, x.ref, x.buffer), Pair(kind, e, x, memory, need))
+        # One pair per (stage, access) of each side: a dispatch_indirect reads one buffer at two stages.
+        pair = self.pairs.setdefault((kind, e.ref, x.ref, x.buffer, e.stage, x.stage, need),
+                                     Pair(kind, e, x, memory, need))
         pair.segments.append(seg)
 
     def _compare(self, x: Access) -> bool:
@@ -373,13 +378,13 @@ class Model(Consumer):
         if node is None:
             ordered = e.stage in n.ins
         else:
-            # A barrier that made the write visible to the host counts at any later release that
-            # covers the write (the checker reads the barrier state at the release the host observed).
-            ordered = bool(node.outs & n.ins) or (tok.host_domain and e.stage in n.ins)
+            ordered = bool(node.outs & n.ins)  # 7.1 chain: a host barrier counts only where it meets the release
         if not ordered:
             return None
-        # 7.4.1: a signal's first access scope holds device accesses only, not a host write.
-        return tok._replace(available=tok.available or not e.host, visible=False) if pair.memory else EXEC
+        # 7.4.1: a signal's first access scope holds the device accesses in its first synchronization scope; one
+        # reached only through a chain was made available by the chain's first barrier or not at all (7.1).
+        return tok._replace(available=tok.available or not e.host and e.stage in n.ins, visible=False) \
+            if pair.memory else EXEC
 
     def _enter(self, pair: Pair, seg: tuple[int, int], tok: Token, n: Node) -> Token:
         """The token on entering n by a cross edge or program order: submissions, flush and invalidate act here."""

@@ -21,11 +21,12 @@ Readings of what the spec leaves open, applied here and in the checker alike (do
 "Readings"):
 - a barrier's second execution scope meets a later barrier's first scope when the two stage sets
   intersect, also with no command between them (syncval's reading of 7.1's chain definition);
-- a fence signal, and a semaphore signal whose stage mask is all_commands (or bottom_of_pipe), have a
-  barrier whose destination is the host stage in their first scope; a signal limited to other stages
-  does not;
+- a fence signal has a barrier whose destination is the host stage in its first scope, a semaphore signal
+  only at all_commands or bottom_of_pipe, and only under the reading `all_commands_includes_host` (the default);
 - `host` in a barrier's source stage mask puts in its first scope the host operations that happen
-  before a semaphore wait or submission earlier on its queue.
+  before a semaphore wait or submission earlier on its queue;
+- a buffer memory barrier covers only accesses through its own buffer (or, under the reading
+  `buffer_barrier_covers_aliases`, any access to its bytes).
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ from itertools import count
 from ..model import ir
 from ..model.stages import COMMAND_STAGES
 from .engine import command_accesses
-from .scopes import access_scope, explicit_stages, first_execution_scope, second_execution_scope
+from .readings import DEFAULT, Readings
+from .scopes import HOST as HOST_STAGE
+from .scopes import access_scope, explicit_stages, first_execution_scope, second_execution_scope, signal_first_scope
 
-HOST_STAGE = frozenset({"host"})
 COHERENT = ("host_coherent", "device_host_visible")
 
 
@@ -122,16 +124,16 @@ def chains(a: Node, b: Node) -> bool:
     return bool(a.second & b.first)
 
 
-def in_first_access_scope(n: Node, w: Access) -> bool:
+def in_first_access_scope(n: Node, w: Access, by_buffer: bool) -> bool:
     """Spec 7.1.2 access scopes: does n make w available (w earlier than n on n's queue)?"""
     if n.kind == "barrier":
         b = n.barrier
-        return (w.stage, w.write) in access_scope(b.src_stage, b.src_access) and _covers(n, w)
+        return (w.stage, w.write) in access_scope(b.src_stage, b.src_access) and _covers(n, w, by_buffer)
     # 7.4.1 / 7.3.1: a semaphore or fence signal's first access scope is all device access.
     return n.kind in ("signal", "fence") and w.stage in n.first
 
 
-def in_second_access_scope(n: Node, x: Access, needs: tuple[str, ...]) -> bool:
+def in_second_access_scope(n: Node, x: Access, needs: tuple[str, ...], by_buffer: bool) -> bool:
     """Spec 7.1.2: does n make available writes visible to x's accesses `needs`? For a host write, the memory
     model asks only a domain operation to the host (appendix "Location-Ordered"), which a destination
     with host_read or host_write performs (its "Availability, Visibility, and Domain Operations")."""
@@ -139,31 +141,28 @@ def in_second_access_scope(n: Node, x: Access, needs: tuple[str, ...]) -> bool:
         b = n.barrier
         scope = access_scope(b.dst_stage, b.dst_access)
         if x.host and x.write:
-            return bool({("host", "host_read"), ("host", "host_write")} & scope) and _covers(n, x)
-        return all((x.stage, a) in scope for a in needs) and _covers(n, x)
+            return bool({("host", "host_read"), ("host", "host_write")} & scope) and _covers(n, x, by_buffer)
+        return all((x.stage, a) in scope for a in needs) and _covers(n, x, by_buffer)
     # 7.4.2 semaphore wait, 7.9 host write ordering: all device access in the second scope.
     return n.kind in ("wait", "submission") and x.stage in n.second
 
 
-def _covers(n: Node, x: Access) -> bool:
-    """Spec 7.7.2: a buffer memory barrier's access scopes hold only its range."""
-    return n.root is None or (n.root == x.root and n.lo <= x.lo and x.hi <= n.hi)
-
-
-def signal_first_scope(stage: frozenset[str]) -> frozenset[str]:
-    """Spec 7.4.1, limited by stageMask; all_commands (bottom_of_pipe) also holds a host-stage barrier
-    (the reading named in this module's docstring)."""
-    scope = first_execution_scope(stage)
-    return scope | HOST_STAGE if scope >= COMMAND_STAGES else scope
+def _covers(n: Node, x: Access, by_buffer: bool) -> bool:
+    """Spec 7.7.2: a buffer memory barrier's access scopes hold only its range, and with `by_buffer` (the
+    reading buffer_barrier_covers_aliases off) only "access to memory through the specified buffer range"."""
+    return n.root is None or (n.root == x.root and n.lo <= x.lo and x.hi <= n.hi
+                              and (not by_buffer or n.barrier.buffer == x.buffer))
 
 
 # ---- building the operations ------------------------------------------------------------------------
 
 class Reference:
-    def __init__(self, stream: ir.Stream) -> None:
+    def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT) -> None:
         if stream.params or len(stream.threads) != 1:
             raise Unsupported("the reference reads streams of one host thread without params")
         self.stream = stream
+        self.readings = readings
+        self.by_buffer = not readings.buffer_barrier_covers_aliases
         self.index = stream.index
         self.thread = stream.threads[0]
         self.nodes: list[Node] = []
@@ -300,7 +299,8 @@ class Reference:
                         n = self._node("access", q, first=frozenset({stage}), second=frozenset({stage}), ref=cref)
                         self._access(n, h, uid, cref, stage, reads, write, buffer, lo, hi)
             for s in batch.signals:
-                n = self._node("signal", q, first=signal_first_scope(s.stage), batch=number, ref=ref)
+                n = self._node("signal", q, first=signal_first_scope(s.stage, self.readings.all_commands_includes_host),
+                               batch=number, ref=ref)
                 if s.semaphore in binary:
                     binary[s.semaphore].append(n)
                 else:
@@ -363,7 +363,7 @@ class Reference:
         if w.host:
             return self._host_availability(w)
         return [n for n in self.queue_nodes[w.node.agent]
-                if n.pos > w.node.pos and in_first_access_scope(n, w)]
+                if n.pos > w.node.pos and in_first_access_scope(n, w, self.by_buffer)]
 
     def _host_availability(self, w: Access) -> list[Node]:
         """Spec 7.9 host write ordering: a submission after the write reached the host domain (at once for
@@ -378,7 +378,7 @@ class Reference:
                 if n.kind == "submission" and self.hb(reached, n):
                     out.append(n)
                 elif n.kind == "barrier" and ("host", "host_write") in access_scope(
-                        n.barrier.src_stage, n.barrier.src_access) and _covers(n, w) and any(
+                        n.barrier.src_stage, n.barrier.src_access) and _covers(n, w, self.by_buffer) and any(
                         m.kind in ("wait", "submission") and m.pos < n.pos and self.hb(reached, m) for m in nodes):
                     out.append(n)
         return out
@@ -400,9 +400,10 @@ class Reference:
         if x.host:
             # 7.9 host access: a barrier whose second access scope holds host/host_read (or host_write).
             return [n for nodes in self.queue_nodes.values() for n in nodes
-                    if n.kind == "barrier" and in_second_access_scope(n, x, needs) and self.hb(n, x.node)]
+                    if n.kind == "barrier" and in_second_access_scope(n, x, needs, self.by_buffer)
+                    and self.hb(n, x.node)]
         return [n for n in self.queue_nodes[x.node.agent]
-                if n.pos < x.node.pos and in_second_access_scope(n, x, needs) and x.stage in n.second]
+                if n.pos < x.node.pos and in_second_access_scope(n, x, needs, self.by_buffer) and x.stage in n.second]
 
     def memory_dependency(self, w: Access, x: Access, needs: tuple[str, ...]) -> bool:
         """Spec 7.1: an availability operation for w happens-before (or is) a visibility operation for x's
@@ -489,6 +490,6 @@ def _narrow(a: Access, lo: int, hi: int) -> Access:
     return Access(a.node, a.uid, a.ref, a.stage, a.reads, a.write, a.buffer, a.root, lo, hi, a.memory, a.submit)
 
 
-def verdict(stream: ir.Stream) -> Verdict:
+def verdict(stream: ir.Stream, readings: Readings = DEFAULT) -> Verdict:
     """The reference verdict of a one-thread stream (raises Unsupported otherwise)."""
-    return Reference(stream).verdict()
+    return Reference(stream, readings).verdict()

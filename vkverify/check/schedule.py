@@ -15,22 +15,23 @@ from ..model.stages import DEVICE_STAGES
 from . import fixes
 from .engine import Access, Checker, ThreadAgent
 from .findings import Finding
-from .scopes import first_execution_scope, second_execution_scope
+from .readings import DEFAULT, Readings
+from .scopes import second_execution_scope, signal_first_scope
 from .walk import Consumer, Misuse, PendingBatch, Walk, shared_timelines
 
 ALL_DEVICE = frozenset(DEVICE_STAGES)
 
 
-def check(stream: ir.Stream) -> list[Finding]:
-    """Every synchronization finding of `stream`, in the order found; for a `params` stream, those of the
-    smallest parameter values that have any."""
+def check(stream: ir.Stream, readings: Readings = DEFAULT) -> list[Finding]:
+    """Every synchronization finding of `stream` under `readings` of what the spec leaves open, in the order
+    found; for a `params` stream, those of the smallest parameter values that have any."""
     if stream.params:
         from .params import check_params
-        return check_params(stream, check)
+        return check_params(stream, lambda instance: check(instance, readings))
     from . import exact
     shared = shared_timelines(stream)
     with _cyclic_gc_paused():
-        findings = Schedule(stream, shared).run()
+        findings = Schedule(stream, shared, readings).run()
     return exact.refine(stream, findings, shared)
 
 
@@ -50,8 +51,8 @@ def _cyclic_gc_paused():
 class Schedule(Checker, Consumer):
     """The checker as the walk's consumer: a release is the clock it carries."""
 
-    def __init__(self, stream: ir.Stream, shared: frozenset[str] = frozenset()) -> None:
-        super().__init__(stream)
+    def __init__(self, stream: ir.Stream, shared: frozenset[str] = frozenset(), readings: Readings = DEFAULT) -> None:
+        super().__init__(stream, readings)
         self.shared = shared
 
     def run(self) -> list[Finding]:
@@ -89,7 +90,8 @@ class Schedule(Checker, Consumer):
         for cb in p.batch.command_buffers:
             for i, cmd in enumerate(self.index.command_buffers[cb].commands):
                 self.run_command(queue, cmd, self.index.command_ref(cb, i, p.submit))
-        releases = queue.signal_semaphores([first_execution_scope(s.stage) for s in p.batch.signals])
+        releases = queue.signal_semaphores([signal_first_scope(s.stage, self.readings.all_commands_includes_host)
+                                            for s in p.batch.signals])
         return releases, queue.signal_fence() if p.fence is not None else None
 
     # ---- host ops ----------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import cache
 
 from ..model.names import ACCESS_SETS, STAGE_SETS
-from ..model.stages import EXECUTING_STAGES, STAGES
+from ..model.stages import COMMAND_STAGES, EXECUTING_STAGES, STAGES
 
 # Logically earlier and later stages (spec 7.6.1 "Pipeline stage ordering"), each stage with
 # itself, kept to the stages commands execute at: TOP_OF_PIPE is then NONE in a first scope and
@@ -21,6 +21,8 @@ from ..model.stages import EXECUTING_STAGES, STAGES
 _ORDERED = {s.name: s.earlier | {s.name} for s in STAGES if s.covers == {s.name}}
 _EARLIER = {s: earlier & EXECUTING_STAGES for s, earlier in _ORDERED.items()}
 _LATER = {s: {t for t, earlier in _ORDERED.items() if s in earlier} & EXECUTING_STAGES for s in _ORDERED}
+HOST = frozenset({"host"})
+
 
 @cache
 def explicit_stages(names: frozenset[str]) -> frozenset[str]:
@@ -50,3 +52,11 @@ def second_execution_scope(dst_stage: frozenset[str]) -> frozenset[str]:
 def access_scope(stage: frozenset[str], access: frozenset[str]) -> frozenset[tuple[str, str]]:
     """Spec 7.1.2: (stage, access) pairs, with only the explicitly named stages."""
     return frozenset((s, a) for s in explicit_stages(stage) for a in accesses(access))
+
+
+def signal_first_scope(stage: frozenset[str], all_commands_includes_host: bool) -> frozenset[str]:
+    """Spec 7.4.1: a semaphore signal's first synchronization scope, limited by its stage mask. `host` in the mask
+    holds the barriers whose destination is the host stage; all_commands (bottom_of_pipe) does only under the
+    reading `all_commands_includes_host` (check/readings.py)."""
+    scope = first_execution_scope(stage)
+    return scope | HOST if all_commands_includes_host and scope >= COMMAND_STAGES else scope

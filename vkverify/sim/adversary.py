@@ -39,6 +39,12 @@ class Hooks:
         self.overlays: dict[str, list[Overlay]] = defaultdict(list)
 
 
+def _stage(access: str | None) -> str | None:
+    """The stage of a finding's `first_access`/`second_access` ("draw_indirect/indirect_command_read"): the
+    perturbation reaches that access alone, one pair per (stage, access) as the checker compares them."""
+    return access.partition("/")[0] if access else None
+
+
 def _span(m: Machine, f: Finding) -> tuple[str, int, int]:
     """The finding's bytes in its root memory."""
     lo, hi = f.range if f.range is not None else (0, m.index.buffers[f.buffer].size)
@@ -78,7 +84,7 @@ def perturb(hooks: Hooks, f: Finding, captured: Mapping[Finding, np.ndarray], op
         def draw(m: Machine) -> None:
             root, lo, hi = _span(m, f)
             garbage["bytes"] = rng.integers(0, 256, hi - lo, dtype=np.uint8)
-            hooks.overlays[f.second].append(Overlay(root, lo, hi, undefined, seen))
+            hooks.overlays[f.second].append(Overlay(root, lo, hi, undefined, seen, _stage(f.second_access)))
         hooks.before[f.second].append(draw)
 
 
@@ -93,7 +99,7 @@ def _stale_read(hooks: Hooks, f: Finding, seen: Callable[[bool], None]) -> None:
             # Bytes nothing wrote may hold anything; zeros, unlike garbage, also make an
             # indirect group count of 0, which a dispatch's results do depend on.
             old["bytes"][m.undefined[root][lo:hi]] = 0
-        hooks.overlays[f.second].append(Overlay(root, lo, hi, lambda: old["bytes"], seen))
+        hooks.overlays[f.second].append(Overlay(root, lo, hi, lambda: old["bytes"], seen, _stage(f.second_access)))
     hooks.before[f.first].append(snapshot)
 
 
@@ -101,7 +107,7 @@ def _early_write(hooks: Hooks, f: Finding, written: np.ndarray, seen: Callable[[
     """Spec 7.1: without an execution dependency the write may complete before the read."""
     def arm(m: Machine) -> None:
         root, lo, hi = _span(m, f)
-        hooks.overlays[f.first].append(Overlay(root, lo, hi, lambda: written, seen))
+        hooks.overlays[f.first].append(Overlay(root, lo, hi, lambda: written, seen, _stage(f.first_access)))
     hooks.before[f.first].append(arm)
 
 

@@ -52,9 +52,9 @@ def dispatch(m: Machine, ref: str, op: ir.Dispatch) -> None:
     groups = op.groups
     if op.indirect is not None:
         # vkCmdDispatchIndirect: the group count is the three u32 at the offset.
-        raw = m.load(ref, op.indirect.buffer, op.indirect.offset, op.indirect.offset + 12)
+        raw = m.load(ref, op.indirect.buffer, op.indirect.offset, op.indirect.offset + 12, stage="draw_indirect")
         groups = tuple(int(g) for g in raw.view(np.uint32))
-    inputs = [m.load(ref, b.buffer, b.offset, b.offset + b.size) for b in op.bindings]
+    inputs = [m.load(ref, b.buffer, b.offset, b.offset + b.size, stage="compute_shader") for b in op.bindings]
     if not math.prod(groups):
         return
     words = [x[:len(x) // 4 * 4] for x in inputs]

@@ -39,6 +39,7 @@ class Overlay:
     hi: int
     source: Callable[[], np.ndarray]
     seen: Callable[[bool], None]
+    stage: str | None = None  # only the step's reads at this stage (a dispatch_indirect reads at two)
 
 
 class Machine:
@@ -64,14 +65,15 @@ class Machine:
         root, base = self.index.root(buffer)
         return root, base + lo, base + hi
 
-    def load(self, ref: str, buffer: str, lo: int, hi: int, host: bool = False) -> np.ndarray:
-        """A copy of buffer bytes [lo, hi) as step `ref` reads them (host: through the host's cache)."""
+    def load(self, ref: str, buffer: str, lo: int, hi: int, host: bool = False,
+             stage: str | None = None) -> np.ndarray:
+        """A copy of buffer bytes [lo, hi) as step `ref` reads them at `stage` (host: through the host's cache)."""
         root, rlo, rhi = self.place(buffer, lo, hi)
         source = self.cache[root][0] if host and root in self.cache else self.memory[root]
         data = source[rlo:rhi].copy()
         for o in self.overlays.get(ref, ()):
             a, b = max(o.lo, rlo), min(o.hi, rhi)
-            if o.root == root and a < b:
+            if o.root == root and a < b and (o.stage is None or stage is None or o.stage == stage):
                 new = o.source()[a - o.lo:b - o.lo]
                 o.seen(not np.array_equal(new, data[a - rlo:b - rlo]))
                 data[a - rlo:b - rlo] = new
