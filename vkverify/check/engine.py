@@ -262,8 +262,7 @@ class Checker:
         self.placement = {b.id: (b, root, offset, self.memories[root])
                           for b in stream.buffers for root, offset in [self.index.root(b.id)]}
         self.barriers = {}
-        self.command_accesses: dict[int, tuple] = {}
-        self.sharing_commands: set[int] = set()  # commands two of whose accesses touch one memory
+        self.command_accesses: dict[int, tuple] = {}  # id of a command -> (its accesses, two share a memory)
         self.findings: dict[tuple, Finding] = {}
         # host write uid -> [(proxy access at a barrier that made it available, lo, hi)] (run_barrier)
         self.host_available: dict[int, list[tuple[Access, int, int]]] = {}
@@ -640,16 +639,13 @@ class Checker:
             self.run_barrier(queue, cmd, ref)
             return
         uid = next(self.uids)
-        key = id(cmd)
-        accesses = self.command_accesses.get(key)
-        if accesses is None:
-            accesses = self.command_accesses[key] = command_accesses(cmd)
-            if len(accesses) > 1 and self._shares_memory(accesses):
-                self.sharing_commands.add(key)
-        index, pos, label, family, first_barrier = \
-            queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds)
-        issued = self.issuing_order
-        if key not in self.sharing_commands:  # no access sees another's record: compare and record each
+        found = self.command_accesses.get(id(cmd))
+        if found is None:
+            found = self.command_accesses[id(cmd)] = self._compile(cmd)
+        accesses, shares = found
+        index, pos, label, family, first_barrier, issued = \
+            queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds), self.issuing_order
+        if not shares:  # no access sees another's record: compare and record each
             for stage, reads, write, buffer, lo, hi in accesses:
                 self.access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier,
                                    issued), lo, hi)
@@ -664,11 +660,15 @@ class Checker:
         for x, lo, hi in compared:
             self.access(x, lo, hi, compare=False)
 
-    def _shares_memory(self, accesses: tuple[tuple, ...]) -> bool:
-        """Whether two accesses of one command touch one memory (buffer ids suffice without aliases)."""
+    def _compile(self, cmd: ir.Command) -> tuple[tuple[tuple, ...], bool]:
+        """The command's accesses, and whether two of them touch one memory (buffer ids suffice without
+        aliases)."""
+        accesses = command_accesses(cmd)
+        if len(accesses) < 2:
+            return accesses, False
         if self.aliased:
-            return len({self.placement[a[3]][1] for a in accesses}) < len(accesses)
-        return len({a[3] for a in accesses}) < len(accesses)
+            return accesses, len({self.placement[a[3]][1] for a in accesses}) < len(accesses)
+        return accesses, len({a[3] for a in accesses}) < len(accesses)
 
     def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier, ref: str) -> None:
         compiled = self.barriers.get(id(cmd))

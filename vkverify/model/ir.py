@@ -325,7 +325,8 @@ class StreamIndex:
 
     def command_ref(self, cb: str, i: int, submit: str) -> str:
         """STREAM_FORMAT.md references: `cb0[2]`, or `cb0[2]@main[5]` when cb0 is submitted more than once."""
-        return format_ref(cb, i, submit if cb in self.resubmitted else None)
+        # format_ref's spelling, inline: one call per executed command.
+        return f"{cb}[{i}]@{submit}" if cb in self.resubmitted else f"{cb}[{i}]"
 
     def root(self, buffer_id: str) -> tuple[str, int]:
         """The buffer whose memory `buffer_id` names, and its offset in it."""
