@@ -7,6 +7,7 @@ import json
 import pytest
 
 from vkverify.model import dumps, from_dict, ir, load, loads, to_dict
+from vkverify.model.errors import InvalidStream
 from vkverify.model.builder import Stream
 
 from .conftest import CORPUS
@@ -325,3 +326,22 @@ def test_semaphore_and_fence_defaults():
     sub = s.threads[0].ops[0]
     assert sub.batches == (ir.Batch((), (), (ir.SemaphoreOp("S", None, frozenset({"all_commands"})),
                                              ir.SemaphoreOp("T", 1, frozenset({"all_commands"})))),)
+
+
+@pytest.mark.parametrize("cmd, bad", [
+    ({"cmd": "copy", "src": "A", "dst": "B", "regions": [{"src_offset": 0, "dst_offset": 0, "size": 16}]},
+     {"size": 16}),
+    ({"cmd": "fill", "dst": "A", "value": 1}, {"regions": []}),
+    ({"cmd": "dispatch", "shader": "k", "bindings": [{"buffer": "A"}]}, {"groups": "many"}),
+    ({"cmd": "barrier"}, {"src_stage": 7}),
+])
+def test_each_command_kind_is_validated_by_its_own_schema(cmd, bad):
+    """The fast validator checks a command by the schema of its `cmd` (loader._fast_validators): a field that
+    schema refuses is an error at the command's path, as the whole schema says."""
+    doc = {"format": ir.FORMAT, "buffers": [{"id": "A", "size": 64}, {"id": "B", "size": 64}],
+           "shaders": {"k": {"bindings": ["read_write"]}}, "command_buffers": {"cb0": [cmd]},
+           "threads": {"main": [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"]}]}}
+    from_dict(doc)
+    with pytest.raises(InvalidStream) as raised:
+        from_dict({**doc, "command_buffers": {"cb0": [{**cmd, **bad}]}})
+    assert all(e.path.startswith("command_buffers.cb0[0]") for e in raised.value.errors), raised.value.lines()
