@@ -11,10 +11,16 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from random import Random
+
 from vkverify.check import check
+from vkverify.check.explain import explain
 from vkverify.check.findings import ACCESS_KINDS
-from vkverify.check.reference import Reference
-from vkverify.model import from_dict
+from vkverify.check.reference import Reference, Unsupported
+from vkverify.model import from_dict, ir
+from vkverify.mutations import analyze
+from vkverify.mutations import operators as o
+from vkverify.mutations.load_bearing import pair_name
 
 STAGES = ["none", "top_of_pipe", "draw_indirect", "compute_shader", "copy", "clear", "transfer", "host",
           "all_transfer", "all_commands", "bottom_of_pipe"]
@@ -203,3 +209,129 @@ def disagreements(doc: dict) -> list[str]:
 
 def _hazard_memories(stream, buffers) -> set[str]:
     return {stream.index.root(b)[0] for b in buffers if b is not None}
+
+
+
+# ---- the consumers of happens-before: explain and the mutation analysis ----------------------------
+
+
+def consumer_disagreements(doc: dict, mutants: int = 3) -> list[str]:
+    """How `explain` and the mutation analysis differ from the reference and the fast checker on `doc`
+    (empty: they agree).
+
+    - explain = reference: for every conflicting pair of accesses (reference.Conflict), explain's verdict on
+      their common bytes is the reference's (happens-before, and a memory dependency where the first writes);
+    - explain = checker: of the pairs the checker compares (the most recent write and the reads since it, as
+      hb.Model replays them), it reports exactly those explain does not order; explain orders none it reports;
+    - mutation analysis = checker: dropping an operation `analyze` calls load-bearing for a pair makes the
+      checker report that pair (or the mutant no longer completes); dropping one that is not load-bearing for
+      an ordered pair leaves it unreported. `mutants`: how many (operation, pair) of each kind are tried.
+    """
+    stream = from_dict(doc)
+    findings = check(stream)
+    analysis = analyze(stream)
+    reported = {(f.kind, f.first, f.second) for f in findings if f.kind in ACCESS_KINDS}
+    explained = _Explained(stream)
+    out = []
+    for c in Reference(stream).conflicts():
+        said = explained.ordered(c.first, c.second, None, [(c.first.lo, c.first.hi)])
+        what = f"{c.first.ref} {_access_text(c.first)} -> {c.second.ref} {_access_text(c.second)} " \
+               f"[{c.first.lo}, {c.first.hi})"
+        if said is None:
+            out.append(f"explain pairs no such accesses: {what}")
+        elif said != c.ordered:
+            out.append(f"explain says {_ordered_text(said)}, the reference {_ordered_text(c.ordered)}: {what}")
+    for p in analysis.model.pairs.values():
+        if p.kind not in ACCESS_KINDS or p.kind == "waw" and ("raw", p.first.ref, p.second.ref) in reported:
+            continue  # the checker does not compare the WAW of an access whose read is a RAW
+        said = explained.ordered(p.first, p.second, p.kind, p.segments)
+        if said is None:
+            out.append(f"explain pairs no such accesses: {pair_name(p)}")
+        elif said == ((p.kind, p.first.ref, p.second.ref) in reported):
+            out.append(f"explain says {_ordered_text(said)}, the checker "
+                       f"{'reports' if said else 'does not report'} {pair_name(p)}")
+    for f in findings:
+        if f.kind in ACCESS_KINDS and explain(stream, f.first, f.second).ordered:
+            out.append(f"explain says ordered: {f.kind} {f.first} -> {f.second}, which the checker reports")
+    return out + _mutation_disagreements(stream, analysis, mutants)
+
+
+class _Explained:
+    """explain's verdicts on pairs of accesses, explain run once per pair of operations."""
+
+    def __init__(self, stream: ir.Stream) -> None:
+        self.stream = stream
+        self.runs: dict[tuple[str, str], list] = {}
+
+    def ordered(self, first, second, kind: str | None, segments: list[tuple[int, int]]) -> bool | None:
+        """Whether explain orders `second` after `first` on the root-memory byte `segments` (`kind`: only
+        its pairs of that kind); None where it pairs no such accesses."""
+        key = (first.ref, second.ref)
+        if key not in self.runs:
+            self.runs[key] = explain(self.stream, *key).pairs
+        base = self.stream.index.root(second.buffer)[1]
+        on = [p for p in self.runs[key] if p.kind != "keepalive" and kind in (None, p.kind)
+              and p.buffer == second.buffer and p.first == _access_text(first) and p.second == _access_text(second)
+              and any(p.range[0] < hi - base and lo - base < p.range[1] for lo, hi in segments)]
+        return all(p.ordered for p in on) if on else None
+
+
+def _access_text(x) -> str:
+    """An access as explain and the checker describe it: `stage/reads+write`."""
+    return f"{x.stage}/{'+'.join(x.reads + ((x.write,) if x.write else ()))}"
+
+
+def _ordered_text(ordered: bool) -> str:
+    return "ordered" if ordered else "NOT ordered"
+
+
+def _mutation_disagreements(stream: ir.Stream, analysis, mutants: int) -> list[str]:
+    """Dropping a load-bearing operation unorders its pair (by the reference on the mutant) and the checker
+    finds a new hazard on the pair's memory; dropping another operation leaves the pair ordered and
+    unreported. The checker's schedule of a mutant may differ, so which pair it names may too."""
+    bearing = [(op, pair) for op, pairs in sorted(analysis.load_bearing.items()) for pair in pairs
+               if pair.kind in ACCESS_KINDS]
+    ordered = [p for p in analysis.model.pairs.values() if p.kind in ACCESS_KINDS and p not in analysis.unordered]
+    ops = sorted({op for n in analysis.model.nodes.values() for op in n.ops})
+    spare = [(op, p) for p in ordered for op in ops if p not in analysis.load_bearing.get(op, ())]
+    pick = Random(" ".join(op + pair_name(p) for op, p in bearing + spare))
+    before = {(f.kind, f.first, f.second) for f in check(stream)}
+    out = []
+    for load_bearing, samples in ((True, bearing), (False, spare)):
+        for op, pair in pick.sample(samples, min(mutants, len(samples))):
+            mutant, refmap = o.drop(stream, op)
+            findings = check(mutant)
+            if not completes(findings):
+                continue
+            try:
+                ordered = _ordered_in(Reference(mutant), refmap, pair)
+            except Unsupported:
+                continue
+            new = [f for f in findings if f.kind in ACCESS_KINDS and stream.index.root(f.buffer)[0] ==
+                   pair.first.root and (f.kind, o.translate(f.first, refmap), o.translate(f.second, refmap))
+                   not in before]
+            what = f"dropping {op}, {'' if load_bearing else 'not '}load-bearing for {pair_name(pair)},"
+            if ordered == load_bearing:
+                out.append(f"{what} leaves it {_ordered_text(ordered)} by the reference")
+            if load_bearing and not new:
+                out.append(f"{what} makes the checker find no new hazard on its memory")
+            if not load_bearing and _reports(findings, refmap, pair):
+                out.append(f"{what} makes the checker report it")
+    return out
+
+
+def _ordered_in(reference: Reference, refmap, pair) -> bool:
+    """Whether the reference on a mutant orders the pair's accesses on all of its bytes."""
+    def same(x, y) -> bool:
+        return (o.translate(x.ref, refmap), x.stage, x.reads, x.write) == (y.ref, y.stage, y.reads, y.write)
+    return all(c.ordered for c in reference.conflicts()
+               if c.first.root == pair.first.root and any(lo <= c.first.lo and c.first.hi <= hi
+                                                              for lo, hi in pair.segments)
+               and (same(c.first, pair.first) and same(c.second, pair.second)
+                    or same(c.first, pair.second) and same(c.second, pair.first)))
+
+
+def _reports(findings, refmap, pair) -> bool:
+    """Whether the mutant's findings name the pair, by the original stream's references."""
+    return any((f.kind, o.translate(f.first, refmap), o.translate(f.second, refmap)) ==
+               (pair.kind, pair.first.ref, pair.second.ref) for f in findings if f.kind in ACCESS_KINDS)

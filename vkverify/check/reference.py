@@ -103,6 +103,19 @@ class Hazard:
 
 
 @dataclass(frozen=True)
+class Conflict:
+    """Two accesses to one byte segment, at least one a write (`first` happens-before `second`, or neither
+    does). `ordered`: happens-before, with a memory dependency where `first` writes; `hidden`: a write of the
+    segment is ordered between them, so only the pairs with it are compared; `kind`: the hazard it is unordered."""
+
+    first: Access
+    second: Access
+    ordered: bool
+    hidden: bool
+    kind: str
+
+
+@dataclass(frozen=True)
 class Verdict:
     hazards: frozenset[Hazard]
     use_after_destroy: frozenset[tuple[str, str]]  # (use, destroy) or (destroy, later use)
@@ -445,9 +458,9 @@ class Reference:
                 cuts.setdefault(root, set()).update((base + n.op.offset, base + n.op.offset + n.op.size))
         return {r: sorted(c) for r, c in cuts.items()}
 
-    def _hazards(self):
-        """Spec 7.1 note: WAR needs an execution dependency, RAW and WAW a memory dependency; per byte
-        segment, a pair is compared unless a write of the whole segment is ordered between them."""
+    def conflicts(self):
+        """Spec 7.1 note: every pair of accesses to common bytes, at least one a write, per byte segment; the
+        first is the one that happens-before the other (either, when neither does)."""
         # A use after its buffer's destroy is use_after_destroy alone: its bytes are no longer the buffer's.
         live = [a for a in self.accesses
                 if not any(op.buffer == a.buffer and a.submit.pos > d.pos for d, op in self.destroys)]
@@ -461,18 +474,28 @@ class Reference:
                             continue
                         a, b = (other, one) if self.hb(other.node, one.node) else (one, other)
                         if self.hb(a.node, b.node):
-                            if not a.write or any(self.hb(a.node, w.node) and self.hb(w.node, b.node)
-                                                  for w in writes):
-                                continue  # WAR ordered by execution, or a later write stands between
-                            # A read_write access is a read and a write (syncval's two usages): each must see a.
-                            if b.reads and not self.memory_dependency(a, b, b.reads):
-                                yield Hazard("raw", a.buffer, a.ref, b.ref, False, lo, hi)
-                            elif b.write and not self.memory_dependency(a, b, (b.write,)):
-                                yield Hazard("waw", a.buffer, a.ref, b.ref, False, lo, hi)
-                            continue
-                        kind = "war" if not a.write else "raw" if b.reads else "waw"
-                        racing = a.node.agent != b.node.agent
-                        yield Hazard(kind, a.buffer, a.ref, b.ref, racing, lo, hi)
+                            kind = self.missing_memory_dependency(a, b) if a.write else None
+                            hidden = any(self.hb(a.node, w.node) and self.hb(w.node, b.node) for w in writes)
+                            yield Conflict(a, b, kind is None, hidden, kind or "war")
+                        else:
+                            yield Conflict(a, b, False, False, "war" if not a.write else "raw" if b.reads else "waw")
+
+    def missing_memory_dependency(self, a: Access, b: Access) -> str | None:
+        """Spec 7.1 note: the hazard b's access is to a write a it happens after (None: a memory dependency
+        makes a visible). A read_write access is a read and a write (syncval's two usages): each must see a."""
+        if b.reads and not self.memory_dependency(a, b, b.reads):
+            return "raw"
+        if b.write and not self.memory_dependency(a, b, (b.write,)):
+            return "waw"
+        return None
+
+    def _hazards(self):
+        """A conflicting pair is a hazard unless ordered, or a write of its whole segment is ordered between."""
+        for c in self.conflicts():
+            a, b = c.first, c.second
+            if not (c.ordered or c.hidden):
+                racing = a.node.agent != b.node.agent and not self.hb(a.node, b.node)
+                yield Hazard(c.kind, a.buffer, a.ref, b.ref, racing, a.lo, a.hi)
 
     def _use_after_destroy(self):
         """Spec 12.7 vkDestroyBuffer: every submitted use must have completed; no use after it."""

@@ -159,7 +159,7 @@ def _dst_stages(b: ir.Barrier) -> set[str]:
 
 def _semaphore(s: ir.Stream, op: str, thread: str, i: int, rest: str) -> Iterator[list[_Candidate]]:
     submit = s.index.threads[thread].ops[i]
-    bi, kind, k = _batch_ref(rest)
+    bi, kind, k = o.batch_ref(rest)
     field = "waits" if kind == "wait" else "signals"
     item = getattr(submit.batches[bi], field)[k]
     what = f"{kind} on {item.semaphore!r}" + (f" (value {item.value})" if item.value is not None else "") + f" of {format_ref(thread, i)}"
@@ -176,13 +176,6 @@ def _semaphore(s: ir.Stream, op: str, thread: str, i: int, rest: str) -> Iterato
     yield [_Candidate("narrow_wait_stage", op, f"narrow the stage mask of the {what} to {stage}", ("semaphore",),
                       edited(replace(item, stage=frozenset({stage}))))
            for stage in NARROW_STAGES if stage != "host" and frozenset({stage}) != item.stage]
-
-
-def _batch_ref(rest: str) -> tuple[int, str, int]:
-    """`.batches[0].wait[1]` -> (0, "wait", 1)."""
-    batch, item = rest.strip(".").split(".")
-    kind, k = item.rstrip("]").split("[")
-    return int(batch.removeprefix("batches[").rstrip("]")), kind, int(k)
 
 
 def _host(s: ir.Stream, op: str, thread: str, i: int) -> Iterator[list[_Candidate]]:

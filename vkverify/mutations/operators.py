@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..model import ir
-from ..model.refs import format_ref, map_positions
+from ..model.refs import format_ref, map_positions, split_ref
 
 RefMap = dict[str, tuple[int | None, ...]]
 
@@ -103,3 +103,29 @@ def edit_batch(op: ir.Submit, bi: int, field: str, k: int, new: ir.SemaphoreOp |
     items = getattr(batch, field)
     items = items[:k] + ((new,) if new is not None else ()) + items[k + 1:]
     return replace(op, batches=op.batches[:bi] + (replace(batch, **{field: items}),) + op.batches[bi + 1:])
+
+
+def batch_ref(rest: str) -> tuple[int, str, int]:
+    """`.batches[0].wait[1]` -> (0, "wait", 1)."""
+    batch, item = rest.strip(".").split(".")
+    kind, k = item.rstrip("]").split("[")
+    return int(batch.removeprefix("batches[").rstrip("]")), kind, int(k)
+
+
+def drop(s: ir.Stream, op: str) -> tuple[ir.Stream, RefMap]:
+    """`s` without the synchronization operation `op`, named as the load-bearing analysis names it: a barrier
+    (`cb0[1]`), one buffer barrier of it (`cb0[1].buffers[0]`), a semaphore wait or signal of a submit
+    (`main[2].batches[0].wait[0]`) or a host op (`main[3]`)."""
+    head, rest = split_ref(op)
+    if head.owner in s.index.command_buffers:
+        if not rest:
+            return drop_command(s, head.owner, head.index)
+        barrier = s.index.command_buffers[head.owner].commands[head.index]
+        k = int(rest.removeprefix(".buffers[").rstrip("]"))
+        return replace_command(s, head.owner, head.index, drop_entry(barrier, k))
+    if not rest:
+        return drop_host_op(s, head.owner, head.index)
+    bi, kind, k = batch_ref(rest)
+    submit = s.index.threads[head.owner].ops[head.index]
+    return replace_host_op(s, head.owner, head.index,
+                           edit_batch(submit, bi, "waits" if kind == "wait" else "signals", k, None))

@@ -1,0 +1,34 @@
+"""`explain` and the mutation analysis against the slow reference and the fast checker (issue 14).
+
+Every consumer of happens-before must give the same answer on every pair: tests/differential.py
+(`consumer_disagreements`) states what each must agree on. A disagreement is a bug in one of them:
+decide which from the spec text, fix it and keep the stream in tests/corpus.
+VKVERIFY_CONSUMER_EXAMPLES sets how many streams are drawn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from hypothesis import HealthCheck, assume, given, settings
+
+from vkverify.check import check
+from vkverify.check.reference import Unsupported
+from vkverify.model import from_dict
+
+from .differential import completes, consumer_disagreements, streams
+
+EXAMPLES_RUN = int(os.environ.get("VKVERIFY_CONSUMER_EXAMPLES", "150"))
+
+
+@settings(max_examples=EXAMPLES_RUN, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(streams())
+def test_explain_and_mutations_agree_with_the_reference_and_the_checker(doc):
+    assume(completes(check(from_dict(doc))))
+    try:
+        found = consumer_disagreements(doc)
+    except Unsupported:
+        assume(False)
+    assert not found, "\n".join(found) + "\n" + json.dumps(doc)
