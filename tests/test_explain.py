@@ -145,3 +145,9 @@ def test_agrees_with_the_checker_on_every_finding(path):
     for f in check(stream):
         if f.kind in ("raw", "war", "waw") and f.first and f.second and not f.params:
             assert not explain(stream, f.first, f.second).ordered, f
+
+
+def test_a_semaphore_signal_does_not_flush_a_host_write(capsys):
+    code, out, _ = run(capsys, corpus("134"), "main[0]", "cb1[0]")
+    assert code == 1
+    assert "A is host_cached: no flush of the bytes main[0] wrote" in out

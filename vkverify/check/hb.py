@@ -381,10 +381,9 @@ class Model(Consumer):
             ordered = bool(node.outs & n.ins)  # 7.1 chain: a host barrier counts only where it meets the release
         if not ordered:
             return None
-        # 7.4.1: a signal's first access scope holds the device accesses in its first synchronization scope; one
-        # reached only through a chain was made available by the chain's first barrier or not at all (7.1).
-        return tok._replace(available=tok.available or not e.host and e.stage in n.ins, visible=False) \
-            if pair.memory else EXEC
+        if not pair.memory:
+            return EXEC
+        return tok._replace(available=tok.available or in_release_access_scope(e, n), visible=False)
 
     def _enter(self, pair: Pair, seg: tuple[int, int], tok: Token, n: Node) -> Token:
         """The token on entering n by a cross edge or program order: submissions, flush and invalidate act here."""
@@ -429,6 +428,14 @@ class Model(Consumer):
         """Blocked waits and misuse, plus every compared pair left unordered, by reference."""
         kinds = {"keepalive": "use_after_destroy"}
         return self.hazards | {(kinds.get(p.kind, p.kind), p.first.ref, p.second.ref) for p in self.unordered_pairs()}
+
+
+def in_release_access_scope(e: Access, n: Node) -> bool:
+    """Spec 7.4.1 (7.3.1 for fences): a signal's first access scope is "all memory access performed by the
+    device" in its first synchronization scope: e on its queue at one of its stages, not one it reaches only
+    through a chain (7.1: a chain's first access scope is its first dependency's), nor a host write (that
+    reaches the device domain from the host domain, after a flush where not coherent: 11.2.2)."""
+    return not e.host and e.agent == n.agent and e.stage in n.ins
 
 
 def _boundaries(stream: ir.Stream) -> dict[str, list[int]]:
