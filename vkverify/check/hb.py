@@ -378,7 +378,8 @@ class Model(Consumer):
         if node is None:
             ordered = e.stage in n.ins
         else:
-            ordered = bool(node.outs & n.ins)  # 7.1 chain: a host barrier counts only where it meets the release
+            # 7.1 chain: a host barrier counts only where it meets the release; 7.2 signal operation order.
+            ordered = bool(node.outs & n.ins) or signal_order(node, n)
         if not ordered:
             return None
         if not pair.memory:
@@ -428,6 +429,17 @@ class Model(Consumer):
         """Blocked waits and misuse, plus every compared pair left unordered, by reference."""
         kinds = {"keepalive": "use_after_destroy"}
         return self.hazards | {(kinds.get(p.kind, p.kind), p.first.ref, p.second.ref) for p in self.unordered_pairs()}
+
+
+def signal_order(a: Node, b: Node) -> bool:
+    """Spec 7.4.1 (note) and 7.3.1, "signal operation order": a semaphore signal's first synchronization scope
+    holds the semaphore signals of earlier batches on its queue (not those of its own batch); a fence's (and
+    an idle wait's) every earlier signal. A fence signal is in no later semaphore signal's scope."""
+    if a.kind != "rel":
+        return False
+    if b.key[0] == "sig":
+        return a.key[0] == "sig" and a.key[1:3] != b.key[1:3]
+    return True
 
 
 def in_release_access_scope(e: Access, n: Node) -> bool:
