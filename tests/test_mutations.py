@@ -153,3 +153,11 @@ def test_params_stream_is_mutated_at_its_smallest_instance():
     found, _ = mutants(corpus("80"), "80")
     assert found and all(not m.stream.params for m in found)
     assert all(check(m.stream) for m in found)
+
+
+def test_each_stage_of_a_command_is_its_own_pair():
+    """Corpus 137: the dispatch_indirect reads A at draw_indirect and at compute_shader; the barrier orders only
+    the first, so the analysis has the second as unordered, and the barrier load-bearing for the first alone."""
+    a = analyze(corpus("137"))
+    assert [(p.kind, p.first.stage) for p in a.unordered] == [("war", "compute_shader")]
+    assert [(p.kind, p.first.stage) for p in a.load_bearing["cb0[1]"]] == [("war", "draw_indirect")]
