@@ -17,7 +17,9 @@ from vkverify.check import check
 from vkverify.check.explain import explain
 from vkverify.check.findings import ACCESS_KINDS
 from vkverify.check.reference import Reference, Unsupported
+from vkverify.check.walk import signals
 from vkverify.model import from_dict, ir
+from vkverify.model.refs import split_ref
 from vkverify.mutations import analyze
 from vkverify.mutations import operators as o
 from vkverify.mutations.load_bearing import pair_name
@@ -241,15 +243,19 @@ def consumer_disagreements(doc: dict, mutants: int = 3) -> list[str]:
             out.append(f"explain pairs no such accesses: {what}")
         elif said != c.ordered:
             out.append(f"explain says {_ordered_text(said)}, the reference {_ordered_text(c.ordered)}: {what}")
+    said: dict[tuple, list[bool | None]] = {}
     for p in analysis.model.pairs.values():
-        if p.kind not in ACCESS_KINDS or p.kind == "waw" and ("raw", p.first.ref, p.second.ref) in reported:
+        if p.kind in ACCESS_KINDS:
+            said.setdefault(_named(p), []).append(explained.ordered(p.first, p.second, p.kind, p.segments))
+    for (kind, first, second), verdicts in said.items():
+        if kind == "waw" and ("raw", first, second) in reported:
             continue  # the checker does not compare the WAW of an access whose read is a RAW
-        said = explained.ordered(p.first, p.second, p.kind, p.segments)
-        if said is None:
-            out.append(f"explain pairs no such accesses: {pair_name(p)}")
-        elif said == ((p.kind, p.first.ref, p.second.ref) in reported):
-            out.append(f"explain says {_ordered_text(said)}, the checker "
-                       f"{'reports' if said else 'does not report'} {pair_name(p)}")
+        what = f"{kind} {first} -> {second}"
+        if None in verdicts:
+            out.append(f"explain pairs no such accesses: {what}")
+        elif all(verdicts) == ((kind, first, second) in reported):
+            out.append(f"explain says {_ordered_text(all(verdicts))}, the checker "
+                       f"{'reports' if all(verdicts) else 'does not report'} {what}")
     for f in findings:
         if f.kind in ACCESS_KINDS and explain(stream, f.first, f.second).ordered:
             out.append(f"explain says ordered: {f.kind} {f.first} -> {f.second}, which the checker reports")
@@ -276,6 +282,12 @@ class _Explained:
         return all(p.ordered for p in on) if on else None
 
 
+def _named(pair) -> tuple[str, str, str]:
+    """A pair as the checker names it: one finding for the accesses of two operations (a dispatch_indirect
+    reads one buffer at two stages)."""
+    return pair.kind, pair.first.ref, pair.second.ref
+
+
 def _access_text(x) -> str:
     """An access as explain and the checker describe it: `stage/reads+write`."""
     return f"{x.stage}/{'+'.join(x.reads + ((x.write,) if x.write else ()))}"
@@ -287,15 +299,19 @@ def _ordered_text(ordered: bool) -> str:
 
 def _mutation_disagreements(stream: ir.Stream, analysis, mutants: int) -> list[str]:
     """Dropping a load-bearing operation unorders its pair (by the reference on the mutant) and the checker
-    finds a new hazard on the pair's memory; dropping another operation leaves the pair ordered and
-    unreported. The checker's schedule of a mutant may differ, so which pair it names may too."""
-    bearing = [(op, pair) for op, pairs in sorted(analysis.load_bearing.items()) for pair in pairs
-               if pair.kind in ACCESS_KINDS]
-    ordered = [p for p in analysis.model.pairs.values() if p.kind in ACCESS_KINDS and p not in analysis.unordered]
-    ops = sorted({op for n in analysis.model.nodes.values() for op in n.ops})
-    spare = [(op, p) for p in ordered for op in ops if p not in analysis.load_bearing.get(op, ())]
-    pick = Random(" ".join(op + pair_name(p) for op, p in bearing + spare))
+    finds a new hazard on the pair's memory (the checker's schedule of the mutant may differ, so which pair
+    it names may too); dropping another operation leaves the pair ordered and unreported. Only pairs the
+    checker does not already report are tried, and no signal whose waits another signal of its semaphore
+    can satisfy instead: the mutant re-pairs them (generate.py's model check calls such mutants equivalent)."""
     before = {(f.kind, f.first, f.second) for f in check(stream)}
+    bearing = [(op, pair) for op, pairs in sorted(analysis.load_bearing.items()) for pair in pairs
+               if pair.kind in ACCESS_KINDS and _named(pair) not in before and not _resignalled(stream, op)]
+    ordered = [p for p in analysis.model.pairs.values()
+               if p.kind in ACCESS_KINDS and _named(p) not in before and p not in analysis.unordered]
+    ops = sorted({op for n in analysis.model.nodes.values() for op in n.ops})
+    named = {(op, _named(p)) for op, pairs in analysis.load_bearing.items() for p in pairs}
+    spare = [(op, p) for p in ordered for op in ops if (op, _named(p)) not in named]
+    pick = Random(" ".join(op + pair_name(p) for op, p in bearing + spare))
     out = []
     for load_bearing, samples in ((True, bearing), (False, spare)):
         for op, pair in pick.sample(samples, min(mutants, len(samples))):
@@ -320,18 +336,31 @@ def _mutation_disagreements(stream: ir.Stream, analysis, mutants: int) -> list[s
     return out
 
 
+def _resignalled(stream: ir.Stream, op: str) -> bool:
+    """Whether `op` is a semaphore signal of a submit and another signal of its semaphore could satisfy its
+    waits once it is dropped (any other signal of a binary semaphore, one at least as high of a timeline)."""
+    head, rest = split_ref(op)
+    if head.owner not in stream.index.threads or ".signal[" not in rest:
+        return False
+    bi, _, k = o.batch_ref(rest)
+    dropped = stream.index.threads[head.owner].ops[head.index].batches[bi].signals[k]
+    others = [x for t in stream.threads for h in t.ops for x in signals(h)
+              if x is not dropped and x.semaphore == dropped.semaphore]
+    return any(dropped.value is None or x.value >= dropped.value for x in others)
+
+
 def _ordered_in(reference: Reference, refmap, pair) -> bool:
     """Whether the reference on a mutant orders the pair's accesses on all of its bytes."""
     def same(x, y) -> bool:
         return (o.translate(x.ref, refmap), x.stage, x.reads, x.write) == (y.ref, y.stage, y.reads, y.write)
     return all(c.ordered for c in reference.conflicts()
-               if c.first.root == pair.first.root and any(lo <= c.first.lo and c.first.hi <= hi
-                                                              for lo, hi in pair.segments)
+               if c.first.root == pair.first.root and any(c.first.lo < hi and lo < c.first.hi
+                                                          for lo, hi in pair.segments)
                and (same(c.first, pair.first) and same(c.second, pair.second)
                     or same(c.first, pair.second) and same(c.second, pair.first)))
 
 
 def _reports(findings, refmap, pair) -> bool:
     """Whether the mutant's findings name the pair, by the original stream's references."""
-    return any((f.kind, o.translate(f.first, refmap), o.translate(f.second, refmap)) ==
-               (pair.kind, pair.first.ref, pair.second.ref) for f in findings if f.kind in ACCESS_KINDS)
+    return any((f.kind, o.translate(f.first, refmap), o.translate(f.second, refmap)) == _named(pair)
+               for f in findings if f.kind in ACCESS_KINDS)
