@@ -19,7 +19,7 @@ from vkverify.model import from_dict
 
 from .differential import completes, consumer_disagreements, streams
 
-EXAMPLES_RUN = int(os.environ.get("VKVERIFY_CONSUMER_EXAMPLES", "150"))
+EXAMPLES_RUN = int(os.environ.get("VKVERIFY_CONSUMER_EXAMPLES", "1000"))
 
 
 @settings(max_examples=EXAMPLES_RUN, deadline=None, derandomize=True,
