@@ -9,9 +9,10 @@ coherent and non-coherent memory with flushes and invalidates, an alias, idle wa
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
-
+from dataclasses import replace
 from random import Random
+
+from hypothesis import strategies as st
 
 from vkverify.check import check
 from vkverify.check.explain import explain
@@ -232,7 +233,7 @@ def consumer_disagreements(doc: dict, mutants: int = 3) -> list[str]:
     stream = from_dict(doc)
     findings = check(stream)
     analysis = analyze(stream)
-    reported = {(f.kind, f.first, f.second) for f in findings if f.kind in ACCESS_KINDS}
+    reported = _checker_names(findings)
     explained = _Explained(stream)
     out = []
     for c in Reference(stream).conflicts():
@@ -247,13 +248,11 @@ def consumer_disagreements(doc: dict, mutants: int = 3) -> list[str]:
     for p in analysis.model.pairs.values():
         if p.kind in ACCESS_KINDS:
             said.setdefault(_named(p), []).append(explained.ordered(p.first, p.second, p.kind, p.segments))
-    for (kind, first, second), verdicts in said.items():
-        if kind == "waw" and ("raw", first, second) in reported:
-            continue  # the checker does not compare the WAW of an access whose read is a RAW
-        what = f"{kind} {first} -> {second}"
+    for named, verdicts in said.items():
+        what = f"{named[0]} {named[1]} -> {named[2]}"
         if None in verdicts:
             out.append(f"explain pairs no such accesses: {what}")
-        elif all(verdicts) == ((kind, first, second) in reported):
+        elif all(verdicts) == _reported(reported, named):
             out.append(f"explain says {_ordered_text(all(verdicts))}, the checker "
                        f"{'reports' if all(verdicts) else 'does not report'} {what}")
     for f in findings:
@@ -288,11 +287,24 @@ def _named(pair) -> tuple[str, str, str]:
     return pair.kind, pair.first.ref, pair.second.ref
 
 
-def _reported(findings: set[tuple], pair) -> bool:
-    """Whether the checker's (kind, first, second) `findings` name the pair: the checker does not compare the
-    WAW of an access whose read it reports as a RAW."""
-    kind, first, second = _named(pair)
-    return (kind, first, second) in findings or kind == "waw" and ("raw", first, second) in findings
+def _checker_names(findings) -> set[tuple]:
+    """The pairs the checker's findings name, as (kind, first, second); a racing pair (named in one canonical
+    order, whichever side the schedule ran first) also as ("racing", {first, second})."""
+    out = set()
+    for f in findings:
+        if f.kind in ACCESS_KINDS:
+            out.add((f.kind, f.first, f.second))
+            if f.racing:
+                out.add(("racing", frozenset((f.first, f.second))))
+    return out
+
+
+def _reported(names: set[tuple], named: tuple[str, str, str]) -> bool:
+    """Whether the checker's `names` (_checker_names) report the pair `named` (_named): the checker does not
+    compare the WAW of an access whose read it reports as a RAW."""
+    kind, first, second = named
+    return (kind, first, second) in names or ("racing", frozenset((first, second))) in names or \
+        kind == "waw" and ("raw", first, second) in names
 
 
 def _access_text(x) -> str:
@@ -310,11 +322,11 @@ def _mutation_disagreements(stream: ir.Stream, analysis, mutants: int) -> list[s
     it names may too); dropping another operation leaves the pair ordered and unreported. Only pairs the
     checker does not already report are tried, and no signal whose waits another signal of its semaphore
     can satisfy instead: the mutant re-pairs them (generate.py's model check calls such mutants equivalent)."""
-    before = {(f.kind, f.first, f.second) for f in check(stream)}
+    before = _checker_names(check(stream))
     bearing = [(op, pair) for op, pairs in sorted(analysis.load_bearing.items()) for pair in pairs
-               if pair.kind in ACCESS_KINDS and not _reported(before, pair) and not _resignalled(stream, op)]
+               if pair.kind in ACCESS_KINDS and not _reported(before, _named(pair)) and not _resignalled(stream, op)]
     ordered = [p for p in analysis.model.pairs.values()
-               if p.kind in ACCESS_KINDS and not _reported(before, p) and p not in analysis.unordered]
+               if p.kind in ACCESS_KINDS and not _reported(before, _named(p)) and p not in analysis.unordered]
     ops = sorted({op for n in analysis.model.nodes.values() for op in n.ops})
     named = {(op, _named(p)) for op, pairs in analysis.load_bearing.items() for p in pairs}
     spare = [(op, p) for p in ordered for op in ops if (op, _named(p)) not in named]
@@ -323,7 +335,7 @@ def _mutation_disagreements(stream: ir.Stream, analysis, mutants: int) -> list[s
     for load_bearing, samples in ((True, bearing), (False, spare)):
         for op, pair in pick.sample(samples, min(mutants, len(samples))):
             mutant, refmap = o.drop(stream, op)
-            findings = check(mutant)
+            findings = [_translated(f, refmap) for f in check(mutant)]
             if not completes(findings):
                 continue
             try:
@@ -331,14 +343,13 @@ def _mutation_disagreements(stream: ir.Stream, analysis, mutants: int) -> list[s
             except Unsupported:
                 continue
             new = [f for f in findings if f.kind in ACCESS_KINDS and stream.index.root(f.buffer)[0] ==
-                   pair.first.root and (f.kind, o.translate(f.first, refmap), o.translate(f.second, refmap))
-                   not in before]
+                   pair.first.root and not _reported(before, (f.kind, f.first, f.second))]
             what = f"dropping {op}, {'' if load_bearing else 'not '}load-bearing for {pair_name(pair)},"
             if ordered == load_bearing:
                 out.append(f"{what} leaves it {_ordered_text(ordered)} by the reference")
             if load_bearing and not new:
                 out.append(f"{what} makes the checker find no new hazard on its memory")
-            if not load_bearing and _reports(findings, refmap, pair):
+            if not load_bearing and _reported(_checker_names(findings), _named(pair)):
                 out.append(f"{what} makes the checker report it")
     return out
 
@@ -357,17 +368,25 @@ def _resignalled(stream: ir.Stream, op: str) -> bool:
 
 
 def _ordered_in(reference: Reference, refmap, pair) -> bool:
-    """Whether the reference on a mutant orders the pair's accesses on all of its bytes."""
+    """Whether the reference on a mutant orders the pair's accesses on all of its bytes, as the pair's kind
+    asks (a read_write access is a RAW pair and a WAW pair: spec 7.1 note)."""
     def same(x, y) -> bool:
         return (o.translate(x.ref, refmap), x.stage, x.reads, x.write) == (y.ref, y.stage, y.reads, y.write)
-    return all(c.ordered for c in reference.conflicts()
+
+    def ordered(a, b) -> bool:
+        if not reference.hb(a.node, b.node):
+            return False
+        needs = {"raw": b.reads, "waw": (b.write,), "war": ()}[pair.kind]
+        return not needs or reference.memory_dependency(a, b, needs)
+    return all(ordered(c.first, c.second) for c in reference.conflicts()
                if c.first.root == pair.first.root and any(c.first.lo < hi and lo < c.first.hi
                                                           for lo, hi in pair.segments)
                and (same(c.first, pair.first) and same(c.second, pair.second)
                     or same(c.first, pair.second) and same(c.second, pair.first)))
 
 
-def _reports(findings, refmap, pair) -> bool:
-    """Whether the mutant's findings name the pair, by the original stream's references."""
-    return any((f.kind, o.translate(f.first, refmap), o.translate(f.second, refmap)) == _named(pair)
-               for f in findings if f.kind in ACCESS_KINDS)
+def _translated(finding, refmap):
+    """A mutant's access finding by the original stream's references (any other as it is)."""
+    if finding.kind not in ACCESS_KINDS:
+        return finding
+    return replace(finding, first=o.translate(finding.first, refmap), second=o.translate(finding.second, refmap))
