@@ -92,7 +92,8 @@ def test_fence_waited_too_late(capsys):
 def test_host_read_without_host_barrier(capsys):
     code, out, _ = run(capsys, corpus("23"), "cb0[0]", "main[2]")
     assert code == 1
-    assert "not made available to the host" in out
+    assert "no domain operation to the host: the host waits (host wait_fences F main[1]) but no barrier with " \
+        "dst_stage host and dst_access host_read after cb0[0]" in out
 
 
 def test_buffer_barrier_over_half_the_read(capsys):
@@ -151,3 +152,24 @@ def test_a_semaphore_signal_does_not_flush_a_host_write(capsys):
     code, out, _ = run(capsys, corpus("134"), "main[0]", "cb1[0]")
     assert code == 1
     assert "A is host_cached: no flush of the bytes main[0] wrote" in out
+
+
+@pytest.mark.parametrize("prefix, first, second, why", [
+    ("08", "cb0[0]", "cb0[2]", "the barrier cb0[1] chains with cb0[0] but its src_access none lacks shader_storage_write"),
+    ("113", "cb0[0]", "cb0[3]", "the barrier cb0[2] makes the write visible to compute_shader/shader_storage_read but "
+     "does not chain after the barrier cb0[1], which made it available: cb0[1]'s dst_stage compute_shader misses its "
+     "src_stage copy"),
+    ("136", "cb0[0]", "cb1[0]", ("the barrier cb0[1] chains with cb0[0] but its src_access none lacks transfer_write",
+                                 "the signal of S by main[0] on q0 has stage draw_indirect, which excludes clear: "
+                                 "cb0[0] reaches it only through a chain whose first barrier made nothing available")),
+    ("105", "cb0[0]", "main[2]", "no domain operation to the host: the host waits (host wait_fences F main[1]) but no "
+     "barrier with dst_stage host and dst_access host_read or host_write after cb0[0]"),
+    ("134", "main[0]", "cb1[0]", "A is host_cached: no flush of the bytes main[0] wrote before submission main[2] on q1"),
+])
+def test_why_not_names_the_missing_link(capsys, prefix, first, second, why):
+    """Ordered by execution alone: the reason is where the write is not made available or visible, by the
+    rules the verdict applies, and only that."""
+    whys = (why,) if isinstance(why, str) else why
+    code, out, _ = run(capsys, corpus(prefix), first, second)
+    reasons = [line.split("why not: ", 1)[1] for line in out.splitlines() if "why not: " in line]
+    assert code == 1 and len(reasons) == len(whys) and all(map(str.startswith, reasons, whys)), out

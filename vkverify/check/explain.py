@@ -11,7 +11,7 @@ that is missing at the synchronization closest to it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 
 import networkx as nx
@@ -308,17 +308,56 @@ def _what(x: Access) -> str:
 
 
 def _why_not(model: Model, pair: Pair, seg: tuple[int, int], g: nx.DiGraph) -> list[str]:
-    """Why no path reaches the second access, at the synchronizations closest to it."""
+    """The missing link, by the rules the graph applies: with no execution dependency, the scope where the
+    path stops (7.1 chain); ordered by execution alone, where the write is not made available or visible."""
     e, x = pair.first, pair.second
-    reached = {key: tok for key, tok in g.nodes if key[0] != "access" and key in model.nodes}
-    reasons: list[str] = []
-    before_x = [n for n in model.on_agent.get(x.agent, ()) if n.seq < x.seq and
-                (e.agent != x.agent or n.seq > e.seq)]
-    for n in before_x:
-        if n.key in reached:
-            reasons += _stuck(model, pair, seg, n, reached[n.key])
+    execution = model.graph(replace(pair, memory=False), seg) if pair.memory else g
+    if SINK in execution:
+        # Only the synchronizations on an execution path to the second access can carry its memory dependency.
+        on_path = {k for k, _ in nx.ancestors(execution, SINK)}
+        reasons = _no_memory_dependency(model, pair, seg, _reached(model, g, on_path), _reached(model, execution, on_path))
+        # A barrier that makes the write available off every path to the second access: its chain stops.
+        for key, toks in _reached(model, g).items():
+            if key[0] == "bar" and key not in on_path and any(t.available for t in toks):
+                b, _ = _barrier_masks(model, key)
+                reasons.append(f"the barrier {key[1]} makes {e.ref}'s write available, but its dst_stage "
+                               f"{names(b.dst_stage)} chains into nothing that orders {x.ref}")
+    else:
+        reasons = _no_execution_dependency(model, pair, _reached(model, execution))
+    return list(dict.fromkeys(reasons)) or [f"no synchronization leads from {e.ref} to {x.ref}"]
+
+
+def _reached(model: Model, g: nx.DiGraph, among=None) -> dict[tuple, list]:
+    """The synchronization nodes (of `among`, if given) a graph reaches from the first access, with the
+    tokens they carry."""
+    out: dict[tuple, list] = {}
+    for key, tok in g.nodes:
+        if key in model.nodes and (among is None or key in among):
+            out.setdefault(key, []).append(tok)
+    return out
+
+
+def _between(model: Model, pair: Pair) -> list[Node]:
+    """The nodes on the second access's agent before it (after the first, where they share it)."""
+    e, x = pair.first, pair.second
+    return [n for n in model.on_agent.get(x.agent, ()) if n.seq < x.seq and (e.agent != x.agent or n.seq > e.seq)]
+
+
+def _no_execution_dependency(model: Model, pair: Pair, reached: dict) -> list[str]:
+    """Spec 7.1: each link of a chain is one scope meeting the next; name where the path stops."""
+    e, x = pair.first, pair.second
+    reasons = []
+    for n in _between(model, pair):
+        if n.key in reached and not x.host and x.stage not in n.outs:
+            if n.kind == "bar":
+                b, _ = _barrier_masks(model, n.key)
+                reasons.append(f"the barrier {n.key[1]} has dst_stage {names(b.dst_stage)}, the {_what(x)} {x.ref} "
+                               f"is at {x.stage}")
+            elif n.kind == "wait":
+                reasons.append(f"the {name(model, n.key)} has stage {names(_wait(model, n.key).stage)}, the "
+                               f"{_what(x)} {x.ref} is at {x.stage}")
     if e.agent == x.agent and not x.host:
-        bars = [n for n in before_x if n.kind == "bar"]
+        bars = [n for n in _between(model, pair) if n.kind == "bar"]
         if not bars:
             reasons.append(f"no barrier between {e.ref} and {x.ref} on {x.agent} (submission order orders nothing)")
         for n in bars:
@@ -328,47 +367,112 @@ def _why_not(model: Model, pair: Pair, seg: tuple[int, int], g: nx.DiGraph) -> l
                                f"{e.ref} is at {e.stage}")
     if e.agent != x.agent and not reasons:
         reasons += _no_cross_edge(model, pair, reached)
-    return list(dict.fromkeys(reasons)) or [f"no synchronization leads from {e.ref} to {x.ref}"]
+    return reasons
 
 
-def _stuck(model: Model, pair: Pair, seg: tuple[int, int], n: Node, tok) -> list[str]:
-    """Why node n, reached from the first access, does not order the second access."""
+def _no_memory_dependency(model: Model, pair: Pair, seg: tuple[int, int], reached: dict, executed: dict) -> list[str]:
+    """Ordered by execution: spec 7.1, a memory dependency needs an availability operation for the write that
+    happens-before a visibility operation for the access (for the host, a domain operation to it, 7.1.3)."""
     e, x = pair.first, pair.second
+    available = any(t.available for toks in reached.values() for t in toks)
+    if e.host and not available:
+        return _host_write_not_available(model, pair, executed)
+    if not e.host and not available:
+        return _not_made_available(model, pair, seg, executed)
     if x.host:
-        if n.kind != "host" or not pair.memory:
-            return []
-        if not tok.host_visible:
-            return [f"the host waits ({name(model, n.key)}) but the write {e.ref} is not made available to the "
-                    "host: no barrier with dst_stage host and dst_access host_read after it before the signal"]
-        if x.memory == "host_cached" and not tok.invalidated:
-            return [f"{x.buffer} is host_cached: no invalidate of the bytes after {name(model, n.key)} "
-                    f"before {x.ref}"]
-        return []
-    if x.stage not in n.outs:
-        if n.kind == "bar":
+        return _not_made_visible_to_host(model, pair, reached)
+    makers = [model.nodes[k] for k, toks in reached.items() if k[0] == "bar" and any(t.available for t in toks)]
+    reasons = []
+    for n in _between(model, pair):
+        if n.kind == "bar" and x.stage in n.outs and all((x.stage, a) in n.entry.dst_scope for a in pair.need) \
+                and coverage(n.entry, e.root, *seg) == FULL and not any(t.available for t in reached.get(n.key, ())):
             b, _ = _barrier_masks(model, n.key)
-            return [f"the barrier {n.key[1]} has dst_stage {names(b.dst_stage)}, the {_what(x)} {x.ref} is at "
-                    f"{x.stage}"]
-        if n.kind == "wait":
-            return [f"the {name(model, n.key)} has stage {names(_wait(model, n.key).stage)}, the {_what(x)} "
-                    f"{x.ref} is at {x.stage}"]
-        return []
-    if not pair.memory:
-        return []
-    if n.kind == "bar":
-        b, _ = _barrier_masks(model, n.key)
-        if coverage(n.entry, e.root, *seg) != FULL:
-            base = model.index.root(b.buffer)[1]
-            return [f"the buffer barrier {n.key[1]} covers {b.buffer} [{b.offset}, {b.offset + b.size}) only, "
-                    f"not bytes [{seg[0] - base}, {seg[1] - base})"]
-        if not tok.available:
-            return [f"the barrier {n.key[1]} has src_access {names(b.src_access)} (src_stage "
-                    f"{names(b.src_stage)}): the {e.write} at {e.stage} of {e.ref} is not made available"]
-        return [f"the barrier {n.key[1]} has dst_access {names(b.dst_access)}: the write is not made visible "
-                f"to {x.stage}/{'+'.join(pair.need)}"]
-    if not tok.available and e.host:
-        return [f"{e.buffer} is host_cached: no flush of the bytes {e.ref} wrote before {name(model, n.key)}"]
-    return []
+            for m in makers:
+                a, _ = _barrier_masks(model, m.key)
+                reasons.append(f"the barrier {n.key[1]} makes the write visible to {x.stage}/{'+'.join(pair.need)} "
+                               f"but does not chain after the barrier {m.key[1]}, which made it available: "
+                               f"{m.key[1]}'s dst_stage {names(a.dst_stage)} misses its src_stage "
+                               f"{names(b.src_stage)}")
+    if reasons:
+        return reasons
+    for n in _between(model, pair):
+        toks = reached.get(n.key, ())
+        if n.kind == "bar" and x.stage in n.outs and any(t.available for t in toks):
+            b, _ = _barrier_masks(model, n.key)
+            if coverage(n.entry, e.root, *seg) != FULL:
+                reasons.append(_partial(model, n, seg))
+            else:
+                lacking = [a for a in pair.need if (x.stage, a) not in n.entry.dst_scope]
+                reasons.append(f"the barrier {n.key[1]} makes {e.ref}'s write available but its dst_access "
+                               f"{names(b.dst_access)} lacks {names(lacking)}: not visible to "
+                               f"{x.stage}/{'+'.join(pair.need)}")
+    if not reasons:
+        for n in makers:
+            b, _ = _barrier_masks(model, n.key)
+            reasons.append(f"the barrier {n.key[1]} makes {e.ref}'s write available, but no barrier that makes it "
+                           f"visible to {x.stage} chains after its dst_stage {names(b.dst_stage)}")
+    return reasons
+
+
+def _not_made_available(model: Model, pair: Pair, seg: tuple[int, int], executed: dict) -> list[str]:
+    """Spec 7.1: a barrier makes e available when e is in its first access scope (its src_stage names e's stage,
+    its src_access e's write, its range e's bytes); a signal only the accesses of its own first scope (7.4.1);
+    a chain's first access scope is its first barrier's."""
+    e = pair.first
+    reasons = []
+    for n in model.on_agent.get(e.agent, ()):
+        if n.seq <= e.seq or n.key not in executed:
+            continue
+        if n.kind == "bar" and e.stage in n.entry.src_exec:
+            b, _ = _barrier_masks(model, n.key)
+            if coverage(n.entry, e.root, *seg) != FULL:
+                reasons.append(_partial(model, n, seg))
+            elif e.write not in n.entry.src_access:
+                reasons.append(f"the barrier {n.key[1]} chains with {e.ref} but its src_access "
+                               f"{names(b.src_access)} lacks {e.write}")
+            else:
+                reasons.append(f"the barrier {n.key[1]} chains with {e.ref} only as a stage logically earlier than its "
+                               f"src_stage {names(b.src_stage)}: its access scope holds only the stages it names")
+        elif n.kind == "rel" and n.key[0] == "sig" and e.stage not in n.ins:
+            s = op_at(model.stream, n.key[1]).batches[n.key[2]].signals[n.key[3]]
+            reasons.append(f"the {name(model, n.key)} has stage {names(s.stage)}, which excludes {e.stage}: "
+                           f"{e.ref} reaches it only through a chain whose first barrier made nothing available")
+    return reasons or [f"nothing makes the {e.write} of {e.ref} available"]
+
+
+def _host_write_not_available(model: Model, pair: Pair, executed: dict) -> list[str]:
+    """Spec 7.9 and 11.2: a submission makes earlier host writes available to the device, once they are in the
+    host domain (a flush, for non-coherent memory); a later host write needs a barrier with src_stage host."""
+    e, x = pair.first, pair.second
+    if e.memory == "host_cached":
+        subs = [k for k in executed if k[0] == "sub" and model.nodes[k].agent == x.agent]
+        where = f"before {name(model, subs[-1])}" if subs else f"before {x.ref}"
+        return [f"{e.buffer} is host_cached: no flush of the bytes {e.ref} wrote {where}"]
+    return [f"{e.ref} comes after the submission of {x.ref}: no barrier with src_stage host and src_access "
+            f"host_write before {x.ref} makes it available"]
+
+
+def _not_made_visible_to_host(model: Model, pair: Pair, reached: dict) -> list[str]:
+    """Spec 7.1.3 host access: a device write reaches the host through a domain operation (a barrier whose
+    dst_access has host_read or host_write, in a chain the host waits for), then, for non-coherent memory, an
+    invalidate of its bytes."""
+    e, x = pair.first, pair.second
+    waits = [model.nodes[k] for k in reached if model.nodes[k].agent == x.agent and model.nodes[k].seq < x.seq]
+    waited = f" the host waits ({name(model, waits[-1].key)}) but" if waits else ""
+    toks = [t for n in waits for t in reached[n.key]]
+    if not any(t.host_visible if x.reads else t.host_domain for t in toks):
+        access = "host_read" if x.reads else "host_read or host_write"
+        return [f"no domain operation to the host:{waited} no barrier with dst_stage host and dst_access {access} "
+                f"after {e.ref} in the chain it waits for"]
+    return [f"{x.buffer} is host_cached: no invalidate of the bytes after {name(model, waits[-1].key)} before "
+            f"{x.ref}"]
+
+
+def _partial(model: Model, n: Node, seg: tuple[int, int]) -> str:
+    b, _ = _barrier_masks(model, n.key)
+    base = model.index.root(b.buffer)[1]
+    return (f"the buffer barrier {n.key[1]} covers {b.buffer} [{b.offset}, {b.offset + b.size}) only, "
+            f"not bytes [{seg[0] - base}, {seg[1] - base})")
 
 
 def _wait(model: Model, key: tuple) -> ir.SemaphoreOp:
@@ -393,9 +497,10 @@ def _no_cross_edge(model: Model, pair: Pair, reached: dict) -> list[str]:
     batch = next((n for n in reversed(model.on_agent.get(x.agent, ())) if n.kind == "sub" and n.seq < x.seq), None)
     for n in releases:
         if n.key not in reached:
-            s = op_at(model.stream, n.key[1]).batches[n.key[2]].signals[n.key[3]]
-            out.append(f"the {name(model, n.key)} has stage {names(s.stage)}, the {_what(e)} {e.ref} is at "
-                       f"{e.stage}")
+            if n.key[0] == "sig":
+                s = op_at(model.stream, n.key[1]).batches[n.key[2]].signals[n.key[3]]
+                out.append(f"the {name(model, n.key)} has stage {names(s.stage)}, the {_what(e)} {e.ref} is at "
+                           f"{e.stage}")
             continue
         targets = [model.nodes[t] for t in model.cross.get(n.key, [])]
         if not targets:
@@ -404,10 +509,11 @@ def _no_cross_edge(model: Model, pair: Pair, reached: dict) -> list[str]:
         for t in targets:
             if t.agent == x.agent:
                 out.append(f"the {name(model, n.key)} is waited for on {x.agent} only after {x.ref}")
-            elif t.kind == "host" and batch is not None and owner_of(batch.key[1]) == t.agent:
+            elif t.kind == "host" and batch is not None and owner_of(batch.key[1]) == t.agent and \
+                    parse_ref(t.key[1]).index > parse_ref(batch.key[1]).index:
                 out.append(f"the host waits for the {name(model, n.key)} at {t.key[1]}, after it submitted "
                            f"{x.ref} ({batch.key[1]})")
-            else:
+            elif t.agent != x.agent and t.kind != "host":
                 out.append(f"the {name(model, n.key)} is waited for on {t.agent} ({t.key[1]}), not on {where}")
     if not releases:
         out.append(f"no semaphore signal, fence or idle wait on {e.agent} after {e.ref}")
