@@ -40,6 +40,9 @@ class State(NamedTuple):  # a tuple: hashed on every memo lookup, so kept cheap
     # (host access, stage, buffer or None): the stages that the chain of a barrier which made the write visible to
     # that host access reaches; a release with one of them in its first scope carries the visibility to the host.
     host: frozenset[tuple[str, str, str | None]] = frozenset()
+    # Stages ordered after the availability operation: a later barrier or release finds the write available
+    # only through a chain from it (7.1), not through another chain from the access.
+    released: frozenset[str] = frozenset()
 
 
 EMPTY = State(frozenset(), False, frozenset())
@@ -83,7 +86,7 @@ def sees(state: State, stage: str, access: str, buffer: str) -> bool:
 def apply_barrier(state: State, entries: tuple[BarrierEntry, ...], covers: tuple[int, ...],
                   stage: str, write: str | None) -> State:
     """Spec 7.1 execution and memory dependencies; entries of one command do not chain (7.6)."""
-    chain, available, visible, host = state
+    chain, available, visible, host, released = state
     for e, cover in zip(entries, covers):
         chained = bool(state.chain & e.src_exec)
         if stage not in e.src_exec and not chained:
@@ -94,14 +97,15 @@ def apply_barrier(state: State, entries: tuple[BarrierEntry, ...], covers: tuple
             continue
         # Availability from this entry's first access scope, or from an earlier barrier this one chains after:
         # 7.1, the availability operation happens-before the visibility operation (syncval's
-        # WriteInSourceScopeOrChain). A barrier that merely has the write in its first scope does not
-        # make an earlier, unchained barrier's availability visible.
-        if (chained and state.available) or (cover != ALIAS and stage in e.src_stages and write in e.src_access):
+        # WriteInSourceScopeOrChain). A barrier that merely has the write in its first scope, or chains
+        # with the access only through another barrier, does not make an earlier barrier's availability visible.
+        if state.released & e.src_exec or (cover != ALIAS and stage in e.src_stages and write in e.src_access):
             available = True
             through = None if cover == FULL else e.buffer  # OWN, ALIAS: visible through its buffer only
             visible = visible | (e.dst_scope if through is None else {(t, a, through) for t, a in e.dst_scope})
             host = host | {(acc, s, through) for t, acc in e.dst_scope if t == "host" for s in e.dst_exec}
-    return State(chain, available, visible, host)
+            released = released | e.dst_exec
+    return State(chain, available, visible, host, released)
 
 
 class BarrierLog:

@@ -333,8 +333,9 @@ class Checker:
                 continue
             scope = agent.release_scope[i]
             # Spec 7.1: a chain's first access scope is its first barrier's, so a release reached only through
-            # a chain makes e available only where that barrier did (an execution-only barrier: nowhere).
-            if e.stage in scope or all(s.chain & scope and (span is None or s.available) for _, _, s in
+            # a chain makes e available only where that barrier did (an execution-only barrier: nowhere), and
+            # only through a chain from that barrier.
+            if e.stage in scope or all((s.chain if span is None else s.released) & scope for _, _, s in
                                        self.states(e, *(span or self._root_range(e)), agent.release_pos[i])):
                 needs[lane] = i + 1
                 if len(needs) == len(agent.lanes) + 1:

@@ -364,7 +364,8 @@ class Model(Consumer):
             elif not node.outs & n.entry.src_exec:
                 return None  # rule 4: no chain (apply_barrier would keep the earlier chain unchanged)
             else:
-                state = apply_barrier(State(node.outs, tok.available, frozenset()), (n.entry,),
+                released = node.outs if tok.available else frozenset()
+                state = apply_barrier(State(node.outs, tok.available, frozenset(), released=released), (n.entry,),
                                       (coverage(n.entry, pair.first.root, *seg),), "", e.write)
             if not state.chain:
                 return None
