@@ -355,13 +355,17 @@ def _mutation_disagreements(stream: ir.Stream, analysis, mutants: int) -> list[s
 
 
 def _resignalled(stream: ir.Stream, op: str) -> bool:
-    """Whether `op` is a semaphore signal of a submit and another signal of its semaphore could satisfy its
-    waits once it is dropped (any other signal of a binary semaphore, one at least as high of a timeline)."""
+    """Whether `op` is a semaphore signal (of a submit or the host) and another signal of its semaphore could
+    satisfy its waits once it is dropped (any other signal of a binary semaphore, one at least as high of a timeline)."""
     head, rest = split_ref(op)
-    if head.owner not in stream.index.threads or ".signal[" not in rest:
+    host_op = stream.index.threads[head.owner].ops[head.index] if head.owner in stream.index.threads else None
+    if ".signal[" in rest:
+        bi, _, k = o.batch_ref(rest)
+        dropped = host_op.batches[bi].signals[k]
+    elif not rest and isinstance(host_op, ir.SignalSemaphore):
+        dropped = host_op
+    else:
         return False
-    bi, _, k = o.batch_ref(rest)
-    dropped = stream.index.threads[head.owner].ops[head.index].batches[bi].signals[k]
     others = [x for t in stream.threads for h in t.ops for x in signals(h)
               if x is not dropped and x.semaphore == dropped.semaphore]
     return any(dropped.value is None or x.value >= dropped.value for x in others)
