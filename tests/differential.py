@@ -9,9 +9,11 @@ coherent and non-coherent memory with flushes and invalidates, an alias, idle wa
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from random import Random
 
+from hypothesis import HealthCheck, assume
 from hypothesis import strategies as st
 
 from vkverify.check import check
@@ -35,6 +37,9 @@ SEMAPHORE_STAGES = ["all_commands", "compute_shader", "copy", "transfer", "botto
 SHADERS = {"w": ["write"], "r": ["read"], "rw": ["read", "write"], "x": ["read_write"]}
 SIZE = 64
 HOST_VISIBLE = ("host_coherent", "host_cached")
+# Hypothesis settings of every differential test: reproducible draws; slow streams and assumed-away ones are fine.
+SETTINGS = {"deadline": None, "derandomize": True,
+            "suppress_health_check": [HealthCheck.too_slow, HealthCheck.filter_too_much]}
 # Findings about liveness: the reference reads only streams that complete.
 NOT_COMPARED = ("deadlock", "wait_never_satisfied", "binary_semaphore_misuse", "timeline_not_increasing")
 
@@ -175,6 +180,17 @@ def streams(draw) -> dict:
 
 def completes(findings) -> bool:
     return not any(f.kind in NOT_COMPARED for f in findings)
+
+
+def assert_agree(doc: dict, compare) -> None:
+    """Assert `compare(doc)` (a list of disagreements) is empty; a stream that does not complete, or that the
+    reference cannot read, is assumed away (hypothesis draws another)."""
+    assume(completes(check(from_dict(doc))))
+    try:
+        found = compare(doc)
+    except Unsupported:
+        assume(False)
+    assert not found, "\n".join(found) + "\n" + json.dumps(doc)
 
 
 def disagreements(doc: dict) -> list[str]:

@@ -11,28 +11,22 @@ import json
 import os
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import given, settings
 
 from vkverify.check import check
 from vkverify.check.reference import Reference, Unsupported
-from vkverify.model import from_dict, load
+from vkverify.model import load
 
 from .conftest import CORPUS, EXAMPLES
-from .differential import completes, disagreements, streams
+from .differential import SETTINGS, assert_agree, completes, disagreements, streams
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
 
 
-@settings(max_examples=EXAMPLES_RUN, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=EXAMPLES_RUN, **SETTINGS)
 @given(streams())
 def test_fast_checker_agrees_with_the_reference(doc):
-    assume(completes(check(from_dict(doc))))
-    try:
-        found = disagreements(doc)
-    except Unsupported:
-        assume(False)
-    assert not found, "\n".join(found) + "\n" + json.dumps(doc)
+    assert_agree(doc, disagreements)
 
 
 def _readable(path):
