@@ -18,7 +18,7 @@ import networkx as nx
 
 from ..model import ir
 from ..model.refs import owner_of, parse_ref, split_submit, without_submit
-from .barriers import FULL, coverage
+from .barriers import ALIAS, FULL, NONE, OWN, coverage
 from .hb import SINK, Access, Model, Node, Pair, conflicts
 
 __all__ = ["ExplainError", "Explanation", "PairExplanation", "explain", "format_text", "host_op_text", "name",
@@ -385,7 +385,7 @@ def _no_memory_dependency(model: Model, pair: Pair, seg: tuple[int, int], reache
     reasons = []
     for n in _between(model, pair):
         if n.kind == "bar" and x.stage in n.outs and all((x.stage, a) in n.entry.dst_scope for a in pair.need) \
-                and coverage(n.entry, e.root, *seg) == FULL and not any(t.available for t in reached.get(n.key, ())):
+                and _gap(model, n, x, seg) is None and not any(t.available for t in reached.get(n.key, ())):
             b, _ = _barrier_masks(model, n.key)
             for m in makers:
                 a, _ = _barrier_masks(model, m.key)
@@ -397,10 +397,11 @@ def _no_memory_dependency(model: Model, pair: Pair, seg: tuple[int, int], reache
         return reasons
     for n in _between(model, pair):
         toks = reached.get(n.key, ())
-        if n.kind == "bar" and x.stage in n.outs and any(t.available for t in toks):
+        if n.kind == "bar" and x.stage in n.outs and any(t.available for t in toks) and \
+                (gap := _gap(model, n, x, seg)) != "":
             b, _ = _barrier_masks(model, n.key)
-            if coverage(n.entry, e.root, *seg) != FULL:
-                reasons.append(_partial(model, n, seg))
+            if gap:
+                reasons.append(gap)
             else:
                 lacking = [a for a in pair.need if (x.stage, a) not in n.entry.dst_scope]
                 reasons.append(f"the barrier {n.key[1]} makes {e.ref}'s write available but its dst_access "
@@ -423,10 +424,10 @@ def _not_made_available(model: Model, pair: Pair, seg: tuple[int, int], executed
     for n in model.on_agent.get(e.agent, ()):
         if n.seq <= e.seq or n.key not in executed:
             continue
-        if n.kind == "bar" and e.stage in n.entry.src_exec:
+        if n.kind == "bar" and e.stage in n.entry.src_exec and (gap := _gap(model, n, e, seg)) != "":
             b, _ = _barrier_masks(model, n.key)
-            if coverage(n.entry, e.root, *seg) != FULL:
-                reasons.append(_partial(model, n, seg))
+            if gap:
+                reasons.append(gap)
             elif e.write not in n.entry.src_access:
                 reasons.append(f"the barrier {n.key[1]} chains with {e.ref} but its src_access "
                                f"{names(b.src_access)} lacks {e.write}")
@@ -468,8 +469,19 @@ def _not_made_visible_to_host(model: Model, pair: Pair, reached: dict) -> list[s
             f"{x.ref}"]
 
 
-def _partial(model: Model, n: Node, seg: tuple[int, int]) -> str:
+def _gap(model: Model, n: Node, x: Access, seg: tuple[int, int]) -> str | None:
+    """Spec 7.7.2: why the barrier entry n does not hold x's bytes `seg` in its access scopes (None: it does;
+    "": a buffer barrier on other memory, nothing to say)."""
+    through = None if model.readings.buffer_barrier_covers_aliases else x.buffer
+    cover = coverage(n.entry, x.root, *seg, through)
+    if cover in (FULL, OWN):
+        return None
+    if cover == NONE and n.entry.root != x.root:
+        return ""
     b, _ = _barrier_masks(model, n.key)
+    if cover == ALIAS:
+        return (f"the buffer barrier {n.key[1]} is on {b.buffer}: it covers only access through {b.buffer}, not "
+                f"{x.ref}'s through {x.buffer} (spec 7.7.2; reading buffer_barrier_covers_aliases)")
     base = model.index.root(b.buffer)[1]
     return (f"the buffer barrier {n.key[1]} covers {b.buffer} [{b.offset}, {b.offset + b.size}) only, "
             f"not bytes [{seg[0] - base}, {seg[1] - base})")

@@ -33,7 +33,7 @@ import networkx as nx
 from ..model import ir
 from ..model.stages import DEVICE_STAGES
 from ..model.refs import format_ref, parse_ref
-from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, compile_barrier, coverage
+from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, compile_barrier, coverage, sees
 from .engine import FENCE_SCOPE, command_accesses
 from .readings import DEFAULT, Readings
 from .scopes import second_execution_scope, signal_first_scope
@@ -360,20 +360,20 @@ class Model(Consumer):
                 # device for host writes before an earlier wait or submission on its queue (docs/format.md).
                 state = apply_barrier(EMPTY, (n.entry,), (FULL,), "host", "host_write")
             elif node is None:
-                state = apply_barrier(EMPTY, (n.entry,), (coverage(n.entry, pair.first.root, *seg),), e.stage, e.write)
+                state = apply_barrier(EMPTY, (n.entry,), (self.coverage(n.entry, pair, seg),), e.stage, e.write)
             elif not node.outs & n.entry.src_exec:
                 return None  # rule 4: no chain (apply_barrier would keep the earlier chain unchanged)
             else:
                 released = node.outs if tok.available else frozenset()
                 state = apply_barrier(State(node.outs, tok.available, frozenset(), released=released), (n.entry,),
-                                      (coverage(n.entry, pair.first.root, *seg),), "", e.write)
+                                      (self.coverage(n.entry, pair, seg),), "", e.write)
             if not state.chain:
                 return None
             if not pair.memory:
                 return EXEC
             return Token(available=state.available, host_visible=tok.host_visible or HOST_READ in state.visible,
                          host_domain=tok.host_domain or bool(HOST_ACCESS & state.visible),
-                         visible=all((pair.second.stage, a) in state.visible for a in pair.need))
+                         visible=all(sees(state, pair.second.stage, a, pair.second.buffer) for a in pair.need))
         if n.kind != "rel":
             return None  # waits and submissions are entered only by cross edges
         if node is None:
@@ -386,6 +386,12 @@ class Model(Consumer):
         if not pair.memory:
             return EXEC
         return tok._replace(available=tok.available or in_release_access_scope(e, n), visible=False)
+
+    def coverage(self, entry: BarrierEntry, pair: Pair, seg: tuple[int, int]) -> int:
+        """How a barrier entry holds the segment of the pair's write: spec 7.7.2, a buffer memory barrier covers
+        only "access to memory through the specified buffer range" (readings.buffer_barrier_covers_aliases)."""
+        through = None if self.readings.buffer_barrier_covers_aliases else pair.first.buffer
+        return coverage(entry, pair.first.root, *seg, through)
 
     def _enter(self, pair: Pair, seg: tuple[int, int], tok: Token, n: Node) -> Token:
         """The token on entering n by a cross edge or program order: submissions, flush and invalidate act here."""
