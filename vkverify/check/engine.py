@@ -642,7 +642,7 @@ class Checker:
         uid = next(self.uids)
         found = self.command_accesses.get(id(cmd))
         if found is None:
-            found = self.command_accesses[id(cmd)] = self._compile(cmd)
+            found = self.command_accesses[id(cmd)] = self._compile(_ACCESSES[type(cmd)](cmd))
         accesses, shares = found
         index, pos, label, family, first_barrier, issued = \
             queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds), self.issuing_order
@@ -661,15 +661,17 @@ class Checker:
         for x, lo, hi in compared:
             self.access(x, lo, hi, compare=False)
 
-    def _compile(self, cmd: ir.Command) -> tuple[tuple[tuple, ...], bool]:
-        """The command's accesses, and whether two of them touch one memory (buffer ids suffice without
-        aliases)."""
-        accesses = command_accesses(cmd)
-        if len(accesses) < 2:
+    def _compile(self, accesses: tuple[tuple, ...]) -> tuple[tuple[tuple, ...], bool]:
+        """A command's accesses (command_accesses), and whether two of them touch one memory (buffer ids
+        suffice without aliases; most commands have two accesses: one comparison)."""
+        n = len(accesses)
+        if n < 2:
             return accesses, False
         if self.aliased:
-            return accesses, len({self.placement[a[3]][1] for a in accesses}) < len(accesses)
-        return accesses, len({a[3] for a in accesses}) < len(accesses)
+            return accesses, len({self.placement[a[3]][1] for a in accesses}) < n
+        if n == 2:
+            return accesses, accesses[0][3] == accesses[1][3]
+        return accesses, len({a[3] for a in accesses}) < n
 
     def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier, ref: str) -> None:
         compiled = self.barriers.get(id(cmd))
