@@ -52,6 +52,7 @@ def test_the_missing_host_barrier_is_a_raw_on_the_assumed_read(captures):
                                                                            "host/host_read")
     assert finding.labels[0].startswith("vkCmdCopyBuffer #") and finding.labels[1] == read.label
     assert "src copy/transfer_write -> dst host/host_read" in finding.fix
+    assert finding.to_json()["labels"][1].startswith(ASSUMED)  # the JSON findings say the read is assumed
 
 
 def test_the_page_guard_fill_of_the_read_page_is_no_host_write(captures):

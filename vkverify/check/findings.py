@@ -61,6 +61,8 @@ class Finding:
                         "first_access": self.first_access, "second_access": self.second_access,
                         "racing": self.racing})
         out.update({"message": self.message, "fix": self.fix})
+        if any(self.labels):  # the operations' own names: a capture's call, an import's assumed host read
+            out["labels"] = list(self.labels)
         if self.witness is not None:
             out["witness"] = list(self.witness)
         if self.params is not None:
