@@ -262,7 +262,8 @@ class Checker:
         self.placement = {b.id: (b, root, offset, self.memories[root])
                           for b in stream.buffers for root, offset in [self.index.root(b.id)]}
         self.barriers = {}
-        self.command_accesses: dict[int, tuple] = {}  # id of a command -> (its accesses, two share a memory)
+        self.command_accesses: dict[int, tuple] = {}  # id of a command -> its accesses (command_accesses)
+        self.sharing_commands: set[int] = set()  # commands two of whose accesses touch one memory
         self.findings: dict[tuple, Finding] = {}
         # host write uid -> [(proxy access at a barrier that made it available, lo, hi)] (run_barrier)
         self.host_available: dict[int, list[tuple[Access, int, int]]] = {}
@@ -640,13 +641,15 @@ class Checker:
             self.run_barrier(queue, cmd, ref)
             return
         uid = next(self.uids)
-        found = self.command_accesses.get(id(cmd))
-        if found is None:
-            found = self.command_accesses[id(cmd)] = self._compile(_ACCESSES[type(cmd)](cmd))
-        accesses, shares = found
+        key = id(cmd)
+        accesses = self.command_accesses.get(key)
+        if accesses is None:
+            accesses = self.command_accesses[key] = _ACCESSES[type(cmd)](cmd)
+            if self._shares_memory(accesses):
+                self.sharing_commands.add(key)
         index, pos, label, family, first_barrier, issued = \
             queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds), self.issuing_order
-        if not shares:  # no access sees another's record: compare and record each
+        if key not in self.sharing_commands:  # no access sees another's record: compare and record each
             for stage, reads, write, buffer, lo, hi in accesses:
                 self.access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier,
                                    issued), lo, hi)
@@ -661,17 +664,17 @@ class Checker:
         for x, lo, hi in compared:
             self.access(x, lo, hi, compare=False)
 
-    def _compile(self, accesses: tuple[tuple, ...]) -> tuple[tuple[tuple, ...], bool]:
-        """A command's accesses (command_accesses), and whether two of them touch one memory (buffer ids
-        suffice without aliases; most commands have two accesses: one comparison)."""
+    def _shares_memory(self, accesses: tuple[tuple, ...]) -> bool:
+        """Whether two of a command's accesses touch one memory (buffer ids suffice without aliases; most
+        commands have two accesses: one comparison)."""
         n = len(accesses)
         if n < 2:
-            return accesses, False
+            return False
         if self.aliased:
-            return accesses, len({self.placement[a[3]][1] for a in accesses}) < n
+            return len({self.placement[a[3]][1] for a in accesses}) < n
         if n == 2:
-            return accesses, accesses[0][3] == accesses[1][3]
-        return accesses, len({a[3] for a in accesses}) < n
+            return accesses[0][3] == accesses[1][3]
+        return len({a[3] for a in accesses}) < n
 
     def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier, ref: str) -> None:
         compiled = self.barriers.get(id(cmd))
