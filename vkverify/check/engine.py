@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from itertools import count
 
 from ..model import ir
+from ..model.accesses import ACCESSES_BY_KIND, DEVICE_ACCESSES
 from ..model.stages import DEVICE_STAGES
 from . import fixes
 from .barriers import BarrierEntry, BarrierLog, compile_barrier, sees
@@ -31,50 +32,6 @@ HOST_VISIBLE = ("host_coherent", "host_cached")
 HOST_ACCESSES = ("host_read", "host_write")  # a destination with either: device -> host domain
 # Spec 7.3 fence signal: every command earlier in submission order, no stage mask (host-stage barriers too).
 FENCE_SCOPE = frozenset(DEVICE_STAGES) | HOST
-# (stage, access) pairs that commands perform; visibility clocks are kept for these.
-DEVICE_ACCESSES = (("draw_indirect", "indirect_command_read"), ("compute_shader", "shader_storage_read"),
-                   ("compute_shader", "uniform_read"), ("compute_shader", "shader_storage_write"),
-                   ("copy", "transfer_read"), ("copy", "transfer_write"), ("clear", "transfer_write"))
-
-
-_BINDING_READS = {"read": ("shader_storage_read",), "read_write": ("shader_storage_read",),
-                  "uniform": ("uniform_read",), "write": ()}
-_BINDING_WRITE = {"read": None, "uniform": None, "read_write": "shader_storage_write", "write": "shader_storage_write"}
-
-
-def _copy_accesses(cmd: ir.Copy) -> tuple[tuple, ...]:
-    return tuple(("copy", ("transfer_read",), None, cmd.src, r.src_offset, r.src_offset + r.size)
-                 for r in cmd.regions) + tuple(("copy", (), "transfer_write", cmd.dst, r.dst_offset,
-                                                r.dst_offset + r.size) for r in cmd.regions)
-
-
-def _clear_accesses(cmd: ir.Fill | ir.Update) -> tuple[tuple, ...]:
-    return (("clear", (), "transfer_write", cmd.dst, cmd.offset, cmd.offset + cmd.size),)
-
-
-def _dispatch_accesses(cmd: ir.Dispatch) -> tuple[tuple, ...]:
-    reads, writes = [], []
-    if cmd.indirect is not None:
-        reads.append(("draw_indirect", ("indirect_command_read",), None, cmd.indirect.buffer, cmd.indirect.offset,
-                      cmd.indirect.offset + 12))
-    for b in cmd.bindings:
-        write = _BINDING_WRITE[b.access]
-        (reads if write is None else writes).append(
-            ("compute_shader", _BINDING_READS[b.access], write, b.buffer, b.offset, b.offset + b.size))
-    return tuple(reads + writes)
-
-
-_ACCESSES = {ir.Copy: _copy_accesses, ir.Fill: _clear_accesses, ir.Update: _clear_accesses,
-             ir.Dispatch: _dispatch_accesses, ir.Barrier: lambda cmd: ()}
-
-
-def command_accesses(cmd: ir.Command) -> tuple[tuple, ...]:
-    """(stage, reads, write, buffer, lo, hi) of each access a command performs, reads first
-    (spec 7.6.1 "Pipeline stages" of vkCmdCopyBuffer, vkCmdFillBuffer, vkCmdUpdateBuffer, vkCmdDispatch);
-    none for a pipeline barrier. A read_write binding is one access that reads and writes."""
-    return _ACCESSES[type(cmd)](cmd)
-
-
 def join(a: Clock, b: Clock) -> Clock:
     if a is b or a == b:
         return a
@@ -644,7 +601,7 @@ class Checker:
         key = id(cmd)
         accesses = self.command_accesses.get(key)
         if accesses is None:
-            accesses = self.command_accesses[key] = _ACCESSES[type(cmd)](cmd)
+            accesses = self.command_accesses[key] = ACCESSES_BY_KIND[type(cmd)](cmd)
             if self._shares_memory(accesses):
                 self.sharing_commands.add(key)
         index, pos, label, family, first_barrier, issued = \

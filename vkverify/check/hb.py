@@ -34,7 +34,8 @@ from ..model import ir
 from ..model.stages import DEVICE_STAGES
 from ..model.refs import format_ref, parse_ref
 from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, compile_barrier, coverage, sees
-from .engine import FENCE_SCOPE, command_accesses
+from ..model.accesses import command_accesses
+from .engine import FENCE_SCOPE
 from .readings import DEFAULT, Readings
 from .scopes import second_execution_scope, signal_first_scope
 from .walk import Consumer, Misuse, PendingBatch, Walk

@@ -37,7 +37,7 @@ from itertools import count
 
 from ..model import ir
 from ..model.stages import COMMAND_STAGES
-from .engine import command_accesses
+from ..model.accesses import command_accesses
 from .readings import DEFAULT, Readings
 from .scopes import HOST as HOST_STAGE
 from .scopes import access_scope, explicit_stages, first_execution_scope, second_execution_scope, signal_first_scope

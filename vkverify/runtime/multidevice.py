@@ -42,7 +42,7 @@ import sys
 import threading
 from dataclasses import dataclass, replace
 
-from ..check.engine import command_accesses
+from ..model.accesses import command_accesses
 from ..model import from_dict, ir
 from ..model.data import data_bytes
 from ..model.dump import command_to_dict, host_op_to_dict, to_dict

@@ -161,7 +161,7 @@ class Mutator:
     def _submit_candidates(self, thread: str, position: int, op: ir.Submit) -> list:
         """The mutants of the barriers `op` records for the first time and of its semaphore waits,
         where they alone order an access of the stream so far or of the probe after `op`."""
-        from ..check.engine import command_accesses
+        from ..model.accesses import command_accesses
         from ..mutations import mutants
 
         fresh = {c for b in op.batches for c in b.command_buffers

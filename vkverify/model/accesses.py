@@ -1,0 +1,49 @@
+"""The bytes, stages and accesses each command touches: one statement of it, which the checker, the slow
+reference, the happens-before graph and the runtime share."""
+
+from __future__ import annotations
+
+from . import ir
+
+# The (stage, access) pairs commands perform (the checker keeps a visibility clock for each).
+DEVICE_ACCESSES = (("draw_indirect", "indirect_command_read"), ("compute_shader", "shader_storage_read"),
+                   ("compute_shader", "uniform_read"), ("compute_shader", "shader_storage_write"),
+                   ("copy", "transfer_read"), ("copy", "transfer_write"), ("clear", "transfer_write"))
+
+
+_BINDING_READS = {"read": ("shader_storage_read",), "read_write": ("shader_storage_read",),
+                  "uniform": ("uniform_read",), "write": ()}
+_BINDING_WRITE = {"read": None, "uniform": None, "read_write": "shader_storage_write", "write": "shader_storage_write"}
+
+
+def _copy_accesses(cmd: ir.Copy) -> tuple[tuple, ...]:
+    return tuple(("copy", ("transfer_read",), None, cmd.src, r.src_offset, r.src_offset + r.size)
+                 for r in cmd.regions) + tuple(("copy", (), "transfer_write", cmd.dst, r.dst_offset,
+                                                r.dst_offset + r.size) for r in cmd.regions)
+
+
+def _clear_accesses(cmd: ir.Fill | ir.Update) -> tuple[tuple, ...]:
+    return (("clear", (), "transfer_write", cmd.dst, cmd.offset, cmd.offset + cmd.size),)
+
+
+def _dispatch_accesses(cmd: ir.Dispatch) -> tuple[tuple, ...]:
+    reads, writes = [], []
+    if cmd.indirect is not None:
+        reads.append(("draw_indirect", ("indirect_command_read",), None, cmd.indirect.buffer, cmd.indirect.offset,
+                      cmd.indirect.offset + 12))
+    for b in cmd.bindings:
+        write = _BINDING_WRITE[b.access]
+        (reads if write is None else writes).append(
+            ("compute_shader", _BINDING_READS[b.access], write, b.buffer, b.offset, b.offset + b.size))
+    return tuple(reads + writes)
+
+
+ACCESSES_BY_KIND = {ir.Copy: _copy_accesses, ir.Fill: _clear_accesses, ir.Update: _clear_accesses,
+             ir.Dispatch: _dispatch_accesses, ir.Barrier: lambda cmd: ()}
+
+
+def command_accesses(cmd: ir.Command) -> tuple[tuple, ...]:
+    """(stage, reads, write, buffer, lo, hi) of each access a command performs, reads first
+    (spec 7.6.1 "Pipeline stages" of vkCmdCopyBuffer, vkCmdFillBuffer, vkCmdUpdateBuffer, vkCmdDispatch);
+    none for a pipeline barrier. A read_write binding is one access that reads and writes."""
+    return ACCESSES_BY_KIND[type(cmd)](cmd)
