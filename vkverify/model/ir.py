@@ -325,8 +325,7 @@ class StreamIndex:
 
     def command_ref(self, cb: str, i: int, submit: str) -> str:
         """STREAM_FORMAT.md references: `cb0[2]`, or `cb0[2]@main[5]` when cb0 is submitted more than once."""
-        # format_ref's spelling, inline: one call per executed command.
-        return f"{cb}[{i}]@{submit}" if cb in self.resubmitted else f"{cb}[{i}]"
+        return format_ref(cb, i, submit if cb in self.resubmitted else None)
 
     def root(self, buffer_id: str) -> tuple[str, int]:
         """The buffer whose memory `buffer_id` names, and its offset in it."""
