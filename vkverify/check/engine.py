@@ -32,10 +32,17 @@ HOST_VISIBLE = ("host_coherent", "host_cached")
 HOST_ACCESSES = ("host_read", "host_write")  # a destination with either: device -> host domain
 # Spec 7.3 fence signal: every command earlier in submission order, no stage mask (host-stage barriers too).
 FENCE_SCOPE = frozenset(DEVICE_STAGES) | HOST
+
+
 def join(a: Clock, b: Clock) -> Clock:
     if a is b or a == b:
         return a
     return tuple(map(max, a, b))
+
+
+def _minus(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
+    """`ranges` less the bytes [lo, hi)."""
+    return [piece for a, b in ranges for piece in ((a, min(b, lo)), (max(a, hi), b)) if piece[0] < piece[1]]
 
 
 def _join_all(clocks) -> Clock:
@@ -137,6 +144,13 @@ class QueueAgent:
             clock[lane] = max(clock[lane], value)
         clock[self.fence_lane] = k
         return tuple(clock)
+
+    def visible_clock(self, stage: str, need: tuple[str, ...]) -> Clock:
+        """What is visible to every access of `need` at `stage`: the least of their visibility clocks."""
+        clock = self.vis_clock[(stage, need[0])]
+        for acc in need[1:]:
+            clock = tuple(map(min, clock, self.vis_clock[(stage, acc)]))
+        return clock
 
     def acquire(self, clock: Clock, stages: frozenset[str]) -> None:
         """Spec 7.4.2: a semaphore wait is a memory dependency for the stages in its scope."""
@@ -303,7 +317,7 @@ class Checker:
     def states(self, e: Access, root: str, lo: int, hi: int, end: int) -> list:
         """e's barrier state per sub-range of [lo, hi) at queue position `end` (BarrierLog.state_at),
         continuing from e's last query when it covered the same bytes up to an earlier position."""
-        log, buffer = self.agents[e.agent].log, e.buffer if self.by_buffer else None
+        log, buffer = self.agents[e.agent].log, self.through(e)
         memo = e.memo
         if memo is not None and memo[0] == lo and memo[1] == hi and memo[2] <= end and len(memo[3]) == 1:
             pieces = log.state_at(e.stage, e.write, root, lo, hi, memo[2], end, memo[3][0][2], buffer)
@@ -365,9 +379,7 @@ class Checker:
         if isinstance(agent, ThreadAgent):
             clock = agent.clock
         elif need:
-            clock = self.agents[x.agent].vis_clock[(x.stage, need[0])]
-            for acc in need[1:]:
-                clock = tuple(map(min, clock, agent.vis_clock[(x.stage, acc)]))
+            clock = agent.visible_clock(x.stage, need)
         else:
             clock = agent.exec_clock[x.stage]
         for lane, least in needs:
@@ -389,8 +401,7 @@ class Checker:
             clocks = [join(agent.vis_clock[(stage, acc)], visible.get((stage, acc), zero)) for acc in need]
             clock = tuple(map(min, *clocks)) if len(clocks) > 1 else clocks[0]
             if any(clock[lane] >= least for lane, least in needs):
-                pending = [piece for lo, hi in pending for piece in ((lo, min(hi, a)), (max(lo, b), hi))
-                           if piece[0] < piece[1]]
+                pending = _minus(pending, a, b)
         return pending
 
     def racing(self, e: Access, x: Access) -> bool:
@@ -445,10 +456,7 @@ class Checker:
         """Spec 7.9 "host write ordering" and 11.2.2: host write w reaches device access x through a submission
         that w (on non-coherent memory, the flush of its bytes) happens-before, or through a barrier with
         host/host_write in its first access scope (`make_host_writes_available`)."""
-        queue = self.agents[x.agent]
-        clock = queue.vis_clock[(x.stage, need[0])]
-        for acc in need[1:]:
-            clock = tuple(map(min, clock, queue.vis_clock[(x.stage, acc)]))
+        clock = self.agents[x.agent].visible_clock(x.stage, need)
         reached = w.pos if self.memory_kind[w.buffer] != "host_cached" else seg.flushed
         if reached is not None and clock[self.agents[w.agent].memory_lane] > reached:
             return []
@@ -456,7 +464,7 @@ class Checker:
         for proxy, lo, hi in self.host_available.get(w.uid, ()):
             lo, hi = max(lo, seg.lo), min(hi, seg.hi)
             if lo < hi and not self.unordered(proxy, x, root, lo, hi, need):
-                pending = [piece for a, b in pending for piece in ((a, min(b, lo)), (max(a, hi), b)) if piece[0] < piece[1]]
+                pending = _minus(pending, lo, hi)
         return pending
 
     def make_host_writes_available(self, queue: QueueAgent, entry: BarrierEntry, ref: str, label: str | None) -> None:
@@ -466,16 +474,17 @@ class Checker:
         stands for them, so later barriers, signals and waits order it like a device write."""
         proxy = Access(queue.index, queue.pos - 1, "host", (), "host_write", ref, "", next(self.uids), label,
                        queue.family, len(queue.log.all_kinds) - 1)
+        through = self.through(entry)
         for root in ([entry.root] if entry.root is not None else list(self.memories)):
             memory = self.memories[root]
             lo, hi = (entry.lo, entry.hi) if entry.root is not None else (0, memory.segments[-1].hi)
             for seg in memory.span(lo, hi):
                 w = seg.write
-                if w is None or w.family is not None or self.through(entry) not in (None, w.buffer):
+                if w is None or w.family is not None or through not in (None, w.buffer):
                     continue  # 7.7.2: a buffer barrier holds the writes through its own buffer (readings)
                 reached = w.pos if self.memory_kind[root] != "host_cached" else seg.flushed
                 if reached is not None and queue.host_clock[w.agent] > reached:
-                    proxy.buffer = self.through(entry) or proxy.buffer or root
+                    proxy.buffer = through or proxy.buffer or root
                     self.host_available.setdefault(w.uid, []).append((proxy, seg.lo, seg.hi))
 
     # ---- accesses ----------------------------------------------------------

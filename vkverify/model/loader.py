@@ -116,7 +116,8 @@ def _fast_validators() -> tuple[Callable[[Any], Any], dict[str, Callable[[Any], 
     command = whole["$defs"]["command"]
     loose = {**whole, "$defs": {**whole["$defs"], "command": {k: v for k, v in command.items() if k != "allOf"}}}
     draft = {"$schema": "http://json-schema.org/draft-07/schema#"}
-    by_cmd = {name: fastjsonschema.compile({**draft, "$defs": whole["$defs"], "allOf": [{"$ref": f"#/$defs/cmd_{name}"}]})
+    by_cmd = {name: fastjsonschema.compile({**draft, "$defs": whole["$defs"],
+                                            "allOf": [{"$ref": f"#/$defs/cmd_{name}"}]})
               for name in command["properties"]["cmd"]["enum"]}
     return fastjsonschema.compile({**draft, **loose}), by_cmd
 
