@@ -278,6 +278,14 @@ class ExpectedFinding:
 
 
 @dataclass(frozen=True)
+class Ignore:
+    """A finding the stream's author accepts (`ignore`): matched as an `expect` entry is, reported as suppressed."""
+
+    finding: ExpectedFinding
+    reason: str
+
+
+@dataclass(frozen=True)
 class Stream:
     name: str
     devices: tuple[Device, ...]
@@ -290,6 +298,7 @@ class Stream:
     params: tuple[Param, ...] = ()
     expect: tuple[ExpectedFinding, ...] | None = None
     description: str | None = None
+    ignore: tuple[Ignore, ...] = ()
     # A params stream: every combination of values (smallest first) and its plain stream.
     instances: tuple[tuple[tuple[tuple[str, int], ...], Stream], ...] = field(default=(), compare=False, repr=False)
 
