@@ -225,3 +225,29 @@ def test_graph_legend_fixes_and_parameters(capsys):
     edge_fixes = set(re.findall(r'label="\w+ \(fix (\d+)\)"', out))
     assert edge_fixes <= set(fixes) and edge_fixes
     assert "partial of device 0" in out and "partial of device 1" in out and "{d}" not in out
+
+
+# ---- docs/format.md --------------------------------------------------------------
+
+
+def test_docs_format_is_the_whole_format():
+    """Every field of the schema's top level, every command and host op, every finding kind is in it."""
+    from vkverify.check.findings import KINDS
+    from vkverify.model.loader import schema
+
+    text = (ROOT / "docs" / "format.md").read_text()
+    names = set(schema()["properties"]) | {d.split("_", 1)[1] for d in schema()["$defs"] if d.startswith(("cmd_", "op_"))}
+    missing = sorted(n for n in names if f"`{n}`" not in text and f'"{n}"' not in text)
+    assert not missing, missing
+    assert all(f"\n#### {kind}\n" in text for kind in KINDS)
+
+
+def test_help_and_readme_cite_files_the_repository_has(capsys):
+    readme = (ROOT / "README.md").read_text()
+    assert "docs/format.md" in readme and ".venv/bin/" in readme and "activate" in readme
+    for argv in (["--help"], ["check", "--help"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert "docs/format.md" in capsys.readouterr().out
+    cited = set(re.findall(r"\b[\w/]+\.md\b", readme))
+    assert cited and all((ROOT / p).exists() for p in cited), cited

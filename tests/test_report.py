@@ -14,7 +14,7 @@ RAW = ROOT / "tests" / "corpus" / "01-copy-then-dispatch-no-barrier.json"  # one
 CLEAN = ROOT / "tests" / "corpus" / "02-copy-then-dispatch-barrier.json"  # no finding
 WAW_RANGE = ROOT / "tests" / "corpus" / "12-copies-overlapping-regions.json"  # waw on part of a buffer
 
-# STREAM_FORMAT.md, "Findings"
+# docs/format.md, "Findings"
 FILE_KEYS = {"file", "stream", "ok", "findings"}
 FINDING_KEYS = {"kind", "buffer", "range", "first", "second", "first_access", "second_access", "racing",
                 "message", "fix"}

@@ -1,4 +1,4 @@
-"""Compare findings with a stream's `expect` block (STREAM_FORMAT.md, "expect")."""
+"""Compare findings with a stream's `expect` block (docs/format.md, "expect")."""
 
 from __future__ import annotations
 

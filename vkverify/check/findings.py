@@ -84,7 +84,7 @@ class Finding:
     params: tuple[tuple[str, int], ...] | None = None
 
     def to_json(self) -> dict:
-        """The findings format of STREAM_FORMAT.md."""
+        """The findings format of docs/format.md."""
         out: dict = {"kind": self.kind}
         if self.ops is not None:
             out["ops"] = list(self.ops)

@@ -333,7 +333,7 @@ class StreamIndex:
         self.resubmitted = frozenset(cb for cb, n in counts.items() if n > 1)
 
     def command_ref(self, cb: str, i: int, submit: str) -> str:
-        """STREAM_FORMAT.md references: `cb0[2]`, or `cb0[2]@main[5]` when cb0 is submitted more than once."""
+        """docs/format.md references: `cb0[2]`, or `cb0[2]@main[5]` when cb0 is submitted more than once."""
         return format_ref(cb, i, submit if cb in self.resubmitted else None)
 
     def root(self, buffer_id: str) -> tuple[str, int]:
