@@ -73,6 +73,7 @@ def test_quiet_prints_only_files_that_say_something(capsys):
     code, out, _ = run(capsys, "check", "-q", CLEAN, RAW)
     assert code == 1 and str(CLEAN) not in out and out.startswith(f"{RAW}:")
     assert run(capsys, "check", CLEAN, "--quiet") == (0, "", "")
+    assert run(capsys, "-q", "check", CLEAN) == (0, "", "")  # a flag before the command is the command's
 
 
 def test_json_of_bad_input_is_still_one_list(tmp_path, capsys):
@@ -83,6 +84,8 @@ def test_json_of_bad_input_is_still_one_list(tmp_path, capsys):
     broken, clean = json.loads(out)
     assert broken["file"] == str(bad) and broken["ok"] is False and "invalid JSON" in broken["errors"][0]
     assert clean["ok"] is True
+    code, out, _ = run(capsys, "check", "--format", "github", bad)
+    assert code == 2 and out.startswith(f"::error file={bad}::") and "invalid JSON" in out
 
 
 # ---- github and junit ------------------------------------------------------------
@@ -187,6 +190,14 @@ def test_an_ignore_entry_must_name_real_operations_and_a_reason(tmp_path, capsys
     code, _, err = run(capsys, "check", path)
     assert code == 2
     assert "ignore[0].second: no operation 'cb0[9]'" in err and "ignore[1]" in err and "reason" in err
+
+
+def test_ignore_survives_the_dumper(tmp_path):
+    from vkverify.model import dumps, load, loads
+
+    stream = load(stream_with(tmp_path, ignore=[IGNORE_RAW]))
+    assert stream.ignore and loads(dumps(stream)) == stream
+    assert json.loads(dumps(stream))["ignore"] == [IGNORE_RAW]
 
 
 def test_ignore_by_id(tmp_path, capsys):

@@ -432,6 +432,10 @@ def parser() -> argparse.ArgumentParser:
 STREAMS = ("*.json", "*.gfxr")  # what a directory argument stands for
 
 
+class _Usage(ValueError):
+    """A command line (or [tool.vkverify] table) vkverify cannot run: one line, exit 2."""
+
+
 def expand(paths: list[str]) -> list[str]:
     """Each directory replaced by the stream files below it, sorted; files as given."""
     out = []
@@ -446,10 +450,6 @@ def expand(paths: list[str]) -> list[str]:
     return out
 
 
-class _Usage(ValueError):
-    """A command line (or [tool.vkverify] table) vkverify cannot run: one line, exit 2."""
-
-
 def parse(argv: list[str]) -> argparse.Namespace:
     """Options anywhere among the arguments (argparse's intermixed parsing, per command); a command to run
     (mutate, capture) after `--`; `[tool.vkverify]` defaults before the command line's own arguments."""
@@ -460,9 +460,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     at = next((i for i, a in enumerate(argv) if not a.startswith("-")), None)
     if at is None or argv[at] not in commands:
         return p.parse_args(argv)  # --version, --help, or argparse's own error
-    if at:
-        p.parse_args(argv[:at])  # the options before the command: --help and --version exit there
-    command, rest, cmd = argv[at], argv[at + 1:], []
+    if {"-h", "--help", "--version"} & set(argv[:at]):
+        p.parse_args(argv[:at])  # exits there
+    # Flags before the command are the command's (`vkverify -q check ...`).
+    command, rest, cmd = argv[at], argv[:at] + argv[at + 1:], []
     if "--" in rest and command in ("mutate", "capture"):
         rest, cmd = rest[:rest.index("--")], rest[rest.index("--") + 1:]
     source = find(Path.cwd())

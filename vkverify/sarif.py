@@ -58,12 +58,19 @@ def _json_path(stream: ir.Stream, doc: dict, ref: str) -> tuple:
         path = ("threads", parsed.owner, parsed.index) if "threads" in doc else ("host", parsed.index)
     node, reached = doc, ()
     for key in path:
-        items = node if isinstance(node, list) else None
-        if isinstance(node, dict) and key not in node or items is not None and (
-                key >= len(items) or any(isinstance(x, dict) and "for" in x for x in items[:key + 1])):
+        if not _holds(node, key):
             break
         node, reached = node[key], reached + (key,)
     return reached
+
+
+def _holds(node, key) -> bool:
+    """Whether node[key] is written where the stream has it: a key of an object, or an item of a list with no
+    `params` loop at or before it."""
+    if isinstance(node, dict):
+        return key in node
+    return isinstance(node, list) and isinstance(key, int) and key < len(node) and not any(
+        isinstance(x, dict) and "for" in x for x in node[:key + 1])
 
 
 def locator(r: FileResult) -> Callable[[str | None], dict | None]:
