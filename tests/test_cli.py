@@ -155,6 +155,22 @@ def test_pyproject_bad_value_names_the_key(tmp_path, monkeypatch, capsys):
     in_project(tmp_path, monkeypatch, '[tool.vkverify.check]\nformat = "xml"\n')
     code, _, err = run(capsys, "check", RAW)
     assert code == 2 and "tool.vkverify.check.format: 'xml' is not one of" in err
+    in_project(tmp_path, monkeypatch, '[tool.vkverify.check]\nreading = ["nope=true"]\n')
+    code, _, err = run(capsys, "check", RAW)
+    assert code == 2 and "tool.vkverify.check.reading: unknown reading 'nope'" in err
+
+
+def test_pyproject_repeatable_option_and_flags(tmp_path, monkeypatch, capsys):
+    """reading = [...] as --reading given twice; expect and quiet as flags: RAW's finding is expected, so -q
+    with --expect has nothing to say."""
+    in_project(tmp_path, monkeypatch, '[tool.vkverify]\nquiet = true\n[tool.vkverify.check]\nexpect = true\n'
+                                      'reading = ["all_commands_includes_host=false", "host_threads_coherent=true"]\n')
+    assert run(capsys, "check", RAW) == (0, "", "")
+    from vkverify.cli import parse
+
+    args = parse(["check", RAW.name, "--reading", "host_threads_coherent=false"])
+    assert args.readings.all_commands_includes_host is False and args.readings.host_threads_coherent is False
+    assert args.quiet and args.expect
 
 
 def test_a_pyproject_without_the_table_changes_nothing(tmp_path, monkeypatch, capsys):

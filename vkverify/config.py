@@ -62,13 +62,20 @@ def _tokens(option: str, action: argparse.Action, value, where: str) -> list[str
             raise ConfigError(f"{where}: must be a string or number, got {v!r}")
         if action.choices is not None and v not in action.choices:
             raise ConfigError(f"{where}: {v!r} is not one of {', '.join(map(str, action.choices))}")
-        if callable(action.type):
-            try:
-                action.type(str(v))
-            except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
-                raise ConfigError(f"{where}: {e}") from None
+        try:
+            value = action.type(str(v)) if callable(action.type) else str(v)
+            action(_Probe(), argparse.Namespace(**{action.dest: None}), value, option)  # an action's own checks
+        except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
+            raise ConfigError(f"{where}: {e}") from None
         out += [option, str(v)]
     return out
+
+
+class _Probe(argparse.ArgumentParser):
+    """The parser an action reports a bad value to while a default is checked: it raises, naming no option."""
+
+    def error(self, message: str):
+        raise ValueError(message.partition(" ")[2] if message.startswith("--") else message)
 
 
 def arguments(config: dict, command: str, commands: dict[str, argparse.ArgumentParser],

@@ -33,5 +33,8 @@ def bad_input(file: str, lines: list[str]) -> FileResult:
 
 
 def says_something(r: FileResult) -> bool:
-    """What `-q` keeps of the text: files with findings, errors, warnings or a difference from `expect`."""
-    return r.failed or bool(r.warnings) or (r.agreement is not None and not r.agreement.agrees)
+    """What `-q` keeps of the text: files with errors or warnings, with findings, or with `--expect` a
+    difference from their `expect` block."""
+    if r.errors or r.warnings:
+        return True
+    return not r.agreement.agrees if r.agreement is not None else bool(r.findings)
