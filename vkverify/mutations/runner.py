@@ -79,6 +79,9 @@ class Cache:
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        ignore = self.path.parent / ".gitignore"
+        if not ignore.exists():  # a cache is never committed, wherever it is made
+            ignore.write_text("*\n")
         self.path.write_text(json.dumps(self.entries, sort_keys=True))
 
 
