@@ -50,9 +50,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from ..model import from_dict, ir
+from ..model import ir
 from ..model.dump import host_op_to_dict
-from ..model.refs import format_ref, owner_of
+from ..model.refs import format_ref
 
 ENV = "VKVERIFY_MUTATE"
 HOST_WAITS = (ir.WaitFences, ir.WaitSemaphores, ir.QueueWaitIdle, ir.DeviceWaitIdle)
@@ -96,11 +96,14 @@ class Mutator:
         self.where = where.rsplit(" ", 1)[0] if where else name
         self._ahead = None  # ((thread, position, the wait), its candidates), analysed before its submit
         self._listed: list = []  # list mode: (k, target, mutant, thread, position) until close() confirms them
+        self._shadows: dict[int, Shadow] = {}  # list mode: id of a mutant -> its shadow (_advance)
+        self._base = None  # (the op analysed, the hazards of it and the probe): shared by its candidates
 
     def before(self, thread: str, op: ir.HostOp) -> ir.HostOp | None:
         """The op to record and run instead of `op` (None: drop it)."""
         if self.chosen.mode != "list" and _counts.get(self.chosen.mode, 0) > int(self.chosen.value):
             return op  # the mutant already ran: no more analysis
+        self._advance()
         # Waits give only fence (and war) candidates and submits none: the numbering of the other targets
         # does not need what it does not count.
         waits = self.chosen.mode in ("list", "fence", "war")
@@ -130,87 +133,213 @@ class Mutator:
                 if self.chosen.mode == "list":
                     self._listed.append((k, target, m, thread, position))
                 elif (target, str(k)) == (self.chosen.mode, self.chosen.value):
-                    return self._apply(thread, position, m)
+                    return self._apply(op, m)
         return op
 
     def close(self) -> None:
-        """List mode, at the Runtime's close: write the candidates the whole recorded stream bears out."""
+        """List mode, at the Runtime's close: write the candidates that what the program did next bears out."""
         listed, self._listed = self._listed, []
         if not listed:
             return
-        from ..mutations.generate import borne_out, hazards, new_hazards
+        from ..mutations.generate import borne_out
 
-        whole = self.rt.stream()
-        known = hazards(whole)
-        targets = {}  # id(mutant) -> its targets in the whole stream
+        self._advance()
         with open(self.chosen.value, "a") as f:
             for k, target, m, thread, position in listed:
-                if id(m) not in targets:
-                    targets[id(m)] = borne_out(m, new_hazards(*_transplant(whole, m, thread, position), known))
-                if target in targets[id(m)]:
+                shadow = self._shadows.get(id(m))
+                if shadow is not None and target in borne_out(m, shadow.predicted):
                     f.write(f"{k}\t{target}\t{m.operator}\t{m.op}\t{self.where}\t{m.description}\n")
+        self._shadows.clear()
 
-    def _prefix(self, thread: str, ops: list[ir.HostOp], probe: list[dict] | None = None) -> ir.Stream:
-        with self.rt._lock:
-            doc = self.rt._document({thread: self.rt.threads.get(thread, []) + [host_op_to_dict(o) for o in ops]})
-        if probe:
-            doc["command_buffers"][PROBE] = probe
-            doc["shaders"] = {**doc["shaders"], PROBE: {"bindings": ["read_write"]}}
-        return from_dict(doc, "<runtime mutation>")
+    def _advance(self) -> None:
+        """Feed each shadow what the program recorded since (check/incremental.py): a shadow is the state of the
+        recorded stream with one candidate's mutation made, and what it finds that the stream does not is what
+        the mutation breaks in what the program did next. A shadow whose every target is borne out stops."""
+        if not self._shadows:
+            return
+        from ..mutations.generate import _translate, borne_out
+
+        main = self.rt.happens_before()
+        known = main.hazards_since(0)
+        for key, shadow in list(self._shadows.items()):
+            if shadow.done:
+                continue
+            if shadow.main is not main:  # rebuilt after a HazardError: the list run fails anyway
+                del self._shadows[key]
+                continue
+            shadow.catch_up()
+            shadow.predicted |= {_translate(h, shadow.refmap()) for h in shadow.state.hazards_since(shadow.mark)} - known
+            if borne_out(shadow.mutant, shadow.predicted) == shadow.mutant.targets:
+                shadow.done = True
 
     def _submit_candidates(self, thread: str, position: int, op: ir.Submit) -> list:
-        """The mutants of the barriers `op` records for the first time and of its semaphore waits,
-        where they alone order an access of the stream so far or of the probe after `op`."""
+        """The mutants of the barriers `op` records for the first time and of its semaphore waits, where
+        they alone order an access of the stream so far or of the probe after `op`: a later submit on the
+        same queue that reads and writes every buffer those command buffers access (a dispatch of the
+        abstract shader PROBE per buffer)."""
         from ..model.accesses import command_accesses
-        from ..mutations import mutants
+        from ..mutations.generate import barrier_edits, semaphore_edits
+        from ..mutations.operators import _positions
 
-        fresh = {c for b in op.batches for c in b.command_buffers
-                 if not any(key[0] == c for key in self.rt.recorded)}
-        touched = sorted({a[3] for c in fresh for cmd in self.rt._commands(c) for a in command_accesses(cmd)})
-        probe = [{"cmd": "dispatch", "shader": PROBE, "bindings": [{"buffer": b, "access": "read_write"}]}
-                 for b in touched]
-        later = [ir.Submit(op.queue, (ir.Batch(command_buffers=(PROBE,)),))] if probe else []
-        found, _ = mutants(self._prefix(thread, [op, *later], probe), "runtime")
-        return [m for m in found if owner_of(m.op) in fresh or m.op.startswith(format_ref(thread, position) + ".")]
+        op, cbs = self._loaded(thread, op)
+        fresh = [cb for cb in cbs if not any(key[0] == cb.id for key in self.rt.recorded)]
+        touched = sorted({a[3] for cb in fresh for cmd in cb.commands for a in command_accesses(cmd)})
+        probe = ir.CommandBuffer(PROBE, tuple(ir.Dispatch(PROBE, (ir.Binding(b, 0, self._size(b), "read_write"),))
+                                              for b in touched))
+        later = [(thread, ir.Submit(op.queue, (ir.Batch(command_buffers=(PROBE,)),)), [probe])] if touched else []
+        original = [(thread, op, cbs)]
+        edits = []  # (op reference, its family, per operator the alternatives: (operator, description, ops, refmap))
+        for cb in fresh:
+            for i, cmd in enumerate(cb.commands):
+                if not isinstance(cmd, ir.Barrier):
+                    continue
+                ref = format_ref(cb.id, i)
+                others = [c for c in cbs if c.id != cb.id]
+                entries = [(f"{ref}.buffers[{k}]", k) for k in range(len(cmd.buffers))] if len(cmd.buffers) > 1 else []
+                for name, entry in [(ref, None), *entries]:
+                    edits.append((name, "barrier", [
+                        [(operator, description, [(thread, op, [*others, _with_command(cb, i, new)])],
+                          {cb.id: _positions(len(cb.commands), drop=i)} if new is None else {})
+                         for operator, description, new in group] for group in barrier_edits(cmd, ref, entry)]))
+        for bi, batch in enumerate(op.batches):
+            for k in range(len(batch.waits)):
+                rest = f".batches[{bi}].wait[{k}]"
+                edits.append((format_ref(thread, position) + rest, "semaphore", [
+                    [(operator, description, [(thread, new, cbs)], {}) for operator, description, new in group]
+                    for group in semaphore_edits(op, format_ref(thread, position), rest)]))
+        main = self.rt.happens_before() if edits else None
+        found = [m for name, family, groups in edits
+                 for m in self._mutants(name, family, groups, main, original, later, {(thread, position)})]
+        return sorted(found, key=lambda m: (m.operator, m.op))
 
     def _wait_candidates(self, thread: str, position: int, ops: list[ir.HostOp]) -> list:
         """Dropping the wait that ends `ops` (at `position`), where it alone orders device work
         before the probe: any host access to host-visible memory."""
-        from ..mutations import mutants
+        from ..mutations.generate import drop_wait_description
+        from ..mutations.operators import _positions
 
-        probe = [ir.HostAccess(kind, b["id"], 0, b["size"]) for kind in ("host_read", "host_write")
+        original = [(thread, *self._loaded(thread, o)) for o in ops]
+        probe = [(thread, ir.HostAccess(kind, b["id"], 0, b["size"]), []) for kind in ("host_read", "host_write")
                  for b in self.rt.doc["buffers"] if b.get("memory") in HOST_VISIBLE]
-        found, _ = mutants(self._prefix(thread, [*ops, *probe]), "runtime")
+        ref = format_ref(thread, position)
+        dropped = [[("drop_host_wait", drop_wait_description(ops[-1], ref), original[:-1],
+                     lambda state: {thread: _positions(state.thread_length(thread) + 1, drop=position)})]]
+        found = self._mutants(ref, "fence", dropped, self.rt.happens_before(), original, probe,
+                              {(thread, position - len(ops) + 1 + i) for i in range(len(ops))})
         return [replace(m, targets=("war", *m.targets)) if any(h[0] == "war" for h in m.predicted) else m
-                for m in found if m.op == format_ref(thread, position) and m.operator == "drop_host_wait"]
+                for m in found]
 
-    def _apply(self, thread: str, position: int, m) -> ir.HostOp | None:
+    def _mutants(self, name: str, family: str, groups: list, main, original: list, probe: list, skip: set) -> list:
+        """Per operator group, the first alternative whose ops, then the probe, make hazards that the original
+        ops then the probe do not; none at all unless the first group (the drop) breaks an access ordering:
+        the operation is load-bearing. Every question is asked of a fork of `main`, the recorded stream's
+        incremental state (check/incremental.py)."""
+        from ..mutations.generate import ACCESS_CLASSES, TARGETS, _translate, mutant_targets
+
+        known = self._baseline(main, original, probe)
+        out, classes = [], ()
+        for n, group in enumerate(groups):
+            for operator, description, ops, refmap in group:
+                state = main.fork()
+                mark = state.mark()
+                for thread, op, cbs in ops:
+                    state.feed(thread, op, cbs)
+                shadow = state.fork() if self.chosen.mode == "list" else None
+                for thread, op, cbs in probe:
+                    state.feed(thread, op, cbs)
+                refmap_now = refmap(state) if callable(refmap) else refmap
+                predicted = {_translate(h, refmap_now) for h in state.hazards_since(mark)} - known
+                if n == 0:
+                    classes = {"keepalive" if h[0] == "use_after_destroy" else h[0] for h in predicted
+                               if h[0] in (*ACCESS_CLASSES, "use_after_destroy")}
+                    if not classes:
+                        return []
+                if predicted:
+                    targets = tuple(t for t in TARGETS if t in classes) if family == "barrier" else (family,)
+                    change = ops[0][2][-1] if family == "barrier" else (ops[-1][1] if ops[-1:] and
+                                                                        family == "semaphore" else None)
+                    m = Found(mutant_targets(operator, targets, predicted), operator, name, description, change,
+                              tuple(sorted(predicted, key=str)))
+                    if shadow is not None:
+                        self._shadows[id(m)] = Shadow(m, main, shadow, mark, refmap, skip)
+                    out.append(m)
+                    break
+        return out
+
+    def _baseline(self, main, original: list, probe: list) -> set:
+        """The hazards of the original ops then the probe after `main`, once per op analysed."""
+        key = (id(main), len(main.fed), tuple(id(op) for _, op, _ in original))
+        if self._base is None or self._base[0] != key:
+            state = main.fork()
+            mark = state.mark()
+            for thread, op, cbs in original + probe:
+                state.feed(thread, op, cbs)
+            self._base = (key, state.hazards_since(mark))
+        return self._base[1]
+
+    def _loaded(self, thread: str, op: ir.HostOp) -> tuple[ir.HostOp, list[ir.CommandBuffer]]:
+        """`op` as the loader reads it back from the stream, and the command buffers it submits."""
+        loaded = self.rt._loaded({thread: [host_op_to_dict(op)]})
+        return loaded.threads[0].ops[0], list(loaded.command_buffers)
+
+    def _size(self, buffer: str) -> int:
+        return next(b["size"] for b in self.rt.doc["buffers"] if b["id"] == buffer)
+
+    def _apply(self, op: ir.HostOp, m: Found) -> ir.HostOp | None:
         """Run the mutant's version of the op: its command buffer, its submit, or nothing."""
-        changed = _changed(m, thread, position)
-        if isinstance(changed, ir.CommandBuffer):
-            self.rt.load_command_buffer(changed)
-            return m.stream.index.threads[thread].ops[position]
-        return changed
+        if isinstance(m.change, ir.CommandBuffer):
+            self.rt.load_command_buffer(m.change)
+            return op
+        return m.change
 
 
-def _changed(m, thread: str, position: int) -> ir.CommandBuffer | ir.HostOp | None:
-    """What the mutant changes: a command buffer, or its version of the op at thread[position] (None: dropped)."""
-    owner = owner_of(m.op)
-    if owner in m.stream.index.command_buffers:
-        return m.stream.index.command_buffers[owner]
-    return None if m.operator == "drop_host_wait" else m.stream.index.threads[thread].ops[position]
+@dataclass(frozen=True)
+class Found:
+    """A runtime candidate: `change` is the command buffer it records instead, or its version of the op
+    (None: the op dropped)."""
+
+    targets: tuple[str, ...]
+    operator: str
+    op: str  # the operation it changes, by reference in the recorded stream
+    description: str
+    change: ir.CommandBuffer | ir.HostOp | None
+    predicted: tuple[tuple, ...]  # the hazards it makes against the probe
 
 
-def _transplant(whole: ir.Stream, m, thread: str, position: int) -> tuple[ir.Stream, dict]:
-    """The whole recorded stream with the mutant's change (found on a prefix) made, and its RefMap."""
-    from ..mutations import operators as o
+class Shadow:
+    """List mode: the recorded stream's state with one candidate's mutation made (its op, or ops, `skip` are
+    not fed again), fed what the program records next; `predicted`: what it finds that the stream does not."""
 
-    changed = _changed(m, thread, position)
-    if isinstance(changed, ir.CommandBuffer):
-        return o.with_command_buffer(whole, changed), m.refmap
-    if changed is None:
-        return o.drop_host_op(whole, thread, position)
-    return o.replace_host_op(whole, thread, position, changed)
+    def __init__(self, mutant: Found, main, state, mark: int, refmap, skip: set) -> None:
+        self.mutant, self.main, self.state, self.mark, self.skip = mutant, main, state, mark, skip
+        self._refmap = refmap
+        self.next = len(main.fed)
+        self.predicted: set[tuple] = set()
+        self.done = False
+
+    def catch_up(self) -> None:
+        main, state = self.main, self.state
+        if state.resources is not main.resources:
+            state.add_resources(main.resources)
+        known = state.schedule.index.command_buffers
+        for thread, position, op in main.fed[self.next:]:
+            if (thread, position) not in self.skip:
+                # Its own version of a mutated command buffer stays.
+                state.feed(thread, op, [main.schedule.index.command_buffers[c] for c in _submitted(op)
+                                        if c not in known])
+        self.next = len(main.fed)
+
+    def refmap(self) -> dict:
+        return self._refmap(self.state) if callable(self._refmap) else self._refmap
+
+
+def _submitted(op: ir.HostOp) -> list[str]:
+    return [cb for b in op.batches for cb in b.command_buffers] if isinstance(op, ir.Submit) else []
+
+
+def _with_command(cb: ir.CommandBuffer, i: int, new: ir.Command | None) -> ir.CommandBuffer:
+    """`cb` with its i-th command replaced by `new` (None: dropped)."""
+    return ir.CommandBuffer(cb.id, cb.commands[:i] + ((new,) if new is not None else ()) + cb.commands[i + 1:])
 
 
 # ---- the driver: a command, once per candidate ---------------------------------------
