@@ -48,7 +48,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..model import ir
 from ..model.dump import host_op_to_dict
@@ -224,10 +224,8 @@ class Mutator:
         ref = format_ref(thread, position)
         dropped = [[("drop_host_wait", drop_wait_description(ops[-1], ref), original[:-1],
                      lambda state: {thread: _positions(state.thread_length(thread) + 1, drop=position)})]]
-        found = self._mutants(ref, "fence", dropped, self.rt.happens_before(), original, probe,
-                              {(thread, position - len(ops) + 1 + i) for i in range(len(ops))})
-        return [replace(m, targets=("war", *m.targets)) if any(h[0] == "war" for h in m.predicted) else m
-                for m in found]
+        return self._mutants(ref, "fence", dropped, self.rt.happens_before(), original, probe,
+                             {(thread, position - len(ops) + 1 + i) for i in range(len(ops))})
 
     def _mutants(self, name: str, family: str, groups: list, main, original: list, probe: list, skip: set) -> list:
         """Per operator group, the first alternative whose ops, then the probe, make hazards that the original
@@ -255,7 +253,10 @@ class Mutator:
                     if not classes:
                         return []
                 if predicted:
-                    targets = tuple(t for t in TARGETS if t in classes) if family == "barrier" else (family,)
+                    # A barrier counts for the access classes it breaks; a host wait under war too where it
+                    # opens a WAR (a device read, then a host write).
+                    targets = tuple(t for t in TARGETS if t in classes) if family == "barrier" else \
+                        ("war", family) if family == "fence" and "war" in classes else (family,)
                     change = ops[0][2][-1] if family == "barrier" else (ops[-1][1] if ops[-1:] and
                                                                         family == "semaphore" else None)
                     m = Found(mutant_targets(operator, targets, predicted), operator, name, description, change,
