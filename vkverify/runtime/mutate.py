@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 from ..model import ir
 from ..model.dump import host_op_to_dict
-from ..model.refs import format_ref
+from ..model.refs import format_ref, parse_ref, without_submit
 
 ENV = "VKVERIFY_MUTATE"
 HOST_WAITS = (ir.WaitFences, ir.WaitSemaphores, ir.QueueWaitIdle, ir.DeviceWaitIdle)
@@ -98,6 +98,7 @@ class Mutator:
         self._listed: list = []  # list mode: (k, target, mutant, thread, position) until close() confirms them
         self._shadows: dict[int, Shadow] = {}  # list mode: id of a mutant -> its shadow (_advance)
         self._base = None  # (the op analysed, the hazards of it and the probe): shared by its candidates
+        self._settled_at = 0  # how many ops of the recorded stream _advance has looked at for host waits
 
     def before(self, thread: str, op: ir.HostOp) -> ir.HostOp | None:
         """The op to record and run instead of `op` (None: drop it)."""
@@ -162,15 +163,44 @@ class Mutator:
         main = self.rt.happens_before()
         known = main.hazards_since(0)
         for key, shadow in list(self._shadows.items()):
-            if shadow.done:
+            if shadow.stopped:
                 continue
             if shadow.main is not main:  # rebuilt after a HazardError: the list run fails anyway
                 del self._shadows[key]
                 continue
             shadow.catch_up()
             shadow.predicted |= {_translate(h, shadow.refmap()) for h in shadow.state.hazards_since(shadow.mark)} - known
-            if borne_out(shadow.mutant, shadow.predicted) == shadow.mutant.targets:
-                shadow.done = True
+            shadow.stopped = borne_out(shadow.mutant, shadow.predicted) == shadow.mutant.targets
+        waited = any(isinstance(op, HOST_WAITS) for _, _, op in main.fed[self._settled_at:])
+        self._settled_at = len(main.fed)
+        if waited:
+            self._settle(main)
+
+    def _settle(self, main) -> None:
+        """Stop the shadows that nothing the program may do next can tell from the recorded stream: no batch
+        pending, fences and binary semaphores in the same states, and every access so far ordered before an
+        access of each kind to every buffer on every queue and host thread, then its destroy (any later access
+        is ordered after at least as much: clocks only grow). The mutation's effects are then over. Asked
+        after host waits, and only while the recorded stream itself leaves nothing unordered."""
+        probe = self._everything(main)
+        if _probed(main, probe):
+            return
+        for shadow in self._shadows.values():
+            if not shadow.stopped and _same_waits(shadow.state.walk, main.walk) and not _probed(shadow.state, probe):
+                shadow.stopped = True
+
+    def _everything(self, main) -> list:
+        """The probe of _settle: (thread, op, command buffers) to feed."""
+        buffers = [b for b in self.rt.doc["buffers"] if "alias_of" not in b]
+        cb = ir.CommandBuffer(PROBE, tuple(cmd for b in buffers for cmd in (
+            ir.Dispatch(shader=PROBE, bindings=(ir.Binding(b["id"], 0, b["size"], "read_write"),)),
+            ir.Copy(src=b["id"], dst=b["id"], regions=(ir.Region(0, 0, b["size"]),)),
+            ir.Fill(dst=b["id"], offset=0, size=b["size"]))))
+        threads = list(main.thread_index)
+        return [(threads[0], ir.Submit(q, (ir.Batch(command_buffers=(PROBE,)),)), [cb]) for q in main.schedule.queues] + \
+            [(t, ir.HostAccess(kind, b["id"], 0, b["size"]), []) for t in threads for kind in ("host_read", "host_write")
+             for b in buffers if b.get("memory") in HOST_VISIBLE] + \
+            [(threads[0], ir.Destroy(buffer=b["id"]), []) for b in buffers]
 
     def _submit_candidates(self, thread: str, position: int, op: ir.Submit) -> list:
         """The mutants of the barriers `op` records for the first time and of its semaphore waits, where
@@ -316,7 +346,7 @@ class Shadow:
         self._refmap = refmap
         self.next = len(main.fed)
         self.predicted: set[tuple] = set()
-        self.done = False
+        self.stopped = False  # every target borne out, or nothing left to bear any out (Mutator._settle)
 
     def catch_up(self) -> None:
         main, state = self.main, self.state
@@ -332,6 +362,27 @@ class Shadow:
 
     def refmap(self) -> dict:
         return self._refmap(self.state) if callable(self._refmap) else self._refmap
+
+
+def _probed(state, probe: list) -> bool:
+    """Whether `probe` fed after `state` (a fork of it) leaves an access of `state` unordered before it (the
+    probe's own accesses race each other, as they may)."""
+    state = state.fork()
+    mark, lengths = state.mark(), {t: state.thread_length(t) for t in state.thread_index}
+    for thread, op, cbs in probe:
+        state.feed(thread, op, cbs)
+
+    def earlier(ref: str | None) -> bool:
+        head = parse_ref(without_submit(ref)) if ref else None
+        return head is not None and head.owner != PROBE and head.index < lengths.get(head.owner, head.index + 1)
+    return any(len(h) == 3 and earlier(h[1]) for h in state.hazards_since(mark))
+
+
+def _same_waits(a, b) -> bool:
+    """Whether two walks (check/walk.py) have no batch pending and their fences and binary semaphores alike."""
+    return not any(a.pending.values()) and not any(b.pending.values()) and \
+        {f: x.state for f, x in a.fences.items()} == {f: x.state for f, x in b.fences.items()} and \
+        {s: len(x) for s, x in a.binary.items()} == {s: len(x) for s, x in b.binary.items()}
 
 
 def _submitted(op: ir.HostOp) -> list[str]:
