@@ -181,10 +181,8 @@ class Mutator:
         pending, fences and binary semaphores in the same states, and every access so far ordered before an
         access of each kind to every buffer on every queue and host thread, then its destroy (any later access
         is ordered after at least as much: clocks only grow). The mutation's effects are then over. Asked
-        after host waits, and only while the recorded stream itself leaves nothing unordered."""
+        after host waits."""
         probe = self._everything(main)
-        if _probed(main, probe):
-            return
         for shadow in self._shadows.values():
             if not shadow.stopped and _same_waits(shadow.state.walk, main.walk) and not _probed(shadow.state, probe):
                 shadow.stopped = True
@@ -192,10 +190,10 @@ class Mutator:
     def _everything(self, main) -> list:
         """The probe of _settle: (thread, op, command buffers) to feed."""
         buffers = [b for b in self.rt.doc["buffers"] if "alias_of" not in b]
-        cb = ir.CommandBuffer(PROBE, tuple(cmd for b in buffers for cmd in (
-            ir.Dispatch(shader=PROBE, bindings=(ir.Binding(b["id"], 0, b["size"], "read_write"),)),
-            ir.Copy(src=b["id"], dst=b["id"], regions=(ir.Region(0, 0, b["size"]),)),
-            ir.Fill(dst=b["id"], offset=0, size=b["size"]))))
+        cb = ir.CommandBuffer(PROBE, (ir.Dispatch(shader=PROBE, bindings=tuple(
+            ir.Binding(b["id"], 0, b["size"], "read_write") for b in buffers)),) + tuple(cmd for b in buffers for cmd in (
+                ir.Copy(src=b["id"], dst=b["id"], regions=(ir.Region(0, 0, b["size"]),)),
+                ir.Fill(dst=b["id"], offset=0, size=b["size"]))))
         threads = list(main.thread_index)
         return [(threads[0], ir.Submit(q, (ir.Batch(command_buffers=(PROBE,)),)), [cb]) for q in main.schedule.queues] + \
             [(t, ir.HostAccess(kind, b["id"], 0, b["size"]), []) for t in threads for kind in ("host_read", "host_write")
@@ -270,10 +268,7 @@ class Mutator:
             for operator, description, ops, refmap in group:
                 state = main.fork()
                 mark = state.mark()
-                for thread, op, cbs in ops:
-                    state.feed(thread, op, cbs)
-                shadow = state.fork() if self.chosen.mode == "list" else None
-                for thread, op, cbs in probe:
+                for thread, op, cbs in ops + probe:
                     state.feed(thread, op, cbs)
                 refmap_now = refmap(state) if callable(refmap) else refmap
                 predicted = {_translate(h, refmap_now) for h in state.hazards_since(mark)} - known
@@ -291,7 +286,10 @@ class Mutator:
                                                                         family == "semaphore" else None)
                     m = Found(mutant_targets(operator, targets, predicted), operator, name, description, change,
                               tuple(sorted(predicted, key=str)))
-                    if shadow is not None:
+                    if self.chosen.mode == "list":
+                        shadow = main.fork()
+                        for thread, op, cbs in ops:
+                            shadow.feed(thread, op, cbs)
                         self._shadows[id(m)] = Shadow(m, main, shadow, mark, refmap, skip)
                     out.append(m)
                     break
