@@ -20,19 +20,23 @@ from __future__ import annotations
 
 import copy
 from collections import deque
-from dataclasses import replace
+from dataclasses import fields, replace
 from itertools import count, islice
+from operator import attrgetter
 from typing import Iterable
 
 from ..model import ir
-from .engine import QueueAgent, ThreadAgent
+from .engine import Access, QueueAgent, ThreadAgent
 from .findings import Finding
-from .rangemap import RangeMap
+from .rangemap import RangeMap, Segment
 from .readings import DEFAULT, Readings
 from .schedule import Schedule
 from .walk import UNSIGNALED, BinarySignal, PendingBatch, Walk, signals
 from .walk import Fence as WalkFence
 
+# Copies field by field (copy.copy is three times slower): a fork copies every live access and segment.
+_ACCESS_FIELDS = attrgetter(*(f.name for f in fields(Access)))
+_SEGMENT_FIELDS = attrgetter(*(f.name for f in fields(Segment)))
 SPARE_LANES = 4  # semaphore lanes reserved per queue beyond the widest batch so far: fewer rebuilds
 
 
@@ -263,7 +267,7 @@ def _fork_access(a, memo: dict):
         return None
     found = memo.get(id(a))
     if found is None:
-        found = memo[id(a)] = copy.copy(a)
+        found = memo[id(a)] = Access(*_ACCESS_FIELDS(a))
         if a.ordered is not None:
             found.ordered = set(a.ordered)
     return found
@@ -272,9 +276,11 @@ def _fork_access(a, memo: dict):
 def _fork_memory(m: RangeMap, accesses: dict) -> RangeMap:
     new = RangeMap.__new__(RangeMap)
     new.starts = list(m.starts)
-    new.segments = [replace(seg, write=_fork_access(seg.write, accesses),
-                            reads=tuple(_fork_access(r, accesses) for r in seg.reads),
-                            invalidated=dict(seg.invalidated)) for seg in m.segments]
+    new.segments = segments = [Segment(*_SEGMENT_FIELDS(seg)) for seg in m.segments]
+    for seg in segments:
+        seg.write = _fork_access(seg.write, accesses)
+        seg.reads = tuple(_fork_access(r, accesses) for r in seg.reads)
+        seg.invalidated = dict(seg.invalidated)
     return new
 
 

@@ -198,13 +198,13 @@ class Mutator:
         return [(threads[0], ir.Submit(q, (ir.Batch(command_buffers=(PROBE,)),)), [cb]) for q in main.schedule.queues] + \
             [(t, ir.HostAccess(kind, b["id"], 0, b["size"]), []) for t in threads for kind in ("host_read", "host_write")
              for b in buffers if b.get("memory") in HOST_VISIBLE] + \
-            [(threads[0], ir.Destroy(buffer=b["id"]), []) for b in buffers]
+            [(threads[0], ir.Destroy(buffer=b), []) for b in main.schedule.uses]
 
     def _submit_candidates(self, thread: str, position: int, op: ir.Submit) -> list:
         """The mutants of the barriers `op` records for the first time and of its semaphore waits, where
         they alone order an access of the stream so far or of the probe after `op`: a later submit on the
         same queue that reads and writes every buffer those command buffers access (a dispatch of the
-        abstract shader PROBE per buffer)."""
+        abstract shader PROBE binding each)."""
         from ..model.accesses import command_accesses
         from ..mutations.generate import barrier_edits, semaphore_edits
         from ..mutations.operators import _positions
@@ -212,8 +212,8 @@ class Mutator:
         op, cbs = self._loaded(thread, op)
         fresh = [cb for cb in cbs if not any(key[0] == cb.id for key in self.rt.recorded)]
         touched = sorted({a[3] for cb in fresh for cmd in cb.commands for a in command_accesses(cmd)})
-        probe = ir.CommandBuffer(PROBE, tuple(ir.Dispatch(PROBE, (ir.Binding(b, 0, self._size(b), "read_write"),))
-                                              for b in touched))
+        probe = ir.CommandBuffer(PROBE, (ir.Dispatch(PROBE, tuple(ir.Binding(b, 0, self._size(b), "read_write")
+                                                                 for b in touched)),))
         later = [(thread, ir.Submit(op.queue, (ir.Batch(command_buffers=(PROBE,)),)), [probe])] if touched else []
         original = [(thread, op, cbs)]
         edits = []  # (op reference, its family, per operator the alternatives: (operator, description, ops, refmap))

@@ -389,7 +389,7 @@ class Runtime:
                for b in op.get("batches", [op]) for cb in b.get("command_buffers", ())}
         doc = {**self.doc, "command_buffers": {cb: list(self.command_buffers[cb]) for cb in cbs},
                "threads": {t: list(ops) for t, ops in threads.items()}}
-        return from_dict(doc, "<runtime>")
+        return from_dict(doc, "<runtime>", schema=False)
 
     def findings(self) -> list:
         """What `check(self.stream())` finds, from the incremental state (happens_before)."""
