@@ -215,8 +215,9 @@ class Incremental:
         for thread, op in ops:
             self._append(thread, op)
 
-    def fork(self) -> Incremental:
-        """An independent copy: feeding it leaves this one as it was."""
+    def fork(self, worded: bool = True) -> Incremental:
+        """An independent copy: feeding it leaves this one as it was. `worded` False: the access hazards it
+        finds from now on are named (kind, buffer, first, second), not worded, for questions asked often."""
         new = copy.copy(self)
         s = self.schedule
         new.fed = list(self.fed)
@@ -227,6 +228,8 @@ class Incremental:
             setattr(index, name, dict(getattr(index, name)))
         accesses: dict[int, object] = {}
         t = new.schedule = copy.copy(s)
+        if not worded:
+            t.__class__ = _Unworded
         t.index = index
         t.queues = {q: _fork_queue(a) for q, a in s.queues.items()}
         t.threads = [_fork_thread(a) for a in s.threads]
@@ -258,6 +261,16 @@ class Incremental:
         w.unsorted = set(self.walk.unsorted)
         w.signal_values = {k: list(v) for k, v in self.walk.signal_values.items()}
         return new
+
+
+class _Unworded(Schedule):
+    """Names access hazards without wording them (Checker.hazard writes a message and a fix): the earlier
+    recorded access first."""
+
+    def hazard(self, kind: str, buf: ir.Buffer, lo: int, hi: int, e, x) -> None:
+        key = (kind, buf.id, e.ref, x.ref, None)
+        if key not in self.findings:
+            self.findings[key] = Finding(kind, "", "", buf.id, None, e.ref, x.ref)
 
 
 def _fork_access(a, memo: dict):

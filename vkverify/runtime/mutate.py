@@ -96,7 +96,8 @@ class Mutator:
         self.where = where.rsplit(" ", 1)[0] if where else name
         self._ahead = None  # ((thread, position, the wait), its candidates), analysed before its submit
         self._listed: list = []  # list mode: (k, target, mutant, thread, position) until close() confirms them
-        self._shadows: dict[int, Shadow] = {}  # list mode: id of a mutant -> its shadow (_advance)
+        self._shadows: dict[int, Shadow] = {}  # list mode: id of a mutant -> its shadow, while it runs (_advance)
+        self._borne: dict[int, set] = {}  # list mode: id of a mutant -> what its stopped shadow predicted
         self._base = None  # (the op analysed, the hazards of it and the probe): shared by its candidates
         self._settled_at = 0  # how many ops of the recorded stream _advance has looked at for host waits
 
@@ -145,12 +146,16 @@ class Mutator:
         from ..mutations.generate import borne_out
 
         self._advance()
+        for key in list(self._shadows):
+            self._stop(key)
         with open(self.chosen.value, "a") as f:
             for k, target, m, thread, position in listed:
-                shadow = self._shadows.get(id(m))
-                if shadow is not None and target in borne_out(m, shadow.predicted):
+                if target in borne_out(m, self._borne.get(id(m), set())):
                     f.write(f"{k}\t{target}\t{m.operator}\t{m.op}\t{self.where}\t{m.description}\n")
-        self._shadows.clear()
+        self._borne.clear()
+
+    def _stop(self, key: int) -> None:
+        self._borne[key] = self._shadows.pop(key).predicted
 
     def _advance(self) -> None:
         """Feed each shadow what the program recorded since (check/incremental.py): a shadow is the state of the
@@ -163,14 +168,13 @@ class Mutator:
         main = self.rt.happens_before()
         known = main.hazards_since(0)
         for key, shadow in list(self._shadows.items()):
-            if shadow.stopped:
-                continue
             if shadow.main is not main:  # rebuilt after a HazardError: the list run fails anyway
-                del self._shadows[key]
+                self._stop(key)
                 continue
             shadow.catch_up()
             shadow.predicted |= {_translate(h, shadow.refmap()) for h in shadow.state.hazards_since(shadow.mark)} - known
-            shadow.stopped = borne_out(shadow.mutant, shadow.predicted) == shadow.mutant.targets
+            if borne_out(shadow.mutant, shadow.predicted) == shadow.mutant.targets:
+                self._stop(key)
         waited = any(isinstance(op, HOST_WAITS) for _, _, op in main.fed[self._settled_at:])
         self._settled_at = len(main.fed)
         if waited:
@@ -183,9 +187,9 @@ class Mutator:
         is ordered after at least as much: clocks only grow). The mutation's effects are then over. Asked
         after host waits."""
         probe = self._everything(main)
-        for shadow in self._shadows.values():
-            if not shadow.stopped and _same_waits(shadow.state.walk, main.walk) and not _probed(shadow.state, probe):
-                shadow.stopped = True
+        for key, shadow in list(self._shadows.items()):
+            if _same_waits(shadow.state.walk, main.walk) and not _probed(shadow.state, probe):
+                self._stop(key)
 
     def _everything(self, main) -> list:
         """The probe of _settle: (thread, op, command buffers) to feed."""
@@ -268,7 +272,10 @@ class Mutator:
             for operator, description, ops, refmap in group:
                 state = main.fork()
                 mark = state.mark()
-                for thread, op, cbs in ops + probe:
+                for thread, op, cbs in ops:
+                    state.feed(thread, op, cbs)
+                shadow = state.fork() if self.chosen.mode == "list" else None
+                for thread, op, cbs in probe:
                     state.feed(thread, op, cbs)
                 refmap_now = refmap(state) if callable(refmap) else refmap
                 predicted = {_translate(h, refmap_now) for h in state.hazards_since(mark)} - known
@@ -286,10 +293,7 @@ class Mutator:
                                                                         family == "semaphore" else None)
                     m = Found(mutant_targets(operator, targets, predicted), operator, name, description, change,
                               tuple(sorted(predicted, key=str)))
-                    if self.chosen.mode == "list":
-                        shadow = main.fork()
-                        for thread, op, cbs in ops:
-                            shadow.feed(thread, op, cbs)
+                    if shadow is not None:
                         self._shadows[id(m)] = Shadow(m, main, shadow, mark, refmap, skip)
                     out.append(m)
                     break
@@ -344,7 +348,6 @@ class Shadow:
         self._refmap = refmap
         self.next = len(main.fed)
         self.predicted: set[tuple] = set()
-        self.stopped = False  # every target borne out, or nothing left to bear any out (Mutator._settle)
 
     def catch_up(self) -> None:
         main, state = self.main, self.state
@@ -365,7 +368,7 @@ class Shadow:
 def _probed(state, probe: list) -> bool:
     """Whether `probe` fed after `state` (a fork of it) leaves an access of `state` unordered before it (the
     probe's own accesses race each other, as they may)."""
-    state = state.fork()
+    state = state.fork(worded=False)
     mark, lengths = state.mark(), {t: state.thread_length(t) for t in state.thread_index}
     for thread, op, cbs in probe:
         state.feed(thread, op, cbs)
