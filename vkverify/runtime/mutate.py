@@ -2,15 +2,19 @@
 synchronization of class <target> as the program records and executes it;
 VKVERIFY_MUTATE=list:<file> appends every candidate to <file> and mutates nothing.
 
-How candidates are found: per operation, from the stream recorded so far plus that operation,
-with vkverify.mutations.mutants (the happens-before model's load-bearing analysis and its
-equivalence filter), keeping only the mutants of the operation about to run, since what already
-ran cannot be changed. What the program does next is not recorded yet, so each operation is
-analysed with a probe after it that stands for the accesses that may follow:
+How candidates are found: per operation, on the runtime's incremental happens-before state of the
+stream recorded so far (Runtime.happens_before, check/incremental.py: the checker's one semantics,
+kept between ops), keeping only the mutants of the operation about to run, since what already ran
+cannot be changed. Each mutation of the operation (the operators and their alternatives of
+vkverify.mutations.generate) is fed to a fork of that state, then a probe standing for the accesses
+that may follow; it is a mutant where it finds a hazard that the operation as recorded, then the
+probe, does not. None of an operation is unless dropping it breaks an access ordering (it is
+load-bearing). A checker's RAW between two writes counts as a WAW too, as the model names it. So
+each question costs the live state and the operation, not the stream recorded so far:
 - a submit: the barriers (and barrier entries) of its command buffers recorded for the first
   time, and its semaphore waits (targets raw, waw, war, host, semaphore). The probe is a later
   submit on the same queue that reads and writes every buffer those command buffers access (a
-  dispatch of the abstract shader PROBE per buffer): a barrier at the end of a command buffer,
+  dispatch of the abstract shader PROBE binding each): a barrier at the end of a command buffer,
   such as the staged uploader's landing barrier, orders only later submits.
 - a host wait (fences, semaphores, queue or device idle): the probe is a host_read and a
   host_write of every host-visible buffer; dropping the wait is a candidate (target fence) when
@@ -22,9 +26,13 @@ analysed with a probe after it that stands for the accesses that may follow:
 Not mutated here: flushes and invalidates, semaphore signals (load-bearing only once a later
 wait exists), fence resets, keepalive moves, and the uploader's other waits (finish, failures).
 
-The probe only numbers candidates. A list run keeps, when the Runtime closes, those whose
-mutation still makes the model find a new hazard of their target in the whole recorded stream:
-load-bearing for what the program did next, not for the probe. A landing barrier that the next
+The probe only numbers candidates. A list run keeps those whose mutation makes a hazard of their
+target in what the program did next: each candidate's fork without the probe (its shadow) is fed
+every op recorded after it, and what it finds that the recorded stream does not bears its targets
+out. A shadow stops once all its targets are borne out, or once nothing the program may do next
+can tell it from the recorded stream (after a host wait: nothing pending, every access so far
+ordered before an access of every kind to every buffer on every queue and thread), so the run
+costs about what the program records, whatever its length. A landing barrier that the next
 slot's barrier, a fence wait or a semaphore makes redundant, or a wait that protects nothing
 the program then touches, is therefore never a candidate (never a survivor either).
 

@@ -6,6 +6,8 @@ With online checking (VKVERIFY_CHECK=1, or check=True) each submit, host read
 and host write is checked with everything recorded before it, and a hazard
 raises HazardError before vkQueueSubmit is called or the host touches the bytes
 (a host read racing the device is then caught by structure, whatever the timing).
+The check keeps the checker's state between ops (happens_before), so it costs
+the op, not the stream recorded so far.
 """
 
 from __future__ import annotations
