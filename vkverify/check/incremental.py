@@ -26,12 +26,12 @@ from operator import attrgetter
 from typing import Iterable
 
 from ..model import ir
-from .engine import Access, QueueAgent, ThreadAgent
+from .engine import HOST_VISIBLE, Access, QueueAgent, ThreadAgent
 from .findings import Finding
 from .rangemap import RangeMap, Segment
 from .readings import DEFAULT, Readings
 from .schedule import Schedule
-from .walk import UNSIGNALED, BinarySignal, PendingBatch, Walk, signals
+from .walk import UNSIGNALED, BinarySignal, PendingBatch, Walk, shared_timelines, signals
 from .walk import Fence as WalkFence
 
 # Copies field by field (copy.copy is three times slower): a fork copies every live access and segment.
@@ -84,8 +84,8 @@ class Incremental:
             if any(len(b.signals) > lanes for b in op.batches):
                 return True
         agent = op.queue if isinstance(op, ir.Submit) else thread
-        return any(s.value is not None and self.signallers.get(s.semaphore, {agent}) | {agent} != {agent}
-                   and s.semaphore not in self.walk.shared for s in signals(op))
+        return any(s.value is not None and s.semaphore not in self.walk.shared
+                   and self.signallers.get(s.semaphore, set()) - {agent} for s in signals(op))
 
     def _note_signals(self, thread: str, op: ir.HostOp) -> None:
         agent = op.queue if isinstance(op, ir.Submit) else thread
@@ -118,7 +118,7 @@ class Incremental:
         for b in shape.buffers:
             if b.id not in index.buffers:
                 index.buffers[b.id] = b
-                s.memories[b.id] = RangeMap(b.size, b.memory in ("host_coherent", "host_cached"))
+                s.memories[b.id] = RangeMap(b.size, b.memory in HOST_VISIBLE)
                 s.memory_kind[b.id] = b.memory
                 s.placement[b.id] = (b, b.id, 0, s.memories[b.id])
         for sem in shape.semaphores:
@@ -183,13 +183,7 @@ class Incremental:
 
     def _build(self, shape: ir.Stream, ops: list[tuple[str, ir.HostOp]]) -> None:
         """Fresh clocks for `shape` (its threads' ops size them), then `ops` fed again in order."""
-        agents: dict[str, set[str]] = {}
-        for t in shape.threads:
-            for op in t.ops:
-                for s in signals(op):
-                    if s.value is not None:
-                        agents.setdefault(s.semaphore, set()).add(op.queue if isinstance(op, ir.Submit) else t.id)
-        shared = frozenset(k for k, v in agents.items() if len(v) > 1)
+        shared = shared_timelines(shape)
         widened = ir.Thread("", tuple(ir.Submit(q.id, (ir.Batch(signals=tuple(
             ir.SemaphoreOp("", 1, frozenset()) for _ in range(SPARE_LANES))),)) for d in shape.devices
             for q in d.queues))
@@ -202,12 +196,9 @@ class Incremental:
         self.schedule.threads.pop()  # the sizing thread: clock entries only, never run
         self.schedule.agents.pop()
         self.schedule.uses = {}  # destroys may come later
-        self.walk = Walk(replace(shape, threads=()), self.schedule, shared)
+        self.walk = Walk(shape, self.schedule, shared)
         self.walk.index = index
-        self.walk.signal_values = {sem: sorted({s.value for t in shape.threads for op in t.ops for s in signals(op)
-                                                if s.semaphore == sem}) for sem in shared}
-        self.walk.threads = [(t.id, []) for t in shape.threads]
-        self.walk.pc = [0] * len(shape.threads)
+        self.walk.threads = [(t.id, []) for t in shape.threads]  # fed again below
         self.thread_index = {t.id: i for i, t in enumerate(shape.threads)}
         self.submitted: dict[str, int] = {}
         self.signallers = {}

@@ -278,7 +278,7 @@ class Mutator:
         out, classes = [], ()
         for n, group in enumerate(groups):
             for operator, description, ops, refmap in group:
-                state = main.fork()
+                state = self._fork(main)
                 mark = state.mark()
                 for thread, op, cbs in ops:
                     state.feed(thread, op, cbs)
@@ -307,11 +307,15 @@ class Mutator:
                     break
         return out
 
+    def _fork(self, main):
+        with self.rt._lock:  # another thread may be recording into it
+            return main.fork()
+
     def _baseline(self, main, original: list, probe: list) -> set:
         """The hazards of the original ops then the probe after `main`, once per op analysed."""
         key = (id(main), len(main.fed), tuple(id(op) for _, op, _ in original))
         if self._base is None or self._base[0] != key:
-            state = main.fork()
+            state = self._fork(main)
             mark = state.mark()
             for thread, op, cbs in original + probe:
                 state.feed(thread, op, cbs)
