@@ -228,7 +228,9 @@ class Mutator:
                                                                  for b in touched)),))
         later = [(thread, ir.Submit(op.queue, (ir.Batch(command_buffers=(PROBE,)),)), [probe])] if touched else []
         original = [(thread, op, cbs)]
-        edits = []  # (op reference, its family, per operator the alternatives: (operator, description, ops, refmap))
+        # (op reference, its family, per operator the alternatives: (operator, description, what it records
+        # instead, the ops to feed, how their references map back))
+        edits = []
         for cb in fresh:
             for i, cmd in enumerate(cb.commands):
                 if not isinstance(cmd, ir.Barrier):
@@ -238,14 +240,15 @@ class Mutator:
                 entries = [(f"{ref}.buffers[{k}]", k) for k in range(len(cmd.buffers))] if len(cmd.buffers) > 1 else []
                 for name, entry in [(ref, None), *entries]:
                     edits.append((name, "barrier", [
-                        [(operator, description, [(thread, op, [*others, _with_command(cb, i, new)])],
+                        [(operator, description, changed, [(thread, op, [*others, changed])],
                           {cb.id: _positions(len(cb.commands), drop=i)} if new is None else {})
-                         for operator, description, new in group] for group in barrier_edits(cmd, ref, entry)]))
+                         for operator, description, new in group for changed in [_with_command(cb, i, new)]]
+                        for group in barrier_edits(cmd, ref, entry)]))
         for bi, batch in enumerate(op.batches):
             for k in range(len(batch.waits)):
                 rest = f".batches[{bi}].wait[{k}]"
                 edits.append((format_ref(thread, position) + rest, "semaphore", [
-                    [(operator, description, [(thread, new, cbs)], {}) for operator, description, new in group]
+                    [(operator, description, new, [(thread, new, cbs)], {}) for operator, description, new in group]
                     for group in semaphore_edits(op, format_ref(thread, position), rest)]))
         main = self.rt.happens_before() if edits else None
         found = [m for name, family, groups in edits
@@ -262,7 +265,7 @@ class Mutator:
         probe = [(thread, ir.HostAccess(kind, b["id"], 0, b["size"]), []) for kind in ("host_read", "host_write")
                  for b in self.rt.doc["buffers"] if b.get("memory") in HOST_VISIBLE]
         ref = format_ref(thread, position)
-        dropped = [[("drop_host_wait", drop_wait_description(ops[-1], ref), original[:-1],
+        dropped = [[("drop_host_wait", drop_wait_description(ops[-1], ref), None, original[:-1],
                      lambda state: {thread: _positions(state.thread_length(thread) + 1, drop=position)})]]
         return self._mutants(ref, "fence", dropped, self.rt.happens_before(), original, probe,
                              {(thread, position - len(ops) + 1 + i) for i in range(len(ops))})
@@ -277,7 +280,7 @@ class Mutator:
         known = self._baseline(main, original, probe)
         out, classes = [], ()
         for n, group in enumerate(groups):
-            for operator, description, ops, refmap in group:
+            for operator, description, change, ops, refmap in group:
                 state = self._fork(main)
                 mark = state.mark()
                 for thread, op, cbs in ops:
@@ -297,8 +300,6 @@ class Mutator:
                     # opens a WAR (a device read, then a host write).
                     targets = tuple(t for t in TARGETS if t in classes) if family == "barrier" else \
                         ("war", family) if family == "fence" and "war" in classes else (family,)
-                    change = ops[0][2][-1] if family == "barrier" else (ops[-1][1] if ops[-1:] and
-                                                                        family == "semaphore" else None)
                     m = Found(mutant_targets(operator, targets, predicted), operator, name, description, change,
                               tuple(sorted(predicted, key=str)))
                     if shadow is not None:
@@ -313,7 +314,7 @@ class Mutator:
 
     def _baseline(self, main, original: list, probe: list) -> set:
         """The hazards of the original ops then the probe after `main`, once per op analysed."""
-        key = (id(main), len(main.fed), tuple(id(op) for _, op, _ in original))
+        key = (id(main), len(main.fed), tuple(op for _, op, _ in original))
         if self._base is None or self._base[0] != key:
             state = self._fork(main)
             mark = state.mark()
