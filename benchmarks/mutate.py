@@ -71,14 +71,15 @@ def test_frames(vk_runtime, monkeypatch):
 """
 
 
-def frames_test(directory: Path, frames: int) -> float:
-    """Seconds of one run of the engine test with `frames` frames under `env`, through pytest."""
+def frames_test(directory: Path, frames: int) -> Path:
+    """The engine test of `frames` frames, written into `directory`."""
     test = directory / f"test_frames_{frames}.py"
     test.write_text(FRAMES_TEST.format(frames=frames))
     return test
 
 
 def timed(test: Path, **env: str) -> float:
+    """Seconds of one pytest run of `test` under `env` (the caller's VKVERIFY_ variables left out)."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_")}
     began = time.perf_counter()
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)], check=True,
