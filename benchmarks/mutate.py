@@ -1,15 +1,22 @@
 """`vkverify mutate` throughput on the corpus: mutants per second with -j 1 and -j 2 (the checker
 as reader, no cache), and the cache's speedup on a second run (a warm cache answers every mutant).
+Then the runtime side (issue 16): a pytest test of examples/engine running 10, 30 and 100 frames, each
+run plainly (VKVERIFY_CHECK=0), with the online check on (VKVERIFY_CHECK=1) and as the listing run of
+`vkverify mutate -- CMD` (VKVERIFY_MUTATE=list:FILE, online check off), side by side in one run; it
+prints online / plain (target at most 2x) and listing / plain (target at most 3x).
 
-    python benchmarks/mutate.py
+    python benchmarks/mutate.py [--frames 10,30,100] [--runtime-only]
 
-Each run is a fresh `vkverify mutate` process, so the figures include generating the mutants
-(the happens-before analysis and the equivalence filter), which no cache or worker count speeds up.
+Each run is a fresh process, so the figures include generating the mutants (stream mode: the
+happens-before analysis and the equivalence filter, which no cache or worker count speeds up;
+runtime mode: pytest's start-up, the device's, and the engine's work, which every mode pays).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -17,6 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+ENGINE = ROOT / "examples" / "engine"
 FILES = sorted(str(p) for p in (*ROOT.glob("tests/corpus/*.json"), *ROOT.glob("examples/*.json")))
 
 
@@ -27,7 +35,7 @@ def mutate(*args: str) -> tuple[float, dict]:
     return time.perf_counter() - began, json.loads(done.stdout)
 
 
-def main() -> None:
+def stream_mode() -> None:
     t1, report = mutate("-j", "1", "--no-cache")
     n = len(report["mutants"])
     t2, _ = mutate("-j", "2", "--no-cache")
@@ -39,6 +47,70 @@ def main() -> None:
     print(f"-j 1: {n / t1:.0f} mutants/s ({t1:.2f} s)")
     print(f"-j 2: {n / t2:.0f} mutants/s ({t2:.2f} s); -j 2 / -j 1 throughput: {t1 / t2:.2f}x")
     print(f"cache: cold {cold:.2f} s, warm {warm:.2f} s; speedup {cold / warm:.2f}x")
+
+
+# The engine's test, with more frames: values checked against numpy at every frame.
+FRAMES_TEST = """
+import numpy as np
+
+from engine import Engine, expected
+
+N = 1 << 18
+
+
+def test_frames(vk_runtime, monkeypatch):
+    monkeypatch.setenv("VKVERIFY_STAGED", "1")
+    rng = np.random.default_rng(7)
+    x, y = rng.standard_normal(N, np.float32), rng.standard_normal(N, np.float32)
+    eng = Engine(vk_runtime, x, y)
+    for f in range({frames}):
+        factor = (2.0, 0.5)[f % 2]
+        out, total = eng.frame(factor)
+        want_out, want_total = expected(x, y, factor)
+        assert np.array_equal(out, want_out) and total == want_total
+"""
+
+
+def frames_test(directory: Path, frames: int) -> Path:
+    """The engine test of `frames` frames, written into `directory`."""
+    test = directory / f"test_frames_{frames}.py"
+    test.write_text(FRAMES_TEST.format(frames=frames))
+    return test
+
+
+def timed(test: Path, **env: str) -> float:
+    """Seconds of one pytest run of `test` under `env` (the caller's VKVERIFY_ variables left out)."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_")}
+    began = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)], check=True,
+                   env={**environ, "PYTHONPATH": f"{ENGINE}{os.pathsep}{ROOT}", **env}, cwd=test.parent,
+                   capture_output=True)
+    return time.perf_counter() - began
+
+
+def runtime_mode(counts: list[int]) -> None:
+    print("frames  plain s  online s  listing s  online/plain  listing/plain  candidates")
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        for frames in counts:
+            test = frames_test(directory, frames)
+            listing = directory / f"candidates_{frames}.tsv"
+            plain = timed(test, VKVERIFY_CHECK="0")
+            online = timed(test, VKVERIFY_CHECK="1")
+            listed = timed(test, VKVERIFY_CHECK="0", VKVERIFY_MUTATE=f"list:{listing}")
+            lines = len(listing.read_text().splitlines())
+            print(f"{frames:6d}  {plain:7.2f}  {online:8.2f}  {listed:9.2f}  {online / plain:11.2f}x  "
+                  f"{listed / plain:12.2f}x  {lines:10d}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--frames", default="10,30,100", help="frame counts of the runtime rows")
+    parser.add_argument("--runtime-only", action="store_true", help="skip the stream-mode rows")
+    ns = parser.parse_args()
+    if not ns.runtime_only:
+        stream_mode()
+    runtime_mode([int(n) for n in ns.frames.split(",")])
 
 
 if __name__ == "__main__":

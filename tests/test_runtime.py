@@ -89,6 +89,18 @@ def test_online_check_runs_with_the_barrier(device_name, monkeypatch):
     assert [m.text for m in messages if m.severity == "error"] == []
 
 
+@pytest.mark.parametrize("with_barrier", [False, True])
+def test_the_incremental_state_finds_what_a_check_of_the_recorded_stream_finds(device_name, with_barrier):
+    """Runtime.findings (check/incremental.py, fed as ops are recorded) against check() of rt.stream()."""
+    with runtime.Runtime(check=False) as rt:
+        _program(rt, with_barrier)
+        rt.wait_fences(["F"])
+        rt.host_read("A")
+        found, stream = rt.findings(), rt.stream()
+    assert found == check(stream)
+    assert [(f.kind, f.first, f.second) for f in found] == ([] if with_barrier else [("raw", "cb0[0]", "cb0[1]")])
+
+
 def test_allocation_failure_exits_3(device_name, tmp_path):
     doc = json.loads((ROOT / "tests" / "corpus" / "37-fill-before-read.json").read_text())
     doc["buffers"].append({"id": "Huge", "size": 1 << 44, "memory": "device_local"})

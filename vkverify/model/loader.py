@@ -45,10 +45,12 @@ def loads(text: str, file: str = "<string>") -> ir.Stream:
     return from_dict(doc, file)
 
 
-def from_dict(doc: Any, file: str = "<dict>") -> ir.Stream:
+def from_dict(doc: Any, file: str = "<dict>", schema: bool = True) -> ir.Stream:
+    """The stream of `doc`; schema False skips the JSON schema (the ids, ranges and references are still
+    checked): for documents vkverify writes itself, shaped right by construction (the runtime's)."""
     if isinstance(doc, dict) and "params" in doc:
         return _from_template(doc, file)
-    errors = schema_errors(doc)
+    errors = schema_errors(doc) if schema else []
     builder = _Builder(doc)
     try:
         stream = builder.build()

@@ -112,11 +112,15 @@ def _translate(hazard: tuple, refmap: o.RefMap) -> tuple:
 
 
 def _targets(c: _Candidate, predicted: set[tuple]) -> tuple[str, ...]:
-    """A barrier mutant counts for the access classes it breaks; the others for their family."""
-    if "barrier" not in c.operator:
-        return c.targets
+    return mutant_targets(c.operator, c.targets, predicted)
+
+
+def mutant_targets(operator: str, targets: tuple[str, ...], predicted: set[tuple]) -> tuple[str, ...]:
+    """A barrier mutant counts for the access classes it breaks; the others for their family (`targets`)."""
+    if "barrier" not in operator:
+        return targets
     broken = {h[0] for h in predicted if h[0] in ACCESS_CLASSES}
-    return tuple(t for t in TARGETS if t in broken or (t == "host" and "host" in c.targets)) or c.targets
+    return tuple(t for t in TARGETS if t in broken or (t == "host" and "host" in targets)) or targets
 
 
 def _candidates(s: ir.Stream, a: Analysis) -> Iterator[list[_Candidate]]:
@@ -137,20 +141,29 @@ def _barrier(s: ir.Stream, a: Analysis, op: str, cb: str, i: int, rest: str) -> 
     classes = a.classes(op)
     host = any(p.second.host and p.second.reads for p in a.load_bearing[op]) and "host" in _dst_stages(b)
     targets = tuple(t for t in TARGETS if t in classes or (t == "host" and host))
+    for group in barrier_edits(b, op, int(rest.removeprefix(".buffers[").rstrip("]")) if rest else None):
+        yield [_Candidate(operator, op, description, targets,
+                          (lambda: o.drop_command(s, cb, i)) if new is None else
+                          (lambda new=new: o.replace_command(s, cb, i, new)))
+               for operator, description, new in group]
+
+
+def barrier_edits(b: ir.Barrier, op: str, entry: int | None = None) -> list[list[tuple[str, str, ir.Barrier | None]]]:
+    """The mutations of barrier `b` (reference `op`), or of its buffer barrier `entry`: per operator, its
+    alternatives, the first that breaks an ordering being the mutant, each (operator, description, the
+    barrier it becomes; None: dropped)."""
     what = _label(b, op)
-    if rest:  # one entry of a barrier with several
-        k = int(rest.removeprefix(".buffers[").rstrip("]"))
-        yield [_Candidate("drop_barrier_entry", op, f"drop buffer barrier entry {k} ({b.buffers[k].buffer}) of {what}",
-                          targets, lambda: o.replace_command(s, cb, i, o.drop_entry(b, k)))]
-        return
-    yield [_Candidate("drop_barrier", op, f"drop {what}", targets, lambda: o.drop_command(s, cb, i))]
+    if entry is not None:  # one entry of a barrier with several
+        return [[("drop_barrier_entry", f"drop buffer barrier entry {entry} ({b.buffers[entry].buffer}) of {what}",
+                  o.drop_entry(b, entry))]]
+    groups = [[("drop_barrier", f"drop {what}", None)]]
     if b.src_access or b.dst_access or any(bb.src_access or bb.dst_access for bb in b.buffers):
-        yield [_Candidate("weaken_barrier", op, f"remove the access masks of {what} (execution dependency only)",
-                          targets, lambda: o.replace_command(s, cb, i, o.weaken(b)))]
+        groups.append([("weaken_barrier", f"remove the access masks of {what} (execution dependency only)",
+                        o.weaken(b))])
     for mask in ("src_stage", "dst_stage"):
-        yield [_Candidate(f"narrow_barrier_{mask}", op, f"narrow {mask} of {what} to {stage}", targets,
-                          lambda stage=stage: o.replace_command(s, cb, i, o.narrow(b, mask, stage)))
-               for stage in NARROW_STAGES if frozenset({stage}) != getattr(b, mask)]
+        groups.append([(f"narrow_barrier_{mask}", f"narrow {mask} of {what} to {stage}", o.narrow(b, mask, stage))
+                       for stage in NARROW_STAGES if frozenset({stage}) != getattr(b, mask)])
+    return groups
 
 
 def _dst_stages(b: ir.Barrier) -> set[str]:
@@ -159,23 +172,33 @@ def _dst_stages(b: ir.Barrier) -> set[str]:
 
 def _semaphore(s: ir.Stream, op: str, thread: str, i: int, rest: str) -> Iterator[list[_Candidate]]:
     submit = s.index.threads[thread].ops[i]
+    for group in semaphore_edits(submit, format_ref(thread, i), rest):
+        yield [_Candidate(operator, op, description, ("semaphore",),
+                          lambda new=new: o.replace_host_op(s, thread, i, new))
+               for operator, description, new in group]
+
+
+def semaphore_edits(submit: ir.Submit, ref: str, rest: str) -> list[list[tuple[str, str, ir.Submit]]]:
+    """The mutations of the semaphore wait or signal `rest` (`.batches[0].wait[1]`) of `submit` (reference
+    `ref`): per operator, its alternatives, each (operator, description, the submit it becomes)."""
     bi, kind, k = o.batch_ref(rest)
     field = "waits" if kind == "wait" else "signals"
     item = getattr(submit.batches[bi], field)[k]
-    what = f"{kind} on {item.semaphore!r}" + (f" (value {item.value})" if item.value is not None else "") + f" of {format_ref(thread, i)}"
+    what = f"{kind} on {item.semaphore!r}" + (f" (value {item.value})" if item.value is not None else "") + f" of {ref}"
 
     def edited(new):
-        return lambda: o.replace_host_op(s, thread, i, o.edit_batch(submit, bi, field, k, new))
+        return o.edit_batch(submit, bi, field, k, new)
 
-    yield [_Candidate(f"drop_{kind}", op, f"drop the {what}", ("semaphore",), edited(None))]
+    groups = [[(f"drop_{kind}", f"drop the {what}", edited(None))]]
     if kind != "wait":
-        return
+        return groups
     if item.value is not None and item.value > 0:
-        yield [_Candidate("lower_wait_value", op, f"lower the {what} to {item.value - 1}", ("semaphore",),
-                          edited(replace(item, value=item.value - 1)))]
-    yield [_Candidate("narrow_wait_stage", op, f"narrow the stage mask of the {what} to {stage}", ("semaphore",),
-                      edited(replace(item, stage=frozenset({stage}))))
-           for stage in NARROW_STAGES if stage != "host" and frozenset({stage}) != item.stage]
+        groups.append([("lower_wait_value", f"lower the {what} to {item.value - 1}",
+                        edited(replace(item, value=item.value - 1)))])
+    groups.append([("narrow_wait_stage", f"narrow the stage mask of the {what} to {stage}",
+                    edited(replace(item, stage=frozenset({stage}))))
+                   for stage in NARROW_STAGES if stage != "host" and frozenset({stage}) != item.stage])
+    return groups
 
 
 def _host(s: ir.Stream, op: str, thread: str, i: int) -> Iterator[list[_Candidate]]:
@@ -186,11 +209,16 @@ def _host(s: ir.Stream, op: str, thread: str, i: int) -> Iterator[list[_Candidat
     elif isinstance(host_op, ir.HostAccess):  # flush or invalidate
         yield [_Candidate(f"drop_{host_op.op}", op, f"drop {what}", ("host",), lambda: o.drop_host_op(s, thread, i))]
     elif isinstance(host_op, HOST_WAITS):
-        yield [_Candidate("drop_host_wait", op, f"drop {what}", ("fence",), lambda: o.drop_host_op(s, thread, i))]
+        yield [_Candidate("drop_host_wait", op, drop_wait_description(host_op, op), ("fence",),
+                          lambda: o.drop_host_op(s, thread, i))]
         if isinstance(host_op, ir.WaitFences):
             reset = ir.ResetFences(host_op.fences)
             yield [_Candidate("reset_fence_before_wait", op, f"reset {', '.join(host_op.fences)} before {what}",
                               ("fence",), lambda: o.insert_host_op(s, thread, i, reset))]
+
+
+def drop_wait_description(wait: ir.HostOp, ref: str) -> str:
+    return f"drop {_label(wait, ref)}"
 
 
 def _keepalive(s: ir.Stream, a: Analysis) -> Iterator[list[_Candidate]]:

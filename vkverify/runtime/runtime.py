@@ -6,6 +6,8 @@ With online checking (VKVERIFY_CHECK=1, or check=True) each submit, host read
 and host write is checked with everything recorded before it, and a hazard
 raises HazardError before vkQueueSubmit is called or the host touches the bytes
 (a host read racing the device is then caught by structure, whatever the timing).
+The check keeps the checker's state between ops (happens_before), so it costs
+the op, not the stream recorded so far.
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ READ_BACK = {"src_stage": ["copy"], "src_access": ["transfer_write"], "dst_stage
 # Findings that a partial stream cannot produce by being partial.
 ONLINE_KINDS = frozenset({"raw", "war", "waw", "use_after_destroy", "uninitialized_read", "ownership_missing",
                           "binary_semaphore_misuse", "timeline_not_increasing", "fence_misuse"})
+
+
+def _submitted(op: ir.HostOp) -> list[str]:
+    return [cb for b in op.batches for cb in b.command_buffers] if isinstance(op, ir.Submit) else []
 
 
 class CommandBuffer(builder.CommandBuffer):
@@ -69,7 +75,10 @@ class Runtime:
         self.command_buffers: dict[str, list[dict]] = {}
         self._ir_cbs: dict[str, tuple[int, tuple[ir.Command, ...]]] = {}
         self.threads: dict[str, list[dict]] = {}
-        self.reported: set = set()
+        self._hb = None  # check.incremental.Incremental over the recorded stream (happens_before)
+        self._hb_fed: dict[str, int] = {}  # thread -> how many of its recorded ops it was fed
+        self._hb_resources: tuple = ()  # how many buffers, semaphores, fences and shaders it knows
+        self._hb_reported = 0  # a mark of its findings: those before it were raised already
         self.uploader = None  # uploads.Uploader: deferred copies join submits; closed before the device
         from .mutate import mutator  # here: `python -m vkverify.runtime.mutate` must not find it imported
         self.mutator = mutator(self, name)  # VKVERIFY_MUTATE; None when unset
@@ -332,15 +341,66 @@ class Runtime:
             return self.allocator.destroy(self.buffers[op.buffer])
 
     def _check_online(self, ref: str, thread: str, entry: dict) -> None:
-        """Check the stream recorded so far plus this submit or host access; raise on a new hazard."""
-        from ..check import check
+        """Check this submit or host access after the stream recorded so far, on the incremental state of
+        it (happens_before); raise on a finding not raised before."""
+        from ..check import exact
 
-        doc = self._document({thread: self.threads[thread] + [entry]})
-        findings = [f for f in check(from_dict(doc, "<runtime>")) if f.kind in ONLINE_KINDS]
-        new = [f for f in findings if f not in self.reported]
-        self.reported.update(findings)
+        hb = self.happens_before()
+        loaded = self._loaded({thread: [entry]})
+        hb.feed(thread, loaded.threads[0].ops[0], loaded.command_buffers)
+        self._hb_fed[thread] = len(self.threads.get(thread, ())) + 1
+        new = [f for f in hb.findings_since(self._hb_reported) if f.kind in ONLINE_KINDS]
+        self._hb_reported = hb.mark()
         if new:
-            raise HazardError(ref, new)
+            # It holds the op, which is not recorded: built again from the stream when next asked, with what it
+            # finds then taken as raised.
+            self._hb, self._hb_reported = None, None
+            stream = from_dict(self._document({thread: self.threads.get(thread, []) + [entry]}), "<runtime>")
+            raise HazardError(ref, exact.refine(stream, new, hb.walk.shared))
+
+    def happens_before(self):
+        """The checker's state over everything recorded so far (check/incremental.py), fed the ops recorded
+        since the last call: the online check and the runtime mutation read it instead of re-checking the
+        whole stream at every op. Ops recorded by several threads between two calls are fed thread by thread."""
+        from ..check.incremental import Incremental
+
+        with self._lock:
+            resources = (len(self.doc["buffers"]), len(self.doc["semaphores"]), len(self.doc["fences"]),
+                         len(self.doc["shaders"]))
+            rebuilt = self._hb is None
+            if rebuilt:
+                self._hb, self._hb_fed = Incremental(self._loaded({})), {}
+            elif resources != self._hb_resources:
+                self._hb.add_resources(self._loaded({}))
+            self._hb_resources = resources
+            new = {t: ops[self._hb_fed.get(t, 0):] for t, ops in self.threads.items()
+                   if len(ops) > self._hb_fed.get(t, 0)}
+            if new:
+                loaded = self._loaded(new)
+                for t in loaded.threads:
+                    for op in t.ops:
+                        self._hb.feed(t.id, op, [loaded.index.command_buffers[cb] for cb in _submitted(op)])
+                    self._hb_fed[t.id] = len(self.threads[t.id])
+            if rebuilt:
+                self._hb_reported = self._hb.mark() if self._hb_reported is None else 0
+            return self._hb
+
+    def _loaded(self, threads: Mapping[str, list[dict]]) -> ir.Stream:
+        """The resources, `threads` with these ops and the command buffers they submit, through the loader."""
+        cbs = {cb for ops in threads.values() for op in ops if op["op"] == "submit"
+               for b in op.get("batches", [op]) for cb in b.get("command_buffers", ())}
+        doc = {**self.doc, "command_buffers": {cb: list(self.command_buffers[cb]) for cb in cbs},
+               "threads": {t: list(ops) for t, ops in threads.items()}}
+        return from_dict(doc, "<runtime>", schema=False)
+
+    def findings(self) -> list:
+        """What `check(self.stream())` finds, from the incremental state (happens_before)."""
+        from ..check import exact
+
+        hb = self.happens_before()
+        findings = hb.findings_at_end()
+        # exact.refine reads the whole stream, where it has anything to decide.
+        return exact.refine(self.stream(), findings, hb.walk.shared) if findings or hb.walk.shared else findings
 
     def _host_access(self, ref: str, op: ir.HostAccess):
         buffer = self.buffers[op.buffer]

@@ -1,0 +1,325 @@
+"""The checker's state over a stream that grows: host ops fed one at a time, findings read as they appear.
+
+The same semantics as `check`: schedule.Schedule (the vector clocks) driven by walk.Walk (the legal
+order), kept between ops instead of re-run over the whole stream at each one. An op fed is appended to
+its thread and the walk runs on as far as it can: a wait on a signal not recorded yet stays blocked and
+resumes when the op that signals arrives. Fed in the order the program recorded them (one legal order),
+the findings after each op are those `check` finds on the stream recorded so far, less what only the
+end of a stream reports (waits left blocked) and the z3 refinement of exact.py.
+
+`fork` copies the state for a question about a future that may not happen ("would this op, dropped or
+weakened, let a later access race?"): its cost is the live state (range maps, clocks, pending batches)
+plus a C-level copy of the logs, not a re-run of the stream.
+
+What fixes the shape of the clocks (the threads, the widest batch of signals, aliasing, the timelines
+several agents signal) is rebuilt from the ops fed so far when it changes, which a program does a
+handful of times.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from dataclasses import fields, replace
+from itertools import count, islice
+from operator import attrgetter
+from typing import Iterable
+
+from ..model import ir
+from .engine import HOST_VISIBLE, Access, QueueAgent, ThreadAgent
+from .findings import Finding
+from .rangemap import RangeMap, Segment
+from .readings import DEFAULT, Readings
+from .schedule import Schedule
+from .walk import UNSIGNALED, BinarySignal, PendingBatch, Walk, shared_timelines, signals
+from .walk import Fence as WalkFence
+
+# Copies field by field (copy.copy is three times slower): a fork copies every live access and segment.
+_ACCESS_FIELDS = attrgetter(*(f.name for f in fields(Access)))
+_SEGMENT_FIELDS = attrgetter(*(f.name for f in fields(Segment)))
+SPARE_LANES = 4  # semaphore lanes reserved per queue beyond the widest batch so far: fewer rebuilds
+
+
+class Incremental:
+    """Feed host ops in recorded order; `findings_since(mark)` names what each added."""
+
+    def __init__(self, shape: ir.Stream, readings: Readings = DEFAULT) -> None:
+        """`shape`: the stream's devices, resources and command buffers (its threads' ops are fed here)."""
+        self.readings = readings
+        self.fed: list[tuple[str, int, ir.HostOp]] = []  # (thread, position, op) in the order fed
+        self._build(replace(shape, params=(), instances=()), [(t.id, op) for t in shape.threads for op in t.ops])
+
+    # ---- feeding -------------------------------------------------------------
+
+    def feed(self, thread: str, op: ir.HostOp, command_buffers: Iterable[ir.CommandBuffer] = ()) -> None:
+        """Append `op` to `thread` (with the command buffers it submits, new or changed) and run the walk on."""
+        known, changed = self.schedule.index.command_buffers, False
+        for cb in command_buffers:
+            if known.get(cb.id) is not cb:
+                # Its commands already ran as they were: the stream has one content per command buffer.
+                changed |= cb.id in self.submitted and known[cb.id] != cb
+                known[cb.id] = cb
+        if changed or self._reshapes(thread, op):
+            self._build(self._shape(extra=(thread, op)), [(t, o) for t, _, o in self.fed] + [(thread, op)])
+            return
+        self._append(thread, op)
+
+    def _append(self, thread: str, op: ir.HostOp) -> None:
+        index = self.thread_index[thread]
+        ops = self.walk.threads[index][1]
+        self.fed.append((thread, len(ops), op))
+        ops.append(op)
+        self._note_signals(thread, op)
+        if isinstance(op, ir.Submit):
+            self._count_submits(op)
+        self.walk.run()
+
+    def _reshapes(self, thread: str, op: ir.HostOp) -> bool:
+        """Whether `op` needs clocks of another shape: a new thread, more signals in a batch than the lanes
+        reserved, a timeline signalled by a second agent (walk.shared_timelines)."""
+        if thread not in self.thread_index:
+            return True
+        if isinstance(op, ir.Submit):
+            lanes = len(self.schedule.queues[op.queue].lanes)
+            if any(len(b.signals) > lanes for b in op.batches):
+                return True
+        agent = op.queue if isinstance(op, ir.Submit) else thread
+        return any(s.value is not None and s.semaphore not in self.walk.shared
+                   and self.signallers.get(s.semaphore, set()) - {agent} for s in signals(op))
+
+    def _note_signals(self, thread: str, op: ir.HostOp) -> None:
+        agent = op.queue if isinstance(op, ir.Submit) else thread
+        for s in signals(op):
+            if s.value is not None:
+                self.signallers.setdefault(s.semaphore, set()).add(agent)
+                values = self.walk.signal_values.get(s.semaphore)
+                if values is not None and s.value not in values:
+                    values.append(s.value)
+                    values.sort()
+
+    def _count_submits(self, op: ir.Submit) -> None:
+        """Spec references: a command buffer submitted more than once names its commands by submit too."""
+        index = self.schedule.index
+        for b in op.batches:
+            for cb in b.command_buffers:
+                n = self.submitted[cb] = self.submitted.get(cb, 0) + 1
+                if n == 2:
+                    index.resubmitted = index.resubmitted | {cb}
+
+    def add_resources(self, shape: ir.Stream) -> None:
+        """Buffers, semaphores and fences created since (the runtime creates them as it goes)."""
+        index = self.schedule.index
+        if any(b.alias_of is not None and b.id not in index.buffers for b in shape.buffers):
+            self._build(replace(self._shape(), devices=shape.devices, buffers=shape.buffers,
+                                semaphores=shape.semaphores, fences=shape.fences, shaders=shape.shaders),
+                        [(t, o) for t, _, o in self.fed])
+            return
+        s, walk = self.schedule, self.walk
+        for b in shape.buffers:
+            if b.id not in index.buffers:
+                index.buffers[b.id] = b
+                s.memories[b.id] = RangeMap(b.size, b.memory in HOST_VISIBLE)
+                s.memory_kind[b.id] = b.memory
+                s.placement[b.id] = (b, b.id, 0, s.memories[b.id])
+        for sem in shape.semaphores:
+            if sem.id not in index.semaphores:
+                index.semaphores[sem.id] = sem
+                if sem.type == "binary":
+                    walk.binary[sem.id] = deque()
+                else:
+                    walk.timeline[sem.id], walk.timeline_value[sem.id] = [], sem.initial
+        for f in shape.fences:
+            if f.id not in index.fences:
+                index.fences[f.id] = f
+                walk.fences[f.id] = WalkFence("signaled") if f.signaled else UNSIGNALED
+        for sh in shape.shaders:
+            index.shaders.setdefault(sh.id, sh)
+        self.resources = shape
+
+    # ---- reading -------------------------------------------------------------
+
+    def mark(self) -> int:
+        return len(self.schedule.findings)
+
+    def findings_since(self, mark: int = 0) -> list[Finding]:
+        """The findings first found after `mark` (a `mark()`), their ranges as grown since."""
+        s = self.schedule
+        return [replace(f, range=tuple(s.ranges[key])) if key in s.ranges else f
+                for key, f in islice(s.findings.items(), mark, None)]
+
+    def hazards_since(self, mark: int = 0) -> set[tuple]:
+        """The findings after `mark` as the mutation analysis names hazards (hb.Model.all_hazards): (kind, first,
+        second), or (kind, *ops) for misuse. A pair of writes whose second reads too is a RAW and a WAW
+        (hb.conflicts), of which the checker reports the RAW alone."""
+        out = set()
+        for (kind, _, first, second, ops), f in islice(self.schedule.findings.items(), mark, None):
+            out.add((kind, first, second) if first or second else (kind, *(ops or ())))
+            if kind == "raw" and "write" in (f.first_access or "") and "write" in (f.second_access or ""):
+                out.add(("waw", first, second))
+        return out
+
+    def findings_at_end(self) -> list[Finding]:
+        """What `check` finds on the stream fed so far before exact.refine: those of waits left blocked too."""
+        end = self.fork()
+        end.walk.stream = end._shape()  # the walk's end reads every op (walk.ever_signals)
+        end.walk.report_blocked()
+        return end.findings_since(0)
+
+    def thread_length(self, thread: str) -> int:
+        index = self.thread_index.get(thread)
+        return len(self.walk.threads[index][1]) if index is not None else 0
+
+    # ---- building and forking -----------------------------------------------
+
+    def _shape(self, extra: tuple[str, ir.HostOp] | None = None) -> ir.Stream:
+        """The resources, command buffers and threads (with their ops, so the checker sizes its clocks)."""
+        ops: dict[str, list] = {t: [] for t in self.thread_index}
+        for t, _, op in self.fed:
+            ops[t].append(op)
+        if extra is not None:
+            ops.setdefault(extra[0], []).append(extra[1])
+        return replace(self.resources, command_buffers=tuple(self.schedule.index.command_buffers.values()),
+                       threads=tuple(ir.Thread(t, tuple(o)) for t, o in ops.items()))
+
+    def _build(self, shape: ir.Stream, ops: list[tuple[str, ir.HostOp]]) -> None:
+        """Fresh clocks for `shape` (its threads' ops size them), then `ops` fed again in order."""
+        shared = shared_timelines(shape)
+        widened = ir.Thread("", tuple(ir.Submit(q.id, (ir.Batch(signals=tuple(
+            ir.SemaphoreOp("", 1, frozenset()) for _ in range(SPARE_LANES))),)) for d in shape.devices
+            for q in d.queues))
+        sized = replace(shape, threads=shape.threads + (widened,))
+        self.resources = replace(shape, threads=(), command_buffers=())
+        index = sized.index
+        index.threads = {t.id: t for t in shape.threads}
+        index.resubmitted = frozenset()
+        self.schedule = Schedule(sized, shared, self.readings)
+        self.schedule.threads.pop()  # the sizing thread: clock entries only, never run
+        self.schedule.agents.pop()
+        self.schedule.uses = {}  # destroys may come later
+        self.walk = Walk(shape, self.schedule, shared)
+        self.walk.index = index
+        self.walk.threads = [(t.id, []) for t in shape.threads]  # fed again below
+        self.thread_index = {t.id: i for i, t in enumerate(shape.threads)}
+        self.submitted: dict[str, int] = {}
+        self.signallers = {}
+        self.fed = []
+        for thread, op in ops:
+            self._append(thread, op)
+
+    def fork(self, worded: bool = True) -> Incremental:
+        """An independent copy: feeding it leaves this one as it was. `worded` False: the access hazards it
+        finds from now on are named (kind, buffer, first, second), not worded, for questions asked often."""
+        new = copy.copy(self)
+        s = self.schedule
+        new.fed = list(self.fed)
+        new.signallers = {k: set(v) for k, v in self.signallers.items()}
+        new.submitted = dict(self.submitted)
+        index = copy.copy(s.index)
+        for name in ("buffers", "semaphores", "fences", "shaders", "command_buffers", "threads"):
+            setattr(index, name, dict(getattr(index, name)))
+        accesses: dict[int, object] = {}
+        t = new.schedule = copy.copy(s)
+        if not worded:
+            t.__class__ = _Unworded
+        t.index = index
+        t.queues = {q: _fork_queue(a) for q, a in s.queues.items()}
+        t.threads = [_fork_thread(a) for a in s.threads]
+        t.agents = list(t.queues.values()) + t.threads
+        t.memories = {root: _fork_memory(m, accesses) for root, m in s.memories.items()}
+        t.placement = {b: (buf, root, offset, t.memories[root]) for b, (buf, root, offset, _) in s.placement.items()}
+        t.memory_kind = dict(s.memory_kind)
+        t.barriers = dict(s.barriers)
+        t.command_accesses = dict(s.command_accesses)
+        t.sharing_commands = set(s.sharing_commands)
+        t.findings = dict(s.findings)
+        t.ranges = {k: list(v) for k, v in s.ranges.items()}
+        t.host_available = {uid: [(_fork_access(p, accesses), lo, hi) for p, lo, hi in v]
+                            for uid, v in s.host_available.items()}
+        t.destroyed = {b: _fork_access(a, accesses) for b, a in s.destroyed.items()}
+        t.uses = {b: {k: _fork_access(a, accesses) for k, a in by.items()} for b, by in s.uses.items()}
+        n = next(s.uids)  # a count cannot be copied: both go on from the same number
+        s.uids, t.uids = count(n), count(n)
+        w = new.walk = copy.copy(self.walk)
+        w.consumer, w.index = t, index
+        w.threads = [(name, list(ops)) for name, ops in self.walk.threads]
+        w.pc = list(self.walk.pc)
+        signals_: dict[int, BinarySignal] = {}
+        w.pending = {q: deque(_fork_batch(p, signals_) for p in d) for q, d in self.walk.pending.items()}
+        w.fences = dict(self.walk.fences)
+        w.binary = {k: deque(_fork_signal(b, signals_) for b in d) for k, d in self.walk.binary.items()}
+        w.timeline = {k: list(v) for k, v in self.walk.timeline.items()}
+        w.timeline_value = dict(self.walk.timeline_value)
+        w.unsorted = set(self.walk.unsorted)
+        w.signal_values = {k: list(v) for k, v in self.walk.signal_values.items()}
+        return new
+
+
+class _Unworded(Schedule):
+    """Names access hazards without wording them (Checker.hazard writes a message and a fix): the earlier
+    recorded access first."""
+
+    def hazard(self, kind: str, buf: ir.Buffer, lo: int, hi: int, e, x) -> None:
+        key = (kind, buf.id, e.ref, x.ref, None)
+        if key not in self.findings:
+            self.findings[key] = Finding(kind, "", "", buf.id, None, e.ref, x.ref)
+
+
+def _fork_access(a, memo: dict):
+    """A copy of access `a` (one per access: several segments hold the same one); its caches go with it,
+    being true of the history both copies share."""
+    if a is None:
+        return None
+    found = memo.get(id(a))
+    if found is None:
+        found = memo[id(a)] = Access(*_ACCESS_FIELDS(a))
+        if a.ordered is not None:
+            found.ordered = set(a.ordered)
+    return found
+
+
+def _fork_memory(m: RangeMap, accesses: dict) -> RangeMap:
+    new = RangeMap.__new__(RangeMap)
+    new.starts = list(m.starts)
+    new.segments = segments = [Segment(*_SEGMENT_FIELDS(seg)) for seg in m.segments]
+    for seg in segments:
+        seg.write = _fork_access(seg.write, accesses)
+        seg.reads = tuple(_fork_access(r, accesses) for r in seg.reads)
+        seg.invalidated = dict(seg.invalidated)
+    return new
+
+
+def _fork_queue(q: QueueAgent) -> QueueAgent:
+    new = copy.copy(q)
+    log = new.log = copy.copy(q.log)
+    for name in ("kind_ids", "_kind_of_command", "_transitions", "_moving", "_alone"):
+        setattr(log, name, dict(getattr(q.log, name)))
+    for name in ("kinds", "all_positions", "all_kinds", "global_kind"):
+        setattr(log, name, list(getattr(q.log, name)))
+    log.positions = [list(p) for p in q.log.positions]
+    new.release_pos, new.release_scope, new.release_lane = list(q.release_pos), list(q.release_scope), \
+        list(q.release_lane)
+    new.range_vis = {k: dict(v) for k, v in q.range_vis.items()}
+    new.host_vis = {k: dict(v) for k, v in q.host_vis.items()}
+    new.host_releases = list(q.host_releases)
+    new.exec_clock, new.vis_clock, new.last = dict(q.exec_clock), dict(q.vis_clock), dict(q.last)
+    return new
+
+
+def _fork_thread(t: ThreadAgent) -> ThreadAgent:
+    new = copy.copy(t)
+    new.acquired = {k: list(v) for k, v in t.acquired.items()}
+    return new
+
+
+def _fork_signal(b: BinarySignal | None, memo: dict) -> BinarySignal | None:
+    if b is None:
+        return None
+    found = memo.get(id(b))
+    if found is None:
+        found = memo[id(b)] = copy.copy(b)
+    return found
+
+
+def _fork_batch(p: PendingBatch, memo: dict) -> PendingBatch:
+    return replace(p, binary_waits={i: _fork_signal(b, memo) for i, b in p.binary_waits.items()},
+                   binary_signals={i: _fork_signal(b, memo) for i, b in p.binary_signals.items()})
