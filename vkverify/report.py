@@ -52,23 +52,35 @@ def _op(ref: str | None, label: str | None, access: str | None) -> str:
     return " ".join(x for x in (ref, f'"{label}"' if label else None, access) if x)
 
 
+def _witness_lines(f: Finding) -> list[str]:
+    """One line per step of the witness, the event beside its name in the stream's words."""
+    if f.witness_same_as is not None:
+        return [f"    witness: same as #{f.witness_same_as} (same buffer and agents)"]
+    if f.witness_limit is not None:
+        return [f"    witness: not computed (limit {f.witness_limit} per stream: --witnesses N)"]
+    if f.witness is None:
+        return []
+    width = max(map(len, f.witness))
+    return [f"    witness ({len(f.witness)} steps):"] + \
+        [f"      {event:<{width}}  {step}" for event, step in zip(f.witness, f.witness_steps or f.witness)]
+
+
 def format_text(results: list[FileResult]) -> str:
     lines = []
     for r in results:
         verdict = "no findings" if not r.findings else f"{len(r.findings)} finding{'s' * (len(r.findings) > 1)}"
         lines.append(f"{r.file}: {r.stream or '(unnamed)'}: {verdict}{' (partial verdict)' if r.partial else ''}")
         lines += [f"  {why}" for why in r.partial]
-        for f in r.findings:
+        for number, f in enumerate(r.findings, 1):
             where = f" {f.buffer} [{f.range[0]}, {f.range[1]})" if f.range else ""
-            lines.append(f"  {f.kind}{where}{' (racing)' if f.racing else ''}: {f.message}")
+            lines.append(f"  #{number} {f.kind}{where}{' (racing)' if f.racing else ''}: {f.message}")
             if f.ops is None:
                 lines.append(f"    first:  {_op(f.first, f.labels[0], f.first_access)}")
                 lines.append(f"    second: {_op(f.second, f.labels[1], f.second_access)}")
             lines.append(f"    fix:    {f.fix}")
             if f.params is not None:
                 lines.append(f"    params: {', '.join(f'{k}={v}' for k, v in f.params)} (smallest failing values)")
-            if f.witness is not None:
-                lines.append(f"    witness: {' -> '.join(f.witness)}")
+            lines += _witness_lines(f)
         a = r.agreement
         if a is not None:
             lines.append(f"  expect: {'agrees' if a.agrees else 'DISAGREES'}")
