@@ -106,35 +106,52 @@ class _HeldRun:
         self.recorder = _Recorder(stream)
         self.walk = Walk(stream, self.recorder)
         self.held: Node | None = held
+        self.waiters: dict[str, set[str]] = {}  # semaphore -> the queues with a batch that waits for it
+        for t in stream.threads:
+            for op in t.ops:
+                if isinstance(op, ir.Submit):
+                    for b in op.batches:
+                        for w in b.waits:
+                            self.waiters.setdefault(w.semaphore, set()).add(op.queue)
 
     def run(self) -> None:
-        """Every thread until it blocks, every queue drained after each host op; until nothing progresses."""
+        """Every thread until it blocks, the queues it may have unblocked drained after each host op; until
+        nothing progresses."""
         walk, progress = self.walk, True
         host_held = self.held.key if self.held is not None and not self.held.batch else None
         while progress:
             progress = False
             for thread, (name, ops) in enumerate(walk.threads):
                 while walk.pc[thread] < len(ops):
-                    ref = format_ref(name, walk.pc[thread])
+                    ref, op = format_ref(name, walk.pc[thread]), ops[walk.pc[thread]]
                     if ref == host_held or not walk.step_host(thread):
                         break
                     self.recorder.happened(ref)
                     progress = True
-                    self.drain()
+                    if isinstance(op, ir.Submit):
+                        self.drain({op.queue})
+                    elif isinstance(op, ir.SignalSemaphore):
+                        self.drain(self._waiting({op.semaphore}))
 
-    def drain(self) -> None:
+    def drain(self, queues: set[str]) -> None:
+        """Run the batches of `queues` while their waits allow, and of the queues their signals wake: only a
+        queue with a batch that waits for a semaphore just signalled can have become ready."""
         held = self.held.key if self.held is not None and self.held.batch else None
-        progress = True
-        while progress:
-            progress = False
-            for queue, pending in self.walk.pending.items():
-                while pending:
-                    if held is not None and self.recorder.key(pending[0]) == held:
-                        self._begin_held(pending[0])
-                        break
-                    if not self.walk.step_batch(queue):
-                        break
-                    progress = True
+        while queues:
+            queue = queues.pop()
+            pending = self.walk.pending[queue]
+            while pending:
+                if self.recorder.key(pending[0]) == held:
+                    self._begin_held(pending[0])
+                    break
+                signalled = {s.semaphore for s in pending[0].batch.signals}
+                if not self.walk.step_batch(queue):
+                    break
+                if signalled:
+                    queues |= self._waiting(signalled)
+
+    def _waiting(self, semaphores: set[str]) -> set[str]:
+        return set().union(*(self.waiters.get(s, ()) for s in semaphores))
 
     def _begin_held(self, p: PendingBatch) -> None:
         """The held batch begins as soon as its waits are satisfied (spec 7.4); it does not end."""
@@ -151,7 +168,7 @@ class _HeldRun:
             if not held.batch and walk.pc[thread] < len(ops) and format_ref(name, walk.pc[thread]) == held.key \
                     and walk.step_host(thread):
                 self.recorder.happened(held.key)
-        self.drain()  # a held batch first: it heads its queue when it has begun
+        self.drain(set(walk.pending))
         self.run()
 
     def complete(self) -> bool:
@@ -165,7 +182,6 @@ def _held_schedule(stream: ir.Stream, held: Node, until: str, increasing: bool) 
     the walk finds none. `increasing`: every timeline's signals must strictly
     increase (spec 7.4.2), as in any legal schedule; a witness of a non-increasing signal asks for less."""
     run = _HeldRun(stream, held)
-    run.drain()
     run.run()
     if until not in run.recorder.needs:
         return None

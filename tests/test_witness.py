@@ -1,0 +1,206 @@
+"""Witness slices (check/witness.py, issue 19): short, and every step needed.
+
+A slice is replayed with the walk (check/walk.py, the checker's rules for what may run next) on the
+program restricted to the slice's host ops: it must be a legal schedule prefix of that program that
+shows the pair (the second access runs while the first's batch has begun and not ended; for a
+non-increasing signal, the two signals in the finding's order). Dropping any one step must break
+that. Nothing here reads the witness code's own bookkeeping.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import replace
+
+import pytest
+
+from vkverify.check import check
+from vkverify.check.params import instance
+from vkverify.check.walk import Consumer, Walk
+from vkverify.cli import main
+from vkverify.model import from_dict, ir
+from vkverify.model.refs import format_ref, parse_ref, split_ref
+
+from .conftest import CORPUS, ROOT
+
+MOST_STEPS = 40
+
+
+def _benchmark():
+    spec = importlib.util.spec_from_file_location("semaphores_benchmark", ROOT / "benchmarks" / "semaphores.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+RING_DROPPED = [from_dict(_benchmark().ring(n, drop_wait=True)) for n in range(2, 9)]
+
+
+class Replay:
+    """The walk over `stream` restricted to the host ops named in `events` (every other op deleted)."""
+
+    def __init__(self, stream: ir.Stream, events: list[str]) -> None:
+        kept = {e for e in events if " " not in e and parse_ref(e).owner in stream.index.threads}
+        self.new_ref: dict[str, str] = {}  # a kept host op's ref in the stream -> in the restricted one
+        threads = []
+        for t in stream.threads:
+            ops = []
+            for pc, op in enumerate(t.ops):
+                if format_ref(t.id, pc) in kept:
+                    self.new_ref[format_ref(t.id, pc)] = format_ref(t.id, len(ops))
+                    ops.append(op)
+            threads.append(replace(t, ops=tuple(ops)))
+        self.stream = replace(stream, threads=tuple(threads))
+        self.walk = Walk(self.stream, Consumer())
+        self.begun: set[str] = set()
+        self.ended: set[str] = set()
+
+    def pending(self, key: str):
+        """The restricted walk's pending batch for batch key `key` (`main[6]`, `main[6].batches[1]`)."""
+        ref, rest = split_ref(key)
+        index = int(rest[len(".batches["):-1]) if rest else 0
+        submit = self.new_ref.get(str(ref))
+        return next(((q, p) for q, ps in self.walk.pending.items() for p in ps
+                     if p.submit == submit and p.index == index), (None, None))
+
+    def step(self, event: str) -> bool:
+        """Run one host op or batch event; False where the walk's rules forbid it now."""
+        key, _, when = event.partition(" ")
+        if not when:
+            ref = parse_ref(self.new_ref[event])
+            thread = [t.id for t in self.stream.threads].index(ref.owner)
+            return self.walk.pc[thread] == ref.index and self.walk.step_host(thread)
+        queue, p = self.pending(key)
+        if p is None:
+            return False
+        if when == "begin":
+            earlier = list(self.walk.pending[queue])[:list(self.walk.pending[queue]).index(p)]
+            if not all(self._key(b) in self.begun for b in earlier) or self.walk.acquires(p) is None:
+                return False
+            self.begun.add(key)
+            return True
+        if key not in self.begun or self.walk.pending[queue][0] is not p or not self.walk.step_batch(queue):
+            return False
+        self.ended.add(key)
+        return True
+
+    def _key(self, p) -> str:
+        old = next(o for o, n in self.new_ref.items() if n == p.submit)
+        submit = self.stream.index.threads[parse_ref(p.submit).owner].ops[parse_ref(p.submit).index]
+        return old if len(submit.batches or (ir.Batch(),)) == 1 else f"{old}.batches[{p.index}]"
+
+
+def batch_of(stream: ir.Stream, ref: str) -> str | None:
+    """The batch key whose batch runs the command `ref` (None for a host op)."""
+    command, _, submit = ref.partition("@")
+    owner = parse_ref(command).owner
+    if owner in stream.index.threads:
+        return None
+    for t in stream.threads:
+        for pc, op in enumerate(t.ops):
+            if isinstance(op, ir.Submit) and (not submit or submit == format_ref(t.id, pc)):
+                for k, b in enumerate(op.batches):
+                    if owner in b.command_buffers:
+                        return format_ref(t.id, pc) if len(op.batches) == 1 else f"{format_ref(t.id, pc)}.batches[{k}]"
+    raise AssertionError(f"{ref} is in no submitted batch")
+
+
+def shows(stream: ir.Stream, events: list[str], f) -> bool:
+    """Whether `events` is a legal schedule prefix of the program restricted to its host ops and shows f."""
+    replay = Replay(stream, events)
+    if f.first is not None:
+        accesses = {f.first: batch_of(stream, f.first), f.second: batch_of(stream, f.second)}
+    else:  # timeline_not_increasing: where each op's signal happens, its (last) batch's end or the host op
+        accesses = {}
+    seen = []
+    for e in events:
+        if e in accesses and accesses[e] is not None:  # a command: its batch has begun and not ended
+            if accesses[e] not in replay.begun or accesses[e] in replay.ended:
+                return False
+        elif not replay.step(e):
+            return False
+        seen.append(e)
+    if f.first is not None:
+        return f.first in seen and f.second in seen and seen.index(f.second) < seen.index(f.first)
+    signal_events = [signal_event(stream, op) for op in f.ops]
+    return all(e in seen for e in signal_events) and seen.index(signal_events[0]) < seen.index(signal_events[1])
+
+
+def signal_event(stream: ir.Stream, ref: str) -> str:
+    """Where the signal of a host op or submit happens: the host op, or the end of the submit's batch that
+    signals (the last, if several)."""
+    op = stream.index.threads[parse_ref(ref).owner].ops[parse_ref(ref).index]
+    if not isinstance(op, ir.Submit):
+        return ref
+    k = max(k for k, b in enumerate(op.batches) if b.signals)
+    return f"{ref} end" if len(op.batches) == 1 else f"{ref}.batches[{k}] end"
+
+
+def _witnessed(streams):
+    for stream in streams:
+        for f in check(stream):
+            if f.witness is not None:
+                yield instance(stream, f.params), f
+
+
+def test_every_default_witness_is_a_short_slice_of_needed_steps():
+    seen = 0
+    for stream, f in _witnessed([from_dict(json.loads(p.read_text())) for p in CORPUS] + RING_DROPPED):
+        events = list(f.witness)
+        assert len(events) <= MOST_STEPS, (f.kind, f.first, f.second, events)
+        assert shows(stream, events, f), (stream.name, f.kind, events)
+        for i, dropped in enumerate(events):
+            assert not shows(stream, events[:i] + events[i + 1:], f), \
+                f"{stream.name}: {f.kind} {f.first} {f.second}: {dropped} is not needed in {events}"
+        assert len(f.witness_steps) == len(events) and all(f.witness_steps)
+        seen += 1
+    assert seen >= 20
+
+
+def test_a_slice_is_the_full_schedule_restricted_to_its_events():
+    stream = RING_DROPPED[-1]
+    for sliced, full in zip(check(stream), check(stream, witness="full")):
+        if sliced.witness is not None:
+            assert full.witness is not None and len(full.witness) > 2 * len(sliced.witness)
+            assert [e for e in full.witness if e in sliced.witness] == list(sliced.witness)
+
+
+def _class(f, stream) -> tuple:
+    return f.buffer, batch_of(stream, f.first), batch_of(stream, f.second)
+
+
+@pytest.mark.parametrize("limit", [1, 5])
+def test_witnesses_per_stream_are_limited_and_shared_by_class(limit):
+    stream = RING_DROPPED[-1]  # n = 8: 104 racing war findings, 8 (buffer, pair of queues) classes
+    findings = check(stream, witnesses=limit)
+    computed = [i for i, f in enumerate(findings) if f.witness is not None]
+    assert len(computed) == limit
+    queues = {}
+    for b in (p for t in stream.threads for p in t.ops if isinstance(p, ir.Submit)):
+        queues.update({cb: b.queue for batch in b.batches for cb in batch.command_buffers})
+    agents = [(f.buffer, queues[parse_ref(f.first).owner], queues[parse_ref(f.second).owner]) for f in findings]
+    for i, f in enumerate(findings):
+        if f.witness_same_as is not None:
+            k = f.witness_same_as - 1
+            assert findings[k].witness is not None and agents[k] == agents[i] and k < i
+        if f.kind == "war":
+            assert (f.witness is not None) + (f.witness_same_as is not None) + (f.witness_limit == limit) == 1
+    assert sum(f.witness_limit is not None for f in findings) == (8 - limit) * 13
+
+
+def test_cli_witness_options(capsys):
+    path = str(ROOT / "tests" / "corpus" / "81-ring-allreduce-no-cross-round-wait.json")
+    assert main(["check", "--format", "json", "--witness", "full", path]) == 1
+    full = [f for f in json.loads(capsys.readouterr().out)["findings"] if "witness" in f]
+    assert main(["check", "--format", "json", path]) == 1
+    sliced = [f for f in json.loads(capsys.readouterr().out)["findings"] if "witness" in f]
+    assert len(full) == len(sliced) == 2
+    assert all(len(s["witness"]) < len(f["witness"]) == len(f["witness_steps"]) for s, f in zip(sliced, full))
+    assert main(["check", "--witnesses", "1", path]) == 1
+    out = capsys.readouterr().out
+    assert "witness (15 steps):" in out and "witness: not computed (limit 1 per stream" in out
+    assert '      send0_1[0]     second access: "send chunk" copy/transfer_write' in out
+    with pytest.raises(SystemExit) as usage:
+        main(["check", "--witnesses", "-1", path])
+    assert usage.value.code == 2 and "--witnesses: must be at least 0, got -1" in capsys.readouterr().err
