@@ -80,9 +80,9 @@ def main(argv: list[str]) -> None:
     for n in range(2, 17):
         load, seconds, found = timed(ring(n), runs=3)
         _, dropped, racing = timed(ring(n, drop_wait=True), runs=3)
-        witnesses = [len(f.witness) for f in racing if f.witness is not None]
-        print(f"  n={n:2d}: {load:6.3f} {seconds:6.3f}, {len(found)} findings | {dropped:6.3f}, {len(racing):3d} findings "
-              f"({len(witnesses)} witnesses, at most {max(witnesses, default=0)} steps) | {dropped / seconds:4.2f}x")
+        steps = [len(f.witness) for f in racing if f.witness is not None]
+        print(f"  n={n:2d}: {load:6.3f} {seconds:6.3f}, {len(found)} findings | {dropped:6.3f}, {len(racing):3d} "
+              f"findings ({len(steps)} witnesses, at most {max(steps, default=0)} steps) | {dropped / seconds:4.2f}x")
     load, seconds, found = timed(ring(None))
     print(f"  params n in 2..8 in one call: load {load:.2f} s, check {seconds:.2f} s, {len(found)} findings")
     load, seconds, found = timed(submits(count))

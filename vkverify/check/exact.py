@@ -141,4 +141,6 @@ class _NodeIndex:
         return self.queue[node.key] if node.batch else owner_of(node.key)
 
     def agents_differ(self, first: str | None, second: str | None) -> bool:
-        return first is not None and second is not None and self.agent(self.node(first)) != self.agent(self.node(second))
+        if first is None or second is None:
+            return False
+        return self.agent(self.node(first)) != self.agent(self.node(second))
