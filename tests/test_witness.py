@@ -14,6 +14,8 @@ import json
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vkverify.check import check
 from vkverify.check.params import instance
@@ -23,6 +25,8 @@ from vkverify.model import from_dict, ir
 from vkverify.model.refs import format_ref, parse_ref, split_ref
 
 from .conftest import CORPUS, ROOT
+from .differential import SETTINGS, streams
+from .test_semaphores import timeline_streams
 
 MOST_STEPS = 40
 
@@ -147,15 +151,29 @@ def _witnessed(streams):
 def test_every_default_witness_is_a_short_slice_of_needed_steps():
     seen = 0
     for stream, f in _witnessed([from_dict(json.loads(p.read_text())) for p in CORPUS] + RING_DROPPED):
-        events = list(f.witness)
-        assert len(events) <= MOST_STEPS, (f.kind, f.first, f.second, events)
-        assert shows(stream, events, f), (stream.name, f.kind, events)
-        for i, dropped in enumerate(events):
-            assert not shows(stream, events[:i] + events[i + 1:], f), \
-                f"{stream.name}: {f.kind} {f.first} {f.second}: {dropped} is not needed in {events}"
-        assert len(f.witness_steps) == len(events) and all(f.witness_steps)
+        assert len(f.witness) <= MOST_STEPS, (f.kind, f.first, f.second, f.witness)
+        assert_needed_steps(stream, f)
+        assert len(f.witness_steps) == len(f.witness) and all(f.witness_steps)
         seen += 1
     assert seen >= 20
+
+
+def assert_needed_steps(stream: ir.Stream, f) -> None:
+    events = list(f.witness)
+    assert shows(stream, events, f), (stream.name, f.kind, events)
+    for i, dropped in enumerate(events):
+        assert not shows(stream, events[:i] + events[i + 1:], f), \
+            f"{stream.name}: {f.kind} {f.first} {f.second}: {dropped} is not needed in {events}"
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(st.one_of(timeline_streams(), streams()))
+def test_every_step_of_random_streams_witnesses_is_needed(doc):
+    """Several queues and host threads, binary and timeline semaphores, fences, idle waits, host accesses."""
+    stream = from_dict(doc)
+    for f in check(stream):
+        if f.witness is not None:
+            assert_needed_steps(stream, f)
 
 
 def test_a_slice_is_the_full_schedule_restricted_to_its_events():
