@@ -1,10 +1,12 @@
 """Witness slices (check/witness.py, issue 19): short, and every step needed.
 
-A slice is replayed with the walk (check/walk.py, the checker's rules for what may run next) on the
-program restricted to the slice's host ops: it must be a legal schedule prefix of that program that
-shows the pair (the second access runs while the first's batch has begun and not ended; for a
-non-increasing signal, the two signals in the finding's order). Dropping any one step must break
-that. Nothing here reads the witness code's own bookkeeping.
+A slice starts where the full witness schedule reaches its first event (the cut); what ran before is
+the past. Past and slice are replayed with the walk (check/walk.py, the checker's rules for what may
+run next) on the program restricted to their host ops (every other op deleted): they must be a legal
+schedule prefix of it that shows the pair (the second access runs while the first's batch has begun,
+and that batch ends after it; for a non-increasing signal, the two signals in the finding's order).
+Dropping any one step of the slice must break that. Nothing here reads the witness code's own
+bookkeeping.
 """
 
 from __future__ import annotations
@@ -38,7 +40,10 @@ def _benchmark():
     return module
 
 
+# The ring streams of benchmarks/semaphores.py: every cross-round wait dropped (witnesses at the first
+# rounds), or only x0's at the last round (a witness after 2(n-1) rounds of correct synchronization).
 RING_DROPPED = [from_dict(_benchmark().ring(n, drop_wait=True)) for n in range(2, 9)]
+RING_ONE_DROPPED = [from_dict(_benchmark().ring_one_wait_dropped(n)) for n in range(2, 9)]
 
 
 class Replay:
@@ -110,12 +115,14 @@ def batch_of(stream: ir.Stream, ref: str) -> str | None:
     raise AssertionError(f"{ref} is in no submitted batch")
 
 
-def shows(stream: ir.Stream, events: list[str], f) -> bool:
-    """Whether `events` is a legal schedule prefix of the program restricted to its host ops and shows f."""
-    replay = Replay(stream, events)
+def shows(stream: ir.Stream, past: list[str], events: list[str], f) -> bool:
+    """Whether `past` then `events` is a legal schedule prefix of the program restricted to their host ops,
+    and `events` shows f."""
+    replay = Replay(stream, past + events)
+    assert all(replay.step(e) for e in past), "the full witness's past does not replay"
     if f.first is not None:
         accesses = {f.first: batch_of(stream, f.first), f.second: batch_of(stream, f.second)}
-    else:  # timeline_not_increasing: where each op's signal happens, its (last) batch's end or the host op
+    else:  # timeline_not_increasing
         accesses = {}
     seen = []
     for e in events:
@@ -126,9 +133,11 @@ def shows(stream: ir.Stream, events: list[str], f) -> bool:
             return False
         seen.append(e)
     if f.first is not None:
-        return f.first in seen and f.second in seen and seen.index(f.second) < seen.index(f.first)
-    signal_events = [signal_event(stream, op) for op in f.ops]
-    return all(e in seen for e in signal_events) and seen.index(signal_events[0]) < seen.index(signal_events[1])
+        first_end = [] if accesses[f.first] is None else [f"{accesses[f.first]} end"]
+        order = [f.second, f.first] + first_end
+    else:
+        order = [signal_event(stream, op) for op in f.ops]
+    return all(e in seen for e in order) and [seen.index(e) for e in order] == sorted(seen.index(e) for e in order)
 
 
 def signal_event(stream: ir.Stream, ref: str) -> str:
@@ -142,27 +151,31 @@ def signal_event(stream: ir.Stream, ref: str) -> str:
 
 
 def _witnessed(streams):
+    """(the instance checked, its finding with a slice, the same finding's full witness)."""
     for stream in streams:
-        for f in check(stream):
+        for f, full in zip(check(stream), check(stream, witness="full")):
             if f.witness is not None:
-                yield instance(stream, f.params), f
+                yield instance(stream, f.params), f, full.witness
 
 
 def test_every_default_witness_is_a_short_slice_of_needed_steps():
     seen = 0
-    for stream, f in _witnessed([from_dict(json.loads(p.read_text())) for p in CORPUS] + RING_DROPPED):
+    for stream, f, full in _witnessed([from_dict(json.loads(p.read_text())) for p in CORPUS] + RING_DROPPED
+                                   + RING_ONE_DROPPED):
         assert len(f.witness) <= MOST_STEPS, (f.kind, f.first, f.second, f.witness)
-        assert_needed_steps(stream, f)
+        assert_needed_steps(stream, f, full)
         assert len(f.witness_steps) == len(f.witness) and all(f.witness_steps)
         seen += 1
     assert seen >= 20
 
 
-def assert_needed_steps(stream: ir.Stream, f) -> None:
+def assert_needed_steps(stream: ir.Stream, f, full: tuple[str, ...]) -> None:
     events = list(f.witness)
-    assert shows(stream, events, f), (stream.name, f.kind, events)
+    assert [e for e in full if e in events] == events, "the slice is not the full schedule restricted to it"
+    past = [e for e in full[:full.index(events[0])] if e not in (f.first, f.second)]
+    assert shows(stream, past, events, f), (stream.name, f.kind, events)
     for i, dropped in enumerate(events):
-        assert not shows(stream, events[:i] + events[i + 1:], f), \
+        assert not shows(stream, past, events[:i] + events[i + 1:], f), \
             f"{stream.name}: {f.kind} {f.first} {f.second}: {dropped} is not needed in {events}"
 
 
@@ -170,10 +183,8 @@ def assert_needed_steps(stream: ir.Stream, f) -> None:
 @given(st.one_of(timeline_streams(), streams()))
 def test_every_step_of_random_streams_witnesses_is_needed(doc):
     """Several queues and host threads, binary and timeline semaphores, fences, idle waits, host accesses."""
-    stream = from_dict(doc)
-    for f in check(stream):
-        if f.witness is not None:
-            assert_needed_steps(stream, f)
+    for stream, f, full in _witnessed([from_dict(doc)]):
+        assert_needed_steps(stream, f, full)
 
 
 def test_a_slice_is_the_full_schedule_restricted_to_its_events():
@@ -217,7 +228,7 @@ def test_cli_witness_options(capsys):
     assert all(len(s["witness"]) < len(f["witness"]) == len(f["witness_steps"]) for s, f in zip(sliced, full))
     assert main(["check", "--witnesses", "1", path]) == 1
     out = capsys.readouterr().out
-    assert "witness (15 steps):" in out and "witness: not computed (limit 1 per stream" in out
+    assert "witness (14 steps):" in out and "witness: not computed (limit 1 per stream" in out
     assert '      send0_1[0]     second access: "send chunk" copy/transfer_write' in out
     with pytest.raises(SystemExit) as usage:
         main(["check", "--witnesses", "-1", path])

@@ -10,16 +10,19 @@ host op is not performed) while every other host op and batch runs as soon as th
 nothing more can; if the other operation has then run, releasing the held one and running the rest
 completes a legal schedule in which the two overlap. One walk of the stream per witness.
 
-The slice keeps of that schedule the events the two target events need, found backwards through what
-each event waited for: a batch begins after its submit, after the signals its semaphore waits acquired
-(the ones the walk gave them) and after the batches submitted before it to its queue (of those in the
-slice) began (spec 7.2 submission order); a batch ends after it began, and one that signals after the
-batches before it on its queue (of those in the slice) ended (7.2 signal operation order). Host ops
-need nothing: program order between the host ops kept is the schedule's own, and host ops left out
-(other submits, host waits) never block the ones kept.
-So the slice is, by construction, the schedule restricted to its events, a legal schedule prefix of
-the program restricted to its operations (every other host op, and the batches of the submits left
-out, deleted), and dropping any one step leaves a step whose need is missing.
+The slice keeps of that schedule the events the target events need (the second start and the
+first's end; for a non-increasing signal the two signals), found backwards through what each event
+waited for, back to the cut: the earliest of the two operations' submits and of the signals their
+semaphore waits acquired; what ran before the cut is the state the slice starts from. A batch begins
+after its submit, after the signals its waits acquired (the ones the walk gave them) and after the
+batches submitted before it to its queue began (spec 7.2 submission order); a batch ends after it
+began, and one that signals after the batches before it on its queue ended (7.2 signal operation
+order). Host ops need nothing: program order between the host ops kept is the schedule's own, and
+host ops left out (other submits, host waits) never block the ones kept.
+So the slice is the schedule restricted to its events; from the state at the cut it is a legal
+schedule prefix of the program restricted to the operations run before the cut and its own (every
+other host op, and the batches of the submits left out, deleted); and dropping any one step leaves a
+step whose need is missing.
 """
 
 from __future__ import annotations
@@ -194,17 +197,17 @@ def _held_schedule(stream: ir.Stream, held: Node, until: str, increasing: bool) 
 def overlap(stream: ir.Stream, first: Node, first_ref: str, second: Node, second_ref: str,
             scope: Scope) -> Witness | None:
     """A schedule in which `second` starts before `first` completes, with the two accesses marked: the
-    second right after its batch begins; the first right before its batch ends (in the slice, where its
-    batch does not end: last). None if the walk finds none (the batches ordered and only their stages
-    not, or no complete schedule)."""
+    second right after its batch begins, the first right before its batch ends. None if the walk finds
+    none (the batches ordered and only their stages not, or no complete schedule)."""
     recorder = _held_schedule(stream, first, second.start, increasing=True)
     if recorder is None:
         return None
-    events = list(recorder.events) if scope == "full" else _slice(recorder, [first.start, second.start])
+    events = recorder.events if scope == "full" else _slice(recorder, [first, second], [second.start, first.done])
+    events = list(events)
     if second.batch:
         events.insert(events.index(second.start) + 1, second_ref)
     if first.batch:
-        events.insert(events.index(first.done) if scope == "full" else len(events), first_ref)
+        events.insert(events.index(first.done), first_ref)
     return tuple(events)
 
 
@@ -214,36 +217,40 @@ def in_order(stream: ir.Stream, first: Node, second: Node, scope: Scope) -> Witn
     recorder = _held_schedule(stream, second, first.done, increasing=False)
     if recorder is None:
         return None
-    return tuple(recorder.events) if scope == "full" else tuple(_slice(recorder, [first.done, second.done]))
+    return tuple(recorder.events if scope == "full" else _slice(recorder, [first, second], [first.done, second.done]))
 
 
-def _slice(recorder: _Recorder, targets: list[str]) -> list[str]:
-    """The events `targets` need, transitively, in the schedule's order (the module docstring's rules)."""
+def _slice(recorder: _Recorder, nodes: list[Node], targets: list[str]) -> list[str]:
+    """The events `targets` need, transitively, back to the cut, in the schedule's order (the module
+    docstring's rules). The cut: the earliest of the nodes' submits (a host op: itself) and of the signals
+    their semaphore waits acquired; what ran before it is the state the slice starts from."""
+    position = {e: i for i, e in enumerate(recorder.events)}
+    cut = min(position[e] for n in nodes for e in (recorder.needs[n.start] if n.batch else (n.key,)))
     need: set[str] = set()
     todo = list(targets)
     while todo:
         while todo:
             event = todo.pop()
-            if event not in need:
+            if event not in need and position[event] >= cut:
                 need.add(event)
                 todo += recorder.needs[event]
-        todo = [e for e in _queue_needs(recorder, need) if e not in need]
-    position = {e: i for i, e in enumerate(recorder.events)}
+        todo = [e for e in _queue_needs(recorder, need, position, cut) if e not in need]
     return sorted(need, key=position.__getitem__)
 
 
-def _queue_needs(recorder: _Recorder, need: set[str]) -> list[str]:
-    """Spec 7.2: on each queue, of the batches whose submits are kept, one that begins needs the earlier
-    ones begun; one whose end signals needs the earlier ones ended."""
+def _queue_needs(recorder: _Recorder, need: set[str], position: dict[str, int], cut: int) -> list[str]:
+    """Spec 7.2: on each queue, of the batches kept (submitted before the cut, or in the slice), one that
+    begins needs the earlier ones begun; one whose end signals needs the earlier ones ended (events before
+    the cut are done)."""
     out = []
     for keys in recorder.queue_order.values():
-        kept = [k for k in keys if recorder.submit_of[k] in need]
+        kept = [k for k in keys if recorder.submit_of[k] in need or position[recorder.submit_of[k]] < cut]
         for i, k in enumerate(kept):
             if f"{k} begin" in need:
                 out += [f"{j} begin" for j in kept[:i]]
             if f"{k} end" in need and k in recorder.signalling:
                 out += [f"{j} end" for j in kept[:i]]
-    return out
+    return [e for e in out if position[e] >= cut]
 
 
 # ---- naming the steps for people ---------------------------------------------------------------
