@@ -91,8 +91,9 @@ def main(argv: list[str]) -> None:
         row = f"  n={n:2d}: load {load:5.3f}, clean {seconds:6.3f} ({len(found)} findings)"
         for doc in (ring_one_wait_dropped(n), ring(n, drop_wait=True)):
             _, dropped, racing = timed(doc, runs=3)
-            steps = [len(f.witness) for f in racing if f.witness is not None]
-            row += f" | {dropped:6.3f} ({len(racing):3d}, {len(steps)}, {max(steps, default=0):2d}) {dropped / seconds:4.2f}x"
+            most = max((len(f.witness) for f in racing if f.witness is not None), default=0)
+            computed = sum(f.witness is not None for f in racing)
+            row += f" | {dropped:6.3f} ({len(racing):3d}, {computed}, {most:2d}) {dropped / seconds:4.2f}x"
         print(row)
     load, seconds, found = timed(ring(None))
     print(f"  params n in 2..8 in one call: load {load:.2f} s, check {seconds:.2f} s, {len(found)} findings")
