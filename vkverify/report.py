@@ -55,7 +55,7 @@ def _op(ref: str | None, label: str | None, access: str | None) -> str:
 def _witness_lines(f: Finding) -> list[str]:
     """One line per step of the witness, the event beside its name in the stream's words."""
     if f.witness_same_as is not None:
-        return [f"    witness: same as #{f.witness_same_as} (same buffer and agents)"]
+        return [f"    witness: same as #{f.witness_same_as} (same buffer or timeline, same two agents)"]
     if f.witness_limit is not None:
         return [f"    witness: not computed (limit {f.witness_limit} per stream: --witnesses N)"]
     if f.witness is None:
