@@ -5,9 +5,10 @@ have one signaller and that have no cross-queue hazard do no more work:
 - a timeline several queues or threads signal: `timeline_not_increasing` when
   some complete schedule orders two signals non-increasingly, and deadlocks
   named by an unsat core (z3);
-- a hazard between two queues or threads, and a non-increasing signal: a
-  witness schedule (the walk's), one per class of findings (the same buffer or
-  timeline and the same two agents), at most `limit` computed per stream.
+- a racing hazard (two queues or threads, no execution dependency), and a
+  non-increasing signal: a witness schedule (the walk's), one per class of
+  findings (the same buffer or timeline and the same two agents), at most
+  `limit` computed per stream.
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ def refine(stream: ir.Stream, findings: list[Finding], shared: frozenset[str],
            scope: witness.Scope = "slice", limit: int = WITNESSES) -> list[Finding]:
     if not shared and not any(f.kind in ACCESS_KINDS for f in findings):
         return findings  # nothing to decide: no model, no plan (keeps clean streams as fast as before)
-    nodes = _NodeIndex(stream)
-    cross = {i for i, f in enumerate(findings) if f.kind in ACCESS_KINDS and nodes.agents_differ(f.first, f.second)}
+    # Racing: two queues or threads with no execution dependency at all. Any dependency orders the two
+    # batches too, so then no schedule overlaps them: no witness to look for.
+    cross = {i for i, f in enumerate(findings) if f.kind in ACCESS_KINDS and f.racing}
     if not shared and not cross:
         return findings
+    nodes = _NodeIndex(stream)
     semantics = smt.Semantics(stream) if shared else None
     budget = _Budget(limit)
     out = []
@@ -39,7 +42,7 @@ def refine(stream: ir.Stream, findings: list[Finding], shared: frozenset[str],
         if i in cross:
             first, second = nodes.node(f.first), nodes.node(f.second)
             f = _named_steps(stream, replace(f, **budget.witness(
-                (f.buffer, nodes.agent(first), nodes.agent(second)), i + 1,
+                (f.buffer, nodes.agent(first), nodes.agent(second)), (first, second), i + 1,
                 lambda: witness.overlap(stream, first, f.first, second, f.second, scope))))
         elif f.kind == "deadlock" and semantics is not None:
             f = _named_deadlock(f, semantics, stream)
@@ -48,28 +51,34 @@ def refine(stream: ir.Stream, findings: list[Finding], shared: frozenset[str],
         for a, b in semantics.non_increasing(shared):
             first, second = nodes.signal_node(a), nodes.signal_node(b)
             out.append(_named_steps(stream, replace(_not_increasing(a, b), **budget.witness(
-                (a.semaphore, a.agent, b.agent), len(out) + 1,
+                (a.semaphore, a.agent, b.agent), (first, second), len(out) + 1,
                 lambda: witness.in_order(stream, first, second, scope)))))
     return out
 
 
 class _Budget:
-    """One witness per class of findings, at most `limit` computed: the rest point to their class's."""
+    """One witness per class of findings, at most `limit` walks: the rest point to their class's."""
 
     def __init__(self, limit: int) -> None:
         self.limit, self.spent = limit, 0
         self.found: dict[tuple, int] = {}  # class -> number of the finding holding its witness
+        self.none: set[tuple] = set()  # pairs of nodes the walk found no witness for
 
-    def witness(self, key: tuple, number: int, compute) -> dict:
-        """The witness fields of finding `number` of class `key` (a class whose witness the walk did not
-        find is tried again by its next finding)."""
+    def witness(self, key: tuple, pair: tuple, number: int, compute) -> dict:
+        """The witness fields of finding `number` of class `key` about nodes `pair`. The walk's answer
+        depends on the nodes only, so a pair without a witness is not walked again; a class without one
+        tries again with its next pair."""
         if key in self.found:
             return {"witness_same_as": self.found[key]}
+        if pair in self.none:
+            return {}
         if self.spent >= self.limit:
             return {"witness_limit": self.limit}
         self.spent += 1
         found = compute()
-        if found is not None:
+        if found is None:
+            self.none.add(pair)
+        else:
             self.found[key] = number
         return {"witness": found}
 
@@ -139,8 +148,3 @@ class _NodeIndex:
 
     def agent(self, node: witness.Node) -> str:
         return self.queue[node.key] if node.batch else owner_of(node.key)
-
-    def agents_differ(self, first: str | None, second: str | None) -> bool:
-        if first is None or second is None:
-            return False
-        return self.agent(self.node(first)) != self.agent(self.node(second))
