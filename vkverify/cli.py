@@ -45,7 +45,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             results.append(bad_input(file, loaded))
             continue
         stream, partial = loaded
-        found = suppress(stream, check(stream, args.readings or DEFAULT))
+        found = suppress(stream, check(stream, args.readings or DEFAULT, args.witness, args.witnesses))
         agreement = compare(stream, list(found.kept)) if args.expect else None
         results.append(FileResult(file, stream.name, list(found.kept), agreement, partial, found.suppressed,
                                   found.warnings, loaded=stream))
@@ -71,11 +71,18 @@ class _ReadingAction(argparse.Action):
             parser.error(f"{option_string} {e}")
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def _at_least(least: int):
+    """An argparse type: an integer of at least `least`."""
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
+        return value
+    parse.__name__ = "integer"  # argparse names the type so in its errors
+    return parse
+
+
+_positive, _natural = _at_least(1), _at_least(0)
 
 
 def _add_simulate(sub) -> None:
@@ -417,6 +424,12 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--reading", dest="readings", metavar="NAME=VALUE", action=_ReadingAction,
                    help="answer an open question of the spec the other way, e.g. all_commands_includes_host=true "
                         "(docs/format.md, Readings; repeatable)")
+    c.add_argument("--witness", choices=("slice", "full"), default="slice",
+                   help="a hazard between queues or threads is shown by the slice of a schedule that makes it happen "
+                        "(default), or by the full schedule")
+    c.add_argument("--witnesses", type=_natural, default=None, metavar="N",
+                   help="compute at most N witnesses per stream, one per buffer and pair of queues or threads; "
+                        "the findings beyond name the one that stands for them (default 5)")
     c.set_defaults(run=cmd_check)
     _add_simulate(sub)
     _add_replay(sub)

@@ -55,6 +55,19 @@ def _headline(f: Finding) -> str:
     return f"{f.kind} {f.buffer} [{f.range[0]}, {f.range[1]})" if f.range else f.kind
 
 
+def _witness_lines(f: Finding) -> list[str]:
+    """One line per step of the witness, the event beside its name in the stream's words."""
+    if f.witness_same_as is not None:
+        return [f"    witness: same as #{f.witness_same_as} (same buffer or timeline, same two agents)"]
+    if f.witness_limit is not None:
+        return [f"    witness: not computed (limit {f.witness_limit} per stream: --witnesses N)"]
+    if f.witness is None:
+        return []
+    width = max(map(len, f.witness))
+    return [f"    witness ({len(f.witness)} steps):"] + \
+        [f"      {event:<{width}}  {step}" for event, step in zip(f.witness, f.witness_steps or f.witness)]
+
+
 def format_text(results: list[FileResult]) -> str:
     lines = []
     for r in results:
@@ -68,16 +81,15 @@ def format_text(results: list[FileResult]) -> str:
         lines += [f"  warning: {w}" for w in r.warnings]
         for f, reason in r.suppressed:
             lines.append(f"  suppressed {_headline(f)}: {reason}")
-        for f in r.findings:
-            lines.append(f"  {_headline(f)}{' (racing)' if f.racing else ''}: {f.message}")
+        for number, f in enumerate(r.findings, 1):
+            lines.append(f"  #{number} {_headline(f)}{' (racing)' if f.racing else ''}: {f.message}")
             if f.ops is None:
                 lines.append(f"    first:  {_op(f.first, f.labels[0], f.first_access)}")
                 lines.append(f"    second: {_op(f.second, f.labels[1], f.second_access)}")
             lines.append(f"    fix:    {f.fix}")
             if f.params is not None:
                 lines.append(f"    params: {', '.join(f'{k}={v}' for k, v in f.params)} (smallest failing values)")
-            if f.witness is not None:
-                lines.append(f"    witness: {' -> '.join(f.witness)}")
+            lines += _witness_lines(f)
         a = r.agreement
         if a is not None:
             lines.append(f"  expect: {'agrees' if a.agrees else 'DISAGREES'}")

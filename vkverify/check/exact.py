@@ -1,12 +1,14 @@
-"""Where the one-order checker is not exact, ask z3 (smt.Semantics).
+"""Where the one-order checker is not exact, ask z3 (smt.Semantics); and witnesses (check/witness.py).
 
 Runs only when it has something to decide, so streams whose timelines each
-have one signaller and that have no cross-queue hazard never build a model:
+have one signaller and that have no cross-queue hazard do no more work:
 - a timeline several queues or threads signal: `timeline_not_increasing` when
   some complete schedule orders two signals non-increasingly, and deadlocks
-  named by an unsat core;
-- a hazard between two queues or threads: a witness schedule in which the
-  second access starts before the first completes.
+  named by an unsat core (z3);
+- a racing hazard (two queues or threads, no execution dependency), and a
+  non-increasing signal: a witness schedule (the walk's), one per class of
+  findings (the same buffer or timeline and the same two agents), at most
+  `limit` computed per stream.
 """
 
 from __future__ import annotations
@@ -16,31 +18,79 @@ from dataclasses import replace
 
 from ..model import ir
 from ..model.refs import owner_of, sort_key, split_submit
-from . import smt
+from . import smt, witness
 from .findings import ACCESS_KINDS, Finding
 
 WAIT_LABEL = re.compile(r"^wait (\S+) (\S+)(?: >= (\d+))?$")
+WITNESSES = 5  # computed per stream by default: a handful to read, at the cost of one walk each
 
 
-def refine(stream: ir.Stream, findings: list[Finding], shared: frozenset[str]) -> list[Finding]:
+def refine(stream: ir.Stream, findings: list[Finding], shared: frozenset[str],
+           scope: witness.Scope = "slice", limit: int = WITNESSES) -> list[Finding]:
     if not shared and not any(f.kind in ACCESS_KINDS for f in findings):
         return findings  # nothing to decide: no model, no plan (keeps clean streams as fast as before)
-    nodes = _NodeIndex(stream)
-    cross = [f for f in findings if f.kind in ACCESS_KINDS and nodes.agents_differ(f.first, f.second)]
+    # Racing: two queues or threads with no execution dependency at all. Any dependency orders the two
+    # batches too, so then no schedule overlaps them: no witness to look for.
+    cross = {i for i, f in enumerate(findings) if f.kind in ACCESS_KINDS and f.racing}
     if not shared and not cross:
         return findings
-    semantics = smt.Semantics(stream)
+    nodes = _NodeIndex(stream)
+    semantics = smt.Semantics(stream) if shared else None
+    budget = _Budget(limit)
     out = []
-    for f in findings:
-        if f in cross:
+    for i, f in enumerate(findings):
+        if i in cross:
             first, second = nodes.node(f.first), nodes.node(f.second)
-            f = replace(f, witness=semantics.overlap(first, f.first, second, f.second))
-        elif f.kind == "deadlock" and shared:
+            f = _named_steps(stream, replace(f, **budget.witness(
+                (f.buffer, nodes.agent(first), nodes.agent(second)), (first, second), i + 1,
+                lambda: witness.overlap(stream, first, f.first, second, f.second, scope))))
+        elif f.kind == "deadlock" and semantics is not None:
             f = _named_deadlock(f, semantics, stream)
         out.append(f)
-    if shared:
-        out += [_not_increasing(a, b, witness) for a, b, witness in semantics.non_increasing(shared)]
+    if semantics is not None:
+        for a, b in semantics.non_increasing(shared):
+            first, second = nodes.signal_node(a), nodes.signal_node(b)
+            out.append(_named_steps(stream, replace(_not_increasing(a, b), **budget.witness(
+                (a.semaphore, a.agent, b.agent), (first, second), len(out) + 1,
+                lambda: witness.in_order(stream, first, second, scope)))))
     return out
+
+
+class _Budget:
+    """One witness per class of findings, at most `limit` walks: the rest point to their class's."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.spent = limit, 0
+        self.found: dict[tuple, int] = {}  # class -> number of the finding holding its witness
+        self.none: set[tuple] = set()  # pairs of nodes the walk found no witness for
+
+    def witness(self, key: tuple, pair: tuple, number: int, compute) -> dict:
+        """The witness fields of finding `number` of class `key` about nodes `pair`. The walk's answer
+        depends on the nodes only, so a pair without a witness is not walked again; a class without one
+        tries again with its next pair."""
+        if key in self.found:
+            return {"witness_same_as": self.found[key]}
+        if pair in self.none:
+            return {}
+        if self.spent >= self.limit:
+            return {"witness_limit": self.limit}
+        self.spent += 1
+        found = compute()
+        if found is None:
+            self.none.add(pair)
+        else:
+            self.found[key] = number
+        return {"witness": found}
+
+
+def _named_steps(stream: ir.Stream, f: Finding) -> Finding:
+    """The finding with each step of its witness named for people, its two accesses by their labels."""
+    if f.witness is None:
+        return f
+    accesses = {ref: " ".join(x for x in (f"{which} access:", f'"{label}"' if label else None, access) if x)
+                for ref, which, label, access in ((f.first, "first", f.labels[0], f.first_access),
+                                                  (f.second, "second", f.labels[1], f.second_access)) if ref}
+    return replace(f, witness_steps=witness.steps(stream, f.witness, accesses))
 
 
 def _named_deadlock(f: Finding, semantics: smt.Semantics, stream: ir.Stream) -> Finding:
@@ -65,34 +115,36 @@ def _named_deadlock(f: Finding, semantics: smt.Semantics, stream: ir.Stream) -> 
     return replace(f, ops=names, message=f"no schedule completes: {', '.join(names)} wait for each other")
 
 
-def _not_increasing(a: smt.SignalNode, b: smt.SignalNode, witness: smt.Witness) -> Finding:
+def _not_increasing(a: smt.SignalNode, b: smt.SignalNode) -> Finding:
     """Spec 7.4.2: a signal's value must be greater than the timeline's current value."""
     return Finding("timeline_not_increasing",
                    f"some schedule runs {a.ref} (signals {a.semaphore!r} to {a.value}) before {b.ref} "
                    f"(signals it to {b.value}), so the second signal is not greater than the current value",
                    f"order {b.ref}'s signal before {a.ref}'s with a semaphore wait, or give it a smaller value",
-                   ops=(a.ref, b.ref), witness=witness)
+                   ops=(a.ref, b.ref))
 
 
 class _NodeIndex:
-    """Finding references -> schedule nodes (batch keys or host refs) and their agents."""
+    """Finding references -> schedule nodes (batches or host ops) and their agents."""
 
     def __init__(self, stream: ir.Stream) -> None:
         self.threads = stream.index.threads
-        self.batches = smt.plan(stream).batches
+        self.batches: dict[str, list[smt.BatchNode]] = {}  # command buffer -> the batches submitting it
+        self.queue: dict[str, str] = {}  # batch key -> queue
+        for b in smt.plan(stream).batches:
+            self.queue[b.key] = b.queue
+            for cb in b.batch.command_buffers:
+                self.batches.setdefault(cb, []).append(b)
 
-    def node(self, ref: str) -> str:
+    def node(self, ref: str) -> witness.Node:
         base, submit = split_submit(ref)
         owner = owner_of(base)
         if owner in self.threads:
-            return base
-        cb = owner
-        return next(b.key for b in self.batches
-                    if cb in b.batch.command_buffers and (not submit or b.submit == submit))
+            return witness.Node(base, False)
+        return witness.Node(next(b.key for b in self.batches[owner] if not submit or b.submit == submit), True)
 
-    def agent(self, ref: str) -> str:
-        node = self.node(ref)
-        return next((b.queue for b in self.batches if b.key == node), owner_of(node))
+    def signal_node(self, s: smt.SignalNode) -> witness.Node:
+        return witness.Node(s.owner, s.owner in self.queue)  # a host signal's ref names no batch
 
-    def agents_differ(self, first: str | None, second: str | None) -> bool:
-        return first is not None and second is not None and self.agent(first) != self.agent(second)
+    def agent(self, node: witness.Node) -> str:
+        return self.queue[node.key] if node.batch else owner_of(node.key)

@@ -78,8 +78,14 @@ class Finding:
     racing: bool = False
     ops: tuple[str, ...] | None = None
     labels: tuple[str | None, str | None] = field(default=(None, None), compare=False)
-    # A legal complete schedule (event names in time order, smt.Witness) showing the hazard.
+    # Events in time order showing the hazard (check/witness.py): the slice of a legal complete schedule,
+    # or with `witness="full"` the whole schedule.
     witness: tuple[str, ...] | None = None
+    witness_steps: tuple[str, ...] | None = None  # each event named by the stream's ids and labels
+    # Instead of a witness of its own: the number (1-based, in this stream's findings) of the finding of
+    # the same buffer and agents whose witness stands for it; or the limit of witnesses per stream reached.
+    witness_same_as: int | None = None
+    witness_limit: int | None = None
     # For a `params` stream: the parameter values of the instance the finding is about.
     params: tuple[tuple[str, int], ...] | None = None
 
@@ -100,6 +106,12 @@ class Finding:
             out["labels"] = list(self.labels)
         if self.witness is not None:
             out["witness"] = list(self.witness)
+        if self.witness_steps is not None:
+            out["witness_steps"] = list(self.witness_steps)
+        if self.witness_same_as is not None:
+            out["witness_same_as"] = self.witness_same_as
+        if self.witness_limit is not None:
+            out["witness_limit"] = self.witness_limit
         if self.params is not None:
             out["params"] = dict(self.params)
         return out

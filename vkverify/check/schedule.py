@@ -22,17 +22,19 @@ from .walk import Consumer, Misuse, PendingBatch, Walk, shared_timelines
 ALL_DEVICE = frozenset(DEVICE_STAGES)
 
 
-def check(stream: ir.Stream, readings: Readings = DEFAULT) -> list[Finding]:
+def check(stream: ir.Stream, readings: Readings = DEFAULT, witness: str = "slice",
+          witnesses: int | None = None) -> list[Finding]:
     """Every synchronization finding of `stream` under `readings` of what the spec leaves open, in the order
-    found; for a `params` stream, those of the smallest parameter values that have any."""
+    found; for a `params` stream, those of the smallest parameter values that have any. Witnesses
+    (check/witness.py): `witness` "slice" or "full", at most `witnesses` computed (default exact.WITNESSES)."""
     if stream.params:
         from .params import check_params
-        return check_params(stream, lambda instance: check(instance, readings))
+        return check_params(stream, lambda instance: check(instance, readings, witness, witnesses))
     from . import exact
     shared = shared_timelines(stream)
     with _cyclic_gc_paused():
         findings = Schedule(stream, shared, readings).run()
-    return exact.refine(stream, findings, shared)
+    return exact.refine(stream, findings, shared, witness, exact.WITNESSES if witnesses is None else witnesses)
 
 
 @contextmanager

@@ -3,8 +3,8 @@
 Every queue batch gets a begin and an end time, every host op one time.
 `plan(stream)` turns a stream into plain nodes (no z3); the `mk_*` functions
 build constraints over their times; `make_solver` is the one solver factory;
-the queries below push/pop per question and turn z3 models into `Witness`es
-(plain tuples of event names) before anything leaves this module.
+the queries below push/pop per question and return plain nodes and labels, never
+z3 objects. Witness schedules are the walk's (check/witness.py), not z3's.
 
 Time is per batch, not per stage: a semaphore wait's stage mask is not
 modelled here (the vector-clock checker handles masks). Batches on one queue
@@ -22,7 +22,7 @@ from typing import Iterable
 import z3
 
 from ..model import ir
-from ..model.refs import format_ref
+from ..model.refs import batch_ref, format_ref
 
 Constraint = tuple[str | None, z3.BoolRef]  # (tracking label or None for background, formula)
 
@@ -67,9 +67,6 @@ class Plan:
         return [s for s in self.signals if s.semaphore == semaphore]
 
 
-Witness = tuple[str, ...]  # event names in time order: `REF` (host op), `KEY begin`, `KEY end`, access refs
-
-
 def plan(stream: ir.Stream) -> Plan:
     """The schedule's nodes, in stream order."""
     batches, hosts, signals = [], [], []
@@ -80,7 +77,7 @@ def plan(stream: ir.Stream) -> Plan:
             if isinstance(op, ir.Submit):
                 parts = op.batches or (ir.Batch(),)
                 for k, b in enumerate(parts):
-                    key = ref if len(parts) == 1 else f"{ref}.batches[{k}]"
+                    key = batch_ref(ref, k, len(parts))
                     batches.append(BatchNode(key, ref, t.id, pc, op.queue, b,
                                              op.fence if k == len(parts) - 1 else None))
                     signals += [SignalNode(s.semaphore, s.value, key, ref, op.queue) for s in b.signals]
@@ -107,9 +104,6 @@ class Times:
         """When a signal owned by `owner` happens: its batch's end or its host op."""
         return self.end[owner] if owner in self.end else self.host[owner]
 
-    def start(self, node: str) -> z3.ArithRef:
-        return self.begin[node] if node in self.begin else self.host[node]
-
 
 # ---- constraint builders --------------------------------------------------------
 
@@ -124,8 +118,8 @@ def mk_program_order(p: Plan, t: Times) -> list[Constraint]:
     for thread, ops in by_thread.items():
         out += [(f"program order of {thread}", t.host[a.ref] < t.host[b.ref]) for a, b in zip(ops, ops[1:])]
     if len(p.hosts) > 1:
-        # Distinct host times: which of two threads' submits (or a submit and an idle wait) came first is
-        # then never a tie that sorting the witness could break the wrong way.
+        # Distinct host times: of two threads' submits (or a submit and an idle wait) one comes first, as
+        # the cross-thread submission order and idle-wait rules below assume.
         out.append((None, z3.Distinct(list(t.host.values()))))
     for b in p.batches:
         out.append((None, t.host[b.submit] < t.begin[b.key]))
@@ -214,16 +208,6 @@ def _host_wait(p: Plan, t: Times, h: HostNode) -> list[Constraint]:
     return []
 
 
-def mk_monotonic(p: Plan, t: Times) -> list[Constraint]:
-    """Spec 7.4.2: signals of one timeline strictly increase in time. Ordering the signals by value is the
-    same, and needs only one constraint per neighbouring pair."""
-    out: list[Constraint] = []
-    for sem, chain in _value_chains(p).items():
-        out += [(f"increasing {sem}", t.at(a.owner) < t.at(b.owner) if a.value < b.value else z3.BoolVal(False, t.ctx))
-                for a, b in zip(chain, chain[1:])]
-    return out
-
-
 def _value_chains(p: Plan) -> dict[str, list[SignalNode]]:
     chains = defaultdict(list)
     for s in p.signals:
@@ -259,8 +243,6 @@ class Semantics:
         base = mk_program_order(self.plan, self.times) + mk_queue_order(self.plan, self.times) + \
             mk_waits(self.plan, self.times)
         self.base, _ = make_solver(base, self.times.ctx)
-        self.legal, _ = make_solver(base + mk_monotonic(self.plan, self.times), self.times.ctx)
-        self._legal_sat: bool | None = None
 
     def blocking_core(self) -> tuple[str, ...] | None:
         """None when a complete schedule exists; else the labels of a minimal unsatisfiable set of waits
@@ -269,10 +251,10 @@ class Semantics:
             return None
         return tuple(sorted(str(c) for c in self.base.unsat_core()))
 
-    def non_increasing(self, semaphores: frozenset[str]) -> list[tuple[SignalNode, SignalNode, Witness]]:
+    def non_increasing(self, semaphores: frozenset[str]) -> list[tuple[SignalNode, SignalNode]]:
         """Spec 7.4.2 "must be greater than the current value": neighbouring signals in value order that
         some complete schedule performs in the other order (if any pair can be inverted, a neighbouring
-        one can)."""
+        one can), each as (the one it performs first, the other)."""
         out = []
         for sem, chain in _value_chains(self.plan).items():
             if sem not in semaphores:
@@ -281,46 +263,12 @@ class Semantics:
                 self.base.push()
                 self.base.add(self.times.at(b.owner) < self.times.at(a.owner))
                 if self.base.check() == z3.sat:
-                    out.append((b, a, self._witness(self.base.model())))
+                    out.append((b, a))
                 elif a.value == b.value:  # equal values: whichever runs second is not greater
                     self.base.pop()
                     self.base.push()
                     self.base.add(self.times.at(a.owner) < self.times.at(b.owner))
                     if self.base.check() == z3.sat:
-                        out.append((a, b, self._witness(self.base.model())))
+                        out.append((a, b))
                 self.base.pop()
         return out
-
-    def overlap(self, first: str, first_ref: str, second: str, second_ref: str) -> Witness | None:
-        """A legal complete schedule in which node `second` starts before node `first` completes, with the
-        two accesses marked (second right after its start, first right before its end); None if none."""
-        if self._legal_sat is None:
-            self._legal_sat = self.legal.check() == z3.sat
-        if not self._legal_sat:
-            return None
-        t = self.times
-        end_first = t.end[first] if first in t.end else t.host[first]
-        self.legal.push()
-        self.legal.add(t.start(second) < end_first)
-        found = self.legal.check() == z3.sat
-        events = self._witness(self.legal.model()) if found else None
-        self.legal.pop()
-        if events is None:
-            return None
-        out = list(events)
-        if second in t.begin:
-            out.insert(out.index(f"{second} begin") + 1, second_ref)
-        if first in t.end:
-            out.insert(out.index(f"{first} end"), first_ref)
-        return tuple(out)
-
-    def _witness(self, model: z3.ModelRef) -> Witness:
-        events = []
-        for i, h in enumerate(self.plan.hosts):
-            events.append((model.eval(self.times.host[h.ref], model_completion=True).as_long(), i, 0, h.ref))
-        for i, b in enumerate(self.plan.batches):
-            events.append((model.eval(self.times.begin[b.key], model_completion=True).as_long(), i, 1,
-                           f"{b.key} begin"))
-            events.append((model.eval(self.times.end[b.key], model_completion=True).as_long(), i, 2,
-                           f"{b.key} end"))
-        return tuple(name for *_, name in sorted(events))

@@ -34,6 +34,11 @@ def format_ref(owner: str, index: int | str, submit: Ref | str | None = None) ->
     return f"{owner}[{index}]@{submit}" if submit else f"{owner}[{index}]"
 
 
+def batch_ref(submit: str, index: int, count: int) -> str:
+    """A batch of a submission: the submit's reference, `main[1].batches[2]` when it has several batches."""
+    return submit if count == 1 else f"{submit}.batches[{index}]"
+
+
 def parse_ref(text: str) -> Ref | None:
     """The positional reference `text` spells (`cb0[2]`, `cb0[2]@main[5]`); None for anything else (an id)."""
     m = _WHOLE.fullmatch(text)
