@@ -221,9 +221,9 @@ def test_witnesses_per_stream_are_limited_and_shared_by_class(limit):
 def test_cli_witness_options(capsys):
     path = str(ROOT / "tests" / "corpus" / "81-ring-allreduce-no-cross-round-wait.json")
     assert main(["check", "--format", "json", "--witness", "full", path]) == 1
-    full = [f for f in json.loads(capsys.readouterr().out)["findings"] if "witness" in f]
+    full = [f for f in json.loads(capsys.readouterr().out)[0]["findings"] if "witness" in f]
     assert main(["check", "--format", "json", path]) == 1
-    sliced = [f for f in json.loads(capsys.readouterr().out)["findings"] if "witness" in f]
+    sliced = [f for f in json.loads(capsys.readouterr().out)[0]["findings"] if "witness" in f]
     assert len(full) == len(sliced) == 2
     assert all(len(s["witness"]) < len(f["witness"]) == len(f["witness_steps"]) for s, f in zip(sliced, full))
     assert main(["check", "--witnesses", "1", path]) == 1
