@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .model import InvalidStream, load
+from .model import load
+from .model.errors import VkverifyError
+from .model.files import check_directory, check_output, write_atomic
 from .report import FORMATTERS, FileResult
 
 CHECK_EPILOG = """\
@@ -59,11 +61,17 @@ class _ReadingAction(argparse.Action):
             parser.error(f"{option_string} {e}")
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def _at_least(low: int):
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+    parse.__name__ = "integer"  # argparse names the type in "invalid integer value"
+    return parse
+
+
+_positive, _natural = _at_least(1), _at_least(0)
 
 
 def _add_simulate(sub) -> None:
@@ -85,7 +93,7 @@ def _add_simulate(sub) -> None:
                        epilog="exit codes: 0 no schedule changed a digest, 1 some schedule did, 2 bad input")
     c.add_argument("file", metavar="FILE", help="stream file (JSON)")
     c.add_argument("--schedules", type=_positive, default=200, help="adversarial schedules to run (default 200)")
-    c.add_argument("--seed", type=int, default=0, help="seed of the schedules (default 0)")
+    c.add_argument("--seed", type=_natural, default=0, help="seed of the schedules (default 0)")
     c.add_argument("--format", choices=["text", "json"], default="text")
     c.set_defaults(run=run)
 
@@ -169,33 +177,24 @@ def _load_or_report(file: str):
 def _load_partial_or_report(file: str):
     """(stream, why a verdict on it is partial) from `file` (a capture through the importer); None after
     printing why it is bad input."""
-    from .importer import CaptureError
-
     try:
         return _load_any(file)
-    except InvalidStream as e:
+    except VkverifyError as e:
         print("\n".join(e.lines()), file=sys.stderr)
-    except CaptureError as e:
-        print(e, file=sys.stderr)
     return None
 
 
 def _import_and_report(capture: str, output: str | None, threads: bool, assume_reads: bool) -> int:
-    from .importer import CaptureError, import_capture
+    from .importer import import_capture
     from .model import dumps
 
-    try:
-        stream, summary = import_capture(capture, threads=threads, assume_reads=assume_reads)
-    except CaptureError as e:
-        print(e, file=sys.stderr)
-        return 2
+    stream, summary = import_capture(capture, threads=threads, assume_reads=assume_reads)
     print("\n".join(summary.lines()), file=sys.stderr)
     text = dumps(stream)
     if output is None:
         print(text)
     else:
-        with open(output, "w") as f:
-            f.write(text + "\n")
+        write_atomic(output, text + "\n")
     return 0
 
 
@@ -353,8 +352,7 @@ def _add_graph(sub) -> None:
         if args.output is None:
             sys.stdout.write(text)
         else:
-            with open(args.output, "w") as f:
-                f.write(text)
+            write_atomic(args.output, text)
         return 0
 
     c = sub.add_parser("graph", help="draw the happens-before graph of submissions and synchronizations",
@@ -395,10 +393,22 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+# Options naming files the command writes: checked before any work (model/files.py).
+OUTPUTS = (("output", "-o/--output"), ("junit", "--junit"), ("capture_file", "--capture-file"))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
+        for dest, option in OUTPUTS:
+            if getattr(args, dest, None) is not None:
+                check_output(getattr(args, dest), option)
+        if getattr(args, "cache", None) is not None:
+            check_directory(args.cache, "--cache")
         return args.run(args)
+    except VkverifyError as e:  # bad input anywhere, on any verb: one line each, exit 2
+        print("\n".join(e.lines()), file=sys.stderr)
+        return 2
     except BrokenPipeError:  # `vkverify ... | head`
         return 0
 

@@ -1,4 +1,6 @@
-"""The one error type for bad input; the CLI turns it into exit code 2."""
+"""Every error bad input raises, one base for all: the CLI turns a VkverifyError into exit code 2
+and its `lines()` on stderr; the Python API raises the same classes (never a built-in error
+from deep inside)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,16 @@ class InputError:
     message: str
 
 
-class InvalidStream(Exception):
-    """A stream file that is not a valid `vkverify-stream/1` stream.
+class VkverifyError(Exception):
+    """Bad input to vkverify: a stream, a capture, or an argument. Seen by every user, one
+    line per problem, `WHERE: what is wrong`."""
+
+    def lines(self) -> list[str]:
+        return [str(self)]
+
+
+class StreamError(VkverifyError):
+    """A stream file or document that is not a valid `vkverify-stream/1` stream.
 
     Users see it as one line per error: `FILE: JSON.path: what is wrong`.
     """
@@ -24,6 +34,32 @@ class InvalidStream(Exception):
 
     def lines(self) -> list[str]:
         return [f"{self.file}: {e.path}: {e.message}" for e in self.errors]
+
+
+InvalidStream = StreamError  # the loader's first name for it; tests and users import it
+
+
+class CaptureError(VkverifyError):
+    """A capture that cannot be imported: truncated, corrupted, of another converter version,
+    without a device, or the GFXReconstruct tools missing.
+
+    Users see it as one line, `FILE: what is wrong`.
+    """
+
+    def __init__(self, file: str, message: str) -> None:
+        self.file = file
+        self.message = message
+        super().__init__(f"{file}: {message}")
+
+
+class UsageError(VkverifyError):
+    """A command-line option or Python API argument that cannot be used: users see
+    `ARGUMENT: what is wrong` (the argument's name as they wrote it)."""
+
+    def __init__(self, argument: str, message: str) -> None:
+        self.argument = argument
+        self.message = message
+        super().__init__(f"{argument}: {message}")
 
 
 def json_path(parts) -> str:

@@ -10,6 +10,7 @@ from functools import cache
 from pathlib import Path
 
 from ..model import dumps, ir
+from ..model.files import write_atomic
 from .generate import Mutant
 from .readers import Reader, Verdict
 
@@ -61,6 +62,8 @@ class Cache:
             self.entries: dict[str, list] = json.loads(self.path.read_text())
         except (OSError, ValueError):
             self.entries = {}
+        if not isinstance(self.entries, dict):  # a cache file broken by hand: start afresh
+            self.entries = {}
 
     @staticmethod
     def key(reader_key: str, original: ir.Stream, mutant: Mutant) -> str:
@@ -72,14 +75,14 @@ class Cache:
 
     def get(self, key: str) -> Verdict | None:
         found = self.entries.get(key)
-        return Verdict(*found) if found is not None else None
+        return Verdict(*found) if isinstance(found, list) and len(found) == 3 else None
 
     def put(self, key: str, verdict: Verdict) -> None:
         self.entries[key] = [verdict.killed, verdict.detail, verdict.coinciding]
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(json.dumps(self.entries, sort_keys=True))
+        write_atomic(self.path, json.dumps(self.entries, sort_keys=True))
 
 
 def run(mutants: list[Mutant], readers: list[Reader], originals: dict[str, ir.Stream], jobs: int,
