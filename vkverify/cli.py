@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from .model import load
-from .model.errors import VkverifyError
+from .model.errors import StreamError, VkverifyError
 from .model.files import check_directory, check_output, write_atomic
 from .report import FORMATTERS, FileResult
 
@@ -82,7 +82,10 @@ def _add_simulate(sub) -> None:
         stream = _load_or_report(args.file)
         if stream is None:
             return 2
-        report = simulate(stream, schedules=args.schedules, seed=args.seed)
+        try:
+            report = simulate(stream, schedules=args.schedules, seed=args.seed)
+        except StreamError as e:  # a stream past the simulator's limits: say it of the file
+            raise StreamError(args.file, e.errors) from None
         print(FORMATS[args.format]([report]))
         return 1 if report.changed else 0
 

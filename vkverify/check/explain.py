@@ -18,6 +18,7 @@ import networkx as nx
 
 from ..model import ir
 from ..model.errors import UsageError
+from ..model.loader import validate
 from ..model.refs import owner_of, parse_ref, split_submit, without_submit
 from .barriers import ALIAS, FULL, NONE, OWN, coverage
 from .hb import SINK, Access, Model, Node, Pair, conflicts
@@ -93,7 +94,12 @@ def _matches(canonical: str, ref: str) -> bool:
 
 
 def explain(stream: ir.Stream, first: str, second: str) -> Explanation:
-    """Every pair of accesses `first` then `second` make to common bytes, and what orders each."""
+    """Every pair of accesses `first` then `second` make to common bytes, and what orders each; a stream
+    the loader did not make is validated first (InvalidStream)."""
+    stream = validate(stream)
+    for argument, ref in (("first", first), ("second", second)):
+        if not isinstance(ref, str):
+            raise UsageError(argument, f"expected a reference (a str such as 'cb0[2]'), got {type(ref).__name__}")
     notes = []
     if stream.params:
         values, stream = stream.instances[0]
