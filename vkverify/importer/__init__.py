@@ -53,7 +53,7 @@ from .gfxr import Blocks, capture_env, convert, decompress, read_blocks
 from .records import read_calls
 from .resources import Resources
 from .summary import ImportSummary
-from .translate import Translator
+from .translate import UNREADABLE, Translator, UnreadableCall
 
 __all__ = ["CaptureError", "ImportSummary", "capture_env", "import_capture"]
 
@@ -96,10 +96,16 @@ def import_capture(path: str | Path, shader_dir: str | Path | None = None, threa
 def _translate(path: Path, jsonl: Path, shader_dir: Path | None, blocks: Blocks | None,
                threads: bool, assume_reads: bool) -> tuple[ir.Stream, ImportSummary]:
     translator = Translator(Resources(shader_dir), blocks, threads, assume_reads)
-    translator.run(read_calls(jsonl, str(path)))
-    if not translator.devices:
-        raise CaptureError(str(path), f"no vkCreateDevice among its {translator.summary.calls} calls: nothing to import")
-    doc = translator.document(path.stem)
+    try:
+        translator.run(read_calls(jsonl, str(path)))
+        if not translator.devices:
+            raise CaptureError(str(path), f"no vkCreateDevice among its {translator.summary.calls} calls: nothing "
+                                          "to import")
+        doc = translator.document(path.stem)
+    except UnreadableCall as e:
+        raise CaptureError(str(path), str(e)) from None
+    except UNREADABLE as e:  # calls each readable that do not fit together (a handle of another kind)
+        raise CaptureError(str(path), f"calls that do not fit together ({type(e).__name__}: {str(e)[:200]})") from None
     try:
         stream = from_dict(doc, str(path))
     except InvalidStream as e:  # a mapping gap: say where, in the capture's terms
