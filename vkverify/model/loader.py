@@ -10,6 +10,7 @@ import base64
 import binascii
 import json
 import math
+import re
 import weakref
 from functools import cache
 from importlib import resources
@@ -64,6 +65,11 @@ def _no_constant(name: str) -> None:
 
 
 MAX_DEPTH = 100  # levels of nesting read; a stream has 8, a params template a few more
+# No string of a stream holds a control character: an id becomes a Vulkan object's debug name (a C
+# string: NUL ends it), a DOT node and terminal text. Free text may hold newlines and tabs.
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+CONTROL_IN_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+FREE_TEXT = ("description", "label")
 # Every integer of a stream is a Vulkan uint64_t or int64_t (sizes, offsets, values, families).
 INT_RANGE = (-(2 ** 63), 2 ** 64 - 1)
 
@@ -192,6 +198,8 @@ def value_errors(doc: Any) -> tuple[list[InputError], bool]:
             for k, v in node.items():
                 if not isinstance(k, str) or not _is_text(k):
                     errors.append(InputError(json_path(path), f"key {k!r} is not a string of Unicode text"))
+                elif CONTROL.search(k):
+                    errors.append(InputError(json_path(path), f"key {k!r} holds a control character"))
                 else:
                     stack.append((path + (k,), v))
         elif isinstance(node, (list, tuple)):
@@ -202,6 +210,9 @@ def value_errors(doc: Any) -> tuple[list[InputError], bool]:
         elif isinstance(node, str):
             if not _is_text(node):
                 errors.append(InputError(json_path(path), f"{node!r} is no Unicode text (a lone surrogate)"))
+            elif (CONTROL_IN_TEXT if path and path[-1] in FREE_TEXT else CONTROL).search(node):
+                errors.append(InputError(json_path(path), f"{_clip(node)} holds a control character"
+                                         + (" other than newline and tab" if path[-1] in FREE_TEXT else "")))
         elif isinstance(node, bool) or node is None:
             pass
         elif isinstance(node, int):
@@ -215,6 +226,10 @@ def value_errors(doc: Any) -> tuple[list[InputError], bool]:
         else:
             errors.append(InputError(json_path(path), f"a {type(node).__name__} is not a JSON value"))
     return sorted(errors, key=lambda e: e.path), integral
+
+
+def _clip(s: str) -> str:
+    return repr(s if len(s) <= 60 else s[:57] + "...")
 
 
 def _is_text(s: str) -> bool:
