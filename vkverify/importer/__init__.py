@@ -44,9 +44,10 @@ or memory kinds):
 from __future__ import annotations
 
 import tempfile
+from os import PathLike
 from pathlib import Path
 
-from ..model import InvalidStream, from_dict, ir
+from ..model import InvalidStream, UsageError, from_dict, ir
 from ..model.dump import command_to_dict, host_op_to_dict
 from .errors import CaptureError
 from .gfxr import Blocks, capture_env, convert, decompress, read_blocks
@@ -80,6 +81,9 @@ def import_capture(path: str | Path, shader_dir: str | Path | None = None, threa
     Raises CaptureError for a capture that cannot be read (truncated, of
     another converter version, without a device).
     """
+    for argument, value in (("path", path), ("shader_dir", shader_dir or "")):
+        if not isinstance(value, (str, PathLike)):
+            raise UsageError(argument, f"expected a str or a Path, got {type(value).__name__}")
     path = Path(path)
     if not path.is_file():
         raise CaptureError(str(path), "no such file")

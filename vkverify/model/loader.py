@@ -10,6 +10,7 @@ import base64
 import binascii
 import json
 import math
+import os
 import re
 import weakref
 from functools import cache
@@ -32,22 +33,22 @@ def schema() -> dict:
 
 def load(path: str | Path) -> ir.Stream:
     """Read and validate one stream file."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise UsageError("path", f"expected a str or a Path, got {type(path).__name__}")
     path = str(path)
     try:
         data = Path(path).read_bytes()
     except OSError as e:
         raise InvalidStream(path, [InputError("$", f"cannot read: {e.strerror}")]) from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        raise InvalidStream(path, [InputError("$", f"not UTF-8: byte 0x{data[e.start]:02x} at line {line} "
-                                                   f"column {column}")]) from None
-    return loads(text, path)
+    return loads(data, path)
 
 
-def loads(text: str, file: str = "<string>") -> ir.Stream:
+def loads(text: str | bytes, file: str = "<string>") -> ir.Stream:
+    """The stream in JSON text (bytes: UTF-8)."""
+    if isinstance(text, (bytes, bytearray)):
+        text = _decode(bytes(text), file)
+    elif not isinstance(text, str):
+        raise UsageError("text", f"expected a str or bytes of JSON, got {type(text).__name__}")
     try:
         doc = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
@@ -58,6 +59,16 @@ def loads(text: str, file: str = "<string>") -> ir.Stream:
     except ValueError as e:  # a number past Python's digit limit, NaN or Infinity
         raise InvalidStream(file, [InputError("$", f"invalid JSON: {e}")]) from None
     return from_dict(doc, file)
+
+
+def _decode(data: bytes, file: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise InvalidStream(file, [InputError("$", f"not UTF-8: byte 0x{data[e.start]:02x} at line {line} "
+                                                   f"column {column}")]) from None
 
 
 def _no_constant(name: str) -> None:
@@ -345,6 +356,7 @@ class _Builder:
             ir.CommandBuffer(cb, tuple(self.command(("command_buffers", cb, i), c) for i, c in enumerate(cmds)))
             for cb, cmds in doc.get("command_buffers", {}).items())
         self.cb_ids = {c.id for c in command_buffers}
+        self.owner_ids(("command_buffers",), self.cb_ids)
 
         thread_docs = doc.get("threads") or ({"main": doc["host"]} if "host" in doc else {})
         base = ("threads",) if "threads" in doc else ("host",)
@@ -352,6 +364,8 @@ class _Builder:
             ir.Thread(t, tuple(self.host_op(base + ((t,) if base == ("threads",) else ()) + (i,), op)
                                for i, op in enumerate(ops)))
             for t, ops in thread_docs.items())
+        if "threads" in doc:
+            self.owner_ids(("threads",), [t.id for t in threads])
         if "threads" in doc and "host" in doc:
             self.error(("host",), "give either `threads` or `host`, not both")
 
@@ -365,6 +379,13 @@ class _Builder:
             stream = _replace_expect(stream, tuple(
                 self.expected(i, f, stream) for i, f in enumerate(doc["expect"]["findings"])))
         return stream
+
+    def owner_ids(self, path: tuple, ids) -> None:
+        """A command buffer's or thread's id is the owner in references `cb0[2]@main[5]` (refs.py)."""
+        for x in ids:
+            if any(c in x for c in "[]@"):
+                self.error(path + (x,), f"id {x!r} holds '[', ']' or '@', which spell references such as "
+                                        "cb0[2]@main[5]")
 
     def unique(self, path: str, ids: list[str], what: str | None = None) -> None:
         seen = set()
@@ -632,8 +653,9 @@ class _Builder:
         for path, item in _tagged_items(stream):
             if item.id is None:
                 continue
-            if item.id in ids or parse_ref(split_submit(item.id)[0]):
-                why = "is used twice" if item.id in ids else "looks like a positional reference"
+            if item.id in ids or parse_ref(split_submit(item.id)[0]) or "@" in item.id:
+                why = "is used twice" if item.id in ids else "looks like a positional reference" \
+                    if "@" not in item.id else "holds '@', which spells a submission (cb0[2]@main[5])"
                 self.error(path + ("id",), f"id {item.id!r} {why}")
             ids[item.id] = path
 
