@@ -466,3 +466,112 @@ def test_ids_that_spell_references(tmp_path, where, odd, path):
         doc["command_buffers"]["cb0"][0]["id"], path = "fill@start", "command_buffers.cb0[0].id"
     line = one_line(tmp_path, json.dumps(doc))
     assert line.startswith(f"{path}: ") and "@" in line, line
+
+
+# ---- captures: truncated, corrupted, converter lines of another shape -------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_capture(tmp_path_factory) -> tuple[Path, list[str]]:
+    """A .gfxr of tests/test_import.py's `add` program and its converter lines."""
+    from .test_import import PROGRAM, capture
+
+    tmp = tmp_path_factory.mktemp("capture")
+    gfxr = capture(PROGRAM, tmp / "add.gfxr")
+    jsonl = tmp / "add.jsonl"
+    subprocess.run(["gfxrecon-convert", "--output", str(jsonl), str(gfxr)], check=True, capture_output=True)
+    return gfxr, jsonl.read_text().splitlines()
+
+
+@pytest.mark.parametrize("cut, words", [
+    (lambda data: data[:10], "no GFXR file header"),
+    (lambda data: data[:12] + (10 ** 6).to_bytes(4, "little") + data[16:40], "options are cut off"),
+    (lambda data: data[:-7], "truncated: block"),
+    (lambda data: data[:len(data) // 2], "truncated"),
+])
+def test_truncated_gfxr(tmp_path, small_capture, cut, words):
+    path = tmp_path / "cut.gfxr"
+    path.write_bytes(cut(small_capture[0].read_bytes()))
+    for verb in ("check", "import"):
+        (line,) = bad_lines([verb, path], path)
+        assert words in line, line
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_flipped_bytes_in_gfxr(tmp_path, small_capture, seed):
+    """Corrupted blocks reach the GFXReconstruct tools (bounded in time and memory) and the translator."""
+    import random
+
+    rnd, data = random.Random(seed), bytearray(small_capture[0].read_bytes())
+    for _ in range(1 + seed):
+        data[rnd.randrange(16, len(data))] ^= 1 << rnd.randrange(8)
+    path = tmp_path / "flipped.gfxr"
+    path.write_bytes(bytes(data))
+    outcome = run_main(["check", str(path)], timeout=300)
+    assert outcome.error is None and outcome.code in (0, 1, 2), outcome
+    if outcome.code == 2:
+        assert outcome.stderr.startswith(f"{path}: ") and len(outcome.stderr.splitlines()) == 1, outcome.stderr
+
+
+def _edit_call(lines: list[str], name: str, change) -> list[str]:
+    out = list(lines)
+    for i, line in enumerate(out):
+        if f'"name":"{name}"' in line:
+            record = json.loads(line)
+            change(record["vkFunc"])
+            out[i] = json.dumps(record)
+            return out
+    raise AssertionError(f"no {name} in the capture")
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda lines: lines[:5] + ["[1, 2]"] + lines[5:], "line 6: a list, not a JSON object"),
+    (lambda lines: lines[:5] + ['{"index": 3, "vkFunc": {"args": {}}}'] + lines[5:], "line 6: a call without"),
+    (lambda lines: lines[:5] + ['{"index": "3", "vkFunc": {"name": "vkCmdDispatch"}}'] + lines[5:], "a call without"),
+    (lambda lines: lines[:5] + ["{" * 5000] + lines[5:], "line 6: invalid JSON"),
+    # A size of another type is kept, and read by a later call on that buffer.
+    (lambda lines: _edit_call(lines, "vkCreateBuffer", lambda f: f["args"]["pCreateInfo"].update(size="big")),
+     "arguments this importer cannot read"),
+    (lambda lines: _edit_call(lines, "vkCreateBuffer", lambda f: f["args"].pop("pCreateInfo")),
+     "vkCreateBuffer: arguments this importer cannot read"),
+    (lambda lines: _edit_call(lines, "vkCmdDispatch", lambda f: f.update(args=[])), "a call without"),
+    (lambda lines: _edit_call(lines, "vkMapMemory", lambda f: f["args"].update(memory=987654)),
+     "vkMapMemory: arguments this importer cannot read"),
+    (lambda lines: lines[:1] + [line.replace('"json-version"', '"v"') for line in lines[1:2]], None),
+])
+def test_converter_lines_of_another_shape(tmp_path, small_capture, edit, words):
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(edit(small_capture[1])) + "\n")
+    for verb in ("check", "import"):
+        outcome = run_main([verb, str(path)])
+        assert outcome.error is None and outcome.code in (0, 1, 2), outcome
+        if words is not None:
+            assert outcome.code == 2 and words in outcome.stderr, outcome.stderr
+
+
+def test_a_call_named_like_a_translator_method_is_not_called(tmp_path, small_capture):
+    lines = small_capture[1]
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(lines[:5] + ['{"index": 4, "vkFunc": {"name": "document", "args": {}}}'] + lines[5:]))
+    outcome = run_main(["check", str(path)])
+    assert outcome.error is None and outcome.code in (0, 1), outcome
+
+
+def test_jsonl_not_utf8(tmp_path, small_capture):
+    path = tmp_path / "c.jsonl"
+    path.write_bytes("\n".join(small_capture[1]).encode()[:900] + b"\xff\n")
+    (line,) = bad_lines(["import", path], path)
+    assert "not UTF-8 (byte 0xff)" in line, line
+
+
+def test_gfxrecon_tools_bounded_in_time_and_memory(tmp_path, monkeypatch):
+    from vkverify.importer import gfxr
+    from vkverify.model import CaptureError
+
+    path = tmp_path / "c.gfxr"
+    path.write_bytes(b"GFXR" + bytes(12))
+    monkeypatch.setattr(gfxr, "TOOL_SECONDS", 1)
+    with pytest.raises(CaptureError, match="sleep ran past 1 s"):
+        gfxr._run(["sleep", "30"], path)
+    with pytest.raises(CaptureError, match="failed"):  # 5 GiB past the 4 GiB of address space
+        gfxr._run([sys.executable, "-c", "bytearray(5 << 30)"], path)
