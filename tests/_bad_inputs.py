@@ -78,6 +78,8 @@ def rename(doc, rnd: random.Random):
     as before where ids allow the odd string, so its consumers (z3, DOT, explain, digests) see it."""
     strings = sorted({v for _, v in _nodes(doc) if isinstance(v, str) and len(v) < 12} |
                      {k for _, v in _nodes(doc) if isinstance(v, dict) for k in v if len(k) < 12} - {"format"})
+    if not strings:
+        return doc
     old, new = rnd.choice(strings), rnd.choice(ODD_IDS)
 
     def walk(node):

@@ -4,7 +4,16 @@ from deep inside)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """`text` on one line and safe on a terminal: control characters (a newline, an escape sequence) and
+    lone surrogates that input echoed into a message are written as Python escapes."""
+    return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 @dataclass(frozen=True)
@@ -33,7 +42,7 @@ class StreamError(VkverifyError):
         super().__init__("\n".join(self.lines()))
 
     def lines(self) -> list[str]:
-        return [f"{self.file}: {e.path}: {e.message}" for e in self.errors]
+        return [printable(f"{self.file}: {e.path}: {e.message}") for e in self.errors]
 
 
 InvalidStream = StreamError  # the loader's first name for it; tests and users import it
@@ -49,7 +58,7 @@ class CaptureError(VkverifyError):
     def __init__(self, file: str, message: str) -> None:
         self.file = file
         self.message = message
-        super().__init__(f"{file}: {message}")
+        super().__init__(printable(f"{file}: {message}"))
 
 
 class UsageError(VkverifyError):
@@ -59,7 +68,7 @@ class UsageError(VkverifyError):
     def __init__(self, argument: str, message: str) -> None:
         self.argument = argument
         self.message = message
-        super().__init__(f"{argument}: {message}")
+        super().__init__(printable(f"{argument}: {message}"))
 
 
 def json_path(parts) -> str:
