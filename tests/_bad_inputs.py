@@ -10,6 +10,7 @@ limit, nesting past its recursion limit, NaN), or bytes that are not UTF-8, or a
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import json
 import random
@@ -73,11 +74,19 @@ ODD_IDS = ["a b", "A\x00", "t\tab", "new\nline", "\U0001F600", "x" * 16384, "\u2
            "back\\slash", "{}", " ", "-", "\x7f", "é"]
 
 
+def _ids(doc) -> list[str]:
+    """The ids a document declares: `id` values, and the keys of command buffers, threads and shaders."""
+    found = {v for path, v in _nodes(doc) if path and path[-1] == "id" and isinstance(v, str)}
+    if isinstance(doc, dict):
+        found |= {k for key in ("command_buffers", "threads", "shaders") if isinstance(doc.get(key), dict)
+                  for k in doc[key]}
+    return sorted(found)
+
+
 def rename(doc, rnd: random.Random):
     """Every occurrence of one string (an id, mostly) of `doc` replaced by an odd one: a stream as valid
     as before where ids allow the odd string, so its consumers (z3, DOT, explain, digests) see it."""
-    strings = sorted({v for _, v in _nodes(doc) if isinstance(v, str) and len(v) < 12} |
-                     {k for _, v in _nodes(doc) if isinstance(v, dict) for k in v if len(k) < 12} - {"format"})
+    strings = _ids(doc)
     if not strings:
         return doc
     old, new = rnd.choice(strings), rnd.choice(ODD_IDS)
@@ -91,8 +100,10 @@ def rename(doc, rnd: random.Random):
     return walk(doc)
 
 
-def mutate(doc, rnd: random.Random, edits: int = 1):
-    """`doc` (a JSON document, not changed) with `edits` nodes broken."""
+def mutate(doc, rnd: random.Random, edits: int = 1, plausible: bool = False):
+    """`doc` (a JSON document, not changed) with `edits` nodes broken; `plausible`: only with values of
+    the document's own kinds (ids it has, small integers), which keep a stream valid often enough to
+    reach the checker, explain's search and the simulator."""
     doc = json.loads(json.dumps(doc))
     if rnd.random() < 0.25:
         return rename(doc, rnd)
@@ -104,8 +115,13 @@ def mutate(doc, rnd: random.Random, edits: int = 1):
         parent = doc
         for key in path[:-1]:
             parent = parent[key]
-        action = rnd.randrange(6)
-        if action == 0 and isinstance(parent, dict):
+        action = rnd.randrange(6, 8) if plausible else rnd.randrange(8)
+        if action >= 6:  # a plausible value: the stream stays valid often enough to reach the checker's depths
+            strings = _ids(doc)
+            parent[path[-1]] = rnd.choice(strings) if isinstance(value, str) and strings else \
+                rnd.choice([0, 1, 2, 4, 12, 64, 4092, 4095, 4096, 8192]) if isinstance(value, int) else \
+                copy.deepcopy(rnd.choice([v for _, v in nodes if isinstance(v, type(value))]))
+        elif action == 0 and isinstance(parent, dict):
             del parent[path[-1]]
         elif action == 1 and isinstance(parent, list):
             parent.insert(path[-1], json.loads(json.dumps(value)))
@@ -132,6 +148,8 @@ def encode(doc, rnd: random.Random) -> bytes:
 
 
 def broken(doc, rnd: random.Random) -> bytes:
+    if rnd.random() < 0.5:
+        return json.dumps(mutate(doc, rnd, edits=rnd.choice([1, 2]), plausible=True)).encode()
     return encode(mutate(doc, rnd, edits=rnd.choice([1, 1, 1, 2, 3])), rnd)
 
 

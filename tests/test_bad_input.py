@@ -377,15 +377,16 @@ def test_params_blocks(tmp_path, params, words):
     ((("buffers", 0, "size"), "n" + "*99999999" * 30), "64 bits"),
     ((("buffers", 0, "size"), "n\x00"), "control character"),
     ((("command_buffers", "cb0"), [{"for": "i in 1000000000", "do": [{"cmd": "fill", "dst": "A"}]}]),
-     "the loops make more than 100000 items"),
+     "make more than 10000 items"),
     ((("command_buffers", "cb0"), [{"for": "i in 1000, j in 1000", "do": [{"cmd": "fill", "dst": "A"}]}]),
-     "the loops make more than 100000 items"),
+     "make more than 10000 items"),
     ((("command_buffers", "cb0"), [{"for": 5, "do": [{"cmd": "fill", "dst": "A"}]}]), "a loop is"),
+    ((("params",), {"n": {"min": 1, "max": 256}}), "make more than 10000 items"),  # 256 instances of n*n items
     ((("command_buffers", "cb0"), [{"for": "i in 2", "do": "fill"}]), "a loop is"),
 ])
 def test_params_expressions_and_loops(tmp_path, edit, words):
-    doc = json.loads(edited(edit))
-    doc["params"] = {"n": {"min": 1, "max": 2}}
+    doc = json.loads(edited((("params",), {"n": {"min": 1, "max": 2}}), edit))
+    doc["command_buffers"]["cb0"].append({"for": "i in n, j in n", "do": [{"cmd": "fill", "dst": "A"}]})
     line = one_line(tmp_path, json.dumps(doc))
     assert words in line, line
 

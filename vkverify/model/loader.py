@@ -176,10 +176,10 @@ def _from_template(doc: dict, file: str, integral_floats: bool) -> ir.Stream:
     if holder not in combos:
         raise InvalidStream(file, [InputError("expect.findings", f"`params` {dict(holder)} is not a combination "
                                                                  f"of the parameters' ranges")])
-    instances = []
+    instances, made = [], [0]
     for values in combos:
         try:
-            plain = params.instantiate(doc, dict(values))
+            plain = params.instantiate(doc, dict(values), made)
             if values == holder and expect is not None:
                 plain["expect"] = expect
             instances.append((values, from_dict(plain, file)))

@@ -21,7 +21,7 @@ LOOP = re.compile(r"^\s*([A-Za-z_]\w*)\s+in\s+(.+?)\s*$")
 KEY_LOOP = re.compile(r"^for (.+?): (.+)$")
 MAX_EXPRESSION_DEPTH = 32  # operators nested in one expression; the evaluator recurses once per level
 MAX_INSTANCES = 256  # combinations of parameter values: each is loaded and checked
-MAX_UNROLLED = 100_000  # items the `for` loops of one instance make, counted before they are made
+MAX_UNROLLED = 10_000  # items the `for` loops of all instances make together, counted before they are made
 _OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
         ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b}
 
@@ -198,10 +198,10 @@ def errors(doc: dict) -> list[InputError]:
 # ---- instantiating ----------------------------------------------------------------
 
 
-def instantiate(doc: dict, values: dict[str, int]) -> dict:
+def instantiate(doc: dict, values: dict[str, int], made: list[int] | None = None) -> dict:
     """The plain stream for one combination of values (no `params`, loops unrolled); ExprError when the
-    loops would make more than MAX_UNROLLED items."""
-    made = [0]
+    loops would make more than MAX_UNROLLED items, counting on from `made[0]` (the instances before)."""
+    made = [0] if made is None else made
 
     def unroll(spec: str, env: dict[str, int]) -> list[dict[str, int]]:
         envs = [env]
@@ -209,7 +209,8 @@ def instantiate(doc: dict, values: dict[str, int]) -> dict:
             counts = [evaluate(count, e) for e in envs]
             made[0] += sum(max(c, 0) for c in counts)
             if made[0] > MAX_UNROLLED:
-                raise ExprError(f"loop {_short(spec)}: the loops make more than {MAX_UNROLLED} items")
+                raise ExprError(f"loop {_short(spec)}: the loops of the parameters' combinations make more than "
+                                f"{MAX_UNROLLED} items")
             envs = [{**e, var: i} for e, c in zip(envs, counts) for i in range(c)]
         return envs
 
