@@ -110,6 +110,7 @@ def test_api_argument_misuse(call, argument):
     ({"format": "vkverify-stream/1", "name": "x", "buffers": [{"id": "A\ud800", "size": 4}]}, "buffers[0].id"),
     ({"format": "vkverify-stream/1", "name": "x", "buffers": [{"id": "A", "size": 2 ** 80}]}, "buffers[0].size"),
     ({"format": "vkverify-stream/1", "name": "x", 3: []}, "$"),
+    ({"format": "vkverify-stream/1", "name": "x", "buffers": [{"id": "A", "size": 10 ** 5000}]}, "buffers[0].size"),
 ])
 def test_from_dict_misuse_names_the_json_path(doc, path):
     with pytest.raises(StreamError) as raised:

@@ -54,8 +54,8 @@ def loads(text: str | bytes, file: str = "<string>") -> ir.Stream:
     except json.JSONDecodeError as e:
         raise InvalidStream(file, [InputError("$", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}")]) from None
     except RecursionError:
-        raise InvalidStream(file, [InputError("$", f"nested too deeply for JSON here (at most {MAX_DEPTH} "
-                                                   "levels are read)")]) from None
+        raise InvalidStream(file, [InputError("$", f"nested too deeply (a stream nests at most {MAX_DEPTH} "
+                                                   "levels)")]) from None
     except ValueError as e:  # a number past Python's digit limit, NaN or Infinity
         raise InvalidStream(file, [InputError("$", f"invalid JSON: {e}")]) from None
     return from_dict(doc, file)
@@ -202,10 +202,9 @@ def value_errors(doc: Any) -> tuple[list[InputError], bool]:
     stack: list[tuple[tuple, Any]] = [((), doc)]
     while stack:
         path, node = stack.pop()
-        if isinstance(node, dict):
-            if len(path) >= MAX_DEPTH:
-                errors.append(InputError(json_path(path), f"nested more than {MAX_DEPTH} levels deep"))
-                continue
+        if isinstance(node, (dict, list, tuple)) and len(path) >= MAX_DEPTH:
+            errors.append(InputError(json_path(path), f"nested more than {MAX_DEPTH} levels deep"))
+        elif isinstance(node, dict):
             for k, v in node.items():
                 if not isinstance(k, str) or not _is_text(k):
                     errors.append(InputError(json_path(path), f"key {k!r} is not a string of Unicode text"))
@@ -214,9 +213,6 @@ def value_errors(doc: Any) -> tuple[list[InputError], bool]:
                 else:
                     stack.append((path + (k,), v))
         elif isinstance(node, (list, tuple)):
-            if len(path) >= MAX_DEPTH:
-                errors.append(InputError(json_path(path), f"nested more than {MAX_DEPTH} levels deep"))
-                continue
             stack.extend((path + (i,), v) for i, v in enumerate(node))
         elif isinstance(node, str):
             if not _is_text(node):
@@ -228,8 +224,8 @@ def value_errors(doc: Any) -> tuple[list[InputError], bool]:
             pass
         elif isinstance(node, int):
             if not INT_RANGE[0] <= node <= INT_RANGE[1]:
-                errors.append(InputError(json_path(path), f"integer of {len(str(abs(node)))} digits is past "
-                                                          "Vulkan's 64 bits"))
+                errors.append(InputError(json_path(path), f"an integer of {node.bit_length()} bits is past "
+                                                          "Vulkan's 64"))
         elif isinstance(node, float):
             if not math.isfinite(node):
                 errors.append(InputError(json_path(path), f"{node} is not a finite number"))
