@@ -29,6 +29,8 @@ def check_directory(path: str | Path, argument: str) -> None:
         if part.exists():
             if not part.is_dir():
                 raise UsageError(argument, f"{part} is a file, not a folder")
+            if not os.access(part, os.W_OK):
+                raise UsageError(argument, f"{part} cannot be written (permission denied)")
             return
 
 
