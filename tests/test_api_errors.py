@@ -69,7 +69,8 @@ BUILDER_MISUSE = [
     (lambda s: s.allocate_command_buffer("cb0").cmd_pipeline_barrier2(buffers={"buffer": "A"}),
      "cmd_pipeline_barrier2(buffers)"),
     (lambda s: s.allocate_command_buffer("cb0").cmd_fill_buffer("A", label=7), "cmd_fill_buffer(label)"),
-    (lambda s: Stream(5), "Stream(label)"),
+    (lambda s: Stream(5), "Stream(name)"),
+    (lambda s: Stream("x", description=["d"]), "Stream(description)"),
 ]
 
 

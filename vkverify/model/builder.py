@@ -79,10 +79,15 @@ def _range(where: str, buffer: Any, offset: Any, size: Any) -> dict:
             "size": _int(f"{where}(size)", size, True)}
 
 
+def _text(where: str, value: Any, optional: bool = False) -> Any:
+    """A name, label or description: any str."""
+    if value is None and optional or isinstance(value, str):
+        return value
+    raise UsageError(where, f"expected a str, got {_type_name(value)}")
+
+
 def _tags(where: str, id: Any, label: Any = None) -> dict:
-    if label is not None and not isinstance(label, str):
-        raise UsageError(f"{where}(label)", f"expected a str, got {_type_name(label)}")
-    return {"id": _str(f"{where}(id)", id, True), "label": label}
+    return {"id": _str(f"{where}(id)", id, True), "label": _text(f"{where}(label)", label, True)}
 
 
 class CommandBuffer:
@@ -154,10 +159,9 @@ class CommandBuffer:
 class Stream:
     def __init__(self, name: str, description: str | None = None,
                  devices: Iterable[dict] | None = None) -> None:
-        _tags("Stream", None, name)
-        self.doc: dict[str, Any] = {"format": ir.FORMAT, "name": name}
+        self.doc: dict[str, Any] = {"format": ir.FORMAT, "name": _text("Stream(name)", name)}
         if description is not None:
-            self.doc["description"] = _tags("Stream(description)", None, description)["label"]
+            self.doc["description"] = _text("Stream(description)", description)
         if devices is not None:
             self.doc["devices"] = _list("Stream(devices)", devices, _dict)
         self._threads: dict[str, list[dict]] = {}
