@@ -195,44 +195,63 @@ def _from_template(doc: dict, file: str, integral_floats: bool) -> ir.Stream:
 
 def value_errors(doc: Any) -> tuple[list[InputError], bool]:
     """What a JSON Schema cannot say about a document's values: nesting past MAX_DEPTH, strings that
-    are no Unicode text (lone surrogates), integers past 64 bits, numbers that are not finite,
-    Python objects that are not JSON; and whether a float with an integral value (4096.0) appears,
-    which the schema's `integer` accepts and a stream's integers must not be."""
-    errors, integral = [], False
-    stack: list[tuple[tuple, Any]] = [((), doc)]
-    while stack:
-        path, node = stack.pop()
-        if isinstance(node, (dict, list, tuple)) and len(path) >= MAX_DEPTH:
-            errors.append(InputError(json_path(path), f"nested more than {MAX_DEPTH} levels deep"))
-        elif isinstance(node, dict):
-            for k, v in node.items():
-                if not isinstance(k, str) or not _is_text(k):
-                    errors.append(InputError(json_path(path), f"key {k!r} is not a string of Unicode text"))
-                elif CONTROL.search(k):
-                    errors.append(InputError(json_path(path), f"key {k!r} holds a control character"))
-                else:
-                    stack.append((path + (k,), v))
-        elif isinstance(node, (list, tuple)):
-            stack.extend((path + (i,), v) for i, v in enumerate(node))
-        elif isinstance(node, str):
-            if not _is_text(node):
-                errors.append(InputError(json_path(path), f"{node!r} is no Unicode text (a lone surrogate)"))
-            elif (CONTROL_IN_TEXT if path and path[-1] in FREE_TEXT else CONTROL).search(node):
-                errors.append(InputError(json_path(path), f"{_clip(node)} holds a control character"
-                                         + (" other than newline and tab" if path[-1] in FREE_TEXT else "")))
-        elif isinstance(node, bool) or node is None:
-            pass
-        elif isinstance(node, int):
+    are no Unicode text (lone surrogates) or hold control characters, integers past 64 bits, numbers
+    that are not finite, Python objects that are not JSON; and whether a float with an integral value
+    (4096.0) appears, which the schema's `integer` accepts and a stream's integers must not be.
+    A node's path is kept as (parent's, key) pairs and spelled only for an error."""
+    errors: list[InputError] = []
+    integral = False
+
+    def error(where: tuple | None, message: str) -> None:
+        parts = []
+        while where is not None:
+            where, key = where
+            parts.append(key)
+        errors.append(InputError(json_path(reversed(parts)), message))
+
+    def walk(node: Any, where: tuple | None, depth: int) -> None:
+        nonlocal integral
+        kind = type(node) if type(node) in _JSON_TYPES else next((t for t in _JSON_TYPES if isinstance(node, t)), None)
+        if kind is str:
+            if not (node.isascii() and node.isprintable()):
+                problem = _string_problem(node, where is not None and where[1] in FREE_TEXT)
+                if problem:
+                    error(where, f"{_clip(node)} {problem}")
+        elif kind is int:
             if not INT_RANGE[0] <= node <= INT_RANGE[1]:
-                errors.append(InputError(json_path(path), f"an integer of {node.bit_length()} bits is past "
-                                                          "Vulkan's 64"))
-        elif isinstance(node, float):
+                error(where, f"an integer of {node.bit_length()} bits is past Vulkan's 64")
+        elif kind in (dict, list, tuple) and depth >= MAX_DEPTH:
+            error(where, f"nested more than {MAX_DEPTH} levels deep")
+        elif kind is dict:
+            for k, v in node.items():
+                problem = "is not a string" if not isinstance(k, str) else \
+                    None if k.isascii() and k.isprintable() else _string_problem(k, False)
+                if problem:
+                    error(where, f"key {_clip(k) if isinstance(k, str) else repr(k)} {problem}")
+                else:
+                    walk(v, (where, k), depth + 1)
+        elif kind in (list, tuple):
+            for i, v in enumerate(node):
+                walk(v, (where, i), depth + 1)
+        elif kind is float:
             if not math.isfinite(node):
-                errors.append(InputError(json_path(path), f"{node} is not a finite number"))
+                error(where, f"{node} is not a finite number")
             integral = integral or node.is_integer()
-        else:
-            errors.append(InputError(json_path(path), f"a {type(node).__name__} is not a JSON value"))
+        elif kind is None:
+            error(where, f"a {type(node).__name__} is not a JSON value")
+    walk(doc, None, 0)
     return sorted(errors, key=lambda e: e.path), integral
+
+
+_JSON_TYPES = (str, bool, int, float, dict, list, tuple, type(None))
+
+
+def _string_problem(s: str, free_text: bool) -> str | None:
+    if not _is_text(s):
+        return "is no Unicode text (a lone surrogate)"
+    if (CONTROL_IN_TEXT if free_text else CONTROL).search(s):
+        return "holds a control character" + (" other than newline and tab" if free_text else "")
+    return None
 
 
 def _clip(s: str) -> str:
