@@ -12,7 +12,9 @@ with the default (measured) slots, or --slots/--slot-mib; file: upload_file() of
 bytes from a file in the page cache (buffered), and with O_DIRECT where the file system
 takes it; in place: from a staging_array() filled beforehand, untimed (a producer writing
 its output there); mapped: VKVERIFY_STAGED=0. --also: more staged rows with given slots
-(count x MiB). The best of `runs` each, after one untimed run into the same destination.
+(count x MiB). Each path runs once per round, in `runs` rounds, after one untimed run into
+the same destination; the table shows each path's best, the targets the median over rounds of
+the ratio of two paths measured in the same round (best/best in brackets).
 Honours VKVERIFY_HOST_VISIBLE_CAP_MB and VKVERIFY_DEVICE.
 """
 
@@ -20,8 +22,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import tempfile
 import time
+from contextlib import ExitStack, contextmanager
 
 import numpy as np
 
@@ -33,34 +37,36 @@ from vkverify.runtime.uploads.hostio import HostCopies
 QUEUES = {"q0": QueueRequest("q0"), UPLOAD_QUEUE: QueueRequest(UPLOAD_QUEUE, group=1, compute=False)}
 
 
-def timed_upload(data: np.ndarray, staged: str, runs: int, source: str = "array", **uploader) -> tuple[float, object]:
-    """source: array | in_place | file | file_direct (a path in uploader["path"])."""
+@contextmanager
+def upload_path(data: np.ndarray, staged: str, source: str = "array", **uploader):
+    """A function that uploads `data` once and returns the seconds it took, with its Uploader.
+    source: array | in_place | file | file_direct (a path in uploader["path"])."""
     os.environ["VKVERIFY_STAGED"] = staged
     path = uploader.pop("path", None)
-    best = float("inf")
     with Runtime(QUEUES) as rt, Uploader(rt, **uploader) as up:
         if source == "in_place":
             array = up.staging_array(data.size)
             array[:] = data
             data = array
-        # Run 0 is not timed: the block's zero-fill, first touch of fresh pages and the page cache's
-        # fill are not the upload's (the raw copy's destination is warm after its first run too).
-        for run in range(runs + 1):
+
+        def once() -> float:
             start = time.perf_counter()
             if source.startswith("file"):
                 up.upload_file("W", 0, path, 0, data.size, direct=source == "file_direct")
             else:
                 up.upload("W", 0, data)
             up.finish()
-            if run:
-                best = min(best, time.perf_counter() - start)
-        report = up.report()
-    return best, report
+            return time.perf_counter() - start
+        # Not timed: the block's zero-fill, first touch of fresh pages and the page cache's fill are
+        # not the upload's (the raw copy's destination is warm after its first run too).
+        once()
+        yield once, up
 
 
-def timed_raw_copy(data: np.ndarray, runs: int, threads: int) -> tuple[float, float]:
-    """(the raw copy's seconds, seconds until the copy and a memcpy of `data` started beside it both end)."""
-    copy_alone = both = float("inf")
+@contextmanager
+def raw_copy(data: np.ndarray, threads: int):
+    """Two functions: the raw copy's seconds, and the seconds until the copy and a memcpy of `data`
+    started beside it both end."""
     with Runtime() as rt:
         rt.create_buffer("Src", data.size, "host_coherent")
         rt.create_buffer("Dst", data.size)
@@ -70,21 +76,40 @@ def timed_raw_copy(data: np.ndarray, runs: int, threads: int) -> tuple[float, fl
         rt.create_fence("F")
         rt.command_buffer("copy").cmd_copy_buffer("Src", "Dst")
         copies = HostCopies(threads)  # the uploader's own memcpy
-        for run in range(2 * runs + 1):
-            if run:
-                rt.reset_fences(["F"])
+
+        def once(with_memcpy: bool) -> float:
+            rt.reset_fences(["F"])
             start = time.perf_counter()
             rt.submit("q0", ["copy"], fence="F")
-            if run > runs:
+            if with_memcpy:
                 copies.copy(beside, data)
             rt.wait_fences(["F"])
-            elapsed = time.perf_counter() - start
-            if 0 < run <= runs:
-                copy_alone = min(copy_alone, elapsed)
-            elif run > runs:
-                both = min(both, elapsed)
-        copies.close()
-    return copy_alone, both
+            return time.perf_counter() - start
+        rt.submit("q0", ["copy"], fence="F")  # not timed: first touch
+        rt.wait_fences(["F"])
+        copies.copy(beside, data)
+        try:
+            yield (lambda: once(False)), (lambda: once(True))
+        finally:
+            copies.close()
+
+
+def interleaved(paths: dict, runs: int) -> dict[str, list[float]]:
+    """The seconds of each path in each of `runs` rounds that take every path once, in an order
+    rotated each round: the host's memory bandwidth is shared with its neighbours and drifts over a
+    run, so a ratio compares two paths measured in the same round (the same minutes)."""
+    times: dict[str, list[float]] = {name: [] for name in paths}
+    names = list(paths)
+    for round_ in range(runs):
+        k = round_ % len(names)
+        for name in names[k:] + names[:k]:
+            times[name].append(paths[name]())
+    return times
+
+
+def paired(times: dict[str, list[float]], over: str, under: str) -> float:
+    """The median over rounds of times[over] / times[under] in the same round."""
+    return statistics.median(a / b for a, b in zip(times[over], times[under]))
 
 
 def main() -> None:
@@ -103,36 +128,48 @@ def main() -> None:
                 "staging": args.staging}
     data = np.random.default_rng(0).integers(0, 256, args.mib << 20, dtype=np.uint8)
     os.environ.pop("VKVERIFY_FAULT", None)
-    raw, ceiling = timed_raw_copy(data, args.runs, threads)
-    rows = []  # (name, seconds, note)
-    staged, report = timed_upload(data, "1", args.runs, **uploader)
-    rows.append(("staged", staged, f"{report.queue} queue, {report.sizing}"))
-    for extra in filter(None, args.also.split(",")):
-        count, mib = (int(x) for x in extra.split("x"))
-        seconds, _ = timed_upload(data, "1", args.runs, **{**uploader, "slots": count, "slot_size": mib << 20})
-        rows.append((f"staged {extra}", seconds, f"{count} slots of {mib} MiB, given"))
-    with tempfile.NamedTemporaryFile(prefix="vkverify-upload-", dir=os.environ.get("TMPDIR")) as f:
+    notes = {"raw": "one vkCmdCopyBuffer, host-coherent source",
+             "ceiling": "the raw copy with a memcpy of the bytes beside it"}
+    with ExitStack() as stack, tempfile.NamedTemporaryFile(prefix="vkverify-upload-",
+                                                         dir=os.environ.get("TMPDIR")) as f:
         data.tofile(f.name)
-        for source, note in (("file", "upload_file, buffered, page cache warm"), ("file_direct", "upload_file, O_DIRECT")):
-            seconds, _ = timed_upload(data, "1", args.runs, source, **uploader, path=f.name)
-            rows.append((source.replace("_", " "), seconds, note))
-    in_place, _ = timed_upload(data, "1", args.runs, "in_place", **uploader)
-    rows.append(("in place", in_place, "from a staging_array: no host copy"))
-    mapped, _ = timed_upload(data, "0", args.runs)
-    rows.append(("mapped", mapped, "written through the map"))
+        os.fsync(f.fileno())  # no writeback of the file's dirty pages while the paths are timed
+        paths = dict(zip(("raw", "ceiling"), stack.enter_context(raw_copy(data, threads))))
+        paths["staged"], staged_uploader = stack.enter_context(upload_path(data, "1", **uploader))
+        notes["staged"] = f"{staged_uploader.report().queue} queue, {staged_uploader.report().sizing}"
+        for extra in filter(None, args.also.split(",")):
+            count, mib = (int(x) for x in extra.split("x"))
+            paths[f"staged {extra}"], _ = stack.enter_context(
+                upload_path(data, "1", **{**uploader, "slots": count, "slot_size": mib << 20}))
+            notes[f"staged {extra}"] = f"{count} slots of {mib} MiB, given"
+        for source, note in (("file", "upload_file, buffered, page cache warm"),
+                             ("file_direct", "upload_file, O_DIRECT")):
+            paths[source.replace("_", " ")], _ = stack.enter_context(upload_path(data, "1", source, **uploader,
+                                                                                 path=f.name))
+            notes[source.replace("_", " ")] = note
+        paths["in place"], _ = stack.enter_context(upload_path(data, "1", "in_place", **uploader))
+        notes["in place"] = "from a staging_array: no host copy"
+        paths["mapped"], _ = stack.enter_context(upload_path(data, "0"))
+        notes["mapped"] = "written through the map"
+        placement = staged_uploader.report().reason
+        times = interleaved(paths, args.runs)
     os.environ.pop("VKVERIFY_STAGED")
     with Runtime() as rt:
         device = rt.device.name
-    print(f"{args.mib} MiB on {device}; placement rule here: {report.reason}; {threads} host copy threads")
+    print(f"{args.mib} MiB on {device}; placement rule here: {placement}; {threads} host copy threads; "
+          f"{args.runs} interleaved rounds, the best of each path")
     gbs = lambda t: data.size / t / 1e9
     print(f"  {'path':<14}{'ms':>8}{'GB/s':>8}{'x raw':>7}{'x ceil':>8}  notes")
-    for name, seconds, note in [("raw", raw, "one vkCmdCopyBuffer, host-coherent source"),
-                                ("ceiling", ceiling, "the raw copy with a memcpy of the bytes beside it"), *rows]:
-        print(f"  {name:<14}{seconds * 1e3:8.1f}{gbs(seconds):8.2f}{raw / seconds:7.2f}{ceiling / seconds:8.2f}  {note}")
-    file = next(s for n, s, _ in rows if n == "file")
-    print(f"  targets: staged/ceiling {ceiling / staged:.2f} (>= 0.9), file/ceiling {ceiling / file:.2f} (>= 0.85), "
-          f"in place/raw {raw / in_place:.2f} (>= 0.95)")
-
+    seconds = {name: min(ts) for name, ts in times.items()}
+    raw, ceiling = seconds["raw"], seconds["ceiling"]
+    for name, t in seconds.items():
+        print(f"  {name:<14}{t * 1e3:8.1f}{gbs(t):8.2f}{raw / t:7.2f}{ceiling / t:8.2f}  {notes[name]}")
+    best = lambda over, under: seconds[over] / seconds[under]
+    targets = (("staged/ceiling", "ceiling", "staged", 0.9), ("file/ceiling", "ceiling", "file", 0.85),
+               ("in place/raw", "raw", "in place", 0.95))
+    print("  targets (median of the rounds' ratios; best/best in brackets): " + ", ".join(
+        f"{name} {paired(times, over, under):.2f} [{best(over, under):.2f}] (>= {goal})"
+        for name, over, under, goal in targets))
 
 if __name__ == "__main__":
     main()

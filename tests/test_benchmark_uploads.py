@@ -19,4 +19,4 @@ def test_upload_table_runs(device_name, tmp_path):
     lines = done.stdout.splitlines()
     assert [line[2:16].strip() for line in lines[2:-1]] == ["raw", "ceiling", "staged", "staged 2x1", "file",
                                                             "file direct", "in place", "mapped"], done.stdout
-    assert "submit+wait" in lines[4] and lines[-1].startswith("  targets: staged/ceiling")
+    assert "submit+wait" in lines[4] and lines[-1].startswith("  targets (median of the rounds' ratios")

@@ -1,4 +1,4 @@
-"""Every finding kind of STREAM_FORMAT.md, from a small builder stream, and its fixed twin without it."""
+"""Every finding kind of docs/format.md, from a small builder stream, and its fixed twin without it."""
 
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ def test_the_finding_is_highlighted_with_a_dashed_red_edge(capsys):
     text = dot_text(capsys, EXAMPLE)
     edges = {(a, b): attrs for a, b, attrs in EDGE.findall(text)}
     missing = edges[("upload[0]", "run[0]")]
-    assert 'style="dashed"' in missing and 'color="#d62728"' in missing and 'label="raw"' in missing
+    assert 'style="dashed"' in missing and 'color="#d62728"' in missing and 'label="raw (fix 1)"' in missing
     for ref in ("upload[0]", "run[0]"):
         assert re.search(rf'"{re.escape(ref)}" \[label=.*color="#d62728"', text)
     assert not re.search(r'"main\[0\]" \[label=.*color="#d62728"', text)

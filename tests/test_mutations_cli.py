@@ -165,6 +165,14 @@ def test_the_kill_matrix_has_a_column_per_reader(capsys, device_name):
     assert killed["replay+syncval"][0] >= n - 1
 
 
-def test_options_after_files_are_refused(capsys):
-    assert main(["mutate", SMALL[0], "--format", "json"]) == 2
-    assert "options go before FILES" in capsys.readouterr().err
+def test_options_after_files_mean_the_same(capsys, tmp_path):
+    before = main(["mutate", "--format", "json", "--no-cache", SMALL[0]]), capsys.readouterr().out
+    after = main(["mutate", SMALL[0], "--format", "json", "--no-cache"]), capsys.readouterr().out
+    assert after == before and before[0] == 0 and json.loads(before[1])["mutants"]
+
+
+def test_the_cache_folder_ignores_itself(tmp_path, capsys):
+    """A cache directory made by vkverify carries a .gitignore of `*`: never committed by accident."""
+    cache = tmp_path / "deep" / ".vkverify-cache"
+    assert main(["mutate", "--cache", str(cache), SMALL[0]]) == 0
+    assert (cache / ".gitignore").read_text() == "*\n"

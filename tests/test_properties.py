@@ -226,7 +226,7 @@ def test_fully_synchronized_stream_has_no_device_hazards(plan):
 
 def missing_after(before: set, after: set) -> set:
     """The findings of `before` that `after` lacks. A read_write access is one finding per pair of
-    operations: RAW when its read is not ordered, else WAW (STREAM_FORMAT.md; corpus 60 "RAW only"),
+    operations: RAW when its read is not ordered, else WAW (docs/format.md; corpus 60 "RAW only"),
     so a WAW whose pair becomes a RAW once a barrier is gone is still reported, as that RAW."""
     return {k for k in before - after
             if not (k[0] == "waw" and ("raw",) + k[1:] in after)}

@@ -14,7 +14,7 @@ RAW = ROOT / "tests" / "corpus" / "01-copy-then-dispatch-no-barrier.json"  # one
 CLEAN = ROOT / "tests" / "corpus" / "02-copy-then-dispatch-barrier.json"  # no finding
 WAW_RANGE = ROOT / "tests" / "corpus" / "12-copies-overlapping-regions.json"  # waw on part of a buffer
 
-# STREAM_FORMAT.md, "Findings"
+# docs/format.md, "Findings"
 FILE_KEYS = {"file", "stream", "ok", "findings"}
 FINDING_KEYS = {"kind", "buffer", "range", "first", "second", "first_access", "second_access", "racing",
                 "message", "fix"}
@@ -46,10 +46,10 @@ def test_corpus_files_used_here_are_what_they_claim():
 
 
 def test_json_one_file_keys():
+    """One file is a list of one object, as several files are a list (docs/format.md, Findings)."""
     result = cli("--format", "json", RAW)
     assert result.returncode == 1
-    doc = json.loads(result.stdout)
-    assert isinstance(doc, dict)
+    (doc,) = json.loads(result.stdout)
     assert set(doc) == FILE_KEYS
     assert doc["file"] == str(RAW)
     assert doc["stream"] == "copy-then-dispatch-no-barrier"
@@ -71,7 +71,7 @@ def test_json_one_file_keys():
 def test_json_clean_file():
     result = cli("--format", "json", CLEAN)
     assert result.returncode == 0
-    doc = json.loads(result.stdout)
+    (doc,) = json.loads(result.stdout)
     assert set(doc) == FILE_KEYS
     assert doc["ok"] is True and doc["findings"] == []
 
@@ -100,7 +100,7 @@ def test_json_several_clean_files_exit_0():
 
 def test_json_ops_findings_name_their_ops():
     path = ROOT / "tests" / "corpus" / "50-binary-semaphore-waited-twice.json"
-    doc = json.loads(cli("--format", "json", path).stdout)
+    (doc,) = json.loads(cli("--format", "json", path).stdout)
     (f,) = doc["findings"]
     assert f["kind"] == "binary_semaphore_misuse" and f["ops"] == ["main[2]"]
     assert f["message"] and f["fix"]
@@ -148,8 +148,9 @@ def test_sarif_results(sarif_corpus):
         if "ruleIndex" in res:
             assert rules[res["ruleIndex"]]["id"] == res["ruleId"]
         assert res["message"]["text"]
-        uri = res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
-        assert uri in {str(p) for p in CORPUS}
+        artifact = res["locations"][0]["physicalLocation"]["artifactLocation"]
+        assert artifact["uriBaseId"] == "SRCROOT"
+        assert artifact["uri"] in {p.relative_to(ROOT).as_posix() for p in CORPUS}
         seen_rules.add(res["ruleId"])
     assert seen_rules == ids  # the corpus has findings of every kind
 

@@ -188,7 +188,8 @@ def test_ring_allreduce_proven_for_n_2_to_8_in_one_call(root, capsys):
 def test_ring_mutant_names_n_2_and_its_witness(root, capsys):
     path = root / "tests" / "corpus" / "81-ring-allreduce-no-cross-round-wait.json"
     assert main(["check", "--format", "json", str(path)]) == 1
-    findings = json.loads(capsys.readouterr().out)["findings"]
+    (result,) = json.loads(capsys.readouterr().out)
+    findings = result["findings"]
     wars = [f for f in findings if f["kind"] == "war"]
     assert wars and all(f["params"] == {"n": 2} and f["witness"] for f in wars)
     assert all(f["witness"].index(f["second"]) < f["witness"].index(f["first"]) for f in wars)

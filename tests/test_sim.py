@@ -171,7 +171,7 @@ def test_reference_is_what_simulate_reports():
 
 
 def test_cli_exit_codes_and_json(capsys):
-    assert main(["simulate", str(SAFE[0]), "--schedules", "20"]) == 0
+    assert main(["simulate", str(SAFE[0]), "--schedules", "20", "-v"]) == 0
     assert "20 of 20 schedules changed nothing" in capsys.readouterr().out
     assert main(["simulate", str(HAZARDS[0]), "--schedules", "5", "--seed", "2", "--format", "json"]) == 1
     out = json.loads(capsys.readouterr().out)[0]

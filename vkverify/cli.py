@@ -2,25 +2,34 @@
 
 Exit codes: 0 no findings (or, with --expect, findings as expected),
 1 findings (or disagreement with `expect`), 2 bad input or usage.
+Streams are files in the format of docs/format.md; a directory stands for every *.json and *.gfxr
+below it. Options may come before or after the files; `[tool.vkverify]` in the nearest
+pyproject.toml gives defaults (vkverify/config.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from . import __version__
 from .model import load
 from .model.errors import StreamError, VkverifyError
 from .model.files import check_directory, check_output, write_atomic
-from .report import FORMATTERS, FileResult
+from .report import FORMATTERS
+from .results import CAPTURES, FileResult, bad_input, says_something
 
 CHECK_EPILOG = """\
 examples:
   vkverify check stream.json
-  vkverify check --format json tests/corpus/*.json
+  vkverify check tests/corpus --format json     # a directory: every *.json and *.gfxr below it
   vkverify check --format sarif stream.json > vkverify.sarif
+  vkverify check --format github streams/        # annotations in a GitHub Actions log
   vkverify check --expect tests/corpus/*.json   # a corpus with `expect` blocks is a test suite
 
+A finding the stream's author accepts is listed in its "ignore" (docs/format.md, ignore):
+reported as suppressed, not counted.
 exit codes: 0 no findings (with --expect: all as expected), 1 findings (with
 --expect: a difference), 2 bad input (one line per error: FILE: JSON.path: what)
 """
@@ -28,22 +37,25 @@ exit codes: 0 no findings (with --expect: all as expected), 1 findings (with
 
 def cmd_check(args: argparse.Namespace) -> int:
     from .check import check
-    from .check.expect import compare
+    from .check.expect import compare, suppress
     from .check.readings import DEFAULT
 
-    results, bad_input = [], False
+    results = []
     for file in args.files:
         loaded = _load_partial_or_report(file)
-        if loaded is None:
-            bad_input = True
+        if isinstance(loaded, list):
+            results.append(bad_input(file, loaded))
             continue
         stream, partial = loaded
-        findings = check(stream, args.readings or DEFAULT)
-        agreement = compare(stream, findings) if args.expect else None
-        results.append(FileResult(file, stream.name, findings, agreement, partial))
-    if results:
-        print(FORMATTERS[args.format](results))
-    if bad_input:
+        found = suppress(stream, check(stream, args.readings or DEFAULT))
+        agreement = compare(stream, list(found.kept)) if args.expect else None
+        results.append(FileResult(file, stream.name, list(found.kept), agreement, partial, found.suppressed,
+                                  found.warnings, loaded=stream))
+    shown = [r for r in results if says_something(r)] if args.quiet and args.format == "text" else results
+    text = FORMATTERS[args.format](shown)
+    if text:
+        print(text)
+    if any(r.errors for r in results):
         return 2
     if args.expect:
         return 0 if all(r.agreement.agrees for r in results) else 1
@@ -77,27 +89,42 @@ _positive, _natural = _at_least(1), _at_least(0)
 def _add_simulate(sub) -> None:
     """`vkverify simulate`: exit 0 no schedule changed a digest, 1 some schedule did, 2 bad input."""
     def run(args: argparse.Namespace) -> int:
+        from dataclasses import replace
+
         from .sim import FORMATS, simulate
 
-        stream = _load_or_report(args.file)
-        if stream is None:
-            return 2
-        try:
-            report = simulate(stream, schedules=args.schedules, seed=args.seed)
-        except StreamError as e:  # a stream past the simulator's limits: say it of the file
-            raise StreamError(args.file, e.errors) from None
-        print(FORMATS[args.format]([report]))
-        return 1 if report.changed else 0
+        reports, bad = [], False
+        for file in args.files:
+            stream = _load_or_report(file)
+            if stream is None:
+                bad = True
+                continue
+            try:
+                report = simulate(stream, schedules=args.schedules, seed=args.seed)
+            except StreamError as e:  # a stream past the simulator's limits: say it of the file
+                print("\n".join(StreamError(file, e.errors).lines()), file=sys.stderr)
+                bad = True
+                continue
+            reports.append(replace(report, file=file))
+        shown = [r for r in reports if r.changed] if args.quiet and args.format == "text" else reports
+        text = FORMATS[args.format](shown, verbose=args.verbose)
+        if text:
+            print(text)
+        return 2 if bad else 1 if any(r.changed for r in reports) else 0
 
     c = sub.add_parser("simulate", help="execute a stream in numpy: reference digests, then adversarial schedules",
                        description="Run a vkverify-stream/1 file's data effects in the checker's legal order, then "
                                    "under adversarial schedules that perturb each finding; say per finding which "
                                    "schedule changed a digest, or why its values coincide.",
                        epilog="exit codes: 0 no schedule changed a digest, 1 some schedule did, 2 bad input")
-    c.add_argument("file", metavar="FILE", help="stream file (JSON)")
+    c.add_argument("files", nargs="+", metavar="FILE", help="stream files (JSON) or directories")
     c.add_argument("--schedules", type=_positive, default=200, help="adversarial schedules to run (default 200)")
     c.add_argument("--seed", type=_natural, default=0, help="seed of the schedules (default 0)")
-    c.add_argument("--format", choices=["text", "json"], default="text")
+    c.add_argument("--format", choices=["text", "json"], default="text",
+                   help="text: one line per stream (-v: every schedule and finding); json: everything, a list")
+    c.add_argument("-v", "--verbose", action="store_true", help="text: the reference digests, each schedule that "
+                                                                 "changed one, each finding's verdict")
+    _add_quiet(c, "text: only the streams where a schedule changed a digest")
     c.set_defaults(run=run)
 
 
@@ -157,9 +184,6 @@ def _add_devices(sub) -> None:
     d.set_defaults(run=cmd_devices)
 
 
-CAPTURES = (".gfxr", ".jsonl")
-
-
 def _load_any(file: str):
     """A stream file, or a GFXReconstruct capture (.gfxr/.jsonl) through the importer; with why a verdict on
     it is partial (the dispatches the import could not resolve)."""
@@ -174,17 +198,18 @@ def _load_any(file: str):
 def _load_or_report(file: str):
     """The stream in `file` (a capture through the importer); None after printing why it is bad input."""
     loaded = _load_partial_or_report(file)
-    return None if loaded is None else loaded[0]
+    return None if isinstance(loaded, list) else loaded[0]
 
 
 def _load_partial_or_report(file: str):
-    """(stream, why a verdict on it is partial) from `file` (a capture through the importer); None after
-    printing why it is bad input."""
+    """(stream, why a verdict on it is partial) from `file` (a capture through the importer); else, after
+    printing them, the lines that say why it is bad input (for the formats that carry them)."""
     try:
         return _load_any(file)
     except VkverifyError as e:
-        print("\n".join(e.lines()), file=sys.stderr)
-    return None
+        lines = e.lines()
+    print("\n".join(lines), file=sys.stderr)
+    return lines
 
 
 def _import_and_report(capture: str, output: str | None, threads: bool, assume_reads: bool) -> int:
@@ -228,7 +253,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
     from .importer import capture_env
 
-    command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    command = args.cmd
     if not command:
         print("vkverify capture: give a command after --", file=sys.stderr)
         return 2
@@ -252,7 +277,7 @@ def _add_capture(sub) -> None:
     c.add_argument("--capture-file", metavar="FILE.gfxr", help="keep the capture here (default: a temporary file)")
     c.add_argument("--threads", action="store_true", help="as for import")
     c.add_argument("--no-assumed-reads", action="store_true", help="as for import")
-    c.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...")
+    c.add_argument("cmd", nargs="*", metavar="-- CMD ARGS...", help="the program to run, after --")
     c.set_defaults(run=cmd_capture)
 
 
@@ -302,11 +327,12 @@ def _add_mutate(sub) -> None:
     c.add_argument("--junit", metavar="FILE", help="also write JUnit XML: one testcase per mutant, survivors fail")
     c.add_argument("--report-redundant", action="store_true",
                    help="list the synchronization operations no pair depends on alone, and what else orders their pairs")
-    c.add_argument("--cache", metavar="DIR", help="verdict cache directory (default .vkverify-cache in the cwd)")
+    c.add_argument("--cache", metavar="DIR", help="verdict cache directory (default .vkverify-cache in the cwd, "
+                                                  "made with a .gitignore of its own)")
     c.add_argument("--no-cache", action="store_true", help="neither read nor write the verdict cache")
-    c.add_argument("files", nargs=argparse.REMAINDER, metavar="FILES... [-- CMD ARGS...]",
-                   help="stream files; options go before them")
-    c.set_defaults(run=run)
+    c.add_argument("files", nargs="*", metavar="FILES... [-- CMD ARGS...]",
+                   help="stream files or directories; a command after --")
+    c.set_defaults(run=run, cmd=[])
 
 
 def _add_explain(sub) -> None:
@@ -369,16 +395,27 @@ def _add_graph(sub) -> None:
     c.set_defaults(run=run)
 
 
+def _add_quiet(c: argparse.ArgumentParser, what: str) -> None:
+    c.add_argument("-q", "--quiet", action="store_true", help=what)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vkverify", description=__doc__.splitlines()[0].strip('"'),
+                                epilog="The stream format: docs/format.md. Defaults: [tool.vkverify] in "
+                                       "pyproject.toml.",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"vkverify {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     c = sub.add_parser("check", help="find every synchronization hazard in streams, or prove there is none",
-                       description="Check vkverify-stream/1 files against the Vulkan synchronization rules.",
+                       description="Check vkverify-stream/1 files (docs/format.md) against the Vulkan "
+                                   "synchronization rules.",
                        epilog=CHECK_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    c.add_argument("files", nargs="+", metavar="FILE", help="stream files (JSON)")
+    c.add_argument("files", nargs="+", metavar="FILE",
+                   help="stream files (JSON), captures (.gfxr, .jsonl) or directories")
     c.add_argument("--format", choices=sorted(FORMATTERS), default="text",
-                   help="text for people, json (STREAM_FORMAT.md findings), sarif (2.1.0, for code scanning)")
+                   help="text for people, json (one list; docs/format.md, Findings), sarif (2.1.0, for code "
+                        "scanning), github (workflow annotations), junit (XML, a testcase per finding)")
+    _add_quiet(c, "text: only the files with findings, warnings or errors")
     c.add_argument("--expect", action="store_true",
                    help="compare the findings with each stream's `expect` block; exit 1 on any difference")
     c.add_argument("--reading", dest="readings", metavar="NAME=VALUE", action=_ReadingAction,
@@ -396,12 +433,67 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+STREAMS = ("*.json", "*.gfxr")  # what a directory argument stands for
+
+
+class _Usage(ValueError):
+    """A command line (or [tool.vkverify] table) vkverify cannot run: one line, exit 2."""
+
+
+def expand(paths: list[str]) -> list[str]:
+    """Each directory replaced by the stream files below it, sorted; files as given."""
+    out = []
+    for path in paths:
+        if Path(path).is_dir():
+            found = sorted({str(p) for pattern in STREAMS for p in Path(path).rglob(pattern) if p.is_file()})
+            if not found:
+                raise _Usage(f"{path}: no {' or '.join(STREAMS)} file below this directory")
+            out += found
+        else:
+            out.append(path)
+    return out
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """Options anywhere among the arguments (argparse's intermixed parsing, per command); a command to run
+    (mutate, capture) after `--`; `[tool.vkverify]` defaults before the command line's own arguments."""
+    from .config import ConfigError, arguments, find, table
+
+    p = parser()
+    commands = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices
+    at = next((i for i, a in enumerate(argv) if not a.startswith("-")), None)
+    if at is None or argv[at] not in commands:
+        return p.parse_args(argv)  # --version, --help, or argparse's own error
+    if {"-h", "--help", "--version"} & set(argv[:at]):
+        p.parse_args(argv[:at])  # exits there
+    # Flags before the command are the command's (`vkverify -q check ...`).
+    command, rest, cmd = argv[at], argv[:at] + argv[at + 1:], []
+    if "--" in rest and command in ("mutate", "capture"):
+        rest, cmd = rest[:rest.index("--")], rest[rest.index("--") + 1:]
+    source = find(Path.cwd())
+    try:
+        defaults = arguments(table(source), command, commands, source) if source else []
+    except ConfigError as e:
+        raise _Usage(str(e)) from None
+    args = commands[command].parse_intermixed_args(defaults + rest)
+    args.command = command
+    if cmd:
+        args.cmd = cmd
+    if hasattr(args, "files"):
+        args.files = expand(args.files)
+    return args
+
+
 # Options naming files the command writes: checked before any work (model/files.py).
 OUTPUTS = (("output", "-o/--output"), ("junit", "--junit"), ("capture_file", "--capture-file"))
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    try:
+        args = parse(sys.argv[1:] if argv is None else list(argv))
+    except _Usage as e:
+        print(f"vkverify: {e}", file=sys.stderr)
+        return 2
     try:
         for dest, option in OUTPUTS:
             if getattr(args, dest, None) is not None:

@@ -1,4 +1,5 @@
-"""Output formats for `vkverify check`: text for people, JSON, SARIF 2.1.0.
+"""Output formats for `vkverify check`: text for people and JSON here; SARIF 2.1.0 (sarif.py),
+GitHub workflow annotations and JUnit XML (annotations.py).
 
 Each formatter takes the per-file results and returns the whole output; the
 CLI picks one from FORMATTERS.
@@ -7,21 +8,13 @@ CLI picks one from FORMATTERS.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-
-from . import __version__
+from .annotations import format_github, format_junit
 from .check.expect import Agreement
-from .check.findings import KINDS, Finding
-from .model.refs import without_submit
+from .check.findings import Finding
+from .results import FileResult
+from .sarif import format_sarif
 
-
-@dataclass(frozen=True)
-class FileResult:
-    file: str
-    stream: str
-    findings: list[Finding]
-    agreement: Agreement | None = None  # with --expect
-    partial: tuple[str, ...] = ()  # why the verdict covers only part of the program: an import's unresolved dispatches
+__all__ = ["FORMATTERS", "FileResult", "format_json", "format_text"]
 
 
 def _expect_json(a: Agreement) -> dict:
@@ -31,19 +24,24 @@ def _expect_json(a: Agreement) -> dict:
 
 
 def to_json_obj(r: FileResult) -> dict:
+    if r.errors:
+        return {"file": r.file, "ok": False, "errors": list(r.errors)}
     out = {"file": r.file, "stream": r.stream, "ok": not r.findings,
            "findings": [f.to_json() for f in r.findings]}
     if r.agreement is not None:
         out["expect"] = _expect_json(r.agreement)
     if r.partial:
         out["partial"] = list(r.partial)
+    if r.suppressed:
+        out["suppressed"] = [{**f.to_json(), "reason": reason} for f, reason in r.suppressed]
+    if r.warnings:
+        out["warnings"] = list(r.warnings)
     return out
 
 
 def format_json(results: list[FileResult]) -> str:
-    """One object per file as STREAM_FORMAT.md shows; several files give a list of them."""
-    objs = [to_json_obj(r) for r in results]
-    return json.dumps(objs[0] if len(objs) == 1 else objs, indent=2)
+    """One list, one object per file (docs/format.md, Findings), whatever the number of files."""
+    return json.dumps([to_json_obj(r) for r in results], indent=2)
 
 
 def _op(ref: str | None, label: str | None, access: str | None) -> str:
@@ -52,15 +50,26 @@ def _op(ref: str | None, label: str | None, access: str | None) -> str:
     return " ".join(x for x in (ref, f'"{label}"' if label else None, access) if x)
 
 
+def _headline(f: Finding) -> str:
+    """`raw A [0, 4096)`: the kind, and the bytes where the finding has them."""
+    return f"{f.kind} {f.buffer} [{f.range[0]}, {f.range[1]})" if f.range else f.kind
+
+
 def format_text(results: list[FileResult]) -> str:
     lines = []
     for r in results:
+        if r.errors:  # already said on stderr
+            continue
         verdict = "no findings" if not r.findings else f"{len(r.findings)} finding{'s' * (len(r.findings) > 1)}"
+        if r.suppressed:
+            verdict += f", {len(r.suppressed)} suppressed"
         lines.append(f"{r.file}: {r.stream or '(unnamed)'}: {verdict}{' (partial verdict)' if r.partial else ''}")
         lines += [f"  {why}" for why in r.partial]
+        lines += [f"  warning: {w}" for w in r.warnings]
+        for f, reason in r.suppressed:
+            lines.append(f"  suppressed {_headline(f)}: {reason}")
         for f in r.findings:
-            where = f" {f.buffer} [{f.range[0]}, {f.range[1]})" if f.range else ""
-            lines.append(f"  {f.kind}{where}{' (racing)' if f.racing else ''}: {f.message}")
+            lines.append(f"  {_headline(f)}{' (racing)' if f.racing else ''}: {f.message}")
             if f.ops is None:
                 lines.append(f"    first:  {_op(f.first, f.labels[0], f.first_access)}")
                 lines.append(f"    second: {_op(f.second, f.labels[1], f.second_access)}")
@@ -81,32 +90,5 @@ def format_text(results: list[FileResult]) -> str:
     return "\n".join(lines)
 
 
-def format_sarif(results: list[FileResult]) -> str:
-    """SARIF 2.1.0, one rule per finding kind with a stable id."""
-    kinds = list(KINDS.values())
-    rule_index = {k.kind: i for i, k in enumerate(kinds)}
-    sarif_results = []
-    for r in results:
-        for f in r.findings:
-            refs = [x for x in (f.first, f.second) if x] + list(f.ops or ())
-            sarif_results.append({
-                "ruleId": KINDS[f.kind].rule_id, "ruleIndex": rule_index[f.kind], "level": "error",
-                "message": {"text": f"{f.message}. Fix: {f.fix}"},
-                "locations": [{
-                    "physicalLocation": {"artifactLocation": {"uri": r.file}, "region": {"startLine": 1}},
-                    "logicalLocations": [{"fullyQualifiedName": ref, "kind": "member"} for ref in refs]}],
-                "partialFingerprints": {"vkverify/v1": "|".join(
-                    [f.kind, r.stream, f.buffer or ""] + [without_submit(x) for x in refs])},
-                "properties": {"buffer": f.buffer, "range": list(f.range) if f.range else None,
-                               "racing": f.racing},
-            })
-    doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [{
-        "tool": {"driver": {"name": "vkverify", "version": __version__, "rules": [
-            {"id": k.rule_id, "name": k.kind, "shortDescription": {"text": k.title},
-             "defaultConfiguration": {"level": "error"}} for k in kinds]}},
-        "artifacts": [{"location": {"uri": r.file}} for r in results],
-        "results": sarif_results}]}
-    return json.dumps(doc, indent=2)
-
-
-FORMATTERS = {"text": format_text, "json": format_json, "sarif": format_sarif}
+FORMATTERS = {"text": format_text, "json": format_json, "sarif": format_sarif, "github": format_github,
+              "junit": format_junit}

@@ -1,4 +1,4 @@
-"""Compare findings with a stream's `expect` block (STREAM_FORMAT.md, "expect")."""
+"""Compare findings with a stream's `expect` block (docs/format.md, "expect")."""
 
 from __future__ import annotations
 
@@ -50,3 +50,31 @@ def compare(stream: ir.Stream, findings: list[Finding]) -> Agreement:
     return Agreement(
         missing=tuple(e for e in expected if not any(matches(e, f, stream) for f in findings)),
         unexpected=tuple(f for f in findings if not any(matches(e, f, stream) for e in expected)))
+
+
+@dataclass(frozen=True)
+class Suppression:
+    """Findings split by the stream's `ignore` entries (docs/format.md, ignore)."""
+
+    kept: tuple[Finding, ...]
+    suppressed: tuple[tuple[Finding, str], ...]  # (finding, the reason its ignore entry gives)
+    unused: tuple[int, ...]  # indices of the ignore entries that matched no finding
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(f"ignore[{i}]: matches no finding" for i in self.unused)
+
+
+def suppress(stream: ir.Stream, findings: list[Finding]) -> Suppression:
+    """A finding an `ignore` entry matches (the way an `expect` entry does) is suppressed, not reported."""
+    # A params stream's findings are about one instance: its own `ignore`, references resolved there.
+    at = instance(stream, findings[0].params if findings else None)
+    kept, suppressed, used = [], [], set()
+    for f in findings:
+        hit = next((i for i, ig in enumerate(at.ignore) if matches(ig.finding, f, at)), None)
+        if hit is None:
+            kept.append(f)
+        else:
+            suppressed.append((f, at.ignore[hit].reason))
+            used.add(hit)
+    return Suppression(tuple(kept), tuple(suppressed), tuple(i for i in range(len(at.ignore)) if i not in used))

@@ -4,7 +4,8 @@ One node per host op, submitted batch, semaphore wait and signal, fence or idle 
 barrier (the nodes of check/hb.py, a barrier's entries merged), not one per access: the
 graph stays as small as the synchronization. Only the operations that findings name are drawn
 as well, in their place on their queue, highlighted, with the missing edge between them dashed
-red and labelled with the finding's kind.
+red and labelled with the finding's kind and the number of its fix: findings that one synchronization
+fixes (the same smallest single fix) share a number, listed with that fix beside a legend of the edges.
 """
 
 from __future__ import annotations
@@ -44,6 +45,15 @@ class Drawn:
     stream: ir.Stream
     graph: nx.MultiDiGraph  # nodes: id -> agent, label, shape, highlight; edges: kind, label
     params: tuple[tuple[str, int], ...] | None
+    fixes: tuple[tuple[str, tuple[Finding, ...]], ...] = ()  # each smallest single fix, the findings it fixes
+
+
+def by_fix(findings: list[Finding]) -> tuple[tuple[str, tuple[Finding, ...]], ...]:
+    """Findings grouped by their fix (one synchronization that orders them all), in order of first mention."""
+    groups: dict[str, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(f.fix, []).append(f)
+    return tuple((fix, tuple(fs)) for fix, fs in groups.items())
 
 
 def build(stream: ir.Stream, findings: list[Finding]) -> Drawn:
@@ -81,11 +91,13 @@ def build(stream: ir.Stream, findings: list[Finding]) -> Drawn:
     for src, targets in model.cross.items():
         for dst in targets:
             g.add_edge(_id(src), _id(dst), **_cross(model, src, dst))
-    for f in findings:
-        ends = (f.first, f.second) if f.first and f.second else f.ops if f.ops and len(f.ops) == 2 else None
-        if ends and all(e in g for e in ends):
-            g.add_edge(*ends, kind="missing", label=f.kind)
-    return Drawn(stream, g, params)
+    fixes = by_fix(findings)
+    for k, (_, group) in enumerate(fixes, 1):
+        for f in group:
+            ends = (f.first, f.second) if f.first and f.second else f.ops if f.ops and len(f.ops) == 2 else None
+            if ends and all(e in g for e in ends):
+                g.add_edge(*ends, kind="missing", label=f"{f.kind} (fix {k})")
+    return Drawn(stream, g, params, fixes)
 
 
 def _id(key: tuple) -> str:
@@ -168,10 +180,44 @@ def to_dot(drawn: Drawn) -> str:
         attrs = dict(EDGE_STYLE[d["kind"]])
         if d["label"]:
             attrs["label"] = d["label"]
-        lines.append(f"  {_quote(a)} -> {_quote(b)} [" + ", ".join(f"{k}={_quote(v)}" for k, v in attrs.items())
-                     + "];")
+        lines.append(_edge(a, b, attrs))
+    lines += _legend({d["kind"] for _, _, d in g.edges(data=True)}, drawn.fixes)
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _edge(a: str, b: str, attrs: dict) -> str:
+    return f"  {_quote(a)} -> {_quote(b)} [" + ", ".join(f"{k}={_quote(v)}" for k, v in attrs.items()) + "];"
+
+
+LEGEND = {"order": "program / submission order", "submit": "a submit starts its batch",
+          "semaphore": "semaphore signal -> wait", "host wait": "a signal a host wait observes",
+          "missing": "a finding: the ordering that is missing"}
+
+
+def _legend(kinds: set[str], fixes: tuple[tuple[str, tuple[Finding, ...]], ...]) -> list[str]:
+    """A cluster with a sample edge of each kind drawn, and the fixes, each with the findings it fixes (indented
+    apart from the stream's own nodes and edges)."""
+    lines = [f"  subgraph cluster_legend {{ label={_quote('legend')}; style=rounded; color=gray70;",
+             '      node [shape=plaintext, style="", fontsize=9];']
+    for i, (kind, meaning) in enumerate((k, m) for k, m in LEGEND.items() if k in kinds):
+        a, b = f"legend {i}", f"legend {i} to"
+        lines.append(f"      {_quote(a)} [label={_quote(kind)}];")
+        lines.append(f"      {_quote(b)} [label={_quote(meaning)}];")
+        lines.append("    " + _edge(a, b, {**EDGE_STYLE[kind], "label": "", "constraint": "true"}))
+    if fixes:
+        text = "\n".join(f"fix {k}: {fix}\n" + "\n".join(f"  {_finding_line(f)}" for f in group)
+                         for k, (fix, group) in enumerate(fixes, 1))
+        lines.append(f"      {_quote('legend fixes')} [label={_quote(text)}, shape=note, style=filled, "
+                     f"fillcolor=\"#fde0dd\"];")
+    lines.append("  }")
+    return lines
+
+
+def _finding_line(f: Finding) -> str:
+    if f.ops is not None:
+        return f"{f.kind}: {', '.join(f.ops)}"
+    return f"{f.kind} {f.buffer or ''}: {f.first or '(unwritten)'} -> {f.second}"
 
 
 def to_svg(dot: str) -> str:

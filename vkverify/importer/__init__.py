@@ -51,12 +51,12 @@ from ..model import InvalidStream, UsageError, from_dict, ir
 from ..model.dump import command_to_dict, host_op_to_dict
 from .errors import CaptureError
 from .gfxr import Blocks, capture_env, convert, decompress, read_blocks
-from .records import read_calls
+from .records import call_index, read_calls
 from .resources import Resources
 from .summary import ImportSummary
 from .translate import UNREADABLE, Translator, UnreadableCall
 
-__all__ = ["CaptureError", "ImportSummary", "capture_env", "import_capture"]
+__all__ = ["CaptureError", "ImportSummary", "call_index", "capture_env", "import_capture"]
 
 
 def import_capture(path: str | Path, shader_dir: str | Path | None = None, threads: bool = False,

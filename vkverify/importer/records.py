@@ -7,6 +7,7 @@ names and the encoding of flags and handles belong to that version.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,16 @@ class Call:
     name: str
     args: dict
     result: str | None  # the VkResult name, for calls that return one
+
+
+_CALL = re.compile(r"#(\d+)")
+
+
+def call_index(label: str | None) -> int | None:
+    """The capture call an imported operation comes from: its label names it `vkCmdDispatch #57` (an assumed
+    host read, the wait it follows)."""
+    found = _CALL.findall(label or "")  # the last: a debug label region's name may come before the call
+    return int(found[-1]) if found else None
 
 
 def read_calls(path: Path, shown_as: str) -> Iterator[Call]:

@@ -1,4 +1,4 @@
-"""The bytes a stream's host writes and updates put in memory (STREAM_FORMAT.md, `data`).
+"""The bytes a stream's host writes and updates put in memory (docs/format.md, `data`).
 
 The simulator and the replay both call these, so a stream's reference results
 and its device results start from the same bytes.

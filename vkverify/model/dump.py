@@ -101,6 +101,10 @@ def to_dict(s: ir.Stream) -> dict:
                                ("ops", list(f.ops) if f.ops is not None else None),
                                ("params", dict(f.params) if f.params is not None else None)) if v is not None}
             for f in s.expect]}
+    if s.ignore:
+        out["ignore"] = [{k: v for k, v in (("kind", i.finding.kind), ("first", i.finding.first),
+                                            ("second", i.finding.second), ("reason", i.reason)) if v is not None}
+                         for i in s.ignore]
     return out
 
 

@@ -278,6 +278,14 @@ class ExpectedFinding:
 
 
 @dataclass(frozen=True)
+class Ignore:
+    """A finding the stream's author accepts (`ignore`): matched as an `expect` entry is, reported as suppressed."""
+
+    finding: ExpectedFinding
+    reason: str
+
+
+@dataclass(frozen=True)
 class Stream:
     name: str
     devices: tuple[Device, ...]
@@ -290,6 +298,7 @@ class Stream:
     params: tuple[Param, ...] = ()
     expect: tuple[ExpectedFinding, ...] | None = None
     description: str | None = None
+    ignore: tuple[Ignore, ...] = ()
     # A params stream: every combination of values (smallest first) and its plain stream.
     instances: tuple[tuple[tuple[tuple[str, int], ...], Stream], ...] = field(default=(), compare=False, repr=False)
 
@@ -324,7 +333,7 @@ class StreamIndex:
         self.resubmitted = frozenset(cb for cb, n in counts.items() if n > 1)
 
     def command_ref(self, cb: str, i: int, submit: str) -> str:
-        """STREAM_FORMAT.md references: `cb0[2]`, or `cb0[2]@main[5]` when cb0 is submitted more than once."""
+        """docs/format.md references: `cb0[2]`, or `cb0[2]@main[5]` when cb0 is submitted more than once."""
         return format_ref(cb, i, submit if cb in self.resubmitted else None)
 
     def root(self, buffer_id: str) -> tuple[str, int]:

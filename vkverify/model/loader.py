@@ -391,8 +391,11 @@ class _Builder:
             threads=threads, params=params, expect=None)
         self.check_references(stream)
         if "expect" in doc:
-            stream = _replace_expect(stream, tuple(
-                self.expected(i, f, stream) for i, f in enumerate(doc["expect"]["findings"])))
+            stream = _replace(stream, expect=tuple(
+                self.expected(("expect", "findings", i), f, stream) for i, f in enumerate(doc["expect"]["findings"])))
+        if "ignore" in doc:
+            stream = _replace(stream, ignore=tuple(ir.Ignore(self.expected(("ignore", i), f, stream), f["reason"])
+                                                   for i, f in enumerate(doc["ignore"])))
         return stream
 
     def owner_ids(self, path: tuple, ids) -> None:
@@ -674,8 +677,7 @@ class _Builder:
                 self.error(path + ("id",), f"id {item.id!r} {why}")
             ids[item.id] = path
 
-    def expected(self, i: int, f: dict, stream: ir.Stream) -> ir.ExpectedFinding:
-        path = ("expect", "findings", i)
+    def expected(self, path: tuple, f: dict, stream: ir.Stream) -> ir.ExpectedFinding:
         for key in ("first", "second"):
             if f.get(key) is not None and resolve_ref(stream, f[key]) is None:
                 self.error(path + (key,), f"no operation {f[key]!r} in this stream")
@@ -704,9 +706,9 @@ def _library_accesses(shader: str) -> tuple[str, ...] | None:
     return binding_accesses(shader)
 
 
-def _replace_expect(stream: ir.Stream, expect: tuple[ir.ExpectedFinding, ...]) -> ir.Stream:
+def _replace(stream: ir.Stream, **fields) -> ir.Stream:
     from dataclasses import replace
-    return replace(stream, expect=expect)
+    return replace(stream, **fields)
 
 
 def _tagged_items(stream: ir.Stream):

@@ -181,7 +181,7 @@ def errors(doc: dict) -> list[InputError]:
         elif isinstance(node, list):
             for i, v in enumerate(node):
                 walk(v, scope, path + (i,), key)
-        elif isinstance(node, str) and key not in ("description", "label", "name", "base64"):
+        elif isinstance(node, str) and key not in ("description", "label", "name", "base64", "reason"):
             if key in integer_keys():
                 check(node, scope, path)
             else:
@@ -217,6 +217,15 @@ def instantiate(doc: dict, values: dict[str, int], made: list[int] | None = None
     def fill(text: str, env: dict[str, int]) -> str:
         return PLACEHOLDER.sub(lambda m: str(evaluate(m.group(1), env)), text)
 
+    def fill_label(text: str, env: dict[str, int]) -> str:
+        """A label is free text: its `{expr}` placeholders that evaluate are filled, any other brace kept."""
+        def one(m: re.Match) -> str:
+            try:
+                return str(evaluate(m.group(1), env))
+            except ExprError:
+                return m.group(0)
+        return PLACEHOLDER.sub(one, text)
+
     def expand(node: Any, env: dict[str, int], key: str | None) -> Any:
         if isinstance(node, dict):
             out = {}
@@ -237,7 +246,9 @@ def instantiate(doc: dict, values: dict[str, int], made: list[int] | None = None
                 else:
                     out.append(expand(item, env, key))
             return out
-        if isinstance(node, str) and key not in ("description", "label", "name", "base64"):
+        if isinstance(node, str) and key == "label":
+            return fill_label(node, env)
+        if isinstance(node, str) and key not in ("description", "name", "base64", "reason"):
             return evaluate(node, env) if key in integer_keys() else fill(node, env)
         return node
 

@@ -1,7 +1,7 @@
-"""Operation references (STREAM_FORMAT.md): `cb0[2]` (the third command of cb0), `main[5]` (the
+"""Operation references (docs/format.md): `cb0[2]` (the third command of cb0), `main[5]` (the
 sixth op of thread main), `cb0[2]@main[5]` (that command in the submission main[5], where cb0 is
 submitted more than once). The one place that spells them: every layer parses and formats
-references through these functions (STREAM_FORMAT.md, findings).
+references through these functions (docs/format.md, findings).
 """
 
 from __future__ import annotations

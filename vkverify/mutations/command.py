@@ -18,14 +18,6 @@ from .readers import READERS, CleanRunFailed, CmdReader
 from .runner import Cache, run, shard
 
 
-def split_command(rest: list[str]) -> tuple[list[str], list[str]]:
-    """FILES... [-- CMD ARGS...]"""
-    if "--" in rest:
-        i = rest.index("--")
-        return rest[:i], rest[i + 1:]
-    return rest, []
-
-
 def selectors(chosen: list[Mutant], target: str) -> dict[str, str]:
     """VKVERIFY_MUTATE for each mutant: `<target>:<k>`, k counting that target's mutants of its stream by id."""
     out, counts = {}, {}
@@ -44,15 +36,13 @@ def _prepare(stream: ir.Stream, file: str) -> tuple[list[Mutant], list[Equivalen
 
 
 def main(args: argparse.Namespace) -> int:
-    files, argv = split_command(args.files)
+    files, argv = args.files, args.cmd  # FILES... [-- CMD ARGS...]
     if not files and argv:
         # No streams: the command's own runtime mutates itself (VKVERIFY_MUTATE), once per candidate.
         from ..runtime.mutate import report_command
         return report_command(argv, args.target, args.jobs)
-    misplaced = [f for f in files if f.startswith("-")]
-    if not files or misplaced:
-        print("vkverify mutate: " + (f"options go before FILES: {' '.join(misplaced)}" if misplaced
-                                      else "give stream files, or a command after --"), file=sys.stderr)
+    if not files:
+        print("vkverify mutate: give stream files, or a command after --", file=sys.stderr)
         return 2
     try:
         streams = {file: plain(load(file)) for file in files}

@@ -82,6 +82,9 @@ class Cache:
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        ignore = self.path.parent / ".gitignore"
+        if not ignore.exists():  # a cache is never committed, wherever it is made
+            ignore.write_text("*\n")
         write_atomic(self.path, json.dumps(self.entries, sort_keys=True))
 
 

@@ -74,7 +74,7 @@ class DeviceBuffer:
     offset: int  # in the block
     size: int
     kind: str
-    sharing: str = "concurrent"  # the stream's sharing mode (STREAM_FORMAT.md)
+    sharing: str = "concurrent"  # the stream's sharing mode (docs/format.md)
 
     def view(self, offset: int, size: int) -> memoryview:
         """The mapped bytes [offset, offset+size) of this buffer."""

@@ -52,7 +52,7 @@ class Recorder:
 
     def ref(self, index: int) -> str:
         """The command's reference: `cb0[2]`, or `cb0[2]@main[5]` where the stream
-        submits the command buffer more than once (STREAM_FORMAT.md, findings)."""
+        submits the command buffer more than once (docs/format.md, findings)."""
         return format_ref(self.cb_id, index, self.at)
 
     def command(self, index: int, c: ir.Command) -> None:

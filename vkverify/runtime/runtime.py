@@ -214,7 +214,7 @@ class Runtime:
             self.doc["fences"].append({"id": id, "signaled": signaled})
 
     def declare_shader(self, id: str, bindings: Iterable[str]) -> None:
-        """An abstract shader (STREAM_FORMAT.md): replayed by a generic kernel."""
+        """An abstract shader (docs/format.md): replayed by a generic kernel."""
         self.abstract_shaders[id] = tuple(bindings)
         self.doc["shaders"][id] = {"bindings": list(bindings)}
 

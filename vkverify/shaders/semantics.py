@@ -161,7 +161,7 @@ def mix(i: np.ndarray, ref: int, check: int) -> np.ndarray:
 
 
 def generic(reads: Sequence[np.ndarray], write_counts: Sequence[int], ref: int) -> list[np.ndarray]:
-    """The abstract-shader contract (STREAM_FORMAT.md): written binding k
+    """The abstract-shader contract (docs/format.md): written binding k
     receives mix(i, ref, checksum(reads)) at every u32 index
     i < write_counts[k]. Every read word reaches every output word: fmix32
     and the odd factors are bijections, so changing any one read word

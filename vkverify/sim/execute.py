@@ -1,4 +1,4 @@
-"""The data effect of one step (STREAM_FORMAT.md, "Commands" and "Host ops")."""
+"""The data effect of one step (docs/format.md, "Commands" and "Host ops")."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def dispatch(m: Machine, ref: str, op: ir.Dispatch) -> None:
                 new = np.where(new != words[k], new, m.peek(b.buffer, b.offset, b.offset + len(new)))
             m.store(b.buffer, b.offset, new)
         return
-    # An abstract shader (STREAM_FORMAT.md "Abstract shaders"): read bindings in binding order,
+    # An abstract shader (docs/format.md "Abstract shaders"): read bindings in binding order,
     # a read_write binding read in full before any write.
     reads = [w for w, b in zip(words, op.bindings) if b.access in ("read", "uniform", "read_write")]
     written = [(w, b) for w, b in zip(words, op.bindings) if b.access in ("write", "read_write")]

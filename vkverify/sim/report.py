@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -51,6 +52,7 @@ class SimReport:
     reference: SimResult
     schedules: tuple[ScheduleResult, ...]
     verdicts: tuple[Verdict, ...]
+    file: str | None = None  # where the stream was read from, for the CLI's output
 
     @property
     def changed(self) -> bool:
@@ -65,6 +67,7 @@ def _name(f: Finding) -> str:
 
 def to_json(report: SimReport) -> dict:
     return {
+        **({"file": report.file} if report.file is not None else {}),
         "stream": report.stream,
         "changed": report.changed,
         "reference": {"buffers": dict(report.reference.digests), "reads": dict(report.reference.reads)},
@@ -78,14 +81,27 @@ def to_json(report: SimReport) -> dict:
     }
 
 
-def format_json(reports: list[SimReport]) -> str:
+def format_json(reports: list[SimReport], verbose: bool = False) -> str:
+    """Everything, a list of one object per stream (`verbose` changes nothing: JSON is whole)."""
     return json.dumps([to_json(r) for r in reports], indent=2)
 
 
-def format_text(reports: list[SimReport]) -> str:
+def summary(r: SimReport) -> str:
+    """One line: how many schedules changed a digest, and the findings' verdicts by kind of verdict."""
+    changed = sum(s.changed for s in r.schedules)
+    verdicts = Counter(v.verdict.replace("_", "-") for v in r.verdicts)
+    said = f"; findings: {', '.join(f'{n} {v}' for v, n in sorted(verdicts.items()))}" if verdicts else ""
+    head = f"{r.file}: {r.stream}" if r.file is not None else r.stream
+    return f"{head}: {changed} of {len(r.schedules)} schedules changed a digest{said}"
+
+
+def format_text(reports: list[SimReport], verbose: bool = False) -> str:
+    """A line per stream; `verbose`: its reference digests, every schedule that changed one, every verdict."""
+    if not verbose:
+        return "\n".join(summary(r) for r in reports)
     lines = []
     for r in reports:
-        lines.append(f"{r.stream}: reference")
+        lines.append(f"{r.file + ': ' if r.file is not None else ''}{r.stream}: reference")
         lines += [f"  buffer {b}  {d}" for b, d in sorted(r.reference.digests.items())]
         lines += [f"  read {ref}  {d}" for ref, d in r.reference.reads.items()]
         for s in r.schedules:

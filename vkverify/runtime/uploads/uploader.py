@@ -362,7 +362,7 @@ class Uploader:
 
     def _stage(self, buf: DeviceBuffer, offset: int, raw: np.ndarray, source) -> None:
         """Stream `raw` through the slots: queue its host copy into the open slot, record the
-        copy, submit the sealed slot, seal this one when full."""
+        copy, submit the sealed slots whose turn came, seal this one when full."""
         ring, pos = self.ring, 0
         while pos < raw.size:
             slot = self._slot_for(buf)
@@ -379,7 +379,7 @@ class Uploader:
     def _stage_file(self, buf: DeviceBuffer, offset: int, source: FileSource, file_offset: int, size: int) -> None:
         """Stream `size` bytes of `source` through the slots: each read is queued into the open
         slot (a window aligned for O_DIRECT, the copy starting at the wanted byte) and its copy
-        recorded; submit the sealed slot, seal this one when full."""
+        recorded; submit the sealed slots whose turn came, seal this one when full."""
         ring, pos = self.ring, 0
         while pos < size:
             slot = self._slot_for(buf)

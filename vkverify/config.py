@@ -1,0 +1,103 @@
+"""Defaults from `[tool.vkverify]` in the nearest pyproject.toml, found by walking up from the working
+directory (as ruff and mypy find theirs).
+
+    [tool.vkverify]            # options of any command that has them
+    quiet = true
+    [tool.vkverify.check]      # options of one command
+    format = "sarif"
+    reading = ["all_commands_includes_host=false"]
+
+A key is an option's long name (`fail-under` or `fail_under`). The defaults become arguments placed before
+the command line's, so a flag given there overrides them. An unknown key is an error naming it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tomllib
+from pathlib import Path
+
+NAME = "pyproject.toml"
+
+
+class ConfigError(ValueError):
+    """A `[tool.vkverify]` table vkverify cannot use: the CLI says why and exits 2."""
+
+
+def find(start: Path) -> Path | None:
+    """The nearest pyproject.toml at or above `start`."""
+    for folder in (start, *start.parents):
+        if (folder / NAME).is_file():
+            return folder / NAME
+    return None
+
+
+def table(path: Path) -> dict:
+    try:
+        with path.open("rb") as f:
+            doc = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{path}: {e}") from None
+    found = doc.get("tool", {}).get("vkverify", {})
+    if not isinstance(found, dict):
+        raise ConfigError(f"{path}: tool.vkverify: must be a table")
+    return found
+
+
+def _option(parser: argparse.ArgumentParser, key: str) -> argparse.Action | None:
+    action = parser._option_string_actions.get("--" + key.replace("_", "-"))
+    return None if isinstance(action, (argparse._HelpAction, argparse._VersionAction)) else action
+
+
+def _tokens(option: str, action: argparse.Action, value, where: str) -> list[str]:
+    """The command-line arguments that say `value` for `action`, checked as argparse would."""
+    if action.nargs == 0:  # a flag
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: must be true or false, got {value!r}")
+        return [option] if value == action.const else []  # store_true's const is True, store_false's False
+    values = value if isinstance(value, list) else [value]
+    out = []
+    for v in values:
+        if isinstance(v, (bool, dict, list)):
+            raise ConfigError(f"{where}: must be a string or number, got {v!r}")
+        if action.choices is not None and v not in action.choices:
+            raise ConfigError(f"{where}: {v!r} is not one of {', '.join(map(str, action.choices))}")
+        try:
+            value = action.type(str(v)) if callable(action.type) else str(v)
+            action(_Probe(), argparse.Namespace(**{action.dest: None}), value, option)  # an action's own checks
+        except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
+            raise ConfigError(f"{where}: {e}") from None
+        out += [option, str(v)]
+    return out
+
+
+class _Probe(argparse.ArgumentParser):
+    """The parser an action reports a bad value to while a default is checked: it raises, naming no option."""
+
+    def error(self, message: str):
+        raise ValueError(message.partition(" ")[2] if message.startswith("--") else message)
+
+
+def arguments(config: dict, command: str, commands: dict[str, argparse.ArgumentParser],
+              source: Path) -> list[str]:
+    """The arguments `config` ([tool.vkverify]) gives `command`: top-level keys where the command has the
+    option, then its own table's."""
+    out = []
+    for key, value in config.items():
+        if isinstance(value, dict):
+            if key not in commands:
+                raise ConfigError(f"{source}: tool.vkverify.{key}: unknown key (not a command: "
+                                  f"{', '.join(sorted(commands))})")
+            continue
+        if not any(_option(p, key) for p in commands.values()):
+            raise ConfigError(f"{source}: tool.vkverify.{key}: unknown key (no command has --{key})")
+        action = _option(commands[command], key)
+        if action is not None:
+            out += _tokens("--" + key.replace("_", "-"), action, value, f"{source}: tool.vkverify.{key}")
+    for key, value in config.get(command, {}).items():
+        action = _option(commands[command], key)
+        if action is None:
+            raise ConfigError(f"{source}: tool.vkverify.{command}.{key}: unknown key (vkverify {command} has "
+                              f"no --{key.replace('_', '-')})")
+        out += _tokens("--" + key.replace("_", "-"), action, value, f"{source}: tool.vkverify.{command}.{key}")
+    return out

@@ -1,0 +1,40 @@
+"""What `vkverify check` found in each file, as every output format (report.py) reads it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .check.expect import Agreement
+from .check.findings import Finding
+from .model import ir
+
+CAPTURES = (".gfxr", ".jsonl")  # files read through the importer, not as streams
+
+@dataclass(frozen=True)
+class FileResult:
+    file: str
+    stream: str
+    findings: list[Finding]
+    agreement: Agreement | None = None  # with --expect
+    partial: tuple[str, ...] = ()  # why the verdict covers only part of the program: an import's unresolved dispatches
+    suppressed: tuple[tuple[Finding, str], ...] = ()  # (finding, reason) the stream's `ignore` accepts
+    warnings: tuple[str, ...] = ()  # `JSON.path: what`, e.g. an ignore entry that matches nothing
+    errors: tuple[str, ...] = ()  # bad input: `FILE: JSON.path: what is wrong` lines; nothing was checked
+    loaded: ir.Stream | None = field(default=None, compare=False, repr=False)  # ids and positions for SARIF
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.findings or self.errors)
+
+
+def bad_input(file: str, lines: list[str]) -> FileResult:
+    """The result of a file that could not be loaded: what is wrong with it, for the formats that carry it."""
+    return FileResult(file, "", [], errors=tuple(lines))
+
+
+def says_something(r: FileResult) -> bool:
+    """What `-q` keeps of the text: files with errors or warnings, with findings, or with `--expect` a
+    difference from their `expect` block."""
+    if r.errors or r.warnings:
+        return True
+    return not r.agreement.agrees if r.agreement is not None else bool(r.findings)

@@ -1,0 +1,169 @@
+"""`vkverify check --format sarif`: SARIF 2.1.0 for code-scanning UIs.
+
+One rule per finding kind (check/findings.py: stable id, descriptions, docs/format.md anchor); one result
+per finding, located at the text of its operation in the stream file (the call index for a capture);
+suppressed findings carry their `ignore` reason; files that could not be loaded are the invocation's
+error notifications, so a document is written whatever the input.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import quote
+
+from . import __version__
+from .check.explain import op_at
+from .check.findings import KINDS, Finding
+from .model import ir
+from .model.positions import spans
+from .model.refs import parse_ref, without_submit
+from .results import CAPTURES, FileResult
+
+DOCS = "docs/format.md"  # each rule's helpUri is an anchor there: the heading of its kind
+SRCROOT = "SRCROOT"  # artifact URIs are relative to it: the working directory
+
+
+def _artifact(file: str) -> dict:
+    """A relative URI against SRCROOT for a file below the working directory, else an absolute one."""
+    path = Path(file).resolve()
+    try:
+        return {"uri": quote(path.relative_to(Path.cwd().resolve()).as_posix()), "uriBaseId": SRCROOT}
+    except ValueError:
+        return {"uri": path.as_uri()}
+
+
+def _refs(f: Finding) -> list[str]:
+    """The operations a finding names, the one it is reported at first: the second access (where the hazard
+    is observed; the only one of an uninitialized read), else its ops."""
+    return [x for x in (f.second, f.first) if x] + list(f.ops or ())
+
+
+def reported_at(f: Finding) -> str | None:
+    """The operation a finding is shown at."""
+    refs = _refs(f)
+    return refs[0] if refs else None
+
+
+def _json_path(stream: ir.Stream, doc: dict, ref: str) -> tuple:
+    """Where a reference's operation is written in the stream file; in a `params` template, the nearest
+    enclosing value whose place does not depend on the parameters (loops move the items after them)."""
+    parsed = parse_ref(without_submit(ref))
+    if parsed is None:
+        return ()
+    if parsed.owner in stream.index.command_buffers:
+        path = ("command_buffers", parsed.owner, parsed.index)
+    else:
+        path = ("threads", parsed.owner, parsed.index) if "threads" in doc else ("host", parsed.index)
+    node, reached = doc, ()
+    for key in path:
+        if not _holds(node, key):
+            break
+        node, reached = node[key], reached + (key,)
+    return reached
+
+
+def _holds(node, key) -> bool:
+    """Whether node[key] is written where the stream has it: a key of an object, or an item of a list with no
+    `params` loop at or before it."""
+    if isinstance(node, dict):
+        return key in node
+    return isinstance(node, list) and isinstance(key, int) and key < len(node) and not any(
+        isinstance(x, dict) and "for" in x for x in node[:key + 1])
+
+
+def locator(r: FileResult) -> Callable[[str | None], dict | None]:
+    """ref -> the SARIF region of its operation in r.file, or None where it has none."""
+    if r.loaded is None:
+        return lambda ref: None
+    stream = r.loaded
+    if r.file.endswith(CAPTURES):
+        from .importer import call_index
+
+        def capture(ref: str | None) -> dict | None:
+            if ref is None:
+                return None
+            index = call_index(getattr(op_at(stream, without_submit(ref)), "label", None))
+            return None if index is None else {"properties": {"callIndex": index}}
+        return capture
+    try:
+        text = Path(r.file).read_text()
+        where, doc = spans(text), json.loads(text)
+    except (OSError, ValueError):
+        return lambda ref: None
+
+    def region(ref: str | None) -> dict | None:
+        if ref is None:
+            return None
+        (line, column), (end_line, end_column) = where[_json_path(stream, doc, ref)]
+        return {"startLine": line, "startColumn": column, "endLine": end_line, "endColumn": end_column}
+    return region
+
+
+def _stable(stream: ir.Stream | None, ref: str) -> str:
+    """An operation's id where the stream gives it one (it survives edits around it), else its position."""
+    command = without_submit(ref)
+    ids = {} if stream is None else {pos: id_ for id_, pos in stream.index.ids.items()}
+    return ids.get(command, command)
+
+
+def _result(r: FileResult, f: Finding, region: Callable[[str], dict | None], rule_index: dict[str, int],
+            reason: str | None) -> dict:
+    refs = _refs(f)
+    regions = [region(ref) for ref in refs]
+
+    def located(ref: str, where: dict | None) -> dict:
+        return {"physicalLocation": {"artifactLocation": _artifact(r.file), **({"region": where} if where else {})},
+                "logicalLocations": [{"fullyQualifiedName": ref, "kind": "member"}]}
+
+    out = {
+        "ruleId": KINDS[f.kind].rule_id, "ruleIndex": rule_index[f.kind], "level": "error",
+        "message": {"text": f"{f.message}. Fix: {f.fix}"},
+        "locations": [located(refs[0], regions[0])] if refs else [
+            {"physicalLocation": {"artifactLocation": _artifact(r.file)}}],
+        "partialFingerprints": {"vkverify/v2": "|".join(
+            [f.kind, r.stream, f.buffer or ""] + [_stable(r.loaded, x) for x in sorted(refs)])},
+        "properties": {"buffer": f.buffer, "range": list(f.range) if f.range else None, "racing": f.racing},
+    }
+    if len(refs) > 1:
+        out["relatedLocations"] = [{"id": i, **located(ref, where), "message": {"text": ref}}
+                                   for i, (ref, where) in enumerate(zip(refs[1:], regions[1:]), 1)]
+    if reason is not None:
+        out["suppressions"] = [{"kind": "inSource", "justification": reason}]
+    return out
+
+
+def _notification(r: FileResult, text: str, level: str) -> dict:
+    return {"level": level, "message": {"text": text},
+            "locations": [{"physicalLocation": {"artifactLocation": _artifact(r.file)}}]}
+
+
+def _rule(kind) -> dict:
+    return {"id": kind.rule_id, "name": kind.kind, "shortDescription": {"text": kind.title},
+            "fullDescription": {"text": kind.description},
+            "help": {"text": kind.help, "markdown": f"{kind.help} See [{DOCS}]({DOCS}#{kind.kind})."},
+            "helpUri": f"{DOCS}#{kind.kind}", "defaultConfiguration": {"level": "error"}}
+
+
+def format_sarif(results: list[FileResult]) -> str:
+    """One run: rules for every kind, a result per finding (suppressed ones marked), load errors and warnings
+    as notifications."""
+    kinds = list(KINDS.values())
+    rule_index = {k.kind: i for i, k in enumerate(kinds)}
+    sarif_results, notifications = [], []
+    for r in results:
+        region = locator(r)
+        sarif_results += [_result(r, f, region, rule_index, None) for f in r.findings]
+        sarif_results += [_result(r, f, region, rule_index, reason) for f, reason in r.suppressed]
+        notifications += [_notification(r, line, "error") for line in r.errors]
+        notifications += [_notification(r, f"{r.file}: {w}", "warning") for w in r.warnings]
+    doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [{
+        "tool": {"driver": {"name": "vkverify", "version": __version__, "rules": [_rule(k) for k in kinds]}},
+        "originalUriBaseIds": {SRCROOT: {"uri": Path.cwd().resolve().as_uri().rstrip("/") + "/"}},
+        "invocations": [{"executionSuccessful": not any(r.errors for r in results),
+                         "toolExecutionNotifications": notifications}],
+        "artifacts": [{"location": _artifact(r.file)} for r in results],
+        "columnKind": "unicodeCodePoints",
+        "results": sarif_results}]}
+    return json.dumps(doc, indent=2)
