@@ -123,10 +123,10 @@ def test_references_by_id_and_submission():
         explain(stream, "cb0[0]", "cb0[2]@main[0]")
 
 
-@pytest.mark.parametrize("ref, message", [("cb9[0]", "unknown reference 'cb9[0]'"),
-                                          ("cb0[7]", "unknown reference 'cb0[7]'"),
-                                          ("nonsense", "unknown reference 'nonsense'"),
-                                          ("cb0[1]", "cb0[1] accesses no memory")])
+@pytest.mark.parametrize("ref, message", [("cb9[0]", "cb9[0]: unknown reference"),
+                                          ("cb0[7]", "cb0[7]: unknown reference"),
+                                          ("nonsense", "nonsense: unknown reference"),
+                                          ("cb0[1]", "cb0[1]: accesses no memory")])
 def test_bad_references_exit_2_with_one_line(capsys, ref, message):
     code, out, err = run(capsys, corpus("02"), "cb0[0]", ref)
     assert code == 2 and out == ""

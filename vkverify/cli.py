@@ -14,7 +14,9 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .model import InvalidStream, load
+from .model import load
+from .model.errors import StreamError, VkverifyError
+from .model.files import check_directory, check_output, write_atomic
 from .report import FORMATTERS
 from .results import CAPTURES, FileResult, bad_input, says_something
 
@@ -98,7 +100,13 @@ def _add_simulate(sub) -> None:
             if stream is None:
                 bad = True
                 continue
-            reports.append(replace(simulate(stream, schedules=args.schedules, seed=args.seed), file=file))
+            try:
+                report = simulate(stream, schedules=args.schedules, seed=args.seed)
+            except StreamError as e:  # a stream past the simulator's limits: say it of the file
+                print("\n".join(StreamError(file, e.errors).lines()), file=sys.stderr)
+                bad = True
+                continue
+            reports.append(replace(report, file=file))
         shown = [r for r in reports if r.changed] if args.quiet and args.format == "text" else reports
         text = FORMATS[args.format](shown, verbose=args.verbose)
         if text:
@@ -112,7 +120,7 @@ def _add_simulate(sub) -> None:
                        epilog="exit codes: 0 no schedule changed a digest, 1 some schedule did, 2 bad input")
     c.add_argument("files", nargs="+", metavar="FILE", help="stream files (JSON) or directories")
     c.add_argument("--schedules", type=_positive, default=200, help="adversarial schedules to run (default 200)")
-    c.add_argument("--seed", type=int, default=0, help="seed of the schedules (default 0)")
+    c.add_argument("--seed", type=_natural, default=0, help="seed of the schedules (default 0)")
     c.add_argument("--format", choices=["text", "json"], default="text",
                    help="text: one line per stream (-v: every schedule and finding); json: everything, a list")
     c.add_argument("-v", "--verbose", action="store_true", help="text: the reference digests, each schedule that "
@@ -197,34 +205,25 @@ def _load_or_report(file: str):
 def _load_partial_or_report(file: str):
     """(stream, why a verdict on it is partial) from `file` (a capture through the importer); else, after
     printing them, the lines that say why it is bad input (for the formats that carry them)."""
-    from .importer import CaptureError
-
     try:
         return _load_any(file)
-    except InvalidStream as e:
+    except VkverifyError as e:
         lines = e.lines()
-    except CaptureError as e:
-        lines = [str(e)]
     print("\n".join(lines), file=sys.stderr)
     return lines
 
 
 def _import_and_report(capture: str, output: str | None, threads: bool, assume_reads: bool) -> int:
-    from .importer import CaptureError, import_capture
+    from .importer import import_capture
     from .model import dumps
 
-    try:
-        stream, summary = import_capture(capture, threads=threads, assume_reads=assume_reads)
-    except CaptureError as e:
-        print(e, file=sys.stderr)
-        return 2
+    stream, summary = import_capture(capture, threads=threads, assume_reads=assume_reads)
     print("\n".join(summary.lines()), file=sys.stderr)
     text = dumps(stream)
     if output is None:
         print(text)
     else:
-        with open(output, "w") as f:
-            f.write(text + "\n")
+        write_atomic(output, text + "\n")
     return 0
 
 
@@ -383,8 +382,7 @@ def _add_graph(sub) -> None:
         if args.output is None:
             sys.stdout.write(text)
         else:
-            with open(args.output, "w") as f:
-                f.write(text)
+            write_atomic(args.output, text)
         return 0
 
     c = sub.add_parser("graph", help="draw the happens-before graph of submissions and synchronizations",
@@ -493,6 +491,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+# Options naming files the command writes: checked before any work (model/files.py).
+OUTPUTS = (("output", "-o/--output"), ("junit", "--junit"), ("capture_file", "--capture-file"))
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parse(sys.argv[1:] if argv is None else list(argv))
@@ -500,7 +502,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vkverify: {e}", file=sys.stderr)
         return 2
     try:
+        for dest, option in OUTPUTS:
+            if getattr(args, dest, None) is not None:
+                check_output(getattr(args, dest), option)
+        if getattr(args, "cache", None) is not None:
+            check_directory(args.cache, "--cache")
         return args.run(args)
+    except VkverifyError as e:  # bad input anywhere, on any verb: one line each, exit 2
+        print("\n".join(e.lines()), file=sys.stderr)
+        return 2
     except BrokenPipeError:  # `vkverify ... | head`
         return 0
 

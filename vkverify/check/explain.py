@@ -17,6 +17,8 @@ from itertools import islice
 import networkx as nx
 
 from ..model import ir
+from ..model.errors import UsageError
+from ..model.loader import validate
 from ..model.refs import owner_of, parse_ref, split_submit, without_submit
 from .barriers import ALIAS, FULL, NONE, OWN, coverage
 from .hb import SINK, Access, Model, Node, Pair, conflicts
@@ -28,8 +30,9 @@ MAX_CHAINS = 3  # alternative chains printed per pair, shortest first
 MAX_PATHS = 200  # simple paths examined to find them: the product graph may hold many equivalent ones
 
 
-class ExplainError(ValueError):
-    """A reference that names no operation of the stream, or one that accesses no memory."""
+class ExplainError(UsageError, ValueError):
+    """A reference (FIRST or SECOND) that names no operation of the stream, or one that accesses no
+    memory; `argument` is the reference as given."""
 
 
 @dataclass
@@ -68,18 +71,18 @@ def resolve(stream: ir.Stream, ref: str) -> str:
         return index.ids[ref]
     parsed = parse_ref(ref)
     if parsed is None:
-        raise ExplainError(f"unknown reference {ref!r}")
+        raise ExplainError(ref, "unknown reference: it names no operation of the stream")
     owner, pos, at = parsed.owner, parsed.index, parsed.submit
     ops = index.command_buffers[owner].commands if owner in index.command_buffers else \
         index.threads[owner].ops if owner in index.threads else None
     if ops is None or pos >= len(ops):
-        raise ExplainError(f"unknown reference {ref!r}")
+        raise ExplainError(ref, "unknown reference: it names no operation of the stream")
     if at is not None:
         submits = [op for op in index.threads[at.owner].ops] if at.owner in index.threads else []
         submit = submits[at.index] if at.index < len(submits) else None
         if owner not in index.command_buffers or not isinstance(submit, ir.Submit) or \
                 not any(owner in b.command_buffers for b in submit.batches):
-            raise ExplainError(f"unknown reference {ref!r}: {at} does not submit {owner}")
+            raise ExplainError(ref, f"unknown reference: {at} does not submit {owner}")
     return ref
 
 
@@ -91,7 +94,12 @@ def _matches(canonical: str, ref: str) -> bool:
 
 
 def explain(stream: ir.Stream, first: str, second: str) -> Explanation:
-    """Every pair of accesses `first` then `second` make to common bytes, and what orders each."""
+    """Every pair of accesses `first` then `second` make to common bytes, and what orders each; a stream
+    the loader did not make is validated first (InvalidStream)."""
+    stream = validate(stream)
+    for argument, ref in (("first", first), ("second", second)):
+        if not isinstance(ref, str):
+            raise UsageError(argument, f"expected a reference (a str such as 'cb0[2]'), got {type(ref).__name__}")
     notes = []
     if stream.params:
         values, stream = stream.instances[0]
@@ -103,8 +111,8 @@ def explain(stream: ir.Stream, first: str, second: str) -> Explanation:
         op = op_at(stream, without_submit(ref))
         if not (isinstance(op, (ir.Copy, ir.Fill, ir.Update, ir.Dispatch, ir.Destroy))
                 or isinstance(op, ir.HostAccess) and op.op in ("host_write", "host_read")):
-            raise ExplainError(f"{ref} accesses no memory: name a copy, fill, update, dispatch, "
-                               "host_write, host_read or destroy")
+            raise ExplainError(ref, "accesses no memory: name a copy, fill, update, dispatch, "
+                                    "host_write, host_read or destroy")
         accesses = [x for r, xs in model.accesses.items() if _matches(ref, r) for x in xs]
         if not accesses:
             notes.append(f"{ref} never runs: the stream blocks before it (see `vkverify check`)")

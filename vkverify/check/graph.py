@@ -10,6 +10,8 @@ fixes (the same smallest single fix) share a number, listed with that fix beside
 
 from __future__ import annotations
 
+import hashlib
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -146,7 +148,16 @@ def _cross(model: Model, src: tuple, dst: tuple) -> dict:
     return {"kind": "semaphore" if dst[0] == "wait" else "host wait", "label": semaphore}
 
 
+MAX_QUOTED = 1000  # characters of one DOT string; Graphviz rejects a quoted string over 16384 bytes
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
+
+
 def _quote(text: str) -> str:
+    """A DOT string: escaped, control characters shown as <U+00XX> (DOT has no escape for them), a long
+    one cut and told apart from others by a digest of the whole."""
+    if len(text) > MAX_QUOTED:
+        text = f"{text[:MAX_QUOTED // 2]}... ({len(text)} characters, {hashlib.sha256(text.encode()).hexdigest()[:12]})"
+    text = _CONTROL.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 

@@ -44,16 +44,17 @@ or memory kinds):
 from __future__ import annotations
 
 import tempfile
+from os import PathLike
 from pathlib import Path
 
-from ..model import InvalidStream, from_dict, ir
+from ..model import InvalidStream, UsageError, from_dict, ir
 from ..model.dump import command_to_dict, host_op_to_dict
 from .errors import CaptureError
 from .gfxr import Blocks, capture_env, convert, decompress, read_blocks
 from .records import call_index, read_calls
 from .resources import Resources
 from .summary import ImportSummary
-from .translate import Translator
+from .translate import UNREADABLE, Translator, UnreadableCall
 
 __all__ = ["CaptureError", "ImportSummary", "call_index", "capture_env", "import_capture"]
 
@@ -80,6 +81,9 @@ def import_capture(path: str | Path, shader_dir: str | Path | None = None, threa
     Raises CaptureError for a capture that cannot be read (truncated, of
     another converter version, without a device).
     """
+    for argument, value in (("path", path), ("shader_dir", shader_dir or "")):
+        if not isinstance(value, (str, PathLike)):
+            raise UsageError(argument, f"expected a str or a Path, got {type(value).__name__}")
     path = Path(path)
     if not path.is_file():
         raise CaptureError(str(path), "no such file")
@@ -96,10 +100,16 @@ def import_capture(path: str | Path, shader_dir: str | Path | None = None, threa
 def _translate(path: Path, jsonl: Path, shader_dir: Path | None, blocks: Blocks | None,
                threads: bool, assume_reads: bool) -> tuple[ir.Stream, ImportSummary]:
     translator = Translator(Resources(shader_dir), blocks, threads, assume_reads)
-    translator.run(read_calls(jsonl, str(path)))
-    if not translator.devices:
-        raise CaptureError(str(path), f"no vkCreateDevice among its {translator.summary.calls} calls: nothing to import")
-    doc = translator.document(path.stem)
+    try:
+        translator.run(read_calls(jsonl, str(path)))
+        if not translator.devices:
+            raise CaptureError(str(path), f"no vkCreateDevice among its {translator.summary.calls} calls: nothing "
+                                          "to import")
+        doc = translator.document(path.stem)
+    except UnreadableCall as e:
+        raise CaptureError(str(path), str(e)) from None
+    except UNREADABLE as e:  # calls each readable that do not fit together (a handle of another kind)
+        raise CaptureError(str(path), f"calls that do not fit together ({type(e).__name__}: {str(e)[:200]})") from None
     try:
         stream = from_dict(doc, str(path))
     except InvalidStream as e:  # a mapping gap: say where, in the capture's terms

@@ -1,16 +1,5 @@
-"""The one error type for captures the importer cannot read."""
+"""The importer's error for captures it cannot read: the model layer's CaptureError, named here too."""
 
-from __future__ import annotations
+from ..model.errors import CaptureError
 
-
-class CaptureError(Exception):
-    """A capture that cannot be imported: truncated, of another converter
-    version, without a device, or the GFXReconstruct tools missing.
-
-    Users see it as one line, `FILE: what is wrong`; the CLI exits 2.
-    """
-
-    def __init__(self, file: str, message: str) -> None:
-        self.file = file
-        self.message = message
-        super().__init__(f"{file}: {message}")
+__all__ = ["CaptureError"]

@@ -16,6 +16,7 @@ as gfxrecon-compress writes it uncompressed. The converter numbers blocks from
 
 from __future__ import annotations
 
+import resource
 import shutil
 import struct
 import subprocess
@@ -64,6 +65,15 @@ def read_blocks(path: Path, shown_as: Path | None = None) -> Blocks:
     if len(data) < 16 or data[:4] != b"GFXR":
         raise CaptureError(shown, "not a GFXReconstruct capture (no GFXR file header)")
     (count,) = struct.unpack_from("<I", data, 12)
+    if 16 + 8 * count > len(data):
+        raise CaptureError(shown, f"truncated: the file header's {count} options are cut off")
+    try:
+        return _blocks(data, count, shown)
+    except struct.error:  # a block too short for the header its type promises
+        raise CaptureError(shown, "corrupted: a block is shorter than its type's header") from None
+
+
+def _blocks(data: bytes, count: int, shown: str) -> Blocks:
     options = dict(struct.unpack_from("<II", data, 16 + 8 * i) for i in range(count))
     pos, index = 16 + 8 * count, 0
     fills, threads, pushes, kept = [], {}, {}, {}
@@ -119,8 +129,24 @@ def decompress(path: Path, workdir: Path) -> Path:
     return out
 
 
+# A corrupted capture can make the tools decode an array of a billion structs: their memory and time
+# are bounded (generously for a capture's size), and running past either is a CaptureError.
+TOOL_MEMORY = 4 << 30  # bytes of address space, or 64 per byte of the capture where that is more
+TOOL_SECONDS = 120  # or a second per 256 KiB of the capture where that is more
+
+
 def _run(argv: list[str], path: Path) -> None:
-    done = subprocess.run(argv, capture_output=True, text=True)
+    size = path.stat().st_size
+    memory = max(TOOL_MEMORY, 64 * size)
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    seconds = max(TOOL_SECONDS, size / (256 << 10))
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, errors="replace", preexec_fn=limit,
+                              timeout=seconds)
+    except subprocess.TimeoutExpired:
+        raise CaptureError(str(path), f"{Path(argv[0]).name} ran past {seconds:.0f} s: a corrupted capture?") from None
     if done.returncode != 0:
         last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
         raise CaptureError(str(path), f"{Path(argv[0]).name} failed ({done.returncode}): {last}")

@@ -37,22 +37,39 @@ def call_index(label: str | None) -> int | None:
 
 def read_calls(path: Path, shown_as: str) -> Iterator[Call]:
     """The calls in file order; raises CaptureError on a header of another version or a broken line."""
-    with path.open() as lines:
-        first = lines.readline()
+    with path.open(encoding="utf-8") as lines:
         try:
-            header = json.loads(first)["header"]
-            version = header["json-version"]
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise CaptureError(shown_as, "not gfxrecon-convert JSON lines (the first line has no "
-                                         "header.json-version)") from None
-        if not str(version).startswith(SUPPORTED_JSON_VERSION + "."):
-            raise CaptureError(shown_as, f"JSON lines of version {version}; this importer reads version "
-                                         f"{SUPPORTED_JSON_VERSION} (GFXReconstruct 0.9.18's gfxrecon-convert)")
-        for number, line in enumerate(lines, start=2):
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise CaptureError(shown_as, f"line {number}: invalid JSON ({e.msg})") from None
-            func = record.get("vkFunc")
-            if func is not None:
-                yield Call(record["index"], func["name"], func.get("args", {}), func.get("return"))
+            yield from _calls(lines, shown_as)
+        except UnicodeDecodeError as e:
+            raise CaptureError(shown_as, f"not UTF-8 (byte 0x{e.object[e.start]:02x}): not gfxrecon-convert JSON "
+                                         "lines") from None
+
+
+def _calls(lines, shown_as: str) -> Iterator[Call]:
+    first = lines.readline()
+    try:
+        header = json.loads(first)["header"]
+        version = header["json-version"]
+    except (ValueError, KeyError, TypeError, RecursionError):
+        raise CaptureError(shown_as, "not gfxrecon-convert JSON lines (the first line has no "
+                                     "header.json-version)") from None
+    if not str(version).startswith(SUPPORTED_JSON_VERSION + "."):
+        raise CaptureError(shown_as, f"JSON lines of version {version}; this importer reads version "
+                                     f"{SUPPORTED_JSON_VERSION} (GFXReconstruct 0.9.18's gfxrecon-convert)")
+    for number, line in enumerate(lines, start=2):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise CaptureError(shown_as, f"line {number}: invalid JSON ({e.msg})") from None
+        except (ValueError, RecursionError) as e:  # digits past Python's limit, nesting past its stack
+            raise CaptureError(shown_as, f"line {number}: invalid JSON ({str(e).split(':')[0]})") from None
+        func = record.get("vkFunc") if isinstance(record, dict) else None
+        if func is None:
+            if not isinstance(record, dict):
+                raise CaptureError(shown_as, f"line {number}: a {type(record).__name__}, not a JSON object")
+            continue
+        if not (isinstance(func, dict) and isinstance(func.get("name"), str)
+                and isinstance(record.get("index"), int) and isinstance(func.get("args", {}), dict)):
+            raise CaptureError(shown_as, f"line {number}: a call without an integer `index`, a `vkFunc.name` "
+                                         "string and `vkFunc.args` object")
+        yield Call(record["index"], func["name"], func.get("args", {}), func.get("return"))

@@ -41,6 +41,15 @@ QUEUE_LABEL = re.compile(r"queue (\S+), family (\d+)")  # see __init__.py
 ORDERING = re.compile(r"Event|CopyQueryPoolResults|Sparse|DescriptorSetWithTemplate|PushDescriptorSet")
 
 
+# What a handler raises on arguments of another shape than a converter writes (a corrupted or
+# hand-edited capture): a field missing, of another type, or a handle no earlier call made.
+UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+
+
+class UnreadableCall(Exception):
+    """A call whose arguments the translator cannot read; the importer raises it as a CaptureError."""
+
+
 class Translator(Commands, Queues):
     def __init__(self, resources: Resources, blocks: Blocks | None, threads: bool, assume_reads: bool) -> None:
         """blocks: what the .gfxr holds beside the JSON lines (None for JSON lines only);
@@ -84,10 +93,15 @@ class Translator(Commands, Queues):
                 self.fill_memory(pending)
                 pending = next(fills, None)
             self.summary.calls += 1
-            handler = getattr(self, call.name, None)
+            # Only Vulkan names dispatch: a capture's call named `run` or `document` is no method to call.
+            handler = getattr(self, call.name, None) if call.name.startswith("vk") else None
             if handler is not None and (call.result is None or call.result == "VK_SUCCESS"
                                         or call.name in ("vkWaitForFences", "vkGetFenceStatus", "vkWaitSemaphores")):
-                handler(call, call.args)
+                try:
+                    handler(call, call.args)
+                except UNREADABLE as e:
+                    raise UnreadableCall(f"call #{call.index} {call.name}: arguments this importer cannot read "
+                                         f"({type(e).__name__}: {str(e)[:200]})") from None
             elif OUT_OF_SCOPE.search(call.name):
                 self.summary.skipped[call.name] += 1
                 if ORDERING.search(call.name):

@@ -1,8 +1,19 @@
-"""The one error type for bad input; the CLI turns it into exit code 2."""
+"""Every error bad input raises, one base for all: the CLI turns a VkverifyError into exit code 2
+and its `lines()` on stderr; the Python API raises the same classes (never a built-in error
+from deep inside)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """`text` on one line and safe on a terminal: control characters (a newline, an escape sequence) and
+    lone surrogates that input echoed into a message are written as Python escapes."""
+    return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 @dataclass(frozen=True)
@@ -11,8 +22,16 @@ class InputError:
     message: str
 
 
-class InvalidStream(Exception):
-    """A stream file that is not a valid `vkverify-stream/1` stream.
+class VkverifyError(Exception):
+    """Bad input to vkverify: a stream, a capture, or an argument. Seen by every user, one
+    line per problem, `WHERE: what is wrong`."""
+
+    def lines(self) -> list[str]:
+        return [str(self)]
+
+
+class StreamError(VkverifyError):
+    """A stream file or document that is not a valid `vkverify-stream/1` stream.
 
     Users see it as one line per error: `FILE: JSON.path: what is wrong`.
     """
@@ -23,7 +42,33 @@ class InvalidStream(Exception):
         super().__init__("\n".join(self.lines()))
 
     def lines(self) -> list[str]:
-        return [f"{self.file}: {e.path}: {e.message}" for e in self.errors]
+        return [printable(f"{self.file}: {e.path}: {e.message}") for e in self.errors]
+
+
+InvalidStream = StreamError  # the loader's first name for it; tests and users import it
+
+
+class CaptureError(VkverifyError):
+    """A capture that cannot be imported: truncated, corrupted, of another converter version,
+    without a device, or the GFXReconstruct tools missing.
+
+    Users see it as one line, `FILE: what is wrong`.
+    """
+
+    def __init__(self, file: str, message: str) -> None:
+        self.file = file
+        self.message = message
+        super().__init__(printable(f"{file}: {message}"))
+
+
+class UsageError(VkverifyError):
+    """A command-line option or Python API argument that cannot be used: users see
+    `ARGUMENT: what is wrong` (the argument's name as they wrote it)."""
+
+    def __init__(self, argument: str, message: str) -> None:
+        self.argument = argument
+        self.message = message
+        super().__init__(printable(f"{argument}: {message}"))
 
 
 def json_path(parts) -> str:

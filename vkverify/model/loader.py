@@ -9,6 +9,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
+import os
+import re
+import weakref
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -18,7 +22,7 @@ import fastjsonschema
 import jsonschema
 
 from . import ir
-from .errors import InputError, InvalidStream, json_path
+from .errors import InputError, InvalidStream, UsageError, json_path
 from .names import access_name, stage_name
 from .refs import parse_ref, split_submit, with_submit
 
@@ -29,28 +33,108 @@ def schema() -> dict:
 
 def load(path: str | Path) -> ir.Stream:
     """Read and validate one stream file."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise UsageError("path", f"expected a str or a Path, got {type(path).__name__}")
     path = str(path)
     try:
-        text = Path(path).read_text()
+        data = Path(path).read_bytes()
     except OSError as e:
         raise InvalidStream(path, [InputError("$", f"cannot read: {e.strerror}")]) from None
-    return loads(text, path)
+    return loads(data, path)
 
 
-def loads(text: str, file: str = "<string>") -> ir.Stream:
+def loads(text: str | bytes, file: str = "<string>") -> ir.Stream:
+    """The stream in JSON text (bytes: UTF-8)."""
+    if isinstance(text, (bytes, bytearray)):
+        text = _decode(bytes(text), file)
+    elif not isinstance(text, str):
+        raise UsageError("text", f"expected a str or bytes of JSON, got {type(text).__name__}")
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
         raise InvalidStream(file, [InputError("$", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}")]) from None
+    except RecursionError:
+        raise InvalidStream(file, [InputError("$", f"nested too deeply (a stream nests at most {MAX_DEPTH} "
+                                                   "levels)")]) from None
+    except ValueError as e:  # a number past Python's digit limit, NaN or Infinity
+        raise InvalidStream(file, [InputError("$", f"invalid JSON: {e}")]) from None
     return from_dict(doc, file)
 
 
+def _decode(data: bytes, file: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise InvalidStream(file, [InputError("$", f"not UTF-8: byte 0x{data[e.start]:02x} at line {line} "
+                                                   f"column {column}")]) from None
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+MAX_DEPTH = 100  # levels of nesting read; a stream has 8, a params template a few more
+# No string of a stream holds a control character: an id becomes a Vulkan object's debug name (a C
+# string: NUL ends it), a DOT node and terminal text. Free text may hold newlines and tabs.
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+CONTROL_IN_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+FREE_TEXT = ("description", "label")
+# Every integer of a stream is a Vulkan uint64_t or int64_t (sizes, offsets, values, families).
+INT_RANGE = (-(2 ** 63), 2 ** 64 - 1)
+
+
 def from_dict(doc: Any, file: str = "<dict>", schema: bool = True) -> ir.Stream:
-    """The stream of `doc`; schema False skips the JSON schema (the ids, ranges and references are still
+    """The stream a JSON document (parsed) describes; InvalidStream naming every error's JSON path.
+    schema False skips the value checks and the JSON schema (the ids, ranges and references are still
     checked): for documents vkverify writes itself, shaped right by construction (the runtime's)."""
+    values, integral_floats = value_errors(doc) if schema else ([], False)
+    if values:
+        raise InvalidStream(file, values)
     if isinstance(doc, dict) and "params" in doc:
-        return _from_template(doc, file)
-    errors = schema_errors(doc) if schema else []
+        return _valid(_from_template(doc, file, integral_floats))
+    return _valid(_from_plain(doc, file, integral_floats, schema))
+
+
+# Streams this loader made (by id, while they live): `validate` takes them as they are.
+_VALID: dict[int, weakref.ref] = {}
+
+
+def _valid(stream: ir.Stream) -> ir.Stream:
+    key = id(stream)
+    _VALID[key] = weakref.ref(stream, lambda _, key=key: _VALID.pop(key, None))
+    return stream
+
+
+def validate(stream: Any, argument: str = "stream") -> ir.Stream:
+    """`stream`, once it is known to be what the loader would make of its JSON: a stream built by hand
+    (or edited with dataclasses.replace) is dumped and loaded again, so it is checked by the very rules
+    of a file. InvalidStream names the JSON path of each error in the dump; UsageError for an object
+    that is no ir.Stream."""
+    if not isinstance(stream, ir.Stream):
+        raise UsageError(argument, f"expected a vkverify stream (ir.Stream: load() or Stream(...).build() "
+                                   f"makes one), got {type(stream).__name__}")
+    known = _VALID.get(id(stream))
+    if known is not None and known() is stream:
+        return stream
+    from dataclasses import replace
+
+    from .dump import to_dict
+    file = f"<stream {stream.name!r}>" if isinstance(stream.name, str) else "<stream>"
+    plain = replace(stream, params=(), instances=(), expect=None if stream.params else stream.expect)
+    try:
+        doc = to_dict(plain)
+    except (AttributeError, TypeError, ValueError, KeyError) as e:  # a field of the wrong type
+        raise InvalidStream(file, [InputError("$", f"not a stream: {type(e).__name__}: {e}")]) from None
+    from_dict(doc, file)
+    for _, instance in stream.instances:
+        validate(instance, argument)
+    return _valid(stream)
+
+
+def _from_plain(doc: Any, file: str, integral_floats: bool, schema: bool = True) -> ir.Stream:
+    errors = schema_errors(doc, integral_floats) if schema else []
     builder = _Builder(doc)
     try:
         stream = builder.build()
@@ -65,23 +149,28 @@ def from_dict(doc: Any, file: str = "<dict>", schema: bool = True) -> ir.Stream:
     return stream
 
 
-def _from_template(doc: dict, file: str) -> ir.Stream:
+def _from_template(doc: dict, file: str, integral_floats: bool) -> ir.Stream:
     """A params stream (docs/format.md "params"): check the template, then load every instance."""
     from dataclasses import replace
 
     from . import params
-    errors = [e for e in schema_errors({"format": doc.get("format"), "params": doc["params"]})]
+    head = {k: doc[k] for k in ("format", "params", "expect") if k in doc}
+    errors = schema_errors(head, integral_floats)
     if not errors:
         for name, p in doc["params"].items():
             if p["min"] > p["max"]:
                 errors.append(InputError(json_path(("params", name)), f"min {p['min']} is greater than max {p['max']}"))
-    errors += params.errors(doc)
+    if not errors:  # the expressions are read once `params` names the parameters
+        errors = params.errors(doc)
     if errors:
         raise InvalidStream(file, errors)
     expect = doc.get("expect")
     named = {tuple(sorted(f["params"].items())) for f in (expect or {}).get("findings", [])
              if isinstance(f, dict) and isinstance(f.get("params"), dict)}
-    combos = params.combinations({k: (p["min"], p["max"]) for k, p in doc["params"].items()})
+    try:
+        combos = params.combinations({k: (p["min"], p["max"]) for k, p in doc["params"].items()})
+    except params.ExprError as e:
+        raise InvalidStream(file, [InputError("params", str(e))]) from None
     if len(named) > 1:
         raise InvalidStream(file, [InputError("expect.findings", "expected findings name several `params` "
                                                                  "combinations; the checker reports one")])
@@ -89,12 +178,12 @@ def _from_template(doc: dict, file: str) -> ir.Stream:
     if holder not in combos:
         raise InvalidStream(file, [InputError("expect.findings", f"`params` {dict(holder)} is not a combination "
                                                                  f"of the parameters' ranges")])
-    instances = []
+    instances, made = [], [0]
     for values in combos:
-        plain = params.instantiate(doc, dict(values))
-        if values == holder and expect is not None:
-            plain["expect"] = expect
         try:
+            plain = params.instantiate(doc, dict(values), made)
+            if values == holder and expect is not None:
+                plain["expect"] = expect
             instances.append((values, from_dict(plain, file)))
         except (InvalidStream, params.ExprError) as e:
             where = ", ".join(f"{k}={v}" for k, v in values)
@@ -104,6 +193,90 @@ def _from_template(doc: dict, file: str) -> ir.Stream:
     shown = dict(instances)[holder]
     return replace(shown, params=tuple(ir.Param(k, p["min"], p["max"]) for k, p in doc["params"].items()),
                    instances=tuple(instances))
+
+
+def value_errors(doc: Any) -> tuple[list[InputError], bool]:
+    """What a JSON Schema cannot say about a document's values: nesting past MAX_DEPTH, strings that
+    are no Unicode text (lone surrogates) or hold control characters, integers past 64 bits, numbers
+    that are not finite, Python objects that are not JSON; and whether a float with an integral value
+    (4096.0) appears, which the schema's `integer` accepts and a stream's integers must not be.
+    A node's path is kept as (parent's, key) pairs and spelled only for an error."""
+    errors: list[InputError] = []
+    integral = False
+
+    def error(where: tuple | None, message: str) -> None:
+        parts = []
+        while where is not None:
+            where, key = where
+            parts.append(key)
+        errors.append(InputError(json_path(reversed(parts)), message))
+
+    def walk(node: Any, where: tuple | None, depth: int) -> None:
+        nonlocal integral
+        kind = type(node) if type(node) in _JSON_TYPES else next((t for t in _JSON_TYPES if isinstance(node, t)), None)
+        if kind is str:
+            if not (node.isascii() and node.isprintable()):
+                problem = _string_problem(node, where is not None and where[1] in FREE_TEXT)
+                if problem:
+                    error(where, f"{_clip(node)} {problem}")
+        elif kind is int:
+            if not INT_RANGE[0] <= node <= INT_RANGE[1]:
+                error(where, f"an integer of {node.bit_length()} bits is past Vulkan's 64")
+        elif kind in (dict, list, tuple) and depth >= MAX_DEPTH:
+            error(where, f"nested more than {MAX_DEPTH} levels deep")
+        elif kind is dict:
+            for k, v in node.items():
+                problem = "is not a string" if not isinstance(k, str) else \
+                    None if k.isascii() and k.isprintable() else _string_problem(k, False)
+                if problem:
+                    error(where, f"key {_clip(k) if isinstance(k, str) else repr(k)} {problem}")
+                else:
+                    walk(v, (where, k), depth + 1)
+        elif kind in (list, tuple):
+            for i, v in enumerate(node):
+                walk(v, (where, i), depth + 1)
+        elif kind is float:
+            if not math.isfinite(node):
+                error(where, f"{node} is not a finite number")
+            integral = integral or node.is_integer()
+        elif kind is None:
+            error(where, f"a {type(node).__name__} is not a JSON value")
+    walk(doc, None, 0)
+    return sorted(errors, key=lambda e: e.path), integral
+
+
+_JSON_TYPES = (str, bool, int, float, dict, list, tuple, type(None))
+
+
+def _string_problem(s: str, free_text: bool) -> str | None:
+    if not _is_text(s):
+        return "is no Unicode text (a lone surrogate)"
+    if (CONTROL_IN_TEXT if free_text else CONTROL).search(s):
+        return "holds a control character" + (" other than newline and tab" if free_text else "")
+    return None
+
+
+def _clip(s: str) -> str:
+    return repr(s if len(s) <= 60 else s[:57] + "...")
+
+
+def _is_text(s: str) -> bool:
+    if s.isascii():
+        return True
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@cache
+def _strict_validator() -> jsonschema.protocols.Validator:
+    """Draft 2020-12 with `integer` meaning an int: JSON Schema lets 4096.0 and 1e308 be integers, a
+    size or offset of a stream is not one (Python keeps 4096 and 4096.0 apart)."""
+    base = jsonschema.Draft202012Validator
+    strict = base.TYPE_CHECKER.redefine("integer", lambda _, x: isinstance(x, int) and not isinstance(x, bool))
+    return jsonschema.validators.extend(base, type_checker=strict)(schema())
 
 
 @cache
@@ -124,17 +297,20 @@ def _fast_validators() -> tuple[Callable[[Any], Any], dict[str, Callable[[Any], 
     return fastjsonschema.compile({**draft, **loose}), by_cmd
 
 
-def schema_errors(doc: Any) -> list[InputError]:
+def schema_errors(doc: Any, integral_floats: bool = False) -> list[InputError]:
+    """Every schema error, one per JSON path; `integral_floats` (value_errors) forbids the fast path,
+    whose `integer` accepts 4096.0."""
     whole, by_cmd = _fast_validators()
     try:
         whole(doc)
         for commands in doc.get("command_buffers", {}).values():
             for cmd in commands:
                 by_cmd[cmd["cmd"]](cmd)
-        return []
+        if not integral_floats:
+            return []
     except fastjsonschema.JsonSchemaException:
         pass
-    validator = jsonschema.Draft202012Validator(schema())
+    validator = _strict_validator()
     found: dict[str, InputError] = {}
     for error in validator.iter_errors(doc):
         # oneOf/if-then report a summary; the deepest sub-error says what is wrong.
@@ -197,6 +373,7 @@ class _Builder:
             ir.CommandBuffer(cb, tuple(self.command(("command_buffers", cb, i), c) for i, c in enumerate(cmds)))
             for cb, cmds in doc.get("command_buffers", {}).items())
         self.cb_ids = {c.id for c in command_buffers}
+        self.owner_ids(("command_buffers",), self.cb_ids)
 
         thread_docs = doc.get("threads") or ({"main": doc["host"]} if "host" in doc else {})
         base = ("threads",) if "threads" in doc else ("host",)
@@ -204,6 +381,8 @@ class _Builder:
             ir.Thread(t, tuple(self.host_op(base + ((t,) if base == ("threads",) else ()) + (i,), op)
                                for i, op in enumerate(ops)))
             for t, ops in thread_docs.items())
+        if "threads" in doc:
+            self.owner_ids(("threads",), [t.id for t in threads])
         if "threads" in doc and "host" in doc:
             self.error(("host",), "give either `threads` or `host`, not both")
 
@@ -220,6 +399,13 @@ class _Builder:
             stream = _replace(stream, ignore=tuple(ir.Ignore(self.expected(("ignore", i), f, stream), f["reason"])
                                                    for i, f in enumerate(doc["ignore"])))
         return stream
+
+    def owner_ids(self, path: tuple, ids) -> None:
+        """A command buffer's or thread's id is the owner in references `cb0[2]@main[5]` (refs.py)."""
+        for x in ids:
+            if any(c in x for c in "[]@"):
+                self.error(path + (x,), f"id {x!r} holds '[', ']' or '@', which spell references such as "
+                                        "cb0[2]@main[5]")
 
     def unique(self, path: str, ids: list[str], what: str | None = None) -> None:
         seen = set()
@@ -444,11 +630,16 @@ class _Builder:
         if shorthand and "batches" in op:
             self.error(path, "give either `batches` or `wait`/`command_buffers`/`signal`, not both")
         batch_docs = [(path, op)] if shorthand else [(path + ("batches", j), b) for j, b in enumerate(op.get("batches", []))]
-        batches = []
+        batches, submitted = [], set()
         for bpath, b in batch_docs:
             for j, cb in enumerate(b.get("command_buffers", [])):
                 if cb not in self.doc.get("command_buffers", {}):
                     self.error(bpath + ("command_buffers", j), f"unknown command buffer {cb!r}")
+                elif cb in submitted:
+                    # Spec 6.4: without SIMULTANEOUS_USE it must not be pending twice; `cb[i]@submit` names one run.
+                    self.error(bpath + ("command_buffers", j), f"command buffer {cb!r} is submitted twice by this "
+                                                               "submit")
+                submitted.add(cb)
             waits = tuple(self.semaphore_op(bpath + ("wait", j), w) for j, w in enumerate(b.get("wait", [])))
             signals = tuple(self.semaphore_op(bpath + ("signal", j), s) for j, s in enumerate(b.get("signal", [])))
             batches.append(ir.Batch(waits, tuple(b.get("command_buffers", [])), signals))
@@ -482,8 +673,9 @@ class _Builder:
         for path, item in _tagged_items(stream):
             if item.id is None:
                 continue
-            if item.id in ids or parse_ref(split_submit(item.id)[0]):
-                why = "is used twice" if item.id in ids else "looks like a positional reference"
+            if item.id in ids or parse_ref(split_submit(item.id)[0]) or "@" in item.id:
+                why = "is used twice" if item.id in ids else "looks like a positional reference" \
+                    if "@" not in item.id else "holds '@', which spells a submission (cb0[2]@main[5])"
                 self.error(path + ("id",), f"id {item.id!r} {why}")
             ids[item.id] = path
 

@@ -19,6 +19,9 @@ from .errors import InputError, json_path
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 LOOP = re.compile(r"^\s*([A-Za-z_]\w*)\s+in\s+(.+?)\s*$")
 KEY_LOOP = re.compile(r"^for (.+?): (.+)$")
+MAX_EXPRESSION_DEPTH = 32  # operators nested in one expression; the evaluator recurses once per level
+MAX_INSTANCES = 256  # combinations of parameter values: each is loaded and checked
+MAX_UNROLLED = 10_000  # items the `for` loops of all instances make together, counted before they are made
 _OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
         ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b}
 
@@ -54,14 +57,30 @@ def parse(text: str) -> ast.expr:
     """Integers, + - * // %, unary minus, parentheses and names."""
     try:
         tree = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError:
-        raise ExprError(f"expression {text!r} does not parse") from None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a NUL byte
+        raise ExprError(f"expression {_short(text)} does not parse") from None
     for node in ast.walk(tree):
         ok = isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Name, ast.Load, ast.USub, *_OPS)) or \
             isinstance(node, ast.Constant) and type(node.value) is int
         if not ok:
-            raise ExprError(f"expression {text!r}: only integers, names, + - * // % and parentheses")
+            raise ExprError(f"expression {_short(text)}: only integers, names, + - * // % and parentheses")
+    if _depth(tree) > MAX_EXPRESSION_DEPTH:
+        raise ExprError(f"expression {_short(text)} nests more than {MAX_EXPRESSION_DEPTH} operators")
     return tree
+
+
+def _depth(tree: ast.expr) -> int:
+    """How deep operators nest, counted without recursing (a long `1+1+...` nests deep)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, d = stack.pop()
+        deepest = max(deepest, d)
+        stack += [(child, d + 1) for child in ast.iter_child_nodes(node) if isinstance(child, (ast.BinOp, ast.UnaryOp))]
+    return deepest
+
+
+def _short(text: str) -> str:
+    return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
 def evaluate(text: str, env: dict[str, int]) -> int:
@@ -70,13 +89,13 @@ def evaluate(text: str, env: dict[str, int]) -> int:
             return node.value
         if isinstance(node, ast.Name):
             if node.id not in env:
-                raise ExprError(f"unknown name {node.id!r} in {text!r}")
+                raise ExprError(f"unknown name {node.id!r} in {_short(text)}")
             return env[node.id]
         if isinstance(node, ast.UnaryOp):
             return -ev(node.operand)
         right = ev(node.right)
         if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and right == 0:
-            raise ExprError(f"division by zero in {text!r}")
+            raise ExprError(f"division by zero in {_short(text)}")
         return _OPS[type(node.op)](ev(node.left), right)
     return ev(parse(text))
 
@@ -91,15 +110,21 @@ def loops(spec: str) -> list[tuple[str, str]]:
     for part in spec.split(","):
         m = LOOP.match(part)
         if m is None:
-            raise ExprError(f"loop {spec!r}: expected `VAR in COUNT[, VAR in COUNT]`")
+            raise ExprError(f"loop {_short(spec)}: expected `VAR in COUNT[, VAR in COUNT]`")
         parse(m.group(2))
         out.append((m.group(1), m.group(2)))
     return out
 
 
 def combinations(ranges: dict[str, tuple[int, int]]) -> list[tuple[tuple[str, int], ...]]:
-    """Every combination of values, smallest first (by sum, then by value)."""
+    """Every combination of values, smallest first (by sum, then by value); ExprError past MAX_INSTANCES,
+    counted before any is made."""
     keys = sorted(ranges)
+    count = 1
+    for low, high in ranges.values():
+        count *= max(high - low + 1, 0)
+    if count > MAX_INSTANCES:
+        raise ExprError(f"the parameters' ranges make {count} combinations; at most {MAX_INSTANCES} are checked")
     combos = itertools.product(*(range(ranges[k][0], ranges[k][1] + 1) for k in keys))
     return [tuple(zip(keys, c)) for c in sorted(combos, key=lambda c: (sum(c), c))]
 
@@ -136,7 +161,10 @@ def errors(doc: dict) -> list[InputError]:
     def walk(node: Any, scope: set[str], path: tuple, key: str | None) -> None:
         if isinstance(node, dict):
             if set(node) == {"for", "do"}:
-                inner = loop_scope(node["for"], scope, path + ("for",)) if isinstance(node["for"], str) else None
+                if not isinstance(node["for"], str) or not isinstance(node["do"], list):
+                    found.append(InputError(json_path(path), "a loop is {\"for\": \"VAR in COUNT\", \"do\": [...]}"))
+                    return
+                inner = loop_scope(node["for"], scope, path + ("for",))
                 if inner is not None:
                     walk(node["do"], inner, path + ("do",), None)
                 return
@@ -170,8 +198,22 @@ def errors(doc: dict) -> list[InputError]:
 # ---- instantiating ----------------------------------------------------------------
 
 
-def instantiate(doc: dict, values: dict[str, int]) -> dict:
-    """The plain stream for one combination of values (no `params`, loops unrolled)."""
+def instantiate(doc: dict, values: dict[str, int], made: list[int] | None = None) -> dict:
+    """The plain stream for one combination of values (no `params`, loops unrolled); ExprError when the
+    loops would make more than MAX_UNROLLED items, counting on from `made[0]` (the instances before)."""
+    made = [0] if made is None else made
+
+    def unroll(spec: str, env: dict[str, int]) -> list[dict[str, int]]:
+        envs = [env]
+        for var, count in loops(spec):
+            counts = [evaluate(count, e) for e in envs]
+            made[0] += sum(max(c, 0) for c in counts)
+            if made[0] > MAX_UNROLLED:
+                raise ExprError(f"loop {_short(spec)}: the loops of the parameters' combinations make more than "
+                                f"{MAX_UNROLLED} items")
+            envs = [{**e, var: i} for e, c in zip(envs, counts) for i in range(c)]
+        return envs
+
     def fill(text: str, env: dict[str, int]) -> str:
         return PLACEHOLDER.sub(lambda m: str(evaluate(m.group(1), env)), text)
 
@@ -213,9 +255,3 @@ def instantiate(doc: dict, values: dict[str, int]) -> dict:
     doc = {k: v for k, v in doc.items() if k not in ("params", "expect")}
     return {k: (v if k == "format" else expand(v, values, k)) for k, v in doc.items()}
 
-
-def unroll(spec: str, env: dict[str, int]) -> list[dict[str, int]]:
-    envs = [env]
-    for var, count in loops(spec):
-        envs = [{**e, var: i} for e in envs for i in range(evaluate(count, e))]
-    return envs

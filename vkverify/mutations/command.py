@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..check import check
 from ..model import InvalidStream, ir, load
+from ..model.files import write_atomic
 from .formats import Report, junit, text, to_json
 from .generate import Equivalent, Mutant, mutants, plain
 from .load_bearing import Redundancy, analyze
@@ -86,5 +87,5 @@ def main(args: argparse.Namespace) -> int:
     report = Report(outcomes, [r.name for r in readers], skipped, stats, summary, equivalent, redundant)
     print(text(report) if args.format == "text" else json.dumps(to_json(report), indent=1))
     if args.junit:
-        Path(args.junit).write_text(junit(report))
+        write_atomic(args.junit, junit(report))
     return 1 if report.score < args.fail_under else 0

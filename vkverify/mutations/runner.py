@@ -10,6 +10,7 @@ from functools import cache
 from pathlib import Path
 
 from ..model import dumps, ir
+from ..model.files import write_atomic
 from .generate import Mutant
 from .readers import Reader, Verdict
 
@@ -61,6 +62,8 @@ class Cache:
             self.entries: dict[str, list] = json.loads(self.path.read_text())
         except (OSError, ValueError):
             self.entries = {}
+        if not isinstance(self.entries, dict):  # a cache file broken by hand: start afresh
+            self.entries = {}
 
     @staticmethod
     def key(reader_key: str, original: ir.Stream, mutant: Mutant) -> str:
@@ -72,7 +75,7 @@ class Cache:
 
     def get(self, key: str) -> Verdict | None:
         found = self.entries.get(key)
-        return Verdict(*found) if found is not None else None
+        return Verdict(*found) if isinstance(found, list) and len(found) == 3 else None
 
     def put(self, key: str, verdict: Verdict) -> None:
         self.entries[key] = [verdict.killed, verdict.detail, verdict.coinciding]
@@ -82,7 +85,7 @@ class Cache:
         ignore = self.path.parent / ".gitignore"
         if not ignore.exists():  # a cache is never committed, wherever it is made
             ignore.write_text("*\n")
-        self.path.write_text(json.dumps(self.entries, sort_keys=True))
+        write_atomic(self.path, json.dumps(self.entries, sort_keys=True))
 
 
 def run(mutants: list[Mutant], readers: list[Reader], originals: dict[str, ir.Stream], jobs: int,

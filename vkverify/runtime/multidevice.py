@@ -55,14 +55,15 @@ from .runtime import Runtime
 
 PROXY_ENV = "VKVERIFY_PROXY"
 SHARE_ENV = "VKVERIFY_SHARE"
+# The replay's own command buffers, named apart from a stream's (no `@`: that spells a submission).
 # Appended to each batch whose signal a proxy's host copy waits for: the signal makes the batch's
 # writes available to the device domain only, the host's read needs them made available to the host.
-HOST_READ_BARRIER = ir.CommandBuffer("host_read_barrier@replay", (ir.Barrier(
+HOST_READ_BARRIER = ir.CommandBuffer("replay:host_read_barrier", (ir.Barrier(
     frozenset({"all_commands"}), frozenset({"memory_write"}), frozenset({"host"}), frozenset({"host_read"})),))
 # Put before each batch that waits for a proxied timeline whose proxy copies buffers: the proxy's host writes
 # come after the submit and are released by vkSignalSemaphore, which orders execution only; this barrier
 # performs the domain operation from host to device (docs/format.md, "Readings"; corpus 82, 117).
-HOST_WRITE_BARRIER = ir.CommandBuffer("host_write_barrier@replay", (ir.Barrier(
+HOST_WRITE_BARRIER = ir.CommandBuffer("replay:host_write_barrier", (ir.Barrier(
     frozenset({"host"}), frozenset({"host_write"}), frozenset({"all_commands"}),
     frozenset({"memory_read", "memory_write"})),))
 HOST_MEMORY = "VK_EXT_external_memory_host"

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import ir
+from ..model.errors import InputError, StreamError
 
 __all__ = ["Machine", "Overlay", "digest"]
 
+MAX_MEMORY = 2 ** 30  # bytes of the root buffers one simulated execution holds
 DEFINED_AT_START = ("host_coherent", "host_cached")  # as the checker's RangeMap(initialized=...)
 
 
@@ -46,6 +48,10 @@ class Machine:
     def __init__(self, stream: ir.Stream, garbage: np.random.Generator | None = None, cached: bool = False) -> None:
         self.index = stream.index
         roots = [b for b in stream.buffers if b.alias_of is None]
+        total = sum(b.size for b in roots)
+        if total > MAX_MEMORY:  # told before numpy tries to allocate it
+            raise StreamError(f"<stream {stream.name!r}>", [InputError("buffers", (
+                f"{total} bytes of memory; the simulator holds at most {MAX_MEMORY} (1 GiB) at a time"))])
         self.memory = {b.id: np.zeros(b.size, np.uint8) for b in roots}
         # Per root with undefined start: which bytes nothing has written yet (only tracked with garbage).
         self.undefined: dict[str, np.ndarray] = {}

@@ -8,6 +8,8 @@ import numpy as np
 
 from ..check import Finding, check
 from ..model import ir
+from ..model.errors import UsageError
+from ..model.loader import validate
 from .adversary import DATA_KINDS, Hooks, capture, perturb
 from .execute import execute, step_buffers
 from .machine import Machine, digest
@@ -31,9 +33,12 @@ def reference(stream: ir.Stream) -> SimResult:
 
 def simulate(stream: ir.Stream, schedules: int = 200, seed: int = 0,
              findings: Sequence[Finding] | None = None) -> SimReport:
-    """The reference, then `schedules` adversarial executions (seeded by `seed`), and a verdict per finding."""
-    if schedules < 1:
-        raise ValueError(f"schedules={schedules} must be at least 1")
+    """The reference, then `schedules` adversarial executions (seeded by `seed`), and a verdict per finding;
+    a stream the loader did not make is validated first (InvalidStream)."""
+    stream = validate(stream)
+    for argument, value, low in (("schedules", schedules, 1), ("seed", seed, 0)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise UsageError(argument, f"must be an integer of at least {low}, got {value!r}")
     findings = list(check(stream) if findings is None else findings)
     steps = reference_order(stream)
     position = {s.ref: i for i, s in enumerate(steps)}

@@ -1,0 +1,172 @@
+"""Hypothesis campaign (issue 17): structure-aware mutations of the corpus and of a small capture,
+through check, explain, graph, simulate and import. Every outcome is exit 0, 1 or 2; no traceback,
+no hang past the per-call timeout, output printable as UTF-8, no partial `-o` file, and a DOT file
+that Graphviz reads. tests/_bad_inputs.py breaks the inputs; test_bad_input.py pins each class
+of cause this campaign found.
+
+Bounded to about two minutes on two cores: the examples run in-process (vkverify.cli.main) with an
+alarm per call; a handful run as real subprocesses.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests._bad_inputs import Outcome, broken, mutate, run_main
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.json"))
+DOCS = [json.loads(p.read_text()) for p in CORPUS]
+VERBS = ["check", "explain", "graph", "simulate"]
+TIMEOUT = 30  # seconds per call: the slowest corpus stream simulates in a few
+
+
+def campaign(examples: int) -> settings:
+    """Seeded (the same inputs each run), no example database, no deadline: each call has its own timeout."""
+    return settings(max_examples=examples, deadline=None, database=None, derandomize=True, print_blob=True,
+                    suppress_health_check=list(HealthCheck))
+EXAMPLES = {"streams": 700, "converter lines": 400, "gfxr": 25}
+RAN: dict[str, int] = {}
+
+
+def refs(doc) -> list[str]:
+    """References the explain verb is given: positions in the stream's first command buffer and thread."""
+    if not isinstance(doc, dict):
+        return ["cb0[0]", "main[0]"]
+    owners = [k for key in ("command_buffers", "threads") if isinstance(doc.get(key), dict) for k in doc[key]]
+    return [f"{o}[{i}]" for o in owners[:3] for i in range(3)] or ["cb0[0]"]
+
+
+def assert_clean(outcome: Outcome, file: Path, output: Path | None = None) -> None:
+    assert outcome.error is None, outcome.error
+    assert outcome.code in (0, 1, 2), outcome.code
+    (outcome.stdout + outcome.stderr).encode("utf-8")  # printable on a UTF-8 terminal
+    if outcome.code == 2:
+        lines = outcome.stderr.splitlines()
+        assert lines and all(line.startswith(f"{file}: ") for line in lines), outcome.stderr[-500:]
+    if output is not None:
+        if outcome.code == 2:
+            assert not output.exists(), "a failed command left its -o file"
+        assert [p.name for p in output.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def valid_dot(path: Path) -> None:
+    if shutil.which("dot") is not None:
+        done = subprocess.run(["dot", "-Tsvg", str(path)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-300:]
+
+
+@campaign(EXAMPLES["streams"])
+@given(rnd=st.randoms(use_true_random=False), which=st.integers(0, len(DOCS) - 1), verb=st.sampled_from(VERBS))
+def test_broken_streams(rnd: random.Random, which: int, verb: str):
+    with tempfile.TemporaryDirectory(prefix="vkverify-campaign-") as tmp:
+        path, out = Path(tmp) / "s.json", Path(tmp) / "out" / "g.dot"
+        out.parent.mkdir()
+        path.write_bytes(broken(DOCS[which], rnd))
+        args = {"check": [], "simulate": ["--schedules", "4"], "graph": ["-o", str(out)],
+                "explain": [rnd.choice(refs(DOCS[which])), rnd.choice(refs(DOCS[which]))]}[verb]
+        outcome = run_main([verb, str(path), *args], TIMEOUT)
+        RAN["streams"] = RAN.get("streams", 0) + 1
+        assert_clean(outcome, path, out if verb == "graph" else None)
+        if verb == "graph" and outcome.code == 0:
+            valid_dot(out)
+
+
+@pytest.fixture(scope="module")
+def small_capture(tmp_path_factory) -> tuple[Path, list[str]]:
+    from .test_import import PROGRAM, capture
+
+    tmp = tmp_path_factory.mktemp("campaign-capture")
+    gfxr = capture(PROGRAM, tmp / "add.gfxr")
+    jsonl = tmp / "add.jsonl"
+    subprocess.run(["gfxrecon-convert", "--output", str(jsonl), str(gfxr)], check=True, capture_output=True)
+    return gfxr, jsonl.read_text().splitlines()
+
+
+LINE_SHAPES = ["[1]", "3", "null", '"s"', "{}", '{"vkFunc": 1}', '{"vkFunc": {"args": {}}}',
+               '{"index": "x", "vkFunc": {"name": "vkCmdDispatch"}}', "{" * 3000, '{"index": 1, "v": NaN}']
+
+
+def broken_lines(lines: list[str], rnd: random.Random) -> str:
+    """Converter lines with calls' records broken as streams are, lines of other shapes, lines cut or repeated."""
+    new = list(lines)
+    for _ in range(rnd.choice([1, 1, 2, 4])):
+        k, roll = rnd.randrange(1, len(new)) if rnd.random() < 0.95 else 0, rnd.random()
+        if roll < 0.08:
+            new[k] = rnd.choice(LINE_SHAPES)
+        elif roll < 0.12:
+            del new[k]
+        elif roll < 0.15:
+            new.insert(k, new[rnd.randrange(1, len(new))])
+        elif roll < 0.17:
+            new[k] = new[k][:rnd.randrange(len(new[k]) + 1)]
+        else:
+            try:
+                record = json.loads(new[k])
+            except ValueError:
+                continue
+            new[k] = json.dumps(mutate(record, rnd))
+    return "\n".join(new) + "\n"
+
+
+@campaign(EXAMPLES["converter lines"])
+@given(rnd=st.randoms(use_true_random=False), verb=st.sampled_from(["import", "check"]))
+def test_broken_converter_lines(small_capture, rnd: random.Random, verb: str):
+    with tempfile.TemporaryDirectory(prefix="vkverify-campaign-") as tmp:
+        path, out = Path(tmp) / "c.jsonl", Path(tmp) / "out" / "s.json"
+        out.parent.mkdir()
+        path.write_text(broken_lines(small_capture[1], rnd), errors="surrogateescape")
+        outcome = run_main([verb, str(path), *(["-o", str(out)] if verb == "import" else [])], TIMEOUT)
+        RAN["converter lines"] = RAN.get("converter lines", 0) + 1
+        assert_clean(outcome, path, out if verb == "import" else None)
+        if verb == "import" and outcome.code == 0:
+            json.loads(out.read_text())  # the stream written whole
+
+
+@campaign(EXAMPLES["gfxr"])
+@given(rnd=st.randoms(use_true_random=False))
+def test_corrupted_gfxr(small_capture, rnd: random.Random):
+    """Cut or flipped bytes of the binary capture: through gfxrecon-convert and -extract (bounded)."""
+    data = bytearray(small_capture[0].read_bytes())
+    if rnd.random() < 0.3:
+        data = data[:rnd.randrange(len(data))]
+    else:
+        for _ in range(rnd.choice([1, 2, 8])):
+            data[rnd.randrange(len(data))] = rnd.randrange(256)
+    with tempfile.TemporaryDirectory(prefix="vkverify-campaign-") as tmp:
+        path = Path(tmp) / "c.gfxr"
+        path.write_bytes(bytes(data))
+        outcome = run_main(["check", str(path)], 300)
+        RAN["gfxr"] = RAN.get("gfxr", 0) + 1
+        assert_clean(outcome, path)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_broken_streams_through_a_real_process(tmp_path, seed):
+    """The same inputs as a user runs them: a subprocess, its real stdout and stderr encodings."""
+    rnd = random.Random(seed)
+    path = tmp_path / "s.json"
+    path.write_bytes(broken(DOCS[rnd.randrange(len(DOCS))], rnd))
+    for verb in (["check"], ["simulate", "--schedules", "3"], ["graph"], ["explain", "cb0[0]", "main[0]"]):
+        done = subprocess.run([sys.executable, "-m", "vkverify.cli", verb[0], str(path), *verb[1:]],
+                              capture_output=True, cwd=ROOT, timeout=120)
+        stderr = done.stderr.decode("utf-8")
+        assert "Traceback" not in stderr and done.returncode in (0, 1, 2), stderr[-500:]
+        done.stdout.decode("utf-8")
+
+
+def test_campaign_size(capsys):
+    """How many generated inputs ran (printed); each campaign that ran met its count."""
+    with capsys.disabled():
+        print(f"\nbad-input campaign: {RAN}")
+    assert all(RAN.get(k, n) >= n for k, n in EXAMPLES.items()), RAN

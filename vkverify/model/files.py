@@ -1,0 +1,55 @@
+"""Output files: checked before the work that fills them, written whole or not at all."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from .errors import UsageError
+
+
+def check_output(path: str | Path, argument: str) -> None:
+    """Raise UsageError unless a file can be written at `path`: its folder exists and it is no folder."""
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(argument, f"{path} is a directory, not a file")
+    folder = p.parent
+    if not folder.is_dir():
+        raise UsageError(argument, f"folder {str(folder)!r} does not exist" if not folder.exists()
+                         else f"{str(folder)!r} is not a folder")
+    if not os.access(folder, os.W_OK) or p.exists() and not os.access(p, os.W_OK):
+        raise UsageError(argument, f"{path} cannot be written (permission denied)")
+
+
+def check_directory(path: str | Path, argument: str) -> None:
+    """Raise UsageError unless `path` is a folder or can be made one (no file in the way)."""
+    p = Path(path)
+    for part in (p, *p.parents):
+        if part.exists():
+            if not part.is_dir():
+                raise UsageError(argument, f"{part} is a file, not a folder")
+            if not os.access(part, os.W_OK):
+                raise UsageError(argument, f"{part} cannot be written (permission denied)")
+            return
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write `text` to a temporary file beside `path`, then rename it over `path`: a failure (a full
+    disk, an interrupt) leaves the old file or none, never part of the new one."""
+    p = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())  # as open() would have made it, not mkstemp's 0600
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, p)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o22)
+    os.umask(mask)
+    return mask
