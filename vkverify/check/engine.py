@@ -25,6 +25,7 @@ from .barriers import BarrierEntry, BarrierLog, compile_barrier, sees
 from .findings import Finding
 from .rangemap import RangeMap, Segment
 from .readings import DEFAULT, Readings
+from .replay import ALWAYS, DOMINATED, replay_plan
 from .scopes import HOST
 
 Clock = tuple[int, ...]
@@ -43,6 +44,16 @@ def join(a: Clock, b: Clock) -> Clock:
 def _minus(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
     """`ranges` less the bytes [lo, hi)."""
     return [piece for a, b in ranges for piece in ((a, min(b, lo)), (max(a, hi), b)) if piece[0] < piece[1]]
+
+
+def _makes_host_writes_available(entry: BarrierEntry) -> bool:
+    """Spec 7.1.3 host access: host / host_write in a barrier's first access scope (a host-to-device domain operation)."""
+    return "host" in entry.src_stages and "host_write" in entry.src_access
+
+
+def _transfers_ownership(bb: ir.BufferBarrier) -> bool:
+    """Spec 7.7.4: a buffer barrier between two queue families."""
+    return bb.src_family is not None and bb.src_family != bb.dst_family
 
 
 def _join_all(clocks) -> Clock:
@@ -100,6 +111,10 @@ class QueueAgent:
     # whose writes a barrier here made visible to that host access, by the stages the barrier's chain reaches.
     host_vis: dict = field(default_factory=dict)
     host_releases: list = field(default_factory=list)  # (release number, {(host access, range): clock carried})
+    # The clocks' version (exec_clock, vis_clock, range_vis, host_vis), and per barrier command the version at
+    # which it last changed nothing (Checker._barrier_clocks).
+    epoch: int = 0
+    settled: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         zero = (0,) * self.clock_width
@@ -154,6 +169,7 @@ class QueueAgent:
 
     def acquire(self, clock: Clock, stages: frozenset[str]) -> None:
         """Spec 7.4.2: a semaphore wait is a memory dependency for the stages in its scope."""
+        self.epoch += 1
         self.host_clock = join(self.host_clock, clock)
         for s in stages:
             if s in self.exec_clock:
@@ -233,9 +249,11 @@ class Checker:
         self.placement = {b.id: (b, root, offset, self.memories[root])
                           for b in stream.buffers for root, offset in [self.index.root(b.id)]}
         self.barriers = {}
-        self.command_accesses: dict[int, tuple] = {}  # id of a command -> its accesses (command_accesses)
-        self.sharing_commands: set[int] = set()  # commands two of whose accesses touch one memory
+        # id of a resubmitted command buffer -> [it, its steps (_step), its replay plan: None before a clean
+        # execution, () where none may be made]; the command buffer held keeps its id from being reused.
+        self.compiled: dict[int, list] = {}
         self.findings: dict[tuple, Finding] = {}
+        self.reported = 0  # calls of report(): an execution that made none compared cleanly
         # host write uid -> [(proxy access at a barrier that made it available, lo, hi)] (run_barrier)
         self.host_available: dict[int, list[tuple[Access, int, int]]] = {}
         self.ranges: dict[tuple, list[int]] = {}
@@ -253,6 +271,7 @@ class Checker:
     def report(self, kind: str, buffer: str | None, lo: int | None, hi: int | None,
                first: Access | None, second: Access | None, fix: str, message: str,
                racing: bool = False, ops: tuple[str, ...] | None = None) -> None:
+        self.reported += 1
         key = (kind, buffer, first.ref if first else None, second.ref if second else None, ops)
         if lo is not None:
             span = self.ranges.setdefault(key, [lo, hi])
@@ -603,19 +622,62 @@ class Checker:
 
     def run_command(self, queue: QueueAgent, cmd: ir.Command, ref: str) -> None:
         queue.pos += 1
-        if isinstance(cmd, ir.Barrier):
-            self.run_barrier(queue, cmd, ref)
-            return
-        uid = next(self.uids)
-        key = id(cmd)
-        accesses = self.command_accesses.get(key)
+        _, accesses, sharing = self._step(cmd)
         if accesses is None:
-            accesses = self.command_accesses[key] = ACCESSES_BY_KIND[type(cmd)](cmd)
-            if self._shares_memory(accesses):
-                self.sharing_commands.add(key)
+            self.run_barrier(queue, cmd, ref)
+        else:
+            self._run_accesses(queue, cmd, ref, accesses, sharing)
+
+    def run_command_buffer(self, queue: QueueAgent, cb: ir.CommandBuffer, submit: str) -> None:
+        """Run cb's commands on queue (`submit`: the submit's reference). A resubmitted command buffer, after an
+        execution that reported nothing, replays its plan (replay.py) instead."""
+        compiled = self.compiled.get(id(cb))
+        if compiled is not None and compiled[2]:
+            self._replay(queue, cb, compiled[2], submit)
+            return
+        if compiled is None and cb.id in self.index.resubmitted:
+            compiled = self.compiled[id(cb)] = [cb, [self._step(cmd) for cmd in cb.commands], None]
+        steps = map(self._step, cb.commands) if compiled is None else compiled[1]
+        reported, command_ref = self.reported, self.index.command_ref
+        for i, (cmd, accesses, sharing) in enumerate(steps):
+            queue.pos += 1
+            if accesses is None:
+                self.run_barrier(queue, cmd, command_ref(cb.id, i, submit))
+            else:
+                self._run_accesses(queue, cmd, command_ref(cb.id, i, submit), accesses, sharing)
+        if compiled is not None and compiled[2] is None and self.reported == reported:
+            compiled[2] = self._replayable(compiled[1]) and replay_plan(compiled[1], self.placement)
+
+    def _step(self, cmd: ir.Command) -> tuple:
+        """(cmd, its accesses or None for a barrier, whether two of them touch one memory)."""
+        if isinstance(cmd, ir.Barrier):
+            return cmd, None, False
+        accesses = ACCESSES_BY_KIND[type(cmd)](cmd)
+        return cmd, accesses, self._shares_memory(accesses)
+
+    def _shares_memory(self, accesses: tuple[tuple, ...]) -> bool:
+        """Whether two of a command's accesses touch one memory (buffer ids suffice without aliases; most
+        commands have two accesses: one comparison)."""
+        n = len(accesses)
+        if n < 2:
+            return False
+        if self.aliased:
+            return len({self.placement[a[3]][1] for a in accesses}) < n
+        if n == 2:
+            return accesses[0][3] == accesses[1][3]
+        return len({a[3] for a in accesses}) < n
+
+    def _replayable(self, steps: list[tuple]) -> bool:
+        """Whether executions of a command buffer meet only what they record: no destroys in the stream (uses
+        are kept per access), no barrier that acts on the range map (ownership, host writes made available)."""
+        return self.uses is None and not any(accesses is None and any(self.barriers[id(cmd)][2:])
+                                             for cmd, accesses, _ in steps)
+
+    def _run_accesses(self, queue: QueueAgent, cmd: ir.Command, ref: str, accesses: tuple, sharing: bool) -> None:
+        uid = next(self.uids)
         index, pos, label, family, first_barrier, issued = \
             queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds), self.issuing_order
-        if key not in self.sharing_commands:  # no access sees another's record: compare and record each
+        if not sharing:  # no access sees another's record: compare and record each
             for stage, reads, write, buffer, lo, hi in accesses:
                 self.access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier,
                                    issued), lo, hi)
@@ -630,35 +692,61 @@ class Checker:
         for x, lo, hi in compared:
             self.access(x, lo, hi, compare=False)
 
-    def _shares_memory(self, accesses: tuple[tuple, ...]) -> bool:
-        """Whether two of a command's accesses touch one memory (buffer ids suffice without aliases; most
-        commands have two accesses: one comparison)."""
-        n = len(accesses)
-        if n < 2:
-            return False
-        if self.aliased:
-            return len({self.placement[a[3]][1] for a in accesses}) < n
-        if n == 2:
-            return accesses[0][3] == accesses[1][3]
-        return len({a[3] for a in accesses}) < n
+    def _replay(self, queue: QueueAgent, cb: ir.CommandBuffer, plan: tuple, submit: str) -> None:
+        """One execution of cb by its replay plan: every barrier, and only the accesses the plan names."""
+        base, reported, command_ref = queue.pos, self.reported, self.index.command_ref
+        index, family, issued = queue.index, queue.family, self.issuing_order
+        for i, cmd, items, quiet in plan:
+            queue.pos = pos = base + i + 1
+            if items is None:
+                self.run_barrier(queue, cmd, None)
+                continue
+            fallback = self.reported != reported
+            if quiet and not fallback:
+                continue
+            ref, uid, first_barrier, recorded = None, None, len(queue.log.all_kinds), []
+            for (stage, reads, write, buffer, lo, hi), mode, record in items:
+                compare = mode == ALWAYS or (fallback and mode == DOMINATED)
+                if compare or record:
+                    if uid is None:
+                        uid, ref = next(self.uids), command_ref(cb.id, i, submit)
+                    x = Access(index, pos, stage, reads, write, ref, buffer, uid, cmd.label, family, first_barrier,
+                               issued)
+                    if compare:
+                        self.access(x, lo, hi, record=False)
+                    if record:
+                        recorded.append((x, lo, hi))
+            for x, lo, hi in recorded:
+                self.access(x, lo, hi, compare=False)
+        queue.pos = base + len(cb.commands)
 
-    def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier, ref: str) -> None:
+    def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier, ref: str | None) -> None:
+        """`ref` names the proxy of host writes the barrier makes available; None in a replay, which has no such
+        barrier (Checker._replayable)."""
         compiled = self.barriers.get(id(cmd))
         if compiled is None:
             entries = compile_barrier(cmd, self.index)
             # Per entry, the clocks it reads and writes: its scopes restricted to what the queue tracks, the host
-            # accesses of its destination, and its range (spec 7.7.2; None: global).
+            # accesses of its destination, and its range (spec 7.7.2; None: global). Then the entries that make
+            # host writes available and the buffer barriers that transfer ownership.
             compiled = self.barriers[id(cmd)] = (entries, tuple(
                 (tuple(e.src_exec & queue.exec_clock.keys()), tuple(e.dst_exec & queue.exec_clock.keys()),
                  tuple(e.dst_scope & queue.vis_clock.keys()), tuple(a for s, a in e.dst_scope if s == "host"),
-                 self._limit(e)) for e in entries))
-        entries, scopes = compiled
+                 self._limit(e)) for e in entries), tuple(filter(_makes_host_writes_available, entries)),
+                tuple(bb for bb in cmd.buffers if _transfers_ownership(bb)))
+        entries, scopes, available, transfers = compiled
         queue.log.add(queue.pos, entries, id(cmd))
-        for entry in entries:
-            if "host" in entry.src_stages and "host_write" in entry.src_access:
-                self.make_host_writes_available(queue, entry, ref, cmd.label)
-        # Cross-agent dependencies chain through the barrier too (spec 7.1 "dependency chain"); entries of
-        # one barrier do not chain with each other (7.6), so every source clock is read before any is written.
+        for entry in available:
+            self.make_host_writes_available(queue, entry, ref, cmd.label)
+        if queue.settled.get(id(cmd)) != queue.epoch:
+            self._barrier_clocks(queue, id(cmd), entries, scopes)
+        for bb in transfers:
+            self.ownership_transfer(queue, bb)
+
+    def _barrier_clocks(self, queue: QueueAgent, key: int, entries: tuple, scopes: tuple) -> None:
+        """Cross-agent dependencies chain through the barrier too (spec 7.1 "dependency chain"); entries of one
+        barrier do not chain with each other (7.6), so every source clock is read before any is written. A
+        barrier that changed nothing is settled at the queue's epoch: until the clocks change, it changes nothing."""
         exec_clock, vis_clock = queue.exec_clock, queue.vis_clock
         zero = (0,) * queue.clock_width
         before = []
@@ -667,18 +755,25 @@ class Checker:
             for s in src:
                 clock = join(clock, exec_clock[s])
             before.append(clock)
+        changed = False
         if len(self.queues) > 1 and (queue.host_vis or any(scope[3] for scope in scopes)):
             self._host_visibility(queue, entries, scopes, before)
+            changed = True
         for (_, dst, pairs, _, limit), clock in zip(scopes, before):
             for s in dst:
-                exec_clock[s] = join(exec_clock[s], clock)
+                old = exec_clock[s]
+                new = exec_clock[s] = join(old, clock)
+                changed = changed or new != old
             # Spec 7.7.2: a buffer memory barrier's second access scope holds only its range.
             visible = vis_clock if limit is None else queue.range_vis.setdefault(limit, {})
             for pair in pairs:
-                visible[pair] = join(visible.get(pair, zero), clock)
-        for bb in cmd.buffers:
-            if bb.src_family is not None and bb.src_family != bb.dst_family:
-                self.ownership_transfer(queue, bb)
+                old = visible.get(pair, zero)
+                new = visible[pair] = join(old, clock)
+                changed = changed or new != old
+        if changed:
+            queue.epoch += 1
+        else:
+            queue.settled[key] = queue.epoch
 
     def _limit(self, entry: BarrierEntry) -> tuple | None:
         """Spec 7.7.2: a buffer barrier's (root, lo, hi, buffer accesses must go through or None); None: global."""
