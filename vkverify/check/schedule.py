@@ -51,8 +51,9 @@ def _cyclic_gc_paused():
 class Schedule(Checker, Consumer):
     """The checker as the walk's consumer: a release is the clock it carries."""
 
-    def __init__(self, stream: ir.Stream, shared: frozenset[str] = frozenset(), readings: Readings = DEFAULT) -> None:
-        super().__init__(stream, readings)
+    def __init__(self, stream: ir.Stream, shared: frozenset[str] = frozenset(), readings: Readings = DEFAULT,
+                 replay: bool = True) -> None:
+        super().__init__(stream, readings, replay)
         self.shared = shared
 
     def run(self) -> list[Finding]:
