@@ -19,6 +19,7 @@ from itertools import count
 
 from ..model import ir
 from ..model.accesses import ACCESSES_BY_KIND, DEVICE_ACCESSES
+from ..model.refs import format_ref
 from ..model.stages import DEVICE_STAGES
 from . import fixes
 from .barriers import BarrierEntry, BarrierLog, compile_barrier, sees
@@ -365,11 +366,10 @@ class Checker:
         e, every later one there is too: the answer is cached on e.
         """
         if e.agent == x.agent:
-            agent = self.agents[x.agent]
-            if isinstance(agent, ThreadAgent):
+            if x.family is None:
                 return []  # host program order
             # Most pairs are ordered by the first barrier after e alone; states only grow after it.
-            log = agent.log
+            log = self.agents[x.agent].log
             if e.first_barrier < len(log.all_kinds) and \
                     log.orders_alone(e.first_barrier, e.stage, e.write, root, lo, hi, x.stage, need,
                                      e.buffer if self.by_buffer else None, x.buffer if self.by_buffer else None):
@@ -641,13 +641,14 @@ class Checker:
         if compiled is None and self.replay and cb.id in self.index.resubmitted:
             compiled = self.compiled[id(cb)] = [cb, [self._step(cmd) for cmd in cb.commands], None]
         steps = map(self._step, cb.commands) if compiled is None else compiled[1]
-        reported, command_ref = self.reported, self.index.command_ref
+        reported, owner = self.reported, cb.id
+        submit = submit if owner in self.index.resubmitted else None  # ir.StreamIndex.command_ref
         for i, (cmd, accesses, sharing) in enumerate(steps):
             queue.pos += 1
             if accesses is None:
-                self.run_barrier(queue, cmd, command_ref(cb.id, i, submit))
+                self.run_barrier(queue, cmd, format_ref(owner, i, submit))
             else:
-                self._run_accesses(queue, cmd, command_ref(cb.id, i, submit), accesses, sharing)
+                self._run_accesses(queue, cmd, format_ref(owner, i, submit), accesses, sharing)
         if compiled is not None and compiled[2] is None and self.reported == reported:
             compiled[2] = self._replayable(compiled[1]) and replay_plan(compiled[1], self.placement)
 
@@ -668,6 +669,9 @@ class Checker:
             return len({self.placement[a[3]][1] for a in accesses}) < n
         if n == 2:
             return accesses[0][3] == accesses[1][3]
+        if n == 3:
+            a, b, c = accesses[0][3], accesses[1][3], accesses[2][3]
+            return a == b or a == c or b == c
         return len({a[3] for a in accesses}) < n
 
     def _replayable(self, steps: list[tuple]) -> bool:
@@ -681,9 +685,10 @@ class Checker:
         index, pos, label, family, first_barrier, issued = \
             queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds), self.issuing_order
         if not sharing:  # no access sees another's record: compare and record each
+            access = self.access
             for stage, reads, write, buffer, lo, hi in accesses:
-                self.access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier,
-                                   issued), lo, hi)
+                access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier, issued),
+                       lo, hi)
             return
         # Every access of the command is compared before any is recorded (syncval's detect, then update): a
         # write through one binding is compared with the reads before another binding's read replaced them.
