@@ -557,7 +557,10 @@ class Checker:
             agent, stage = x.agent, x.stage
             for seg in segments:
                 reads = seg.reads
-                seg.reads = (*(r for r in reads if r.agent != agent or r.stage != stage), x) if reads else (x,)
+                if not reads or len(reads) == 1 and reads[0].agent == agent and reads[0].stage == stage:
+                    seg.reads = (x,)  # the common cases, without a generator
+                else:
+                    seg.reads = (*(r for r in reads if r.agent != agent or r.stage != stage), x)
         return True
 
     def check_read(self, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment) -> bool:
@@ -570,26 +573,30 @@ class Checker:
             return False
         if w.uid == x.uid:
             return False
-        if x.family is not None and buf.sharing == "exclusive" and seg.owner not in (None, x.family):
-            self.report("ownership_missing", x.buffer, seg.lo - base, seg.hi - base, w, x,
-                        fixes.ownership(w, x, seg.owner),
-                        f"{x.ref} on family {x.family} reads bytes of exclusive {x.buffer!r} owned by family "
-                        f"{seg.owner} without an ownership transfer")
-        bad = self.host_write_unseen(w, x, root, seg, x.reads) if w.family is None and x.family is not None \
-            else self.unordered(w, x, root, seg.lo, seg.hi, x.reads)
-        host_read = x.family is None and w.family is not None
-        if not bad and w.family is None and x.family is None and self.unshared_between_threads(w, x, seg):
-            bad = [(seg.lo, seg.hi)]
-        if not bad and host_read:
-            bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
-            if not bad and self.memory_kind[x.buffer] == "host_cached":
-                thread = self.agents[x.agent]
-                waited = thread.acquired_at(self.covering_release(w))
-                if seg.invalidated.get(x.agent, -1) < waited:
-                    bad = [(seg.lo, seg.hi)]
+        if x.family is not None:  # a device read
+            if buf.sharing == "exclusive" and seg.owner not in (None, x.family):
+                self.report("ownership_missing", x.buffer, seg.lo - base, seg.hi - base, w, x,
+                            fixes.ownership(w, x, seg.owner),
+                            f"{x.ref} on family {x.family} reads bytes of exclusive {x.buffer!r} owned by family "
+                            f"{seg.owner} without an ownership transfer")
+            bad = self.unordered(w, x, root, seg.lo, seg.hi, x.reads) if w.family is not None else \
+                self.host_write_unseen(w, x, root, seg, x.reads)
+        else:  # a host read
+            bad = self.unordered(w, x, root, seg.lo, seg.hi, x.reads)
+            if not bad and w.family is None and self.unshared_between_threads(w, x, seg):
+                bad = [(seg.lo, seg.hi)]
+            if not bad and w.family is not None:
+                bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
+                if not bad and self.memory_kind[x.buffer] == "host_cached":
+                    thread = self.agents[x.agent]
+                    waited = thread.acquired_at(self.covering_release(w))
+                    if seg.invalidated.get(x.agent, -1) < waited:
+                        bad = [(seg.lo, seg.hi)]
+        if not bad:
+            return False
         for a, b in bad:
             self.hazard("raw", buf, a - base, b - base, w, x)
-        return bool(bad)
+        return True
 
     def unshared_between_threads(self, w: Access, x: Access, seg: Segment) -> bool:
         """Memory model "Location-Ordered": another host thread is another agent, so under the strict reading
@@ -606,13 +613,16 @@ class Checker:
     def check_write(self, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment, skip_waw: bool) -> None:
         w = seg.write
         if w is not None and w.uid != x.uid and not skip_waw:
-            need = (x.write,) if x.family is not None else None
-            bad = self.host_write_unseen(w, x, root, seg, need) if w.family is None and x.family is not None \
-                else self.unordered(w, x, root, seg.lo, seg.hi, need)
-            if not bad and x.family is None and w.family is not None:
-                bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
-            if not bad and w.family is None and x.family is None and self.unshared_between_threads(w, x, seg):
-                bad = [(seg.lo, seg.hi)]
+            if x.family is not None:  # a device write
+                need = (x.write,)
+                bad = self.unordered(w, x, root, seg.lo, seg.hi, need) if w.family is not None else \
+                    self.host_write_unseen(w, x, root, seg, need)
+            else:  # a host write
+                bad = self.unordered(w, x, root, seg.lo, seg.hi, None)
+                if not bad and w.family is not None:
+                    bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
+                if not bad and w.family is None and self.unshared_between_threads(w, x, seg):
+                    bad = [(seg.lo, seg.hi)]
             for a, b in bad:
                 self.hazard("waw", buf, a - base, b - base, w, x)
         for r in seg.reads:
