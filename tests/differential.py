@@ -187,7 +187,7 @@ def resubmitting_streams(draw) -> dict:
     queues = [q["id"] for q in doc["devices"][0]["queues"]]
     ops = [op for op in doc["threads"]["main"] if op["op"] != "destroy"]
     for op in [op for op in ops if op["op"] == "submit"]:
-        for _ in range(draw(st.integers(1, 2))):
+        for _ in range(draw(st.integers(1, 3))):
             at = draw(st.integers(next(i for i, o in enumerate(ops) if o is op) + 1, len(ops)))
             ops.insert(at, {"op": "submit", "queue": draw(st.sampled_from(queues)),
                             "command_buffers": op["command_buffers"]})

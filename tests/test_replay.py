@@ -42,13 +42,13 @@ def test_decode_loop_replays_and_finds_its_hazard_at_every_submission():
     missing, that slot never replays and each of its submissions reports its own pair."""
     clean, found, full = _both(decode_stream(2e4, **SHAPES["resubmitted"]))
     assert found == full == []
-    assert all(plan for _, _, plan in clean.compiled.values()) and len(clean.compiled) == 4
+    assert all(plan for _, _, plan, _ in clean.compiled.values()) and len(clean.compiled) == 4
     hazard, found, full = _both(decode_stream(2e4, hazard=True, **SHAPES["resubmitted"]))
     assert found == full
     # 10 tokens: the last is token 9, slot 1, which tokens 1, 5 and 9 submit; the others replay.
     assert {f.second.split("@")[1] for f in found} == {"main[5]", "main[18]", "main[32]"}
     assert {f.second.split("@")[0] for f in found} <= {f"slot1[{i}]" for i in range(1960, 1972)}
-    assert [bool(plan) for cb, _, plan in hazard.compiled.values()] == [True, False, True, True]
+    assert [bool(plan) for _, _, plan, _ in hazard.compiled.values()] == [True, False, True, True]
 
 
 def _plan(commands: list, placement_sizes: dict[str, int]) -> tuple:

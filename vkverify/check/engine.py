@@ -8,7 +8,10 @@ stage (execution) and per (stage, access) (visibility), since semaphore
 waits and barriers only reach the stages in their scopes. Ordering on one
 queue comes from its barriers (barriers.BarrierLog). Each memory keeps a
 RangeMap of the last write and the reads since it, so a new access is
-compared with a handful of earlier ones.
+compared with a handful of earlier ones. A resubmitted command buffer, once
+an execution of it reported nothing, replays a plan (replay.py): only its
+accesses that meet earlier work are compared, only those something sees are
+recorded; a barrier that changed no clock is skipped until the clocks change.
 """
 
 from __future__ import annotations
@@ -254,7 +257,8 @@ class Checker:
                           for b in stream.buffers for root, offset in [self.index.root(b.id)]}
         self.barriers = {}
         # id of a resubmitted command buffer -> [it, its steps (_step), its replay plan: None before a clean
-        # execution, () where none may be made]; the command buffer held keeps its id from being reused.
+        # execution, () where none may be made, what its reads met (_replay)]; the command buffer held keeps its
+        # id from being reused.
         self.compiled: dict[int, list] = {}
         self.findings: dict[tuple, Finding] = {}
         self.reported = 0  # calls of report(): an execution that made none compared cleanly
@@ -646,10 +650,10 @@ class Checker:
         execution that reported nothing, replays its plan (replay.py) instead."""
         compiled = self.compiled.get(id(cb))
         if compiled is not None and compiled[2]:
-            self._replay(queue, cb, compiled[2], submit)
+            self._replay(queue, cb, compiled[2], compiled[3], submit)
             return
         if compiled is None and self.replay and cb.id in self.index.resubmitted:
-            compiled = self.compiled[id(cb)] = [cb, [self._step(cmd) for cmd in cb.commands], None]
+            compiled = self.compiled[id(cb)] = [cb, [self._step(cmd) for cmd in cb.commands], None, {}]
         steps = map(self._step, cb.commands) if compiled is None else compiled[1]
         reported, owner = self.reported, cb.id
         submit = submit if owner in self.index.resubmitted else None  # ir.StreamIndex.command_ref
@@ -710,8 +714,9 @@ class Checker:
         for x, lo, hi in compared:
             self.access(x, lo, hi, compare=False)
 
-    def _replay(self, queue: QueueAgent, cb: ir.CommandBuffer, plan: tuple, submit: str) -> None:
-        """One execution of cb by its replay plan: every barrier, and only the accesses the plan names."""
+    def _replay(self, queue: QueueAgent, cb: ir.CommandBuffer, plan: tuple, met: dict, submit: str) -> None:
+        """One execution of cb by its replay plan: every barrier, and only the accesses the plan names. `met`:
+        (command, item) -> (queue, write, owner) a read of the plan compared cleanly with in an execution."""
         base, reported, command_ref = queue.pos, self.reported, self.index.command_ref
         index, family, issued = queue.index, queue.family, self.issuing_order
         for i, cmd, items, quiet in plan:
@@ -723,15 +728,27 @@ class Checker:
             if quiet and not fallback:
                 continue
             ref, uid, first_barrier, recorded = None, None, len(queue.log.all_kinds), []
-            for (stage, reads, write, buffer, lo, hi), mode, record in items:
+            for j, ((stage, reads, write, buffer, lo, hi), mode, record) in enumerate(items):
                 compare = mode == ALWAYS or (fallback and mode == DOMINATED)
+                seen = None
+                if compare and write is None:
+                    # A read meets only the last write of its bytes: one this read met cleanly on this queue in an
+                    # earlier execution is ordered before it still (clocks and barrier states only grow).
+                    _, _, offset, memory = self.placement[buffer]
+                    segments = memory.span(offset + lo, offset + hi)
+                    if len(segments) == 1:
+                        seen = (index, segments[0].write, segments[0].owner)
+                        compare = met.get((i, j)) != seen
                 if compare or record:
                     if uid is None:
                         uid, ref = next(self.uids), command_ref(cb.id, i, submit)
                     x = Access(index, pos, stage, reads, write, ref, buffer, uid, cmd.label, family, first_barrier,
                                issued)
                     if compare:
+                        before = self.reported
                         self.access(x, lo, hi, record=False)
+                        if seen is not None and self.reported == before:
+                            met[i, j] = seen
                     if record:
                         recorded.append((x, lo, hi))
             for x, lo, hi in recorded:
