@@ -7,6 +7,7 @@ resubmit their command buffers (tests/differential.py) and on the resubmitted de
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -18,10 +19,12 @@ from vkverify.check.walk import shared_timelines
 from vkverify.model import from_dict, ir
 
 from .differential import SETTINGS, resubmitting_streams
-from .test_reference import EXAMPLES_RUN
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from decode_stream import SHAPES, decode_stream  # noqa: E402
+
+# As tests/test_reference.py: VKVERIFY_DIFFERENTIAL_EXAMPLES sets how many streams; half as many here.
+EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400")) // 2
 
 
 def _both(stream: ir.Stream) -> tuple[Schedule, list, list]:
@@ -30,7 +33,7 @@ def _both(stream: ir.Stream) -> tuple[Schedule, list, list]:
     return replayed, replayed.run(), Schedule(stream, shared, replay=False).run()
 
 
-@settings(max_examples=EXAMPLES_RUN // 2, **SETTINGS)
+@settings(max_examples=EXAMPLES_RUN, **SETTINGS)
 @given(resubmitting_streams())
 def test_replay_finds_what_every_command_finds(doc):
     _, replayed, full = _both(from_dict(doc))
