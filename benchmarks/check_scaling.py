@@ -3,7 +3,7 @@
 Generates decode-shaped streams (benchmarks/decode_stream.py) of about 10^4,
 10^5 and 10^6 commands, checks each in a fresh process, and prints commands/s,
 the checker's peak memory (the process's peak RSS less its RSS before
-checking) and the ratio of the time per command at the largest size to that
+checking) and the ratio of the time per command at each larger size to that
 at the smallest. Targets: 10^6 commands in at most 20 s and 2 GiB; the ratio
 within 1.5.
 
