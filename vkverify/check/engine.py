@@ -37,6 +37,7 @@ HOST_VISIBLE = ("host_coherent", "host_cached")
 HOST_ACCESSES = ("host_read", "host_write")  # a destination with either: device -> host domain
 # Spec 7.3 fence signal: every command earlier in submission order, no stage mask (host-stage barriers too).
 FENCE_SCOPE = frozenset(DEVICE_STAGES) | HOST
+EPOCHS = count(1)  # QueueAgent.epoch
 
 
 def join(a: Clock, b: Clock) -> Clock:
@@ -116,7 +117,8 @@ class QueueAgent:
     host_vis: dict = field(default_factory=dict)
     host_releases: list = field(default_factory=list)  # (release number, {(host access, range): clock carried})
     # The clocks' version (exec_clock, vis_clock, range_vis, host_vis), and per barrier command the version at
-    # which it last changed nothing (Checker._barrier_clocks).
+    # which it last changed nothing (Checker._barrier_clocks). Versions come from one counter (EPOCHS), so that
+    # a copy of the agent sharing `settled` never takes a version for other clocks.
     epoch: int = 0
     settled: dict = field(default_factory=dict)
 
@@ -173,7 +175,7 @@ class QueueAgent:
 
     def acquire(self, clock: Clock, stages: frozenset[str]) -> None:
         """Spec 7.4.2: a semaphore wait is a memory dependency for the stages in its scope."""
-        self.epoch += 1
+        self.epoch = next(EPOCHS)
         self.host_clock = join(self.host_clock, clock)
         for s in stages:
             if s in self.exec_clock:
@@ -806,7 +808,7 @@ class Checker:
                 new = visible[pair] = join(old, clock)
                 changed = changed or new != old
         if changed:
-            queue.epoch += 1
+            queue.epoch = next(EPOCHS)
         else:
             queue.settled[key] = queue.epoch
 
