@@ -378,7 +378,7 @@ class Checker:
             log = self.agents[x.agent].log
             if e.first_barrier < len(log.all_kinds) and \
                     log.orders_alone(e.first_barrier, e.stage, e.write, root, lo, hi, x.stage, need,
-                                     e.buffer if self.by_buffer else None, x.buffer if self.by_buffer else None):
+                                     self.through(e), self.through(x)):
                 return []
         key = (x.agent, x.stage, need, lo, hi)
         if e.ordered is not None and key in e.ordered:
@@ -579,30 +579,36 @@ class Checker:
             return False
         if w.uid == x.uid:
             return False
-        if x.family is not None:  # a device read
-            if buf.sharing == "exclusive" and seg.owner not in (None, x.family):
-                self.report("ownership_missing", x.buffer, seg.lo - base, seg.hi - base, w, x,
-                            fixes.ownership(w, x, seg.owner),
-                            f"{x.ref} on family {x.family} reads bytes of exclusive {x.buffer!r} owned by family "
-                            f"{seg.owner} without an ownership transfer")
-            bad = self.unordered(w, x, root, seg.lo, seg.hi, x.reads) if w.family is not None else \
-                self.host_write_unseen(w, x, root, seg, x.reads)
-        else:  # a host read
-            bad = self.unordered(w, x, root, seg.lo, seg.hi, x.reads)
-            if not bad and w.family is None and self.unshared_between_threads(w, x, seg):
+        if x.family is not None and buf.sharing == "exclusive" and seg.owner not in (None, x.family):
+            self.report("ownership_missing", x.buffer, seg.lo - base, seg.hi - base, w, x,
+                        fixes.ownership(w, x, seg.owner),
+                        f"{x.ref} on family {x.family} reads bytes of exclusive {x.buffer!r} owned by family "
+                        f"{seg.owner} without an ownership transfer")
+        bad = self.after_write(w, x, root, seg, x.reads)
+        if not bad and x.family is None and w.family is not None and self.memory_kind[x.buffer] == "host_cached":
+            thread = self.agents[x.agent]  # 7.1.3: a host read of non-coherent memory needs an invalidate too
+            waited = thread.acquired_at(self.covering_release(w))
+            if seg.invalidated.get(x.agent, -1) < waited:
                 bad = [(seg.lo, seg.hi)]
-            if not bad and w.family is not None:
-                bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
-                if not bad and self.memory_kind[x.buffer] == "host_cached":
-                    thread = self.agents[x.agent]
-                    waited = thread.acquired_at(self.covering_release(w))
-                    if seg.invalidated.get(x.agent, -1) < waited:
-                        bad = [(seg.lo, seg.hi)]
         if not bad:
             return False
         for a, b in bad:
             self.hazard("raw", buf, a - base, b - base, w, x)
         return True
+
+    def after_write(self, w: Access, x: Access, root: str, seg: Segment,
+                    need: tuple[str, ...] | None) -> list[tuple[int, int]]:
+        """Sub-ranges of seg where x is not ordered after write w (need: x's accesses that must see w), by the
+        domains of the two: device to device, host to device (host_write_unseen), host to host, device to host."""
+        if x.family is not None:
+            return self.unordered(w, x, root, seg.lo, seg.hi, need) if w.family is not None else \
+                self.host_write_unseen(w, x, root, seg, need)
+        bad = self.unordered(w, x, root, seg.lo, seg.hi, need)
+        if bad:
+            return bad
+        if w.family is None:
+            return [(seg.lo, seg.hi)] if self.unshared_between_threads(w, x, seg) else []
+        return self.host_visible_missing(w, x, root, seg.lo, seg.hi)
 
     def unshared_between_threads(self, w: Access, x: Access, seg: Segment) -> bool:
         """Memory model "Location-Ordered": another host thread is another agent, so under the strict reading
@@ -619,17 +625,7 @@ class Checker:
     def check_write(self, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment, skip_waw: bool) -> None:
         w = seg.write
         if w is not None and w.uid != x.uid and not skip_waw:
-            if x.family is not None:  # a device write
-                need = (x.write,)
-                bad = self.unordered(w, x, root, seg.lo, seg.hi, need) if w.family is not None else \
-                    self.host_write_unseen(w, x, root, seg, need)
-            else:  # a host write
-                bad = self.unordered(w, x, root, seg.lo, seg.hi, None)
-                if not bad and w.family is not None:
-                    bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
-                if not bad and w.family is None and self.unshared_between_threads(w, x, seg):
-                    bad = [(seg.lo, seg.hi)]
-            for a, b in bad:
+            for a, b in self.after_write(w, x, root, seg, (x.write,) if x.family is not None else None):
                 self.hazard("waw", buf, a - base, b - base, w, x)
         for r in seg.reads:
             if r.uid == x.uid:
