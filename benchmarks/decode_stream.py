@@ -6,6 +6,11 @@ the previous group wrote, the KV cache written at the token's slot, logits read
 back by the host, one submit per token with a timeline signal, and a host wait
 every few tokens before the host reuses an input slot. Built as IR directly so
 that generating a million commands costs little next to checking them.
+
+Shapes (`SHAPES`, by name):
+- `tokens`: one command buffer recorded per token (30 layers);
+- `resubmitted`: a real decode loop's, one command buffer recorded per input slot (4 slots, 48 layers),
+  resubmitted at every token that uses the slot, its KV write at the slot's place.
 """
 
 from __future__ import annotations
@@ -16,22 +21,27 @@ MIB = 1 << 20
 COMPUTE = frozenset({"compute_shader"})
 
 
-
 def decode_stream(n_commands: int, layers: int = 30, weights_per_layer: int = 10, slots: int = 4,
-                  hazard: bool = False, kv_history: bool = False, size: int = 64 * 1024) -> ir.Stream:
-    """A stream of about `n_commands` commands; with `hazard`, one barrier of the last token is missing.
+                  hazard: bool = False, kv_history: bool = False, size: int = 64 * 1024,
+                  resubmitted: bool = False) -> ir.Stream:
+    """A stream of about `n_commands` executed commands; with `hazard`, one barrier of the last token is missing.
 
     Attention reads this token's KV slot; with `kv_history` it reads every slot so far, as a real
     decode does: then each token's work grows with the context, in the checker as on the GPU.
     `size`: bytes of each weight, activation and staging buffer (a replay's time grows with it, a check's does not).
+    `resubmitted`: one command buffer per input slot, submitted again at each token of the slot (`hazard`: the
+    last slot's misses the barrier, at every submission).
     """
+    if resubmitted and kv_history:
+        raise ValueError("a resubmitted command buffer reads the same KV bytes every time")
     per_token = layers * 41  # 30 dispatches and 11 barriers per layer
     tokens = max(1, round(n_commands / per_token))
     weight_ids = [f"W{l}_{i}" for l in range(layers) for i in range(weights_per_layer)]
     act = [f"act{i}" for i in range(8)]
+    kv_places = slots if resubmitted else tokens
     buffers = [ir.Buffer(w, size) for w in weight_ids]
     buffers += [ir.Buffer(a, size) for a in act]
-    buffers += [ir.Buffer(f"kv{l}", 4096 * tokens) for l in range(layers)]
+    buffers += [ir.Buffer(f"kv{l}", 4096 * kv_places) for l in range(layers)]
     buffers += [ir.Buffer(f"in{s}", 4096, "host_coherent") for s in range(slots)]
     buffers += [ir.Buffer("logits", 4096, "host_coherent"), ir.Buffer("staging", size, "host_coherent")]
     shaders = (ir.ShaderDecl("matmul", ("read", "read", "write")), ir.ShaderDecl("kv_store", ("read", "write")),
@@ -47,23 +57,20 @@ def decode_stream(n_commands: int, layers: int = 30, weights_per_layer: int = 10
     def bind(buf, access, offset=0, n=size):
         return ir.Binding(buf, offset, n, access)
 
-    ops: list[ir.HostOp] = [ir.HostAccess("host_write", "staging", 0, size),
-                            ir.Submit("q0", (ir.Batch(command_buffers=("upload",)),))]
-    for t in range(tokens):
-        slot = f"in{t % slots}"
+    def token(slot: str, place: int, history: tuple[int, int], missing_barrier: bool) -> tuple[ir.Command, ...]:
+        """One token's commands: input `slot`, its KV written at `place`, attention reading `history`."""
         cmds: list[ir.Command] = [ir.Dispatch("matmul", (bind(slot, "read", 0, 4096), bind(weight_ids[0], "read"),
                                                          bind(act[0], "write")))]
         cur = 0
         for l in range(layers):
             w = weight_ids[l * weights_per_layer:(l + 1) * weights_per_layer]
             for g in range(10):
-                if not (hazard and t == tokens - 1 and l == layers - 1 and g == 9):
+                if not (missing_barrier and l == layers - 1 and g == 9):
                     cmds.append(compute_barrier)
                 src, dst = act[cur], act[(cur + 1 + g % 3) % len(act)]
                 if g == 4:  # the KV cache: this token's slot written, then read (kv_history: all slots)
-                    cmds.append(ir.Dispatch("kv_store", (bind(src, "read"), bind(f"kv{l}", "write", 4096 * t, 4096))))
+                    cmds.append(ir.Dispatch("kv_store", (bind(src, "read"), bind(f"kv{l}", "write", place, 4096))))
                     cmds.append(compute_barrier)
-                    history = (0, 4096 * (t + 1)) if kv_history else (4096 * t, 4096)
                     cmds.append(ir.Dispatch("attend", (bind(src, "read"), bind(f"kv{l}", "read", *history),
                                                        bind(dst, "write"))))
                     cmds.append(ir.Dispatch("matmul", (bind(src, "read"), bind(w[g], "read"),
@@ -77,14 +84,31 @@ def decode_stream(n_commands: int, layers: int = 30, weights_per_layer: int = 10
                                frozenset({"host_read", "shader_storage_read", "shader_storage_write"})))
         cmds.append(ir.Dispatch("matmul", (bind(act[cur], "read"), bind(weight_ids[-1], "read"),
                                            bind("logits", "write", 0, 4096))))
-        cmds.append(ir.Barrier(COMPUTE, frozenset({"shader_storage_write"}), frozenset({"host"}),
+        # Logits to the host; with 48 layers the last matmul reads act0, which the next token's first
+        # dispatch overwrites: the resubmitted shape's last barrier orders that too.
+        cmds.append(ir.Barrier(COMPUTE, frozenset({"shader_storage_write"}),
+                               frozenset({"host"}) | (COMPUTE if resubmitted else frozenset()),
                                frozenset({"host_read"})))
-        command_buffers.append(ir.CommandBuffer(f"tok{t}", tuple(cmds)))
+        return tuple(cmds)
+
+    if resubmitted:
+        command_buffers += [ir.CommandBuffer(f"slot{s}", token(f"in{s}", 4096 * s, (4096 * s, 4096),
+                                                               hazard and s == (tokens - 1) % slots))
+                            for s in range(min(slots, tokens))]
+    ops: list[ir.HostOp] = [ir.HostAccess("host_write", "staging", 0, size),
+                            ir.Submit("q0", (ir.Batch(command_buffers=("upload",)),))]
+    for t in range(tokens):
+        slot = f"in{t % slots}"
+        if resubmitted:
+            cb = f"slot{t % slots}"
+        else:
+            cb = f"tok{t}"
+            history = (0, 4096 * (t + 1)) if kv_history else (4096 * t, 4096)
+            command_buffers.append(ir.CommandBuffer(cb, token(slot, 4096 * t, history, hazard and t == tokens - 1)))
         if t >= slots - 1:  # the host reuses input slot t % slots only once token t - slots finished
             ops.append(ir.WaitSemaphores((ir.SemaphoreValue("T", t - slots + 1),)))
         ops.append(ir.HostAccess("host_write", slot, 0, 4096))
-        ops.append(ir.Submit("q0", (ir.Batch(command_buffers=(f"tok{t}",),
-                                             signals=(ir.SemaphoreOp("T", t + 1),)),)))
+        ops.append(ir.Submit("q0", (ir.Batch(command_buffers=(cb,), signals=(ir.SemaphoreOp("T", t + 1),)),)))
         if t % slots == slots - 1 or t == tokens - 1:
             ops.append(ir.WaitSemaphores((ir.SemaphoreValue("T", t + 1),)))
             ops.append(ir.HostAccess("host_read", "logits", 0, 4096))
@@ -94,5 +118,12 @@ def decode_stream(n_commands: int, layers: int = 30, weights_per_layer: int = 10
         threads=(ir.Thread("main", tuple(ops)),))
 
 
+# Named shapes: decode_stream's keyword arguments.
+SHAPES = {"tokens": {}, "resubmitted": {"layers": 48, "slots": 4, "resubmitted": True}}
+
+
 def command_count(stream: ir.Stream) -> int:
-    return sum(len(cb.commands) for cb in stream.command_buffers)
+    """Commands executed: each command buffer's commands once per submission of it."""
+    sizes = {cb.id: len(cb.commands) for cb in stream.command_buffers}
+    return sum(sizes[cb] for t in stream.threads for op in t.ops if isinstance(op, ir.Submit)
+               for b in op.batches for cb in b.command_buffers)

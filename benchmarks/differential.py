@@ -1,11 +1,12 @@
 """Long differential runs: the fast checker against the slow reference on many generated streams.
 
-    python benchmarks/differential.py --examples 5000 [--seed 7] [--out disagreements.jsonl]
+    python benchmarks/differential.py --examples 5000 [--seed 7] [--out disagreements.jsonl] [--resubmit]
 
 Prints how many streams were compared, skipped (not completing, or outside what the reference reads) and
 how many disagreed; each disagreeing stream goes to --out as one JSON line (with what differed), the
 smallest first on the terminal. The suite runs the same comparison with fewer examples
-(tests/test_reference.py).
+(tests/test_reference.py). --resubmit: streams whose command buffers are submitted again (the checker's
+replay, tests/differential.py resubmitting_streams).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from hypothesis import HealthCheck, given, seed, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.differential import completes, disagreements, streams  # noqa: E402
+from tests.differential import completes, disagreements, resubmitting_streams, streams  # noqa: E402
 from vkverify.check import check  # noqa: E402
 from vkverify.check.reference import Unsupported  # noqa: E402
 from vkverify.model import from_dict  # noqa: E402
@@ -31,6 +32,7 @@ def main() -> int:
     ap.add_argument("--examples", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=Path("differential-disagreements.jsonl"))
+    ap.add_argument("--resubmit", action="store_true", help="command buffers submitted again")
     args = ap.parse_args()
     counts = {"compared": 0, "skipped": 0, "disagreed": 0}
     found: list[tuple[list[str], dict]] = []
@@ -38,7 +40,7 @@ def main() -> int:
 
     @seed(args.seed)
     @settings(max_examples=args.examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-    @given(streams())
+    @given(resubmitting_streams() if args.resubmit else streams())
     def run(doc: dict) -> None:
         try:
             if not completes(check(from_dict(doc))):

@@ -178,6 +178,22 @@ def streams(draw) -> dict:
             "command_buffers": command_buffers, "threads": {"main": ops}}
 
 
+@st.composite
+def resubmitting_streams(draw) -> dict:
+    """A stream of `streams()` whose command buffers are each also submitted again, plainly (no semaphores, no
+    fence), to a drawn queue at drawn later points, and without its destroy (with one the checker never replays
+    a command buffer: Checker.run_command_buffer)."""
+    doc = draw(streams())
+    queues = [q["id"] for q in doc["devices"][0]["queues"]]
+    ops = [op for op in doc["threads"]["main"] if op["op"] != "destroy"]
+    for op in [op for op in ops if op["op"] == "submit"]:
+        for _ in range(draw(st.integers(1, 3))):
+            at = draw(st.integers(next(i for i, o in enumerate(ops) if o is op) + 1, len(ops)))
+            ops.insert(at, {"op": "submit", "queue": draw(st.sampled_from(queues)),
+                            "command_buffers": op["command_buffers"]})
+    return {**doc, "threads": {"main": ops}}
+
+
 def completes(findings) -> bool:
     return not any(f.kind in NOT_COMPARED for f in findings)
 

@@ -8,7 +8,10 @@ stage (execution) and per (stage, access) (visibility), since semaphore
 waits and barriers only reach the stages in their scopes. Ordering on one
 queue comes from its barriers (barriers.BarrierLog). Each memory keeps a
 RangeMap of the last write and the reads since it, so a new access is
-compared with a handful of earlier ones.
+compared with a handful of earlier ones. A resubmitted command buffer, once
+an execution of it reported nothing, replays a plan (replay.py): only its
+accesses that meet earlier work are compared, only those something sees are
+recorded; a barrier that changed no clock is skipped until the clocks change.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from itertools import count
 
 from ..model import ir
 from ..model.accesses import ACCESSES_BY_KIND, DEVICE_ACCESSES
+from ..model.refs import format_ref
 from ..model.stages import DEVICE_STAGES
 from . import fixes
 from .barriers import BarrierEntry, BarrierLog, compile_barrier, sees
 from .findings import Finding
 from .rangemap import RangeMap, Segment
 from .readings import DEFAULT, Readings
+from .replay import ALWAYS, DOMINATED, replay_plan
 from .scopes import HOST
 
 Clock = tuple[int, ...]
@@ -32,6 +37,7 @@ HOST_VISIBLE = ("host_coherent", "host_cached")
 HOST_ACCESSES = ("host_read", "host_write")  # a destination with either: device -> host domain
 # Spec 7.3 fence signal: every command earlier in submission order, no stage mask (host-stage barriers too).
 FENCE_SCOPE = frozenset(DEVICE_STAGES) | HOST
+EPOCHS = count(1)  # QueueAgent.epoch
 
 
 def join(a: Clock, b: Clock) -> Clock:
@@ -43,6 +49,16 @@ def join(a: Clock, b: Clock) -> Clock:
 def _minus(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
     """`ranges` less the bytes [lo, hi)."""
     return [piece for a, b in ranges for piece in ((a, min(b, lo)), (max(a, hi), b)) if piece[0] < piece[1]]
+
+
+def _makes_host_writes_available(entry: BarrierEntry) -> bool:
+    """Spec 7.1.3 host access: host / host_write in a barrier's first access scope (a host-to-device domain operation)."""
+    return "host" in entry.src_stages and "host_write" in entry.src_access
+
+
+def _transfers_ownership(bb: ir.BufferBarrier) -> bool:
+    """Spec 7.7.4: a buffer barrier between two queue families."""
+    return bb.src_family is not None and bb.src_family != bb.dst_family
 
 
 def _join_all(clocks) -> Clock:
@@ -100,6 +116,11 @@ class QueueAgent:
     # whose writes a barrier here made visible to that host access, by the stages the barrier's chain reaches.
     host_vis: dict = field(default_factory=dict)
     host_releases: list = field(default_factory=list)  # (release number, {(host access, range): clock carried})
+    # The clocks' version (exec_clock, vis_clock, range_vis, host_vis), and per barrier command the version at
+    # which it last changed nothing (Checker._barrier_clocks). Versions come from one counter (EPOCHS), so that
+    # a copy of the agent sharing `settled` never takes a version for other clocks.
+    epoch: int = 0
+    settled: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         zero = (0,) * self.clock_width
@@ -154,6 +175,7 @@ class QueueAgent:
 
     def acquire(self, clock: Clock, stages: frozenset[str]) -> None:
         """Spec 7.4.2: a semaphore wait is a memory dependency for the stages in its scope."""
+        self.epoch = next(EPOCHS)
         self.host_clock = join(self.host_clock, clock)
         for s in stages:
             if s in self.exec_clock:
@@ -198,9 +220,12 @@ def _acquired_releases(queue: QueueAgent, clock: Clock, pos: int) -> list[int]:
 
 
 class Checker:
-    def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT) -> None:
+    def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT, replay: bool = True) -> None:
+        """`replay`: whether resubmitted command buffers replay a plan (run_command_buffer); without it every
+        execution runs every command, which the tests compare it with."""
         self.stream = stream
         self.readings = readings
+        self.replay = replay
         self.index = stream.index
         threads = stream.threads
         queues = [(d, q) for d in stream.devices for q in d.queues]
@@ -233,9 +258,12 @@ class Checker:
         self.placement = {b.id: (b, root, offset, self.memories[root])
                           for b in stream.buffers for root, offset in [self.index.root(b.id)]}
         self.barriers = {}
-        self.command_accesses: dict[int, tuple] = {}  # id of a command -> its accesses (command_accesses)
-        self.sharing_commands: set[int] = set()  # commands two of whose accesses touch one memory
+        # id of a resubmitted command buffer -> [it, its steps (_step), its replay plan: None before a clean
+        # execution, () where none may be made, what its reads met (_replay)]; the command buffer held keeps its
+        # id from being reused.
+        self.compiled: dict[int, list] = {}
         self.findings: dict[tuple, Finding] = {}
+        self.reported = 0  # calls of report(): an execution that made none compared cleanly
         # host write uid -> [(proxy access at a barrier that made it available, lo, hi)] (run_barrier)
         self.host_available: dict[int, list[tuple[Access, int, int]]] = {}
         self.ranges: dict[tuple, list[int]] = {}
@@ -253,6 +281,7 @@ class Checker:
     def report(self, kind: str, buffer: str | None, lo: int | None, hi: int | None,
                first: Access | None, second: Access | None, fix: str, message: str,
                racing: bool = False, ops: tuple[str, ...] | None = None) -> None:
+        self.reported += 1
         key = (kind, buffer, first.ref if first else None, second.ref if second else None, ops)
         if lo is not None:
             span = self.ranges.setdefault(key, [lo, hi])
@@ -343,14 +372,13 @@ class Checker:
         e, every later one there is too: the answer is cached on e.
         """
         if e.agent == x.agent:
-            agent = self.agents[x.agent]
-            if isinstance(agent, ThreadAgent):
+            if x.family is None:
                 return []  # host program order
             # Most pairs are ordered by the first barrier after e alone; states only grow after it.
-            log = agent.log
+            log = self.agents[x.agent].log
             if e.first_barrier < len(log.all_kinds) and \
                     log.orders_alone(e.first_barrier, e.stage, e.write, root, lo, hi, x.stage, need,
-                                     e.buffer if self.by_buffer else None, x.buffer if self.by_buffer else None):
+                                     self.through(e), self.through(x)):
                 return []
         key = (x.agent, x.stage, need, lo, hi)
         if e.ordered is not None and key in e.ordered:
@@ -535,7 +563,10 @@ class Checker:
             agent, stage = x.agent, x.stage
             for seg in segments:
                 reads = seg.reads
-                seg.reads = (*(r for r in reads if r.agent != agent or r.stage != stage), x) if reads else (x,)
+                if not reads or len(reads) == 1 and reads[0].agent == agent and reads[0].stage == stage:
+                    seg.reads = (x,)  # the common cases, without a generator
+                else:
+                    seg.reads = (*(r for r in reads if r.agent != agent or r.stage != stage), x)
         return True
 
     def check_read(self, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment) -> bool:
@@ -553,21 +584,31 @@ class Checker:
                         fixes.ownership(w, x, seg.owner),
                         f"{x.ref} on family {x.family} reads bytes of exclusive {x.buffer!r} owned by family "
                         f"{seg.owner} without an ownership transfer")
-        bad = self.host_write_unseen(w, x, root, seg, x.reads) if w.family is None and x.family is not None \
-            else self.unordered(w, x, root, seg.lo, seg.hi, x.reads)
-        host_read = x.family is None and w.family is not None
-        if not bad and w.family is None and x.family is None and self.unshared_between_threads(w, x, seg):
-            bad = [(seg.lo, seg.hi)]
-        if not bad and host_read:
-            bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
-            if not bad and self.memory_kind[x.buffer] == "host_cached":
-                thread = self.agents[x.agent]
-                waited = thread.acquired_at(self.covering_release(w))
-                if seg.invalidated.get(x.agent, -1) < waited:
-                    bad = [(seg.lo, seg.hi)]
+        bad = self.after_write(w, x, root, seg, x.reads)
+        if not bad and x.family is None and w.family is not None and self.memory_kind[x.buffer] == "host_cached":
+            thread = self.agents[x.agent]  # 7.1.3: a host read of non-coherent memory needs an invalidate too
+            waited = thread.acquired_at(self.covering_release(w))
+            if seg.invalidated.get(x.agent, -1) < waited:
+                bad = [(seg.lo, seg.hi)]
+        if not bad:
+            return False
         for a, b in bad:
             self.hazard("raw", buf, a - base, b - base, w, x)
-        return bool(bad)
+        return True
+
+    def after_write(self, w: Access, x: Access, root: str, seg: Segment,
+                    need: tuple[str, ...] | None) -> list[tuple[int, int]]:
+        """Sub-ranges of seg where x is not ordered after write w (need: x's accesses that must see w), by the
+        domains of the two: device to device, host to device (host_write_unseen), host to host, device to host."""
+        if x.family is not None:
+            return self.unordered(w, x, root, seg.lo, seg.hi, need) if w.family is not None else \
+                self.host_write_unseen(w, x, root, seg, need)
+        bad = self.unordered(w, x, root, seg.lo, seg.hi, need)
+        if bad:
+            return bad
+        if w.family is None:
+            return [(seg.lo, seg.hi)] if self.unshared_between_threads(w, x, seg) else []
+        return self.host_visible_missing(w, x, root, seg.lo, seg.hi)
 
     def unshared_between_threads(self, w: Access, x: Access, seg: Segment) -> bool:
         """Memory model "Location-Ordered": another host thread is another agent, so under the strict reading
@@ -584,14 +625,7 @@ class Checker:
     def check_write(self, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment, skip_waw: bool) -> None:
         w = seg.write
         if w is not None and w.uid != x.uid and not skip_waw:
-            need = (x.write,) if x.family is not None else None
-            bad = self.host_write_unseen(w, x, root, seg, need) if w.family is None and x.family is not None \
-                else self.unordered(w, x, root, seg.lo, seg.hi, need)
-            if not bad and x.family is None and w.family is not None:
-                bad = self.host_visible_missing(w, x, root, seg.lo, seg.hi)
-            if not bad and w.family is None and x.family is None and self.unshared_between_threads(w, x, seg):
-                bad = [(seg.lo, seg.hi)]
-            for a, b in bad:
+            for a, b in self.after_write(w, x, root, seg, (x.write,) if x.family is not None else None):
                 self.hazard("waw", buf, a - base, b - base, w, x)
         for r in seg.reads:
             if r.uid == x.uid:
@@ -603,32 +637,39 @@ class Checker:
 
     def run_command(self, queue: QueueAgent, cmd: ir.Command, ref: str) -> None:
         queue.pos += 1
-        if isinstance(cmd, ir.Barrier):
-            self.run_barrier(queue, cmd, ref)
-            return
-        uid = next(self.uids)
-        key = id(cmd)
-        accesses = self.command_accesses.get(key)
+        _, accesses, sharing = self._step(cmd)
         if accesses is None:
-            accesses = self.command_accesses[key] = ACCESSES_BY_KIND[type(cmd)](cmd)
-            if self._shares_memory(accesses):
-                self.sharing_commands.add(key)
-        index, pos, label, family, first_barrier, issued = \
-            queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds), self.issuing_order
-        if key not in self.sharing_commands:  # no access sees another's record: compare and record each
-            for stage, reads, write, buffer, lo, hi in accesses:
-                self.access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier,
-                                   issued), lo, hi)
+            self.run_barrier(queue, cmd, ref)
+        else:
+            self._run_accesses(queue, cmd, ref, accesses, sharing)
+
+    def run_command_buffer(self, queue: QueueAgent, cb: ir.CommandBuffer, submit: str) -> None:
+        """Run cb's commands on queue (`submit`: the submit's reference). A resubmitted command buffer, after an
+        execution that reported nothing, replays its plan (replay.py) instead."""
+        compiled = self.compiled.get(id(cb))
+        if compiled is not None and compiled[2]:
+            self._replay(queue, cb, compiled[2], compiled[3], submit)
             return
-        # Every access of the command is compared before any is recorded (syncval's detect, then update): a
-        # write through one binding is compared with the reads before another binding's read replaced them.
-        compared = []
-        for stage, reads, write, buffer, lo, hi in accesses:
-            x = Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier, issued)
-            if self.access(x, lo, hi, record=False):
-                compared.append((x, lo, hi))
-        for x, lo, hi in compared:
-            self.access(x, lo, hi, compare=False)
+        if compiled is None and self.replay and cb.id in self.index.resubmitted:
+            compiled = self.compiled[id(cb)] = [cb, [self._step(cmd) for cmd in cb.commands], None, {}]
+        steps = map(self._step, cb.commands) if compiled is None else compiled[1]
+        reported, owner = self.reported, cb.id
+        submit = submit if owner in self.index.resubmitted else None  # ir.StreamIndex.command_ref
+        for i, (cmd, accesses, sharing) in enumerate(steps):
+            queue.pos += 1
+            if accesses is None:
+                self.run_barrier(queue, cmd, format_ref(owner, i, submit))
+            else:
+                self._run_accesses(queue, cmd, format_ref(owner, i, submit), accesses, sharing)
+        if compiled is not None and compiled[2] is None and self.reported == reported:
+            compiled[2] = self._replayable(compiled[1]) and replay_plan(compiled[1], self.placement)
+
+    def _step(self, cmd: ir.Command) -> tuple:
+        """(cmd, its accesses or None for a barrier, whether two of them touch one memory)."""
+        if isinstance(cmd, ir.Barrier):
+            return cmd, None, False
+        accesses = ACCESSES_BY_KIND[type(cmd)](cmd)
+        return cmd, accesses, self._shares_memory(accesses)
 
     def _shares_memory(self, accesses: tuple[tuple, ...]) -> bool:
         """Whether two of a command's accesses touch one memory (buffer ids suffice without aliases; most
@@ -640,25 +681,105 @@ class Checker:
             return len({self.placement[a[3]][1] for a in accesses}) < n
         if n == 2:
             return accesses[0][3] == accesses[1][3]
+        if n == 3:
+            a, b, c = accesses[0][3], accesses[1][3], accesses[2][3]
+            return a == b or a == c or b == c
         return len({a[3] for a in accesses}) < n
 
-    def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier, ref: str) -> None:
+    def _replayable(self, steps: list[tuple]) -> bool:
+        """Whether executions of a command buffer meet only what they record: no destroys in the stream (uses
+        are kept per access), no barrier that acts on the range map (ownership, host writes made available)."""
+        return self.uses is None and not any(accesses is None and any(self.barriers[id(cmd)][2:])
+                                             for cmd, accesses, _ in steps)
+
+    def _run_accesses(self, queue: QueueAgent, cmd: ir.Command, ref: str, accesses: tuple, sharing: bool) -> None:
+        uid = next(self.uids)
+        index, pos, label, family, first_barrier, issued = \
+            queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds), self.issuing_order
+        if not sharing:  # no access sees another's record: compare and record each
+            access = self.access
+            for stage, reads, write, buffer, lo, hi in accesses:
+                access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier, issued),
+                       lo, hi)
+            return
+        # Every access of the command is compared before any is recorded (syncval's detect, then update): a
+        # write through one binding is compared with the reads before another binding's read replaced them.
+        compared = []
+        for stage, reads, write, buffer, lo, hi in accesses:
+            x = Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier, issued)
+            if self.access(x, lo, hi, record=False):
+                compared.append((x, lo, hi))
+        for x, lo, hi in compared:
+            self.access(x, lo, hi, compare=False)
+
+    def _replay(self, queue: QueueAgent, cb: ir.CommandBuffer, plan: tuple, met: dict, submit: str) -> None:
+        """One execution of cb by its replay plan: every barrier, and only the accesses the plan names. `met`:
+        (command, item) -> (queue, write, owner) a read of the plan compared cleanly with in an execution."""
+        base, reported, command_ref = queue.pos, self.reported, self.index.command_ref
+        index, family, issued = queue.index, queue.family, self.issuing_order
+        for i, cmd, items, quiet in plan:
+            queue.pos = pos = base + i + 1
+            if items is None:
+                self.run_barrier(queue, cmd, None)
+                continue
+            fallback = self.reported != reported
+            if quiet and not fallback:
+                continue
+            ref, uid, first_barrier, recorded = None, None, len(queue.log.all_kinds), []
+            for j, ((stage, reads, write, buffer, lo, hi), mode, record) in enumerate(items):
+                compare = mode == ALWAYS or (fallback and mode == DOMINATED)
+                seen = None
+                if compare and write is None:
+                    # A read meets only the last write of its bytes: one this read met cleanly on this queue in an
+                    # earlier execution is ordered before it still (clocks and barrier states only grow).
+                    _, _, offset, memory = self.placement[buffer]
+                    segments = memory.span(offset + lo, offset + hi)
+                    if len(segments) == 1:
+                        seen = (index, segments[0].write, segments[0].owner)
+                        compare = met.get((i, j)) != seen
+                if compare or record:
+                    if uid is None:
+                        uid, ref = next(self.uids), command_ref(cb.id, i, submit)
+                    x = Access(index, pos, stage, reads, write, ref, buffer, uid, cmd.label, family, first_barrier,
+                               issued)
+                    if compare:
+                        before = self.reported
+                        self.access(x, lo, hi, record=False)
+                        if seen is not None and self.reported == before:
+                            met[i, j] = seen
+                    if record:
+                        recorded.append((x, lo, hi))
+            for x, lo, hi in recorded:
+                self.access(x, lo, hi, compare=False)
+        queue.pos = base + len(cb.commands)
+
+    def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier, ref: str | None) -> None:
+        """`ref` names the proxy of host writes the barrier makes available; None in a replay, which has no such
+        barrier (Checker._replayable)."""
         compiled = self.barriers.get(id(cmd))
         if compiled is None:
             entries = compile_barrier(cmd, self.index)
             # Per entry, the clocks it reads and writes: its scopes restricted to what the queue tracks, the host
-            # accesses of its destination, and its range (spec 7.7.2; None: global).
+            # accesses of its destination, and its range (spec 7.7.2; None: global). Then the entries that make
+            # host writes available and the buffer barriers that transfer ownership.
             compiled = self.barriers[id(cmd)] = (entries, tuple(
                 (tuple(e.src_exec & queue.exec_clock.keys()), tuple(e.dst_exec & queue.exec_clock.keys()),
                  tuple(e.dst_scope & queue.vis_clock.keys()), tuple(a for s, a in e.dst_scope if s == "host"),
-                 self._limit(e)) for e in entries))
-        entries, scopes = compiled
+                 self._limit(e)) for e in entries), tuple(filter(_makes_host_writes_available, entries)),
+                tuple(bb for bb in cmd.buffers if _transfers_ownership(bb)))
+        entries, scopes, available, transfers = compiled
         queue.log.add(queue.pos, entries, id(cmd))
-        for entry in entries:
-            if "host" in entry.src_stages and "host_write" in entry.src_access:
-                self.make_host_writes_available(queue, entry, ref, cmd.label)
-        # Cross-agent dependencies chain through the barrier too (spec 7.1 "dependency chain"); entries of
-        # one barrier do not chain with each other (7.6), so every source clock is read before any is written.
+        for entry in available:
+            self.make_host_writes_available(queue, entry, ref, cmd.label)
+        if queue.settled.get(id(cmd)) != queue.epoch:
+            self._barrier_clocks(queue, id(cmd), entries, scopes)
+        for bb in transfers:
+            self.ownership_transfer(queue, bb)
+
+    def _barrier_clocks(self, queue: QueueAgent, key: int, entries: tuple, scopes: tuple) -> None:
+        """Cross-agent dependencies chain through the barrier too (spec 7.1 "dependency chain"); entries of one
+        barrier do not chain with each other (7.6), so every source clock is read before any is written. A
+        barrier that changed nothing is settled at the queue's epoch: until the clocks change, it changes nothing."""
         exec_clock, vis_clock = queue.exec_clock, queue.vis_clock
         zero = (0,) * queue.clock_width
         before = []
@@ -667,18 +788,25 @@ class Checker:
             for s in src:
                 clock = join(clock, exec_clock[s])
             before.append(clock)
+        changed = False
         if len(self.queues) > 1 and (queue.host_vis or any(scope[3] for scope in scopes)):
             self._host_visibility(queue, entries, scopes, before)
+            changed = True
         for (_, dst, pairs, _, limit), clock in zip(scopes, before):
             for s in dst:
-                exec_clock[s] = join(exec_clock[s], clock)
+                old = exec_clock[s]
+                new = exec_clock[s] = join(old, clock)
+                changed = changed or new != old
             # Spec 7.7.2: a buffer memory barrier's second access scope holds only its range.
             visible = vis_clock if limit is None else queue.range_vis.setdefault(limit, {})
             for pair in pairs:
-                visible[pair] = join(visible.get(pair, zero), clock)
-        for bb in cmd.buffers:
-            if bb.src_family is not None and bb.src_family != bb.dst_family:
-                self.ownership_transfer(queue, bb)
+                old = visible.get(pair, zero)
+                new = visible[pair] = join(old, clock)
+                changed = changed or new != old
+        if changed:
+            queue.epoch = next(EPOCHS)
+        else:
+            queue.settled[key] = queue.epoch
 
     def _limit(self, entry: BarrierEntry) -> tuple | None:
         """Spec 7.7.2: a buffer barrier's (root, lo, hi, buffer accesses must go through or None); None: global."""

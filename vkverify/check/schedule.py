@@ -53,8 +53,9 @@ def _cyclic_gc_paused():
 class Schedule(Checker, Consumer):
     """The checker as the walk's consumer: a release is the clock it carries."""
 
-    def __init__(self, stream: ir.Stream, shared: frozenset[str] = frozenset(), readings: Readings = DEFAULT) -> None:
-        super().__init__(stream, readings)
+    def __init__(self, stream: ir.Stream, shared: frozenset[str] = frozenset(), readings: Readings = DEFAULT,
+                 replay: bool = True) -> None:
+        super().__init__(stream, readings, replay)
         self.shared = shared
 
     def run(self) -> list[Finding]:
@@ -90,8 +91,7 @@ class Schedule(Checker, Consumer):
                 queue.acquire(clock, second_execution_scope(w.stage))
         self.issuing, self.issuing_order = submission, issued
         for cb in p.batch.command_buffers:
-            for i, cmd in enumerate(self.index.command_buffers[cb].commands):
-                self.run_command(queue, cmd, self.index.command_ref(cb, i, p.submit))
+            self.run_command_buffer(queue, self.index.command_buffers[cb], p.submit)
         releases = queue.signal_semaphores([signal_first_scope(s.stage, self.readings.all_commands_includes_host)
                                             for s in p.batch.signals])
         return releases, queue.signal_fence() if p.fence is not None else None

@@ -1,0 +1,77 @@
+"""A resubmitted command buffer's replay (vkverify/check/replay.py) finds what running every command finds.
+
+The checker replays a command buffer's plan once an execution of it reported nothing; with `replay=False`
+every execution runs every command. Both must give the same findings, in the same order, on streams that
+resubmit their command buffers (tests/differential.py) and on the resubmitted decode shape of the benchmarks.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from hypothesis import given, settings
+
+from vkverify.check.replay import ALWAYS, DOMINATED, NEVER, replay_plan
+from vkverify.check.schedule import Schedule
+from vkverify.check.walk import shared_timelines
+from vkverify.model import from_dict, ir
+
+from .differential import SETTINGS, resubmitting_streams
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from decode_stream import SHAPES, decode_stream  # noqa: E402
+
+# As tests/test_reference.py: VKVERIFY_DIFFERENTIAL_EXAMPLES sets how many streams; half as many here.
+EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400")) // 2
+
+
+def _both(stream: ir.Stream) -> tuple[Schedule, list, list]:
+    shared = shared_timelines(stream)
+    replayed = Schedule(stream, shared)
+    return replayed, replayed.run(), Schedule(stream, shared, replay=False).run()
+
+
+@settings(max_examples=EXAMPLES_RUN, **SETTINGS)
+@given(resubmitting_streams())
+def test_replay_finds_what_every_command_finds(doc):
+    _, replayed, full = _both(from_dict(doc))
+    assert replayed == full
+
+
+def test_decode_loop_replays_and_finds_its_hazard_at_every_submission():
+    """The resubmitted decode shape replays its slots' plans (clean ones); with the last slot's barrier
+    missing, that slot never replays and each of its submissions reports its own pair."""
+    clean, found, full = _both(decode_stream(2e4, **SHAPES["resubmitted"]))
+    assert found == full == []
+    assert all(plan for _, _, plan, _ in clean.compiled.values()) and len(clean.compiled) == 4
+    hazard, found, full = _both(decode_stream(2e4, hazard=True, **SHAPES["resubmitted"]))
+    assert found == full
+    # 10 tokens: the last is token 9, slot 1, which tokens 1, 5 and 9 submit; the others replay.
+    assert {f.second.split("@")[1] for f in found} == {"main[5]", "main[18]", "main[32]"}
+    assert {f.second.split("@")[0] for f in found} <= {f"slot1[{i}]" for i in range(1960, 1972)}
+    assert [bool(plan) for _, _, plan, _ in hazard.compiled.values()] == [True, False, True, True]
+
+
+def _plan(commands: list, placement_sizes: dict[str, int]) -> tuple:
+    stream = ir.Stream("plan", (ir.Device("gpu0", (ir.Queue("q0"),)),),
+                       tuple(ir.Buffer(b, n) for b, n in placement_sizes.items()),
+                       command_buffers=(ir.CommandBuffer("cb", tuple(commands)),))
+    checker = Schedule(stream)
+    return replay_plan([checker._step(c) for c in commands], checker.placement)
+
+
+def test_plan_compares_what_meets_earlier_work_and_records_what_is_seen():
+    rw = lambda buf, access: ir.Binding(buf, 0, 64, access)  # noqa: E731
+    barrier = ir.Barrier(frozenset({"compute_shader"}), frozenset({"shader_storage_write"}),
+                         frozenset({"compute_shader"}), frozenset({"shader_storage_read"}))
+    commands = [ir.Dispatch("s", (rw("W", "read"), rw("A", "write"))),  # 0: both meet earlier work
+                barrier,
+                ir.Dispatch("s", (rw("W", "read"), rw("A", "read"))),  # 2: W dominated by 0, A internal
+                ir.Dispatch("s", (rw("W", "read"), rw("B", "write")))]  # 3: W dominated, and the last read
+    plan = {i: items for i, _, items, _ in _plan(commands, {"W": 64, "A": 64, "B": 64})}
+    assert plan[1] is None
+    assert [(mode, record) for _, mode, record in plan[0]] == [(ALWAYS, False), (ALWAYS, True)]
+    assert [(mode, record) for _, mode, record in plan[2]] == [(DOMINATED, False), (NEVER, True)]
+    assert [(mode, record) for _, mode, record in plan[3]] == [(DOMINATED, True), (ALWAYS, True)]
