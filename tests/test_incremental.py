@@ -20,7 +20,10 @@ from vkverify.model import from_dict, ir
 from vkverify.model.refs import without_submit
 from vkverify.mutations import operators as o
 
-from .differential import SETTINGS, streams
+from .differential import SETTINGS, resubmitting_streams, streams
+
+# Resubmitted command buffers are replayed from a plan by the checker (check/replay.py): forks copy it.
+ANY_STREAM = st.one_of(streams(), resubmitting_streams())
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_INCREMENTAL_EXAMPLES", "150"))
 
@@ -48,7 +51,7 @@ def resubmits(stream: ir.Stream) -> bool:
 
 
 @settings(max_examples=EXAMPLES_RUN, **SETTINGS)
-@given(streams())
+@given(ANY_STREAM)
 def test_every_prefix_finds_what_a_check_of_it_finds(doc):
     stream = from_dict(doc)
     [thread] = stream.threads
@@ -62,7 +65,7 @@ def test_every_prefix_finds_what_a_check_of_it_finds(doc):
 
 
 @settings(max_examples=EXAMPLES_RUN, **SETTINGS)
-@given(streams(), st.data())
+@given(ANY_STREAM, st.data())
 def test_a_fork_fed_other_ops_finds_what_a_check_of_them_finds(doc, data):
     stream = from_dict(doc)
     [thread] = stream.threads

@@ -229,8 +229,7 @@ class Incremental:
         t.placement = {b: (buf, root, offset, t.memories[root]) for b, (buf, root, offset, _) in s.placement.items()}
         t.memory_kind = dict(s.memory_kind)
         t.barriers = dict(s.barriers)
-        t.command_accesses = dict(s.command_accesses)
-        t.sharing_commands = set(s.sharing_commands)
+        t.compiled = {k: [cb, steps, plan, dict(met)] for k, (cb, steps, plan, met) in s.compiled.items()}
         t.findings = dict(s.findings)
         t.ranges = {k: list(v) for k, v in s.ranges.items()}
         t.host_available = {uid: [(_fork_access(p, accesses), lo, hi) for p, lo, hi in v]
@@ -302,6 +301,7 @@ def _fork_queue(q: QueueAgent) -> QueueAgent:
     new.host_vis = {k: dict(v) for k, v in q.host_vis.items()}
     new.host_releases = list(q.host_releases)
     new.exec_clock, new.vis_clock, new.last = dict(q.exec_clock), dict(q.vis_clock), dict(q.last)
+    new.settled = dict(q.settled)
     return new
 
 
