@@ -47,3 +47,17 @@ def require_gfxreconstruct() -> None:
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def small_capture(tmp_path_factory) -> tuple[Path, list[str]]:
+    """A .gfxr of tests/test_import.py's `add` program and its converter lines (the bad-input tests break them)."""
+    import subprocess
+
+    from .test_import import PROGRAM, capture
+
+    tmp = tmp_path_factory.mktemp("capture")
+    gfxr = capture(PROGRAM, tmp / "add.gfxr")
+    jsonl = tmp / "add.jsonl"
+    subprocess.run(["gfxrecon-convert", "--output", str(jsonl), str(gfxr)], check=True, capture_output=True)
+    return gfxr, jsonl.read_text().splitlines()

@@ -472,18 +472,6 @@ def test_ids_that_spell_references(tmp_path, where, odd, path):
 # ---- captures: truncated, corrupted, converter lines of another shape -------------------------------
 
 
-@pytest.fixture(scope="module")
-def small_capture(tmp_path_factory) -> tuple[Path, list[str]]:
-    """A .gfxr of tests/test_import.py's `add` program and its converter lines."""
-    from .test_import import PROGRAM, capture
-
-    tmp = tmp_path_factory.mktemp("capture")
-    gfxr = capture(PROGRAM, tmp / "add.gfxr")
-    jsonl = tmp / "add.jsonl"
-    subprocess.run(["gfxrecon-convert", "--output", str(jsonl), str(gfxr)], check=True, capture_output=True)
-    return gfxr, jsonl.read_text().splitlines()
-
-
 @pytest.mark.parametrize("cut, words", [
     (lambda data: data[:10], "no GFXR file header"),
     (lambda data: data[:12] + (10 ** 6).to_bytes(4, "little") + data[16:40], "options are cut off"),

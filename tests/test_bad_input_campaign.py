@@ -82,17 +82,6 @@ def test_broken_streams(rnd: random.Random, which: int, verb: str):
             valid_dot(out)
 
 
-@pytest.fixture(scope="module")
-def small_capture(tmp_path_factory) -> tuple[Path, list[str]]:
-    from .test_import import PROGRAM, capture
-
-    tmp = tmp_path_factory.mktemp("campaign-capture")
-    gfxr = capture(PROGRAM, tmp / "add.gfxr")
-    jsonl = tmp / "add.jsonl"
-    subprocess.run(["gfxrecon-convert", "--output", str(jsonl), str(gfxr)], check=True, capture_output=True)
-    return gfxr, jsonl.read_text().splitlines()
-
-
 LINE_SHAPES = ["[1]", "3", "null", '"s"', "{}", '{"vkFunc": 1}', '{"vkFunc": {"args": {}}}',
                '{"index": "x", "vkFunc": {"name": "vkCmdDispatch"}}', "{" * 3000, '{"index": 1, "v": NaN}']
 
