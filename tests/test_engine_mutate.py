@@ -4,7 +4,7 @@ survivor is named.
 
 Kept short (2 cores): only test_frames_match_numpy runs, the one whose values matter (the other
 kills its mutants with assert_race_free), and the driver runs target `fence` only; the full
-`python -m vkverify.runtime.mutate --target all -- pytest examples/engine` takes about two minutes.
+`python -m vkverify.mutations.live --target all -- pytest examples/engine` takes about two minutes.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
-from vkverify.runtime.mutate import read_list, run_command
+from vkverify.mutations.live import read_list, run_command
 
 pytest.importorskip("vulkan")
 ENGINE = ROOT / "examples" / "engine"

@@ -10,7 +10,7 @@ The candidates, by the happens-before model:
   slots' landing barriers are not candidates: a reader of their bytes after upload() returns is
   also ordered by the next slot's (a global barrier on the same queue) and by the reuse waits;
   the probe that numbers them at their submit stands for a reader that never comes (the list run
-  drops them, see vkverify/runtime/mutate.py). After finish() no landing barrier is, on any
+  drops them, see vkverify/mutations/live.py). After finish() no landing barrier is, on any
   queue: a fence signal makes every device write available, and a submit after the host's wait
   makes available writes visible to all its device accesses (the checker's submit acquires the
   host's clock for every stage's visibility); a semaphore to another queue is a full memory
@@ -28,7 +28,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
-from vkverify.runtime.mutate import read_list
+from vkverify.mutations.live import read_list
 
 pytest.importorskip("vulkan")
 

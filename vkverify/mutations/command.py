@@ -46,7 +46,7 @@ def main(args: argparse.Namespace) -> int:
     files, argv = split_command(args.files)
     if not files and argv:
         # No streams: the command's own runtime mutates itself (VKVERIFY_MUTATE), once per candidate.
-        from ..runtime.mutate import report_command
+        from .live import report_command
         return report_command(argv, args.target, args.jobs)
     misplaced = [f for f in files if f.startswith("-")]
     if not files or misplaced:

@@ -71,7 +71,7 @@ class Runtime:
         self.threads: dict[str, list[dict]] = {}
         self.reported: set = set()
         self.uploader = None  # uploads.Uploader: deferred copies join submits; closed before the device
-        from .mutate import mutator  # here: `python -m vkverify.runtime.mutate` must not find it imported
+        from ..mutations.live import mutator  # here: `python -m vkverify.mutations.live` must not find it imported
         self.mutator = mutator(self, name)  # VKVERIFY_MUTATE; None when unset
         self.device = self.allocator = self.pipelines = None
         self.instance = Instance(validation, syncval)

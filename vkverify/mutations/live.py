@@ -35,7 +35,7 @@ mutated run because both run the same program up to the mutated operation (not w
 A list line: k, target, operator, op reference, where (the pytest test, or the runtime's name),
 description; tab-separated. A candidate of several targets has a line under each.
 
-`python -m vkverify.runtime.mutate [--target T] [-j N] -- CMD...` runs CMD once with
+`python -m vkverify.mutations.live [--target T] [-j N] -- CMD...` runs CMD once with
 list:<file> (it must pass), then once per candidate, and names the survivors.
 """
 
@@ -81,7 +81,7 @@ def selection() -> Selection | None:
     if not spec:
         return None
     mode, sep, value = spec.partition(":")
-    from ..mutations import TARGETS
+    from . import TARGETS
     if not sep or (mode != "list" and (mode not in TARGETS or not value.isdigit())):
         raise ValueError(f"{ENV}={spec!r} must be <target>:<k> (target one of {', '.join(TARGETS)}) or list:<file>")
     return Selection(mode, value)
@@ -138,7 +138,7 @@ class Mutator:
         listed, self._listed = self._listed, []
         if not listed:
             return
-        from ..mutations.generate import borne_out, hazards, new_hazards
+        from .generate import borne_out, hazards, new_hazards
 
         whole = self.rt.stream()
         known = hazards(whole)
@@ -162,7 +162,7 @@ class Mutator:
         """The mutants of the barriers `op` records for the first time and of its semaphore waits,
         where they alone order an access of the stream so far or of the probe after `op`."""
         from ..model.accesses import command_accesses
-        from ..mutations import mutants
+        from . import mutants
 
         fresh = {c for b in op.batches for c in b.command_buffers
                  if not any(key[0] == c for key in self.rt.recorded)}
@@ -176,7 +176,7 @@ class Mutator:
     def _wait_candidates(self, thread: str, position: int, ops: list[ir.HostOp]) -> list:
         """Dropping the wait that ends `ops` (at `position`), where it alone orders device work
         before the probe: any host access to host-visible memory."""
-        from ..mutations import mutants
+        from . import mutants
 
         probe = [ir.HostAccess(kind, b["id"], 0, b["size"]) for kind in ("host_read", "host_write")
                  for b in self.rt.doc["buffers"] if b.get("memory") in HOST_VISIBLE]
@@ -203,7 +203,7 @@ def _changed(m, thread: str, position: int) -> ir.CommandBuffer | ir.HostOp | No
 
 def _transplant(whole: ir.Stream, m, thread: str, position: int) -> tuple[ir.Stream, dict]:
     """The whole recorded stream with the mutant's change (found on a prefix) made, and its RefMap."""
-    from ..mutations import operators as o
+    from . import operators as o
 
     changed = _changed(m, thread, position)
     if isinstance(changed, ir.CommandBuffer):
@@ -276,9 +276,9 @@ def run_command(argv: list[str], target: str = "all", jobs: int = 1) -> tuple[li
 
 
 def main(args: list[str] | None = None) -> int:
-    from ..mutations import TARGETS
+    from . import TARGETS
 
-    parser = argparse.ArgumentParser(prog="python -m vkverify.runtime.mutate",
+    parser = argparse.ArgumentParser(prog="python -m vkverify.mutations.live",
                                      description="Run CMD once per runtime mutation candidate; name the survivors.")
     parser.add_argument("--target", choices=[*TARGETS, "all"], default="all")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
