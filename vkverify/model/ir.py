@@ -75,10 +75,12 @@ class Data:
 
 @dataclass(frozen=True, kw_only=True)
 class Tagged:
-    """What every command and host op may carry: an `id` to refer to it by, a `label` for people."""
+    """What every command and host op may carry: an `id` to refer to it by, a `label` for people, and the
+    `source` line (file:line) of the program that issued it; `source` is no part of the operation's value."""
 
     id: str | None = None
     label: str | None = None
+    source: str | None = field(default=None, compare=False)
 
 
 # ---- commands ---------------------------------------------------------------

@@ -39,6 +39,7 @@ class Mutant:
     predicted: tuple[tuple, ...]  # hazards the model finds in the mutant, by original references
     stream: ir.Stream
     refmap: o.RefMap
+    source: str | None = None  # the program's file:line of the op, where the stream records one
 
 
 @dataclass(frozen=True)

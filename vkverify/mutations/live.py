@@ -1,6 +1,9 @@
-"""Runtime mutation: VKVERIFY_MUTATE=<target>:<k> drops or weakens the k-th load-bearing
-synchronization of class <target> as the program records and executes it;
-VKVERIFY_MUTATE=list:<file> appends every candidate to <file> and mutates nothing.
+"""Runtime mutation: a Runtime hook (VKVERIFY_HOOKS=vkverify.mutations.live:mutator) that, under
+VKVERIFY_RUNTIME_MUTATE (a Selection as JSON, see environment()), drops or weakens load-bearing
+synchronizations of one target as the program records and executes them: the k-th candidate of a
+test, or every candidate of one call site (the program's file:line, `source`); in list mode it
+appends every candidate to a file and mutates nothing. Stream mutants (VKVERIFY_MUTATE, for a
+command given with streams) are another variable: the command's own Runtime does not obey them.
 
 How candidates are found: per operation, from the stream recorded so far plus that operation,
 with vkverify.mutations.mutants (the happens-before model's load-bearing analysis and its
@@ -29,84 +32,114 @@ slot's barrier, a fence wait or a semaphore makes redundant, or a wait that prot
 the program then touches, is therefore never a candidate (never a survivor either).
 
 The mutation is recorded as well as executed, so the runtime's stream (and online checking)
-shows the mutant. Candidates are numbered per target in the order they are found, across every
-Runtime of the process: a pytest run is one numbering, the same in the list run and in each
-mutated run because both run the same program up to the mutated operation (not with xdist).
-A list line: k, target, operator, op reference, where (the pytest test, or the runtime's name),
-description; tab-separated. A candidate of several targets has a line under each.
-
-`python -m vkverify.mutations.live [--target T] [-j N] -- CMD...` runs CMD once with
-list:<file> (it must pass), then once per candidate, and names the survivors.
+shows the mutant. Candidates are numbered per target and per `where` (the pytest test id, or the
+runtime's name outside pytest) in the order they are found: the same in the list run and in each
+mutated run because both run the same test up to the mutated operation, whichever process (a
+pytest-xdist worker) runs it; a mutated run analyses nothing outside its own test. A list line is a
+JSON object: a candidate (k, target, operator, op, where, source, label, description; one line per target
+of a candidate of several), a runtime that opened ({"runtime", "where"}), or the user files the
+process imported ({"imports"}, at each Runtime's close: the cache's key, gate.py).
 """
 
 from __future__ import annotations
 
-import argparse
+
+from __future__ import annotations
+
+import json
 import os
-import subprocess
 import sys
-import tempfile
-import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 from ..model import from_dict, ir
 from ..model.dump import host_op_to_dict
-from ..model.refs import format_ref, owner_of
+from ..model.refs import format_ref, owner_of, split_ref, without_submit
 
-ENV = "VKVERIFY_MUTATE"
+ENV = "VKVERIFY_RUNTIME_MUTATE"
+HOOK = "vkverify.mutations.live:mutator"
 HOST_WAITS = (ir.WaitFences, ir.WaitSemaphores, ir.QueueWaitIdle, ir.DeviceWaitIdle)
 HOST_VISIBLE = ("host_coherent", "host_cached", "device_host_visible")
 PROBE = "vkverify.probe"  # the probe's command buffer and abstract shader (one read_write binding)
 TIMEOUT_FACTOR, TIMEOUT_FLOOR_S = 10.0, 30.0  # a mutant that hangs is killed; start-up noise needs a floor
 
-_counts: dict[str, int] = {}  # target -> candidates found so far in this process
+_counts: dict[tuple[str, str], int] = {}  # (where, target) -> candidates found so far in this process
 
 
 @dataclass(frozen=True)
 class Selection:
-    mode: str  # "list" or a target
-    value: str  # the list file, or k
+    """Which mutant a process runs: `target` "list" (write candidates to `file`), or a target with
+    `where` and either `k` (one candidate) or `site` (every candidate of one call site, site())."""
+    target: str
+    where: str = ""
+    k: int | None = None
+    site: tuple[str, str, str, str] | None = None
+    file: str = ""
 
 
-def mutator(rt, name: str) -> Mutator | None:
-    """The Runtime's mutator under VKVERIFY_MUTATE, else None."""
-    chosen = selection()
-    return Mutator(rt, chosen, name) if chosen is not None else None
+def environment(chosen: Selection) -> dict[str, str]:
+    """The variables that make a command's Runtimes run `chosen`."""
+    return {ENV: json.dumps(asdict(chosen)), "VKVERIFY_HOOKS": HOOK}
 
 
 def selection() -> Selection | None:
-    """VKVERIFY_MUTATE parsed; None when unset. ValueError names a malformed value."""
+    """VKVERIFY_RUNTIME_MUTATE parsed; None when unset. ValueError names a malformed value."""
     spec = os.environ.get(ENV)
     if not spec:
         return None
-    mode, sep, value = spec.partition(":")
     from . import TARGETS
-    if not sep or (mode != "list" and (mode not in TARGETS or not value.isdigit())):
-        raise ValueError(f"{ENV}={spec!r} must be <target>:<k> (target one of {', '.join(TARGETS)}) or list:<file>")
-    return Selection(mode, value)
+    try:
+        fields = json.loads(spec)
+        chosen = Selection(**{**fields, "site": tuple(fields["site"]) if fields.get("site") else None})
+    except (ValueError, TypeError, KeyError):
+        chosen = None
+    if chosen is None or chosen.target not in (*TARGETS, "list") or \
+            (chosen.target == "list") != bool(chosen.file) or (chosen.target != "list") == (chosen.k is None) == (chosen.site is None):
+        raise ValueError(f"{ENV}={spec!r} is not a selection (vkverify.mutations.live.environment writes one)")
+    return chosen
+
+
+def mutator(rt) -> Mutator | None:
+    """The hook factory (VKVERIFY_HOOKS): the Runtime's mutator under VKVERIFY_RUNTIME_MUTATE, else None."""
+    chosen = selection()
+    return Mutator(rt, chosen) if chosen is not None else None
+
+
+def site(operator: str, ref: str, source: str | None, label: str | None) -> tuple[str, str, str, str]:
+    """A candidate's call site: its operator, the program's line, the op's label (one line may issue
+    several ops: an upload's fill and landing barriers), the part of the op inside it
+    (`.batches[0].wait[1]`); by reference where no line was recorded (nothing then folds)."""
+    _, rest = split_ref(ref) or (None, "")
+    return operator, source or without_submit(ref), label or "", rest if rest.startswith(".") else ""
 
 
 class Mutator:
-    """One Runtime's side of the process-wide numbering; Runtime.execute asks it about each op."""
+    """One Runtime's side of the per-test numbering; Runtime.execute asks it about each op."""
 
-    def __init__(self, rt, chosen: Selection, name: str) -> None:
+    def __init__(self, rt, chosen: Selection) -> None:
         self.rt, self.chosen = rt, chosen
-        where = os.environ.get("PYTEST_CURRENT_TEST")  # "<file>::<test> (<phase>)" under pytest
-        self.where = where.rsplit(" ", 1)[0] if where else name
+        test = os.environ.get("PYTEST_CURRENT_TEST")  # "<file>::<test> (<phase>)" under pytest
+        self.where = test.rsplit(" ", 1)[0] if test else rt.name
         self._ahead = None  # ((thread, position, the wait), its candidates), analysed before its submit
-        self._listed: list = []  # list mode: (k, target, mutant, thread, position) until close() confirms them
+        self._listed: list = []  # list mode: (k, target, mutant, thread, position, source, label) until close()
+        if chosen.target == "list":
+            _append(chosen.file, {"runtime": rt.name, "where": self.where})
+
+    def _idle(self) -> bool:
+        """Nothing left to find: another test's runtime, or the one mutant already ran."""
+        chosen = self.chosen
+        return chosen.target != "list" and (chosen.where != self.where or (
+            chosen.k is not None and _counts.get((self.where, chosen.target), 0) > chosen.k))
 
     def before(self, thread: str, op: ir.HostOp) -> ir.HostOp | None:
         """The op to record and run instead of `op` (None: drop it)."""
-        if self.chosen.mode != "list" and _counts.get(self.chosen.mode, 0) > int(self.chosen.value):
-            return op  # the mutant already ran: no more analysis
+        if self._idle():
+            return op
         # Waits give only fence (and war) candidates and submits none: the numbering of the other targets
         # does not need what it does not count.
-        waits = self.chosen.mode in ("list", "fence", "war")
+        waits = self.chosen.target in ("list", "fence", "war")
         position = len(self.rt.threads.get(thread, []))
         if isinstance(op, ir.Submit):
-            found = self._submit_candidates(thread, position, op) if self.chosen.mode != "fence" else []
+            found = self._submit_candidates(thread, position, op) if self.chosen.target != "fence" else []
         elif isinstance(op, HOST_WAITS) and waits:
             ahead, self._ahead = self._ahead, None
             found = ahead[1] if ahead is not None and ahead[0] == (thread, position, op) else \
@@ -121,21 +154,36 @@ class Mutator:
             self._ahead = ((thread, position + 1, wait), self._wait_candidates(thread, position + 1, [op, wait]))
         return result
 
+    def _origin(self, ref: str, op: ir.HostOp) -> tuple[str | None, str | None]:
+        """The program's line and the label of the command or op `ref` names (`op`: the op about to run)."""
+        owner = split_ref(ref)
+        if owner is not None and owner[0].owner in self.rt.command_buffers:
+            command = self.rt.command_buffers[owner[0].owner][owner[0].index]
+            return command.get("source"), command.get("label")
+        return op.source, op.label
+
     def _number(self, thread: str, position: int, found: list, op: ir.HostOp) -> ir.HostOp | None:
         """Number the candidates; the chosen one's version of `op` when it is among them."""
         for m in found:
+            source, label = self._origin(m.op, op)
             for target in m.targets:
-                k = _counts.get(target, 0)
-                _counts[target] = k + 1
-                if self.chosen.mode == "list":
-                    self._listed.append((k, target, m, thread, position))
-                elif (target, str(k)) == (self.chosen.mode, self.chosen.value):
+                key = (self.where, target)
+                k = _counts.get(key, 0)
+                _counts[key] = k + 1
+                if self.chosen.target == "list":
+                    self._listed.append((k, target, m, thread, position, source, label))
+                elif target == self.chosen.target and (k == self.chosen.k or
+                                                       site(m.operator, m.op, source, label) == self.chosen.site):
                     return self._apply(thread, position, m)
         return op
 
     def close(self) -> None:
-        """List mode, at the Runtime's close: write the candidates the whole recorded stream bears out."""
+        """List mode, at the Runtime's close: write the candidates the whole recorded stream bears out,
+        and the user files imported so far."""
         listed, self._listed = self._listed, []
+        if self.chosen.target != "list":
+            return
+        _append(self.chosen.file, {"imports": user_files()})
         if not listed:
             return
         from .generate import borne_out, hazards, new_hazards
@@ -143,12 +191,13 @@ class Mutator:
         whole = self.rt.stream()
         known = hazards(whole)
         targets = {}  # id(mutant) -> its targets in the whole stream
-        with open(self.chosen.value, "a") as f:
-            for k, target, m, thread, position in listed:
-                if id(m) not in targets:
-                    targets[id(m)] = borne_out(m, new_hazards(*_transplant(whole, m, thread, position), known))
-                if target in targets[id(m)]:
-                    f.write(f"{k}\t{target}\t{m.operator}\t{m.op}\t{self.where}\t{m.description}\n")
+        for k, target, m, thread, position, source, label in listed:
+            if id(m) not in targets:
+                targets[id(m)] = borne_out(m, new_hazards(*_transplant(whole, m, thread, position), known))
+            if target in targets[id(m)]:
+                _append(self.chosen.file, {"k": k, "target": target, "operator": m.operator, "op": m.op,
+                                           "where": self.where, "source": source, "label": label,
+                                           "description": m.description})
 
     def _prefix(self, thread: str, ops: list[ir.HostOp], probe: list[dict] | None = None) -> ir.Stream:
         with self.rt._lock:
@@ -213,95 +262,15 @@ def _transplant(whole: ir.Stream, m, thread: str, position: int) -> tuple[ir.Str
     return o.replace_host_op(whole, thread, position, changed)
 
 
-# ---- the driver: a command, once per candidate ---------------------------------------
+def _append(path: str, line: dict) -> None:
+    with open(path, "a") as f:
+        f.write(json.dumps(line) + "\n")
 
 
-@dataclass(frozen=True)
-class Candidate:
-    k: int
-    target: str
-    operator: str
-    op: str
-    where: str
-    description: str
-
-    @property
-    def name(self) -> str:
-        return f"{self.target}:{self.k} {self.operator} {self.op} in {self.where} ({self.description})"
-
-
-def read_list(path: str) -> list[Candidate]:
-    with open(path) as f:
-        return [Candidate(int(k), t, o, op, w, d)
-                for k, t, o, op, w, d in (line.rstrip("\n").split("\t") for line in f if line.strip())]
-
-
-def chosen(candidates: list[Candidate], target: str) -> list[Candidate]:
-    """`all`: each candidate once, under its first target; else those of `target`."""
-    if target != "all":
-        return [c for c in candidates if c.target == target]
-    seen, out = set(), []
-    for c in candidates:
-        if (c.where, c.op, c.operator) not in seen:
-            seen.add((c.where, c.op, c.operator))
-            out.append(c)
-    return out
-
-
-def run_command(argv: list[str], target: str = "all", jobs: int = 1) -> tuple[list[Candidate], list[Candidate]]:
-    """(candidates, survivors): `argv` run once listing (must exit 0), then once per candidate.
-    RuntimeError when the clean run fails: a red baseline proves nothing."""
-    with tempfile.TemporaryDirectory(prefix="vkverify-mutate-") as tmp:
-        listing = os.path.join(tmp, "candidates.tsv")
-        open(listing, "w").close()
-        began = time.monotonic()
-        clean = subprocess.run(argv, env={**os.environ, ENV: f"list:{listing}"}, capture_output=True, text=True)
-        if clean.returncode != 0:
-            tail = "\n  ".join((clean.stdout + clean.stderr).strip().splitlines()[-10:])
-            raise RuntimeError(f"the command fails unmutated (exit {clean.returncode}):\n  {tail}")
-        timeout = max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * (time.monotonic() - began))
-        candidates = chosen(read_list(listing), target)
-
-    def survives(c: Candidate) -> bool:
-        try:
-            done = subprocess.run(argv, env={**os.environ, ENV: f"{c.target}:{c.k}"}, capture_output=True,
-                                  timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return False
-        return done.returncode == 0
-
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        alive = list(pool.map(survives, candidates))
-    return candidates, [c for c, a in zip(candidates, alive) if a]
-
-
-def main(args: list[str] | None = None) -> int:
-    from . import TARGETS
-
-    parser = argparse.ArgumentParser(prog="python -m vkverify.mutations.live",
-                                     description="Run CMD once per runtime mutation candidate; name the survivors.")
-    parser.add_argument("--target", choices=[*TARGETS, "all"], default="all")
-    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...")
-    ns = parser.parse_args(args)
-    argv = ns.command[1:] if ns.command[:1] == ["--"] else ns.command
-    if not argv:
-        parser.error("give the command after --")
-    return report_command(argv, ns.target, ns.jobs)
-
-
-def report_command(argv: list[str], target: str, jobs: int) -> int:
-    """`vkverify mutate -- CMD`: run_command, survivors by name; exit 1 with any, 2 when the clean run fails."""
-    try:
-        candidates, survivors = run_command(argv, target, jobs)
-    except RuntimeError as error:
-        print(f"vkverify mutate: {error}", file=sys.stderr)
-        return 2
-    print(f"{len(candidates)} mutants, {len(candidates) - len(survivors)} killed, {len(survivors)} survivors")
-    for c in survivors:
-        print(f"  survivor {c.name}")
-    return 1 if survivors else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def user_files() -> list[str]:
+    """The Python files this process imported that are the user's: outside the interpreter's
+    prefixes (the standard library, installed packages) and outside vkverify."""
+    own = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    prefixes = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix, own})
+    found = {os.path.abspath(f) for f in (getattr(m, "__file__", None) for m in list(sys.modules.values())) if f}
+    return sorted(f for f in found if not f.startswith(prefixes) and os.path.isfile(f))

@@ -6,21 +6,30 @@ With online checking (VKVERIFY_CHECK=1, or check=True) each submit, host read
 and host write is checked with everything recorded before it, and a hazard
 raises HazardError before vkQueueSubmit is called or the host touches the bytes
 (a host read racing the device is then caught by structure, whatever the timing).
+
+Hooks see every host op before it is recorded and run: `Runtime(hooks=[factory, ...])`, each
+factory called with the Runtime once it is open and returning an object with `before(thread, op)`
+(the op to record and run instead, or None to drop it) and `close()`; without `hooks`, the
+factories VKVERIFY_HOOKS names (`module:attribute`, comma-separated). The uploader is asked
+first, by the same protocol (its deferred copies join a submit).
 """
 
 from __future__ import annotations
 
 import base64
+import importlib
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 
 from ..model import builder, from_dict, ir
 from ..model.data import data_bytes
 from ..model.dump import command_to_dict, host_op_to_dict
 from ..model.refs import format_ref, with_submit
 from ..model.stages import stage_mask
+from .caller import caller
 from .device import Device, Instance, QueueRequest, pick_physical
 from .errors import DeviceFault, HazardError, Unsupported
 from .memory import Allocator, DeviceBuffer
@@ -38,7 +47,22 @@ ONLINE_KINDS = frozenset({"raw", "war", "waw", "use_after_destroy", "uninitializ
 
 class CommandBuffer(builder.CommandBuffer):
     """The model builder's recorder (cmd_copy_buffer, cmd_dispatch, ...); the
-    commands become Vulkan commands when the buffer is submitted."""
+    commands become Vulkan commands when the buffer is submitted. Each command
+    records the program's line that recorded it (`source`)."""
+
+    def _add(self, cmd: str, **fields) -> CommandBuffer:
+        return super()._add(cmd, source=caller(), **fields)
+
+
+def env_hooks() -> list[Callable]:
+    """The hook factories VKVERIFY_HOOKS names; ValueError names a malformed entry."""
+    factories = []
+    for spec in filter(None, os.environ.get("VKVERIFY_HOOKS", "").split(",")):
+        module, sep, attribute = spec.partition(":")
+        if not sep:
+            raise ValueError(f"VKVERIFY_HOOKS entry {spec!r} must be module:attribute")
+        factories.append(getattr(importlib.import_module(module), attribute))
+    return factories
 
 
 class Runtime:
@@ -52,7 +76,8 @@ class Runtime:
 
     def __init__(self, queues: Iterable[str] | Mapping[str, QueueRequest] = ("q0",), device: str | None = None,
                  validation: bool = False, syncval: bool = False, check: bool | None = None,
-                 name: str = "runtime", extensions: tuple[str, ...] = ()) -> None:
+                 name: str = "runtime", extensions: tuple[str, ...] = (),
+                 hooks: Iterable[Callable] | None = None) -> None:
         requests = [queues[q] if isinstance(queues, Mapping) else QueueRequest(q) for q in queues]
         self.check = os.environ.get("VKVERIFY_CHECK") == "1" if check is None else check
         self._lock = threading.RLock()
@@ -71,8 +96,8 @@ class Runtime:
         self.threads: dict[str, list[dict]] = {}
         self.reported: set = set()
         self.uploader = None  # uploads.Uploader: deferred copies join submits; closed before the device
-        from ..mutations.live import mutator  # here: `python -m vkverify.mutations.live` must not find it imported
-        self.mutator = mutator(self, name)  # VKVERIFY_MUTATE; None when unset
+        self.hooks: list = []
+        self.name = name
         self.device = self.allocator = self.pipelines = None
         self.instance = Instance(validation, syncval)
         try:
@@ -86,6 +111,8 @@ class Runtime:
         self.doc = {"format": ir.FORMAT, "name": name,
                     "devices": [{"id": "gpu0", "queues": [{"id": r.id, "family": r.group} for r in requests]}],
                     "buffers": [], "semaphores": [], "fences": [], "shaders": {}}
+        factories = env_hooks() if hooks is None else hooks
+        self.hooks = [h for h in (factory(self) for factory in factories) if h is not None]
 
     @property
     def vk(self):
@@ -239,53 +266,55 @@ class Runtime:
                                             .index.command_buffers[cb_id].commands)
         return cached[1]
 
-    # ---- host ops ----------------------------------------------------------
+    # ---- host ops (each takes `id` and `label` keywords, as commands do) ----
 
     def submit(self, queue: str, command_buffers: Iterable[str] = (), wait: Iterable[dict] = (),
-               signal: Iterable[dict] = (), fence: str | None = None, thread: str = "main") -> None:
+               signal: Iterable[dict] = (), fence: str | None = None, thread: str = "main", **tag) -> None:
         """vkQueueSubmit2 with one batch; wait/signal: {"semaphore", "value"?, "stage"?}."""
         def sem(d: dict) -> ir.SemaphoreOp:
             stage = d.get("stage", ["all_commands"])
             return ir.SemaphoreOp(d["semaphore"], d.get("value"), frozenset([stage] if isinstance(stage, str) else stage))
         batch = ir.Batch(tuple(map(sem, wait)), tuple(command_buffers), tuple(map(sem, signal)))
-        self.execute(thread, ir.Submit(queue, (batch,), fence))
+        self.execute(thread, ir.Submit(queue, (batch,), fence, **tag))
 
-    def wait_fences(self, fences: Iterable[str], thread: str = "main") -> None:
-        self.execute(thread, ir.WaitFences(tuple(fences)))
+    def wait_fences(self, fences: Iterable[str], thread: str = "main", **tag) -> None:
+        self.execute(thread, ir.WaitFences(tuple(fences), **tag))
 
-    def reset_fences(self, fences: Iterable[str], thread: str = "main") -> None:
-        self.execute(thread, ir.ResetFences(tuple(fences)))
+    def reset_fences(self, fences: Iterable[str], thread: str = "main", **tag) -> None:
+        self.execute(thread, ir.ResetFences(tuple(fences), **tag))
 
-    def wait_semaphores(self, waits: Mapping[str, int], thread: str = "main") -> None:
-        self.execute(thread, ir.WaitSemaphores(tuple(ir.SemaphoreValue(s, v) for s, v in waits.items())))
+    def wait_semaphores(self, waits: Mapping[str, int], thread: str = "main", **tag) -> None:
+        self.execute(thread, ir.WaitSemaphores(tuple(ir.SemaphoreValue(s, v) for s, v in waits.items()), **tag))
 
-    def signal_semaphore(self, semaphore: str, value: int, thread: str = "main") -> None:
-        self.execute(thread, ir.SignalSemaphore(semaphore, value))
+    def signal_semaphore(self, semaphore: str, value: int, thread: str = "main", **tag) -> None:
+        self.execute(thread, ir.SignalSemaphore(semaphore, value, **tag))
 
-    def host_write(self, buffer: str, data: bytes, offset: int = 0, thread: str = "main") -> None:
+    def host_write(self, buffer: str, data: bytes, offset: int = 0, thread: str = "main", **tag) -> None:
         payload = ir.Data(base64=base64.b64encode(data).decode())
-        self.execute(thread, ir.HostAccess("host_write", buffer, offset, len(data), payload))
+        self.execute(thread, ir.HostAccess("host_write", buffer, offset, len(data), payload, **tag))
 
-    def host_read(self, buffer: str, offset: int = 0, size: int | None = None, thread: str = "main") -> bytes:
+    def host_read(self, buffer: str, offset: int = 0, size: int | None = None, thread: str = "main",
+                  **tag) -> bytes:
         size = self.buffers[buffer].size - offset if size is None else size
-        return self.execute(thread, ir.HostAccess("host_read", buffer, offset, size))
+        return self.execute(thread, ir.HostAccess("host_read", buffer, offset, size, **tag))
 
-    def flush(self, buffer: str, offset: int = 0, size: int | None = None, thread: str = "main") -> None:
+    def flush(self, buffer: str, offset: int = 0, size: int | None = None, thread: str = "main", **tag) -> None:
         size = self.buffers[buffer].size - offset if size is None else size
-        self.execute(thread, ir.HostAccess("flush", buffer, offset, size))
+        self.execute(thread, ir.HostAccess("flush", buffer, offset, size, **tag))
 
-    def invalidate(self, buffer: str, offset: int = 0, size: int | None = None, thread: str = "main") -> None:
+    def invalidate(self, buffer: str, offset: int = 0, size: int | None = None, thread: str = "main",
+                   **tag) -> None:
         size = self.buffers[buffer].size - offset if size is None else size
-        self.execute(thread, ir.HostAccess("invalidate", buffer, offset, size))
+        self.execute(thread, ir.HostAccess("invalidate", buffer, offset, size, **tag))
 
-    def queue_wait_idle(self, queue: str, thread: str = "main") -> None:
-        self.execute(thread, ir.QueueWaitIdle(queue))
+    def queue_wait_idle(self, queue: str, thread: str = "main", **tag) -> None:
+        self.execute(thread, ir.QueueWaitIdle(queue, **tag))
 
-    def device_wait_idle(self, thread: str = "main") -> None:
-        self.execute(thread, ir.DeviceWaitIdle("gpu0"))
+    def device_wait_idle(self, thread: str = "main", **tag) -> None:
+        self.execute(thread, ir.DeviceWaitIdle("gpu0", **tag))
 
-    def destroy(self, buffer: str, thread: str = "main") -> None:
-        self.execute(thread, ir.Destroy(buffer))
+    def destroy(self, buffer: str, thread: str = "main", **tag) -> None:
+        self.execute(thread, ir.Destroy(buffer, **tag))
 
     def execute(self, thread: str, op: ir.HostOp, at: Mapping[str, str] | None = None):
         """Run one host op of `thread` and record it; a host_read returns its bytes.
@@ -293,12 +322,9 @@ class Runtime:
         at: command buffer id -> the submit reference its commands are named
         with (the replay passes it for command buffers submitted more than once).
         """
-        if isinstance(op, ir.Submit) and self.uploader is not None:
-            op = self.uploader.before_submit(op)
-        if self.mutator is not None:
-            op = self.mutator.before(thread, op)
-            if op is None:  # a dropped host wait
-                return None
+        op = self.before(thread, op if op.source is not None else replace(op, source=caller()))
+        if op is None:  # a hook dropped it
+            return None
         with self._lock:
             ops = self.threads.setdefault(thread, [])
             ref = format_ref(thread, len(ops))
@@ -330,6 +356,14 @@ class Runtime:
             return self._call(ref, "vkDeviceWaitIdle", self.vk.vkDeviceWaitIdle, self.device.handle)
         with self._lock:
             return self.allocator.destroy(self.buffers[op.buffer])
+
+    def before(self, thread: str, op: ir.HostOp, uploads: bool = True) -> ir.HostOp | None:
+        """`op` as the hooks leave it (None: dropped); the uploader first, unless the op is its own."""
+        for hook in ([self.uploader] if uploads and self.uploader is not None else []) + self.hooks:
+            op = hook.before(thread, op)
+            if op is None:
+                return None
+        return op
 
     def _check_online(self, ref: str, thread: str, entry: dict) -> None:
         """Check the stream recorded so far plus this submit or host access; raise on a new hazard."""
@@ -535,8 +569,9 @@ class Runtime:
                 vk.vkDestroyFence(device.handle, handle, None)  # vkDestroyFence
             device.release()
         self.instance.release()
-        if getattr(self, "mutator", None) is not None:
-            self.mutator.close()  # a list run writes the candidates the whole recorded stream bears out
+        hooks, self.hooks = getattr(self, "hooks", []), []
+        for hook in hooks:
+            hook.close()
 
     def __enter__(self) -> Runtime:
         return self
