@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from .model import InvalidStream, load
-from .report import FORMATTERS, FileResult
+from .report import FORMATTERS, FileResult, sources
 
 CHECK_EPILOG = """\
 examples:
@@ -38,7 +38,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         stream, partial = loaded
         findings = check(stream, args.readings or DEFAULT)
         agreement = compare(stream, findings) if args.expect else None
-        results.append(FileResult(file, stream.name, findings, agreement, partial))
+        results.append(FileResult(file, stream.name, findings, agreement, partial, sources(stream, findings)))
     if results:
         print(FORMATTERS[args.format](results))
     if bad_input:

@@ -7,7 +7,8 @@ CLI picks one from FORMATTERS.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from . import __version__
 from .check.expect import Agreement
@@ -22,6 +23,13 @@ class FileResult:
     findings: list[Finding]
     agreement: Agreement | None = None  # with --expect
     partial: tuple[str, ...] = ()  # why the verdict covers only part of the program: an import's unresolved dispatches
+    sources: Mapping[str, str] = field(default_factory=dict)  # a finding's op -> the program's file:line (sources())
+
+
+def sources(stream, findings: list[Finding]) -> dict[str, str]:
+    """The file:line the stream records for each operation the findings name."""
+    refs = {r for f in findings for r in (f.first, f.second) if r}
+    return {r: line for r in refs if (line := stream.index.source(r))}
 
 
 def _expect_json(a: Agreement) -> dict:
@@ -46,10 +54,10 @@ def format_json(results: list[FileResult]) -> str:
     return json.dumps(objs[0] if len(objs) == 1 else objs, indent=2)
 
 
-def _op(ref: str | None, label: str | None, access: str | None) -> str:
+def _op(ref: str | None, label: str | None, access: str | None, source: str | None = None) -> str:
     if ref is None:
         return "(nothing wrote these bytes)"
-    return " ".join(x for x in (ref, f'"{label}"' if label else None, access) if x)
+    return " ".join(x for x in (ref, f'"{label}"' if label else None, access, source and f"at {source}") if x)
 
 
 def format_text(results: list[FileResult]) -> str:
@@ -62,8 +70,8 @@ def format_text(results: list[FileResult]) -> str:
             where = f" {f.buffer} [{f.range[0]}, {f.range[1]})" if f.range else ""
             lines.append(f"  {f.kind}{where}{' (racing)' if f.racing else ''}: {f.message}")
             if f.ops is None:
-                lines.append(f"    first:  {_op(f.first, f.labels[0], f.first_access)}")
-                lines.append(f"    second: {_op(f.second, f.labels[1], f.second_access)}")
+                lines.append(f"    first:  {_op(f.first, f.labels[0], f.first_access, r.sources.get(f.first))}")
+                lines.append(f"    second: {_op(f.second, f.labels[1], f.second_access, r.sources.get(f.second))}")
             lines.append(f"    fix:    {f.fix}")
             if f.params is not None:
                 lines.append(f"    params: {', '.join(f'{k}={v}' for k, v in f.params)} (smallest failing values)")

@@ -222,8 +222,8 @@ def run_command(argv: list[str], target: str = "all", jobs: int = 1, per_iterati
             stats.executed += 1
             if cache is not None:
                 cache.put(keys[m.id], verdict)
-            log(f"[{i}/{len(todo)}] {m.targets[0]} {m.source or m.op} {'killed' if verdict.killed else 'survived'} "
-                f"{seconds:.1f} s")
+            log(f"[{i}/{len(todo)}] {m.targets[0]} {m.source or m.op} {m.operator} "
+                f"{'killed' if verdict.killed else 'survived'} {seconds:.1f} s")
     if cache is not None and (todo or not cached_listing):
         cache.save()
     return [outcomes[m.id] for m in mutants], stats

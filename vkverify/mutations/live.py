@@ -124,15 +124,27 @@ class Mutator:
         if chosen.target == "list":
             _append(chosen.file, {"runtime": rt.name, "where": self.where})
 
-    def _idle(self) -> bool:
-        """Nothing left to find: another test's runtime, or the one mutant already ran."""
+    def _skips(self, op: ir.HostOp) -> bool:
+        """Nothing to find at `op`: another test's runtime; the one mutant already ran; or, for a call
+        site (which needs no numbering), an op whose line, or whose command buffers' lines, is not the
+        site's (a host wait's candidates are found at the submit before it, whatever its line)."""
         chosen = self.chosen
-        return chosen.target != "list" and (chosen.where != self.where or (
-            chosen.k is not None and _counts.get((self.where, chosen.target), 0) > chosen.k))
+        if chosen.target == "list":
+            return False
+        if chosen.where != self.where:
+            return True
+        if chosen.k is not None:
+            return _counts.get((self.where, chosen.target), 0) > chosen.k
+        operator, line = chosen.site[:2]
+        if op.source == line or operator == "drop_host_wait" and isinstance(op, ir.Submit):
+            return False
+        return not (isinstance(op, ir.Submit) and any(c.get("source") == line for b in op.batches
+                                                      for cb in b.command_buffers
+                                                      for c in self.rt.command_buffers.get(cb, ())))
 
     def before(self, thread: str, op: ir.HostOp) -> ir.HostOp | None:
         """The op to record and run instead of `op` (None: drop it)."""
-        if self._idle():
+        if self._skips(op):
             return op
         # Waits give only fence (and war) candidates and submits none: the numbering of the other targets
         # does not need what it does not count.

@@ -245,6 +245,19 @@ class Runtime:
         self.abstract_shaders[id] = tuple(bindings)
         self.doc["shaders"][id] = {"bindings": list(bindings)}
 
+    def load_shader(self, name: str, spirv: bytes) -> tuple[str, ...]:
+        """The program's own compute shader, dispatched by `name` like a library one: its bindings
+        (set 0, in binding order) and push constants reflected from the SPIR-V, and declared in the
+        stream with the access its code makes of each buffer. Returns those accesses."""
+        from ..shaders import library, stream_accesses
+
+        if name in library() or name in self.doc["shaders"]:
+            raise ValueError(f"shader {name!r} exists already (the library's, or loaded or declared before)")
+        # An untouched binding is declared read: the stream has no `none` access, and may declare more.
+        accesses = tuple(a if a != "none" else "read" for a in stream_accesses(self.pipelines.add(name, spirv)))
+        self.doc["shaders"][name] = {"bindings": list(accesses)}
+        return accesses
+
     def command_buffer(self, id: str) -> CommandBuffer:
         """The recorder for command buffer `id` (builder method names)."""
         with self._lock:
@@ -370,11 +383,13 @@ class Runtime:
         from ..check import check
 
         doc = self._document({thread: self.threads[thread] + [entry]})
-        findings = [f for f in check(from_dict(doc, "<runtime>")) if f.kind in ONLINE_KINDS]
+        stream = from_dict(doc, "<runtime>")
+        findings = [f for f in check(stream) if f.kind in ONLINE_KINDS]
         new = [f for f in findings if f not in self.reported]
         self.reported.update(findings)
         if new:
-            raise HazardError(ref, new)
+            raise HazardError(ref, new, {r: line for r in (new[0].first, new[0].second, ref)
+                                         if r and (line := stream.index.source(r))})
 
     def _host_access(self, ref: str, op: ir.HostAccess):
         buffer = self.buffers[op.buffer]
