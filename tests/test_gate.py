@@ -1,8 +1,9 @@
 """`vkverify mutate -- CMD` as a CI gate on a small downstream project (tests/downstream: an engine
 on vkverify's runtime with a kernel of its own, a good test and a weak one; their files are named
 check_*.py so that this suite does not collect them). Each mutant folds every frame's instance of
-one call site: the barrier between the two dispatches (engine.py:30, dropped, weakened and either
-stage mask narrowed) and the fence wait (engine.py:36), 5 mutants under --target all.
+one call site: the barrier between the two dispatches (engine.py:30) and the one into the host stage
+(engine.py:32), each dropped, weakened and either stage mask narrowed, and the fence wait
+(engine.py:36): 9 mutants under --target all.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from tests.conftest import ROOT
+from vkverify.mutations.gate import listing
 
 pytest.importorskip("vulkan")
 DOWNSTREAM = ROOT / "tests" / "downstream"
-SITES = {("drop_barrier", "engine.py:30"), ("weaken_barrier", "engine.py:30"),
-         ("narrow_barrier_src_stage", "engine.py:30"), ("narrow_barrier_dst_stage", "engine.py:30"),
-         ("drop_host_wait", "engine.py:36")}
+SITES = {(operator, f"engine.py:{line}") for line in (30, 32)
+         for operator in ("drop_barrier", "weaken_barrier", "narrow_barrier_src_stage", "narrow_barrier_dst_stage")}
+SITES.add(("drop_host_wait", "engine.py:36"))
 
 
 @pytest.fixture(scope="module")
@@ -48,19 +50,21 @@ def test_the_good_test_kills_every_mutant(project):
     assert report["score"] == 100.0 and all(m["killed"] for m in report["mutants"])
     # One progress line per mutant, after the listing's.
     assert done.stderr.startswith("vkverify mutate: listing candidates")
-    assert len(re.findall(r"^vkverify mutate: \[\d/5\] \w+ engine\.py:3[06] \w+ killed [\d.]+ s$", done.stderr,
-                          re.M)) == 5, done.stderr
+    assert len(re.findall(r"^vkverify mutate: \[\d/9\] \w+ engine\.py:3[026] \w+ killed [\d.]+ s$", done.stderr,
+                          re.M)) == 9, done.stderr
 
 
 def test_the_weak_test_leaves_survivors_named_by_their_line(project):
+    # Half the mutants (shard 1 of 2), to keep the suite short: each survives.
     junit = project / "weak.xml"
-    options = ("--target", "all", "-j", "2", "--fail-under", "100", "--junit", str(junit))
+    options = ("--target", "all", "-j", "2", "--shard", "1/2", "--fail-under", "100", "--junit", str(junit))
     done = mutate(project, *options, test="check_weak.py")
     assert done.returncode == 1, done.stdout + done.stderr
     survivors = done.stdout.split("survivors:\n")[1].splitlines()
-    assert len(survivors) == 5 and all(re.search(r" at engine\.py:3[06]", s) for s in survivors), done.stdout
+    assert len(survivors) == 5 and all(re.search(r" at engine\.py:3[026]", s) for s in survivors), done.stdout
     failed = [case for case in ET.parse(junit).getroot().iter("testcase") if case.find("failure") is not None]
-    assert {(case.get("name").split(":")[0], f"{case.get('file')}:{case.get('line')}") for case in failed} == SITES
+    named = {(case.get("name").split(":")[0], f"{case.get('file')}:{case.get('line')}") for case in failed}
+    assert len(failed) == len(named) == 5 and named < SITES
 
     # Nothing changed: the rerun takes the listing and every verdict from the cache, and runs nothing.
     again = mutate(project, *options, test="check_weak.py")
@@ -78,3 +82,17 @@ def test_nothing_to_mutate_is_exit_2_with_the_reason(project):
 def test_options_of_stream_mutants_are_refused_with_only_a_command(project):
     done = mutate(project, "--readers", "sim")
     assert done.returncode == 2 and "--readers concern stream mutants" in done.stderr, done.stderr
+
+
+def test_candidates_are_numbered_per_test(project, monkeypatch):
+    """What pytest-xdist needs: a test's candidates do not depend on what ran before it in the process.
+    Both tests run the same frames, so in one process each has the same numbering, from 0."""
+    monkeypatch.chdir(project)
+    found, _ = listing([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "check_good.py",
+                        "check_weak.py"], None, lambda line: None)
+    by_test = {}
+    for c in found.candidates:
+        by_test.setdefault(c.where, set()).add((c.target, c.k, c.operator, c.op, c.source))
+    assert sorted(by_test) == ["check_good.py::test_frames", "check_weak.py::test_frames"]
+    good, weak = by_test.values()
+    assert good == weak and min(k for _, k, *_ in good) == 0

@@ -128,8 +128,11 @@ def _run(argv: list[str], env: dict[str, str], timeout: float | None = None) -> 
 
 
 def _key(*parts: str) -> str:
+    """A cache key of `parts` and what every run shares: vkverify's code, the working directory and
+    the VKVERIFY_ variables (VKVERIFY_CHECK=0 may let a mutant live that the online check kills)."""
     h = hashlib.sha256()
-    for part in (code_hash(), os.getcwd(), *parts):
+    settings = json.dumps(sorted((k, v) for k, v in os.environ.items() if k.startswith("VKVERIFY_")))
+    for part in (code_hash(), os.getcwd(), settings, *parts):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
 

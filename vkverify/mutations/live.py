@@ -22,6 +22,8 @@ analysed with a probe after it that stands for the accesses that may follow:
 - the staged uploader's submits and slot reuse waits (it records around Runtime.execute, but
   asks this same decision): its landing barriers (and zero-fill barriers, in the stream only:
   they are recorded into Vulkan before the decision) and the fence wait before a slot is refilled.
+- a barrier into the host stage that a submit records for the first time (target raw): the probe
+  is the device idle, then a host_read of every host-visible buffer its command buffers access.
 Not mutated here: flushes and invalidates, semaphore signals (load-bearing only once a later
 wait exists), fence resets, keepalive moves, and the uploader's other waits (finish, failures).
 
@@ -117,12 +119,18 @@ class Mutator:
 
     def __init__(self, rt, chosen: Selection) -> None:
         self.rt, self.chosen = rt, chosen
-        test = os.environ.get("PYTEST_CURRENT_TEST")  # "<file>::<test> (<phase>)" under pytest
-        self.where = test.rsplit(" ", 1)[0] if test else rt.name
+        self._first = self.where  # the test that opened the Runtime
         self._ahead = None  # ((thread, position, the wait), its candidates), analysed before its submit
-        self._listed: list = []  # list mode: (k, target, mutant, thread, position, source, label) until close()
+        self._listed: list = []  # list mode: (k, target, mutant, thread, position, source, label, where) until close()
         if chosen.target == "list":
             _append(chosen.file, {"runtime": rt.name, "where": self.where})
+
+    @property
+    def where(self) -> str:
+        """The test running now (a Runtime a fixture shares serves several), else the runtime's name:
+        numbering per test is the same in any pytest-xdist worker that runs it."""
+        test = os.environ.get("PYTEST_CURRENT_TEST")  # "<file>::<test> (<phase>)" under pytest
+        return test.rsplit(" ", 1)[0] if test else self.rt.name
 
     def _skips(self, op: ir.HostOp) -> bool:
         """Nothing to find at `op`: another test's runtime; the one mutant already ran; or, for a call
@@ -144,6 +152,10 @@ class Mutator:
 
     def before(self, thread: str, op: ir.HostOp) -> ir.HostOp | None:
         """The op to record and run instead of `op` (None: drop it)."""
+        if os.environ.get("PYTEST_XDIST_WORKER") and self.where != self._first:
+            raise RuntimeError(f"runtime mutation: a Runtime opened in {self._first} serves {self.where} under "
+                               "pytest-xdist, where which tests ran before in the worker changes what it records: "
+                               "give each test its own Runtime, or run the command without -n")
         if self._skips(op):
             return op
         # Waits give only fence (and war) candidates and submits none: the numbering of the other targets
@@ -183,7 +195,7 @@ class Mutator:
                 k = _counts.get(key, 0)
                 _counts[key] = k + 1
                 if self.chosen.target == "list":
-                    self._listed.append((k, target, m, thread, position, source, label))
+                    self._listed.append((k, target, m, thread, position, source, label, self.where))
                 elif target == self.chosen.target and (k == self.chosen.k or
                                                        site(m.operator, m.op, source, label) == self.chosen.site):
                     return self._apply(thread, position, m)
@@ -203,12 +215,12 @@ class Mutator:
         whole = self.rt.stream()
         known = hazards(whole)
         targets = {}  # id(mutant) -> its targets in the whole stream
-        for k, target, m, thread, position, source, label in listed:
+        for k, target, m, thread, position, source, label, where in listed:
             if id(m) not in targets:
                 targets[id(m)] = borne_out(m, new_hazards(*_transplant(whole, m, thread, position), known))
             if target in targets[id(m)]:
                 _append(self.chosen.file, {"k": k, "target": target, "operator": m.operator, "op": m.op,
-                                           "where": self.where, "source": source, "label": label,
+                                           "where": where, "source": source, "label": label,
                                            "description": m.description})
 
     def _prefix(self, thread: str, ops: list[ir.HostOp], probe: list[dict] | None = None) -> ir.Stream:
@@ -232,7 +244,26 @@ class Mutator:
                  for b in touched]
         later = [ir.Submit(op.queue, (ir.Batch(command_buffers=(PROBE,)),))] if probe else []
         found, _ = mutants(self._prefix(thread, [op, *later], probe), "runtime")
-        return [m for m in found if owner_of(m.op) in fresh or m.op.startswith(format_ref(thread, position) + ".")]
+        found = [m for m in found if owner_of(m.op) in fresh or m.op.startswith(format_ref(thread, position) + ".")]
+        return found + self._host_barrier_candidates(thread, op, fresh, touched, found)
+
+    def _host_barrier_candidates(self, thread: str, op: ir.Submit, fresh: set[str], touched: list[str],
+                                 found: list) -> list:
+        """The mutants of the barriers into the host stage that `op` records for the first time, where
+        they alone make a device write available to a host read once the device is idle (the probe:
+        the submit's probe stands for device work, which such a barrier does not order)."""
+        from . import mutants
+
+        barriers = {format_ref(c, i) for c in fresh for i, cmd in enumerate(self.rt._commands(c))
+                    if isinstance(cmd, ir.Barrier) and "host" in cmd.dst_stage}
+        visible = {b["id"]: b["size"] for b in self.rt.doc["buffers"] if b.get("memory") in HOST_VISIBLE}
+        reads = [ir.HostAccess("host_read", b, 0, visible[b]) for b in touched if b in visible]
+        if not barriers or not reads:
+            return []
+        idle = ir.DeviceWaitIdle(self.rt.doc["devices"][0]["id"])
+        more, _ = mutants(self._prefix(thread, [op, idle, *reads]), "runtime")
+        known = {(m.op, m.operator) for m in found}
+        return [m for m in more if str(split_ref(m.op)[0]) in barriers and (m.op, m.operator) not in known]
 
     def _wait_candidates(self, thread: str, position: int, ops: list[ir.HostOp]) -> list:
         """Dropping the wait that ends `ops` (at `position`), where it alone orders device work
