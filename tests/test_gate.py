@@ -96,3 +96,33 @@ def test_candidates_are_numbered_per_test(project, monkeypatch):
     assert sorted(by_test) == ["check_good.py::test_frames", "check_weak.py::test_frames"]
     good, weak = by_test.values()
     assert good == weak and min(k for _, k, *_ in good) == 0
+
+
+HOST_OPS = '''
+def test_host_ops(vk_runtime):
+    rt = vk_runtime
+    rt.create_buffer("H", 256, "host_cached")
+    rt.create_buffer("R", 256, "host_cached")
+    rt.create_fence("F")
+    rt.host_write("H", bytes(range(256)))
+    rt.flush("H")
+    cb = rt.command_buffer("cb")
+    cb.cmd_copy_buffer("H", "R")
+    cb.cmd_pipeline_barrier2("copy", "transfer_write", "host", "host_read")
+    rt.submit("q0", ["cb"], fence="F")
+    rt.wait_fences(["F"])
+    rt.invalidate("R")
+    assert rt.host_read("R") == bytes(range(256))
+'''
+
+
+def test_flushes_and_invalidates_are_runtime_mutants(tmp_path, device_name):
+    """Target host: dropping the flush before the device reads the host's bytes, or the invalidate
+    before the host reads the device's; the online check kills each (vk_runtime's default)."""
+    (tmp_path / "test_host.py").write_text(HOST_OPS)
+    done = mutate(tmp_path, "--target", "host", "--format", "json", "-q", test="test_host.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert {(m["operator"], m["source"], m["killed"]) for m in report["mutants"]} == {
+        ("drop_flush", "test_host.py:8", True), ("drop_invalidate", "test_host.py:14", True)}
+    assert done.stderr == ""  # -q: no progress lines

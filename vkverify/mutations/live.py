@@ -24,8 +24,11 @@ analysed with a probe after it that stands for the accesses that may follow:
   they are recorded into Vulkan before the decision) and the fence wait before a slot is refilled.
 - a barrier into the host stage that a submit records for the first time (target raw): the probe
   is the device idle, then a host_read of every host-visible buffer its command buffers access.
-Not mutated here: flushes and invalidates, semaphore signals (load-bearing only once a later
-wait exists), fence resets, keepalive moves, and the uploader's other waits (finish, failures).
+- a flush (target host; probe: a later submit that reads and writes the flushed bytes), an
+  invalidate (host; a host_read of its bytes) and a host semaphore signal (semaphore; a later
+  submit that waits for it and reads and writes every host-visible buffer): dropping each.
+Not mutated here: fence resets (reset_fence_before_wait would run two ops for one), keepalive
+moves (they move an op before one already run), and the uploader's other waits (finish, failures).
 
 The probe only numbers candidates. A list run keeps, when the Runtime closes, those whose
 mutation still makes the model find a new hazard of their target in the whole recorded stream:
@@ -60,6 +63,7 @@ from ..model.refs import format_ref, owner_of, split_ref, without_submit
 ENV = "VKVERIFY_RUNTIME_MUTATE"
 HOOK = "vkverify.mutations.live:mutator"
 HOST_WAITS = (ir.WaitFences, ir.WaitSemaphores, ir.QueueWaitIdle, ir.DeviceWaitIdle)
+DROPPED = ("drop_host_wait", "drop_flush", "drop_invalidate", "drop_signal")  # the operators that drop a host op
 HOST_VISIBLE = ("host_coherent", "host_cached", "device_host_visible")
 PROBE = "vkverify.probe"  # the probe's command buffer and abstract shader (one read_write binding)
 TIMEOUT_FACTOR, TIMEOUT_FLOOR_S = 10.0, 30.0  # a mutant that hangs is killed; start-up noise needs a floor
@@ -164,6 +168,9 @@ class Mutator:
         position = len(self.rt.threads.get(thread, []))
         if isinstance(op, ir.Submit):
             found = self._submit_candidates(thread, position, op) if self.chosen.target != "fence" else []
+        elif isinstance(op, ir.SignalSemaphore) and self.chosen.target in ("list", "semaphore") or \
+                isinstance(op, ir.HostAccess) and op.op in ("flush", "invalidate") and self.chosen.target in ("list", "host"):
+            found = self._host_op_candidates(thread, position, op)
         elif isinstance(op, HOST_WAITS) and waits:
             ahead, self._ahead = self._ahead, None
             found = ahead[1] if ahead is not None and ahead[0] == (thread, position, op) else \
@@ -276,6 +283,27 @@ class Mutator:
         return [replace(m, targets=("war", *m.targets)) if any(h[0] == "war" for h in m.predicted) else m
                 for m in found if m.op == format_ref(thread, position) and m.operator == "drop_host_wait"]
 
+    def _host_op_candidates(self, thread: str, position: int, op: ir.HostAccess | ir.SignalSemaphore) -> list:
+        """Dropping a flush, an invalidate or a host semaphore signal, where it alone orders the probe
+        after it: a device access of the flushed bytes; a host read of the invalidated ones; a submit
+        that waits for the signal and accesses every host-visible buffer."""
+        from . import mutants
+
+        queue = self.rt.doc["devices"][0]["queues"][0]["id"]
+        if isinstance(op, ir.HostAccess) and op.op == "invalidate":
+            later, probe = [ir.HostAccess("host_read", op.buffer, op.offset, op.size)], None
+        else:
+            ranges = [(op.buffer, op.offset, op.size)] if isinstance(op, ir.HostAccess) else \
+                [(b["id"], 0, b["size"]) for b in self.rt.doc["buffers"] if b.get("memory") in HOST_VISIBLE]
+            probe = [{"cmd": "dispatch", "shader": PROBE,
+                      "bindings": [{"buffer": b, "offset": offset, "size": size, "access": "read_write"}]}
+                     for b, offset, size in ranges]
+            waits = (ir.SemaphoreOp(op.semaphore, op.value, frozenset({"all_commands"})),) \
+                if isinstance(op, ir.SignalSemaphore) else ()
+            later = [ir.Submit(queue, (ir.Batch(waits, (PROBE,) if probe else ()),))]
+        found, _ = mutants(self._prefix(thread, [op, *later], probe), "runtime")
+        return [m for m in found if m.op == format_ref(thread, position) and m.operator in DROPPED]
+
     def _apply(self, thread: str, position: int, m) -> ir.HostOp | None:
         """Run the mutant's version of the op: its command buffer, its submit, or nothing."""
         changed = _changed(m, thread, position)
@@ -290,7 +318,7 @@ def _changed(m, thread: str, position: int) -> ir.CommandBuffer | ir.HostOp | No
     owner = owner_of(m.op)
     if owner in m.stream.index.command_buffers:
         return m.stream.index.command_buffers[owner]
-    return None if m.operator == "drop_host_wait" else m.stream.index.threads[thread].ops[position]
+    return None if m.operator in DROPPED else m.stream.index.threads[thread].ops[position]
 
 
 def _transplant(whole: ir.Stream, m, thread: str, position: int) -> tuple[ir.Stream, dict]:
