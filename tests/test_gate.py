@@ -35,11 +35,11 @@ def project(tmp_path_factory, device_name):
     return path
 
 
-def mutate(project, *options: str, command: tuple[str, ...] | None = None, test: str = "check_good.py"):
+def mutate(project, *options: str, command: tuple[str, ...] | None = None, test: str = "check_good.py", **env):
     command = command or (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_") and k != "PYTEST_CURRENT_TEST"}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_") and k != "PYTEST_CURRENT_TEST"}
     return subprocess.run([sys.executable, "-m", "vkverify.cli", "mutate", *options, "--", *command], cwd=project,
-                          env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=600)
+                          env={**clean, "PYTHONPATH": str(ROOT), **env}, capture_output=True, text=True, timeout=600)
 
 
 def test_the_good_test_kills_every_mutant(project):
@@ -77,6 +77,10 @@ def test_nothing_to_mutate_is_exit_2_with_the_reason(project):
     assert done.returncode == 2 and "0 mutants: the command never opened a vkverify Runtime" in done.stderr, done.stderr
     done = mutate(project, "--target", "semaphore")
     assert done.returncode == 2 and "0 mutants: nothing load-bearing for target semaphore" in done.stderr, done.stderr
+    # No such device: vk_runtime skips the test, which then passes having opened no Runtime.
+    done = mutate(project, VKVERIFY_DEVICE="no such device")
+    assert done.returncode == 2 and "0 mutants: no Vulkan device: no device matches 'no such device'" in done.stderr, \
+        done.stderr
 
 
 def test_options_of_stream_mutants_are_refused_with_only_a_command(project):
@@ -126,3 +130,24 @@ def test_flushes_and_invalidates_are_runtime_mutants(tmp_path, device_name):
     assert {(m["operator"], m["source"], m["killed"]) for m in report["mutants"]} == {
         ("drop_flush", "test_host.py:8", True), ("drop_invalidate", "test_host.py:14", True)}
     assert done.stderr == ""  # -q: no progress lines
+
+
+def test_call_sites_fold_unless_per_iteration():
+    """Two frames' instances of one barrier line fold into one mutant that changes both; the fence wait
+    of another line stays apart; `all` counts a candidate of two targets once."""
+    from vkverify.mutations.gate import Candidate, chosen
+    from vkverify.mutations.live import Selection
+
+    def candidate(k, target, operator, op, line):
+        return Candidate(k, target, operator, op, "t.py::test", f"engine.py:{line}", None, "")
+    listed = [candidate(0, "raw", "drop_barrier", "frame0[1]", 30), candidate(1, "raw", "drop_barrier", "frame1[1]", 30),
+              candidate(0, "fence", "drop_host_wait", "main[2]", 36), candidate(0, "war", "drop_host_wait", "main[2]", 36)]
+    folded = chosen(listed, "all")
+    assert [(m.operator, m.source, m.selection) for m in folded] == [
+        ("drop_barrier", "engine.py:30", Selection("raw", "t.py::test", site=("drop_barrier", "engine.py:30", "", ""))),
+        ("drop_host_wait", "engine.py:36",
+         Selection("fence", "t.py::test", site=("drop_host_wait", "engine.py:36", "", "")))]
+    assert "2 iterations" in folded[0].description
+    assert [m.selection for m in chosen(listed, "raw", per_iteration=True)] == [
+        Selection("raw", "t.py::test", k=0), Selection("raw", "t.py::test", k=1)]
+    assert [m.selection.target for m in chosen(listed, "war")] == ["war"]

@@ -98,8 +98,8 @@ def selection() -> Selection | None:
         chosen = Selection(**{**fields, "site": tuple(fields["site"]) if fields.get("site") else None})
     except (ValueError, TypeError, KeyError):
         chosen = None
-    if chosen is None or chosen.target not in (*TARGETS, "list") or \
-            (chosen.target == "list") != bool(chosen.file) or (chosen.target != "list") == (chosen.k is None) == (chosen.site is None):
+    if chosen is None or not (bool(chosen.file) if chosen.target == "list" else chosen.target in TARGETS and
+                              bool(chosen.where) and (chosen.k is None) != (chosen.site is None)):
         raise ValueError(f"{ENV}={spec!r} is not a selection (vkverify.mutations.live.environment writes one)")
     return chosen
 
