@@ -40,14 +40,12 @@ The mutation is recorded as well as executed, so the runtime's stream (and onlin
 shows the mutant. Candidates are numbered per target and per `where` (the pytest test id, or the
 runtime's name outside pytest) in the order they are found: the same in the list run and in each
 mutated run because both run the same test up to the mutated operation, whichever process (a
-pytest-xdist worker) runs it; a mutated run analyses nothing outside its own test. A list line is a
-JSON object: a candidate (k, target, operator, op, where, source, label, description; one line per target
-of a candidate of several), a runtime that opened ({"runtime", "where"}), or the user files the
-process imported ({"imports"}, at each Runtime's close: the cache's key, gate.py).
+pytest-xdist worker) runs it; a mutated run analyses nothing outside its own test (for a call site,
+only the ops of that line). A list line is a JSON object: a candidate (k, target, operator, op,
+where, source, label, description; one line per target of a candidate of several), a runtime that
+opened ({"runtime", "where"}), or the user files the process imported ({"imports"}, at each
+Runtime's close: the cache's key, gate.py).
 """
-
-from __future__ import annotations
-
 
 from __future__ import annotations
 
@@ -66,7 +64,6 @@ HOST_WAITS = (ir.WaitFences, ir.WaitSemaphores, ir.QueueWaitIdle, ir.DeviceWaitI
 DROPPED = ("drop_host_wait", "drop_flush", "drop_invalidate", "drop_signal")  # the operators that drop a host op
 HOST_VISIBLE = ("host_coherent", "host_cached", "device_host_visible")
 PROBE = "vkverify.probe"  # the probe's command buffer and abstract shader (one read_write binding)
-TIMEOUT_FACTOR, TIMEOUT_FLOOR_S = 10.0, 30.0  # a mutant that hangs is killed; start-up noise needs a floor
 
 _counts: dict[tuple[str, str], int] = {}  # (where, target) -> candidates found so far in this process
 
