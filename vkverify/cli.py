@@ -304,7 +304,8 @@ def _add_mutate(sub) -> None:
     c.add_argument("--junit", metavar="FILE", help="also write JUnit XML: one testcase per mutant, survivors fail")
     c.add_argument("--report-redundant", action="store_true",
                    help="list the synchronization operations no pair depends on alone, and what else orders their pairs")
-    c.add_argument("--cache", metavar="DIR", help="verdict cache directory (default .vkverify-cache in the cwd)")
+    c.add_argument("--cache", metavar="DIR", help="cache directory: verdicts, and with only a command its listing, kept while the code, the "
+                        "command and the files it imports are unchanged (default .vkverify-cache in the cwd)")
     c.add_argument("--no-cache", action="store_true", help="neither read nor write the verdict cache")
     c.add_argument("--per-iteration", action="store_true",
                    help="with only a command: one mutant per candidate, not one per call site (file:line)")
