@@ -81,13 +81,14 @@ class Runtime:
         requests = [queues[q] if isinstance(queues, Mapping) else QueueRequest(q) for q in queues]
         self.check = os.environ.get("VKVERIFY_CHECK") == "1" if check is None else check
         self._lock = threading.RLock()
-        self._binary = threading.Condition(self._lock)
+        self._submitted = threading.Condition(self._lock)
         self.aborted = threading.Event()
         self.buffers: dict[str, DeviceBuffer] = {}
         self.scratch: list[DeviceBuffer] = []
         self.semaphores: dict[str, tuple[object, str]] = {}
         self.pending_binary: dict[str, int] = {}
         self.fences: dict[str, object] = {}
+        self.armed: dict[str, bool] = {}  # fence -> signaled at creation, or submitted, since its last reset
         self.pools: dict[int, object] = {}
         self.recorded: dict[tuple[str, str | None], object] = {}
         self.abstract_shaders: dict[str, tuple[str, ...]] = {}
@@ -238,6 +239,7 @@ class Runtime:
             handle = vk.vkCreateFence(self.device.handle, info, None)  # vkCreateFence
             self.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_FENCE, handle, id)
             self.fences[id] = handle
+            self.armed[id] = signaled
             self.doc["fences"].append({"id": id, "signaled": signaled})
 
     def declare_shader(self, id: str, bindings: Iterable[str]) -> None:
@@ -350,9 +352,12 @@ class Runtime:
         if isinstance(op, ir.Submit):
             return self._submit(ref, op, at or {})
         if isinstance(op, ir.WaitFences):
+            self._await_armed(ref, op.fences)
             return self._wait_fence_handles(ref, [self.fences[f] for f in op.fences])
         if isinstance(op, ir.ResetFences):
             handles = [self.fences[f] for f in op.fences]
+            with self._lock:
+                self.armed.update(dict.fromkeys(op.fences, False))
             return self._call(ref, "vkResetFences", self.vk.vkResetFences, self.device.handle, len(handles), handles)
         if isinstance(op, ir.WaitSemaphores):
             return self._wait_semaphores(ref, op)
@@ -494,11 +499,23 @@ class Runtime:
                     self._call(ref, "vkQueueSubmit2", vk.vkQueueSubmit2, queue, len(submits), submits, fence)
                 else:
                     self._call(ref, "vkQueueSubmit", vk.vkQueueSubmit, queue, len(submits), submits, fence)
+            if op.fence is not None:
+                self.armed[op.fence] = True
             for batch in op.batches:
                 for s in batch.signals:
                     if self.semaphores[s.semaphore][1] == "binary":
                         self.pending_binary[s.semaphore] = self.pending_binary.get(s.semaphore, 0) + 1
-            self._binary.notify_all()
+            self._submitted.notify_all()
+
+    def _await_armed(self, ref: str, fences: tuple[str, ...]) -> None:
+        """A fence wait starts once each fence is signaled or submitted: another host thread's
+        vkQueueSubmit with the fence (externally synchronized there) must not overlap vkWaitForFences."""
+        deadline = time.monotonic() + WAIT_LIMIT_S
+        with self._lock:
+            while not all(self.armed[f] for f in fences):
+                if self.aborted.is_set() or time.monotonic() > deadline:
+                    raise DeviceFault(ref, "vkWaitForFences", "timed out (nothing submits the fence)")
+                self._submitted.wait(0.1)
 
     def _take_binary_signals(self, ref: str, op: ir.Submit) -> None:
         """A binary wait may only be submitted once its signal is pending: host
@@ -511,7 +528,7 @@ class Runtime:
                 while not self.pending_binary.get(w.semaphore):
                     if self.aborted.is_set() or time.monotonic() > deadline:
                         raise DeviceFault(ref, "vkQueueSubmit2", f"binary semaphore {w.semaphore} has no pending signal")
-                    self._binary.wait(0.1)
+                    self._submitted.wait(0.1)
                 self.pending_binary[w.semaphore] -= 1
 
     # ---- waits and calls -----------------------------------------------------
