@@ -522,14 +522,11 @@ def _dropped(thread: str, position: int):
 
 
 def _at_end(state, mark: int, refmap: dict | None = None) -> set:
-    """The hazards after `mark` that the end of the stream adds to what `state` found: waits left blocked
-    (Incremental.findings_at_end), by the recorded stream's references."""
+    """The hazards after `mark` with those the end of the stream adds (waits left blocked), by the recorded
+    stream's references."""
     from .generate import _translate
 
-    end = state.fork()
-    end.walk.stream = end._shape()  # the walk's end reads every op (walk.ever_signals)
-    end.walk.report_blocked()
-    return {_translate(h, refmap or {}) for h in end.hazards_since(mark)}
+    return {_translate(h, refmap or {}) for h in state.ended().hazards_since(mark)}
 
 
 def _probed(state, probe: list) -> bool:
