@@ -2,7 +2,7 @@
 as reader, no cache), and the cache's speedup on a second run (a warm cache answers every mutant).
 Then the runtime side (issue 16): a pytest test of examples/engine running 10, 30 and 100 frames, each
 run plainly (VKVERIFY_CHECK=0), with the online check on (VKVERIFY_CHECK=1) and as the listing run of
-`vkverify mutate -- CMD` (VKVERIFY_MUTATE=list:FILE, online check off), side by side in one run; it
+`vkverify mutate -- CMD` (a list Selection in VKVERIFY_RUNTIME_MUTATE, online check off), side by side in one run; it
 prints online / plain (target at most 2x) and listing / plain (target at most 3x).
 
     python benchmarks/mutate.py [--frames 10,30,100] [--runtime-only]
@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from vkverify.mutations.live import Selection, environment
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = ROOT / "examples" / "engine"
@@ -94,11 +96,11 @@ def runtime_mode(counts: list[int]) -> None:
         directory = Path(tmp)
         for frames in counts:
             test = frames_test(directory, frames)
-            listing = directory / f"candidates_{frames}.tsv"
+            listing = directory / f"candidates_{frames}.jsonl"
             plain = timed(test, VKVERIFY_CHECK="0")
             online = timed(test, VKVERIFY_CHECK="1")
-            listed = timed(test, VKVERIFY_CHECK="0", VKVERIFY_MUTATE=f"list:{listing}")
-            lines = len(listing.read_text().splitlines())
+            listed = timed(test, VKVERIFY_CHECK="0", **environment(Selection("list", file=str(listing))))
+            lines = sum("k" in json.loads(line) for line in listing.read_text().splitlines())
             print(f"{frames:6d}  {plain:7.2f}  {online:8.2f}  {listed:9.2f}  {online / plain:11.2f}x  "
                   f"{listed / plain:12.2f}x  {lines:10d}")
 

@@ -4,7 +4,7 @@ survivor is named.
 
 Kept short (2 cores): only test_frames_match_numpy runs, the one whose values matter (the other
 kills its mutants with assert_race_free), and the driver runs target `fence` only; the full
-`python -m vkverify.runtime.mutate --target all -- pytest examples/engine` takes about two minutes.
+`vkverify mutate --target all -- pytest examples/engine` takes about two minutes.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
-from vkverify.runtime.mutate import read_list, run_command
+from vkverify.mutations.gate import read_list, run_command
+from vkverify.mutations.live import Selection, environment
 
 pytest.importorskip("vulkan")
 ENGINE = ROOT / "examples" / "engine"
@@ -32,10 +33,10 @@ def _pytest(path, **env) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def listing(tmp_path_factory):
-    path = tmp_path_factory.mktemp("engine") / "candidates.tsv"
-    done = _pytest(ENGINE, VKVERIFY_MUTATE=f"list:{path}")
+    path = tmp_path_factory.mktemp("engine") / "candidates.jsonl"
+    done = _pytest(ENGINE, **environment(Selection("list", file=str(path))))
     assert done.returncode == 0, done.stdout[-2000:]
-    return read_list(str(path))
+    return read_list(str(path)).candidates
 
 
 def test_list_names_the_candidates_and_mutates_nothing(listing):
@@ -45,6 +46,10 @@ def test_list_names_the_candidates_and_mutates_nothing(listing):
     # The uploads' landing barriers are not candidates: finish() waits for them before any frame reads.
     assert not [c for c in listing if "landing barrier" in c.description]
     assert all(c.where.endswith("test_engine.py::test_frames_match_numpy") for c in listing)
+    # Each is named by the engine's line that issued it.
+    sources = {(c.operator, c.op): c.source for c in listing}
+    assert sources["drop_barrier", "a0[1]"] == sources["drop_barrier", "a1[1]"] == "examples/engine/engine.py:43"
+    assert sources["drop_host_wait", "main[14]"] == "examples/engine/engine.py:58"
 
 
 @pytest.mark.parametrize("target, operator, op, caught_by", [
@@ -53,27 +58,33 @@ def test_list_names_the_candidates_and_mutates_nothing(listing):
     ("fence", "drop_host_wait", "main[14]", "HazardError: main[14]"),
 ])
 def test_a_mutated_run_fails(listing, target, operator, op, caught_by):
-    [k] = [c.k for c in listing if (c.target, c.operator, c.op) == (target, operator, op)]
-    done = _pytest(ENGINE, VKVERIFY_MUTATE=f"{target}:{k}")
+    [c] = [c for c in listing if (c.target, c.operator, c.op) == (target, operator, op)]
+    done = _pytest(ENGINE, **environment(Selection(target, c.where, k=c.k)))
     assert done.returncode == 1 and caught_by in done.stdout, done.stdout[-2000:]
+
+
+def survivors(argv: list[str]) -> tuple[int, list[tuple[str, str, str]]]:
+    """(mutants, survivors as (operator, the engine's line, test)) of target fence. Each frame's wait is
+    one call site, one mutant: dropped in every frame, no wait is left to meet a fence that was reset
+    while pending, and a dropped wait is killed by structure (the online check, or its absence leaves it
+    alive), never by whether the host read happened to race the device."""
+    outcomes, _ = run_command(argv, "fence", jobs=2, quiet=True)
+    return len(outcomes), [(o.mutant.operator, o.mutant.source.rsplit("/", 1)[-1], o.mutant.file.rsplit("::", 1)[1])
+                           for o in outcomes if not o.killed]
 
 
 def test_every_mutant_dies_until_the_value_assertion_and_the_online_check_are_gone(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "match"]
-    candidates, survivors = run_command([*argv, str(ENGINE)], "fence", jobs=2)
-    assert len(candidates) == 2 and survivors == []
+    assert survivors([*argv, str(ENGINE)]) == (1, [])
 
     copy = tmp_path / "engine"
     shutil.copytree(ENGINE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     test = copy / "test_engine.py"
     assert ASSERTION in test.read_text()
     test.write_text(test.read_text().replace(ASSERTION, ""))
-    # Without the value assertion the online check still sees each dropped wait: a host read racing the device.
-    candidates, survivors = run_command([*argv, str(copy)], "fence", jobs=2)
-    assert len(candidates) == 2 and survivors == []
-    # With the online check off as well, nothing is left to see them: both survive, each named.
+    # Without the value assertion the online check still sees the dropped waits: a host read racing the device.
+    assert survivors([*argv, str(copy)]) == (1, [])
+    # With the online check off as well, nothing is left to see them: the mutant survives, named by its line.
     monkeypatch.setenv("VKVERIFY_CHECK", "0")
-    candidates, survivors = run_command([*argv, str(copy)], "fence", jobs=2)
-    assert sorted((s.operator, s.op, s.where.rsplit("::", 1)[1]) for s in survivors) == \
-        [("drop_host_wait", "main[14]", "test_frames_match_numpy"), ("drop_host_wait", "main[8]", "test_frames_match_numpy")]
+    assert survivors([*argv, str(copy)]) == (1, [("drop_host_wait", "engine.py:58", "test_frames_match_numpy")])

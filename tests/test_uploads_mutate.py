@@ -10,7 +10,7 @@ The candidates, by the happens-before model:
   slots' landing barriers are not candidates: a reader of their bytes after upload() returns is
   also ordered by the next slot's (a global barrier on the same queue) and by the reuse waits;
   the probe that numbers them at their submit stands for a reader that never comes (the list run
-  drops them, see vkverify/runtime/mutate.py). After finish() no landing barrier is, on any
+  drops them, see vkverify/mutations/live.py). After finish() no landing barrier is, on any
   queue: a fence signal makes every device write available, and a submit after the host's wait
   makes available writes visible to all its device accesses (the checker's submit acquires the
   host's clock for every stage's visibility); a semaphore to another queue is a full memory
@@ -28,7 +28,8 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
-from vkverify.runtime.mutate import read_list
+from vkverify.mutations.gate import read_list
+from vkverify.mutations.live import Selection, environment
 
 pytest.importorskip("vulkan")
 
@@ -78,11 +79,11 @@ def _env(**extra) -> dict:
 
 
 def test_uploader_candidates_are_listed(device_name, tmp_path):
-    listing = tmp_path / "candidates.tsv"
-    done = subprocess.run(_pytest(tmp_path), env=_env(VKVERIFY_MUTATE=f"list:{listing}"), cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    listing = tmp_path / "candidates.jsonl"
+    done = subprocess.run(_pytest(tmp_path), env=_env(**environment(Selection("list", file=str(listing)))),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:]
-    listed = read_list(str(listing))
+    listed = read_list(str(listing)).candidates
     by_target = {}
     for c in listed:
         by_target.setdefault(c.target, set()).add((c.operator, c.op))
@@ -96,11 +97,14 @@ def test_uploader_candidates_are_listed(device_name, tmp_path):
     assert by_target.keys() == {"war", "fence", "raw", "waw"}
     assert labels == {"main[3]": "'slot reuse wait'", "main[6]": "'slot reuse wait'",
                       "upload.cb3[1]": "'landing barrier'", "upload.cb0[1]": "'fill before copies'"}
+    # Each is named by the program's line that caused it: the upload() call.
+    assert {c.source for c in listed} == {"test_up.py:17"}
 
 
 def test_every_candidate_of_the_uploader_dies(device_name, tmp_path):
     argv = [sys.executable, "-m", "vkverify.cli", "mutate", "--target", "all", "-j", "2", "--", *_pytest(tmp_path)]
     done = subprocess.run(argv, env=_env(), cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
-    # 2 reuse waits, 4 landing barrier and 4 fill barrier mutants (a wait counts once under all).
-    assert done.stdout.splitlines()[0] == "10 mutants, 10 killed, 0 survivors", done.stdout
+    # The 2 reuse waits fold into one mutant (one call site: the upload() line), 4 landing barrier and 4
+    # fill barrier mutants (a wait counts once under all).
+    assert "score 100.0% (9/9 mutants killed" in done.stdout, done.stdout + done.stderr[-2000:]

@@ -312,14 +312,18 @@ def _add_mutate(sub) -> None:
                "  vkverify mutate --readers checker,sim --junit mutants.xml s.json\n"
                "  vkverify mutate --target war s.json -- pytest tests/test_engine.py\n"
                "  vkverify mutate --target all -- pytest examples/engine   # the runtime mutates itself\n\n"
-               "The command after -- runs once on each original stream (it must pass), then once per mutant with "
-               "VKVERIFY_MUTATE=<target>:<k> and VKVERIFY_MUTANT_STREAM=<mutated stream JSON>; a non-zero exit "
-               "or a timeout kills.\n"
-               "exit codes: 0 score >= --fail-under, 1 below it, 2 bad input, a failing clean run or no reader",
+               "With streams, the command after -- runs once on each original stream (it must pass), then once per "
+               "mutant with VKVERIFY_MUTATE=<target>:<k> and VKVERIFY_MUTANT_STREAM=<mutated stream JSON>; a "
+               "non-zero exit or a timeout kills.\n"
+               "With only a command, its own Runtimes mutate themselves (VKVERIFY_RUNTIME_MUTATE): it runs once "
+               "listing the candidates (it must pass), then once per mutant, one per call site of the program "
+               "(--per-iteration: per candidate); a line per mutant on stderr (-q: none).\n"
+               "exit codes: 0 score >= --fail-under, 1 below it, 2 bad input, a failing clean run, no reader or 0 "
+               "mutants (the reason is printed)",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("--target", choices=["raw", "waw", "war", "semaphore", "fence", "keepalive", "host", "all"],
                    default="all", help="which synchronization to mutate (default all)")
-    c.add_argument("--readers", type=readers, default=["checker"],
+    c.add_argument("--readers", type=readers, default=None,
                    help="comma-separated: checker, sim, replay, replay+syncval (default checker; '' with a command: only it)")
     c.add_argument("-j", "--jobs", type=_positive, default=os.cpu_count() or 1, help="parallel workers (default: CPUs)")
     c.add_argument("--shard", type=shard, help="run only shard K of N (by sorted mutant id)")
@@ -328,9 +332,13 @@ def _add_mutate(sub) -> None:
     c.add_argument("--junit", metavar="FILE", help="also write JUnit XML: one testcase per mutant, survivors fail")
     c.add_argument("--report-redundant", action="store_true",
                    help="list the synchronization operations no pair depends on alone, and what else orders their pairs")
-    c.add_argument("--cache", metavar="DIR", help="verdict cache directory (default .vkverify-cache in the cwd, "
-                                                  "made with a .gitignore of its own)")
+    c.add_argument("--cache", metavar="DIR", help="cache directory: verdicts, and with only a command its listing, kept "
+                                                  "while the code, the command and the files it imports are unchanged "
+                                                  "(default .vkverify-cache in the cwd, made with a .gitignore of its own)")
     c.add_argument("--no-cache", action="store_true", help="neither read nor write the verdict cache")
+    c.add_argument("--per-iteration", action="store_true",
+                   help="with only a command: one mutant per candidate, not one per call site (file:line)")
+    _add_quiet(c, "with only a command: no progress lines on stderr")
     c.add_argument("files", nargs="*", metavar="FILES... [-- CMD ARGS...]",
                    help="stream files or directories; a command after --")
     c.set_defaults(run=run, cmd=[])

@@ -4,37 +4,102 @@
         run_my_engine(vk_runtime)          # a hazard raises HazardError at its submit
         assert_race_free(vk_runtime)       # the whole stream, host reads after the last submit included
 
+The device: `--vk-device`, else the ini key `vk_device`, else VKVERIFY_DEVICE, else Lavapipe (an
+index or a part of the name); the report header names it. A failing test's recorded stream is
+written to `--vk-streams` (default .vkverify/streams) for `vkverify explain` and `vkverify graph`.
 Vulkan is imported only when `vk_runtime` is used, so loading the plugin costs nothing.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 
 import pytest
 
+DEFAULT_DEVICE = "llvmpipe"
+REPORTS = pytest.StashKey[list]()  # a test's reports: its runtime's teardown reads whether it failed
+WRITTEN = pytest.StashKey[list]()  # (test id, device, path) of each failing test's recorded stream
+
+
+def pytest_addoption(parser) -> None:
+    group = parser.getgroup("vkverify")
+    group.addoption("--vk-device", default=None,
+                    help="Vulkan device of vk_runtime: an index or part of its name (default: ini vk_device, "
+                         f"VKVERIFY_DEVICE, else {DEFAULT_DEVICE})")
+    group.addoption("--vk-streams", default=None,
+                    help="directory for the recorded streams of failing tests (default .vkverify/streams)")
+    parser.addini("vk_device", "Vulkan device of vk_runtime (as --vk-device)", default=None)
+
+
+def device(config) -> tuple[str, str]:
+    """(the device asked for, where it was asked)."""
+    for value, origin in ((config.getoption("vk_device"), "--vk-device"), (config.getini("vk_device"), "ini vk_device"),
+                          (os.environ.get("VKVERIFY_DEVICE"), "VKVERIFY_DEVICE")):
+        if value:
+            return value, origin
+    return DEFAULT_DEVICE, "default"
+
+
+def pytest_configure(config) -> None:
+    config.stash[WRITTEN] = []
+
+
+def pytest_report_header(config) -> str:
+    name, origin = device(config)
+    return f"vkverify: vk_runtime device {name!r} ({origin})"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    item.stash.setdefault(REPORTS, []).append(report)
+    return report
+
 
 @pytest.fixture
-def vk_runtime():
-    """A Runtime on VKVERIFY_DEVICE (default: Lavapipe, the CPU device) with queues q0 and q1
-    (they share a VkQueue where the device has one), online checking on unless VKVERIFY_CHECK=0;
-    closed after the test. Skips the test when there is no Vulkan device."""
+def vk_runtime(request):
+    """A Runtime on the device the options name with queues q0 and q1 (they share a VkQueue where
+    the device has one), online checking on unless VKVERIFY_CHECK=0; closed after the test, its
+    recorded stream written to a file when the test failed. Skips the test when there is no device."""
     from vkverify.runtime import NoDevice, Runtime
 
     try:
-        rt = Runtime(("q0", "q1"), device=os.environ.get("VKVERIFY_DEVICE", "llvmpipe"),
+        rt = Runtime(("q0", "q1"), device=device(request.config)[0],
                      check=os.environ.get("VKVERIFY_CHECK", "1") == "1", name="vk_runtime")
     except NoDevice as error:
         pytest.skip(f"no Vulkan device: {error}")
     try:
         yield rt
     finally:
-        rt.close()
+        try:
+            if any(r.failed for r in request.node.stash.get(REPORTS, [])):
+                _write_stream(request, rt)
+        finally:
+            rt.close()
+
+
+def _write_stream(request, rt) -> None:
+    from vkverify.model import dumps
+
+    directory = Path(request.config.getoption("vk_streams") or request.config.rootpath / ".vkverify" / "streams")
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / (re.sub(r"[^\w.-]+", "_", request.node.nodeid) + ".json")
+    path.write_text(dumps(rt.stream()))
+    request.config.stash[WRITTEN].append((request.node.nodeid, rt.device.name, path))
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    for nodeid, name, path in config.stash.get(WRITTEN, []):
+        terminalreporter.write_line(f"vkverify: {nodeid} failed on {name}; its recorded stream: {path} "
+                                    f"(vkverify explain {path} FIRST SECOND; vkverify graph {path})")
 
 
 @pytest.fixture
 def assert_race_free():
-    """A callable taking a stream or a Runtime: fails the test with the checker's findings as text."""
+    """A callable taking a stream or a Runtime: fails the test with the checker's findings as text,
+    each operation named with the program's file:line."""
     def check_stream(subject) -> None:
         from vkverify.check import check
         from vkverify.report import FileResult, format_text
@@ -45,5 +110,6 @@ def assert_race_free():
             stream = subject.stream() if hasattr(subject, "stream") else subject
             findings, name = check(stream), stream.name
         if findings:
-            pytest.fail(format_text([FileResult("<recorded>", name, findings)]), pytrace=False)
+            loaded = subject.stream() if hasattr(subject, "happens_before") else stream  # the lines of its ops
+            pytest.fail(format_text([FileResult("<recorded>", name, findings, loaded=loaded)]), pytrace=False)
     return check_stream

@@ -44,10 +44,10 @@ def format_json(results: list[FileResult]) -> str:
     return json.dumps([to_json_obj(r) for r in results], indent=2)
 
 
-def _op(ref: str | None, label: str | None, access: str | None) -> str:
+def _op(ref: str | None, label: str | None, access: str | None, source: str | None = None) -> str:
     if ref is None:
         return "(nothing wrote these bytes)"
-    return " ".join(x for x in (ref, f'"{label}"' if label else None, access) if x)
+    return " ".join(x for x in (ref, f'"{label}"' if label else None, access, source and f"at {source}") if x)
 
 
 def _headline(f: Finding) -> str:
@@ -84,8 +84,8 @@ def format_text(results: list[FileResult]) -> str:
         for number, f in enumerate(r.findings, 1):
             lines.append(f"  #{number} {_headline(f)}{' (racing)' if f.racing else ''}: {f.message}")
             if f.ops is None:
-                lines.append(f"    first:  {_op(f.first, f.labels[0], f.first_access)}")
-                lines.append(f"    second: {_op(f.second, f.labels[1], f.second_access)}")
+                lines.append(f"    first:  {_op(f.first, f.labels[0], f.first_access, r.source(f.first))}")
+                lines.append(f"    second: {_op(f.second, f.labels[1], f.second_access, r.source(f.second))}")
             lines.append(f"    fix:    {f.fix}")
             if f.params is not None:
                 lines.append(f"    params: {', '.join(f'{k}={v}' for k, v in f.params)} (smallest failing values)")

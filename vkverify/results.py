@@ -26,6 +26,10 @@ class FileResult:
     def failed(self) -> bool:
         return bool(self.findings or self.errors)
 
+    def source(self, ref: str | None) -> str | None:
+        """The program's file:line the stream records for the operation `ref` names, if any."""
+        return self.loaded.index.source(ref) if ref and self.loaded is not None else None
+
 
 def bad_input(file: str, lines: list[str]) -> FileResult:
     """The result of a file that could not be loaded: what is wrong with it, for the formats that carry it."""

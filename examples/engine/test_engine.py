@@ -1,6 +1,6 @@
 """The engine's tests: values against numpy, and the recorded stream race-free.
 
-`python -m vkverify.runtime.mutate -- pytest examples/engine` drops or weakens each load-bearing
+`vkverify mutate -- pytest examples/engine` drops or weakens each load-bearing
 synchronization in turn; each must make one of these tests fail.
 """
 

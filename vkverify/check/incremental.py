@@ -160,10 +160,14 @@ class Incremental:
 
     def findings_at_end(self) -> list[Finding]:
         """What `check` finds on the stream fed so far before exact.refine: those of waits left blocked too."""
+        return self.ended().findings_since(0)
+
+    def ended(self) -> Incremental:
+        """A fork of the state as the stream's end leaves it: the waits still blocked reported."""
         end = self.fork()
         end.walk.stream = end._shape()  # the walk's end reads every op (walk.ever_signals)
         end.walk.report_blocked()
-        return end.findings_since(0)
+        return end
 
     def thread_length(self, thread: str) -> int:
         index = self.thread_index.get(thread)

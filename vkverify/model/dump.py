@@ -9,7 +9,7 @@ from . import ir
 
 
 def _tag(item: Any) -> dict:
-    return {k: v for k, v in (("id", item.id), ("label", item.label)) if v is not None}
+    return {k: v for k, v in (("id", item.id), ("label", item.label), ("source", item.source)) if v is not None}
 
 
 def _names(names: frozenset[str]) -> list[str]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Union
 
-from .refs import format_ref
+from .refs import format_ref, split_ref
 
 FORMAT = "vkverify-stream/1"
 MEMORY_KINDS = ("device_local", "host_coherent", "host_cached", "device_host_visible")
@@ -75,10 +75,12 @@ class Data:
 
 @dataclass(frozen=True, kw_only=True)
 class Tagged:
-    """What every command and host op may carry: an `id` to refer to it by, a `label` for people."""
+    """What every command and host op may carry: an `id` to refer to it by, a `label` for people, and the
+    `source` line (file:line) of the program that issued it; `source` is no part of the operation's value."""
 
     id: str | None = None
     label: str | None = None
+    source: str | None = field(default=None, compare=False)
 
 
 # ---- commands ---------------------------------------------------------------
@@ -331,6 +333,17 @@ class StreamIndex:
                         for cb in b.command_buffers:
                             counts[cb] = counts.get(cb, 0) + 1
         self.resubmitted = frozenset(cb for cb, n in counts.items() if n > 1)
+
+    def source(self, ref: str) -> str | None:
+        """The program's file:line recorded with the command or host op `ref` names (`cb0[2]`,
+        `cb0[2]@main[5]`, `main[3].batches[0].wait[1]`, an id); None where none was recorded."""
+        split = split_ref(self.ids.get(ref, ref))
+        if split is None:
+            return None
+        owner, index = split[0].owner, split[0].index
+        items = self.command_buffers[owner].commands if owner in self.command_buffers else \
+            self.threads[owner].ops if owner in self.threads else ()
+        return items[index].source if index < len(items) else None
 
     def command_ref(self, cb: str, i: int, submit: str) -> str:
         """docs/format.md references: `cb0[2]`, or `cb0[2]@main[5]` when cb0 is submitted more than once."""

@@ -487,7 +487,7 @@ class _Builder:
     # ---- commands ----------------------------------------------------------
 
     def command(self, path: tuple, c: dict) -> ir.Command:
-        tag = {"id": c.get("id"), "label": c.get("label")}
+        tag = {"id": c.get("id"), "label": c.get("label"), "source": c.get("source")}
         kind = c["cmd"]
         if kind == "copy":
             return self.copy(path, c, tag)
@@ -587,7 +587,7 @@ class _Builder:
     # ---- host ops ----------------------------------------------------------
 
     def host_op(self, path: tuple, op: dict) -> ir.HostOp:
-        tag = {"id": op.get("id"), "label": op.get("label")}
+        tag = {"id": op.get("id"), "label": op.get("label"), "source": op.get("source")}
         kind = op["op"]
         if kind == "submit":
             return self.submit(path, op, tag)

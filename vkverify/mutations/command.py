@@ -35,14 +35,51 @@ def _prepare(stream: ir.Stream, file: str) -> tuple[list[Mutant], list[Equivalen
     return ms, eq, not check(stream), analysis.redundant
 
 
+def command_mode(args: argparse.Namespace, argv: list[str]) -> int:
+    """No streams: the command's own Runtimes mutate themselves (gate.py), once per mutant."""
+    from .gate import NoMutants, run_command
+
+    refused = [flag for flag, given in (("--readers", args.readers is not None),
+                                        ("--report-redundant", args.report_redundant)) if given]
+    if refused:
+        print(f"vkverify mutate: {' and '.join(refused)} concern stream mutants; with only a command after -- "
+              "there are none (the command is the reader)", file=sys.stderr)
+        return 2
+    try:
+        outcomes, stats = run_command(argv, args.target, args.jobs, args.per_iteration, _cache(args), args.shard,
+                                      args.quiet)
+    except NoMutants as e:
+        print(f"vkverify mutate: 0 mutants: {e}", file=sys.stderr)
+        return 2
+    except CleanRunFailed as e:
+        print(f"vkverify mutate: {e}", file=sys.stderr)
+        return 2
+    tests: dict[str, int] = {}
+    for o in outcomes:
+        tests[o.mutant.file] = tests.get(o.mutant.file, 0) + 1
+    summary = [{"file": test, "clean": True, "mutants": n} for test, n in tests.items()]
+    return finish(Report(outcomes, ["command"], {}, stats, summary), args)
+
+
+def _cache(args: argparse.Namespace) -> Cache | None:
+    return None if args.no_cache else Cache(args.cache or Path.cwd() / ".vkverify-cache")
+
+
+def finish(report: Report, args: argparse.Namespace) -> int:
+    """Print the report, write the JUnit file; exit 1 below --fail-under."""
+    print(text(report) if args.format == "text" else json.dumps(to_json(report), indent=1))
+    if args.junit:
+        write_atomic(args.junit, junit(report))
+    return 1 if report.score < args.fail_under else 0
+
+
 def main(args: argparse.Namespace) -> int:
     files, argv = args.files, args.cmd  # FILES... [-- CMD ARGS...]
     if not files and argv:
-        # No streams: the command's own runtime mutates itself (VKVERIFY_MUTATE), once per candidate.
-        from ..runtime.mutate import report_command
-        return report_command(argv, args.target, args.jobs)
-    if not files:
-        print("vkverify mutate: give stream files, or a command after --", file=sys.stderr)
+        return command_mode(args, argv)
+    if not files or args.per_iteration:
+        print("vkverify mutate: " + ("--per-iteration concerns a command's runtime mutants (no FILES)" if files
+                                      else "give stream files, or a command after --"), file=sys.stderr)
         return 2
     try:
         streams = {file: plain(load(file)) for file in files}
@@ -64,7 +101,7 @@ def main(args: argparse.Namespace) -> int:
         if args.report_redundant:
             redundant[file] = red
     picked = found if args.shard is None else shard(found, *args.shard)
-    readers = [READERS[name]() for name in args.readers]
+    readers = [READERS[name]() for name in (args.readers if args.readers is not None else ["checker"])]
     if argv:
         readers.append(CmdReader(argv, selectors(found, args.target)))
     skipped = {}
@@ -82,10 +119,5 @@ def main(args: argparse.Namespace) -> int:
         why = "; ".join(f"{k}: {v}" for k, v in skipped.items()) or "none asked for (--readers, or a command after --)"
         print(f"vkverify mutate: no reader can run: {why}", file=sys.stderr)
         return 2
-    cache = None if args.no_cache else Cache(args.cache or Path.cwd() / ".vkverify-cache")
-    outcomes, stats = run(picked, running, streams, args.jobs, cache)
-    report = Report(outcomes, [r.name for r in readers], skipped, stats, summary, equivalent, redundant)
-    print(text(report) if args.format == "text" else json.dumps(to_json(report), indent=1))
-    if args.junit:
-        write_atomic(args.junit, junit(report))
-    return 1 if report.score < args.fail_under else 0
+    outcomes, stats = run(picked, running, streams, args.jobs, _cache(args))
+    return finish(Report(outcomes, [r.name for r in readers], skipped, stats, summary, equivalent, redundant), args)

@@ -105,7 +105,8 @@ def to_json(report: Report) -> dict:
         "matrix": report.matrix(),
         "stats": {"executed": report.stats.executed, "cached": report.stats.cached},
         "streams": report.streams,
-        "mutants": [{"id": o.mutant.id, "file": o.mutant.file, "targets": list(o.mutant.targets),
+        "mutants": [{"id": o.mutant.id, "file": o.mutant.file, "source": o.mutant.source,
+                     "targets": list(o.mutant.targets),
                      "operator": o.mutant.operator, "op": o.mutant.op, "description": o.mutant.description,
                      "predicted": [list(h) for h in o.mutant.predicted], "killed": o.killed,
                      "verdicts": {r: {"killed": v.killed, "detail": v.detail, "value_coinciding": v.coinciding}
@@ -122,7 +123,8 @@ def to_json(report: Report) -> dict:
 
 
 def junit(report: Report) -> str:
-    """One testsuite per stream file, one testcase per mutant; a survivor is a failure."""
+    """One testsuite per stream file (or test, for a command's runtime mutants), one testcase per
+    mutant with the program's file and line where known; a survivor is a failure."""
     by_file: dict[str, list[Outcome]] = {}
     for o in report.outcomes:
         by_file.setdefault(o.mutant.file, []).append(o)
@@ -134,9 +136,14 @@ def junit(report: Report) -> str:
                               skipped=str(sum(not o.judged for o in outcomes)))
         for o in outcomes:
             case = ET.SubElement(suite, "testcase", classname=file, name=f"{o.mutant.operator}:{o.mutant.op}")
+            if o.mutant.source:
+                path, _, line = o.mutant.source.rpartition(":")
+                case.set("file", path)
+                case.set("line", line)
             details = "; ".join(f"{r}: {v.detail}" for r, v in o.verdicts.items())
             if not o.judged:
                 ET.SubElement(case, "skipped", message=details)
             elif not o.killed:
-                ET.SubElement(case, "failure", message=f"survived: {o.mutant.description}").text = details
+                where = f" at {o.mutant.source}" if o.mutant.source else ""
+                ET.SubElement(case, "failure", message=f"survived{where}: {o.mutant.description}").text = details
     return ET.tostring(root, encoding="unicode", xml_declaration=True)

@@ -39,6 +39,7 @@ class Mutant:
     predicted: tuple[tuple, ...]  # hazards the model finds in the mutant, by original references
     stream: ir.Stream
     refmap: o.RefMap
+    source: str | None = None  # the program's file:line of the op, where the stream records one
 
 
 @dataclass(frozen=True)
@@ -205,11 +206,13 @@ def _host(s: ir.Stream, op: str, thread: str, i: int) -> Iterator[list[_Candidat
     host_op = s.index.threads[thread].ops[i]
     what = _label(host_op, op)
     if isinstance(host_op, ir.SignalSemaphore):
-        yield [_Candidate("drop_signal", op, f"drop {what}", ("semaphore",), lambda: o.drop_host_op(s, thread, i))]
+        yield [_Candidate("drop_signal", op, drop_description(host_op, op), ("semaphore",),
+                          lambda: o.drop_host_op(s, thread, i))]
     elif isinstance(host_op, ir.HostAccess):  # flush or invalidate
-        yield [_Candidate(f"drop_{host_op.op}", op, f"drop {what}", ("host",), lambda: o.drop_host_op(s, thread, i))]
+        yield [_Candidate(f"drop_{host_op.op}", op, drop_description(host_op, op), ("host",),
+                          lambda: o.drop_host_op(s, thread, i))]
     elif isinstance(host_op, HOST_WAITS):
-        yield [_Candidate("drop_host_wait", op, drop_wait_description(host_op, op), ("fence",),
+        yield [_Candidate("drop_host_wait", op, drop_description(host_op, op), ("fence",),
                           lambda: o.drop_host_op(s, thread, i))]
         if isinstance(host_op, ir.WaitFences):
             reset = ir.ResetFences(host_op.fences)
@@ -217,8 +220,9 @@ def _host(s: ir.Stream, op: str, thread: str, i: int) -> Iterator[list[_Candidat
                               ("fence",), lambda: o.insert_host_op(s, thread, i, reset))]
 
 
-def drop_wait_description(wait: ir.HostOp, ref: str) -> str:
-    return f"drop {_label(wait, ref)}"
+def drop_description(host_op: ir.HostOp, ref: str) -> str:
+    """What dropping the host op `ref` (a wait, a flush, an invalidate, a signal) is called."""
+    return f"drop {_label(host_op, ref)}"
 
 
 def _keepalive(s: ir.Stream, a: Analysis) -> Iterator[list[_Candidate]]:

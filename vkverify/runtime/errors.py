@@ -40,14 +40,19 @@ class HazardError(RuntimeFault):
     """Online checking (VKVERIFY_CHECK=1) found a hazard in a submit before it
     reached vkQueueSubmit. `findings` are the checker's Finding records.
 
-    Seen by a program built on the runtime, at the submit that would race.
+    Seen by a program built on the runtime, at the submit that would race. `sources`: the
+    program's file:line of the submit and of the first finding's two operations, by reference.
     """
 
-    def __init__(self, submit: str, findings: list) -> None:
-        self.submit, self.findings = submit, findings
+    def __init__(self, submit: str, findings: list, sources: dict[str, str] | None = None) -> None:
+        self.submit, self.findings, self.sources = submit, findings, sources or {}
         first = findings[0]
-        super().__init__(f"{submit}: {len(findings)} hazard(s), first: {first.kind} on "
-                         f"{first.buffer}: {first.message}")
+
+        def at(ref: str | None) -> str:
+            return f" at {self.sources[ref]}" if ref in self.sources else ""
+        ops = f" (first {first.first}{at(first.first)}, second {first.second}{at(first.second)})" if first.first else ""
+        super().__init__(f"{submit}{at(submit)}: {len(findings)} hazard(s), first: {first.kind} on "
+                         f"{first.buffer}: {first.message}{ops}")
 
 
 class UploadFailed(RuntimeFault):

@@ -1,4 +1,4 @@
-"""Compute pipelines from the shader library, and their descriptor sets.
+"""Compute pipelines from the shader library or the program's own SPIR-V, and their descriptor sets.
 
 Bindings are checked against the SPIR-V's reflected interface before any
 Vulkan object is made (a pipeline that binds a different number of buffers
@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..shaders import DescriptorType, ShaderInterface, interface, load_spirv
+from ..shaders.reflect import reflect
 from .errors import Unsupported
 
 SETS_PER_POOL = 256
@@ -29,12 +30,18 @@ class Pipeline:
 class Pipelines:
     device: object  # runtime.device.Device
     by_name: dict[str, Pipeline] = field(default_factory=dict)
+    own: dict[str, tuple[bytes, ShaderInterface]] = field(default_factory=dict)  # the program's shaders
     pools: list = field(default_factory=list)
     free_in_pool: int = 0
 
     @property
     def vk(self):
         return self.device.instance.vk
+
+    def add(self, name: str, spirv: bytes) -> ShaderInterface:
+        """The program's shader `name`: reflected now (SpirvError), made into a pipeline at first use."""
+        self.own[name] = (spirv, reflect(spirv))
+        return self.own[name][1]
 
     def get(self, name: str) -> Pipeline:
         if name not in self.by_name:
@@ -43,7 +50,7 @@ class Pipelines:
 
     def _create(self, name: str) -> Pipeline:
         vk, device = self.vk, self.device.handle
-        shader = interface(name)
+        spirv, shader = self.own[name] if name in self.own else (None, interface(name))
         if any(b.set != 0 or b.descriptor_type not in (DescriptorType.STORAGE_BUFFER, DescriptorType.UNIFORM_BUFFER)
                for b in shader.bindings):
             raise Unsupported(f"shader {name!r}: only set 0 storage/uniform buffers are supported")
@@ -59,7 +66,7 @@ class Pipelines:
                                                     pushConstantRangeCount=len(push_ranges),
                                                     pPushConstantRanges=push_ranges)
         layout = vk.vkCreatePipelineLayout(device, layout_info, None)  # vkCreatePipelineLayout
-        spirv = load_spirv(name)
+        spirv = spirv or load_spirv(name)
         module_info = vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv)
         module = vk.vkCreateShaderModule(device, module_info, None)  # vkCreateShaderModule
         stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module,

@@ -8,21 +8,30 @@ raises HazardError before vkQueueSubmit is called or the host touches the bytes
 (a host read racing the device is then caught by structure, whatever the timing).
 The check keeps the checker's state between ops (happens_before), so it costs
 the op, not the stream recorded so far.
+
+Hooks see every host op before it is recorded and run: `Runtime(hooks=[factory, ...])`, each
+factory called with the Runtime once it is open and returning an object with `before(thread, op)`
+(the op to record and run instead, or None to drop it) and `close()`; without `hooks`, the
+factories VKVERIFY_HOOKS names (`module:attribute`, comma-separated). The uploader is asked
+first, by the same protocol (its deferred copies join a submit).
 """
 
 from __future__ import annotations
 
 import base64
+import importlib
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 
 from ..model import builder, from_dict, ir
 from ..model.data import data_bytes
 from ..model.dump import command_to_dict, host_op_to_dict
 from ..model.refs import format_ref, with_submit
 from ..model.stages import stage_mask
+from .caller import caller
 from .device import Device, Instance, QueueRequest, pick_physical
 from .errors import DeviceFault, HazardError, Unsupported
 from .memory import Allocator, DeviceBuffer
@@ -44,7 +53,22 @@ def _submitted(op: ir.HostOp) -> list[str]:
 
 class CommandBuffer(builder.CommandBuffer):
     """The model builder's recorder (cmd_copy_buffer, cmd_dispatch, ...); the
-    commands become Vulkan commands when the buffer is submitted."""
+    commands become Vulkan commands when the buffer is submitted. Each command
+    records the program's line that recorded it (`source`)."""
+
+    def _add(self, cmd: str, **fields) -> CommandBuffer:
+        return super()._add(cmd, source=caller(), **fields)
+
+
+def env_hooks() -> list[Callable]:
+    """The hook factories VKVERIFY_HOOKS names; ValueError names a malformed entry."""
+    factories = []
+    for spec in filter(None, os.environ.get("VKVERIFY_HOOKS", "").split(",")):
+        module, sep, attribute = spec.partition(":")
+        if not sep:
+            raise ValueError(f"VKVERIFY_HOOKS entry {spec!r} must be module:attribute")
+        factories.append(getattr(importlib.import_module(module), attribute))
+    return factories
 
 
 class Runtime:
@@ -58,17 +82,19 @@ class Runtime:
 
     def __init__(self, queues: Iterable[str] | Mapping[str, QueueRequest] = ("q0",), device: str | None = None,
                  validation: bool = False, syncval: bool = False, check: bool | None = None,
-                 name: str = "runtime", extensions: tuple[str, ...] = ()) -> None:
+                 name: str = "runtime", extensions: tuple[str, ...] = (),
+                 hooks: Iterable[Callable] | None = None) -> None:
         requests = [queues[q] if isinstance(queues, Mapping) else QueueRequest(q) for q in queues]
         self.check = os.environ.get("VKVERIFY_CHECK") == "1" if check is None else check
         self._lock = threading.RLock()
-        self._binary = threading.Condition(self._lock)
+        self._submitted = threading.Condition(self._lock)
         self.aborted = threading.Event()
         self.buffers: dict[str, DeviceBuffer] = {}
         self.scratch: list[DeviceBuffer] = []
         self.semaphores: dict[str, tuple[object, str]] = {}
         self.pending_binary: dict[str, int] = {}
         self.fences: dict[str, object] = {}
+        self.armed: dict[str, bool] = {}  # fence -> signaled at creation, or submitted, since its last reset
         self.pools: dict[int, object] = {}
         self.recorded: dict[tuple[str, str | None], object] = {}
         self.abstract_shaders: dict[str, tuple[str, ...]] = {}
@@ -80,8 +106,8 @@ class Runtime:
         self._hb_resources: tuple = ()  # how many buffers, semaphores, fences and shaders it knows
         self._hb_reported = 0  # a mark of its findings: those before it were raised already
         self.uploader = None  # uploads.Uploader: deferred copies join submits; closed before the device
-        from .mutate import mutator  # here: `python -m vkverify.runtime.mutate` must not find it imported
-        self.mutator = mutator(self, name)  # VKVERIFY_MUTATE; None when unset
+        self.hooks: list = []
+        self.name = name
         self.device = self.allocator = self.pipelines = None
         self.instance = Instance(validation, syncval)
         try:
@@ -95,6 +121,8 @@ class Runtime:
         self.doc = {"format": ir.FORMAT, "name": name,
                     "devices": [{"id": "gpu0", "queues": [{"id": r.id, "family": r.group} for r in requests]}],
                     "buffers": [], "semaphores": [], "fences": [], "shaders": {}}
+        factories = env_hooks() if hooks is None else hooks
+        self.hooks = [h for h in (factory(self) for factory in factories) if h is not None]
 
     @property
     def vk(self):
@@ -220,12 +248,26 @@ class Runtime:
             handle = vk.vkCreateFence(self.device.handle, info, None)  # vkCreateFence
             self.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_FENCE, handle, id)
             self.fences[id] = handle
+            self.armed[id] = signaled
             self.doc["fences"].append({"id": id, "signaled": signaled})
 
     def declare_shader(self, id: str, bindings: Iterable[str]) -> None:
         """An abstract shader (docs/format.md): replayed by a generic kernel."""
         self.abstract_shaders[id] = tuple(bindings)
         self.doc["shaders"][id] = {"bindings": list(bindings)}
+
+    def load_shader(self, name: str, spirv: bytes) -> tuple[str, ...]:
+        """The program's own compute shader, dispatched by `name` like a library one: its bindings
+        (set 0, in binding order) and push constants reflected from the SPIR-V, and declared in the
+        stream with the access its code makes of each buffer. Returns those accesses."""
+        from ..shaders import library, stream_accesses
+
+        if name in library() or name in self.doc["shaders"]:
+            raise ValueError(f"shader {name!r} exists already (the library's, or loaded or declared before)")
+        # An untouched binding is declared read: the stream has no `none` access, and may declare more.
+        accesses = tuple(a if a != "none" else "read" for a in stream_accesses(self.pipelines.add(name, spirv)))
+        self.doc["shaders"][name] = {"bindings": list(accesses)}
+        return accesses
 
     def command_buffer(self, id: str) -> CommandBuffer:
         """The recorder for command buffer `id` (builder method names)."""
@@ -248,53 +290,55 @@ class Runtime:
                                             .index.command_buffers[cb_id].commands)
         return cached[1]
 
-    # ---- host ops ----------------------------------------------------------
+    # ---- host ops (each takes `id` and `label` keywords, as commands do) ----
 
     def submit(self, queue: str, command_buffers: Iterable[str] = (), wait: Iterable[dict] = (),
-               signal: Iterable[dict] = (), fence: str | None = None, thread: str = "main") -> None:
+               signal: Iterable[dict] = (), fence: str | None = None, thread: str = "main", **tag) -> None:
         """vkQueueSubmit2 with one batch; wait/signal: {"semaphore", "value"?, "stage"?}."""
         def sem(d: dict) -> ir.SemaphoreOp:
             stage = d.get("stage", ["all_commands"])
             return ir.SemaphoreOp(d["semaphore"], d.get("value"), frozenset([stage] if isinstance(stage, str) else stage))
         batch = ir.Batch(tuple(map(sem, wait)), tuple(command_buffers), tuple(map(sem, signal)))
-        self.execute(thread, ir.Submit(queue, (batch,), fence))
+        self.execute(thread, ir.Submit(queue, (batch,), fence, **tag))
 
-    def wait_fences(self, fences: Iterable[str], thread: str = "main") -> None:
-        self.execute(thread, ir.WaitFences(tuple(fences)))
+    def wait_fences(self, fences: Iterable[str], thread: str = "main", **tag) -> None:
+        self.execute(thread, ir.WaitFences(tuple(fences), **tag))
 
-    def reset_fences(self, fences: Iterable[str], thread: str = "main") -> None:
-        self.execute(thread, ir.ResetFences(tuple(fences)))
+    def reset_fences(self, fences: Iterable[str], thread: str = "main", **tag) -> None:
+        self.execute(thread, ir.ResetFences(tuple(fences), **tag))
 
-    def wait_semaphores(self, waits: Mapping[str, int], thread: str = "main") -> None:
-        self.execute(thread, ir.WaitSemaphores(tuple(ir.SemaphoreValue(s, v) for s, v in waits.items())))
+    def wait_semaphores(self, waits: Mapping[str, int], thread: str = "main", **tag) -> None:
+        self.execute(thread, ir.WaitSemaphores(tuple(ir.SemaphoreValue(s, v) for s, v in waits.items()), **tag))
 
-    def signal_semaphore(self, semaphore: str, value: int, thread: str = "main") -> None:
-        self.execute(thread, ir.SignalSemaphore(semaphore, value))
+    def signal_semaphore(self, semaphore: str, value: int, thread: str = "main", **tag) -> None:
+        self.execute(thread, ir.SignalSemaphore(semaphore, value, **tag))
 
-    def host_write(self, buffer: str, data: bytes, offset: int = 0, thread: str = "main") -> None:
+    def host_write(self, buffer: str, data: bytes, offset: int = 0, thread: str = "main", **tag) -> None:
         payload = ir.Data(base64=base64.b64encode(data).decode())
-        self.execute(thread, ir.HostAccess("host_write", buffer, offset, len(data), payload))
+        self.execute(thread, ir.HostAccess("host_write", buffer, offset, len(data), payload, **tag))
 
-    def host_read(self, buffer: str, offset: int = 0, size: int | None = None, thread: str = "main") -> bytes:
+    def host_read(self, buffer: str, offset: int = 0, size: int | None = None, thread: str = "main",
+                  **tag) -> bytes:
         size = self.buffers[buffer].size - offset if size is None else size
-        return self.execute(thread, ir.HostAccess("host_read", buffer, offset, size))
+        return self.execute(thread, ir.HostAccess("host_read", buffer, offset, size, **tag))
 
-    def flush(self, buffer: str, offset: int = 0, size: int | None = None, thread: str = "main") -> None:
+    def flush(self, buffer: str, offset: int = 0, size: int | None = None, thread: str = "main", **tag) -> None:
         size = self.buffers[buffer].size - offset if size is None else size
-        self.execute(thread, ir.HostAccess("flush", buffer, offset, size))
+        self.execute(thread, ir.HostAccess("flush", buffer, offset, size, **tag))
 
-    def invalidate(self, buffer: str, offset: int = 0, size: int | None = None, thread: str = "main") -> None:
+    def invalidate(self, buffer: str, offset: int = 0, size: int | None = None, thread: str = "main",
+                   **tag) -> None:
         size = self.buffers[buffer].size - offset if size is None else size
-        self.execute(thread, ir.HostAccess("invalidate", buffer, offset, size))
+        self.execute(thread, ir.HostAccess("invalidate", buffer, offset, size, **tag))
 
-    def queue_wait_idle(self, queue: str, thread: str = "main") -> None:
-        self.execute(thread, ir.QueueWaitIdle(queue))
+    def queue_wait_idle(self, queue: str, thread: str = "main", **tag) -> None:
+        self.execute(thread, ir.QueueWaitIdle(queue, **tag))
 
-    def device_wait_idle(self, thread: str = "main") -> None:
-        self.execute(thread, ir.DeviceWaitIdle("gpu0"))
+    def device_wait_idle(self, thread: str = "main", **tag) -> None:
+        self.execute(thread, ir.DeviceWaitIdle("gpu0", **tag))
 
-    def destroy(self, buffer: str, thread: str = "main") -> None:
-        self.execute(thread, ir.Destroy(buffer))
+    def destroy(self, buffer: str, thread: str = "main", **tag) -> None:
+        self.execute(thread, ir.Destroy(buffer, **tag))
 
     def execute(self, thread: str, op: ir.HostOp, at: Mapping[str, str] | None = None):
         """Run one host op of `thread` and record it; a host_read returns its bytes.
@@ -302,12 +346,9 @@ class Runtime:
         at: command buffer id -> the submit reference its commands are named
         with (the replay passes it for command buffers submitted more than once).
         """
-        if isinstance(op, ir.Submit) and self.uploader is not None:
-            op = self.uploader.before_submit(op)
-        if self.mutator is not None:
-            op = self.mutator.before(thread, op)
-            if op is None:  # a dropped host wait
-                return None
+        op = self.before(thread, op if op.source is not None else replace(op, source=caller()))
+        if op is None:  # a hook dropped it
+            return None
         with self._lock:
             ops = self.threads.setdefault(thread, [])
             ref = format_ref(thread, len(ops))
@@ -320,9 +361,12 @@ class Runtime:
         if isinstance(op, ir.Submit):
             return self._submit(ref, op, at or {})
         if isinstance(op, ir.WaitFences):
+            self._await_armed(ref, op.fences)
             return self._wait_fence_handles(ref, [self.fences[f] for f in op.fences])
         if isinstance(op, ir.ResetFences):
             handles = [self.fences[f] for f in op.fences]
+            with self._lock:
+                self.armed.update(dict.fromkeys(op.fences, False))
             return self._call(ref, "vkResetFences", self.vk.vkResetFences, self.device.handle, len(handles), handles)
         if isinstance(op, ir.WaitSemaphores):
             return self._wait_semaphores(ref, op)
@@ -340,6 +384,14 @@ class Runtime:
         with self._lock:
             return self.allocator.destroy(self.buffers[op.buffer])
 
+    def before(self, thread: str, op: ir.HostOp, uploads: bool = True) -> ir.HostOp | None:
+        """`op` as the hooks leave it (None: dropped); the uploader first, unless the op is its own."""
+        for hook in ([self.uploader] if uploads and self.uploader is not None else []) + self.hooks:
+            op = hook.before(thread, op)
+            if op is None:
+                return None
+        return op
+
     def _check_online(self, ref: str, thread: str, entry: dict) -> None:
         """Check this submit or host access after the stream recorded so far, on the incremental state of
         it (happens_before); raise on a finding not raised before."""
@@ -356,7 +408,9 @@ class Runtime:
             # finds then taken as raised.
             self._hb, self._hb_reported = None, None
             stream = from_dict(self._document({thread: self.threads.get(thread, []) + [entry]}), "<runtime>")
-            raise HazardError(ref, exact.refine(stream, new, hb.walk.shared))
+            new = exact.refine(stream, new, hb.walk.shared)
+            raise HazardError(ref, new, {r: line for r in (new[0].first, new[0].second, ref)
+                                         if r and (line := stream.index.source(r))})
 
     def happens_before(self):
         """The checker's state over everything recorded so far (check/incremental.py), fed the ops recorded
@@ -505,11 +559,23 @@ class Runtime:
                     self._call(ref, "vkQueueSubmit2", vk.vkQueueSubmit2, queue, len(submits), submits, fence)
                 else:
                     self._call(ref, "vkQueueSubmit", vk.vkQueueSubmit, queue, len(submits), submits, fence)
+            if op.fence is not None:
+                self.armed[op.fence] = True
             for batch in op.batches:
                 for s in batch.signals:
                     if self.semaphores[s.semaphore][1] == "binary":
                         self.pending_binary[s.semaphore] = self.pending_binary.get(s.semaphore, 0) + 1
-            self._binary.notify_all()
+            self._submitted.notify_all()
+
+    def _await_armed(self, ref: str, fences: tuple[str, ...]) -> None:
+        """A fence wait starts once each fence is signaled or submitted: another host thread's
+        vkQueueSubmit with the fence (externally synchronized there) must not overlap vkWaitForFences."""
+        deadline = time.monotonic() + WAIT_LIMIT_S
+        with self._lock:
+            while not all(self.armed[f] for f in fences):
+                if self.aborted.is_set() or time.monotonic() > deadline:
+                    raise DeviceFault(ref, "vkWaitForFences", "timed out (nothing submits the fence)")
+                self._submitted.wait(0.1)
 
     def _take_binary_signals(self, ref: str, op: ir.Submit) -> None:
         """A binary wait may only be submitted once its signal is pending: host
@@ -522,7 +588,7 @@ class Runtime:
                 while not self.pending_binary.get(w.semaphore):
                     if self.aborted.is_set() or time.monotonic() > deadline:
                         raise DeviceFault(ref, "vkQueueSubmit2", f"binary semaphore {w.semaphore} has no pending signal")
-                    self._binary.wait(0.1)
+                    self._submitted.wait(0.1)
                 self.pending_binary[w.semaphore] -= 1
 
     # ---- waits and calls -----------------------------------------------------
@@ -595,8 +661,9 @@ class Runtime:
                 vk.vkDestroyFence(device.handle, handle, None)  # vkDestroyFence
             device.release()
         self.instance.release()
-        if getattr(self, "mutator", None) is not None:
-            self.mutator.close()  # a list run writes the candidates the whole recorded stream bears out
+        hooks, self.hooks = getattr(self, "hooks", []), []
+        for hook in hooks:
+            hook.close()
 
     def __enter__(self) -> Runtime:
         return self

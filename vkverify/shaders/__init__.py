@@ -5,7 +5,8 @@ numpy semantics are in `semantics.SEMANTICS`. Regenerate the SPIR-V with
 `python -m vkverify.shaders build`. Nothing here imports Vulkan.
 """
 
-from vkverify.shaders.library import GenericPlan, binding_accesses, Shader, generic_plan, interface, library, load_spirv
+from vkverify.shaders.library import (GenericPlan, Shader, binding_accesses, generic_plan, interface, library,
+                                      load_spirv, stream_accesses)
 from vkverify.shaders.reflect import (
     BindingInfo,
     DescriptorType,
@@ -25,6 +26,7 @@ __all__ = [
     "PushField",
     "Shader",
     "binding_accesses",
+    "stream_accesses",
     "ShaderInterface",
     "SpirvError",
     "checksum",

@@ -12,7 +12,7 @@ from types import MappingProxyType
 from vkverify.shaders.reflect import DescriptorType, ShaderInterface, reflect
 from vkverify.shaders.semantics import SEMANTICS, Semantics, generic_name
 
-__all__ = ["GenericPlan", "Shader", "generic_plan", "interface", "library", "load_spirv"]
+__all__ = ["GenericPlan", "Shader", "generic_plan", "interface", "library", "load_spirv", "stream_accesses"]
 
 SHADER_DIR = Path(__file__).parent
 
@@ -54,10 +54,13 @@ def interface(name: str) -> ShaderInterface:
 def binding_accesses(name: str) -> tuple[str, ...] | None:
     """Per binding (in binding order), the stream format's access for a library shader, from its
     reflected SPIR-V; None when the library has no such shader."""
-    if name not in library():
-        return None
+    return stream_accesses(interface(name)) if name in library() else None
+
+
+def stream_accesses(shader: ShaderInterface) -> tuple[str, ...]:
+    """Per binding (in binding order), the stream format's access a reflected interface makes."""
     return tuple("uniform" if b.descriptor_type == DescriptorType.UNIFORM_BUFFER else b.access
-                 for b in sorted(interface(name).bindings, key=lambda b: (b.set, b.binding)))
+                 for b in sorted(shader.bindings, key=lambda b: (b.set, b.binding)))
 
 @dataclass(frozen=True)
 class GenericPlan:

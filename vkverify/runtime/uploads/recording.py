@@ -4,15 +4,18 @@ the uploads are checked together), or one of its own on a device an engine owns.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 from ...model import from_dict, ir
+from ..caller import caller
 
 
 class Recording:
     """Appends the uploader's host operations (thread `thread`), declarations and
     command buffers to a stream document, under the lock of whoever owns it.
-    `rt`: the Runtime that owns the document, whose mutator (VKVERIFY_MUTATE) decides
-    the fate of the uploader's waits and landing barriers; None for a stream of its own."""
+    `rt`: the Runtime that owns the document, whose hooks (a mutator, say) decide the fate
+    of the uploader's waits and landing barriers; None for a stream of its own. Each op and
+    command records the program's line that caused it (`source`)."""
 
     def __init__(self, doc: dict, threads: dict, command_buffers: dict, buffers: dict, lock, thread: str,
                  rt=None) -> None:
@@ -32,7 +35,7 @@ class Recording:
 
     def op(self, entry: dict) -> None:
         with self.lock:
-            self.threads.setdefault(self.thread, []).append(entry)
+            self.threads.setdefault(self.thread, []).append({**entry, "source": caller()})
 
     def declare(self, key: str, entry: dict) -> None:
         with self.lock:
@@ -49,24 +52,24 @@ class Recording:
 
     def add_command_buffer(self, cb_id: str, commands: list[dict]) -> None:
         with self.lock:
-            self.command_buffers[cb_id] = commands
+            here = caller()
+            self.command_buffers[cb_id] = [c if "source" in c else {**c, "source": here} for c in commands]
 
     def drop_command_buffer(self, cb_id: str) -> None:
         with self.lock:
             self.command_buffers.pop(cb_id, None)
 
     def keeps(self, op: ir.HostOp) -> bool:
-        """False where the runtime mutation drops `op` from the stream."""
-        mutator = self.rt.mutator if self.rt is not None else None
-        return mutator is None or mutator.before(self.thread, op) is not None
+        """False where the runtime's hooks drop `op` from the stream."""
+        return self.rt is None or self.rt.before(self.thread, replace(op, source=caller()), uploads=False) is not None
 
     def last_command(self, cb_id: str, submit: ir.Submit, default: ir.Command) -> ir.Command:
-        """The last command of `cb_id` as the runtime mutation leaves it at `submit` (it may drop,
-        weaken or narrow it); `default` where nothing mutates, without loading the command buffer
+        """The last command of `cb_id` as the runtime's hooks leave it at `submit` (a mutator may drop,
+        weaken or narrow it); `default` where there are none, without loading the command buffer
         through the loader (~1 ms a slot)."""
-        if self.rt is None or self.rt.mutator is None:
+        if self.rt is None or not self.rt.hooks:
             return default
-        self.rt.mutator.before(self.thread, submit)
+        self.rt.before(self.thread, replace(submit, source=caller()), uploads=False)
         return self.rt._commands(cb_id)[-1]
 
     def stream(self) -> ir.Stream:

@@ -220,10 +220,10 @@ class Uploader:
         """The recorded stream: every upload, and on a Runtime what the program did around them."""
         return self.site.recording.stream()
 
-    def before_submit(self, op: ir.Submit) -> ir.Submit:
-        """The runtime's hook before a submit: pending deferred copies join it (deferred.py)."""
+    def before(self, thread: str, op: ir.HostOp) -> ir.HostOp:
+        """The runtime's hook (runtime.py): pending deferred copies join a submit (deferred.py)."""
         with self._lock:
-            if self.lost or not self.deferred_copies.pending():
+            if not isinstance(op, ir.Submit) or self.lost or not self.deferred_copies.pending():
                 return op
             return self.deferred_copies.before_submit(op)
 

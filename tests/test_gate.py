@@ -1,0 +1,178 @@
+"""`vkverify mutate -- CMD` as a CI gate on a small downstream project (tests/downstream: an engine
+on vkverify's runtime with a kernel of its own, a good test and a weak one; their files are named
+check_*.py so that this suite does not collect them). Each mutant folds every frame's instance of
+one call site: the barrier between the two dispatches (engine.py:30) and the one into the host stage
+(engine.py:32), each dropped, weakened and either stage mask narrowed, and the fence wait
+(engine.py:36): 9 mutants under --target all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tests.conftest import ROOT
+from vkverify.mutations import live
+from vkverify.mutations.gate import listing, read_list
+from vkverify.mutations.live import Selection, environment
+from vkverify.runtime import Runtime
+
+pytest.importorskip("vulkan")
+DOWNSTREAM = ROOT / "tests" / "downstream"
+SITES = {(operator, f"engine.py:{line}") for line in (30, 32)
+         for operator in ("drop_barrier", "weaken_barrier", "narrow_barrier_src_stage", "narrow_barrier_dst_stage")}
+SITES.add(("drop_host_wait", "engine.py:36"))
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, device_name):
+    path = tmp_path_factory.mktemp("downstream") / "project"
+    shutil.copytree(DOWNSTREAM, path, ignore=shutil.ignore_patterns("__pycache__", ".vkverify*"))
+    return path
+
+
+def mutate(project, *options: str, command: tuple[str, ...] | None = None, test: str = "check_good.py", **env):
+    command = command or (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_") and k != "PYTEST_CURRENT_TEST"}
+    return subprocess.run([sys.executable, "-m", "vkverify.cli", "mutate", *options, "--", *command], cwd=project,
+                          env={**clean, "PYTHONPATH": str(ROOT), **env}, capture_output=True, text=True, timeout=600)
+
+
+def test_the_good_test_kills_every_mutant(project):
+    done = mutate(project, "--target", "all", "-j", "2", "--format", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert {(m["operator"], m["source"]) for m in report["mutants"]} == SITES
+    assert report["score"] == 100.0 and all(m["killed"] for m in report["mutants"])
+    # One progress line per mutant, after the listing's.
+    assert done.stderr.startswith("vkverify mutate: listing candidates")
+    assert len(re.findall(r"^vkverify mutate: \[\d/9\] \w+ engine\.py:3[026] \w+ killed [\d.]+ s$", done.stderr,
+                          re.M)) == 9, done.stderr
+
+
+def test_the_weak_test_leaves_survivors_named_by_their_line(project):
+    # Half the mutants (shard 1 of 2), to keep the suite short: each survives.
+    junit = project / "weak.xml"
+    options = ("--target", "all", "-j", "2", "--shard", "1/2", "--fail-under", "100", "--junit", str(junit))
+    done = mutate(project, *options, test="check_weak.py")
+    assert done.returncode == 1, done.stdout + done.stderr
+    survivors = done.stdout.split("survivors:\n")[1].splitlines()
+    assert len(survivors) == 5 and all(re.search(r" at engine\.py:3[026]", s) for s in survivors), done.stdout
+    failed = [case for case in ET.parse(junit).getroot().iter("testcase") if case.find("failure") is not None]
+    named = {(case.get("name").split(":")[0], f"{case.get('file')}:{case.get('line')}") for case in failed}
+    assert len(failed) == len(named) == 5 and named < SITES
+
+    # Nothing changed: the rerun takes the listing and every verdict from the cache, and runs nothing.
+    again = mutate(project, *options, test="check_weak.py")
+    assert again.returncode == 1
+    assert "listing from the cache" in again.stderr and "0 reader runs, 5 from the cache" in again.stdout, again.stderr
+
+
+def test_nothing_to_mutate_is_exit_2_with_the_reason(project):
+    done = mutate(project, command=(sys.executable, "-c", "pass"))
+    assert done.returncode == 2 and "0 mutants: the command never opened a vkverify Runtime" in done.stderr, done.stderr
+    done = mutate(project, "--target", "semaphore")
+    assert done.returncode == 2 and "0 mutants: nothing load-bearing for target semaphore" in done.stderr, done.stderr
+    # No such device: vk_runtime skips the test, which then passes having opened no Runtime.
+    done = mutate(project, VKVERIFY_DEVICE="no such device")
+    assert done.returncode == 2 and "0 mutants: no Vulkan device: no device matches 'no such device'" in done.stderr, \
+        done.stderr
+
+
+def test_options_of_stream_mutants_are_refused_with_only_a_command(project):
+    done = mutate(project, "--readers", "sim")
+    assert done.returncode == 2 and "--readers concern stream mutants" in done.stderr, done.stderr
+
+
+def test_candidates_are_numbered_per_test(project, monkeypatch):
+    """What pytest-xdist needs: a test's candidates do not depend on what ran before it in the process.
+    Both tests run the same frames, so in one process each has the same numbering, from 0."""
+    monkeypatch.chdir(project)
+    found, _ = listing([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "check_good.py",
+                        "check_weak.py"], None, lambda line: None)
+    by_test = {}
+    for c in found.candidates:
+        by_test.setdefault(c.where, set()).add((c.target, c.k, c.operator, c.op, c.source))
+    assert sorted(by_test) == ["check_good.py::test_frames", "check_weak.py::test_frames"]
+    good, weak = by_test.values()
+    assert good == weak and min(k for _, k, *_ in good) == 0
+
+
+HOST_OPS = '''
+def test_host_ops(vk_runtime):
+    rt = vk_runtime
+    rt.create_buffer("H", 256, "host_cached")
+    rt.create_buffer("R", 256, "host_cached")
+    rt.create_fence("F")
+    rt.host_write("H", bytes(range(256)))
+    rt.flush("H")
+    cb = rt.command_buffer("cb")
+    cb.cmd_copy_buffer("H", "R")
+    cb.cmd_pipeline_barrier2("copy", "transfer_write", "host", "host_read")
+    rt.submit("q0", ["cb"], fence="F")
+    rt.wait_fences(["F"])
+    rt.invalidate("R")
+    assert rt.host_read("R") == bytes(range(256))
+'''
+
+
+def test_flushes_and_invalidates_are_runtime_mutants(tmp_path, device_name):
+    """Target host: dropping the flush before the device reads the host's bytes, or the invalidate
+    before the host reads the device's; the online check kills each (vk_runtime's default)."""
+    (tmp_path / "test_host.py").write_text(HOST_OPS)
+    done = mutate(tmp_path, "--target", "host", "--format", "json", "-q", test="test_host.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert {(m["operator"], m["source"], m["killed"]) for m in report["mutants"]} == {
+        ("drop_flush", "test_host.py:8", True), ("drop_invalidate", "test_host.py:14", True)}
+    assert done.stderr == ""  # -q: no progress lines
+
+
+def test_call_sites_fold_unless_per_iteration():
+    """Two frames' instances of one barrier line fold into one mutant that changes both; the fence wait
+    of another line stays apart; `all` counts a candidate of two targets once."""
+    from vkverify.mutations.gate import Candidate, chosen
+    from vkverify.mutations.live import Selection
+
+    def candidate(k, target, operator, op, line):
+        return Candidate(k, target, operator, op, "t.py::test", f"engine.py:{line}", None, "")
+    listed = [candidate(0, "raw", "drop_barrier", "frame0[1]", 30), candidate(1, "raw", "drop_barrier", "frame1[1]", 30),
+              candidate(0, "fence", "drop_host_wait", "main[2]", 36), candidate(0, "war", "drop_host_wait", "main[2]", 36)]
+    folded = chosen(listed, "all")
+    assert [(m.operator, m.source, m.selection) for m in folded] == [
+        ("drop_barrier", "engine.py:30", Selection("raw", "t.py::test", site=("drop_barrier", "engine.py:30", "", ""))),
+        ("drop_host_wait", "engine.py:36",
+         Selection("fence", "t.py::test", site=("drop_host_wait", "engine.py:36", "", "")))]
+    assert "2 iterations" in folded[0].description
+    assert [m.selection for m in chosen(listed, "raw", per_iteration=True)] == [
+        Selection("raw", "t.py::test", k=0), Selection("raw", "t.py::test", k=1)]
+    assert [m.selection.target for m in chosen(listed, "war")] == ["war"]
+
+
+def test_a_host_signal_a_recorded_batch_waits_for_is_a_runtime_candidate(device_name, tmp_path, monkeypatch):
+    """Target semaphore: the batch waits for the host's signal (submitted before it, after the host's
+    write); dropping the signal leaves it blocked, which the listing's shadow finds at the close."""
+    listing = tmp_path / "list.jsonl"
+    monkeypatch.setenv(live.ENV, environment(Selection("list", file=str(listing)))[live.ENV])
+    with Runtime(check=False, name="signal", hooks=[live.mutator]) as rt:
+        rt.create_buffer("H", 256, "host_coherent")
+        rt.create_buffer("R", 256, "host_coherent")
+        rt.create_semaphore("T", timeline=True)
+        rt.create_fence("F")
+        cb = rt.command_buffer("cb")
+        cb.cmd_copy_buffer("H", "R")
+        cb.cmd_pipeline_barrier2("copy", "transfer_write", "host", "host_read")
+        rt.submit("q0", ["cb"], wait=[{"semaphore": "T", "value": 1}], fence="F")
+        rt.host_write("H", bytes(range(256)))
+        rt.signal_semaphore("T", 1)
+        rt.wait_fences(["F"])
+        assert rt.host_read("R") == bytes(range(256))
+    signals = [(c.target, c.operator, c.op) for c in read_list(str(listing)).candidates if c.operator == "drop_signal"]
+    assert signals == [("semaphore", "drop_signal", "main[2]")]

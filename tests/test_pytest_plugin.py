@@ -1,0 +1,93 @@
+"""The pytest plugin in a program's own test run: the device option and its header, a failing test's
+recorded stream for explain and graph, and the program's lines in the online check's HazardError
+and in assert_race_free."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+from vkverify.cli import main as vkverify
+
+pytest.importorskip("vulkan")
+
+PROGRAM = '''
+import pytest
+
+from vkverify.runtime import HazardError
+
+
+def record(rt):
+    rt.create_buffer("A", 256, "host_coherent")
+    rt.create_buffer("B", 256)
+    cb = rt.command_buffer("cb0")
+    cb.cmd_copy_buffer("A", "B")
+    cb.cmd_dispatch("fill", ["B"], (1, 1, 1), push=[64, 7])
+    rt.submit("q0", ["cb0"], id="frame")
+
+
+def test_fails(vk_runtime):
+    vk_runtime.check = False
+    record(vk_runtime)
+    assert False, "the program's own assertion"
+
+
+def test_racing(vk_runtime):
+    with pytest.raises(HazardError) as raised:
+        record(vk_runtime)
+    assert str(raised.value).startswith("main[0] at test_prog.py:13: 1 hazard(s), first: waw on B"), str(raised.value)
+    assert "(first cb0[0] at test_prog.py:11, second cb0[1] at test_prog.py:12)" in str(raised.value)
+
+
+def test_unchecked(vk_runtime, assert_race_free):
+    vk_runtime.check = False
+    record(vk_runtime)
+    assert_race_free(vk_runtime)
+'''
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, device_name):
+    path = tmp_path_factory.mktemp("plugin")
+    (path / "test_prog.py").write_text(PROGRAM)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_") and k != "PYTEST_CURRENT_TEST"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--vk-device", "llvmpipe",
+                           "test_prog.py"], cwd=path,
+                          env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
+    return path, done
+
+
+def test_the_header_names_the_device_asked_for(run):
+    _, done = run
+    assert "vkverify: vk_runtime device 'llvmpipe' (--vk-device)" in done.stdout, done.stdout
+
+
+def test_online_hazards_name_the_programs_lines(run):
+    _, done = run
+    assert "2 failed, 1 passed" in done.stdout and "FAILED test_prog.py::test_racing" not in done.stdout, done.stdout
+
+
+def test_assert_race_free_names_the_programs_lines(run):
+    _, done = run
+    # The copy (line 11) writes B, the fill (line 12) writes it again with no barrier between.
+    assert "first:  cb0[0] copy/transfer_write at test_prog.py:11" in done.stdout, done.stdout
+    assert "second: cb0[1] compute_shader/shader_storage_write at test_prog.py:12" in done.stdout
+
+
+def test_a_failing_tests_stream_is_written_for_explain_and_graph(run, capsys):
+    path, done = run
+    assert done.returncode == 1
+    streams = path / ".vkverify" / "streams"
+    written = sorted(p.name for p in streams.iterdir())
+    # test_unchecked fails too (assert_race_free): each failing test's stream, none of the passing one.
+    assert written == ["test_prog.py_test_fails.json", "test_prog.py_test_unchecked.json"], written
+    stream = str(streams / "test_prog.py_test_fails.json")
+    assert f"its recorded stream: {stream}" in done.stdout
+    assert vkverify(["explain", stream, "cb0[0]", "cb0[1]"]) == 1  # not ordered: the missing barrier
+    assert "cb0[0]" in capsys.readouterr().out
+    assert vkverify(["graph", stream]) == 0
+    assert "digraph" in capsys.readouterr().out

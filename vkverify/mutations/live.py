@@ -1,0 +1,573 @@
+"""Runtime mutation: a Runtime hook (VKVERIFY_HOOKS=vkverify.mutations.live:mutator) that, under
+VKVERIFY_RUNTIME_MUTATE (a Selection as JSON, see environment()), drops or weakens load-bearing
+synchronizations of one target as the program records and executes them: the k-th candidate of a
+test, or every candidate of one call site (the program's file:line, `source`); in list mode it
+appends every candidate to a file and mutates nothing. Stream mutants (VKVERIFY_MUTATE, for a
+command given with streams) are another variable: the command's own Runtime does not obey them.
+
+How candidates are found: per operation, on the runtime's incremental happens-before state of the
+stream recorded so far (Runtime.happens_before, check/incremental.py: the checker's one semantics,
+kept between ops), keeping only the mutants of the operation about to run, since what already ran
+cannot be changed. Each mutation of the operation (the operators and their alternatives of
+vkverify.mutations.generate) is fed to a fork of that state, then a probe standing for the accesses
+that may follow; it is a mutant where it finds a hazard that the operation as recorded, then the
+probe, does not. None of an operation is unless dropping it breaks an access ordering (it is
+load-bearing). A checker's RAW between two writes counts as a WAW too, as the model names it. So
+each question costs the live state and the operation, not the stream recorded so far:
+- a submit: the barriers (and barrier entries) of its command buffers recorded for the first
+  time, and its semaphore waits (targets raw, waw, war, host, semaphore). The probe is a later
+  submit on the same queue that reads and writes every buffer those command buffers access (a
+  dispatch of the abstract shader PROBE binding each): a barrier at the end of a command buffer,
+  such as the staged uploader's landing barrier, orders only later submits.
+- a host wait (fences, semaphores, queue or device idle): the probe is a host_read and a
+  host_write of every host-visible buffer; dropping the wait is a candidate (target fence) when
+  it alone orders a device access before one of them, and under target war as well when it
+  opens a WAR pair (a device read, then a host write).
+- the staged uploader's submits and slot reuse waits (it records around Runtime.execute, but
+  asks this same decision): its landing barriers (and zero-fill barriers, in the stream only:
+  they are recorded into Vulkan before the decision) and the fence wait before a slot is refilled.
+- a barrier into the host stage that a submit records for the first time (target raw): the probe
+  is the device idle, then a host_read of every host-visible buffer its command buffers access.
+- a flush (target host; probe: a later submit that reads and writes the flushed bytes), an
+  invalidate (host; a host_read of its bytes) and a host semaphore signal (semaphore; a later
+  submit that waits for it and reads and writes every host-visible buffer): dropping each. A
+  dropped signal is asked with the probe's wait left out too (a wait on a signal never recorded
+  blocks, and a blocked batch accesses nothing); its shadow's blocked waits count at the close.
+Not mutated here: fence resets (reset_fence_before_wait would run two ops for one), keepalive
+moves (they move an op before one already run), and the uploader's other waits (finish, failures).
+
+The probe only numbers candidates. A list run keeps those whose mutation makes a hazard of their
+target in what the program did next: each candidate's fork without the probe (its shadow) is fed
+every op recorded after it, and what it finds that the recorded stream does not bears its targets
+out. A shadow stops once all its targets are borne out, or once nothing the program may do next
+can tell it from the recorded stream (after a host wait: nothing pending, every access so far
+ordered before an access of every kind to every buffer on every queue and thread), so the run
+costs about what the program records, whatever its length. A landing barrier that the next
+slot's barrier, a fence wait or a semaphore makes redundant, or a wait that protects nothing
+the program then touches, is therefore never a candidate (never a survivor either).
+
+The mutation is recorded as well as executed, so the runtime's stream (and online checking)
+shows the mutant. Candidates are numbered per target and per `where` (the pytest test id, or the
+runtime's name outside pytest) in the order they are found: the same in the list run and in each
+mutated run because both run the same test up to the mutated operation, whichever process (a
+pytest-xdist worker) runs it; a mutated run analyses nothing outside its own test (for a call site,
+only the ops of that line). A list line is a JSON object: a candidate (k, target, operator, op,
+where, source, label, description; one line per target of a candidate of several), a runtime that
+opened ({"runtime", "where"}), or the user files the process imported ({"imports"}, at each
+Runtime's close: the cache's key, gate.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass
+
+from ..model import ir
+from ..model.dump import host_op_to_dict
+from ..model.refs import format_ref, parse_ref, split_ref, without_submit
+
+ENV = "VKVERIFY_RUNTIME_MUTATE"
+HOOK = "vkverify.mutations.live:mutator"
+HOST_WAITS = (ir.WaitFences, ir.WaitSemaphores, ir.QueueWaitIdle, ir.DeviceWaitIdle)
+DROPPED = ("drop_host_wait", "drop_flush", "drop_invalidate", "drop_signal")  # the operators that drop a host op
+HOST_VISIBLE = ("host_coherent", "host_cached", "device_host_visible")
+PROBE = "vkverify.probe"  # the probe's command buffer and abstract shader (one read_write binding)
+
+_counts: dict[tuple[str, str], int] = {}  # (where, target) -> candidates found so far in this process
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which mutant a process runs: `target` "list" (write candidates to `file`), or a target with
+    `where` and either `k` (one candidate) or `site` (every candidate of one call site, site())."""
+    target: str
+    where: str = ""
+    k: int | None = None
+    site: tuple[str, str, str, str] | None = None
+    file: str = ""
+
+
+def environment(chosen: Selection) -> dict[str, str]:
+    """The variables that make a command's Runtimes run `chosen`."""
+    return {ENV: json.dumps(asdict(chosen)), "VKVERIFY_HOOKS": HOOK}
+
+
+def selection() -> Selection | None:
+    """VKVERIFY_RUNTIME_MUTATE parsed; None when unset. ValueError names a malformed value."""
+    spec = os.environ.get(ENV)
+    if not spec:
+        return None
+    from . import TARGETS
+    try:
+        fields = json.loads(spec)
+        chosen = Selection(**{**fields, "site": tuple(fields["site"]) if fields.get("site") else None})
+    except (ValueError, TypeError, KeyError):
+        chosen = None
+    if chosen is None or not (bool(chosen.file) if chosen.target == "list" else chosen.target in TARGETS and
+                              bool(chosen.where) and (chosen.k is None) != (chosen.site is None)):
+        raise ValueError(f"{ENV}={spec!r} is not a selection (vkverify.mutations.live.environment writes one)")
+    return chosen
+
+
+def mutator(rt) -> Mutator | None:
+    """The hook factory (VKVERIFY_HOOKS): the Runtime's mutator under VKVERIFY_RUNTIME_MUTATE, else None."""
+    chosen = selection()
+    return Mutator(rt, chosen) if chosen is not None else None
+
+
+def site(operator: str, ref: str, source: str | None, label: str | None) -> tuple[str, str, str, str]:
+    """A candidate's call site: its operator, the program's line, the op's label (one line may issue
+    several ops: an upload's fill and landing barriers), the part of the op inside it
+    (`.batches[0].wait[1]`); by reference where no line was recorded (nothing then folds)."""
+    _, rest = split_ref(ref) or (None, "")
+    return operator, source or without_submit(ref), label or "", rest if rest.startswith(".") else ""
+
+
+
+class Mutator:
+    """One Runtime's side of the per-test numbering; Runtime.execute asks it about each op."""
+
+    def __init__(self, rt, chosen: Selection) -> None:
+        self.rt, self.chosen = rt, chosen
+        self._first = self.where  # the test that opened the Runtime
+        self._ahead = None  # ((thread, position, the wait), its candidates), analysed before its submit
+        self._listed: list = []  # list mode: (k, target, mutant, thread, position, source, label, where) until close()
+        self._shadows: dict[int, Shadow] = {}  # list mode: id of a mutant -> its shadow, while it runs (_advance)
+        self._borne: dict[int, set] = {}  # list mode: id of a mutant -> what its stopped shadow predicted
+        self._base = None  # (the op analysed and its probe, the hazards of both): shared by its candidates
+        self._settled_at = 0  # how many ops of the recorded stream _advance has looked at for host waits
+        if chosen.target == "list":
+            _append(chosen.file, {"runtime": rt.name, "where": self.where})
+
+    @property
+    def where(self) -> str:
+        """The test running now (a Runtime a fixture shares serves several), else the runtime's name:
+        numbering per test is the same in any pytest-xdist worker that runs it."""
+        test = os.environ.get("PYTEST_CURRENT_TEST")  # "<file>::<test> (<phase>)" under pytest
+        return test.rsplit(" ", 1)[0] if test else self.rt.name
+
+    def _skips(self, op: ir.HostOp) -> bool:
+        """Nothing to find at `op`: another test's runtime; the one mutant already ran; or, for a call
+        site (which needs no numbering), an op whose line, or whose command buffers' lines, is not the
+        site's (a host wait's candidates are found at the submit before it, whatever its line)."""
+        chosen = self.chosen
+        if chosen.target == "list":
+            return False
+        if chosen.where != self.where:
+            return True
+        if chosen.k is not None:
+            return _counts.get((self.where, chosen.target), 0) > chosen.k
+        operator, line = chosen.site[:2]
+        if op.source == line or operator == "drop_host_wait" and isinstance(op, ir.Submit):
+            return False
+        return not (isinstance(op, ir.Submit) and any(c.get("source") == line for b in op.batches
+                                                      for cb in b.command_buffers
+                                                      for c in self.rt.command_buffers.get(cb, ())))
+
+    def before(self, thread: str, op: ir.HostOp) -> ir.HostOp | None:
+        """The op to record and run instead of `op` (None: drop it)."""
+        if os.environ.get("PYTEST_XDIST_WORKER") and self.where != self._first:
+            raise RuntimeError(f"runtime mutation: a Runtime opened in {self._first} serves {self.where} under "
+                               "pytest-xdist, where which tests ran before in the worker changes what it records: "
+                               "give each test its own Runtime, or run the command without -n")
+        if self._skips(op):
+            return op
+        self._advance()
+        # Waits give only fence (and war) candidates and submits none: the numbering of the other targets
+        # does not need what it does not count.
+        waits = self.chosen.target in ("list", "fence", "war")
+        position = len(self.rt.threads.get(thread, []))
+        if isinstance(op, ir.Submit):
+            found = self._submit_candidates(thread, position, op) if self.chosen.target != "fence" else []
+        elif isinstance(op, ir.SignalSemaphore) and self.chosen.target in ("list", "semaphore") or \
+                isinstance(op, ir.HostAccess) and op.op in ("flush", "invalidate") and self.chosen.target in ("list", "host"):
+            found = self._host_op_candidates(thread, position, op)
+        elif isinstance(op, HOST_WAITS) and waits:
+            ahead, self._ahead = self._ahead, None
+            found = ahead[1] if ahead is not None and ahead[0] == (thread, position, op) else \
+                self._wait_candidates(thread, position, [op])
+        else:
+            return op
+        result = self._number(thread, position, found, op)
+        if waits and result is op and isinstance(op, ir.Submit) and op.fence is not None:
+            # The wait for this fence is analysed now, before the submit: analysed at the wait, the
+            # device would finish meanwhile and dropping the wait would open no race to observe.
+            wait = ir.WaitFences((op.fence,))
+            self._ahead = ((thread, position + 1, wait), self._wait_candidates(thread, position + 1, [op, wait]))
+        return result
+
+    def _origin(self, ref: str, op: ir.HostOp) -> tuple[str | None, str | None]:
+        """The program's line and the label of the command or op `ref` names (`op`: the op about to run)."""
+        owner = split_ref(ref)
+        if owner is not None and owner[0].owner in self.rt.command_buffers:
+            command = self.rt.command_buffers[owner[0].owner][owner[0].index]
+            return command.get("source"), command.get("label")
+        return op.source, op.label
+
+    def _number(self, thread: str, position: int, found: list, op: ir.HostOp) -> ir.HostOp | None:
+        """Number the candidates; the chosen one's version of `op` when it is among them."""
+        for m in found:
+            source, label = self._origin(m.op, op)
+            for target in m.targets:
+                key = (self.where, target)
+                k = _counts.get(key, 0)
+                _counts[key] = k + 1
+                if self.chosen.target == "list":
+                    self._listed.append((k, target, m, thread, position, source, label, self.where))
+                elif target == self.chosen.target and (k == self.chosen.k or
+                                                       site(m.operator, m.op, source, label) == self.chosen.site):
+                    return self._apply(op, m)
+        return op
+
+    def close(self) -> None:
+        """List mode, at the Runtime's close: write the candidates that what the program did next bears
+        out, and the user files imported so far."""
+        listed, self._listed = self._listed, []
+        if self.chosen.target != "list":
+            return
+        _append(self.chosen.file, {"imports": user_files()})
+        if not listed:
+            return
+        from .generate import borne_out
+
+        self._advance()
+        if self._shadows:
+            # What only the end of the stream tells: the waits a shadow leaves blocked (a dropped signal's).
+            main = self.rt.happens_before()
+            known = _at_end(main, 0)
+            for key, shadow in list(self._shadows.items()):
+                if shadow.main is main:
+                    shadow.predicted |= _at_end(shadow.state, shadow.mark, shadow.refmap()) - known
+                self._stop(key)
+        for k, target, m, thread, position, source, label, where in listed:
+            if target in borne_out(m, self._borne.get(id(m), set())):
+                _append(self.chosen.file, {"k": k, "target": target, "operator": m.operator, "op": m.op,
+                                           "where": where, "source": source, "label": label,
+                                           "description": m.description})
+        self._borne.clear()
+
+    def _stop(self, key: int) -> None:
+        self._borne[key] = self._shadows.pop(key).predicted
+
+    def _advance(self) -> None:
+        """Feed each shadow what the program recorded since (check/incremental.py): a shadow is the state of the
+        recorded stream with one candidate's mutation made, and what it finds that the stream does not is what
+        the mutation breaks in what the program did next. A shadow whose every target is borne out stops."""
+        if not self._shadows:
+            return
+        from .generate import _translate, borne_out
+
+        main = self.rt.happens_before()
+        known = main.hazards_since(0)
+        for key, shadow in list(self._shadows.items()):
+            if shadow.main is not main:  # rebuilt after a HazardError: the list run fails anyway
+                self._stop(key)
+                continue
+            shadow.catch_up()
+            shadow.predicted |= {_translate(h, shadow.refmap()) for h in shadow.state.hazards_since(shadow.mark)} - known
+            if borne_out(shadow.mutant, shadow.predicted) == shadow.mutant.targets:
+                self._stop(key)
+        waited = any(isinstance(op, HOST_WAITS) for _, _, op in main.fed[self._settled_at:])
+        self._settled_at = len(main.fed)
+        if waited:
+            self._settle(main)
+
+    def _settle(self, main) -> None:
+        """Stop the shadows that nothing the program may do next can tell from the recorded stream: no batch
+        pending, fences and binary semaphores in the same states, and every access so far ordered before an
+        access of each kind to every buffer on every queue and host thread, then its destroy (any later access
+        is ordered after at least as much: clocks only grow). The mutation's effects are then over. Asked
+        after host waits; not of a dropped signal's shadow, whose waits on it block (a host thread's as well),
+        which only the close reports."""
+        probes = self._everything(main)
+        for key, shadow in list(self._shadows.items()):
+            if shadow.mutant.operator != "drop_signal" and _same_waits(shadow.state.walk, main.walk) and \
+                    not any(_probed(shadow.state, probe) for probe in probes):
+                self._stop(key)
+
+    def _everything(self, main) -> list[list]:
+        """The probes of _settle, each (thread, op, command buffers) to feed: the device's accesses then the
+        destroys, and apart the host's (the device probe's writes would hide an earlier device write from a
+        host read: one made available to the host by a barrier into the host stage, or not)."""
+        buffers = [b for b in self.rt.doc["buffers"] if "alias_of" not in b]
+        cb = ir.CommandBuffer(PROBE, (ir.Dispatch(shader=PROBE, bindings=tuple(
+            ir.Binding(b["id"], 0, b["size"], "read_write") for b in buffers)),) + tuple(cmd for b in buffers for cmd in (
+                ir.Copy(src=b["id"], dst=b["id"], regions=(ir.Region(0, 0, b["size"]),)),
+                ir.Fill(dst=b["id"], offset=0, size=b["size"]))))
+        threads = list(main.thread_index)
+        device = [(threads[0], ir.Submit(q, (ir.Batch(command_buffers=(PROBE,)),)), [cb]) for q in main.schedule.queues]
+        destroys = [(threads[0], ir.Destroy(buffer=b), []) for b in main.schedule.uses]
+        host = [(t, ir.HostAccess(kind, b["id"], 0, b["size"]), []) for t in threads
+                for kind in ("host_read", "host_write") for b in buffers if b.get("memory") in HOST_VISIBLE]
+        return [device + destroys, host]
+
+    def _submit_candidates(self, thread: str, position: int, op: ir.Submit) -> list:
+        """The mutants of the barriers `op` records for the first time and of its semaphore waits, where
+        they alone order an access of the stream so far or of the probe after `op`: a later submit on the
+        same queue that reads and writes every buffer those command buffers access (a dispatch of the
+        abstract shader PROBE binding each). A barrier into the host stage is asked of a second probe too:
+        the device idle, then a host_read of every host-visible buffer they access (the first probe stands
+        for device work, which such a barrier does not order)."""
+        from ..model.accesses import command_accesses
+        from .generate import barrier_edits, semaphore_edits
+        from .operators import _positions
+
+        op, cbs = self._loaded(thread, op)
+        fresh = [cb for cb in cbs if not any(key[0] == cb.id for key in self.rt.recorded)]
+        touched = sorted({a[3] for cb in fresh for cmd in cb.commands for a in command_accesses(cmd)})
+        probe = ir.CommandBuffer(PROBE, (ir.Dispatch(PROBE, tuple(ir.Binding(b, 0, self._size(b), "read_write")
+                                                                 for b in touched)),))
+        later = [(thread, ir.Submit(op.queue, (ir.Batch(command_buffers=(PROBE,)),)), [probe])] if touched else []
+        original = [(thread, op, cbs)]
+        # (op reference, its family, per operator the alternatives: (operator, description, what it records
+        # instead, the ops to feed, how their references map back)), and those of barriers into the host stage
+        edits, host = [], []
+        for cb in fresh:
+            for i, cmd in enumerate(cb.commands):
+                if not isinstance(cmd, ir.Barrier):
+                    continue
+                ref = format_ref(cb.id, i)
+                others = [c for c in cbs if c.id != cb.id]
+                entries = [(f"{ref}.buffers[{k}]", k) for k in range(len(cmd.buffers))] if len(cmd.buffers) > 1 else []
+                for name, entry in [(ref, None), *entries]:
+                    edits.append((name, "barrier", [
+                        [(operator, description, changed, [(thread, op, [*others, changed])],
+                          {cb.id: _positions(len(cb.commands), drop=i)} if new is None else {})
+                         for operator, description, new in group for changed in [_with_command(cb, i, new)]]
+                        for group in barrier_edits(cmd, ref, entry)]))
+                    if "host" in cmd.dst_stage:
+                        host.append(edits[-1])
+        for bi, batch in enumerate(op.batches):
+            for k in range(len(batch.waits)):
+                rest = f".batches[{bi}].wait[{k}]"
+                edits.append((format_ref(thread, position) + rest, "semaphore", [
+                    [(operator, description, new, [(thread, new, cbs)], {}) for operator, description, new in group]
+                    for group in semaphore_edits(op, format_ref(thread, position), rest)]))
+        main = self.rt.happens_before() if edits else None
+        skip = {(thread, position)}
+        found = [m for name, family, groups in edits
+                 for m in self._mutants(name, family, groups, main, original, later, skip)]
+        visible = {b["id"] for b in self.rt.doc["buffers"] if b.get("memory") in HOST_VISIBLE}
+        reads = [(thread, ir.HostAccess("host_read", b, 0, self._size(b)), []) for b in touched if b in visible]
+        if host and reads:
+            idle = [(thread, ir.DeviceWaitIdle(self.rt.doc["devices"][0]["id"]), [])]
+            known = {(m.op, m.operator) for m in found}
+            found += [m for name, family, groups in host
+                      for m in self._mutants(name, family, groups, main, original, idle + reads, skip, known)]
+        return sorted(found, key=lambda m: (m.operator, m.op))
+
+    def _wait_candidates(self, thread: str, position: int, ops: list[ir.HostOp]) -> list:
+        """Dropping the wait that ends `ops` (at `position`), where it alone orders device work
+        before the probe: any host access to host-visible memory."""
+        from .generate import drop_description
+
+        original = [(thread, *self._loaded(thread, o)) for o in ops]
+        probe = [(thread, ir.HostAccess(kind, b["id"], 0, b["size"]), []) for kind in ("host_read", "host_write")
+                 for b in self.rt.doc["buffers"] if b.get("memory") in HOST_VISIBLE]
+        ref = format_ref(thread, position)
+        dropped = [[("drop_host_wait", drop_description(ops[-1], ref), None, original[:-1],
+                     _dropped(thread, position))]]
+        return self._mutants(ref, "fence", dropped, self.rt.happens_before(), original, probe,
+                             {(thread, position - len(ops) + 1 + i) for i in range(len(ops))})
+
+    def _host_op_candidates(self, thread: str, position: int, op: ir.HostAccess | ir.SignalSemaphore) -> list:
+        """Dropping a flush, an invalidate or a host semaphore signal, where it alone orders the probe
+        after it: a device access of the flushed bytes; a host read of the invalidated ones; a submit
+        that waits for the signal and accesses every host-visible buffer (the dropped signal's probe
+        without that wait, which would block)."""
+        from .generate import drop_description
+
+        queue = self.rt.doc["devices"][0]["queues"][0]["id"]
+        if isinstance(op, ir.HostAccess) and op.op == "invalidate":
+            probe, asked = [(thread, ir.HostAccess("host_read", op.buffer, op.offset, op.size), [])], None
+        else:
+            ranges = [(op.buffer, op.offset, op.size)] if isinstance(op, ir.HostAccess) else \
+                [(b["id"], 0, b["size"]) for b in self.rt.doc["buffers"] if b.get("memory") in HOST_VISIBLE]
+            bindings = tuple(ir.Binding(b, offset, size, "read_write") for b, offset, size in ranges)
+            cbs = [ir.CommandBuffer(PROBE, (ir.Dispatch(PROBE, bindings),))] if ranges else []
+            waits = (ir.SemaphoreOp(op.semaphore, op.value, frozenset({"all_commands"})),) \
+                if isinstance(op, ir.SignalSemaphore) else ()
+            probe = [(thread, ir.Submit(queue, (ir.Batch(waits, (PROBE,) if cbs else ()),)), cbs)]
+            asked = [(thread, ir.Submit(queue, (ir.Batch((), (PROBE,) if cbs else ()),)), cbs)] if waits else None
+        ref = format_ref(thread, position)
+        loaded = self._loaded(thread, op)
+        operator = "drop_signal" if isinstance(op, ir.SignalSemaphore) else f"drop_{op.op}"
+        dropped = [[(operator, drop_description(op, ref), None, [], _dropped(thread, position))]]
+        return self._mutants(ref, "semaphore" if isinstance(op, ir.SignalSemaphore) else "host", dropped,
+                             self.rt.happens_before(), [(thread, *loaded)], probe, {(thread, position)}, asked=asked,
+                             at_end=isinstance(op, ir.SignalSemaphore))
+
+    def _mutants(self, name: str, family: str, groups: list, main, original: list, probe: list, skip: set,
+                 known_ops: set = frozenset(), asked: list | None = None, at_end: bool = False) -> list:
+        """Per operator group, the first alternative whose ops, then the probe (`asked`, where the mutation
+        needs another), make hazards that the original ops then the probe do not; none at all unless the
+        first group (the drop) breaks an access ordering, or with `at_end` leaves a wait blocked (a signal
+        that a batch or a host wait already recorded waits for): the operation is load-bearing. Every
+        question is asked of a fork of `main`, the recorded stream's incremental state (check/incremental.py).
+        `known_ops`: (op, operator) found already, by another probe."""
+        from .generate import ACCESS_CLASSES, TARGETS, _translate, mutant_targets
+
+        known = self._baseline(main, original, probe, at_end)
+        out, classes = [], ()
+        for n, group in enumerate(groups):
+            for operator, description, change, ops, refmap in group:
+                state = self._fork(main)
+                mark = state.mark()
+                for thread, op, cbs in ops:
+                    state.feed(thread, op, cbs)
+                shadow = state.fork() if self.chosen.target == "list" else None
+                for thread, op, cbs in asked or probe:
+                    state.feed(thread, op, cbs)
+                refmap_now = refmap(state) if callable(refmap) else refmap
+                predicted = (_at_end(state, mark, refmap_now) if at_end else
+                             {_translate(h, refmap_now) for h in state.hazards_since(mark)}) - known
+                if n == 0:
+                    classes = {"keepalive" if h[0] == "use_after_destroy" else h[0] for h in predicted
+                               if h[0] in (*ACCESS_CLASSES, "use_after_destroy")}
+                    if not classes and not (at_end and predicted):
+                        return []
+                if predicted:
+                    if (name, operator) in known_ops:
+                        break
+                    # A barrier counts for the access classes it breaks; a host wait under war too where it
+                    # opens a WAR (a device read, then a host write).
+                    targets = tuple(t for t in TARGETS if t in classes) if family == "barrier" else \
+                        ("war", family) if family == "fence" and "war" in classes else (family,)
+                    m = Found(mutant_targets(operator, targets, predicted), operator, name, description, change,
+                              tuple(sorted(predicted, key=str)))
+                    if shadow is not None:
+                        self._shadows[id(m)] = Shadow(m, main, shadow, mark, refmap, skip)
+                    out.append(m)
+                    break
+        return out
+
+    def _fork(self, main):
+        with self.rt._lock:  # another thread may be recording into it
+            return main.fork()
+
+    def _baseline(self, main, original: list, probe: list, at_end: bool = False) -> set:
+        """The hazards of the original ops then the probe after `main` (`at_end`: and the waits they leave
+        blocked), once per op and probe analysed."""
+        key = (id(main), len(main.fed), tuple(op for _, op, _ in original + probe), at_end)
+        if self._base is None or self._base[0] != key:
+            state = self._fork(main)
+            mark = state.mark()
+            for thread, op, cbs in original + probe:
+                state.feed(thread, op, cbs)
+            self._base = (key, _at_end(state, mark) if at_end else state.hazards_since(mark))
+        return self._base[1]
+
+    def _loaded(self, thread: str, op: ir.HostOp) -> tuple[ir.HostOp, list[ir.CommandBuffer]]:
+        """`op` as the loader reads it back from the stream, and the command buffers it submits."""
+        loaded = self.rt._loaded({thread: [host_op_to_dict(op)]})
+        return loaded.threads[0].ops[0], list(loaded.command_buffers)
+
+    def _size(self, buffer: str) -> int:
+        return next(b["size"] for b in self.rt.doc["buffers"] if b["id"] == buffer)
+
+    def _apply(self, op: ir.HostOp, m: Found) -> ir.HostOp | None:
+        """Run the mutant's version of the op: its command buffer, its submit, or nothing."""
+        if isinstance(m.change, ir.CommandBuffer):
+            self.rt.load_command_buffer(m.change)
+            return op
+        return m.change
+
+
+@dataclass(frozen=True)
+class Found:
+    """A runtime candidate: `change` is the command buffer it records instead, or its version of the op
+    (None: the op dropped)."""
+
+    targets: tuple[str, ...]
+    operator: str
+    op: str  # the operation it changes, by reference in the recorded stream
+    description: str
+    change: ir.CommandBuffer | ir.HostOp | None
+    predicted: tuple[tuple, ...]  # the hazards it makes against the probe
+
+
+class Shadow:
+    """List mode: the recorded stream's state with one candidate's mutation made (its op, or ops, `skip` are
+    not fed again), fed what the program records next; `predicted`: what it finds that the stream does not."""
+
+    def __init__(self, mutant: Found, main, state, mark: int, refmap, skip: set) -> None:
+        self.mutant, self.main, self.state, self.mark, self.skip = mutant, main, state, mark, skip
+        self._refmap = refmap
+        self.next = len(main.fed)
+        self.predicted: set[tuple] = set()
+
+    def catch_up(self) -> None:
+        main, state = self.main, self.state
+        if state.resources is not main.resources:
+            state.add_resources(main.resources)
+        known = state.schedule.index.command_buffers
+        for thread, position, op in main.fed[self.next:]:
+            if (thread, position) not in self.skip:
+                # Its own version of a mutated command buffer stays.
+                state.feed(thread, op, [main.schedule.index.command_buffers[c] for c in _submitted(op)
+                                        if c not in known])
+        self.next = len(main.fed)
+
+    def refmap(self) -> dict:
+        return self._refmap(self.state) if callable(self._refmap) else self._refmap
+
+
+def _dropped(thread: str, position: int):
+    """The RefMap of a host op of `thread` dropped at `position`, from the state it was dropped in."""
+    from .operators import _positions
+
+    return lambda state: {thread: _positions(state.thread_length(thread) + 1, drop=position)}
+
+
+def _at_end(state, mark: int, refmap: dict | None = None) -> set:
+    """The hazards after `mark` with those the end of the stream adds (waits left blocked), by the recorded
+    stream's references."""
+    from .generate import _translate
+
+    return {_translate(h, refmap or {}) for h in state.ended().hazards_since(mark)}
+
+
+def _probed(state, probe: list) -> bool:
+    """Whether `probe` fed after `state` (a fork of it) leaves an access of `state` unordered before it (the
+    probe's own accesses race each other, as they may)."""
+    state = state.fork(worded=False)
+    mark, lengths = state.mark(), {t: state.thread_length(t) for t in state.thread_index}
+    for thread, op, cbs in probe:
+        state.feed(thread, op, cbs)
+
+    def earlier(ref: str | None) -> bool:
+        head = parse_ref(without_submit(ref)) if ref else None
+        return head is not None and head.owner != PROBE and head.index < lengths.get(head.owner, head.index + 1)
+    return any(len(h) == 3 and earlier(h[1]) for h in state.hazards_since(mark))
+
+
+def _same_waits(a, b) -> bool:
+    """Whether two walks (check/walk.py) have no batch pending and their fences and binary semaphores alike."""
+    return not any(a.pending.values()) and not any(b.pending.values()) and \
+        {f: x.state for f, x in a.fences.items()} == {f: x.state for f, x in b.fences.items()} and \
+        {s: len(x) for s, x in a.binary.items()} == {s: len(x) for s, x in b.binary.items()}
+
+
+def _submitted(op: ir.HostOp) -> list[str]:
+    return [cb for b in op.batches for cb in b.command_buffers] if isinstance(op, ir.Submit) else []
+
+
+def _with_command(cb: ir.CommandBuffer, i: int, new: ir.Command | None) -> ir.CommandBuffer:
+    """`cb` with its i-th command replaced by `new` (None: dropped)."""
+    return ir.CommandBuffer(cb.id, cb.commands[:i] + ((new,) if new is not None else ()) + cb.commands[i + 1:])
+
+
+def _append(path: str, line: dict) -> None:
+    with open(path, "a") as f:
+        f.write(json.dumps(line) + "\n")
+
+
+def user_files() -> list[str]:
+    """The Python files this process imported that are the user's: outside the interpreter's
+    prefixes (the standard library, installed packages) and outside vkverify."""
+    own = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    prefixes = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix, own})
+    found = {os.path.abspath(f) for f in (getattr(m, "__file__", None) for m in list(sys.modules.values())) if f}
+    return sorted(f for f in found if not f.startswith(prefixes) and os.path.isfile(f))
