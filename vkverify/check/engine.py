@@ -635,14 +635,6 @@ class Checker:
 
     # ---- commands ----------------------------------------------------------
 
-    def run_command(self, queue: QueueAgent, cmd: ir.Command, ref: str) -> None:
-        queue.pos += 1
-        _, accesses, sharing = self._step(cmd)
-        if accesses is None:
-            self.run_barrier(queue, cmd, ref)
-        else:
-            self._run_accesses(queue, cmd, ref, accesses, sharing)
-
     def run_command_buffer(self, queue: QueueAgent, cb: ir.CommandBuffer, submit: str) -> None:
         """Run cb's commands on queue (`submit`: the submit's reference). A resubmitted command buffer, after an
         execution that reported nothing, replays its plan (replay.py) instead."""

@@ -40,7 +40,7 @@ def replay_plan(steps: list[tuple], placement: dict) -> tuple[PlanStep, ...]:
         if accesses is None:
             continue
         placed = []
-        # Every access of a command is compared before any is recorded (Checker.run_command).
+        # Every access of a command is compared before any is recorded (Checker._run_accesses).
         for j, (stage, reads, write, buffer, lo, hi) in enumerate(accesses):
             if hi <= lo:
                 continue  # no bytes: nothing compared or recorded
