@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 
 from .live import Selection, environment, site
 from .readers import CleanRunFailed, Verdict
-from .runner import Cache, Outcome, Stats, code_hash
+from .runner import Cache, Outcome, Stats, cache_key
 
 TIMEOUT_FACTOR, TIMEOUT_FLOOR_S = 10.0, 30.0  # a mutant that hangs is killed; start-up noise needs a floor
 
@@ -130,11 +130,8 @@ def _run(argv: list[str], env: dict[str, str], timeout: float | None = None) -> 
 def _key(*parts: str) -> str:
     """A cache key of `parts` and what every run shares: vkverify's code, the working directory and
     the VKVERIFY_ variables (VKVERIFY_CHECK=0 may let a mutant live that the online check kills)."""
-    h = hashlib.sha256()
     settings = json.dumps(sorted((k, v) for k, v in os.environ.items() if k.startswith("VKVERIFY_")))
-    for part in (code_hash(), os.getcwd(), settings, *parts):
-        h.update(part.encode() + b"\0")
-    return h.hexdigest()
+    return cache_key(os.getcwd(), settings, *parts)
 
 
 def listing(argv: list[str], cache: Cache | None, log) -> tuple[Listing, bool]:

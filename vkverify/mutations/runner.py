@@ -53,6 +53,14 @@ def code_hash() -> str:
     return h.hexdigest()
 
 
+def cache_key(*parts: str) -> str:
+    """A digest of vkverify's code (code_hash) and `parts`, each ended by a NUL."""
+    h = hashlib.sha256()
+    for part in (code_hash(), *parts):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()
+
+
 class Cache:
     """Verdicts by key, in one JSON file under `directory`."""
 
@@ -67,11 +75,7 @@ class Cache:
 
     @staticmethod
     def key(reader_key: str, original: ir.Stream, mutant: Mutant) -> str:
-        h = hashlib.sha256()
-        for part in (code_hash(), reader_key, dumps(original, indent=None), dumps(mutant.stream, indent=None)):
-            h.update(part.encode())
-            h.update(b"\0")
-        return h.hexdigest()
+        return cache_key(reader_key, dumps(original, indent=None), dumps(mutant.stream, indent=None))
 
     def get(self, key: str) -> Verdict | None:
         found = self.entries.get(key)
