@@ -345,3 +345,57 @@ def test_each_command_kind_is_validated_by_its_own_schema(cmd, bad):
     with pytest.raises(InvalidStream) as raised:
         from_dict({**doc, "command_buffers": {"cb0": [{**cmd, **bad}]}})
     assert all(e.path.startswith("command_buffers.cb0[0]") for e in raised.value.errors), raised.value.lines()
+
+
+# ---- repeated operations: each distinct one is checked and built once ---------------------------
+
+
+def _repeated(commands: dict) -> dict:
+    return {"format": FMT, "buffers": [{"id": "A", "size": 64}], "command_buffers": commands,
+            "threads": {"main": [{"op": "submit", "queue": "q0", "command_buffers": list(commands)}]}}
+
+
+@pytest.mark.parametrize("bad, words", [
+    ({"cmd": "fill", "dst": "X"}, "unknown buffer 'X'"),  # the builder's check
+    ({"cmd": "fill", "dst": "A", "size": -1}, "must be >= 0"),  # the schema's
+    ({"cmd": "fill", "dst": "A", "value": 2 ** 70}, "past Vulkan's 64"),  # the value checks'
+])
+def test_a_repeated_error_is_reported_at_each_path(bad, words):
+    good = {"cmd": "fill", "dst": "A"}
+    doc = _repeated({"cb0": [good, dict(bad), good, dict(bad)], "cb1": [dict(bad)]})
+    with pytest.raises(InvalidStream) as raised:
+        from_dict(doc)
+    paths = {e.path.partition("]")[0] + "]" for e in raised.value.errors if words in e.message}
+    assert paths == {"command_buffers.cb0[1]", "command_buffers.cb0[3]", "command_buffers.cb1[0]"}, \
+        raised.value.lines()
+
+
+@pytest.mark.parametrize("valid, invalid", [("0", "0.0"), ("1", "true")])
+def test_equal_in_python_is_not_equal_json(valid, invalid):
+    """0 == 0.0 == False in Python: a float or a boolean after an equal integer is still refused."""
+    text = json.dumps(_repeated({"cb0": [{"cmd": "fill", "dst": "A", "offset": "VALID"},
+                                         {"cmd": "fill", "dst": "A", "offset": "INVALID"}]}))
+    text = text.replace('"VALID"', valid).replace('"INVALID"', invalid)
+    with pytest.raises(InvalidStream) as raised:
+        loads(text)
+    assert [e.path for e in raised.value.errors] == ["command_buffers.cb0[1].offset"], raised.value.lines()
+
+
+def test_one_json_value_as_command_and_as_host_op():
+    """A host op's JSON in a command buffer is refused there, though the same JSON is a valid host op."""
+    submit = {"op": "submit", "queue": "q0", "command_buffers": ["cb0"]}
+    doc = {"format": FMT, "command_buffers": {"cb0": [dict(submit)]}, "threads": {"main": [dict(submit)]}}
+    with pytest.raises(InvalidStream) as raised:
+        from_dict(doc)
+    assert [(e.path, e.message) for e in raised.value.errors] == \
+        [("command_buffers.cb0[0]", "'cmd' is a required property")]
+
+
+def test_equal_commands_are_one_object_and_the_document_is_left_as_it_was():
+    fill = {"cmd": "fill", "dst": "A", "value": 7}
+    doc = _repeated({"cb0": [fill, dict(fill), {**fill, "value": 8}]})
+    before = json.loads(json.dumps(doc))
+    second = doc["command_buffers"]["cb0"][1]
+    commands = from_dict(doc).command_buffers[0].commands
+    assert commands[0] is commands[1] and commands[1] == ir.Fill("A", 0, 64, 7) and commands[2].value == 8
+    assert doc == before and doc["command_buffers"]["cb0"][1] is second

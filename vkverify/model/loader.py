@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import marshal
 import math
 import os
 import re
@@ -23,6 +24,7 @@ import jsonschema
 
 from . import ir
 from .errors import InputError, InvalidStream, UsageError, json_path
+from .gcpause import cyclic_gc_paused
 from .names import access_name, stage_name
 from .refs import parse_ref, split_submit, with_submit
 
@@ -37,10 +39,10 @@ def load(path: str | Path) -> ir.Stream:
         raise UsageError("path", f"expected a str or a Path, got {type(path).__name__}")
     path = str(path)
     try:
-        data = Path(path).read_bytes()
+        text = _decode(Path(path).read_bytes(), path)  # the bytes are let go here, not held while parsing
     except OSError as e:
         raise InvalidStream(path, [InputError("$", f"cannot read: {e.strerror}")]) from None
-    return loads(data, path)
+    return loads(text, path)
 
 
 def loads(text: str | bytes, file: str = "<string>") -> ir.Stream:
@@ -50,7 +52,8 @@ def loads(text: str | bytes, file: str = "<string>") -> ir.Stream:
     elif not isinstance(text, str):
         raise UsageError("text", f"expected a str or bytes of JSON, got {type(text).__name__}")
     try:
-        doc = json.loads(text, parse_constant=_no_constant)
+        with cyclic_gc_paused():  # a stream's document is millions of objects and no cycle
+            doc = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
         raise InvalidStream(file, [InputError("$", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}")]) from None
     except RecursionError:
@@ -89,12 +92,47 @@ def from_dict(doc: Any, file: str = "<dict>", schema: bool = True) -> ir.Stream:
     """The stream a JSON document (parsed) describes; InvalidStream naming every error's JSON path.
     schema False skips the value checks and the JSON schema (the ids, ranges and references are still
     checked): for documents vkverify writes itself, shaped right by construction (the runtime's)."""
-    values, integral_floats = value_errors(doc) if schema else ([], False)
-    if values:
-        raise InvalidStream(file, values)
-    if isinstance(doc, dict) and "params" in doc:
-        return _valid(_from_template(doc, file, integral_floats))
-    return _valid(_from_plain(doc, file, integral_floats, schema))
+    with cyclic_gc_paused():  # the document and the IR are millions of objects and no cycle
+        doc = _shared_operations(doc)
+        values, integral_floats = value_errors(doc) if schema else ([], False)
+        if values:
+            raise InvalidStream(file, values)
+        if isinstance(doc, dict) and "params" in doc:
+            return _valid(_from_template(doc, file, integral_floats))
+        return _valid(_from_plain(doc, file, integral_floats, schema))
+
+
+def _shared_operations(doc: Any) -> Any:
+    """`doc` with each command and host op that has the JSON value of an earlier one replaced by that
+    one (a copy: the caller's document is left as it was). Each check below runs once per operation
+    object that passed it, so once per distinct operation: a decode stream repeats a few ten thousand
+    commands a million times. An error is still reported at each of its paths: an operation with an
+    error is checked again wherever it appears."""
+    by_value: dict[bytes, Any] = {}
+
+    def shared(kind: str, ops: list) -> list:
+        try:
+            # marshal writes a value with its types (1, 1.0 and True apart), in C: a cheap exact key. Version 2
+            # writes no back-references, whose use depends on reference counts: equal values, equal bytes.
+            return [by_value.setdefault(marshal.dumps(op, 2), op) for op in ops]
+        except ValueError:  # an object that is no JSON value: the list as it is, for the checks to report
+            return ops
+
+    return _map_operations(doc, shared)
+
+
+def _map_operations(doc: Any, change: Callable[[str, list], list]) -> Any:
+    """A copy of `doc` (a dict; anything else as it is) with each list of commands or host ops replaced
+    by change(the field naming an operation's kind, the list); the rest is shared, not copied."""
+    if not isinstance(doc, dict):
+        return doc
+    out = dict(doc)
+    for key, kind in (("command_buffers", "cmd"), ("threads", "op")):
+        if isinstance(doc.get(key), dict):
+            out[key] = {k: change(kind, ops) if type(ops) is list else ops for k, ops in doc[key].items()}
+    if type(doc.get("host")) is list:
+        out["host"] = change("op", doc["host"])
+    return out
 
 
 # Streams this loader made (by id, while they live): `validate` takes them as they are.
@@ -200,9 +238,11 @@ def value_errors(doc: Any) -> tuple[list[InputError], bool]:
     are no Unicode text (lone surrogates) or hold control characters, integers past 64 bits, numbers
     that are not finite, Python objects that are not JSON; and whether a float with an integral value
     (4096.0) appears, which the schema's `integer` accepts and a stream's integers must not be.
-    A node's path is kept as (parent's, key) pairs and spelled only for an error."""
+    A node's path is kept as (parent's, key) pairs and spelled only for an error. A dict found clean
+    in a list is not walked again at the same depth (_shared_operations makes equal operations one dict)."""
     errors: list[InputError] = []
     integral = False
+    clean: set[tuple[int, int]] = set()
 
     def error(where: tuple | None, message: str) -> None:
         parts = []
@@ -225,6 +265,7 @@ def value_errors(doc: Any) -> tuple[list[InputError], bool]:
         elif kind in (dict, list, tuple) and depth >= MAX_DEPTH:
             error(where, f"nested more than {MAX_DEPTH} levels deep")
         elif kind is dict:
+            found = len(errors)
             for k, v in node.items():
                 problem = "is not a string" if not isinstance(k, str) else \
                     None if k.isascii() and k.isprintable() else _string_problem(k, False)
@@ -232,9 +273,12 @@ def value_errors(doc: Any) -> tuple[list[InputError], bool]:
                     error(where, f"key {_clip(k) if isinstance(k, str) else repr(k)} {problem}")
                 else:
                     walk(v, (where, k), depth + 1)
+            if len(errors) == found:
+                clean.add((id(node), depth))
         elif kind in (list, tuple):
             for i, v in enumerate(node):
-                walk(v, (where, i), depth + 1)
+                if (id(v), depth + 1) not in clean:
+                    walk(v, (where, i), depth + 1)
         elif kind is float:
             if not math.isfinite(node):
                 error(where, f"{node} is not a finite number")
@@ -280,36 +324,45 @@ def _strict_validator() -> jsonschema.protocols.Validator:
 
 
 @cache
-def _fast_validators() -> tuple[Callable[[Any], Any], dict[str, Callable[[Any], Any]]]:
+def _fast_validators() -> tuple[Callable[[Any], Any], dict[str, dict[str, Callable[[Any], Any]]]]:
     """The schema compiled to Python (fastjsonschema): ten times faster than jsonschema on a valid
     stream, which is every stream but the ones with errors. Only the keywords that draft-07 and
     2020-12 share are used, so the two agree; jsonschema then names every error of a bad stream.
-    A command is checked by the validator of its `cmd`, picked here: the schema's if/then on `cmd`
-    costs the compiled code an exception for each alternative that does not apply (about a quarter of
-    an import's time)."""
+    The document without its commands and host ops is checked by the first; each operation by the
+    validator of its kind (`cmd` or `op`, then its value), picked here: the schema's if/then on the
+    kind costs the compiled code an exception for each alternative that does not apply."""
     whole = {k: v for k, v in schema().items() if k not in ("$id", "$schema")}
-    command = whole["$defs"]["command"]
-    loose = {**whole, "$defs": {**whole["$defs"], "command": {k: v for k, v in command.items() if k != "allOf"}}}
     draft = {"$schema": "http://json-schema.org/draft-07/schema#"}
-    by_cmd = {name: fastjsonschema.compile({**draft, "$defs": whole["$defs"],
-                                            "allOf": [{"$ref": f"#/$defs/cmd_{name}"}]})
-              for name in command["properties"]["cmd"]["enum"]}
-    return fastjsonschema.compile({**draft, **loose}), by_cmd
+    by_kind = {kind: {branch["if"]["properties"][kind]["const"]:
+                      fastjsonschema.compile({**draft, "$defs": whole["$defs"], "allOf": [branch["then"]]})
+                      for branch in whole["$defs"][name]["allOf"]
+                      if branch["if"]["properties"][kind]["const"] in whole["$defs"][name]["properties"][kind]["enum"]}
+               for kind, name in (("cmd", "command"), ("op", "host_op"))}
+    return fastjsonschema.compile({**draft, **whole}), by_kind
+
+
+def _fast_schema_valid(doc: Any) -> bool:
+    """Whether the compiled validators accept `doc`, each distinct operation object checked once."""
+    whole, by_kind = _fast_validators()
+    lists: list[tuple[str, list]] = []
+    try:
+        whole(_map_operations(doc, lambda kind, ops: lists.append((kind, ops)) or []))
+        for kind, op in {(kind, id(op)): (kind, op) for kind, ops in lists for op in ops}.values():
+            name = op.get(kind) if isinstance(op, dict) else None
+            validator = by_kind[kind].get(name) if isinstance(name, str) else None
+            if validator is None:
+                return False
+            validator(op)
+    except fastjsonschema.JsonSchemaException:
+        return False
+    return True
 
 
 def schema_errors(doc: Any, integral_floats: bool = False) -> list[InputError]:
     """Every schema error, one per JSON path; `integral_floats` (value_errors) forbids the fast path,
     whose `integer` accepts 4096.0."""
-    whole, by_cmd = _fast_validators()
-    try:
-        whole(doc)
-        for commands in doc.get("command_buffers", {}).values():
-            for cmd in commands:
-                by_cmd[cmd["cmd"]](cmd)
-        if not integral_floats:
-            return []
-    except fastjsonschema.JsonSchemaException:
-        pass
+    if not integral_floats and _fast_schema_valid(doc):
+        return []
     validator = _strict_validator()
     found: dict[str, InputError] = {}
     for error in validator.iter_errors(doc):
@@ -338,9 +391,25 @@ class _Builder:
     def __init__(self, doc: dict) -> None:
         self.doc = doc
         self.errors: list[InputError] = []
+        self.made: dict[str, dict[int, Any]] = {}  # per kind, id of an operation's dict -> its IR, if no error
 
     def error(self, path: tuple, message: str) -> None:
         self.errors.append(InputError(json_path(path), message))
+
+    def operations(self, make: Callable[[tuple, dict], Any], where: tuple, items: list) -> tuple:
+        """make(path, item) for each item of the list at `where`, made once for an object that gives no error:
+        what it checks (ids, sizes, names) is the same at every path of one document, and _shared_operations
+        makes equal operations one object."""
+        known, out = self.made.setdefault(make.__name__, {}), []
+        for i, item in enumerate(items):
+            made = known.get(id(item))
+            if made is None:
+                found = len(self.errors)
+                made = make(where + (i,), item)
+                if len(self.errors) == found:
+                    known[id(item)] = made
+            out.append(made)
+        return tuple(out)
 
     # ---- resources ---------------------------------------------------------
 
@@ -370,7 +439,7 @@ class _Builder:
         self.shader_decls = {s.id: s for s in shaders}
 
         command_buffers = tuple(
-            ir.CommandBuffer(cb, tuple(self.command(("command_buffers", cb, i), c) for i, c in enumerate(cmds)))
+            ir.CommandBuffer(cb, self.operations(self.command, ("command_buffers", cb), cmds))
             for cb, cmds in doc.get("command_buffers", {}).items())
         self.cb_ids = {c.id for c in command_buffers}
         self.owner_ids(("command_buffers",), self.cb_ids)
@@ -378,8 +447,7 @@ class _Builder:
         thread_docs = doc.get("threads") or ({"main": doc["host"]} if "host" in doc else {})
         base = ("threads",) if "threads" in doc else ("host",)
         threads = tuple(
-            ir.Thread(t, tuple(self.host_op(base + ((t,) if base == ("threads",) else ()) + (i,), op)
-                               for i, op in enumerate(ops)))
+            ir.Thread(t, self.operations(self.host_op, base + ((t,) if base == ("threads",) else ()), ops))
             for t, ops in thread_docs.items())
         if "threads" in doc:
             self.owner_ids(("threads",), [t.id for t in threads])
@@ -670,9 +738,7 @@ class _Builder:
 
     def check_references(self, stream: ir.Stream) -> None:
         ids: dict[str, str] = {}
-        for path, item in _tagged_items(stream):
-            if item.id is None:
-                continue
+        for path, item in _items_with_ids(stream):
             if item.id in ids or parse_ref(split_submit(item.id)[0]) or "@" in item.id:
                 why = "is used twice" if item.id in ids else "looks like a positional reference" \
                     if "@" not in item.id else "holds '@', which spells a submission (cb0[2]@main[5])"
@@ -713,13 +779,15 @@ def _replace(stream: ir.Stream, **fields) -> ir.Stream:
     return replace(stream, **fields)
 
 
-def _tagged_items(stream: ir.Stream):
+def _items_with_ids(stream: ir.Stream):
     for cb in stream.command_buffers:
         for i, c in enumerate(cb.commands):
-            yield ("command_buffers", cb.id, i), c
+            if c.id is not None:
+                yield ("command_buffers", cb.id, i), c
     for t in stream.threads:
         for i, op in enumerate(t.ops):
-            yield ("threads", t.id, i), op
+            if op.id is not None:
+                yield ("threads", t.id, i), op
 
 
 def resolve_ref(stream: ir.Stream, ref: str) -> str | None:
