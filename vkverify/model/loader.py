@@ -108,13 +108,13 @@ def _shared_operations(doc: Any) -> Any:
     object that passed it, so once per distinct operation: a decode stream repeats a few ten thousand
     commands a million times. An error is still reported at each of its paths: an operation with an
     error is checked again wherever it appears."""
-    by_value: dict[bytes, Any] = {}
+    first: dict[bytes, Any] = {}  # the first operation of each value
 
     def shared(kind: str, ops: list) -> list:
         try:
-            # marshal writes a value with its types (1, 1.0 and True apart), in C: a cheap exact key. Version 2
-            # writes no back-references, whose use depends on reference counts: equal values, equal bytes.
-            return [by_value.setdefault(marshal.dumps(op, 2), op) for op in ops]
+            # marshal writes a value with its types (1, 1.0 and True apart), in C: a cheap exact key. Its
+            # back-references depend on reference counts: equal values may (rarely) differ, and go unshared.
+            return [first.setdefault(marshal.dumps(op), op) for op in ops]
         except ValueError:  # an object that is no JSON value: the list as it is, for the checks to report
             return ops
 
@@ -162,7 +162,8 @@ def validate(stream: Any, argument: str = "stream") -> ir.Stream:
     file = f"<stream {stream.name!r}>" if isinstance(stream.name, str) else "<stream>"
     plain = replace(stream, params=(), instances=(), expect=None if stream.params else stream.expect)
     try:
-        doc = to_dict(plain)
+        with cyclic_gc_paused():  # a dict per command, and no cycle
+            doc = to_dict(plain)
     except (AttributeError, TypeError, ValueError, KeyError) as e:  # a field of the wrong type
         raise InvalidStream(file, [InputError("$", f"not a stream: {type(e).__name__}: {e}")]) from None
     from_dict(doc, file)
@@ -334,10 +335,10 @@ def _fast_validators() -> tuple[Callable[[Any], Any], dict[str, dict[str, Callab
     whole = {k: v for k, v in schema().items() if k not in ("$id", "$schema")}
     draft = {"$schema": "http://json-schema.org/draft-07/schema#"}
     by_kind = {kind: {branch["if"]["properties"][kind]["const"]:
-                      fastjsonschema.compile({**draft, "$defs": whole["$defs"], "allOf": [branch["then"]]})
-                      for branch in whole["$defs"][name]["allOf"]
-                      if branch["if"]["properties"][kind]["const"] in whole["$defs"][name]["properties"][kind]["enum"]}
-               for kind, name in (("cmd", "command"), ("op", "host_op"))}
+                      fastjsonschema.compile({**draft, "$defs": defs, "allOf": [branch["then"]]})
+                      for branch in defs[name]["allOf"]
+                      if branch["if"]["properties"][kind]["const"] in defs[name]["properties"][kind]["enum"]}
+               for defs in (whole["$defs"],) for kind, name in (("cmd", "command"), ("op", "host_op"))}
     return fastjsonschema.compile({**draft, **whole}), by_kind
 
 

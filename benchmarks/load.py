@@ -1,0 +1,120 @@
+"""How fast a stream file loads (vkverify.model.load: JSON, value and schema checks, the IR) next to checking it.
+
+Writes decode-shaped streams (benchmarks/decode_stream.py) of about 10^5 and 10^6 commands as vkverify writes a
+stream (model.dumps), then for each size, in a fresh process: the load's seconds, time per command and peak
+memory (the process's peak RSS, VmHWM, less its RSS before loading); schedule.check's seconds on the loaded stream and
+the ratio load/check (target: at most 1.0 at 10^6); and the seconds vkverify.check.check() spends validating the
+same stream built in memory (loader.validate: dumped and loaded again), and their ratio to the check's.
+
+    python benchmarks/load.py                                # 1e5, 1e6
+    python benchmarks/load.py --baseline 4b73e7b 1e5 1e6     # also the loader of that commit, on the same files
+
+With --baseline REV each file is also loaded by the code of commit REV (check_scaling.py's temporary worktree),
+alternating with the current code, and the ratios current/baseline are printed: the same machine, the same minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE)]
+
+
+def measure(file: str, n: int) -> dict:
+    from decode_stream import command_count, decode_stream
+
+    from vkverify.check.schedule import check
+    from vkverify.model import load
+    from vkverify.model.loader import validate
+
+    before = _status_kib("VmRSS")
+    start = time.perf_counter()
+    stream = load(file)
+    loaded = time.perf_counter() - start
+    peak = _status_kib("VmHWM")
+    start = time.perf_counter()
+    findings = check(stream)
+    checked = time.perf_counter() - start
+    built = decode_stream(n)
+    start = time.perf_counter()
+    validate(built)
+    validated = time.perf_counter() - start
+    return {"commands": command_count(stream), "load": loaded, "peak_mib": (peak - before) / 1024,
+            "check": checked, "validate": validated, "findings": len(findings)}
+
+
+def _status_kib(field: str) -> int:
+    """A field of /proc/self/status (Linux), in KiB. Not ru_maxrss: exec keeps the parent's, here the larger."""
+    line = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith(field + ":"))
+    return int(line.split()[1])
+
+
+def run_one(file: Path, n: int, code: Path | None = None) -> dict:
+    """One file in a fresh process, loaded by the `vkverify` under `code` (None: this checkout's)."""
+    args = ["--one", str(file), str(n)] + ["--code", str(code)] * bool(code)
+    out = subprocess.run([sys.executable, __file__] + args, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr)
+    return json.loads(out.stdout)
+
+
+def row(label: str, r: dict) -> str:
+    return (f"{label:>9} {r['commands']:>9} {r['load']:>7.2f} {r['load'] / r['commands'] * 1e6:>8.2f} "
+            f"{r['peak_mib']:>9.0f} {r['check']:>7.2f} {r['load'] / r['check']:>10.2f} {r['validate']:>9.2f} "
+            f"{r['validate'] / r['check']:>14.2f}")
+
+
+def main(argv: list[str]) -> int:
+    from check_scaling import _nothing, _option, worktree
+
+    code, argv = _option(argv, "--code", None)
+    if code:
+        sys.path.insert(0, code)
+    if argv[:1] == ["--one"]:
+        print(json.dumps(measure(argv[1], int(argv[2]))))
+        return 0
+    baseline, argv = _option(argv, "--baseline", None)
+    sizes = [int(float(a)) for a in argv] or [10**5, 10**6]
+    with (worktree(baseline) if baseline else _nothing()) as old, \
+            tempfile.TemporaryDirectory(prefix="vkverify-load-") as tmp:
+        return _compare(sizes, Path(tmp), old, baseline)
+
+
+def _compare(sizes: list[int], tmp: Path, old: Path | None, baseline: str | None) -> int:
+    from decode_stream import decode_stream
+
+    from vkverify.model import dumps
+
+    print(f"{'code':>9} {'commands':>9} {'load s':>7} {'us/cmd':>8} {'peak MiB':>9} {'check s':>7} "
+          f"{'load/check':>10} {'validate':>9} {'validate/check':>14}", flush=True)
+    result = 0
+    for n in sizes:
+        file = tmp / f"decode-{n}.json"
+        file.write_text(dumps(decode_stream(n)))
+        try:
+            r = run_one(file, n)
+            print(row("current", r), flush=True)
+            if old is not None:
+                b = run_one(file, n, old)
+                print(row(baseline[:9], b), flush=True)
+                print(f"{'':>9} current/baseline: load {r['load'] / b['load']:.2f}x, peak memory "
+                      f"{r['peak_mib'] / b['peak_mib']:.2f}x, validate {r['validate'] / b['validate']:.2f}x",
+                      flush=True)
+        except RuntimeError as error:
+            print(error, file=sys.stderr)
+            return 1
+        if r["findings"]:
+            print("error: the decode stream is meant to be hazard-free", file=sys.stderr)
+            result = 1
+        file.unlink()
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
