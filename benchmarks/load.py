@@ -4,7 +4,9 @@ Writes decode-shaped streams (benchmarks/decode_stream.py) of about 10^5 and 10^
 stream (model.dumps), then for each size, in a fresh process: the load's seconds, time per command and peak
 memory (the process's peak RSS, VmHWM, less its RSS before loading); schedule.check's seconds on the loaded stream and
 the ratio load/check (target: at most 1.0 at 10^6); and the seconds vkverify.check.check() spends validating the
-same stream built in memory (loader.validate: dumped and loaded again), and their ratio to the check's.
+same stream built in memory (loader.validate: dumped and loaded again), and their ratio to the check's. The
+ratios are printed of wall-clock seconds and of the process's CPU seconds: on a machine shared with other work,
+the CPU time is the steadier of the two.
 
     python benchmarks/load.py                                # 1e5, 1e6
     python benchmarks/load.py --baseline 4b73e7b 1e5 1e6     # also the loader of that commit, on the same files
@@ -20,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -34,19 +37,25 @@ def measure(file: str, n: int) -> dict:
     from vkverify.model.loader import validate
 
     before = _status_kib("VmRSS")
-    start = time.perf_counter()
-    stream = load(file)
-    loaded = time.perf_counter() - start
+    with _timed("load") as load_time:
+        stream = load(file)
     peak = _status_kib("VmHWM")
-    start = time.perf_counter()
-    findings = check(stream)
-    checked = time.perf_counter() - start
+    with _timed("check") as check_time:
+        findings = check(stream)
     built = decode_stream(n)
-    start = time.perf_counter()
-    validate(built)
-    validated = time.perf_counter() - start
-    return {"commands": command_count(stream), "load": loaded, "peak_mib": (peak - before) / 1024,
-            "check": checked, "validate": validated, "findings": len(findings)}
+    with _timed("validate") as validate_time:
+        validate(built)
+    return {"commands": command_count(stream), "peak_mib": (peak - before) / 1024, "findings": len(findings),
+            **load_time, **check_time, **validate_time}
+
+
+@contextmanager
+def _timed(name: str):
+    """{name: wall seconds, name_cpu: CPU seconds} of the block, filled when it ends."""
+    times: dict[str, float] = {}
+    wall, cpu = time.perf_counter(), time.process_time()
+    yield times
+    times.update({name: time.perf_counter() - wall, f"{name}_cpu": time.process_time() - cpu})
 
 
 def _status_kib(field: str) -> int:
@@ -65,9 +74,10 @@ def run_one(file: Path, n: int, code: Path | None = None) -> dict:
 
 
 def row(label: str, r: dict) -> str:
-    return (f"{label:>9} {r['commands']:>9} {r['load']:>7.2f} {r['load'] / r['commands'] * 1e6:>8.2f} "
-            f"{r['peak_mib']:>9.0f} {r['check']:>7.2f} {r['load'] / r['check']:>10.2f} {r['validate']:>9.2f} "
-            f"{r['validate'] / r['check']:>14.2f}")
+    return (f"{label:>9} {r['commands']:>9} {r['load']:>7.2f} {r['load'] / r['commands'] * 1e6:>7.2f} "
+            f"{r['peak_mib']:>8.0f} {r['check']:>7.2f} {r['validate']:>10.2f} {r['load'] / r['check']:>5.2f} "
+            f"{r['load_cpu'] / r['check_cpu']:>5.2f} {r['validate'] / r['check']:>5.2f} "
+            f"{r['validate_cpu'] / r['check_cpu']:>5.2f}")
 
 
 def main(argv: list[str]) -> int:
@@ -91,8 +101,9 @@ def _compare(sizes: list[int], tmp: Path, old: Path | None, baseline: str | None
 
     from vkverify.model import dumps
 
-    print(f"{'code':>9} {'commands':>9} {'load s':>7} {'us/cmd':>8} {'peak MiB':>9} {'check s':>7} "
-          f"{'load/check':>10} {'validate':>9} {'validate/check':>14}", flush=True)
+    print(f"{'':>46} {'':>10} {'load/check':>11} {'validate/check':>11}")
+    print(f"{'code':>9} {'commands':>9} {'load s':>7} {'us/cmd':>7} {'peak MiB':>8} {'check s':>7} "
+          f"{'validate s':>10} {'wall':>5} {'cpu':>5} {'wall':>5} {'cpu':>5}", flush=True)
     result = 0
     for n in sizes:
         file = tmp / f"decode-{n}.json"

@@ -336,7 +336,7 @@ def test_semaphore_and_fence_defaults():
     ({"cmd": "barrier"}, {"src_stage": 7}),
 ])
 def test_each_command_kind_is_validated_by_its_own_schema(cmd, bad):
-    """The fast validator checks a command by the schema of its `cmd` (loader._fast_validators): a field that
+    """The fast validator checks a command by the schema of its `cmd` (loader._operation_validator): a field that
     schema refuses is an error at the command's path, as the whole schema says."""
     doc = {"format": ir.FORMAT, "buffers": [{"id": "A", "size": 64}, {"id": "B", "size": 64}],
            "shaders": {"k": {"bindings": ["read_write"]}}, "command_buffers": {"cb0": [cmd]},
@@ -399,3 +399,11 @@ def test_equal_commands_are_one_object_and_the_document_is_left_as_it_was():
     commands = from_dict(doc).command_buffers[0].commands
     assert commands[0] is commands[1] and commands[1] == ir.Fill("A", 0, 64, 7) and commands[2].value == 8
     assert doc == before and doc["command_buffers"]["cb0"][1] is second
+
+
+def test_operations_in_a_tuple_are_checked_as_in_a_list():
+    """A Python document may hold its commands in a tuple: each is checked by its kind's schema all the same."""
+    fill = {"cmd": "fill", "dst": "A"}
+    assert from_dict(_repeated({"cb0": (fill, fill)})) == from_dict(_repeated({"cb0": [fill, fill]}))
+    with pytest.raises(InvalidStream):
+        from_dict(_repeated({"cb0": (fill, {**fill, "size": -1})}))

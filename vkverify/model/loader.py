@@ -14,6 +14,7 @@ import math
 import os
 import re
 import weakref
+from collections import defaultdict
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -110,7 +111,9 @@ def _shared_operations(doc: Any) -> Any:
     error is checked again wherever it appears."""
     first: dict[bytes, Any] = {}  # the first operation of each value
 
-    def shared(kind: str, ops: list) -> list:
+    def shared(kind: str, ops: list | tuple) -> list | tuple:
+        if type(ops) is not list:  # the same array type in the copy: jsonschema refuses a tuple
+            return ops
         try:
             # marshal writes a value with its types (1, 1.0 and True apart), in C: a cheap exact key. Its
             # back-references depend on reference counts: equal values may (rarely) differ, and go unshared.
@@ -121,16 +124,17 @@ def _shared_operations(doc: Any) -> Any:
     return _map_operations(doc, shared)
 
 
-def _map_operations(doc: Any, change: Callable[[str, list], list]) -> Any:
-    """A copy of `doc` (a dict; anything else as it is) with each list of commands or host ops replaced
-    by change(the field naming an operation's kind, the list); the rest is shared, not copied."""
+def _map_operations(doc: Any, change: Callable[[str, list | tuple], list | tuple]) -> Any:
+    """A copy of `doc` (a dict; anything else as it is) with each array (a list or tuple, as the compiled schema
+    has it) of commands or host ops replaced by change(the field naming an operation's kind, the array); the
+    rest is shared, not copied."""
     if not isinstance(doc, dict):
         return doc
     out = dict(doc)
     for key, kind in (("command_buffers", "cmd"), ("threads", "op")):
         if isinstance(doc.get(key), dict):
-            out[key] = {k: change(kind, ops) if type(ops) is list else ops for k, ops in doc[key].items()}
-    if type(doc.get("host")) is list:
+            out[key] = {k: change(kind, ops) if isinstance(ops, (list, tuple)) else ops for k, ops in doc[key].items()}
+    if isinstance(doc.get("host"), (list, tuple)):
         out["host"] = change("op", doc["host"])
     return out
 
@@ -243,7 +247,7 @@ def value_errors(doc: Any) -> tuple[list[InputError], bool]:
     in a list is not walked again at the same depth (_shared_operations makes equal operations one dict)."""
     errors: list[InputError] = []
     integral = False
-    clean: set[tuple[int, int]] = set()
+    clean: dict[int, set[int]] = defaultdict(set)  # depth -> ids of the dicts found clean there
 
     def error(where: tuple | None, message: str) -> None:
         parts = []
@@ -275,10 +279,11 @@ def value_errors(doc: Any) -> tuple[list[InputError], bool]:
                 else:
                     walk(v, (where, k), depth + 1)
             if len(errors) == found:
-                clean.add((id(node), depth))
+                clean[depth].add(id(node))
         elif kind in (list, tuple):
+            seen = clean[depth + 1]
             for i, v in enumerate(node):
-                if (id(v), depth + 1) not in clean:
+                if id(v) not in seen:
                     walk(v, (where, i), depth + 1)
         elif kind is float:
             if not math.isfinite(node):
@@ -324,36 +329,51 @@ def _strict_validator() -> jsonschema.protocols.Validator:
     return jsonschema.validators.extend(base, type_checker=strict)(schema())
 
 
+_DRAFT_07 = {"$schema": "http://json-schema.org/draft-07/schema#"}
+_OPERATIONS = {"cmd": "command", "op": "host_op"}  # an operation's kind field -> its definition
+
+
 @cache
-def _fast_validators() -> tuple[Callable[[Any], Any], dict[str, dict[str, Callable[[Any], Any]]]]:
+def _fast_validator() -> Callable[[Any], Any]:
     """The schema compiled to Python (fastjsonschema): ten times faster than jsonschema on a valid
     stream, which is every stream but the ones with errors. Only the keywords that draft-07 and
     2020-12 share are used, so the two agree; jsonschema then names every error of a bad stream.
-    The document without its commands and host ops is checked by the first; each operation by the
-    validator of its kind (`cmd` or `op`, then its value), picked here: the schema's if/then on the
-    kind costs the compiled code an exception for each alternative that does not apply."""
+    Commands and host ops are left to _operation_validator: _fast_schema_valid gives a document without them."""
     whole = {k: v for k, v in schema().items() if k not in ("$id", "$schema")}
-    draft = {"$schema": "http://json-schema.org/draft-07/schema#"}
-    by_kind = {kind: {branch["if"]["properties"][kind]["const"]:
-                      fastjsonschema.compile({**draft, "$defs": defs, "allOf": [branch["then"]]})
-                      for branch in defs[name]["allOf"]
-                      if branch["if"]["properties"][kind]["const"] in defs[name]["properties"][kind]["enum"]}
-               for defs in (whole["$defs"],) for kind, name in (("cmd", "command"), ("op", "host_op"))}
-    return fastjsonschema.compile({**draft, **whole}), by_kind
+    defs = {**whole["$defs"], **dict.fromkeys(_OPERATIONS.values(), {})}
+    return fastjsonschema.compile({**_DRAFT_07, **whole, "$defs": defs})
+
+
+@cache
+def _operation_validator(kind: str, name: str) -> Callable[[Any], Any] | None:
+    """The compiled schema of an operation whose `kind` field is `name` (a name of the schema's enum), or
+    None: picked here, since the schema's if/then on the kind costs the compiled code an exception for
+    each alternative that does not apply. Compiled on first use: a stream uses few kinds."""
+    defs = schema()["$defs"]
+    branch = next((b["then"] for b in defs[_OPERATIONS[kind]]["allOf"]
+                   if b["if"]["properties"][kind]["const"] == name), None)
+    return None if branch is None else fastjsonschema.compile({**_DRAFT_07, "$defs": defs, "allOf": [branch]})
 
 
 def _fast_schema_valid(doc: Any) -> bool:
-    """Whether the compiled validators accept `doc`, each distinct operation object checked once."""
-    whole, by_kind = _fast_validators()
-    lists: list[tuple[str, list]] = []
+    """Whether the compiled schema accepts `doc`: the document without its commands and host ops by the
+    whole schema, then each distinct operation object once, by the schema of its kind."""
+    distinct: dict[str, dict[int, Any]] = {kind: {} for kind in _OPERATIONS}  # kind -> id -> operation
+
+    def gather(kind: str, ops: list | tuple) -> list:
+        distinct[kind].update(zip(map(id, ops), ops))
+        return []
+
     try:
-        whole(_map_operations(doc, lambda kind, ops: lists.append((kind, ops)) or []))
-        for kind, op in {(kind, id(op)): (kind, op) for kind, ops in lists for op in ops}.values():
-            name = op.get(kind) if isinstance(op, dict) else None
-            validator = by_kind[kind].get(name) if isinstance(name, str) else None
-            if validator is None:
-                return False
-            validator(op)
+        _fast_validator()(_map_operations(doc, gather))
+        for kind, ops in distinct.items():
+            names = schema()["$defs"][_OPERATIONS[kind]]["properties"][kind]["enum"]
+            for op in ops.values():
+                name = op.get(kind) if isinstance(op, dict) else None
+                validator = _operation_validator(kind, name) if isinstance(name, str) and name in names else None
+                if validator is None:
+                    return False
+                validator(op)
     except fastjsonschema.JsonSchemaException:
         return False
     return True
