@@ -23,7 +23,7 @@ from typing import Any, Callable
 import fastjsonschema
 import jsonschema
 
-from . import ir
+from . import ir, jsontext
 from .errors import InputError, InvalidStream, UsageError, json_path
 from .gcpause import cyclic_gc_paused
 from .names import access_name, stage_name
@@ -54,7 +54,7 @@ def loads(text: str | bytes, file: str = "<string>") -> ir.Stream:
         raise UsageError("text", f"expected a str or bytes of JSON, got {type(text).__name__}")
     try:
         with cyclic_gc_paused():  # a stream's document is millions of objects and no cycle
-            doc = json.loads(text, parse_constant=_no_constant)
+            doc = jsontext.loads(text, _no_constant)
     except json.JSONDecodeError as e:
         raise InvalidStream(file, [InputError("$", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}")]) from None
     except RecursionError:
@@ -110,14 +110,21 @@ def _shared_operations(doc: Any) -> Any:
     commands a million times. An error is still reported at each of its paths: an operation with an
     error is checked again wherever it appears."""
     first: dict[bytes, Any] = {}  # the first operation of each value
+    by_id: dict[int, Any] = {}  # an operation object seen -> the first of its value (jsontext shares many)
+
+    def one(op: Any) -> Any:
+        known = by_id.get(id(op))
+        if known is None:
+            # marshal writes a value with its types (1, 1.0 and True apart), in C: a cheap exact key. Its
+            # back-references depend on reference counts: equal values may (rarely) differ, and go unshared.
+            known = by_id[id(op)] = first.setdefault(marshal.dumps(op), op)
+        return known
 
     def shared(kind: str, ops: list | tuple) -> list | tuple:
         if type(ops) is not list:  # the same array type in the copy: jsonschema refuses a tuple
             return ops
         try:
-            # marshal writes a value with its types (1, 1.0 and True apart), in C: a cheap exact key. Its
-            # back-references depend on reference counts: equal values may (rarely) differ, and go unshared.
-            return [first.setdefault(marshal.dumps(op), op) for op in ops]
+            return [one(op) for op in ops]
         except ValueError:  # an object that is no JSON value: the list as it is, for the checks to report
             return ops
 

@@ -1,0 +1,96 @@
+"""model/jsontext.py: a stream's text read as json.loads reads it, repeated operations parsed once."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vkverify.model.jsontext import loads
+from vkverify.model.loader import _no_constant
+
+SCALARS = st.one_of(st.integers(-2, 2), st.sampled_from([0.0, 1.0, 1.5, True, False, None]),
+                    st.sampled_from(["a", "b", "}", "\n   }", "{", "\\"]))
+OPERATION = st.dictionaries(st.sampled_from(["cmd", "size", "bindings", "label"]),
+                            st.one_of(SCALARS, st.lists(st.dictionaries(st.sampled_from(["buffer", "offset"]),
+                                                                        SCALARS, max_size=2), max_size=2)),
+                            max_size=4)
+INDENTS = [None, 0, 1, 2, "\t"]
+
+
+def typed(value) -> str:
+    """The value with its types (1, 1.0 and True apart), for comparing."""
+    return json.dumps(value)
+
+
+def reference(text: str):
+    try:
+        return "value", typed(json.loads(text, parse_constant=_no_constant))
+    except (ValueError, RecursionError) as e:
+        return type(e).__name__, str(e)
+
+
+def ours(text: str):
+    try:
+        return "value", typed(loads(text, _no_constant))
+    except (ValueError, RecursionError) as e:
+        return type(e).__name__, str(e)
+
+
+def stream(pool: list[dict], picks: list[int]) -> dict:
+    ops = [pool[k % len(pool)] for k in picks]
+    return {"format": "vkverify-stream/1", "command_buffers": {"cb0": ops, "cb1": ops[::-1]},
+            "threads": {"main": ops[:3]}, "host": ops[:2], "name": "s"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(pool=st.lists(OPERATION, min_size=1, max_size=4), picks=st.lists(st.integers(0, 9), max_size=12),
+       indent=st.sampled_from(INDENTS), cuts=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(
+           ["", ",", "]", "}", "{", " ", "\n", '"', "NaN", "1e400", "[", "x"])), max_size=2))
+def test_as_json_loads_reads_it(pool, picks, indent, cuts):
+    """The same value (types too) or the same error as json.loads, on pretty-printed, compact and broken text."""
+    text = json.dumps(stream(pool, picks), indent=indent)
+    for at, insert in cuts:  # a character replaced, or text added: broken JSON, or other JSON
+        at %= len(text) + 1
+        text = text[:at] + insert + text[at + (at % 2):]
+    assert ours(text) == reference(text)
+
+
+PRETTY = json.dumps(stream([{"cmd": "fill", "value": 1}, {"cmd": "copy"}], [0, 1, 0, 0]), indent=1)
+
+
+@pytest.mark.parametrize("old, new", [
+    ("}\n}", "}\n} x"),  # extra data after the document
+    ("}\n}", "}\n}\n{}"),
+    ('"value": 1\n   },', '"value": 1\n   },,'),  # an empty element
+    ('"value": 1\n   },', '"value": 1\n   }'),  # a comma missing between operations
+    ('"value": 1\n   }\n  ]', '"value": 1\n   },\n  ]'),  # a trailing comma
+    ('"value": 1', '"value": NaN'),
+    ('"value": 1', '"value": 1e400'),
+    ('"value": 1', '"value": 1.0'),
+    ('"cmd": "copy"', '"cmd": "copy\x01"'),  # a control character in a string
+    ('"cb0": [', '"cb0": ['),  # unchanged
+    ('"cb0": [', '"cb0": {'),
+    ('"threads": {', '"threads": ['),
+    ('"host": [', '"host": 7, "x": ['),
+])
+def test_broken_pretty_text_as_json_loads(old, new):
+    for count in (1, -1):  # the first place, or every place
+        text = PRETTY.replace(old, new, count)
+        assert ours(text) == reference(text), text
+
+
+@pytest.mark.parametrize("indent", [1, 2, "\t"])
+def test_repeated_operations_are_one_object(indent):
+    fill, other = {"cmd": "fill", "dst": "A", "value": 1}, {"cmd": "fill", "dst": "A", "value": 1.0}
+    doc = loads(json.dumps(stream([fill, other], [0, 1, 0, 1, 0]), indent=indent), _no_constant)
+    ops = doc["command_buffers"]["cb0"]
+    assert ops[0] is ops[2] is ops[4] is doc["threads"]["main"][0] and ops[1] is ops[3]
+    assert ops[0] is not ops[1] and typed(ops[1]) == typed(other)  # 1.0 is not the integer 1
+
+
+def test_a_key_given_twice_keeps_the_last_value():
+    text = '{\n "command_buffers": {\n  "cb0": [\n   {\n    "a": 1\n   }\n  ]\n },\n "command_buffers": {}\n}'
+    assert loads(text, _no_constant) == json.loads(text) == {"command_buffers": {}}
