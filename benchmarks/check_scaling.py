@@ -46,7 +46,8 @@ def measure(n: int, kv_history: bool, shape: str) -> dict:
     from decode_stream import SHAPES, command_count, decode_stream
 
     # The checker itself: vkverify.check.check() first validates a stream built by hand, as the loader does a
-    # file's (dump and load again, ~7x the check here); a stream from a file is validated once, at load.
+    # file's (dump and load again, about the check's time at 10^6: benchmarks/load.py); a stream from a file is
+    # validated once, at load.
     from vkverify.check.schedule import check
 
     stream = decode_stream(n, kv_history=kv_history, **SHAPES[shape])
