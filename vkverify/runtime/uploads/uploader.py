@@ -52,7 +52,7 @@ class Uploader:
     recorded in a stream of their own). slots, slot_size: the slot ring; with neither, both
     are measured within `slot_budget` bytes (sizing.py); with one, the other is PROTOCOLS.md
     1's. staging: the slots' memory kind, host_coherent or host_cached (each host copy is
-    then flushed before its submit)."""
+    then flushed before its submit). copy_threads: host copy threads (hostio.default_threads)."""
 
     def __init__(self, target, slots: int | None = None, slot_size: int | None = None,
                  block_size: int = BLOCK_SIZE, thread: str = "main", copy_threads: int | None = None,
@@ -72,7 +72,7 @@ class Uploader:
         properties = site.vk.vkGetPhysicalDeviceMemoryProperties(site.device.physical)
         self.arena = Arena(site.vk, site.device, site.allocator, properties, destination_kind(self.staged, types),
                            block_size, self.faults, site.recording)
-        self.copies = HostCopies(copy_threads or min(16, os.cpu_count() or 1))
+        self.copies = HostCopies(copy_threads)
         self.deferred_copies = DeferredCopies(site.runtime, site.recording, self.stats) if site.runtime else None
         self.arrays: list[tuple[int, DeviceBuffer]] = []  # staging_array(): (host address, buffer)
         self.ring: SlotRing | None = None
