@@ -19,6 +19,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from itertools import count
+from typing import Iterable
 
 from ..model import ir
 from ..model.accesses import ACCESSES_BY_KIND, DEVICE_ACCESSES
@@ -247,16 +248,14 @@ class Checker:
         self.threads = [ThreadAgent(n_queues + i, t.id, t.ops, (0,) * n, 2 * n_queues + n_threads + i)
                         for i, t in enumerate(threads)]
         self.agents: list = list(self.queues.values()) + self.threads
-        self.memories: dict[str, RangeMap] = {
-            b.id: RangeMap(b.size, b.memory in HOST_VISIBLE) for b in stream.buffers if b.alias_of is None}
-        # buffer -> (buffer, root, offset in root, root's range map)
+        self.memories: dict[str, RangeMap] = {}
+        self.memory_kind: dict[str, str] = {}
+        self.placement: dict[str, tuple[ir.Buffer, str, int, RangeMap]] = {}
+        self.place(stream.buffers)
         self.aliased = any(b.alias_of is not None for b in stream.buffers)
         # Spec 7.7.2 "access to memory through the specified buffer range": a buffer barrier covers only accesses
         # through its own buffer, unless the reading buffer_barrier_covers_aliases says otherwise.
         self.by_buffer = self.aliased and not readings.buffer_barrier_covers_aliases
-        self.memory_kind = {b.id: self.index.buffers[self.index.root(b.id)[0]].memory for b in stream.buffers}
-        self.placement = {b.id: (b, root, offset, self.memories[root])
-                          for b in stream.buffers for root, offset in [self.index.root(b.id)]}
         self.barriers = {}
         # id of a resubmitted command buffer -> [it, its steps (_step), its replay plan: None before a clean
         # execution, () where none may be made, what its reads met (_replay)]; the command buffer held keeps its
@@ -275,6 +274,18 @@ class Checker:
         self.issuing: Clock = ()  # the submit clock of the batch being run
         self.issuing_order: tuple[int, int] = (0, 0)  # its submit's thread and op position
         self.uids = count()
+
+    def place(self, buffers: Iterable[ir.Buffer]) -> None:
+        """Place `buffers` (all in the index, their roots placed or among them): a range map for each unaliased
+        one, then each one's memory kind and placement (buffer, root, offset in root, root's range map)."""
+        buffers = list(buffers)
+        for b in buffers:
+            if b.alias_of is None:
+                self.memories[b.id] = RangeMap(b.size, b.memory in HOST_VISIBLE)
+        for b in buffers:
+            root, offset = self.index.root(b.id)
+            self.memory_kind[b.id] = self.index.buffers[root].memory
+            self.placement[b.id] = (b, root, offset, self.memories[root])
 
     # ---- findings ----------------------------------------------------------
 
