@@ -9,7 +9,6 @@ the command imported (live.user_files): a rerun with nothing changed runs nothin
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -21,7 +20,7 @@ from dataclasses import asdict, dataclass
 
 from .live import Selection, environment, site
 from .readers import CleanRunFailed, Verdict
-from .runner import Cache, Outcome, Stats, cache_key
+from .runner import Cache, Outcome, Stats, cache_key, files_hash
 
 TIMEOUT_FACTOR, TIMEOUT_FLOOR_S = 10.0, 30.0  # a mutant that hangs is killed; start-up noise needs a floor
 
@@ -81,18 +80,6 @@ def read_list(path: str) -> Listing:
             else:
                 candidates.append(Candidate(**entry))
     return Listing(candidates, runtimes, sorted(imports), 0.0)
-
-
-def files_hash(paths: list[str]) -> str:
-    h = hashlib.sha256()
-    for path in paths:
-        h.update(path.encode() + b"\0")
-        try:
-            with open(path, "rb") as f:
-                h.update(f.read())
-        except OSError:
-            h.update(b"missing")
-    return h.hexdigest()
 
 
 def chosen(candidates: list[Candidate], target: str, per_iteration: bool = False) -> list[RuntimeMutant]:
