@@ -566,10 +566,7 @@ class Checker:
         if not record:
             return True
         if x.write:
-            seg = memory.overwrite(rlo, rhi, segments)
-            seg.write = x
-            if x.family is not None and buf.sharing == "exclusive":
-                seg.owner = x.family
+            memory.overwrite(rlo, rhi, segments, x, x.family if buf.sharing == "exclusive" else None)
         else:
             agent, stage = x.agent, x.stage
             for seg in segments:
