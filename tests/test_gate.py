@@ -156,6 +156,27 @@ def test_call_sites_fold_unless_per_iteration():
     assert [m.selection.target for m in chosen(listed, "war")] == ["war"]
 
 
+def test_a_labelled_fence_wait_is_analysed_once(device_name, tmp_path, monkeypatch):
+    """A fence wait is analysed at the submit of its fence (live.Mutator.before); the wait that comes with a
+    label is the same wait, not a second one to analyse: one drop_host_wait candidate, described by its label."""
+    listing = tmp_path / "list.jsonl"
+    monkeypatch.setenv(live.ENV, environment(Selection("list", file=str(listing)))[live.ENV])
+    with Runtime(check=False, name="labelled", hooks=[live.mutator]) as rt:
+        rt.create_buffer("B", 256, "host_coherent")
+        rt.create_fence("F")
+        rt.command_buffer("cb").cmd_fill_buffer("B").cmd_pipeline_barrier2("clear", "transfer_write", "host",
+                                                                           "host_read")
+        rt.submit("q0", ["cb"], fence="F")
+        rt.wait_fences(["F"], label="wait F")
+        analysed = [(s.mutant.operator, s.mutant.op, s.mutant.description) for s in rt.hooks[0]._shadows.values()]
+        rt.host_read("B")
+    assert [a for a in analysed if a[0] == "drop_host_wait"] == [
+        ("drop_host_wait", "main[1]", "drop wait_fences main[1] ('wait F')")]
+    waits = [(c.target, c.op, c.label, c.description) for c in read_list(str(listing)).candidates
+             if c.operator == "drop_host_wait"]
+    assert waits == [("fence", "main[1]", "wait F", "drop wait_fences main[1] ('wait F')")]
+
+
 def test_a_host_signal_a_recorded_batch_waits_for_is_a_runtime_candidate(device_name, tmp_path, monkeypatch):
     """Target semaphore: the batch waits for the host's signal (submitted before it, after the host's
     write); dropping the signal leaves it blocked, which the listing's shadow finds at the close."""

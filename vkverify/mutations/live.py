@@ -62,7 +62,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from ..model import ir
 from ..model.dump import host_op_to_dict
@@ -186,7 +186,9 @@ class Mutator:
             found = self._host_op_candidates(thread, position, op)
         elif isinstance(op, HOST_WAITS) and waits:
             ahead, self._ahead = self._ahead, None
-            found = ahead[1] if ahead is not None and ahead[0] == (thread, position, op) else \
+            # The wait analysed at its submit had no id or label (the program gives them only now).
+            found = self._described(ahead[1], op, format_ref(thread, position)) \
+                if ahead is not None and ahead[0] == (thread, position, replace(op, id=None, label=None)) else \
                 self._wait_candidates(thread, position, [op])
         else:
             return op
@@ -197,6 +199,23 @@ class Mutator:
             wait = ir.WaitFences((op.fence,))
             self._ahead = ((thread, position + 1, wait), self._wait_candidates(thread, position + 1, [op, wait]))
         return result
+
+    def _described(self, found: list, wait: ir.HostOp, ref: str) -> list:
+        """The candidates found ahead for `wait` (dropping it), described by it as it comes: with its label."""
+        if wait.label is None:
+            return found
+        from .generate import drop_description
+
+        out = []
+        for m in found:
+            new = replace(m, description=drop_description(wait, ref))
+            shadow = self._shadows.pop(id(m), None)
+            if shadow is not None:
+                shadow.mutant, self._shadows[id(new)] = new, shadow
+            if id(m) in self._borne:
+                self._borne[id(new)] = self._borne.pop(id(m))
+            out.append(new)
+        return out
 
     def _origin(self, ref: str, op: ir.HostOp) -> tuple[str | None, str | None]:
         """The program's line and the label of the command or op `ref` names (`op`: the op about to run)."""
