@@ -22,7 +22,7 @@ from tests.conftest import ROOT
 from vkverify.mutations import live
 from vkverify.mutations.gate import listing, read_list
 from vkverify.mutations.live import Selection, environment
-from vkverify.runtime import Runtime
+from vkverify.runtime import HazardError, Runtime
 
 pytest.importorskip("vulkan")
 DOWNSTREAM = ROOT / "tests" / "downstream"
@@ -177,23 +177,44 @@ def test_a_labelled_fence_wait_is_analysed_once(device_name, tmp_path, monkeypat
     assert waits == [("fence", "main[1]", "wait F", "drop wait_fences main[1] ('wait F')")]
 
 
+def host_signal_program(rt: Runtime) -> None:
+    """A batch waits for the host's signal (submitted before it, after the host's write); the host waits for
+    the batch's fence and reads what it copied. The signal's line is `program:signal`."""
+    rt.create_buffer("H", 256, "host_coherent")
+    rt.create_buffer("R", 256, "host_coherent")
+    rt.create_semaphore("T", timeline=True)
+    rt.create_fence("F")
+    cb = rt.command_buffer("cb")
+    cb.cmd_copy_buffer("H", "R")
+    cb.cmd_pipeline_barrier2("copy", "transfer_write", "host", "host_read")
+    rt.submit("q0", ["cb"], wait=[{"semaphore": "T", "value": 1}], fence="F")
+    rt.host_write("H", bytes(range(256)))
+    rt.signal_semaphore("T", 1, source="program:signal")
+    rt.wait_fences(["F"])
+    assert rt.host_read("R") == bytes(range(256))
+
+
 def test_a_host_signal_a_recorded_batch_waits_for_is_a_runtime_candidate(device_name, tmp_path, monkeypatch):
-    """Target semaphore: the batch waits for the host's signal (submitted before it, after the host's
-    write); dropping the signal leaves it blocked, which the listing's shadow finds at the close."""
+    """Target semaphore: dropping the signal leaves the batch blocked, which the listing's shadow finds at
+    the close."""
     listing = tmp_path / "list.jsonl"
     monkeypatch.setenv(live.ENV, environment(Selection("list", file=str(listing)))[live.ENV])
     with Runtime(check=False, name="signal", hooks=[live.mutator]) as rt:
-        rt.create_buffer("H", 256, "host_coherent")
-        rt.create_buffer("R", 256, "host_coherent")
-        rt.create_semaphore("T", timeline=True)
-        rt.create_fence("F")
-        cb = rt.command_buffer("cb")
-        cb.cmd_copy_buffer("H", "R")
-        cb.cmd_pipeline_barrier2("copy", "transfer_write", "host", "host_read")
-        rt.submit("q0", ["cb"], wait=[{"semaphore": "T", "value": 1}], fence="F")
-        rt.host_write("H", bytes(range(256)))
-        rt.signal_semaphore("T", 1)
-        rt.wait_fences(["F"])
-        assert rt.host_read("R") == bytes(range(256))
+        host_signal_program(rt)
     signals = [(c.target, c.operator, c.op) for c in read_list(str(listing)).candidates if c.operator == "drop_signal"]
     assert signals == [("semaphore", "drop_signal", "main[2]")]
+
+
+def test_a_dropped_host_signal_is_killed_at_the_wait_it_blocks(device_name, monkeypatch):
+    """The mutant of the test above: its fence wait, behind the batch that waits for the dropped signal, ends
+    the run at once with the blocked waits as findings (not after the runtime's 60 s wait limit); the device,
+    given the signal back, drains at the close."""
+    where = os.environ["PYTEST_CURRENT_TEST"].rsplit(" ", 1)[0]
+    chosen = Selection("semaphore", where, site=("drop_signal", "program:signal", "", ""))
+    monkeypatch.setenv(live.ENV, environment(chosen)[live.ENV])
+    with pytest.raises(HazardError) as raised, Runtime(check=False, name="signal", hooks=[live.mutator]) as rt:
+        host_signal_program(rt)
+    assert raised.value.submit == "main[2]"  # the fence wait, the signal at main[2] dropped
+    assert {(f.kind, f.ops) for f in raised.value.findings} == {("wait_never_satisfied", ("main[0]",)),
+                                                                ("deadlock", ("main[2]",))}
+    assert rt.device is not None and rt.device.handle is None  # closed: the device drained

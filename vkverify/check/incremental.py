@@ -158,6 +158,11 @@ class Incremental:
         end.walk.report_blocked()
         return end
 
+    def blocked(self, thread: str) -> bool:
+        """Whether `thread` stops at a wait that nothing fed so far satisfies (walk.Walk.run)."""
+        index = self.thread_index.get(thread)
+        return index is not None and self.walk.pc[index] < len(self.walk.threads[index][1])
+
     def thread_length(self, thread: str) -> int:
         index = self.thread_index.get(thread)
         return len(self.walk.threads[index][1]) if index is not None else 0

@@ -138,6 +138,7 @@ class Mutator:
         self._borne: dict[int, set] = {}  # list mode: id of a mutant -> what its stopped shadow predicted
         self._base = None  # (the op analysed and its probe, the hazards of both): shared by its candidates
         self._settled_at = 0  # how many ops of the recorded stream _advance has looked at for host waits
+        self._dropped = None  # (thread, the signal) this mutant dropped: waits it blocks end the run (_unsatisfied)
         if chosen.target == "list":
             _append(chosen.file, {"runtime": rt.name, "where": self.where})
 
@@ -172,6 +173,8 @@ class Mutator:
             raise RuntimeError(f"runtime mutation: a Runtime opened in {self._first} serves {self.where} under "
                                "pytest-xdist, where which tests ran before in the worker changes what it records: "
                                "give each test its own Runtime, or run the command without -n")
+        if self._dropped is not None and isinstance(op, HOST_WAITS):
+            self._unsatisfied(thread, op)
         if self._skips(op):
             return op
         self._advance()
@@ -217,6 +220,31 @@ class Mutator:
             out.append(new)
         return out
 
+    def _unsatisfied(self, thread: str, wait: ir.HostOp) -> None:
+        """HazardError (its blocked-wait findings: deadlock, wait_never_satisfied) where the mutant's dropped signal
+        leaves `wait` blocked: the recorded stream's state fed the wait stops there, and fed the signal given
+        back first, not. Without it the run would block in the wait until the runtime's wait limit. What the
+        program would record next is taken to be what its list run recorded, which left the wait blocked."""
+        from ..runtime import HazardError
+
+        main = self.rt.happens_before()
+        position, (op, cbs) = len(self.rt.threads.get(thread, [])), self._loaded(thread, wait)
+        mutant = self._fork(main)
+        mark = mutant.mark()
+        mutant.feed(thread, op, cbs)
+        if not mutant.blocked(thread):
+            return
+        restored = self._fork(main)
+        signaller, signal = self._dropped
+        restored.feed(signaller, *self._loaded(signaller, signal))
+        restored.feed(thread, op, cbs)
+        if restored.blocked(thread):
+            return
+        self._dropped = None
+        ref = format_ref(thread, position)
+        self.rt.vk_signal_semaphore(ref, signal)  # the device drains: the program's teardown waits for it
+        raise HazardError(ref, mutant.ended().findings_since(mark), {ref: wait.source} if wait.source else {})
+
     def _origin(self, ref: str, op: ir.HostOp) -> tuple[str | None, str | None]:
         """The program's line and the label of the command or op `ref` names (`op`: the op about to run)."""
         owner = split_ref(ref)
@@ -237,6 +265,8 @@ class Mutator:
                     self._listed.append((k, target, m, thread, position, source, label, self.where))
                 elif target == self.chosen.target and (k == self.chosen.k or
                                                        site(m.operator, m.op, source, label) == self.chosen.site):
+                    if m.operator == "drop_signal":
+                        self._dropped = (thread, op)
                     return self._apply(op, m)
         return op
 

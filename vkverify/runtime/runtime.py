@@ -371,8 +371,7 @@ class Runtime:
         if isinstance(op, ir.WaitSemaphores):
             return self._wait_semaphores(ref, op)
         if isinstance(op, ir.SignalSemaphore):
-            info = self.vk.VkSemaphoreSignalInfo(semaphore=self.semaphores[op.semaphore][0], value=op.value)
-            return self._call(ref, "vkSignalSemaphore", self.vk.vkSignalSemaphore, self.device.handle, info)
+            return self.vk_signal_semaphore(ref, op)
         if isinstance(op, ir.HostAccess):
             return self._host_access(ref, op)
         if isinstance(op, ir.QueueWaitIdle):
@@ -383,6 +382,12 @@ class Runtime:
             return self._call(ref, "vkDeviceWaitIdle", self.vk.vkDeviceWaitIdle, self.device.handle)
         with self._lock:
             return self.allocator.destroy(self.buffers[op.buffer])
+
+    def vk_signal_semaphore(self, ref: str, op: ir.SignalSemaphore) -> None:
+        """vkSignalSemaphore for `op`: execute() records it first; the runtime mutation calls it alone to give
+        back a signal it dropped, so that the work waiting for it drains (close() waits for the device)."""
+        info = self.vk.VkSemaphoreSignalInfo(semaphore=self.semaphores[op.semaphore][0], value=op.value)
+        self._call(ref, "vkSignalSemaphore", self.vk.vkSignalSemaphore, self.device.handle, info)
 
     def before(self, thread: str, op: ir.HostOp, uploads: bool = True) -> ir.HostOp | None:
         """`op` as the hooks leave it (None: dropped); the uploader first, unless the op is its own."""
