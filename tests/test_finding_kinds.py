@@ -199,8 +199,8 @@ def deadlock_stream(fixed: bool):
     s.create_semaphore("T", timeline=True)
     s.allocate_command_buffer("cb0").cmd_fill_buffer("A")
     s.allocate_command_buffer("cb1").cmd_fill_buffer("A", 0, 16)
-    wait = dict(queue="q0", command_buffers=["cb1"], wait=[{"semaphore": "T", "value": 1}], fence="F")
-    signal = dict(queue="q0", command_buffers=["cb0"], signal=[{"semaphore": "T", "value": 1}])
+    wait = {"queue": "q0", "command_buffers": ["cb1"], "wait": [{"semaphore": "T", "value": 1}], "fence": "F"}
+    signal = {"queue": "q0", "command_buffers": ["cb0"], "signal": [{"semaphore": "T", "value": 1}]}
     if fixed:
         s.queue_submit(**signal).queue_submit(**wait)
     else:

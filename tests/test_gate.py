@@ -42,7 +42,8 @@ def mutate(project, *options: str, command: tuple[str, ...] | None = None, test:
     command = command or (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test)
     clean = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_") and k != "PYTEST_CURRENT_TEST"}
     return subprocess.run([sys.executable, "-m", "vkverify.cli", "mutate", *options, "--", *command], cwd=project,
-                          env={**clean, "PYTHONPATH": str(ROOT), **env}, capture_output=True, text=True, timeout=600)
+                          env={**clean, "PYTHONPATH": str(ROOT), **env}, capture_output=True, text=True, timeout=600,
+                          check=False)
 
 
 def test_the_good_test_kills_every_mutant(project):
@@ -54,7 +55,7 @@ def test_the_good_test_kills_every_mutant(project):
     # One progress line per mutant, after the listing's.
     assert done.stderr.startswith("vkverify mutate: listing candidates")
     assert len(re.findall(r"^vkverify mutate: \[\d/9\] \w+ engine\.py:3[026] \w+ killed [\d.]+ s$", done.stderr,
-                          re.M)) == 9, done.stderr
+                          re.MULTILINE)) == 9, done.stderr
 
 
 def test_the_weak_test_leaves_survivors_named_by_their_line(project):
@@ -143,8 +144,10 @@ def test_call_sites_fold_unless_per_iteration():
 
     def candidate(k, target, operator, op, line):
         return Candidate(k, target, operator, op, "t.py::test", f"engine.py:{line}", None, "")
-    listed = [candidate(0, "raw", "drop_barrier", "frame0[1]", 30), candidate(1, "raw", "drop_barrier", "frame1[1]", 30),
-              candidate(0, "fence", "drop_host_wait", "main[2]", 36), candidate(0, "war", "drop_host_wait", "main[2]", 36)]
+    listed = [candidate(0, "raw", "drop_barrier", "frame0[1]", 30),
+              candidate(1, "raw", "drop_barrier", "frame1[1]", 30),
+              candidate(0, "fence", "drop_host_wait", "main[2]", 36),
+              candidate(0, "war", "drop_host_wait", "main[2]", 36)]
     folded = chosen(listed, "all")
     assert [(m.operator, m.source, m.selection) for m in folded] == [
         ("drop_barrier", "engine.py:30", Selection("raw", "t.py::test", site=("drop_barrier", "engine.py:30", "", ""))),

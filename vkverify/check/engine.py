@@ -17,9 +17,9 @@ recorded; a barrier that changed no clock is skipped until the clocks change.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Iterable
 
 from ..model import ir
 from ..model.accesses import ACCESSES_BY_KIND, DEVICE_ACCESSES
@@ -52,8 +52,14 @@ def _minus(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, i
     return [piece for a, b in ranges for piece in ((a, min(b, lo)), (max(a, hi), b)) if piece[0] < piece[1]]
 
 
+def _described(a: Access) -> str:
+    """An access as a finding words it: its stage and accesses (compute_shader/shader_storage_read)."""
+    return f"{a.stage}/{'+'.join(a.reads + ((a.write,) if a.write else ()))}"
+
+
 def _makes_host_writes_available(entry: BarrierEntry) -> bool:
-    """Spec 7.1.3 host access: host / host_write in a barrier's first access scope (a host-to-device domain operation)."""
+    """Spec 7.1.3 host access: host / host_write in a barrier's first access scope (a host-to-device domain
+    operation)."""
     return "host" in entry.src_stages and "host_write" in entry.src_access
 
 
@@ -299,10 +305,9 @@ class Checker:
             span[0], span[1] = min(span[0], lo), max(span[1], hi)
         if key in self.findings:
             return
-        describe = (lambda a: f"{a.stage}/{'+'.join(a.reads + ((a.write,) if a.write else ()))}")
         self.findings[key] = Finding(
             kind, message, fix, buffer, None, first.ref if first else None, second.ref if second else None,
-            describe(first) if first else None, describe(second) if second else None, racing, ops,
+            _described(first) if first else None, _described(second) if second else None, racing, ops,
             (first.label if first else None, second.label if second else None))
 
     def hazard(self, kind: str, buf: ir.Buffer, lo: int, hi: int, e: Access, x: Access) -> None:

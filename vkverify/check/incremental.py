@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import copy
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import fields, replace
 from itertools import count, islice
 from operator import attrgetter
-from typing import Iterable
 
 from ..model import ir
 from .engine import Access, QueueAgent, ThreadAgent

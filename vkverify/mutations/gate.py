@@ -104,14 +104,15 @@ def _mutant(cs: list[Candidate], per_iteration: bool) -> RuntimeMutant:
         name = f"{first.target}:{first.k} {first.operator} {first.op} at {where}"
     else:
         selection = Selection(first.target, first.where, site=first.site)
-        name = f"{first.target} {first.operator}{first.site[3]} at {where}" + (f" ({first.label})" if first.label else "")
+        name = f"{first.target} {first.operator}{first.site[3]} at {where}" + \
+            (f" ({first.label})" if first.label else "")
     times = f" ({len(cs)} iterations, the first {first.op})" if len(cs) > 1 else ""
     return RuntimeMutant(f"{first.where}::{name}", first.where, (first.target,), first.operator, first.op,
                          first.description + times, first.source, selection)
 
 
 def _run(argv: list[str], env: dict[str, str], timeout: float | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def _key(*parts: str) -> str:

@@ -185,7 +185,8 @@ class Mutator:
         if isinstance(op, ir.Submit):
             found = self._submit_candidates(thread, position, op) if self.chosen.target != "fence" else []
         elif isinstance(op, ir.SignalSemaphore) and self.chosen.target in ("list", "semaphore") or \
-                isinstance(op, ir.HostAccess) and op.op in ("flush", "invalidate") and self.chosen.target in ("list", "host"):
+                isinstance(op, ir.HostAccess) and op.op in ("flush", "invalidate") and \
+                self.chosen.target in ("list", "host"):
             found = self._host_op_candidates(thread, position, op)
         elif isinstance(op, HOST_WAITS) and waits:
             ahead, self._ahead = self._ahead, None
@@ -315,7 +316,8 @@ class Mutator:
                 self._stop(key)
                 continue
             shadow.catch_up()
-            shadow.predicted |= {_translate(h, shadow.refmap()) for h in shadow.state.hazards_since(shadow.mark)} - known
+            refmap = shadow.refmap()
+            shadow.predicted |= {_translate(h, refmap) for h in shadow.state.hazards_since(shadow.mark)} - known
             if borne_out(shadow.mutant, shadow.predicted) == shadow.mutant.targets:
                 self._stop(key)
         waited = any(isinstance(op, HOST_WAITS) for _, _, op in main.fed[self._settled_at:])
@@ -342,7 +344,8 @@ class Mutator:
         host read: one made available to the host by a barrier into the host stage, or not)."""
         buffers = [b for b in self.rt.doc["buffers"] if "alias_of" not in b]
         cb = ir.CommandBuffer(PROBE, (ir.Dispatch(shader=PROBE, bindings=tuple(
-            ir.Binding(b["id"], 0, b["size"], "read_write") for b in buffers)),) + tuple(cmd for b in buffers for cmd in (
+            ir.Binding(b["id"], 0, b["size"], "read_write") for b in buffers)),) +
+            tuple(cmd for b in buffers for cmd in (
                 ir.Copy(src=b["id"], dst=b["id"], regions=(ir.Region(0, 0, b["size"]),)),
                 ir.Fill(dst=b["id"], offset=0, size=b["size"]))))
         threads = list(main.thread_index)

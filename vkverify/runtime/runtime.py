@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
+from typing import Self
 
 from ..model import builder, from_dict, ir
 from ..model.data import data_bytes
@@ -41,7 +42,8 @@ from .record import Recorder, global_barrier
 WAIT_SLICE_NS = 100_000_000  # host waits wake this often to notice an abort
 WAIT_LIMIT_S = 60.0  # a wait that long is reported as a fault, not a hang
 # A read back's copy made visible to the host's read of the staging buffer (not recorded in the stream).
-READ_BACK = {"src_stage": ["copy"], "src_access": ["transfer_write"], "dst_stage": ["host"], "dst_access": ["host_read"]}
+READ_BACK = {"src_stage": ["copy"], "src_access": ["transfer_write"], "dst_stage": ["host"],
+             "dst_access": ["host_read"]}
 # Findings that a partial stream cannot produce by being partial.
 ONLINE_KINDS = frozenset({"raw", "war", "waw", "use_after_destroy", "uninitialized_read", "ownership_missing",
                           "binary_semaphore_misuse", "timeline_not_increasing", "fence_misuse"})
@@ -297,7 +299,8 @@ class Runtime:
         """vkQueueSubmit2 with one batch; wait/signal: {"semaphore", "value"?, "stage"?}."""
         def sem(d: dict) -> ir.SemaphoreOp:
             stage = d.get("stage", ["all_commands"])
-            return ir.SemaphoreOp(d["semaphore"], d.get("value"), frozenset([stage] if isinstance(stage, str) else stage))
+            stages = frozenset([stage] if isinstance(stage, str) else stage)
+            return ir.SemaphoreOp(d["semaphore"], d.get("value"), stages)
         batch = ir.Batch(tuple(map(sem, wait)), tuple(command_buffers), tuple(map(sem, signal)))
         self.execute(thread, ir.Submit(queue, (batch,), fence, **tag))
 
@@ -592,7 +595,8 @@ class Runtime:
                     continue
                 while not self.pending_binary.get(w.semaphore):
                     if self.aborted.is_set() or time.monotonic() > deadline:
-                        raise DeviceFault(ref, "vkQueueSubmit2", f"binary semaphore {w.semaphore} has no pending signal")
+                        raise DeviceFault(ref, "vkQueueSubmit2",
+                                          f"binary semaphore {w.semaphore} has no pending signal")
                     self._submitted.wait(0.1)
                 self.pending_binary[w.semaphore] -= 1
 
@@ -670,7 +674,7 @@ class Runtime:
         for hook in hooks:
             hook.close()
 
-    def __enter__(self) -> Runtime:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
