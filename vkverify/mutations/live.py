@@ -32,7 +32,9 @@ each question costs the live state and the operation, not the stream recorded so
   invalidate (host; a host_read of its bytes) and a host semaphore signal (semaphore; a later
   submit that waits for it and reads and writes every host-visible buffer): dropping each. A
   dropped signal is asked with the probe's wait left out too (a wait on a signal never recorded
-  blocks, and a blocked batch accesses nothing); its shadow's blocked waits count at the close.
+  blocks, and a blocked batch accesses nothing); its shadow's blocked waits count at the close. Its
+  mutated run ends at the first wait the drop leaves blocked, with a HazardError naming the blocked
+  waits, instead of waiting out the runtime's wait limit (Mutator._unsatisfied).
 Not mutated here: fence resets (reset_fence_before_wait would run two ops for one), keepalive
 moves (they move an op before one already run), and the uploader's other waits (finish, failures).
 
