@@ -160,13 +160,17 @@ def main() -> None:
         device = rt.device.name
     print(f"{args.mib} MiB on {device}; placement rule here: {placement}; {threads} host copy threads in the uploader; "
           f"{args.runs} interleaved rounds, the best of each path")
-    gbs = lambda t: data.size / t / 1e9
+
+    def gbs(t: float) -> float:
+        return data.size / t / 1e9
     print(f"  {'path':<14}{'ms':>8}{'GB/s':>8}{'x raw':>7}{'x ceil':>8}  notes")
     seconds = {name: min(ts) for name, ts in times.items()}
     raw, ceiling = seconds["raw"], seconds["ceiling"]
     for name, t in seconds.items():
         print(f"  {name:<14}{t * 1e3:8.1f}{gbs(t):8.2f}{raw / t:7.2f}{ceiling / t:8.2f}  {notes[name]}")
-    best = lambda over, under: seconds[over] / seconds[under]
+
+    def best(over: str, under: str) -> float:
+        return seconds[over] / seconds[under]
     targets = (("staged/ceiling", "ceiling", "staged", 0.9), ("file/ceiling", "ceiling", "file", 0.85),
                ("in place/raw", "raw", "in place", 0.95))
     print("  targets (median of the rounds' ratios; best/best in brackets): " + ", ".join(

@@ -278,7 +278,8 @@ def _ramped_fills(n: int, size: int, ramp: int) -> list[int]:
     takes half of what is left (rounded up to 256), never less than `ramp`."""
     fills, fill = [], ramp
     while n:
-        fills.append(min(n, fill, max(ramp, -(-(-(-n // 2)) // 256) * 256)))
+        half = ((n + 1) // 2 + 255) // 256 * 256
+        fills.append(min(n, fill, max(ramp, half)))
         n -= fills[-1]
         fill = min(size, 2 * fill)
     return fills

@@ -13,10 +13,11 @@ import math
 import os
 import re
 import weakref
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import fastjsonschema
 import jsonschema
@@ -52,7 +53,8 @@ def loads(text: str | bytes, file: str = "<string>") -> ir.Stream:
     try:
         doc = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
-        raise InvalidStream(file, [InputError("$", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}")]) from None
+        raise InvalidStream(file, [InputError("$", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}")]) \
+            from None
     except RecursionError:
         raise InvalidStream(file, [InputError("$", f"nested too deeply (a stream nests at most {MAX_DEPTH} "
                                                    "levels)")]) from None
@@ -629,7 +631,8 @@ class _Builder:
         shorthand = any(k in op for k in ("wait", "command_buffers", "signal"))
         if shorthand and "batches" in op:
             self.error(path, "give either `batches` or `wait`/`command_buffers`/`signal`, not both")
-        batch_docs = [(path, op)] if shorthand else [(path + ("batches", j), b) for j, b in enumerate(op.get("batches", []))]
+        batch_docs = [(path, op)] if shorthand else \
+            [(path + ("batches", j), b) for j, b in enumerate(op.get("batches", []))]
         batches, submitted = [], set()
         for bpath, b in batch_docs:
             for j, cb in enumerate(b.get("command_buffers", [])):

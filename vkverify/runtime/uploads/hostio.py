@@ -10,6 +10,7 @@ import mmap
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
+from typing import Self
 
 import numpy as np
 
@@ -64,7 +65,7 @@ class FileSource:
         if fd is not None:
             os.close(fd)
 
-    def __enter__(self) -> FileSource:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -53,7 +53,8 @@ def plan_slots(submit_seconds: float, bytes_per_second: float, budget: int = SLO
     why = (f"one submit+wait {submit_seconds * 1e6:.0f} us, copies at {bytes_per_second / 1e9:.1f} GB/s: "
            f"a slot of {need / 2**20:.1f} MiB keeps each submit under {SUBMIT_SHARE:.0%} of its copy time"
            + (f", capped so that {count} fit the {budget >> 20} MiB budget" if capped else
-              f", {floor >> 20} MiB at least ({SLOT_PER_THREAD >> 20} MiB per host copy thread)" if size == floor and need < floor else "")
+              f", {floor >> 20} MiB at least ({SLOT_PER_THREAD >> 20} MiB per host copy thread)"
+              if size == floor and need < floor else "")
            + f"; {count} slots within {budget >> 20} MiB; fills ramp from {ramp / 2**20:g} MiB where a transfer "
            "starts on an idle ring and where it ends")
     return SlotPlan(count, size, f"{count} x {size / 2**20:g} MiB: {why}", min(ramp, size))

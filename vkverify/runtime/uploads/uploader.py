@@ -8,6 +8,7 @@ import os
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Self
 
 import numpy as np
 
@@ -249,7 +250,7 @@ class Uploader:
         elif runtime.uploader is self:
             runtime.uploader = None
 
-    def __enter__(self) -> Uploader:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
