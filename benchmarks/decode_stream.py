@@ -36,12 +36,12 @@ def decode_stream(n_commands: int, layers: int = 30, weights_per_layer: int = 10
         raise ValueError("a resubmitted command buffer reads the same KV bytes every time")
     per_token = layers * 41  # 30 dispatches and 11 barriers per layer
     tokens = max(1, round(n_commands / per_token))
-    weight_ids = [f"W{l}_{i}" for l in range(layers) for i in range(weights_per_layer)]
+    weight_ids = [f"W{layer}_{i}" for layer in range(layers) for i in range(weights_per_layer)]
     act = [f"act{i}" for i in range(8)]
     kv_places = slots if resubmitted else tokens
     buffers = [ir.Buffer(w, size) for w in weight_ids]
     buffers += [ir.Buffer(a, size) for a in act]
-    buffers += [ir.Buffer(f"kv{l}", 4096 * kv_places) for l in range(layers)]
+    buffers += [ir.Buffer(f"kv{layer}", 4096 * kv_places) for layer in range(layers)]
     buffers += [ir.Buffer(f"in{s}", 4096, "host_coherent") for s in range(slots)]
     buffers += [ir.Buffer("logits", 4096, "host_coherent"), ir.Buffer("staging", size, "host_coherent")]
     shaders = (ir.ShaderDecl("matmul", ("read", "read", "write")), ir.ShaderDecl("kv_store", ("read", "write")),
@@ -62,16 +62,16 @@ def decode_stream(n_commands: int, layers: int = 30, weights_per_layer: int = 10
         cmds: list[ir.Command] = [ir.Dispatch("matmul", (bind(slot, "read", 0, 4096), bind(weight_ids[0], "read"),
                                                          bind(act[0], "write")))]
         cur = 0
-        for l in range(layers):
-            w = weight_ids[l * weights_per_layer:(l + 1) * weights_per_layer]
+        for layer in range(layers):
+            w = weight_ids[layer * weights_per_layer:(layer + 1) * weights_per_layer]
             for g in range(10):
-                if not (missing_barrier and l == layers - 1 and g == 9):
+                if not (missing_barrier and layer == layers - 1 and g == 9):
                     cmds.append(compute_barrier)
                 src, dst = act[cur], act[(cur + 1 + g % 3) % len(act)]
                 if g == 4:  # the KV cache: this token's slot written, then read (kv_history: all slots)
-                    cmds.append(ir.Dispatch("kv_store", (bind(src, "read"), bind(f"kv{l}", "write", place, 4096))))
+                    cmds.append(ir.Dispatch("kv_store", (bind(src, "read"), bind(f"kv{layer}", "write", place, 4096))))
                     cmds.append(compute_barrier)
-                    cmds.append(ir.Dispatch("attend", (bind(src, "read"), bind(f"kv{l}", "read", *history),
+                    cmds.append(ir.Dispatch("attend", (bind(src, "read"), bind(f"kv{layer}", "read", *history),
                                                        bind(dst, "write"))))
                     cmds.append(ir.Dispatch("matmul", (bind(src, "read"), bind(w[g], "read"),
                                                        bind(act[(cur + 5) % len(act)], "write"))))

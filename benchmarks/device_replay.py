@@ -1,6 +1,7 @@
 """Replay every replayable corpus stream and print its digests (benchmarks/device_replay.sh)."""
 
-import glob, time
+import glob
+import time
 from concurrent.futures import ProcessPoolExecutor
 from vkverify.model import load
 from vkverify.runtime import RuntimeFault, replay, replayable

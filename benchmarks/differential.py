@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, given, seed, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.differential import completes, disagreements, resubmitting_streams, streams  # noqa: E402
-from vkverify.check import check  # noqa: E402
-from vkverify.check.reference import Unsupported  # noqa: E402
-from vkverify.model import from_dict  # noqa: E402
+from tests.differential import completes, disagreements, resubmitting_streams, streams
+from vkverify.check import check
+from vkverify.check.reference import Unsupported
+from vkverify.model import from_dict
 
 
 def main() -> int:

@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vkverify.check import check  # noqa: E402
-from vkverify.model import ir  # noqa: E402
-from vkverify.sim import reference, simulate  # noqa: E402
+from vkverify.check import check
+from vkverify.model import ir
+from vkverify.sim import reference, simulate
 
 MIB = 1 << 20
 N = MIB // 4

@@ -5,7 +5,7 @@ against the host's ceiling (issues 6 and 18).
                                  [--staging host_coherent|host_cached] [--also 2x128,4x64]
 
 raw: one copy from a host-coherent buffer already filled, submitted and waited.
-ceiling: the same copy with a threaded memcpy of the bytes into another host-coherent
+ceiling: the same copy with a memcpy of the bytes on every core (up to 16) into another host-coherent
 buffer running beside it, until both end: what a source in pageable memory can reach when
 the host copy and the DMA overlap perfectly. staged: upload() + finish() of a numpy array
 with the default (measured) slots, or --slots/--slot-mib; file: upload_file() of the same
@@ -31,7 +31,7 @@ import numpy as np
 
 from vkverify.runtime import QueueRequest, Runtime, Uploader
 from vkverify.runtime.uploads import UPLOAD_QUEUE
-from vkverify.runtime.uploads.hostio import HostCopies
+from vkverify.runtime.uploads.hostio import MAX_THREADS, HostCopies, default_threads, host_cores
 
 # The program's queue and an upload queue: a transfer-only family where the device has one.
 QUEUES = {"q0": QueueRequest("q0"), UPLOAD_QUEUE: QueueRequest(UPLOAD_QUEUE, group=1, compute=False)}
@@ -66,7 +66,7 @@ def upload_path(data: np.ndarray, staged: str, source: str = "array", **uploader
 @contextmanager
 def raw_copy(data: np.ndarray, threads: int):
     """Two functions: the raw copy's seconds, and the seconds until the copy and a memcpy of `data`
-    started beside it both end."""
+    on `threads` threads started beside it both end."""
     with Runtime() as rt:
         rt.create_buffer("Src", data.size, "host_coherent")
         rt.create_buffer("Dst", data.size)
@@ -75,7 +75,7 @@ def raw_copy(data: np.ndarray, threads: int):
         beside = np.frombuffer(rt.buffers["Beside"].view(0, data.size), np.uint8)
         rt.create_fence("F")
         rt.command_buffer("copy").cmd_copy_buffer("Src", "Dst")
-        copies = HostCopies(threads)  # the uploader's own memcpy
+        copies = HostCopies(threads)  # the uploader's own memcpy, on as many threads as the host gives
 
         def once(with_memcpy: bool) -> float:
             rt.reset_fences(["F"])
@@ -118,23 +118,25 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--slots", type=int, default=None)
     parser.add_argument("--slot-mib", type=int, default=None)
-    parser.add_argument("--threads", type=int, default=None, help="host copy threads (default: up to 16)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="the uploader's host copy threads (default: the uploader's, hostio.default_threads)")
     parser.add_argument("--staging", default="host_coherent", choices=("host_coherent", "host_cached"),
                         help="the slots' memory kind")
     parser.add_argument("--also", default="", help="more staged rows with given slots: COUNTxMIB,...")
     args = parser.parse_args()
-    threads = args.threads or min(16, os.cpu_count() or 1)
+    # The ceiling's memcpy takes every core it may (up to MAX_THREADS): the host's best, whatever the uploader uses.
+    threads, ceiling_threads = args.threads or default_threads(), min(MAX_THREADS, host_cores())
     uploader = {"slots": args.slots, "slot_size": args.slot_mib and args.slot_mib << 20, "copy_threads": threads,
                 "staging": args.staging}
     data = np.random.default_rng(0).integers(0, 256, args.mib << 20, dtype=np.uint8)
     os.environ.pop("VKVERIFY_FAULT", None)
     notes = {"raw": "one vkCmdCopyBuffer, host-coherent source",
-             "ceiling": "the raw copy with a memcpy of the bytes beside it"}
+             "ceiling": f"the raw copy with a memcpy of the bytes beside it ({ceiling_threads} threads)"}
     with ExitStack() as stack, tempfile.NamedTemporaryFile(prefix="vkverify-upload-",
                                                          dir=os.environ.get("TMPDIR")) as f:
         data.tofile(f.name)
         os.fsync(f.fileno())  # no writeback of the file's dirty pages while the paths are timed
-        paths = dict(zip(("raw", "ceiling"), stack.enter_context(raw_copy(data, threads))))
+        paths = dict(zip(("raw", "ceiling"), stack.enter_context(raw_copy(data, ceiling_threads))))
         paths["staged"], staged_uploader = stack.enter_context(upload_path(data, "1", **uploader))
         notes["staged"] = f"{staged_uploader.report().queue} queue, {staged_uploader.report().sizing}"
         for extra in filter(None, args.also.split(",")):
@@ -156,15 +158,19 @@ def main() -> None:
     os.environ.pop("VKVERIFY_STAGED")
     with Runtime() as rt:
         device = rt.device.name
-    print(f"{args.mib} MiB on {device}; placement rule here: {placement}; {threads} host copy threads; "
+    print(f"{args.mib} MiB on {device}; placement rule here: {placement}; {threads} host copy threads in the uploader; "
           f"{args.runs} interleaved rounds, the best of each path")
-    gbs = lambda t: data.size / t / 1e9
+
+    def gbs(t: float) -> float:
+        return data.size / t / 1e9
     print(f"  {'path':<14}{'ms':>8}{'GB/s':>8}{'x raw':>7}{'x ceil':>8}  notes")
     seconds = {name: min(ts) for name, ts in times.items()}
     raw, ceiling = seconds["raw"], seconds["ceiling"]
     for name, t in seconds.items():
         print(f"  {name:<14}{t * 1e3:8.1f}{gbs(t):8.2f}{raw / t:7.2f}{ceiling / t:8.2f}  {notes[name]}")
-    best = lambda over, under: seconds[over] / seconds[under]
+
+    def best(over: str, under: str) -> float:
+        return seconds[over] / seconds[under]
     targets = (("staged/ceiling", "ceiling", "staged", 0.9), ("file/ceiling", "ceiling", "file", 0.85),
                ("in place/raw", "raw", "in place", 0.95))
     print("  targets (median of the rounds' ratios; best/best in brackets): " + ", ".join(

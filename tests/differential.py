@@ -388,7 +388,8 @@ def _mutation_disagreements(stream: ir.Stream, analysis, mutants: int) -> list[s
 
 def _resignalled(stream: ir.Stream, op: str) -> bool:
     """Whether `op` is a semaphore signal (of a submit or the host) and another signal of its semaphore could
-    satisfy its waits once it is dropped (any other signal of a binary semaphore, one at least as high of a timeline)."""
+    satisfy its waits once it is dropped (any other signal of a binary semaphore, one at least as high of a
+    timeline)."""
     head, rest = split_ref(op)
     host_op = stream.index.threads[head.owner].ops[head.index] if head.owner in stream.index.threads else None
     if ".signal[" in rest:

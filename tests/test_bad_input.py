@@ -7,8 +7,8 @@ unknown stage/access names are input errors: exit code 2, one line per error nam
 from __future__ import annotations
 
 import copy
-import shutil
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -44,7 +44,7 @@ BASE = {
 
 def run_cli(*files: str | Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "vkverify.cli", "check", *map(str, files)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+                          capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
 
 
 def write(tmp_path: Path, doc, name: str = "s.json") -> Path:
@@ -195,7 +195,7 @@ def test_several_schema_errors_one_line_each(tmp_path):
     doc["buffers"][1]["size"] = -7
     path = write(tmp_path, doc)
     lines = assert_bad(run_cli(path), path, n_lines=2)
-    assert [l.split(": ")[1] for l in lines] == ["buffers[0].size", "buffers[1].size"]
+    assert [line.split(": ")[1] for line in lines] == ["buffers[0].size", "buffers[1].size"]
 
 
 def test_schema_and_reference_errors_both_reported(tmp_path):
@@ -204,13 +204,13 @@ def test_schema_and_reference_errors_both_reported(tmp_path):
     doc["threads"]["main"][1]["queue"] = "q9"
     path = write(tmp_path, doc)
     lines = assert_bad(run_cli(path), path, n_lines=None)
-    assert any(": buffers[0].size: " in l for l in lines), lines
-    assert any(": threads.main[1].queue: " in l for l in lines), lines
+    assert any(": buffers[0].size: " in line for line in lines), lines
+    assert any(": threads.main[1].queue: " in line for line in lines), lines
 
 
 def test_missing_file(tmp_path):
     path = tmp_path / "does-not-exist.json"
-    (line,) = assert_bad(run_cli(path), path)
+    (_line,) = assert_bad(run_cli(path), path)
 
 
 def test_bad_file_among_good_ones_still_exit_2(tmp_path):
@@ -219,7 +219,7 @@ def test_bad_file_among_good_ones_still_exit_2(tmp_path):
     doc["buffers"][1]["size"] = -1
     bad = write(tmp_path, doc, "bad.json")
     result = run_cli(good, bad)
-    (line,) = assert_bad(result, bad)
+    (_line,) = assert_bad(result, bad)
     assert str(good) in result.stdout  # the good file is still checked and reported
 
 
@@ -231,7 +231,8 @@ def test_bad_file_among_good_ones_still_exit_2(tmp_path):
                   "host": [{"op": "host_write", "buffer": "A", "offset": 0, "size": 0}]}, id="host-write"),
 ])
 def test_zero_size_write_is_no_crash(tmp_path, edit):
-    doc = {"format": "vkverify-stream/1", "name": "zero", "buffers": [{"id": "A", "size": 64, "memory": "host_coherent"}],
+    doc = {"format": "vkverify-stream/1", "name": "zero",
+           "buffers": [{"id": "A", "size": 64, "memory": "host_coherent"}],
            "host": [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"]}], **edit}
     path = write(tmp_path, doc)
     result = run_cli(path)
@@ -293,14 +294,16 @@ def test_number_past_python_digit_limit(tmp_path):
     assert line.startswith("$: invalid JSON: Exceeds the limit (4300 digits)"), line
 
 
-@pytest.mark.parametrize("size, words", [(2 ** 64, "65 bits is past Vulkan's 64"), (4096.0, "4096.0 is not of type 'integer'"),
+@pytest.mark.parametrize("size, words", [(2 ** 64, "65 bits is past Vulkan's 64"),
+                                         (4096.0, "4096.0 is not of type 'integer'"),
                                          (1e308, "is not of type 'integer'")])
 def test_sizes_are_64_bit_integers(tmp_path, size, words):
     line = one_line(tmp_path, edited((("buffers", 0, "size"), size)))
     assert line.startswith("buffers[0].size: ") and words in line, line
 
 
-@pytest.mark.parametrize("where", [("command_buffers", "cb0", 0, "offset"), ("threads", "main", 1, "signal", 0, "value")])
+@pytest.mark.parametrize("where", [("command_buffers", "cb0", 0, "offset"),
+                                   ("threads", "main", 1, "signal", 0, "value")])
 def test_integral_floats_anywhere_an_integer_goes(tmp_path, where):
     line = one_line(tmp_path, edited((where, 0.0 if "offset" in where else 1.0)))
     assert "is not of type 'integer'" in line, line
@@ -334,8 +337,8 @@ def test_odd_ids_every_consumer_quotes(tmp_path, odd):
     """Spaces, quotes, emoji and 16 KB: valid ids that check, explain, graph (valid DOT) and simulate take."""
     path, dot = tmp_path / "s.json", tmp_path / "g.dot"
     path.write_text(json.dumps(BASE).replace('"A"', json.dumps(odd)).replace('"cb0"', json.dumps(odd + "cb")))
-    for argv in (["check", path], ["explain", path, f"{odd}cb[0]", f"{odd}cb[1]"], ["simulate", path, "--schedules", "2"],
-                 ["graph", path, "-o", dot]):
+    for argv in (["check", path], ["explain", path, f"{odd}cb[0]", f"{odd}cb[1]"],
+                 ["simulate", path, "--schedules", "2"], ["graph", path, "-o", dot]):
         outcome = run_main([str(a) for a in argv], timeout=60)
         assert outcome.error is None and outcome.code in (0, 1), (argv[0], outcome.code, outcome.stderr[-300:])
     assert_valid_dot(dot)
@@ -344,7 +347,7 @@ def test_odd_ids_every_consumer_quotes(tmp_path, odd):
 def assert_valid_dot(path: Path) -> None:
     if shutil.which("dot") is None:
         pytest.skip("Graphviz dot is not installed")
-    done = subprocess.run(["dot", "-Tsvg", str(path)], capture_output=True, text=True)
+    done = subprocess.run(["dot", "-Tsvg", str(path)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
 
 

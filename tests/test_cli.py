@@ -238,7 +238,7 @@ def test_simulate_one_line_per_stream_and_verbose(capsys):
 
 
 def test_simulate_json_names_each_file(capsys):
-    code, out, _ = run(capsys, "simulate", "--format", "json", "--schedules", "3", CLEAN, RAW)
+    _code, out, _ = run(capsys, "simulate", "--format", "json", "--schedules", "3", CLEAN, RAW)
     assert [d["file"] for d in json.loads(out)] == [str(CLEAN), str(RAW)]
 
 
@@ -263,7 +263,8 @@ def test_docs_format_is_the_whole_format():
     from vkverify.model.loader import schema
 
     text = (ROOT / "docs" / "format.md").read_text()
-    names = set(schema()["properties"]) | {d.split("_", 1)[1] for d in schema()["$defs"] if d.startswith(("cmd_", "op_"))}
+    names = set(schema()["properties"]) | {d.split("_", 1)[1] for d in schema()["$defs"]
+                                           if d.startswith(("cmd_", "op_"))}
     missing = sorted(n for n in names if f"`{n}`" not in text and f'"{n}"' not in text)
     assert not missing, missing
     assert all(f"\n#### {kind}\n" in text for kind in KINDS)

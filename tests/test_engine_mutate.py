@@ -28,7 +28,7 @@ ASSERTION = "        assert np.array_equal(out, want_out) and total == want_tota
 def _pytest(path, **env) -> subprocess.CompletedProcess:
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path), "-k", "match"]
     return subprocess.run(argv, env={**os.environ, "PYTHONPATH": str(ROOT), **env}, cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, check=False)
 
 
 @pytest.fixture(scope="module")

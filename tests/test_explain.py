@@ -155,18 +155,22 @@ def test_a_semaphore_signal_does_not_flush_a_host_write(capsys):
 
 
 @pytest.mark.parametrize("prefix, first, second, why", [
-    ("08", "cb0[0]", "cb0[2]", "the barrier cb0[1] chains with cb0[0] but its src_access none lacks shader_storage_write"),
-    ("113", "cb0[0]", "cb0[3]", "the barrier cb0[2] makes the write visible to compute_shader/shader_storage_read but "
-     "does not chain after the barrier cb0[1], which made it available: cb0[1]'s dst_stage compute_shader misses its "
-     "src_stage copy"),
+    ("08", "cb0[0]", "cb0[2]",
+     "the barrier cb0[1] chains with cb0[0] but its src_access none lacks shader_storage_write"),
+    ("113", "cb0[0]", "cb0[3]", ("the barrier cb0[2] makes the write visible to compute_shader/shader_storage_read "
+                                 "but does not chain after the barrier cb0[1], which made it available: cb0[1]'s "
+                                 "dst_stage compute_shader misses its src_stage copy")),
     ("136", "cb0[0]", "cb1[0]", ("the barrier cb0[1] chains with cb0[0] but its src_access none lacks transfer_write",
-                                 "the signal of S by main[0] on q0 has stage draw_indirect, which excludes clear: "
-                                 "cb0[0] reaches it only through a chain whose first barrier made nothing available")),
-    ("105", "cb0[0]", "main[2]", "no domain operation to the host: the host waits (host wait_fences F main[1]) but no "
-     "barrier with dst_stage host and dst_access host_read or host_write after cb0[0]"),
-    ("134", "main[0]", "cb1[0]", "A is host_cached: no flush of the bytes main[0] wrote before submission main[2] on q1"),
-    ("140", "cb0[0]", "cb0[2]", "the buffer barrier cb0[1] is on Al: it covers only access through Al, not cb0[0]'s "
-     "through A"),
+                                 ("the signal of S by main[0] on q0 has stage draw_indirect, which excludes clear: "
+                                  "cb0[0] reaches it only through a chain whose first barrier made nothing "
+                                  "available"))),
+    ("105", "cb0[0]", "main[2]", ("no domain operation to the host: the host waits (host wait_fences F main[1]) but "
+                                  "no barrier with dst_stage host and dst_access host_read or host_write after "
+                                  "cb0[0]")),
+    ("134", "main[0]", "cb1[0]",
+     "A is host_cached: no flush of the bytes main[0] wrote before submission main[2] on q1"),
+    ("140", "cb0[0]", "cb0[2]", ("the buffer barrier cb0[1] is on Al: it covers only access through Al, not "
+                                 "cb0[0]'s through A")),
 ])
 def test_why_not_names_the_missing_link(capsys, prefix, first, second, why):
     """Ordered by execution alone: the reason is where the write is not made available or visible, by the

@@ -199,8 +199,8 @@ def deadlock_stream(fixed: bool):
     s.create_semaphore("T", timeline=True)
     s.allocate_command_buffer("cb0").cmd_fill_buffer("A")
     s.allocate_command_buffer("cb1").cmd_fill_buffer("A", 0, 16)
-    wait = dict(queue="q0", command_buffers=["cb1"], wait=[{"semaphore": "T", "value": 1}], fence="F")
-    signal = dict(queue="q0", command_buffers=["cb0"], signal=[{"semaphore": "T", "value": 1}])
+    wait = {"queue": "q0", "command_buffers": ["cb1"], "wait": [{"semaphore": "T", "value": 1}], "fence": "F"}
+    signal = {"queue": "q0", "command_buffers": ["cb0"], "signal": [{"semaphore": "T", "value": 1}]}
     if fixed:
         s.queue_submit(**signal).queue_submit(**wait)
     else:
@@ -381,6 +381,32 @@ def test_ownership_missing():
 
 def test_ownership_missing_twin():
     assert of_kind(ownership_stream(True), "ownership_missing") == []
+
+
+def host_write_across_owners_stream(reader: str):
+    """Bytes [0, 64) of exclusive B written on family 0, [64, 128) on family 1, both made available to the
+    host; a host write of all of B, then `reader` copies [64, 128) out."""
+    s = base("host-write-across-owners", devices=TWO_QUEUES)
+    s.create_buffer("B", 128, memory="host_coherent", sharing="exclusive").create_buffer("Out", 64)
+    s.create_fence("G")
+    for cb, queue, fence, offset in (("low", "q0", "F", 0), ("high", "q1", "G", 64)):
+        s.allocate_command_buffer(cb).cmd_fill_buffer("B", offset, 64).cmd_pipeline_barrier2(
+            "clear", "transfer_write", "host", "host_write")
+        s.queue_submit(queue, [cb], fence=fence).wait_for_fences([fence])
+        s.reset_fences([fence])
+    s.host_write("B")
+    s.allocate_command_buffer("rd").cmd_copy_buffer("B", "Out", [(64, 0, 64)])
+    s.queue_submit(reader, ["rd"], fence="F").wait_for_fences(["F"])
+    return s.build()
+
+
+def test_ownership_missing_after_a_host_write_names_each_byte_s_owner():
+    """A host write transfers no ownership: bytes [64, 128) stay family 1's, also where the write covers
+    family 0's bytes too (the range map merged them under family 0's)."""
+    assert of_kind(host_write_across_owners_stream("q1"), "ownership_missing") == []
+    (f,) = of_kind(host_write_across_owners_stream("q0"), "ownership_missing")
+    assert (f.first, f.second, f.range) == ("main[6]", "rd[0]", (64, 128))
+    assert "owned by family 1" in f.message
 
 
 # ---- naming -------------------------------------------------------------------

@@ -22,7 +22,7 @@ from tests.conftest import ROOT
 from vkverify.mutations import live
 from vkverify.mutations.gate import listing, read_list
 from vkverify.mutations.live import Selection, environment
-from vkverify.runtime import Runtime
+from vkverify.runtime import HazardError, Runtime
 
 pytest.importorskip("vulkan")
 DOWNSTREAM = ROOT / "tests" / "downstream"
@@ -42,7 +42,8 @@ def mutate(project, *options: str, command: tuple[str, ...] | None = None, test:
     command = command or (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test)
     clean = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_") and k != "PYTEST_CURRENT_TEST"}
     return subprocess.run([sys.executable, "-m", "vkverify.cli", "mutate", *options, "--", *command], cwd=project,
-                          env={**clean, "PYTHONPATH": str(ROOT), **env}, capture_output=True, text=True, timeout=600)
+                          env={**clean, "PYTHONPATH": str(ROOT), **env}, capture_output=True, text=True, timeout=600,
+                          check=False)
 
 
 def test_the_good_test_kills_every_mutant(project):
@@ -54,7 +55,7 @@ def test_the_good_test_kills_every_mutant(project):
     # One progress line per mutant, after the listing's.
     assert done.stderr.startswith("vkverify mutate: listing candidates")
     assert len(re.findall(r"^vkverify mutate: \[\d/9\] \w+ engine\.py:3[026] \w+ killed [\d.]+ s$", done.stderr,
-                          re.M)) == 9, done.stderr
+                          re.MULTILINE)) == 9, done.stderr
 
 
 def test_the_weak_test_leaves_survivors_named_by_their_line(project):
@@ -143,8 +144,10 @@ def test_call_sites_fold_unless_per_iteration():
 
     def candidate(k, target, operator, op, line):
         return Candidate(k, target, operator, op, "t.py::test", f"engine.py:{line}", None, "")
-    listed = [candidate(0, "raw", "drop_barrier", "frame0[1]", 30), candidate(1, "raw", "drop_barrier", "frame1[1]", 30),
-              candidate(0, "fence", "drop_host_wait", "main[2]", 36), candidate(0, "war", "drop_host_wait", "main[2]", 36)]
+    listed = [candidate(0, "raw", "drop_barrier", "frame0[1]", 30),
+              candidate(1, "raw", "drop_barrier", "frame1[1]", 30),
+              candidate(0, "fence", "drop_host_wait", "main[2]", 36),
+              candidate(0, "war", "drop_host_wait", "main[2]", 36)]
     folded = chosen(listed, "all")
     assert [(m.operator, m.source, m.selection) for m in folded] == [
         ("drop_barrier", "engine.py:30", Selection("raw", "t.py::test", site=("drop_barrier", "engine.py:30", "", ""))),
@@ -156,23 +159,65 @@ def test_call_sites_fold_unless_per_iteration():
     assert [m.selection.target for m in chosen(listed, "war")] == ["war"]
 
 
+def test_a_labelled_fence_wait_is_analysed_once(device_name, tmp_path, monkeypatch):
+    """A fence wait is analysed at the submit of its fence (live.Mutator.before); the wait that comes with a
+    label is the same wait, not a second one to analyse: one drop_host_wait candidate, described by its label."""
+    listing = tmp_path / "list.jsonl"
+    monkeypatch.setenv(live.ENV, environment(Selection("list", file=str(listing)))[live.ENV])
+    with Runtime(check=False, name="labelled", hooks=[live.mutator]) as rt:
+        rt.create_buffer("B", 256, "host_coherent")
+        rt.create_fence("F")
+        rt.command_buffer("cb").cmd_fill_buffer("B").cmd_pipeline_barrier2("clear", "transfer_write", "host",
+                                                                           "host_read")
+        rt.submit("q0", ["cb"], fence="F")
+        rt.wait_fences(["F"], label="wait F")
+        analysed = [(s.mutant.operator, s.mutant.op, s.mutant.description) for s in rt.hooks[0]._shadows.values()]
+        rt.host_read("B")
+    assert [a for a in analysed if a[0] == "drop_host_wait"] == [
+        ("drop_host_wait", "main[1]", "drop wait_fences main[1] ('wait F')")]
+    waits = [(c.target, c.op, c.label, c.description) for c in read_list(str(listing)).candidates
+             if c.operator == "drop_host_wait"]
+    assert waits == [("fence", "main[1]", "wait F", "drop wait_fences main[1] ('wait F')")]
+
+
+def host_signal_program(rt: Runtime) -> None:
+    """A batch waits for the host's signal (submitted before it, after the host's write); the host waits for
+    the batch's fence and reads what it copied. The signal's line is `program:signal`."""
+    rt.create_buffer("H", 256, "host_coherent")
+    rt.create_buffer("R", 256, "host_coherent")
+    rt.create_semaphore("T", timeline=True)
+    rt.create_fence("F")
+    cb = rt.command_buffer("cb")
+    cb.cmd_copy_buffer("H", "R")
+    cb.cmd_pipeline_barrier2("copy", "transfer_write", "host", "host_read")
+    rt.submit("q0", ["cb"], wait=[{"semaphore": "T", "value": 1}], fence="F")
+    rt.host_write("H", bytes(range(256)))
+    rt.signal_semaphore("T", 1, source="program:signal")
+    rt.wait_fences(["F"])
+    assert rt.host_read("R") == bytes(range(256))
+
+
 def test_a_host_signal_a_recorded_batch_waits_for_is_a_runtime_candidate(device_name, tmp_path, monkeypatch):
-    """Target semaphore: the batch waits for the host's signal (submitted before it, after the host's
-    write); dropping the signal leaves it blocked, which the listing's shadow finds at the close."""
+    """Target semaphore: dropping the signal leaves the batch blocked, which the listing's shadow finds at
+    the close."""
     listing = tmp_path / "list.jsonl"
     monkeypatch.setenv(live.ENV, environment(Selection("list", file=str(listing)))[live.ENV])
     with Runtime(check=False, name="signal", hooks=[live.mutator]) as rt:
-        rt.create_buffer("H", 256, "host_coherent")
-        rt.create_buffer("R", 256, "host_coherent")
-        rt.create_semaphore("T", timeline=True)
-        rt.create_fence("F")
-        cb = rt.command_buffer("cb")
-        cb.cmd_copy_buffer("H", "R")
-        cb.cmd_pipeline_barrier2("copy", "transfer_write", "host", "host_read")
-        rt.submit("q0", ["cb"], wait=[{"semaphore": "T", "value": 1}], fence="F")
-        rt.host_write("H", bytes(range(256)))
-        rt.signal_semaphore("T", 1)
-        rt.wait_fences(["F"])
-        assert rt.host_read("R") == bytes(range(256))
+        host_signal_program(rt)
     signals = [(c.target, c.operator, c.op) for c in read_list(str(listing)).candidates if c.operator == "drop_signal"]
     assert signals == [("semaphore", "drop_signal", "main[2]")]
+
+
+def test_a_dropped_host_signal_is_killed_at_the_wait_it_blocks(device_name, monkeypatch):
+    """The mutant of the test above: its fence wait, behind the batch that waits for the dropped signal, ends
+    the run at once with the blocked waits as findings (not after the runtime's 60 s wait limit); the device,
+    given the signal back, drains at the close."""
+    where = os.environ["PYTEST_CURRENT_TEST"].rsplit(" ", 1)[0]
+    chosen = Selection("semaphore", where, site=("drop_signal", "program:signal", "", ""))
+    monkeypatch.setenv(live.ENV, environment(chosen)[live.ENV])
+    with pytest.raises(HazardError) as raised, Runtime(check=False, name="signal", hooks=[live.mutator]) as rt:
+        host_signal_program(rt)
+    assert raised.value.submit == "main[2]"  # the fence wait, the signal at main[2] dropped
+    assert {(f.kind, f.ops) for f in raised.value.findings} == {("wait_never_satisfied", ("main[0]",)),
+                                                                ("deadlock", ("main[2]",))}
+    assert rt.device is not None and rt.device.handle is None  # closed: the device drained

@@ -116,7 +116,8 @@ HAND_WRITTEN = {
         ],
         "cb1": [
             {"cmd": "barrier", "src_stage": "all_commands", "dst_stage": ["all_commands"]},
-            {"cmd": "dispatch", "shader": "transform", "bindings": [{"buffer": "B"}, {"buffer": "A", "access": "write"}]},
+            {"cmd": "dispatch", "shader": "transform",
+             "bindings": [{"buffer": "B"}, {"buffer": "A", "access": "write"}]},
         ],
     },
     "threads": {

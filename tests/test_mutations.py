@@ -128,7 +128,8 @@ def test_drop_entry_of_a_barrier_with_several():
                            "buffers": [{"buffer": "B"}, {"buffer": "O"}]})
     found, _ = mutants(stream, "s")
     [m] = [m for m in found if m.operator == "drop_barrier_entry"]
-    assert m.op == "cb0[1].buffers[0]" and [bb.buffer for bb in m.stream.command_buffers[0].commands[1].buffers] == ["O"]
+    assert m.op == "cb0[1].buffers[0]"
+    assert [bb.buffer for bb in m.stream.command_buffers[0].commands[1].buffers] == ["O"]
 
 
 def test_equivalent_candidates_are_not_mutants():
@@ -144,7 +145,7 @@ def test_edits_are_pure_and_map_references_back():
     assert o.translate("main[2]", refmap) == "main[3]" and o.translate("cb0[0]@main[4]", refmap) == "cb0[0]@main[5]"
     moved, refmap = o.move_host_op(s, "main", 3, 2)
     assert moved.threads[0].ops[2] == s.threads[0].ops[3] and o.translate("main[2]", refmap) == "main[3]"
-    inserted, refmap = o.insert_host_op(s, "main", 2, ir.ResetFences(("F",)))
+    _inserted, refmap = o.insert_host_op(s, "main", 2, ir.ResetFences(("F",)))
     assert o.translate("main[2]", refmap) == "main[new]" and o.translate("main[3]", refmap) == "main[2]"
     assert dropped.expect is None
 

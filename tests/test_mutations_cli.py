@@ -100,6 +100,20 @@ def test_shards_together_run_exactly_the_unsharded_mutants(capsys, tmp_path):
     assert sorted(ids["1/2"] + ids["2/2"]) == sorted(ids[None])
 
 
+def test_one_files_hash_keys_the_code_and_the_imports(tmp_path):
+    """vkverify's code (the stream verdicts' key) and the user files a command imported (the command gate's
+    key) are hashed by one function: a file's path and contents count, a missing file as missing."""
+    from vkverify.mutations.runner import code_hash, files_hash
+
+    user = tmp_path / "user.py"
+    user.write_text("")
+    empty = files_hash([str(user)])
+    user.write_text("x = 1\n")
+    assert len({empty, files_hash([str(user)]), files_hash([str(tmp_path / "gone.py")])}) == 3
+    package = ROOT / "vkverify"
+    assert code_hash() == files_hash(sorted(package.rglob("*.py")), package)
+
+
 def test_the_cache_skips_unchanged_mutants(capsys, tmp_path):
     _, first = mutate(capsys, "--cache", tmp_path, "-j", "1", *SMALL)
     _, second = mutate(capsys, "--cache", tmp_path, "-j", "1", *SMALL)

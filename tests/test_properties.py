@@ -26,8 +26,8 @@ ACCESSES = ["none", "indirect_command_read", "uniform_read", "shader_read", "sha
             "memory_write"]
 SHADERS = {"w": ["write"], "rw": ["read", "write"], "x": ["read_write"], "rrw": ["read", "read", "write"],
            "rx": ["read", "read_write"], "r": ["read"]}
-FULL_BARRIER = dict(src_stage=["all_commands"], src_access=["memory_write"],
-                    dst_stage=["all_commands"], dst_access=["memory_read", "memory_write"])
+FULL_BARRIER = {"src_stage": ["all_commands"], "src_access": ["memory_write"],
+                "dst_stage": ["all_commands"], "dst_access": ["memory_read", "memory_write"]}
 ACCESS_KINDS = {"raw", "war", "waw"}
 HOST_REF = re.compile(r"^main\[\d+\]$")
 

@@ -21,7 +21,7 @@ from vkverify.model import from_dict, ir
 from .differential import SETTINGS, resubmitting_streams
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from decode_stream import SHAPES, decode_stream  # noqa: E402
+from decode_stream import SHAPES, decode_stream
 
 # As tests/test_reference.py: VKVERIFY_DIFFERENTIAL_EXAMPLES sets how many streams; half as many here.
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400")) // 2

@@ -25,7 +25,7 @@ SPEC_KINDS = {"raw", "war", "waw", "use_after_destroy", "uninitialized_read", "d
 
 def cli(*args) -> subprocess.CompletedProcess:
     result = subprocess.run([sys.executable, "-m", "vkverify.cli", "check", *map(str, args)],
-                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+                            capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
     assert "Traceback" not in result.stderr, result.stderr
     return result
 
@@ -208,6 +208,6 @@ def test_exit_code_expect():
 
 def test_usage_error_exit_2():
     result = subprocess.run([sys.executable, "-m", "vkverify.cli", "check", "--format", "xml", str(RAW)],
-                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+                            capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr

@@ -145,7 +145,7 @@ def test_every_witness_replays(doc):
 
 def _event(ref: str, events: list[str]) -> str:
     """Where a signal happens: the end of the submit's batch (the last, if several), else the host op."""
-    ends = [e for e in events if e.startswith(f"{ref} ") or e.startswith(f"{ref}.")]
+    ends = [e for e in events if e.startswith((f"{ref} ", f"{ref}."))]
     return max((e for e in ends if e.endswith(" end")), key=events.index, default=ref)
 
 

@@ -22,7 +22,7 @@ def test_simulator_agrees_with_checker(plan):
     report = simulate(stream, schedules=12, seed=1, findings=findings)
     if not findings:
         assert not report.changed, [s for s in report.schedules if s.changed][:2]
-    assert list(v.finding for v in report.verdicts) == findings
+    assert [v.finding for v in report.verdicts] == findings
     for v in report.verdicts:
         assert v.reason
         if v.verdict == "confirmed":

@@ -35,7 +35,8 @@ def test_sync1_masks_stand_in_for_the_bits_sync1_lacks():
     """copy and clear are TRANSFER, the storage accesses SHADER_READ / SHADER_WRITE; an empty or
     `none` stage mask is TOP_OF_PIPE as source, BOTTOM_OF_PIPE as destination (7.6.1)."""
     assert stage_mask({"copy", "clear", "all_transfer"}, False, True) == vk.VK_PIPELINE_STAGE_TRANSFER_BIT
-    assert stage_mask({"copy", "clear"}, True, True) == vk.VK_PIPELINE_STAGE_2_COPY_BIT | vk.VK_PIPELINE_STAGE_2_CLEAR_BIT
+    assert stage_mask({"copy", "clear"}, True, True) == \
+        vk.VK_PIPELINE_STAGE_2_COPY_BIT | vk.VK_PIPELINE_STAGE_2_CLEAR_BIT
     assert stage_mask(set(), False, True) == stage_mask({"none"}, False, True) == vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT
     assert stage_mask({"none"}, False, False) == vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT
     assert stage_mask({"none"}, True, False) == vk.VK_PIPELINE_STAGE_2_NONE

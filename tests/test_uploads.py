@@ -270,3 +270,42 @@ def test_measured_slot_sizing_is_reported(device_name, env):
     assert "submit+wait" in report.sizing and f"{report.slots} x " in report.sizing
     with runtime.Runtime() as rt, uploads.Uploader(rt, slots=3) as up:
         assert (up.report().slots, up.report().slot_size, up.report().sizing) == (3, 16 << 20, "3 x 16 MiB: given")
+
+
+def _ramped_fills(n: int, size: int, ramp: int) -> list[int]:
+    """The slot fills of an n-byte transfer on an idle ring, as slots.py's docstring states the
+    ramp: `ramp` bytes first, each next slot twice the one before up to `size`; near the end a slot
+    takes half of what is left (rounded up to 256), never less than `ramp`."""
+    fills, fill = [], ramp
+    while n:
+        half = ((n + 1) // 2 + 255) // 256 * 256
+        fills.append(min(n, fill, max(ramp, half)))
+        n -= fills[-1]
+        fill = min(size, 2 * fill)
+    return fills
+
+
+@pytest.mark.parametrize("path_kind", ["array", "file"])
+def test_measured_slots_ramp_at_both_ends(device_name, source, source_file, env, path_kind):
+    """Measured slots fill from the plan's ramp, doubling, and halve towards the transfer's end:
+    the copy engine starts after a small slot's host writes and the last copy is short. The bytes
+    land, and the recorded stream checks."""
+    env.setenv("VKVERIFY_STAGED", "1")
+    with runtime.Runtime() as rt, uploads.Uploader(rt, slot_budget=16 << 20) as up:
+        size, ramp = up.report().slot_size, up.plan.ramp
+        n = 3 * size + size // 3 + 5
+        if path_kind == "file":
+            up.upload_file("W", 0, source_file, SKEW, n)
+        else:
+            up.upload("W", 0, source[:n])
+        up.finish()
+        digests = _digests(rt, {"W": n})
+        stream = up.stream()
+    assert 0 < ramp < size and "ramp" in up.report().sizing
+    assert digests["W"] == hashlib.sha256(source[:n]).hexdigest() and check(stream) == []
+    doc = to_dict(stream)
+    submitted = sorted((cb for cb in doc["command_buffers"] if cb.startswith("upload.cb")), key=lambda cb: int(cb[9:]))
+    fills = [sum(r["size"] for c in doc["command_buffers"][cb] if c["cmd"] == "copy" for r in c["regions"])
+             for cb in submitted]
+    assert fills == _ramped_fills(n, size, ramp)
+    assert fills[0] == ramp and max(fills) == size and fills[-1] < size

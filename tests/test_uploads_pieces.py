@@ -22,9 +22,21 @@ def test_slot_plan_keeps_submits_under_five_percent(submit_us, gbps):
     plan = plan_slots(submit_us * 1e-6, gbps * 1e9, budget=256 * MIB, floor=4 * MIB)
     assert plan.count * plan.size <= 256 * MIB and 2 <= plan.count <= 4
     assert plan.size & (plan.size - 1) == 0 and plan.size >= 4 * MIB
-    capped = plan.size == 128 * MIB and "capped" in plan.why
+    capped = plan.size == 64 * MIB and plan.count == 4 and "capped" in plan.why
     assert capped or submit_us * 1e-6 <= 0.05 * plan.size / (gbps * 1e9), plan
     assert plan.why.startswith(f"{plan.count} x {plan.size // MIB} MiB: one submit+wait {submit_us} us")
+
+
+@pytest.mark.parametrize("submit_us, floor_mib, budget_mib, plan", [
+    (96, 56, 256, (4, 64)),  # the H200's slow probe: four slots in flight, not two of 128 MiB
+    (41, 56, 256, (4, 56)),  # the floor (14 threads x 4 MiB) when the submit is cheap
+    (96, 56, 64, (2, 32)),  # a budget below four floors: two slots
+    (10, 4, 16, (4, 4)),
+])
+def test_slot_plan_keeps_four_slots_in_flight(submit_us, floor_mib, budget_mib, plan):
+    got = plan_slots(submit_us * 1e-6, 39.5e9, budget=budget_mib * MIB, floor=floor_mib * MIB)
+    assert (got.count, got.size // MIB) == plan and got.count * got.size <= budget_mib * MIB
+    assert got.ramp == max(MIB, got.size // 4)
 
 
 def test_slot_plan_given():

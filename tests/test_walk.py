@@ -84,13 +84,13 @@ def test_a_timeline_wait_acquires_the_first_signal_at_or_above_its_value():
 
 
 def test_a_timeline_signal_not_above_the_current_value_is_misuse():
-    walk, r = walked([{"op": "signal_semaphore", "semaphore": "T", "value": 2},
+    _walk, r = walked([{"op": "signal_semaphore", "semaphore": "T", "value": 2},
                       {"op": "signal_semaphore", "semaphore": "T", "value": 2}], semaphores=[T])
     assert kinds(r) == [("timeline_not_increasing", ("main[0]", "main[1]"))]
 
 
 def test_a_binary_wait_pairs_with_the_oldest_pending_signal_and_runs_after_it():
-    walk, r = walked([{**SUBMIT, "signal": [{"semaphore": "S"}]},
+    _walk, r = walked([{**SUBMIT, "signal": [{"semaphore": "S"}]},
                       {**SUBMIT, "queue": "q1", "wait": [{"semaphore": "S", "stage": ["copy"]}]}],
                      semaphores=[S], queues=("q0", "q1"))
     assert r.ran == ["main[0].batches[0]", "main[1].batches[0]"]
@@ -109,7 +109,7 @@ def test_a_binary_wait_submitted_before_its_signal_is_misuse_and_is_ignored():
 
 
 def test_a_second_binary_signal_while_one_is_pending_is_misuse():
-    walk, r = walked([{**SUBMIT, "signal": [{"semaphore": "S"}]}, {**SUBMIT, "signal": [{"semaphore": "S"}]}],
+    _walk, r = walked([{**SUBMIT, "signal": [{"semaphore": "S"}]}, {**SUBMIT, "signal": [{"semaphore": "S"}]}],
                      semaphores=[S])
     assert kinds(r) == [("binary_semaphore_misuse", ("main[0]", "main[1]"))]
 
@@ -125,7 +125,7 @@ def test_a_fence_wait_acquires_the_fence_signal_and_a_reset_fence_blocks_it():
 
 
 def test_resubmitting_a_fence_not_reset_is_misuse():
-    walk, r = walked([{**SUBMIT, "fence": "F"}, {**SUBMIT, "fence": "F"}], fences=[{"id": "F"}])
+    _walk, r = walked([{**SUBMIT, "fence": "F"}, {**SUBMIT, "fence": "F"}], fences=[{"id": "F"}])
     assert kinds(r) == [("fence_misuse", ("main[0]", "main[1]"))]
 
 
@@ -141,7 +141,7 @@ def test_an_idle_wait_blocks_while_a_batch_is_pending_a_deadlock():
 
 
 def test_a_wait_for_a_value_nothing_signals_is_never_satisfied():
-    walk, r = walked([{"op": "wait_semaphores", "waits": [{"semaphore": "T", "value": 5}]}], semaphores=[T])
+    _walk, r = walked([{"op": "wait_semaphores", "waits": [{"semaphore": "T", "value": 5}]}], semaphores=[T])
     assert kinds(r) == [("wait_never_satisfied", ("main[0]",))]
 
 

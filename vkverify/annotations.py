@@ -4,6 +4,7 @@ operation) and `--format junit` (one testsuite per file, one testcase per findin
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from functools import partial
 
 from .check.findings import KINDS, Finding
 from .results import FileResult
@@ -50,6 +51,16 @@ def format_github(results: list[FileResult]) -> str:
     return "\n".join(lines)
 
 
+def _testcase(suite: ET.Element, counts: dict[str, int], classname: str, name: str, outcome: str | None = None,
+              message: str = "", text: str = "") -> None:
+    """A <testcase> of `suite`, counted in `counts`; `outcome` failure, error or skipped (None: passed)."""
+    counts["tests"] += 1
+    c = ET.SubElement(suite, "testcase", classname=classname, name=name)
+    if outcome is not None:
+        counts[{"failure": "failures", "error": "errors", "skipped": "skipped"}[outcome]] += 1
+        ET.SubElement(c, outcome, message=message).text = text or None
+
+
 def format_junit(results: list[FileResult]) -> str:
     """A failing testcase per finding, a skipped one per suppressed finding, an erroring one per file that could
     not be loaded, a passing `no findings` for a clean file."""
@@ -58,14 +69,7 @@ def format_junit(results: list[FileResult]) -> str:
     for r in results:
         suite = ET.SubElement(root, "testsuite", name=r.file)
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-
-        def case(name: str, outcome: str | None = None, message: str = "", text: str = "") -> None:
-            counts["tests"] += 1
-            c = ET.SubElement(suite, "testcase", classname=r.file, name=name)
-            if outcome is not None:
-                counts[{"failure": "failures", "error": "errors", "skipped": "skipped"}[outcome]] += 1
-                ET.SubElement(c, outcome, message=message).text = text or None
-
+        case = partial(_testcase, suite, counts, r.file)
         if r.errors:
             case("load", "error", "bad input", "\n".join(r.errors))
         for f in r.findings:

@@ -261,7 +261,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="vkverify-capture-") as tmp:
         capture = args.capture_file or os.path.join(tmp, "capture.gfxr")
         try:
-            rc = subprocess.run(command, env=capture_env(Path(capture), os.environ)).returncode
+            rc = subprocess.run(command, env=capture_env(Path(capture), os.environ), check=False).returncode
         except OSError as e:
             print(f"vkverify capture: cannot run {command[0]}: {e.strerror}", file=sys.stderr)
             return 2
@@ -324,17 +324,21 @@ def _add_mutate(sub) -> None:
     c.add_argument("--target", choices=["raw", "waw", "war", "semaphore", "fence", "keepalive", "host", "all"],
                    default="all", help="which synchronization to mutate (default all)")
     c.add_argument("--readers", type=readers, default=None,
-                   help="comma-separated: checker, sim, replay, replay+syncval (default checker; '' with a command: only it)")
+                   help="comma-separated: checker, sim, replay, replay+syncval "
+                        "(default checker; '' with a command: only it)")
     c.add_argument("-j", "--jobs", type=_positive, default=os.cpu_count() or 1, help="parallel workers (default: CPUs)")
     c.add_argument("--shard", type=shard, help="run only shard K of N (by sorted mutant id)")
-    c.add_argument("--fail-under", type=float, default=100.0, help="exit 1 when the kill score (%%) is below (default 100)")
+    c.add_argument("--fail-under", type=float, default=100.0,
+                   help="exit 1 when the kill score (%%) is below (default 100)")
     c.add_argument("--format", choices=["text", "json"], default="text")
     c.add_argument("--junit", metavar="FILE", help="also write JUnit XML: one testcase per mutant, survivors fail")
     c.add_argument("--report-redundant", action="store_true",
-                   help="list the synchronization operations no pair depends on alone, and what else orders their pairs")
-    c.add_argument("--cache", metavar="DIR", help="cache directory: verdicts, and with only a command its listing, kept "
-                                                  "while the code, the command and the files it imports are unchanged "
-                                                  "(default .vkverify-cache in the cwd, made with a .gitignore of its own)")
+                   help="list the synchronization operations no pair depends on alone, and what else orders their "
+                        "pairs")
+    c.add_argument("--cache", metavar="DIR",
+                   help="cache directory: verdicts, and with only a command its listing, kept while the code, the "
+                        "command and the files it imports are unchanged (default .vkverify-cache in the cwd, made "
+                        "with a .gitignore of its own)")
     c.add_argument("--no-cache", action="store_true", help="neither read nor write the verdict cache")
     c.add_argument("--per-iteration", action="store_true",
                    help="with only a command: one mutant per candidate, not one per call site (file:line)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import NamedTuple
 
 from ..model import ir
@@ -182,7 +183,7 @@ class BarrierLog:
             moving = self._moving_kinds(state, key)
             if moving and moving[0] == -1:  # a buffer barrier splits the range
                 cuts = (lo,) + moving[1:] + (hi,)
-                return [piece for a, b in zip(cuts, cuts[1:])
+                return [piece for a, b in pairwise(cuts)
                         for piece in self.state_at(stage, write, root, a, b, pos, end, state, buffer)]
             nearest, nearest_kind = end + 1, -1
             for kind in moving:

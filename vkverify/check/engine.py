@@ -17,6 +17,7 @@ recorded; a barrier that changed no clock is skipped until the clocks change.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import count
 
@@ -51,8 +52,14 @@ def _minus(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, i
     return [piece for a, b in ranges for piece in ((a, min(b, lo)), (max(a, hi), b)) if piece[0] < piece[1]]
 
 
+def _described(a: Access) -> str:
+    """An access as a finding words it: its stage and accesses (compute_shader/shader_storage_read)."""
+    return f"{a.stage}/{'+'.join(a.reads + ((a.write,) if a.write else ()))}"
+
+
 def _makes_host_writes_available(entry: BarrierEntry) -> bool:
-    """Spec 7.1.3 host access: host / host_write in a barrier's first access scope (a host-to-device domain operation)."""
+    """Spec 7.1.3 host access: host / host_write in a barrier's first access scope (a host-to-device domain
+    operation)."""
     return "host" in entry.src_stages and "host_write" in entry.src_access
 
 
@@ -247,16 +254,14 @@ class Checker:
         self.threads = [ThreadAgent(n_queues + i, t.id, t.ops, (0,) * n, 2 * n_queues + n_threads + i)
                         for i, t in enumerate(threads)]
         self.agents: list = list(self.queues.values()) + self.threads
-        self.memories: dict[str, RangeMap] = {
-            b.id: RangeMap(b.size, b.memory in HOST_VISIBLE) for b in stream.buffers if b.alias_of is None}
-        # buffer -> (buffer, root, offset in root, root's range map)
+        self.memories: dict[str, RangeMap] = {}
+        self.memory_kind: dict[str, str] = {}
+        self.placement: dict[str, tuple[ir.Buffer, str, int, RangeMap]] = {}
+        self.place(stream.buffers)
         self.aliased = any(b.alias_of is not None for b in stream.buffers)
         # Spec 7.7.2 "access to memory through the specified buffer range": a buffer barrier covers only accesses
         # through its own buffer, unless the reading buffer_barrier_covers_aliases says otherwise.
         self.by_buffer = self.aliased and not readings.buffer_barrier_covers_aliases
-        self.memory_kind = {b.id: self.index.buffers[self.index.root(b.id)[0]].memory for b in stream.buffers}
-        self.placement = {b.id: (b, root, offset, self.memories[root])
-                          for b in stream.buffers for root, offset in [self.index.root(b.id)]}
         self.barriers = {}
         # id of a resubmitted command buffer -> [it, its steps (_step), its replay plan: None before a clean
         # execution, () where none may be made, what its reads met (_replay)]; the command buffer held keeps its
@@ -276,6 +281,18 @@ class Checker:
         self.issuing_order: tuple[int, int] = (0, 0)  # its submit's thread and op position
         self.uids = count()
 
+    def place(self, buffers: Iterable[ir.Buffer]) -> None:
+        """Place `buffers` (all in the index, their roots placed or among them): a range map for each unaliased
+        one, then each one's memory kind and placement (buffer, root, offset in root, root's range map)."""
+        buffers = list(buffers)
+        for b in buffers:
+            if b.alias_of is None:
+                self.memories[b.id] = RangeMap(b.size, b.memory in HOST_VISIBLE)
+        for b in buffers:
+            root, offset = self.index.root(b.id)
+            self.memory_kind[b.id] = self.index.buffers[root].memory
+            self.placement[b.id] = (b, root, offset, self.memories[root])
+
     # ---- findings ----------------------------------------------------------
 
     def report(self, kind: str, buffer: str | None, lo: int | None, hi: int | None,
@@ -288,10 +305,9 @@ class Checker:
             span[0], span[1] = min(span[0], lo), max(span[1], hi)
         if key in self.findings:
             return
-        describe = (lambda a: f"{a.stage}/{'+'.join(a.reads + ((a.write,) if a.write else ()))}")
         self.findings[key] = Finding(
             kind, message, fix, buffer, None, first.ref if first else None, second.ref if second else None,
-            describe(first) if first else None, describe(second) if second else None, racing, ops,
+            _described(first) if first else None, _described(second) if second else None, racing, ops,
             (first.label if first else None, second.label if second else None))
 
     def hazard(self, kind: str, buf: ir.Buffer, lo: int, hi: int, e: Access, x: Access) -> None:
@@ -555,10 +571,7 @@ class Checker:
         if not record:
             return True
         if x.write:
-            seg = memory.overwrite(rlo, rhi, segments)
-            seg.write = x
-            if x.family is not None and buf.sharing == "exclusive":
-                seg.owner = x.family
+            memory.overwrite(rlo, rhi, segments, x, x.family if buf.sharing == "exclusive" else None)
         else:
             agent, stage = x.agent, x.stage
             for seg in segments:

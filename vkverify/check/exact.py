@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import partial
 
 from ..model import ir
 from ..model.refs import owner_of, sort_key, split_submit
@@ -43,7 +44,7 @@ def refine(stream: ir.Stream, findings: list[Finding], shared: frozenset[str],
             first, second = nodes.node(f.first), nodes.node(f.second)
             f = _named_steps(stream, replace(f, **budget.witness(
                 (f.buffer, nodes.agent(first), nodes.agent(second)), (first, second), i + 1,
-                lambda: witness.overlap(stream, first, f.first, second, f.second, scope))))
+                partial(witness.overlap, stream, first, f.first, second, f.second, scope))))
         elif f.kind == "deadlock" and semantics is not None:
             f = _named_deadlock(f, semantics, stream)
         out.append(f)
@@ -52,7 +53,7 @@ def refine(stream: ir.Stream, findings: list[Finding], shared: frozenset[str],
             first, second = nodes.signal_node(a), nodes.signal_node(b)
             out.append(_named_steps(stream, replace(_not_increasing(a, b), **budget.witness(
                 (a.semaphore, a.agent, b.agent), (first, second), len(out) + 1,
-                lambda: witness.in_order(stream, first, second, scope)))))
+                partial(witness.in_order, stream, first, second, scope)))))
     return out
 
 

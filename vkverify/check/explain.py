@@ -323,7 +323,8 @@ def _why_not(model: Model, pair: Pair, seg: tuple[int, int], g: nx.DiGraph) -> l
     if SINK in execution:
         # Only the synchronizations on an execution path to the second access can carry its memory dependency.
         on_path = {k for k, _ in nx.ancestors(execution, SINK)}
-        reasons = _no_memory_dependency(model, pair, seg, _reached(model, g, on_path), _reached(model, execution, on_path))
+        reasons = _no_memory_dependency(model, pair, seg, _reached(model, g, on_path),
+                                        _reached(model, execution, on_path))
         # A barrier that makes the write available off every path to the second access: its chain stops.
         for key, toks in _reached(model, g).items():
             if key[0] == "bar" and key not in on_path and any(t.available for t in toks):
@@ -457,8 +458,8 @@ def _host_write_not_available(model: Model, pair: Pair, executed: dict) -> list[
         subs = [k for k in executed if k[0] == "sub" and model.nodes[k].agent == x.agent]
         where = f"before {name(model, subs[-1])}" if subs else f"before {x.ref}"
         return [f"{e.buffer} is host_cached: no flush of the bytes {e.ref} wrote {where}"]
-    return [f"{e.ref} comes after the submission of {x.ref}: no barrier with src_stage host and src_access "
-            f"host_write before {x.ref} makes it available"]
+    return [(f"{e.ref} comes after the submission of {x.ref}: no barrier with src_stage host and src_access "
+             f"host_write before {x.ref} makes it available")]
 
 
 def _not_made_visible_to_host(model: Model, pair: Pair, reached: dict) -> list[str]:
@@ -471,10 +472,10 @@ def _not_made_visible_to_host(model: Model, pair: Pair, reached: dict) -> list[s
     toks = [t for n in waits for t in reached[n.key]]
     if not any(t.host_visible if x.reads else t.host_domain for t in toks):
         access = "host_read" if x.reads else "host_read or host_write"
-        return [f"no domain operation to the host:{waited} no barrier with dst_stage host and dst_access {access} "
-                f"after {e.ref} in the chain it waits for"]
-    return [f"{x.buffer} is host_cached: no invalidate of the bytes after {name(model, waits[-1].key)} before "
-            f"{x.ref}"]
+        return [(f"no domain operation to the host:{waited} no barrier with dst_stage host and dst_access {access} "
+                 f"after {e.ref} in the chain it waits for")]
+    return [(f"{x.buffer} is host_cached: no invalidate of the bytes after {name(model, waits[-1].key)} before "
+             f"{x.ref}")]
 
 
 def _gap(model: Model, n: Node, x: Access, seg: tuple[int, int]) -> str | None:
@@ -506,10 +507,10 @@ def _no_cross_edge(model: Model, pair: Pair, reached: dict) -> list[str]:
     if e.host:
         submit = next((n for n in model.on_agent.get(x.agent, ()) if n.kind == "sub" and n.seq < x.seq), None)
         if submit is not None and owner_of(submit.key[1]) == e.agent:
-            return [f"{x.ref} was submitted by {submit.key[1]}, before {e.ref}: a host access orders only work "
-                    "submitted after it"]
-        return [f"nothing orders {e.ref} on thread {e.agent} before {x.ref}: no semaphore signal or fence "
-                f"{e.agent} raises after it is waited for on {x.agent}"]
+            return [(f"{x.ref} was submitted by {submit.key[1]}, before {e.ref}: a host access orders only work "
+                     "submitted after it")]
+        return [(f"nothing orders {e.ref} on thread {e.agent} before {x.ref}: no semaphore signal or fence "
+                 f"{e.agent} raises after it is waited for on {x.agent}")]
     releases = [n for n in model.on_agent.get(e.agent, ()) if n.kind == "rel" and n.seq > e.seq]
     out = []
     if not x.host and not any(n.key[0] == "sig" for n in releases):

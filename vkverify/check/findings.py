@@ -54,7 +54,8 @@ KINDS = {k.kind: k for k in (
     FindingKind("fence_misuse", "VKV010", "fence waited, submitted or reset in a state Vulkan forbids",
                 "A fence submitted while still signalled or pending, or waited on when nothing will signal it (7.3).",
                 "Reset the fence after its wait and before submitting it again; wait only for submitted fences."),
-    FindingKind("ownership_missing", "VKV011", "exclusive buffer used by another queue family without an ownership transfer",
+    FindingKind("ownership_missing", "VKV011",
+                "exclusive buffer used by another queue family without an ownership transfer",
                 "An exclusive-sharing buffer written on one queue family and accessed on another with no release "
                 "and acquire pair of queue family ownership transfer barriers (7.7.4).",
                 "Add a release barrier (src_family, dst_family) on the source queue and the matching acquire on "

@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
+from itertools import pairwise
 
 import networkx as nx
 
@@ -86,7 +87,7 @@ def build(stream: ir.Stream, findings: list[Finding]) -> Drawn:
                        shape="note", highlight=True)
     for agent in {d["agent"] for _, d in g.nodes(data=True)}:
         chain = sorted((d["seq"], n) for n, d in g.nodes(data=True) if d["agent"] == agent)
-        for (_, a), (_, b) in zip(chain, chain[1:]):
+        for (_, a), (_, b) in pairwise(chain):
             g.add_edge(a, b, kind="order", label="")
     for src, targets in model.cross.items():
         for dst in targets:

@@ -26,6 +26,7 @@ checker do). Streams mutated are small, so every query is a plain graph search.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import NamedTuple
 
 import networkx as nx
@@ -42,7 +43,8 @@ from .walk import Consumer, Misuse, PendingBatch, Walk
 
 ALL_DEVICE = frozenset(DEVICE_STAGES)
 HOST_READ = ("host", "host_read")
-HOST_ACCESS = frozenset({HOST_READ, ("host", "host_write")})  # either in a destination: the domain operation to the host
+# Either in a destination: the domain operation to the host.
+HOST_ACCESS = frozenset({HOST_READ, ("host", "host_write")})
 
 
 @dataclass(frozen=True)
@@ -247,7 +249,7 @@ class Model(Consumer):
 
     def segments(self, root: str, lo: int, hi: int) -> list[tuple[int, int]]:
         cuts = self._cuts[root]
-        return [(a, b) for a, b in zip(cuts, cuts[1:]) if a >= lo and b <= hi]
+        return [(a, b) for a, b in pairwise(cuts) if a >= lo and b <= hi]
 
     def _pair(self, kind: str, e: Access, x: Access, seg: tuple[int, int], memory: bool,
               need: tuple[str, ...] = ()) -> None:

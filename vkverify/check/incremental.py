@@ -20,19 +20,18 @@ from __future__ import annotations
 
 import copy
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import fields, replace
 from itertools import count, islice
 from operator import attrgetter
-from typing import Iterable
 
 from ..model import ir
-from .engine import HOST_VISIBLE, Access, QueueAgent, ThreadAgent
+from .engine import Access, QueueAgent, ThreadAgent
 from .findings import Finding
 from .rangemap import RangeMap, Segment
 from .readings import DEFAULT, Readings
 from .schedule import Schedule
-from .walk import UNSIGNALED, BinarySignal, PendingBatch, Walk, shared_timelines, signals
-from .walk import Fence as WalkFence
+from .walk import BinarySignal, PendingBatch, Walk, shared_timelines, signals
 
 # Copies field by field (copy.copy is three times slower): a fork copies every live access and segment.
 _ACCESS_FIELDS = attrgetter(*(f.name for f in fields(Access)))
@@ -114,24 +113,14 @@ class Incremental:
                                 semaphores=shape.semaphores, fences=shape.fences, shaders=shape.shaders),
                         [(t, o) for t, _, o in self.fed])
             return
-        s, walk = self.schedule, self.walk
-        for b in shape.buffers:
-            if b.id not in index.buffers:
-                index.buffers[b.id] = b
-                s.memories[b.id] = RangeMap(b.size, b.memory in HOST_VISIBLE)
-                s.memory_kind[b.id] = b.memory
-                s.placement[b.id] = (b, b.id, 0, s.memories[b.id])
-        for sem in shape.semaphores:
-            if sem.id not in index.semaphores:
-                index.semaphores[sem.id] = sem
-                if sem.type == "binary":
-                    walk.binary[sem.id] = deque()
-                else:
-                    walk.timeline[sem.id], walk.timeline_value[sem.id] = [], sem.initial
-        for f in shape.fences:
-            if f.id not in index.fences:
-                index.fences[f.id] = f
-                walk.fences[f.id] = WalkFence("signaled") if f.signaled else UNSIGNALED
+        buffers = [b for b in shape.buffers if b.id not in index.buffers]
+        semaphores = [s for s in shape.semaphores if s.id not in index.semaphores]
+        fences = [f for f in shape.fences if f.id not in index.fences]
+        index.buffers.update((b.id, b) for b in buffers)
+        index.semaphores.update((s.id, s) for s in semaphores)
+        index.fences.update((f.id, f) for f in fences)
+        self.schedule.place(buffers)
+        self.walk.add_syncs(semaphores, fences)
         for sh in shape.shaders:
             index.shaders.setdefault(sh.id, sh)
         self.resources = shape
@@ -168,6 +157,11 @@ class Incremental:
         end.walk.stream = end._shape()  # the walk's end reads every op (walk.ever_signals)
         end.walk.report_blocked()
         return end
+
+    def blocked(self, thread: str) -> bool:
+        """Whether `thread` stops at a wait that nothing fed so far satisfies (walk.Walk.run)."""
+        index = self.thread_index.get(thread)
+        return index is not None and self.walk.pc[index] < len(self.walk.threads[index][1])
 
     def thread_length(self, thread: str) -> int:
         index = self.thread_index.get(thread)

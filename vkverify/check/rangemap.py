@@ -50,17 +50,24 @@ class RangeMap:
         j = bisect_right(self.starts, hi - 1)
         return self.segments[i:j]
 
-    def overwrite(self, lo: int, hi: int, segs: list[Segment]) -> Segment:
-        """[lo, hi), whose segments `span(lo, hi)` returned, as one fresh segment (after a write: what was
-        known before no longer matters)."""
-        first = segs[0]
+    def overwrite(self, lo: int, hi: int, segs: list[Segment], write: Any, owner: int | None = None) -> None:
+        """[lo, hi), whose segments `span(lo, hi)` returned, written by `write`: what was known before no longer
+        matters but the queue family owning each byte, which `owner` (a device write's, to an exclusive buffer)
+        replaces where given. One fresh segment per run of bytes of one owner: a host write across bytes of two
+        families leaves each its own (merged under the first's, a later read named the wrong family)."""
         if len(segs) == 1:  # the common case: reset in place, no list surgery
-            first.reads, first.initialized, first.flushed, first.released_to = (), True, None, None
-            return first
+            seg = segs[0]
+            seg.write, seg.reads, seg.initialized, seg.flushed, seg.released_to = write, (), True, None, None
+            if owner is not None:
+                seg.owner = owner
+            return
+        fresh: list[Segment] = []
+        for seg in segs:
+            kept = seg.owner if owner is None else owner
+            if fresh and fresh[-1].owner == kept:
+                fresh[-1].hi = seg.hi
+            else:  # invalidates recorded before this write precede any acquire of it: which run keeps them is moot
+                fresh.append(Segment(seg.lo, seg.hi, write, initialized=True, invalidated=seg.invalidated, owner=kept))
         i = bisect_right(self.starts, lo) - 1
-        merged = Segment(lo, hi, initialized=True, invalidated=first.invalidated, owner=first.owner)
-        del self.starts[i:i + len(segs)]
-        del self.segments[i:i + len(segs)]
-        self.starts.insert(i, lo)
-        self.segments.insert(i, merged)
-        return merged
+        self.starts[i:i + len(segs)] = [seg.lo for seg in fresh]
+        self.segments[i:i + len(segs)] = fresh

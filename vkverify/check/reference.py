@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
-from itertools import count
+from itertools import count, pairwise
 
 from ..model import ir
 from ..model.stages import COMMAND_STAGES
@@ -280,9 +280,8 @@ class Reference:
 
     def _submit(self, h: Node, op: ir.Submit, ref: str, fences, binary, timeline, pending_waits) -> None:
         q = op.queue
-        if op.fence is not None:
-            if fences[op.fence][0] != "unsignaled":
-                self.fence_misuse.add(ref)  # VUID-vkQueueSubmit2-fence-04894: unsignaled, not pending
+        if op.fence is not None and fences[op.fence][0] != "unsignaled":
+            self.fence_misuse.add(ref)  # VUID-vkQueueSubmit2-fence-04894: unsignaled, not pending
         # 7.9 host write ordering: the submission orders earlier host operations before its commands.
         sub = self._node("submission", q, second=COMMAND_STAGES, ref=ref)
         h.after.append(sub)
@@ -388,9 +387,8 @@ class Reference:
         out = []
         for nodes in self.queue_nodes.values():
             for n in nodes:
-                if n.kind == "submission" and self.hb(reached, n):
-                    out.append(n)
-                elif n.kind == "barrier" and ("host", "host_write") in access_scope(
+                submitted = n.kind == "submission" and self.hb(reached, n)
+                if submitted or n.kind == "barrier" and ("host", "host_write") in access_scope(
                         n.barrier.src_stage, n.barrier.src_access) and _covers(n, w, self.by_buffer) and any(
                         m.kind in ("wait", "submission") and m.pos < n.pos and self.hb(reached, m) for m in nodes):
                     out.append(n)
@@ -465,7 +463,7 @@ class Reference:
         live = [a for a in self.accesses
                 if not any(op.buffer == a.buffer and a.submit.pos > d.pos for d, op in self.destroys)]
         for root, cuts in self._segments().items():
-            for lo, hi in zip(cuts, cuts[1:]):
+            for lo, hi in pairwise(cuts):
                 on = [_narrow(a, lo, hi) for a in live if a.root == root and a.lo <= lo and hi <= a.hi]
                 writes = [a for a in on if a.write]
                 for i, one in enumerate(on):

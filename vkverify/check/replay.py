@@ -58,7 +58,7 @@ def replay_plan(steps: list[tuple], placement: dict) -> tuple[PlanStep, ...]:
         for key, stage, reads, write, buffer, own, lo, hi in placed:
             segments = own.span(lo, hi)
             if write:
-                own.overwrite(lo, hi, segments).write = key
+                own.overwrite(lo, hi, segments, key)
             else:  # one read per stage, as Checker.access keeps one per (agent, stage)
                 for s in segments:
                     s.reads = (*(r for r in s.reads if r[1] != stage), (key, stage, reads, buffer))

@@ -126,7 +126,6 @@ class Schedule(Checker, Consumer):
 
     def destroy(self, t: ThreadAgent, op: ir.Destroy, ref: str) -> None:
         """Spec 12.7 vkDestroyBuffer: all submitted commands that refer to it must have completed."""
-        root, _ = self.index.root(op.buffer)
         probe = Access(t.index, t.pc, "host", (), None, ref, op.buffer, next(self.uids), op.label, None)
         for e in self.uses.get(op.buffer, {}).values():
             if self.unordered(e, probe, *self._root_range(e), None):

@@ -16,8 +16,9 @@ end. Binary semaphores pair the k-th wait with the k-th signal in stream order.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
+from itertools import pairwise
 
 import z3
 
@@ -116,7 +117,7 @@ def mk_program_order(p: Plan, t: Times) -> list[Constraint]:
     for h in p.hosts:
         by_thread[h.thread].append(h)
     for thread, ops in by_thread.items():
-        out += [(f"program order of {thread}", t.host[a.ref] < t.host[b.ref]) for a, b in zip(ops, ops[1:])]
+        out += [(f"program order of {thread}", t.host[a.ref] < t.host[b.ref]) for a, b in pairwise(ops)]
     if len(p.hosts) > 1:
         # Distinct host times: of two threads' submits (or a submit and an idle wait) one comes first, as
         # the cross-thread submission order and idle-wait rules below assume.
@@ -136,7 +137,7 @@ def mk_queue_order(p: Plan, t: Times) -> list[Constraint]:
         by_queue[b.queue].append(b)
     for queue, bs in by_queue.items():
         label = f"submission order on {queue}"
-        for a, b in zip(bs, bs[1:]):
+        for a, b in pairwise(bs):
             if a.thread == b.thread:
                 out.append((label, z3.And(t.begin[a.key] < t.begin[b.key], t.end[a.key] <= t.end[b.key])))
         for i, a in enumerate(bs):
@@ -259,7 +260,7 @@ class Semantics:
         for sem, chain in _value_chains(self.plan).items():
             if sem not in semaphores:
                 continue
-            for a, b in zip(chain, chain[1:]):
+            for a, b in pairwise(chain):
                 self.base.push()
                 self.base.add(self.times.at(b.owner) < self.times.at(a.owner))
                 if self.base.check() == z3.sat:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -141,19 +142,29 @@ class Walk:
         self.threads = [(t.id, t.ops) for t in stream.threads]
         self.pc = [0] * len(self.threads)
         self.pending: dict[str, deque[PendingBatch]] = {q: deque() for q in self.index.queues}
-        # A fence created signaled carries no release: nothing to acquire from it.
-        self.fences = {f.id: Fence("signaled") if f.signaled else UNSIGNALED for f in stream.fences}
-        self.binary: dict[str, deque[BinarySignal]] = {s.id: deque() for s in stream.semaphores
-                                                      if s.type == "binary"}
+        self.fences: dict[str, Fence] = {}
+        self.binary: dict[str, deque[BinarySignal]] = {}
         # Timeline -> [(value, release, ref)] in signal order, and its current value.
-        self.timeline = {s.id: [] for s in stream.semaphores if s.type == "timeline"}
-        self.timeline_value = {s.id: s.initial for s in stream.semaphores if s.type == "timeline"}
+        self.timeline: dict[str, list] = {}
+        self.timeline_value: dict[str, int] = {}
+        self.add_syncs(stream.semaphores, stream.fences)
         self.unsorted: set[str] = set()  # timelines whose signals so far did not strictly increase
         # Timelines several queues or threads signal: z3 (exact.refine) reports their ordering problems.
         self.shared = shared_timelines(stream) if shared is None else shared
         self.signal_values = {sem: sorted({s.value for t in stream.threads for op in t.ops
                                            for s in signals(op) if s.semaphore == sem})
                               for sem in self.shared}
+
+    def add_syncs(self, semaphores: Iterable[ir.Semaphore], fences: Iterable[ir.Fence]) -> None:
+        """Semaphores and fences as created: nothing signalled beyond a timeline's initial value."""
+        for s in semaphores:
+            if s.type == "binary":
+                self.binary[s.id] = deque()
+            else:
+                self.timeline[s.id], self.timeline_value[s.id] = [], s.initial
+        for f in fences:
+            # A fence created signaled carries no release: nothing to acquire from it.
+            self.fences[f.id] = Fence("signaled") if f.signaled else UNSIGNALED
 
     # ---- the checker's order -------------------------------------------------
 

@@ -353,10 +353,12 @@ class Commands:
         the buffer barriers, each with its own stages, one more."""
         info = a["pDependencyInfo"]
         for m in info["pMemoryBarriers"] or []:
-            self.cmd(call, "barrier", src_stage=stage_names(m["srcStageMask"]), dst_stage=stage_names(m["dstStageMask"]),
-                     src_access=access_names(m["srcAccessMask"]), dst_access=access_names(m["dstAccessMask"]))
+            self.cmd(call, "barrier", src_stage=stage_names(m["srcStageMask"]),
+                     dst_stage=stage_names(m["dstStageMask"]), src_access=access_names(m["srcAccessMask"]),
+                     dst_access=access_names(m["dstAccessMask"]))
         for m in info["pImageMemoryBarriers"] or []:
-            self.cmd(call, "barrier", src_stage=stage_names(m["srcStageMask"]), dst_stage=stage_names(m["dstStageMask"]))
+            self.cmd(call, "barrier", src_stage=stage_names(m["srcStageMask"]),
+                     dst_stage=stage_names(m["dstStageMask"]))
         entries = self._buffer_entries(call, info["pBufferMemoryBarriers"] or [], stages=True)
         if entries:
             union = [sorted({s for e in entries for s in e[key]}) for key in ("src_stage", "dst_stage")]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from typing import Callable
+from collections.abc import Callable
 
 from ..model.names import access_row, stage_row
 from ..model.stages import Access, Stage, access_names_of, stage_names_of

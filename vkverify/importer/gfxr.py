@@ -96,7 +96,8 @@ def _blocks(data: bytes, count: int, shown: str) -> Blocks:
                 pushes[index] = data[end - length:end]
             elif api in _KEPT_CALLS and plain:
                 kept[index] = data[pos + 24:end]
-        elif kind == _META_DATA_BLOCK and size >= 36 and struct.unpack_from("<I", data, pos + 12)[0] & 0xFFFF == _FILL_MEMORY:
+        elif kind == _META_DATA_BLOCK and size >= 36 and \
+                struct.unpack_from("<I", data, pos + 12)[0] & 0xFFFF == _FILL_MEMORY:
             thread, memory, offset, length = struct.unpack_from("<QQQQ", data, pos + 16)
             written = data[pos + 48:pos + 48 + length] if plain else None
             fills.append(FillMemory(index, thread, memory, offset, length, written))
@@ -144,7 +145,7 @@ def _run(argv: list[str], path: Path) -> None:
     seconds = max(TOOL_SECONDS, size / (256 << 10))
     try:
         done = subprocess.run(argv, capture_output=True, text=True, errors="replace", preexec_fn=limit,
-                              timeout=seconds)
+                              timeout=seconds, check=False)
     except subprocess.TimeoutExpired:
         raise CaptureError(str(path), f"{Path(argv[0]).name} ran past {seconds:.0f} s: a corrupted capture?") from None
     if done.returncode != 0:

@@ -91,7 +91,8 @@ class Queues:
         batches = [{
             "wait": [self._semaphore_op(w["semaphore"], w["value"], stage_names(w["stageMask"]))
                      for w in s["pWaitSemaphoreInfos"] or []],
-            "command_buffers": self._command_buffers(call, [c["commandBuffer"] for c in s["pCommandBufferInfos"] or []]),
+            "command_buffers": self._command_buffers(call, [c["commandBuffer"]
+                                                            for c in s["pCommandBufferInfos"] or []]),
             "signal": [self._semaphore_op(w["semaphore"], w["value"], stage_names(w["stageMask"]))
                        for w in s["pSignalSemaphoreInfos"] or []]} for s in a["pSubmits"] or []]
         self._submit(call, a["queue"], batches, a["fence"])

@@ -193,7 +193,8 @@ class Resources:
                 dst[copy["dstBinding"], copy["dstArrayElement"] + i] = found
 
     def dynamic_slots(self, descriptor_set: int) -> list[tuple[int, int]]:
-        """The (binding, element) that each dynamic offset applies to, in the order vkCmdBindDescriptorSets takes them."""
+        """The (binding, element) that each dynamic offset applies to, in the order vkCmdBindDescriptorSets takes
+        them."""
         layout = self.set_layouts.get(self.set_layout_of.get(descriptor_set), {})
         return [(b, e) for b, (kind, count) in sorted(layout.items()) if kind in DYNAMIC for e in range(count)]
 

@@ -20,7 +20,8 @@ a list of one-character ids).
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from . import ir
 from .errors import UsageError
@@ -181,8 +182,9 @@ class Stream:
 
     def create_semaphore(self, id: str, timeline: bool = False, initial: int | None = None) -> Stream:
         w = "create_semaphore"
-        self._list("semaphores").append(_opt(id=_str(f"{w}(id)", id), type="timeline" if _bool(f"{w}(timeline)", timeline)
-                                             else "binary", initial=_int(f"{w}(initial)", initial, True)))
+        kind = "timeline" if _bool(f"{w}(timeline)", timeline) else "binary"
+        self._list("semaphores").append(_opt(id=_str(f"{w}(id)", id), type=kind,
+                                             initial=_int(f"{w}(initial)", initial, True)))
         return self
 
     def create_fence(self, id: str, signaled: bool = False) -> Stream:

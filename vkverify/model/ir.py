@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Union
 
 from .refs import format_ref, split_ref
 
@@ -163,7 +162,7 @@ class Barrier(Tagged):
     buffers: tuple[BufferBarrier, ...] = ()
 
 
-Command = Union[Copy, Fill, Update, Dispatch, Barrier]
+Command = Copy | Fill | Update | Dispatch | Barrier
 
 
 @dataclass(frozen=True)
@@ -249,8 +248,8 @@ class Destroy(Tagged):
     buffer: str
 
 
-HostOp = Union[Submit, WaitFences, ResetFences, WaitSemaphores, SignalSemaphore, HostAccess,
-               QueueWaitIdle, DeviceWaitIdle, Destroy]
+HostOp = (Submit | WaitFences | ResetFences | WaitSemaphores | SignalSemaphore | HostAccess | QueueWaitIdle |
+          DeviceWaitIdle | Destroy)
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from json.decoder import scanstring
 from json.scanner import make_scanner
-from typing import Any, Callable
+from typing import Any
 
 _SPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace
 _BY_OWNER = ("command_buffers", "threads")  # objects of arrays of operations

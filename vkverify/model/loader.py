@@ -15,10 +15,11 @@ import os
 import re
 import weakref
 from collections import defaultdict
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import fastjsonschema
 import jsonschema
@@ -56,7 +57,8 @@ def loads(text: str | bytes, file: str = "<string>") -> ir.Stream:
         with cyclic_gc_paused():  # a stream's document is millions of objects and no cycle
             doc = jsontext.loads(text, _no_constant)
     except json.JSONDecodeError as e:
-        raise InvalidStream(file, [InputError("$", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}")]) from None
+        raise InvalidStream(file, [InputError("$", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}")]) \
+            from None
     except RecursionError:
         raise InvalidStream(file, [InputError("$", f"nested too deeply (a stream nests at most {MAX_DEPTH} "
                                                    "levels)")]) from None
@@ -347,7 +349,7 @@ def _fast_validator() -> Callable[[Any], Any]:
     2020-12 share are used, so the two agree; jsonschema then names every error of a bad stream.
     Commands and host ops are left to _operation_validator: _fast_schema_valid gives a document without them."""
     whole = {k: v for k, v in schema().items() if k not in ("$id", "$schema")}
-    defs = {**whole["$defs"], **dict.fromkeys(_OPERATIONS.values(), {})}
+    defs = {**whole["$defs"], **{name: {} for name in _OPERATIONS.values()}}
     return fastjsonschema.compile({**_DRAFT_07, **whole, "$defs": defs})
 
 
@@ -725,7 +727,8 @@ class _Builder:
         shorthand = any(k in op for k in ("wait", "command_buffers", "signal"))
         if shorthand and "batches" in op:
             self.error(path, "give either `batches` or `wait`/`command_buffers`/`signal`, not both")
-        batch_docs = [(path, op)] if shorthand else [(path + ("batches", j), b) for j, b in enumerate(op.get("batches", []))]
+        batch_docs = [(path, op)] if shorthand else \
+            [(path + ("batches", j), b) for j, b in enumerate(op.get("batches", []))]
         batches, submitted = [], set()
         for bpath, b in batch_docs:
             for j, cb in enumerate(b.get("command_buffers", [])):

@@ -143,7 +143,7 @@ def errors(doc: dict) -> list[InputError]:
             found.append(InputError(json_path(path), str(e)))
             return
         if unknown:
-            found.append(InputError(json_path(path), f"unknown name {sorted(unknown)[0]!r} in {text!r} "
+            found.append(InputError(json_path(path), f"unknown name {min(unknown)!r} in {text!r} "
                                                       f"(parameters and loop variables: {sorted(scope)})"))
 
     def loop_scope(spec: str, scope: set[str], path: tuple) -> set[str] | None:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, TypeVar
+from typing import TypeVar
 
 TOP_OF_PIPE, BOTTOM_OF_PIPE = "top_of_pipe", "bottom_of_pipe"
 

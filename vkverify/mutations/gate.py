@@ -9,7 +9,6 @@ the command imported (live.user_files): a rerun with nothing changed runs nothin
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -21,7 +20,7 @@ from dataclasses import asdict, dataclass
 
 from .live import Selection, environment, site
 from .readers import CleanRunFailed, Verdict
-from .runner import Cache, Outcome, Stats, cache_key
+from .runner import Cache, Outcome, Stats, cache_key, files_hash
 
 TIMEOUT_FACTOR, TIMEOUT_FLOOR_S = 10.0, 30.0  # a mutant that hangs is killed; start-up noise needs a floor
 
@@ -83,18 +82,6 @@ def read_list(path: str) -> Listing:
     return Listing(candidates, runtimes, sorted(imports), 0.0)
 
 
-def files_hash(paths: list[str]) -> str:
-    h = hashlib.sha256()
-    for path in paths:
-        h.update(path.encode() + b"\0")
-        try:
-            with open(path, "rb") as f:
-                h.update(f.read())
-        except OSError:
-            h.update(b"missing")
-    return h.hexdigest()
-
-
 def chosen(candidates: list[Candidate], target: str, per_iteration: bool = False) -> list[RuntimeMutant]:
     """The mutants of `target` (`all`: each candidate once, under its first target); the candidates
     of one test at one call site fold into one, unless `per_iteration`."""
@@ -117,14 +104,15 @@ def _mutant(cs: list[Candidate], per_iteration: bool) -> RuntimeMutant:
         name = f"{first.target}:{first.k} {first.operator} {first.op} at {where}"
     else:
         selection = Selection(first.target, first.where, site=first.site)
-        name = f"{first.target} {first.operator}{first.site[3]} at {where}" + (f" ({first.label})" if first.label else "")
+        name = f"{first.target} {first.operator}{first.site[3]} at {where}" + \
+            (f" ({first.label})" if first.label else "")
     times = f" ({len(cs)} iterations, the first {first.op})" if len(cs) > 1 else ""
     return RuntimeMutant(f"{first.where}::{name}", first.where, (first.target,), first.operator, first.op,
                          first.description + times, first.source, selection)
 
 
 def _run(argv: list[str], env: dict[str, str], timeout: float | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def _key(*parts: str) -> str:

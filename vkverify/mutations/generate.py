@@ -10,8 +10,8 @@ killing each mutant is then a consistency test between the two.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator
 
 from ..check import check
 from ..check.hb import Model
@@ -245,7 +245,8 @@ def _keepalive(s: ir.Stream, a: Analysis) -> Iterator[list[_Candidate]]:
                 moves[x.ref] = (thread, w, i)
     for ref, (thread, w, i) in sorted(moves.items()):
         ops = s.index.threads[thread].ops
-        yield [_Candidate("move_before_wait", ref, f"move {_label(ops[i], ref)} before {_label(ops[w], format_ref(thread, w))}",
+        description = f"move {_label(ops[i], ref)} before {_label(ops[w], format_ref(thread, w))}"
+        yield [_Candidate("move_before_wait", ref, description,
                           ("keepalive",), lambda thread=thread, i=i, w=w: o.move_host_op(s, thread, i, w))]
 
 

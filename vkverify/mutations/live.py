@@ -32,7 +32,9 @@ each question costs the live state and the operation, not the stream recorded so
   invalidate (host; a host_read of its bytes) and a host semaphore signal (semaphore; a later
   submit that waits for it and reads and writes every host-visible buffer): dropping each. A
   dropped signal is asked with the probe's wait left out too (a wait on a signal never recorded
-  blocks, and a blocked batch accesses nothing); its shadow's blocked waits count at the close.
+  blocks, and a blocked batch accesses nothing); its shadow's blocked waits count at the close. Its
+  mutated run ends at the first wait the drop leaves blocked, with a HazardError naming the blocked
+  waits, instead of waiting out the runtime's wait limit (Mutator._unsatisfied).
 Not mutated here: fence resets (reset_fence_before_wait would run two ops for one), keepalive
 moves (they move an op before one already run), and the uploader's other waits (finish, failures).
 
@@ -62,7 +64,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from ..model import ir
 from ..model.dump import host_op_to_dict
@@ -138,6 +140,7 @@ class Mutator:
         self._borne: dict[int, set] = {}  # list mode: id of a mutant -> what its stopped shadow predicted
         self._base = None  # (the op analysed and its probe, the hazards of both): shared by its candidates
         self._settled_at = 0  # how many ops of the recorded stream _advance has looked at for host waits
+        self._dropped = None  # (thread, the signal) this mutant dropped: waits it blocks end the run (_unsatisfied)
         if chosen.target == "list":
             _append(chosen.file, {"runtime": rt.name, "where": self.where})
 
@@ -172,6 +175,8 @@ class Mutator:
             raise RuntimeError(f"runtime mutation: a Runtime opened in {self._first} serves {self.where} under "
                                "pytest-xdist, where which tests ran before in the worker changes what it records: "
                                "give each test its own Runtime, or run the command without -n")
+        if self._dropped is not None and isinstance(op, HOST_WAITS):
+            self._unsatisfied(thread, op)
         if self._skips(op):
             return op
         self._advance()
@@ -182,11 +187,14 @@ class Mutator:
         if isinstance(op, ir.Submit):
             found = self._submit_candidates(thread, position, op) if self.chosen.target != "fence" else []
         elif isinstance(op, ir.SignalSemaphore) and self.chosen.target in ("list", "semaphore") or \
-                isinstance(op, ir.HostAccess) and op.op in ("flush", "invalidate") and self.chosen.target in ("list", "host"):
+                isinstance(op, ir.HostAccess) and op.op in ("flush", "invalidate") and \
+                self.chosen.target in ("list", "host"):
             found = self._host_op_candidates(thread, position, op)
         elif isinstance(op, HOST_WAITS) and waits:
             ahead, self._ahead = self._ahead, None
-            found = ahead[1] if ahead is not None and ahead[0] == (thread, position, op) else \
+            # The wait analysed at its submit had no id or label (the program gives them only now).
+            found = self._described(ahead[1], op, format_ref(thread, position)) \
+                if ahead is not None and ahead[0] == (thread, position, replace(op, id=None, label=None)) else \
                 self._wait_candidates(thread, position, [op])
         else:
             return op
@@ -197,6 +205,48 @@ class Mutator:
             wait = ir.WaitFences((op.fence,))
             self._ahead = ((thread, position + 1, wait), self._wait_candidates(thread, position + 1, [op, wait]))
         return result
+
+    def _described(self, found: list, wait: ir.HostOp, ref: str) -> list:
+        """The candidates found ahead for `wait` (dropping it), described by it as it comes: with its label."""
+        if wait.label is None:
+            return found
+        from .generate import drop_description
+
+        out = []
+        for m in found:
+            new = replace(m, description=drop_description(wait, ref))
+            shadow = self._shadows.pop(id(m), None)
+            if shadow is not None:
+                shadow.mutant, self._shadows[id(new)] = new, shadow
+            if id(m) in self._borne:
+                self._borne[id(new)] = self._borne.pop(id(m))
+            out.append(new)
+        return out
+
+    def _unsatisfied(self, thread: str, wait: ir.HostOp) -> None:
+        """HazardError (its blocked-wait findings: deadlock, wait_never_satisfied) where the mutant's dropped signal
+        leaves `wait` blocked: the recorded stream's state fed the wait stops there, and fed the signal given
+        back first, not. Without it the run would block in the wait until the runtime's wait limit. What the
+        program would record next is taken to be what its list run recorded, which left the wait blocked."""
+        from ..runtime import HazardError
+
+        main = self.rt.happens_before()
+        position, (op, cbs) = len(self.rt.threads.get(thread, [])), self._loaded(thread, wait)
+        mutant = self._fork(main)
+        mark = mutant.mark()
+        mutant.feed(thread, op, cbs)
+        if not mutant.blocked(thread):
+            return
+        restored = self._fork(main)
+        signaller, signal = self._dropped
+        restored.feed(signaller, *self._loaded(signaller, signal))
+        restored.feed(thread, op, cbs)
+        if restored.blocked(thread):
+            return
+        self._dropped = None
+        ref = format_ref(thread, position)
+        self.rt.vk_signal_semaphore(ref, signal)  # the device drains: the program's teardown waits for it
+        raise HazardError(ref, mutant.ended().findings_since(mark), {ref: wait.source} if wait.source else {})
 
     def _origin(self, ref: str, op: ir.HostOp) -> tuple[str | None, str | None]:
         """The program's line and the label of the command or op `ref` names (`op`: the op about to run)."""
@@ -218,6 +268,8 @@ class Mutator:
                     self._listed.append((k, target, m, thread, position, source, label, self.where))
                 elif target == self.chosen.target and (k == self.chosen.k or
                                                        site(m.operator, m.op, source, label) == self.chosen.site):
+                    if m.operator == "drop_signal":
+                        self._dropped = (thread, op)
                     return self._apply(op, m)
         return op
 
@@ -266,7 +318,8 @@ class Mutator:
                 self._stop(key)
                 continue
             shadow.catch_up()
-            shadow.predicted |= {_translate(h, shadow.refmap()) for h in shadow.state.hazards_since(shadow.mark)} - known
+            refmap = shadow.refmap()
+            shadow.predicted |= {_translate(h, refmap) for h in shadow.state.hazards_since(shadow.mark)} - known
             if borne_out(shadow.mutant, shadow.predicted) == shadow.mutant.targets:
                 self._stop(key)
         waited = any(isinstance(op, HOST_WAITS) for _, _, op in main.fed[self._settled_at:])
@@ -293,7 +346,8 @@ class Mutator:
         host read: one made available to the host by a barrier into the host stage, or not)."""
         buffers = [b for b in self.rt.doc["buffers"] if "alias_of" not in b]
         cb = ir.CommandBuffer(PROBE, (ir.Dispatch(shader=PROBE, bindings=tuple(
-            ir.Binding(b["id"], 0, b["size"], "read_write") for b in buffers)),) + tuple(cmd for b in buffers for cmd in (
+            ir.Binding(b["id"], 0, b["size"], "read_write") for b in buffers)),) +
+            tuple(cmd for b in buffers for cmd in (
                 ir.Copy(src=b["id"], dst=b["id"], regions=(ir.Region(0, 0, b["size"]),)),
                 ir.Fill(dst=b["id"], offset=0, size=b["size"]))))
         threads = list(main.thread_index)

@@ -12,9 +12,10 @@ import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable, Protocol
+from typing import Protocol
 
 from ..model import dumps, ir
 from .generate import Mutant
@@ -167,7 +168,7 @@ def _replay_verdict(stream: ir.Stream, syncval: bool) -> Verdict:
         return Verdict(None, f"the device cannot run it: {error}")
     mismatches, note = compare_reference(stream, result)
     if mismatches:
-        return Verdict(True, f"{sorted(mismatches)[0]} differs from the simulator's reference")
+        return Verdict(True, f"{min(mismatches)} differs from the simulator's reference")
     if syncval and result.messages:
         return Verdict(True, f"validation layer: {str(result.messages[0])[:200]}")
     return Verdict(False, f"digests agree ({note})")
@@ -208,7 +209,7 @@ def _replayable(stream: ir.Stream) -> bool:
 
 
 def _run(argv: list[str], env: dict[str, str], timeout: float | None) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def _cmd_verdict(argv: list[str], text: str, mutate: str, timeout: float) -> Verdict:

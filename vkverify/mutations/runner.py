@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
@@ -42,15 +43,23 @@ def shard(mutants: list[Mutant], k: int, n: int) -> list[Mutant]:
     return [m for i, m in enumerate(sorted(mutants, key=lambda m: m.id)) if i % n == k - 1]
 
 
+def files_hash(paths: Iterable[str | Path], root: Path | None = None) -> str:
+    """A digest of each file's path (relative to `root` where given) and contents, a missing file's as such."""
+    h = hashlib.sha256()
+    for path in map(Path, paths):
+        h.update(str(path.relative_to(root) if root is not None else path).encode() + b"\0")
+        try:
+            h.update(path.read_bytes())
+        except OSError:
+            h.update(b"missing")
+    return h.hexdigest()
+
+
 @cache
 def code_hash() -> str:
     """Every source file of vkverify: a verdict is reused only while the code that gave it is unchanged."""
-    h = hashlib.sha256()
     package = Path(__file__).resolve().parent.parent
-    for path in sorted(package.rglob("*.py")):
-        h.update(str(path.relative_to(package)).encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()
+    return files_hash(sorted(package.rglob("*.py")), package)
 
 
 def cache_key(*parts: str) -> str:

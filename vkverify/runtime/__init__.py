@@ -19,5 +19,5 @@ from .replay import ReplayResult, replay, replayable
 from .runtime import CommandBuffer, Runtime
 from .uploads import Uploader
 
-__all__ = ["CommandBuffer", "DeviceFault", "DeviceLost", "HazardError", "NoDevice", "QueueRequest", "ReplayResult", "Runtime",
-           "RuntimeFault", "Unsupported", "UploadFailed", "Uploader", "replay", "replayable"]
+__all__ = ["CommandBuffer", "DeviceFault", "DeviceLost", "HazardError", "NoDevice", "QueueRequest", "ReplayResult",
+           "Runtime", "RuntimeFault", "Unsupported", "UploadFailed", "Uploader", "replay", "replayable"]

@@ -23,4 +23,4 @@ def caller() -> str | None:
 def short(path: str) -> str:
     """`path` relative to the working directory where it lies under it."""
     here = os.getcwd() + os.sep
-    return path[len(here):] if path.startswith(here) else path
+    return path.removeprefix(here)

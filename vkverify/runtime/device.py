@@ -280,7 +280,7 @@ def assign_families(flags: list[int], requests: list[QueueRequest], vk) -> dict[
         if not able:
             raise Unsupported("the device has no queue family with " + ("compute" if needs_compute else "transfer"))
         # Unused families first; a transfer group prefers the family with the fewest capabilities.
-        best = min(able, key=lambda i: (i in taken, 0 if needs_compute else bin(flags[i]).count("1"), i))
+        best = min(able, key=lambda i: (i in taken, 0 if needs_compute else flags[i].bit_count(), i))
         out[group] = best
         taken.add(best)
     return out

@@ -38,10 +38,13 @@ class DeviceFault(RuntimeFault):
 
 class HazardError(RuntimeFault):
     """Online checking (VKVERIFY_CHECK=1) found a hazard in a submit before it
-    reached vkQueueSubmit. `findings` are the checker's Finding records.
+    reached vkQueueSubmit, or a runtime mutant that dropped a signal reached a wait
+    nothing will satisfy (deadlock, wait_never_satisfied). `findings` are the
+    checker's Finding records.
 
-    Seen by a program built on the runtime, at the submit that would race. `sources`: the
-    program's file:line of the submit and of the first finding's two operations, by reference.
+    Seen by a program built on the runtime, at the submit that would race or the wait
+    that would block. `sources`: the program's file:line of that op and of the first
+    finding's two operations, by reference.
     """
 
     def __init__(self, submit: str, findings: list, sources: dict[str, str] | None = None) -> None:
@@ -51,8 +54,9 @@ class HazardError(RuntimeFault):
         def at(ref: str | None) -> str:
             return f" at {self.sources[ref]}" if ref in self.sources else ""
         ops = f" (first {first.first}{at(first.first)}, second {first.second}{at(first.second)})" if first.first else ""
-        super().__init__(f"{submit}{at(submit)}: {len(findings)} hazard(s), first: {first.kind} on "
-                         f"{first.buffer}: {first.message}{ops}")
+        on = f" on {first.buffer}" if first.buffer else ""
+        super().__init__(f"{submit}{at(submit)}: {len(findings)} hazard(s), first: {first.kind}{on}: "
+                         f"{first.message}{ops}")
 
 
 class UploadFailed(RuntimeFault):

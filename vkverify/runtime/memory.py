@@ -35,7 +35,8 @@ def flag_bits(vk, names) -> int:
 
 
 def flag_names(vk, bits: int) -> list[str]:
-    return [n for n in ("DEVICE_LOCAL", "HOST_VISIBLE", "HOST_COHERENT", "HOST_CACHED", "LAZILY_ALLOCATED") if bits & getattr(vk, f"VK_MEMORY_PROPERTY_{n}_BIT")]
+    return [n for n in ("DEVICE_LOCAL", "HOST_VISIBLE", "HOST_COHERENT", "HOST_CACHED", "LAZILY_ALLOCATED")
+            if bits & getattr(vk, f"VK_MEMORY_PROPERTY_{n}_BIT")]
 
 
 def choose_type(vk, properties, kind: str, allowed_bits: int = ~0) -> int:
@@ -49,7 +50,7 @@ def choose_type(vk, properties, kind: str, allowed_bits: int = ~0) -> int:
 
     def rank(i: int) -> tuple:
         t = properties.memoryTypes[i]
-        return bin(t.propertyFlags & avoid).count("1"), -properties.memoryHeaps[t.heapIndex].size, i
+        return (t.propertyFlags & avoid).bit_count(), -properties.memoryHeaps[t.heapIndex].size, i
     return min(candidates, key=rank)
 
 

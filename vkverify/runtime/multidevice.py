@@ -622,7 +622,7 @@ class MultiDevice:
         def guarded(target, arg) -> None:
             try:
                 target(arg)
-            except BaseException as error:  # reported by the caller; the others stop waiting
+            except BaseException as error:  # noqa: BLE001 - reported by the caller; the others stop waiting
                 errors.append(error)
                 self.aborted.set()
 

@@ -10,7 +10,7 @@ read barrier orders it before the kernel.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from ..model import ir
 from ..model.data import data_bytes, ref_hash
@@ -39,8 +39,8 @@ def global_barrier(vk, cb, names: Mapping[str, Iterable[str]]) -> None:
     records and the one it submits are the same by construction."""
     barriers = [vk.VkMemoryBarrier(srcAccessMask=access_mask(names["src_access"], False),
                                    dstAccessMask=access_mask(names["dst_access"], False))]
-    vk.vkCmdPipelineBarrier(cb, stage_mask(names["src_stage"], False, True), stage_mask(names["dst_stage"], False, False),
-                            0, 1, barriers, 0, None, 0, None)  # vkCmdPipelineBarrier
+    vk.vkCmdPipelineBarrier(cb, stage_mask(names["src_stage"], False, True),  # vkCmdPipelineBarrier
+                            stage_mask(names["dst_stage"], False, False), 0, 1, barriers, 0, None, 0, None)
 
 
 class Recorder:
@@ -99,7 +99,8 @@ class Recorder:
         if c.indirect is None:
             self.vk.vkCmdDispatch(self.cb, *c.groups)  # vkCmdDispatch
         else:
-            self.vk.vkCmdDispatchIndirect(self.cb, rt.vk_buffer(c.indirect.buffer), c.indirect.offset)  # vkCmdDispatchIndirect
+            # vkCmdDispatchIndirect
+            self.vk.vkCmdDispatchIndirect(self.cb, rt.vk_buffer(c.indirect.buffer), c.indirect.offset)
 
     def bind_and_push(self, pipeline, slots, push: bytes) -> None:
         vk, cb = self.vk, self.cb

@@ -132,8 +132,8 @@ def _shared_queue_deadlock(stream: ir.Stream, rt: Runtime) -> str | None:
                 for w in b.waits:
                     if w.semaphore in reached and w.value > reached[w.semaphore] and op.queue in shared \
                             and not signalled_by_host(t, i, w):
-                        return (f"{format_ref(t.id, i)} waits {w.semaphore} >= {w.value} before its signal is submitted, on "
-                                f"a queue the device shares between stream queues: it would block forever")
+                        return (f"{format_ref(t.id, i)} waits {w.semaphore} >= {w.value} before its signal is "
+                                "submitted, on a queue the device shares between stream queues: it would block forever")
                 for sig in b.signals:
                     if sig.semaphore in reached:
                         reached[sig.semaphore] = max(reached[sig.semaphore], sig.value)
@@ -174,7 +174,7 @@ def _run_threads(rt: Runtime, stream: ir.Stream) -> dict[str, str]:
     def run(thread: ir.Thread) -> None:
         try:
             run_thread_ops(rt.execute, stream, thread, reads)
-        except BaseException as error:  # reported by the caller; the others stop waiting
+        except BaseException as error:  # noqa: BLE001 - reported by the caller; the others stop waiting
             errors.append(error)
             rt.aborted.set()
 

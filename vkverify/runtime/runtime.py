@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
+from typing import Self
 
 from ..model import builder, from_dict, ir
 from ..model.data import data_bytes
@@ -41,7 +42,8 @@ from .record import Recorder, global_barrier
 WAIT_SLICE_NS = 100_000_000  # host waits wake this often to notice an abort
 WAIT_LIMIT_S = 60.0  # a wait that long is reported as a fault, not a hang
 # A read back's copy made visible to the host's read of the staging buffer (not recorded in the stream).
-READ_BACK = {"src_stage": ["copy"], "src_access": ["transfer_write"], "dst_stage": ["host"], "dst_access": ["host_read"]}
+READ_BACK = {"src_stage": ["copy"], "src_access": ["transfer_write"], "dst_stage": ["host"],
+             "dst_access": ["host_read"]}
 # Findings that a partial stream cannot produce by being partial.
 ONLINE_KINDS = frozenset({"raw", "war", "waw", "use_after_destroy", "uninitialized_read", "ownership_missing",
                           "binary_semaphore_misuse", "timeline_not_increasing", "fence_misuse"})
@@ -297,7 +299,8 @@ class Runtime:
         """vkQueueSubmit2 with one batch; wait/signal: {"semaphore", "value"?, "stage"?}."""
         def sem(d: dict) -> ir.SemaphoreOp:
             stage = d.get("stage", ["all_commands"])
-            return ir.SemaphoreOp(d["semaphore"], d.get("value"), frozenset([stage] if isinstance(stage, str) else stage))
+            stages = frozenset([stage] if isinstance(stage, str) else stage)
+            return ir.SemaphoreOp(d["semaphore"], d.get("value"), stages)
         batch = ir.Batch(tuple(map(sem, wait)), tuple(command_buffers), tuple(map(sem, signal)))
         self.execute(thread, ir.Submit(queue, (batch,), fence, **tag))
 
@@ -371,8 +374,7 @@ class Runtime:
         if isinstance(op, ir.WaitSemaphores):
             return self._wait_semaphores(ref, op)
         if isinstance(op, ir.SignalSemaphore):
-            info = self.vk.VkSemaphoreSignalInfo(semaphore=self.semaphores[op.semaphore][0], value=op.value)
-            return self._call(ref, "vkSignalSemaphore", self.vk.vkSignalSemaphore, self.device.handle, info)
+            return self.vk_signal_semaphore(ref, op)
         if isinstance(op, ir.HostAccess):
             return self._host_access(ref, op)
         if isinstance(op, ir.QueueWaitIdle):
@@ -383,6 +385,12 @@ class Runtime:
             return self._call(ref, "vkDeviceWaitIdle", self.vk.vkDeviceWaitIdle, self.device.handle)
         with self._lock:
             return self.allocator.destroy(self.buffers[op.buffer])
+
+    def vk_signal_semaphore(self, ref: str, op: ir.SignalSemaphore) -> None:
+        """vkSignalSemaphore for `op`: execute() records it first; the runtime mutation calls it alone to give
+        back a signal it dropped, so that the work waiting for it drains (close() waits for the device)."""
+        info = self.vk.VkSemaphoreSignalInfo(semaphore=self.semaphores[op.semaphore][0], value=op.value)
+        self._call(ref, "vkSignalSemaphore", self.vk.vkSignalSemaphore, self.device.handle, info)
 
     def before(self, thread: str, op: ir.HostOp, uploads: bool = True) -> ir.HostOp | None:
         """`op` as the hooks leave it (None: dropped); the uploader first, unless the op is its own."""
@@ -587,7 +595,8 @@ class Runtime:
                     continue
                 while not self.pending_binary.get(w.semaphore):
                     if self.aborted.is_set() or time.monotonic() > deadline:
-                        raise DeviceFault(ref, "vkQueueSubmit2", f"binary semaphore {w.semaphore} has no pending signal")
+                        raise DeviceFault(ref, "vkQueueSubmit2",
+                                          f"binary semaphore {w.semaphore} has no pending signal")
                     self._submitted.wait(0.1)
                 self.pending_binary[w.semaphore] -= 1
 
@@ -665,7 +674,7 @@ class Runtime:
         for hook in hooks:
             hook.close()
 
-    def __enter__(self) -> Runtime:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -39,7 +39,7 @@ def _compile(directory: Path, out: Path) -> list[str]:
     def run(source: Path) -> subprocess.CompletedProcess:
         # Relative names and cwd keep #include resolution and output independent of the path.
         return subprocess.run([tool, *GLSLANG_FLAGS, "-o", str(out / f"{source.stem}.spv"), source.name],
-                              cwd=directory, capture_output=True, text=True)
+                              cwd=directory, capture_output=True, text=True, check=False)
 
     sources = sorted(directory.glob("*.comp"))
     failed = []

@@ -98,7 +98,9 @@ def step_buffers(op: ir.Command | ir.HostOp) -> tuple[set[str], set[str]]:
             reads.add(op.indirect.buffer)
         return reads, {b.buffer for b in op.bindings if b.access in ("write", "read_write")}
     if isinstance(op, ir.HostAccess):
-        return ({op.buffer}, set()) if op.op == "host_read" else (set(), {op.buffer} if op.op == "host_write" else set())
+        if op.op == "host_read":
+            return {op.buffer}, set()
+        return set(), {op.buffer} if op.op == "host_write" else set()
     if isinstance(op, ir.Destroy):
         return set(), {op.buffer}
     return set(), set()

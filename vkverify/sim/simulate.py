@@ -73,7 +73,8 @@ def simulate(stream: ir.Stream, schedules: int = 200, seed: int = 0,
         perturbed = tuple(data[k] for k in sorted({*chosen, *garbage_always}))
         results.append(ScheduleResult(
             i, perturbed,
-            tuple(sorted(b for b in ref.digests.keys() | out.digests.keys() if ref.digests.get(b) != out.digests.get(b))),
+            tuple(sorted(b for b in ref.digests.keys() | out.digests.keys()
+                         if ref.digests.get(b) != out.digests.get(b))),
             tuple(r for r in ref.reads if ref.reads[r] != out.reads.get(r))))
     verdicts = []
     for f in findings:

@@ -28,10 +28,13 @@ an engine's), uploader (the API).
 
 Throughput: each staged byte crosses host memory three times (read from the
 source, written into a slot, read by the copy); on the H200's host that, not PCIe,
-is the bound, and a host copy running beside a device copy caps it near 0.68 of one
-raw vkCmdCopyBuffer (benchmarks/uploads.py prints that ceiling beside each path). A
-source produced in place in a staging_array() crosses it once more; upload_file()
-with O_DIRECT has the disk write the slot; buffered, the page cache is read once.
+is the bound, and a host copy running beside a device copy caps it near 0.8 of one
+raw vkCmdCopyBuffer (benchmarks/uploads.py prints that ceiling beside each path; 1 GiB
+on the H200: staged 0.94-0.99 of it, from a file 0.81-0.95, a page-cache read being
+about 12% slower than a memcpy there). The host copy threads leave two cores to the
+submitting thread and the driver (hostio.default_threads). A source produced in place
+in a staging_array() crosses host memory once less; upload_file() with O_DIRECT has the
+disk write the slot; buffered, the page cache is read once.
 
 Environment: VKVERIFY_STAGED=1|0 forces or forbids staging;
 VKVERIFY_HOST_VISIBLE_CAP_MB=N caps the host-visible heap the placement rule

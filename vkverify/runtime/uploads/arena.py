@@ -21,7 +21,8 @@ class Arena:
 
     def __init__(self, vk, device, allocator, properties, kind: str, block_size: int, faults, recording) -> None:
         self.vk, self.device, self.allocator, self.properties = vk, device, allocator, properties
-        self.kind, self.block_size, self.faults, self.recording = kind, round_up(block_size, COPY_ALIGN), faults, recording
+        self.kind, self.block_size = kind, round_up(block_size, COPY_ALIGN)
+        self.faults, self.recording = faults, recording
         self.blocks: list[tuple[str, Block, object]] = []  # (stream id, block, VkBuffer over it)
         self.unfilled: set[int] = set()  # ids of blocks not zero-filled yet
         self.destinations: dict[str, DeviceBuffer] = {}

@@ -29,7 +29,8 @@ class Recording:
     @classmethod
     def own(cls, queue_id: str, thread: str = "main", name: str = "uploads") -> Recording:
         """A stream holding only the uploads, on one device with one queue."""
-        doc = {"format": ir.FORMAT, "name": name, "devices": [{"id": "gpu0", "queues": [{"id": queue_id, "family": 0}]}],
+        doc = {"format": ir.FORMAT, "name": name,
+               "devices": [{"id": "gpu0", "queues": [{"id": queue_id, "family": 0}]}],
                "buffers": [], "semaphores": [], "fences": [], "shaders": {}}
         return cls(doc, {}, {}, {}, threading.RLock(), thread)
 
