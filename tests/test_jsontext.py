@@ -82,7 +82,7 @@ def test_broken_pretty_text_as_json_loads(old, new):
         assert ours(text) == reference(text), text
 
 
-@pytest.mark.parametrize("indent", [1, 2, "\t"])
+@pytest.mark.parametrize("indent", [None, 1, 2, "\t"])
 def test_repeated_operations_are_one_object(indent):
     fill, other = {"cmd": "fill", "dst": "A", "value": 1}, {"cmd": "fill", "dst": "A", "value": 1.0}
     doc = loads(json.dumps(stream([fill, other], [0, 1, 0, 1, 0]), indent=indent), _no_constant)

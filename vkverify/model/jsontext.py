@@ -3,10 +3,11 @@ repeats an earlier one's parsed once: both places hold one object. A decode stre
 thousand commands a million times, and parsing them was the larger part of loading it.
 
 The operations' arrays are walked here; every other value, and each new operation, is read by the
-standard library's own scanner. An operation's end is guessed from pretty-printed text (its closing brace
-on a line of its own, indented as its opening one's line) and the guess is taken only when the text up to
-it is one already parsed: an object's text ends where its own braces close, so the same text at another
-place is the same value. Anything this reading does not expect, an error included, is left to json.loads,
+standard library's own scanner, and an operation scanned whose text was scanned before is the object made
+then. In pretty-printed text an operation's end is guessed (its closing brace on a line of its own, indented
+as its opening one's line) and the guess is taken only when the text up to it is one already parsed, which
+spares the scan: an object's text ends where its own braces close, so the same text at another place is
+the same value. Anything this reading does not expect, an error included, is left to json.loads,
 whose result and messages are the contract.
 """
 
@@ -80,15 +81,18 @@ class _Reader:
             i = self.space(i + 1)
 
     def operations(self, i: int) -> tuple[Any, int]:
-        """The array of operations at text[i]; one scan for the whole array unless it is pretty-printed."""
+        """The array of operations at text[i], each operation's text looked up or scanned."""
         text, parsed, space = self.text, self.parsed, _SPACE.match
-        first = space(text, i + 1).end() if text[i] == "[" else i
-        line = text.rfind("\n", i, first)
-        if line < 0 or text[first] == "]":
+        if text[i] != "[":
             return self.scan(text, i)
-        indent = text[line:first]  # a newline and the spaces before each operation
-        close, next_one = indent + "}", "," + indent + "{"  # an operation's last line; the start of the next
-        items, guess = [], True  # guess: the operation before ended with `close`
+        first = space(text, i + 1).end()
+        if text[first] == "]":
+            return [], first + 1
+        line = text.rfind("\n", i, first)
+        indent = text[line:first] if line >= 0 else ""  # a newline and the spaces before each operation
+        close = indent + "}" if indent else None  # a pretty-printed operation's last line
+        next_one = "," + indent + "{"  # the start of the next operation, laid out as this one
+        items, guess = [], close is not None  # guess: the operation before ended with `close`
         while True:
             item = None
             if guess and text[first] == "{":
@@ -99,9 +103,9 @@ class _Reader:
             if item is None:
                 item, end = self.scan(text, first)
                 if text[first] == "{":
-                    parsed[text[first:end]] = item
+                    item = parsed.setdefault(text[first:end], item)
                     self.longest = max(self.longest, end - first)
-                guess = text.endswith(close, first, end)
+                guess = close is not None and text.endswith(close, first, end)
             items.append(item)
             if text.startswith(next_one, end):  # the common case, without the regular expression
                 first = end + len(next_one) - 1

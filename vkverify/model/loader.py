@@ -112,21 +112,21 @@ def _shared_operations(doc: Any) -> Any:
     commands a million times. An error is still reported at each of its paths: an operation with an
     error is checked again wherever it appears."""
     first: dict[bytes, Any] = {}  # the first operation of each value
-    by_id: dict[int, Any] = {}  # an operation object seen -> the first of its value (jsontext shares many)
+    kept: dict[int, Any] = {}  # those by id: jsontext gives an operation's repeated text one object
 
     def one(op: Any) -> Any:
-        known = by_id.get(id(op))
-        if known is None:
-            # marshal writes a value with its types (1, 1.0 and True apart), in C: a cheap exact key. Its
-            # back-references depend on reference counts: equal values may (rarely) differ, and go unshared.
-            known = by_id[id(op)] = first.setdefault(marshal.dumps(op), op)
+        # marshal writes a value with its types (1, 1.0 and True apart), in C: a cheap exact key. Its
+        # back-references depend on reference counts: equal values may (rarely) differ, and go unshared.
+        known = first.setdefault(marshal.dumps(op), op)
+        if known is op:
+            kept[id(op)] = op
         return known
 
     def shared(kind: str, ops: list | tuple) -> list | tuple:
         if type(ops) is not list:  # the same array type in the copy: jsonschema refuses a tuple
             return ops
         try:
-            return [one(op) for op in ops]
+            return [kept.get(id(op)) or one(op) for op in ops]  # an empty, falsy operation: one() again
         except ValueError:  # an object that is no JSON value: the list as it is, for the checks to report
             return ops
 
