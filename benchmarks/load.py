@@ -10,6 +10,7 @@ the CPU time is the steadier of the two.
 
     python benchmarks/load.py                                # 1e5, 1e6
     python benchmarks/load.py --baseline 4b73e7b 1e5 1e6     # also the loader of that commit, on the same files
+    python benchmarks/load.py --compact 1e6                  # the file written without indentation
 
 With --baseline REV each file is also loaded by the code of commit REV (check_scaling.py's temporary worktree),
 alternating with the current code, and the ratios current/baseline are printed: the same machine, the same minutes.
@@ -90,13 +91,14 @@ def main(argv: list[str]) -> int:
         print(json.dumps(measure(argv[1], int(argv[2]))))
         return 0
     baseline, argv = _option(argv, "--baseline", None)
-    sizes = [int(float(a)) for a in argv] or [10**5, 10**6]
+    indent = None if "--compact" in argv else 1
+    sizes = [int(float(a)) for a in argv if a != "--compact"] or [10**5, 10**6]
     with (worktree(baseline) if baseline else _nothing()) as old, \
             tempfile.TemporaryDirectory(prefix="vkverify-load-") as tmp:
-        return _compare(sizes, Path(tmp), old, baseline)
+        return _compare(sizes, indent, Path(tmp), old, baseline)
 
 
-def _compare(sizes: list[int], tmp: Path, old: Path | None, baseline: str | None) -> int:
+def _compare(sizes: list[int], indent: int | None, tmp: Path, old: Path | None, baseline: str | None) -> int:
     from decode_stream import decode_stream
 
     from vkverify.model import dumps
@@ -107,7 +109,7 @@ def _compare(sizes: list[int], tmp: Path, old: Path | None, baseline: str | None
     result = 0
     for n in sizes:
         file = tmp / f"decode-{n}.json"
-        file.write_text(dumps(decode_stream(n)))
+        file.write_text(dumps(decode_stream(n), indent=indent))
         try:
             r = run_one(file, n)
             print(row("current", r), flush=True)
