@@ -66,6 +66,7 @@ class _Recorder(Consumer):
         self.submit_of: dict[str, str] = {}  # batch key -> its submit's ref
         self.batch_count: dict[str, int] = {}  # submit ref -> its number of batches
         self.signalling: set[str] = set()  # batch keys whose end signals a semaphore
+        self.waits_on: dict[str, set[str]] = {}  # begin event -> the semaphores whose signals its waits acquired
 
     def happened(self, event: str, needs: tuple[str, ...] = ()) -> None:
         self.events.append(event)
@@ -88,6 +89,7 @@ class _Recorder(Consumer):
     def begin(self, p: PendingBatch, acquired: list) -> None:
         """The batch begins: its waits acquired `acquired` (each an event's name, or None)."""
         self.happened(f"{self.key(p)} begin", (p.submit,) + tuple(r for r in acquired if r is not None))
+        self.waits_on[f"{self.key(p)} begin"] = {w.semaphore for w, r in zip(p.batch.waits, acquired) if r is not None}
 
     def batch(self, queue: str, p: PendingBatch, acquired: list) -> tuple[list, str]:
         key = self.key(p)
@@ -180,7 +182,7 @@ class _HeldRun:
             not any(walk.pending.values())
 
 
-def _held_schedule(stream: ir.Stream, held: Node, until: str, increasing: bool) -> _Recorder | None:
+def _held_schedule(stream: ir.Stream, held: Node, until: str, increasing: bool) -> _HeldRun | None:
     """A legal complete schedule in which event `until` happens while `held` has not completed; None if
     the walk finds none. `increasing`: every timeline's signals must strictly
     increase (spec 7.4.2), as in any legal schedule; a witness of a non-increasing signal asks for less."""
@@ -191,7 +193,7 @@ def _held_schedule(stream: ir.Stream, held: Node, until: str, increasing: bool) 
     run.release()
     if not run.complete() or (increasing and run.walk.unsorted):
         return None
-    return run.recorder
+    return run
 
 
 def overlap(stream: ir.Stream, first: Node, first_ref: str, second: Node, second_ref: str,
@@ -199,9 +201,10 @@ def overlap(stream: ir.Stream, first: Node, first_ref: str, second: Node, second
     """A schedule in which `second` starts before `first` completes, with the two accesses marked: the
     second right after its batch begins, the first right before its batch ends. None if the walk finds
     none (the batches ordered and only their stages not, or no complete schedule)."""
-    recorder = _held_schedule(stream, first, second.start, increasing=True)
-    if recorder is None:
+    run = _held_schedule(stream, first, second.start, increasing=True)
+    if run is None:
         return None
+    recorder = run.recorder
     events = recorder.events if scope == "full" else _slice(recorder, [first, second], [second.start, first.done])
     events = list(events)
     if second.batch:
@@ -214,10 +217,27 @@ def overlap(stream: ir.Stream, first: Node, first_ref: str, second: Node, second
 def in_order(stream: ir.Stream, first: Node, second: Node, scope: Scope) -> Witness | None:
     """A schedule in which the signals of `first` happen before those of `second` (at a batch's end, at a
     host op); None if the walk finds none."""
-    recorder = _held_schedule(stream, second, first.done, increasing=False)
-    if recorder is None:
+    run = _held_schedule(stream, second, first.done, increasing=False)
+    if run is None:
         return None
-    return tuple(recorder.events if scope == "full" else _slice(recorder, [first, second], [first.done, second.done]))
+    sliced = _slice(run.recorder, [first, second], [first.done, second.done])
+    if _misread_waits(run, second, sliced):
+        return None
+    return tuple(run.recorder.events if scope == "full" else sliced)
+
+
+def _misread_waits(run: _HeldRun, late: Node, events: list[str]) -> bool:
+    """Whether a batch beginning in `events` waits on a timeline whose signals did not strictly increase in
+    the run, `late`'s own left out. The walk pairs a wait on a shared timeline with the signal of the least
+    value above it, true only where signals increase (spec 7.4.2): a slice through such a pairing would
+    need a signal that the semaphore's value did not wait for."""
+    walk, ref = run.walk, run.recorder.submit_of[late.key] if late.batch else late.key
+    unsorted = set()
+    for semaphore in walk.unsorted:
+        values = [walk.index.semaphores[semaphore].initial] + [v for v, _, r in walk.timeline[semaphore] if r != ref]
+        if any(b <= a for a, b in zip(values, values[1:])):
+            unsorted.add(semaphore)
+    return any(run.recorder.waits_on.get(e, set()) & unsorted for e in events)
 
 
 def _slice(recorder: _Recorder, nodes: list[Node], targets: list[str]) -> list[str]:
