@@ -1,12 +1,24 @@
-"""Long differential runs: the fast checker against the slow reference on many generated streams.
+"""Long differential runs: two readings of happens-before compared on many generated streams.
 
-    python benchmarks/differential.py --examples 5000 [--seed 7] [--out disagreements.jsonl] [--resubmit]
+    python benchmarks/differential.py --examples 5000 [--seed 7] [--out disagreements.jsonl]
+        [--resubmit | --timelines] [--mode reference|consumers|incremental|replay|witness|sim]
 
 Prints how many streams were compared, skipped (not completing, or outside what the reference reads) and
 how many disagreed; each disagreeing stream goes to --out as one JSON line (with what differed), the
-smallest first on the terminal. The suite runs the same comparison with fewer examples
-(tests/test_reference.py). --resubmit: streams whose command buffers are submitted again (the checker's
-replay, tests/differential.py resubmitting_streams).
+smallest first on the terminal. The suite runs each comparison with fewer examples (the test named below).
+
+Modes (what is compared with what):
+- reference: the fast checker against the slow reference (tests/test_reference.py);
+- consumers: explain and the mutation analysis against both (tests/test_consumers_agree.py);
+- incremental: the checker fed op by op against a check of each prefix, and a fork without each op against
+  a check of the stream without it (tests/test_incremental.py); one-thread streams only;
+- replay: resubmitted command buffers replayed from a plan against running every command (tests/test_replay.py);
+- witness: each witness schedule replayed by the walk shows its finding, and needs every step
+  (tests/test_witness.py);
+- sim: the simulator's adversarial schedules against the checker's findings (tests/test_sim_properties.py).
+Streams (tests/differential.py): `streams` by default; --resubmit: their command buffers submitted again
+(resubmitting_streams); --timelines: several host threads signalling shared timelines
+(tests/test_semaphores.py timeline_streams; not for reference, consumers or incremental).
 """
 
 from __future__ import annotations
@@ -21,10 +33,21 @@ from hypothesis import HealthCheck, given, seed, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.differential import completes, disagreements, resubmitting_streams, streams  # noqa: E402
+from tests.differential import (completes, consumer_disagreements, disagreements, resubmitting_streams,  # noqa: E402
+                                streams)
+from tests.test_incremental import incremental_disagreements  # noqa: E402
+from tests.test_replay import replay_disagreements  # noqa: E402
+from tests.test_semaphores import timeline_streams  # noqa: E402
+from tests.test_sim_properties import sim_doc_disagreements  # noqa: E402
+from tests.test_witness import witness_disagreements  # noqa: E402
 from vkverify.check import check  # noqa: E402
 from vkverify.check.reference import Unsupported  # noqa: E402
 from vkverify.model import from_dict  # noqa: E402
+
+# mode -> (its comparison, whether it reads only streams that complete: the reference's liveness limit)
+MODES = {"reference": (disagreements, True), "consumers": (consumer_disagreements, True),
+         "incremental": (incremental_disagreements, False), "replay": (replay_disagreements, False),
+         "witness": (witness_disagreements, False), "sim": (sim_doc_disagreements, False)}
 
 
 def main() -> int:
@@ -32,21 +55,27 @@ def main() -> int:
     ap.add_argument("--examples", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=Path("differential-disagreements.jsonl"))
-    ap.add_argument("--resubmit", action="store_true", help="command buffers submitted again")
+    ap.add_argument("--mode", choices=sorted(MODES), default="reference")
+    generator = ap.add_mutually_exclusive_group()
+    generator.add_argument("--resubmit", action="store_true", help="command buffers submitted again")
+    generator.add_argument("--timelines", action="store_true", help="host threads signalling shared timelines")
     args = ap.parse_args()
+    if args.timelines and args.mode in ("reference", "consumers", "incremental"):
+        ap.error(f"--timelines draws streams of several threads, which --mode {args.mode} does not read")
+    compare, complete_only = MODES[args.mode]
     counts = {"compared": 0, "skipped": 0, "disagreed": 0}
     found: list[tuple[list[str], dict]] = []
     start = time.perf_counter()
 
     @seed(args.seed)
     @settings(max_examples=args.examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-    @given(resubmitting_streams() if args.resubmit else streams())
+    @given(timeline_streams() if args.timelines else resubmitting_streams() if args.resubmit else streams())
     def run(doc: dict) -> None:
         try:
-            if not completes(check(from_dict(doc))):
+            if complete_only and not completes(check(from_dict(doc))):
                 counts["skipped"] += 1
                 return
-            differ = disagreements(doc)
+            differ = compare(doc)
         except Unsupported:
             counts["skipped"] += 1
             return
@@ -59,8 +88,8 @@ def main() -> int:
             print(f"  {done} streams, {counts['disagreed']} disagreed", file=sys.stderr)
 
     run()
-    print(f"{counts['compared']} compared, {counts['skipped']} skipped, {counts['disagreed']} disagreed "
-          f"({time.perf_counter() - start:.0f} s, seed {args.seed})")
+    print(f"{args.mode}: {counts['compared']} compared, {counts['skipped']} skipped, {counts['disagreed']} "
+          f"disagreed ({time.perf_counter() - start:.0f} s, seed {args.seed})")
     if found:
         found.sort(key=lambda f: len(json.dumps(f[1])))
         with args.out.open("w") as out:
