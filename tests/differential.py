@@ -212,7 +212,8 @@ def assert_agree(doc: dict, compare) -> None:
 def disagreements(doc: dict) -> list[str]:
     """How the fast checker's findings differ from the reference's verdict on the stream `doc`
     (empty: they agree). Racing pairs compare as unordered pairs: which side comes first, and so
-    whether the pair is called raw or war, depends on the schedule."""
+    whether the pair is called raw or war, depends on the schedule; whether a pair is racing (no execution
+    dependency either way, which decides its witness) is compared too."""
     stream = from_dict(doc)
     findings = check(stream)
     verdict = Reference(stream).verdict()
@@ -225,6 +226,14 @@ def disagreements(doc: dict) -> list[str]:
             out.append(f"false positive: {kind} {first} -> {second} (the reference orders it)")
         elif not any(h.racing for h in verdict.hazards if {h.first, h.second} == {first, second}):
             out.append(f"wrong kind or order: {kind} {first} -> {second}")
+    racing = {}  # the reference's racing verdicts per unordered pair
+    for h in verdict.hazards:
+        racing.setdefault(frozenset((h.first, h.second)), set()).add(h.racing)
+    for f in findings:
+        said = racing.get(frozenset((f.first, f.second)), set())
+        if f.kind in ACCESS_KINDS and said and f.racing not in said:
+            out.append(f"{f.kind} {f.first} -> {f.second} {'' if f.racing else 'not '}racing, the reference "
+                       f"{'' if True in said else 'not '}racing (an execution dependency either way)")
     fast_roots = _hazard_memories(stream, {(f.buffer) for f in findings if f.kind in ACCESS_KINDS})
     reference_roots = _hazard_memories(stream, {h.buffer for h in verdict.hazards})
     for root in sorted(reference_roots - fast_roots):
