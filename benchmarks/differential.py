@@ -1,7 +1,7 @@
 """Long differential runs: two readings of happens-before compared on many generated streams.
 
     python benchmarks/differential.py --examples 5000 [--seed 7] [--out disagreements.jsonl]
-        [--resubmit | --timelines] [--mode reference|consumers|incremental|replay|witness|sim]
+        [--resubmit | --timelines | --batched] [--mode reference|consumers|incremental|replay|witness|sim]
 
 Prints how many streams were compared, skipped (not completing, or outside what the reference reads) and
 how many disagreed; each disagreeing stream goes to --out as one JSON line (with what differed), the
@@ -17,7 +17,8 @@ Modes (what is compared with what):
   (tests/test_witness.py);
 - sim: the simulator's adversarial schedules against the checker's findings (tests/test_sim_properties.py).
 Streams (tests/differential.py): `streams` by default; --resubmit: their command buffers submitted again
-(resubmitting_streams); --timelines: several host threads signalling shared timelines
+(resubmitting_streams); --batched: adjacent submits to one queue merged into one submit of several batches
+or command buffers (batched_streams); --timelines: several host threads signalling shared timelines
 (tests/test_semaphores.py timeline_streams; not for reference, consumers or incremental).
 """
 
@@ -33,8 +34,8 @@ from hypothesis import HealthCheck, given, seed, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.differential import (completes, consumer_disagreements, disagreements, resubmitting_streams,  # noqa: E402
-                                streams)
+from tests.differential import (batched_streams, completes, consumer_disagreements, disagreements,  # noqa: E402
+                                resubmitting_streams, streams)
 from tests.test_incremental import incremental_disagreements  # noqa: E402
 from tests.test_replay import replay_disagreements  # noqa: E402
 from tests.test_semaphores import timeline_streams  # noqa: E402
@@ -59,6 +60,7 @@ def main() -> int:
     generator = ap.add_mutually_exclusive_group()
     generator.add_argument("--resubmit", action="store_true", help="command buffers submitted again")
     generator.add_argument("--timelines", action="store_true", help="host threads signalling shared timelines")
+    generator.add_argument("--batched", action="store_true", help="submits of several batches and command buffers")
     args = ap.parse_args()
     if args.timelines and args.mode in ("reference", "consumers", "incremental"):
         ap.error(f"--timelines draws streams of several threads, which --mode {args.mode} does not read")
@@ -69,7 +71,8 @@ def main() -> int:
 
     @seed(args.seed)
     @settings(max_examples=args.examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-    @given(timeline_streams() if args.timelines else resubmitting_streams() if args.resubmit else streams())
+    @given(timeline_streams() if args.timelines else resubmitting_streams() if args.resubmit
+           else batched_streams() if args.batched else streams())
     def run(doc: dict) -> None:
         try:
             if complete_only and not completes(check(from_dict(doc))):

@@ -194,6 +194,32 @@ def resubmitting_streams(draw) -> dict:
     return {**doc, "threads": {"main": ops}}
 
 
+@st.composite
+def batched_streams(draw) -> dict:
+    """A stream of `streams()` in which adjacent submits to one queue are one submit: of two batches
+    (spec 7.2: submission order runs through them), or of one batch with both command buffers, both batches'
+    waits and signals (where the second waits for nothing the first signals)."""
+    doc = draw(streams())
+    ops: list[dict] = []
+    for op in doc["threads"]["main"]:
+        last = ops[-1] if ops else None
+        if op["op"] != "submit" or not last or last["op"] != "submit" or last["queue"] != op["queue"] \
+                or "fence" in last:
+            ops.append(op)
+            continue
+        first = last.get("batches") or [{k: last[k] for k in ("wait", "command_buffers", "signal") if k in last}]
+        second = {k: op[k] for k in ("wait", "command_buffers", "signal") if k in op}
+        signalled = {x["semaphore"] for x in first[-1].get("signal", [])}
+        if not signalled & {w["semaphore"] for w in second.get("wait", [])} and draw(st.booleans()):
+            merged = {k: first[-1].get(k, []) + second.get(k, []) for k in ("wait", "command_buffers", "signal")}
+            batches = first[:-1] + [{k: v for k, v in merged.items() if v}]
+        else:
+            batches = first + [second]
+        ops[-1] = {"op": "submit", "queue": op["queue"], "batches": batches,
+                   **({"fence": op["fence"]} if "fence" in op else {})}
+    return {**doc, "threads": {"main": ops}}
+
+
 def completes(findings) -> bool:
     return not any(f.kind in NOT_COMPARED for f in findings)
 

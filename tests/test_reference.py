@@ -18,7 +18,7 @@ from vkverify.check.reference import Reference, Unsupported
 from vkverify.model import load
 
 from .conftest import CORPUS, EXAMPLES
-from .differential import SETTINGS, assert_agree, completes, disagreements, streams
+from .differential import SETTINGS, assert_agree, batched_streams, completes, disagreements, streams
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
 
@@ -26,6 +26,12 @@ EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
 @settings(max_examples=EXAMPLES_RUN, **SETTINGS)
 @given(streams())
 def test_fast_checker_agrees_with_the_reference(doc):
+    assert_agree(doc, disagreements)
+
+
+@settings(max_examples=EXAMPLES_RUN // 2, **SETTINGS)
+@given(batched_streams())
+def test_fast_checker_agrees_with_the_reference_on_submits_of_several_batches(doc):
     assert_agree(doc, disagreements)
 
 
