@@ -2,13 +2,15 @@
 
     python benchmarks/differential.py --examples 5000 [--seed 7] [--out disagreements.jsonl]
         [--resubmit | --timelines | --batched] [--mode reference|consumers|incremental|replay|witness|sim]
+        [--reading NAME=VALUE ...]
 
 Prints how many streams were compared, skipped (not completing, or outside what the reference reads) and
 how many disagreed; each disagreeing stream goes to --out as one JSON line (with what differed), the
 smallest first on the terminal. The suite runs each comparison with fewer examples (the test named below).
 
 Modes (what is compared with what):
-- reference: the fast checker against the slow reference (tests/test_reference.py);
+- reference: the fast checker against the slow reference (tests/test_reference.py), both under the readings
+  --reading sets (check/readings.py; default: the defaults);
 - consumers: explain and the mutation analysis against both (tests/test_consumers_agree.py);
 - incremental: the checker fed op by op against a check of each prefix, and a fork without each op against
   a check of the stream without it (tests/test_incremental.py); one-thread streams only;
@@ -28,6 +30,7 @@ import argparse
 import json
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, seed, settings
@@ -42,6 +45,7 @@ from tests.test_semaphores import timeline_streams  # noqa: E402
 from tests.test_sim_properties import sim_doc_disagreements  # noqa: E402
 from tests.test_witness import witness_disagreements  # noqa: E402
 from vkverify.check import check  # noqa: E402
+from vkverify.check.readings import DEFAULT, parse_reading  # noqa: E402
 from vkverify.check.reference import Unsupported  # noqa: E402
 from vkverify.model import from_dict  # noqa: E402
 
@@ -61,10 +65,22 @@ def main() -> int:
     generator.add_argument("--resubmit", action="store_true", help="command buffers submitted again")
     generator.add_argument("--timelines", action="store_true", help="host threads signalling shared timelines")
     generator.add_argument("--batched", action="store_true", help="submits of several batches and command buffers")
+    ap.add_argument("--reading", action="append", default=[], metavar="NAME=VALUE",
+                    help="a reading of what the spec leaves open (--mode reference)")
     args = ap.parse_args()
+    readings = DEFAULT
+    for text in args.reading:
+        try:
+            readings = parse_reading(readings, text)
+        except ValueError as e:
+            ap.error(f"--reading: {e}")
+    if args.reading and args.mode != "reference":
+        ap.error("--reading applies to --mode reference")
     if args.timelines and args.mode in ("reference", "consumers", "incremental"):
         ap.error(f"--timelines draws streams of several threads, which --mode {args.mode} does not read")
     compare, complete_only = MODES[args.mode]
+    if args.mode == "reference":
+        compare = partial(disagreements, readings=readings)
     counts = {"compared": 0, "skipped": 0, "disagreed": 0}
     found: list[tuple[list[str], dict]] = []
     start = time.perf_counter()
@@ -75,7 +91,7 @@ def main() -> int:
            else batched_streams() if args.batched else streams())
     def run(doc: dict) -> None:
         try:
-            if complete_only and not completes(check(from_dict(doc))):
+            if complete_only and not completes(check(from_dict(doc), readings)):
                 counts["skipped"] += 1
                 return
             differ = compare(doc)

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from vkverify.check import check
 from vkverify.check.explain import explain
 from vkverify.check.findings import ACCESS_KINDS
+from vkverify.check.readings import DEFAULT, Readings
 from vkverify.check.reference import Reference, Unsupported
 from vkverify.check.walk import signals
 from vkverify.model import from_dict, ir
@@ -235,14 +236,14 @@ def assert_agree(doc: dict, compare) -> None:
     assert not found, "\n".join(found) + "\n" + json.dumps(doc)
 
 
-def disagreements(doc: dict) -> list[str]:
-    """How the fast checker's findings differ from the reference's verdict on the stream `doc`
-    (empty: they agree). Racing pairs compare as unordered pairs: which side comes first, and so
+def disagreements(doc: dict, readings: Readings = DEFAULT) -> list[str]:
+    """How the fast checker's findings differ from the reference's verdict on the stream `doc`, both under
+    `readings` (empty: they agree). Racing pairs compare as unordered pairs: which side comes first, and so
     whether the pair is called raw or war, depends on the schedule; whether a pair is racing (no execution
     dependency either way, which decides its witness) is compared too."""
     stream = from_dict(doc)
-    findings = check(stream)
-    verdict = Reference(stream).verdict()
+    findings = check(stream, readings)
+    verdict = Reference(stream, readings).verdict()
     out = []
     fast = {(f.kind, f.first, f.second) for f in findings if f.kind in ACCESS_KINDS}
     reference = {(h.kind, h.first, h.second) for h in verdict.hazards}

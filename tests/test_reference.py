@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+from functools import partial
 
 import pytest
 from hypothesis import given, settings
 
 from vkverify.check import check
+from vkverify.check.readings import Readings
 from vkverify.check.reference import Reference, Unsupported
 from vkverify.model import load
 
@@ -33,6 +35,14 @@ def test_fast_checker_agrees_with_the_reference(doc):
 @given(batched_streams())
 def test_fast_checker_agrees_with_the_reference_on_submits_of_several_batches(doc):
     assert_agree(doc, disagreements)
+
+
+@pytest.mark.parametrize("readings", [Readings(all_commands_includes_host=False),
+                                      Readings(buffer_barrier_covers_aliases=True)], ids=["no-host-in-all", "aliases"])
+@settings(max_examples=EXAMPLES_RUN // 4, **SETTINGS)
+@given(doc=streams() | batched_streams())
+def test_fast_checker_agrees_with_the_reference_under_other_readings(readings, doc):
+    assert_agree(doc, partial(disagreements, readings=readings))
 
 
 def _readable(path):
