@@ -1,7 +1,7 @@
 """Long differential runs: two readings of happens-before compared on many generated streams.
 
     python benchmarks/differential.py --examples 5000 [--seed 7] [--out disagreements.jsonl]
-        [--resubmit | --timelines | --batched] [--mode reference|consumers|incremental|replay|witness|sim]
+        [--resubmit | --timelines | --batched] [--mode reference|consumers|fixes|incremental|replay|witness|sim]
         [--reading NAME=VALUE ...]
 
 Prints how many streams were compared, skipped (not completing, or outside what the reference reads) and
@@ -12,6 +12,8 @@ Modes (what is compared with what):
 - reference: the fast checker against the slow reference (tests/test_reference.py), both under the readings
   --reading sets (check/readings.py; default: the defaults);
 - consumers: explain and the mutation analysis against both (tests/test_consumers_agree.py);
+- fixes: the barrier a finding between two commands of one command buffer gives as its fix, recorded, orders
+  the pair by the reference (tests/test_reference.py);
 - incremental: the checker fed op by op against a check of each prefix, and a fork without each op against
   a check of the stream without it (tests/test_incremental.py); one-thread streams only;
 - replay: resubmitted command buffers replayed from a plan against running every command (tests/test_replay.py);
@@ -38,7 +40,7 @@ from hypothesis import HealthCheck, given, seed, settings
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.differential import (batched_streams, completes, consumer_disagreements, disagreements,  # noqa: E402
-                                resubmitting_streams, streams)
+                                fix_disagreements, resubmitting_streams, streams)
 from tests.test_incremental import incremental_disagreements  # noqa: E402
 from tests.test_replay import replay_disagreements  # noqa: E402
 from tests.test_semaphores import timeline_streams  # noqa: E402
@@ -51,6 +53,7 @@ from vkverify.model import from_dict  # noqa: E402
 
 # mode -> (its comparison, whether it reads only streams that complete: the reference's liveness limit)
 MODES = {"reference": (disagreements, True), "consumers": (consumer_disagreements, True),
+         "fixes": (fix_disagreements, True),
          "incremental": (incremental_disagreements, False), "replay": (replay_disagreements, False),
          "witness": (witness_disagreements, False), "sim": (sim_doc_disagreements, False)}
 
@@ -76,7 +79,7 @@ def main() -> int:
             ap.error(f"--reading: {e}")
     if args.reading and args.mode != "reference":
         ap.error("--reading applies to --mode reference")
-    if args.timelines and args.mode in ("reference", "consumers", "incremental"):
+    if args.timelines and args.mode in ("reference", "consumers", "fixes", "incremental"):
         ap.error(f"--timelines draws streams of several threads, which --mode {args.mode} does not read")
     compare, complete_only = MODES[args.mode]
     if args.mode == "reference":

@@ -23,7 +23,7 @@ from vkverify.check.readings import DEFAULT, Readings
 from vkverify.check.reference import Reference, Unsupported
 from vkverify.check.walk import signals
 from vkverify.model import from_dict, ir
-from vkverify.model.refs import split_ref
+from vkverify.model.refs import format_ref, parse_ref, split_ref
 from vkverify.mutations import analyze
 from vkverify.mutations import operators as o
 from vkverify.mutations.load_bearing import pair_name
@@ -275,6 +275,37 @@ def disagreements(doc: dict, readings: Readings = DEFAULT) -> list[str]:
     misuse = {f.ops[-1] for f in findings if f.kind == "fence_misuse"}
     if misuse != verdict.fence_misuse:
         out.append(f"fence_misuse at {sorted(misuse)}, the reference at {sorted(verdict.fence_misuse)}")
+    return out
+
+
+def fix_disagreements(doc: dict) -> list[str]:
+    """Each access finding between two commands of one command buffer gives a barrier between them as its fix
+    (fixes.py); recorded right before the second command, it must order the pair by the reference (spec 7.1:
+    a memory dependency from the first's write to the second's accesses, an execution dependency for a WAR).
+    Empty: every such fix does."""
+    stream = from_dict(doc)
+    out = []
+    for f in check(stream):
+        if f.kind not in ACCESS_KINDS or "@" in f.first + f.second:  # a resubmitted command: its submit too
+            continue
+        first, second = parse_ref(f.first), parse_ref(f.second)
+        if first.owner != second.owner or first.owner not in doc["command_buffers"] or first.index >= second.index:
+            continue
+        (src_stage, src), (dst_stage, dst) = (a.split("/") for a in (f.first_access, f.second_access))
+        memory = f.kind != "war"
+        barrier = {"cmd": "barrier", "src_stage": [src_stage], "dst_stage": [dst_stage],
+                   "src_access": [a for a in src.split("+") if "write" in a] if memory else [],
+                   "dst_access": dst.split("+") if memory else []}
+        fixed = {**doc, "command_buffers": {**doc["command_buffers"], first.owner: (
+            doc["command_buffers"][first.owner][:second.index] + [barrier]
+            + doc["command_buffers"][first.owner][second.index:])}}
+        moved = format_ref(second.owner, second.index + 1)
+        root = stream.index.root(f.buffer)[0]
+        left = [c for c in Reference(from_dict(fixed)).conflicts() if not c.ordered and c.first.root == root
+                and (c.first.ref, c.second.ref) == (f.first, moved)
+                and (_access_text(c.first), _access_text(c.second)) == (f.first_access, f.second_access)]
+        if left:
+            out.append(f"{f.kind} {f.first} -> {f.second}: its fix ({f.fix}) leaves the pair unordered")
     return out
 
 

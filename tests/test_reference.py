@@ -20,7 +20,7 @@ from vkverify.check.reference import Reference, Unsupported
 from vkverify.model import load
 
 from .conftest import CORPUS, EXAMPLES
-from .differential import SETTINGS, assert_agree, batched_streams, completes, disagreements, streams
+from .differential import SETTINGS, assert_agree, batched_streams, completes, disagreements, fix_disagreements, streams
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
 
@@ -45,6 +45,12 @@ def test_fast_checker_agrees_with_the_reference_under_other_readings(readings, d
     assert_agree(doc, partial(disagreements, readings=readings))
 
 
+@settings(max_examples=EXAMPLES_RUN // 4, **SETTINGS)
+@given(streams() | batched_streams())
+def test_the_barrier_a_finding_gives_as_its_fix_orders_its_pair(doc):
+    assert_agree(doc, fix_disagreements)
+
+
 def _readable(path):
     stream = load(path)
     try:
@@ -56,7 +62,9 @@ def _readable(path):
 
 @pytest.mark.parametrize("path", [p for p in CORPUS + EXAMPLES if _readable(p)], ids=lambda p: p.name)
 def test_corpus_agrees_with_the_reference(path):
-    assert not disagreements(json.loads(path.read_text()))
+    doc = json.loads(path.read_text())
+    assert not disagreements(doc)
+    assert not fix_disagreements(doc)
 
 
 def test_reference_follows_the_spec_on_a_chain_through_top_of_pipe():
