@@ -16,8 +16,9 @@ waited for, back to the cut: the earliest of the two operations' submits and of 
 semaphore waits acquired; what ran before the cut is the state the slice starts from. A batch begins
 after its submit, after the signals its waits acquired (the ones the walk gave them) and after the
 batches submitted before it to its queue began (spec 7.2 submission order); a batch ends after it
-began, and one that signals after the batches before it on its queue ended (7.2 signal operation
-order). Host ops need nothing: program order between the host ops kept is the schedule's own, and
+began and after the batches before it on its queue ended (7.2 signal operation order where it signals;
+where it does not, the walk's own rule, as z3's: a queue's batches end in submission order, which only
+delays completions). Host ops need nothing: program order between the host ops kept is the schedule's own, and
 host ops left out (other submits, host waits) never block the ones kept.
 So the slice is the schedule restricted to its events; from the state at the cut it is a legal
 schedule prefix of the program restricted to the operations run before the cut and its own (every
@@ -65,7 +66,6 @@ class _Recorder(Consumer):
         self.queue_order: dict[str, list[str]] = {}  # queue -> batch keys in submission order
         self.submit_of: dict[str, str] = {}  # batch key -> its submit's ref
         self.batch_count: dict[str, int] = {}  # submit ref -> its number of batches
-        self.signalling: set[str] = set()  # batch keys whose end signals a semaphore
         self.waits_on: dict[str, set[str]] = {}  # begin event -> the semaphores whose signals its waits acquired
 
     def happened(self, event: str, needs: tuple[str, ...] = ()) -> None:
@@ -79,12 +79,10 @@ class _Recorder(Consumer):
         ref = format_ref(self.threads[thread], pc)
         parts = op.batches or (ir.Batch(),)
         self.batch_count[ref] = len(parts)
-        for k, b in enumerate(parts):
+        for k in range(len(parts)):
             key = batch_ref(ref, k, len(parts))
             self.queue_order.setdefault(op.queue, []).append(key)
             self.submit_of[key] = ref
-            if b.signals:
-                self.signalling.add(key)
 
     def begin(self, p: PendingBatch, acquired: list) -> None:
         """The batch begins: its waits acquired `acquired` (each an event's name, or None)."""
@@ -260,15 +258,15 @@ def _slice(recorder: _Recorder, nodes: list[Node], targets: list[str]) -> list[s
 
 def _queue_needs(recorder: _Recorder, need: set[str], position: dict[str, int], cut: int) -> list[str]:
     """Spec 7.2: on each queue, of the batches kept (submitted before the cut, or in the slice), one that
-    begins needs the earlier ones begun; one whose end signals needs the earlier ones ended (events before
-    the cut are done)."""
+    begins needs the earlier ones begun; one that ends needs the earlier ones ended, as the walk ends them
+    (events before the cut are done)."""
     out = []
     for keys in recorder.queue_order.values():
         kept = [k for k in keys if recorder.submit_of[k] in need or position[recorder.submit_of[k]] < cut]
         for i, k in enumerate(kept):
             if f"{k} begin" in need:
                 out += [f"{j} begin" for j in kept[:i]]
-            if f"{k} end" in need and k in recorder.signalling:
+            if f"{k} end" in need:
                 out += [f"{j} end" for j in kept[:i]]
     return [e for e in out if position[e] >= cut]
 
