@@ -332,7 +332,7 @@ def consumer_disagreements(doc: dict, mutants: int = 3) -> list[str]:
     stream = from_dict(doc)
     findings = check(stream)
     analysis = analyze(stream)
-    reported = _checker_names(findings)
+    reported = _checker_names(stream, findings)
     explained = _Explained(stream)
     out = []
     for c in Reference(stream).conflicts():
@@ -344,14 +344,16 @@ def consumer_disagreements(doc: dict, mutants: int = 3) -> list[str]:
         elif said != c.ordered:
             out.append(f"explain says {_ordered_text(said)}, the reference {_ordered_text(c.ordered)}: {what}")
     said: dict[tuple, list[bool | None]] = {}
+    pairs: dict[tuple, list] = {}
     for p in analysis.model.pairs.values():
         if p.kind in ACCESS_KINDS:
             said.setdefault(_named(p), []).append(explained.ordered(p.first, p.second, p.kind, p.segments))
+            pairs.setdefault(_named(p), []).append(p)
     for named, verdicts in said.items():
         what = f"{named[0]} {named[1]} -> {named[2]}"
         if None in verdicts:
             out.append(f"explain pairs no such accesses: {what}")
-        elif all(verdicts) == _reported(reported, named):
+        elif all(verdicts) == _reported(reported, named, _accesses(*pairs[named])):
             out.append(f"explain says {_ordered_text(all(verdicts))}, the checker "
                        f"{'reports' if all(verdicts) else 'does not report'} {what}")
     for f in findings:
@@ -380,30 +382,38 @@ class _Explained:
         return all(p.ordered for p in on) if on else None
 
 
-def _named(pair) -> tuple[str, str, str]:
-    """A pair as the checker names it: one finding for the accesses of two operations (a dispatch_indirect
-    reads one buffer at two stages)."""
-    return pair.kind, pair.first.ref, pair.second.ref
+def _named(pair) -> tuple[str, str, str, str]:
+    """A pair as the checker names it: one finding for the accesses of two operations to one memory (a
+    dispatch_indirect reads one buffer at two stages): (kind, first, second, root memory); the WAW of an access
+    that reads too as the RAW the checker reports instead (hb.conflicts: such a pair is both)."""
+    kind = "raw" if pair.kind == "waw" and pair.second.reads else pair.kind
+    return kind, pair.first.ref, pair.second.ref, pair.first.root
 
 
-def _checker_names(findings) -> set[tuple]:
-    """The pairs the checker's findings name, as (kind, first, second); a racing pair (named in one canonical
-    order, whichever side the schedule ran first) also as ("racing", {first, second})."""
+def _checker_names(stream: ir.Stream, findings) -> set[tuple]:
+    """The pairs the checker's findings name, as _named does; a racing pair (named in one canonical order,
+    whichever side the schedule ran first) also as ("racing", {(first, its access), (second, its access)},
+    root): racing is a property of the two accesses, not of their commands."""
     out = set()
     for f in findings:
         if f.kind in ACCESS_KINDS:
-            out.add((f.kind, f.first, f.second))
+            root = stream.index.root(f.buffer)[0]
+            out.add((f.kind, f.first, f.second, root))
             if f.racing:
-                out.add(("racing", frozenset((f.first, f.second))))
+                out.add(("racing", frozenset(((f.first, f.first_access), (f.second, f.second_access))), root))
     return out
 
 
-def _reported(names: set[tuple], named: tuple[str, str, str]) -> bool:
-    """Whether the checker's `names` (_checker_names) report the pair `named` (_named): the checker does not
-    compare the WAW of an access whose read it reports as a RAW."""
-    kind, first, second = named
-    return (kind, first, second) in names or ("racing", frozenset((first, second))) in names or \
-        kind == "waw" and ("raw", first, second) in names
+def _reported(names: set[tuple], named: tuple[str, str, str, str], accesses: set[tuple[str, str]]) -> bool:
+    """Whether the checker's `names` (_checker_names) report the pair `named` (_named) of the (first, second)
+    `accesses`."""
+    kind, first, second, root = named
+    return named in names or any(("racing", frozenset(((first, a), (second, b))), root) in names
+                                 for a, b in accesses)
+
+
+def _accesses(*pairs) -> set[tuple[str, str]]:
+    return {(_access_text(p.first), _access_text(p.second)) for p in pairs}
 
 
 def _access_text(x) -> str:
@@ -421,11 +431,13 @@ def _mutation_disagreements(stream: ir.Stream, analysis, mutants: int) -> list[s
     it names may too); dropping another operation leaves the pair ordered and unreported. Only pairs the
     checker does not already report are tried, and no signal whose waits another signal of its semaphore
     can satisfy instead: the mutant re-pairs them (generate.py's model check calls such mutants equivalent)."""
-    before = _checker_names(check(stream))
+    before = _checker_names(stream, check(stream))
     bearing = [(op, pair) for op, pairs in sorted(analysis.load_bearing.items()) for pair in pairs
-               if pair.kind in ACCESS_KINDS and not _reported(before, _named(pair)) and not _resignalled(stream, op)]
+               if pair.kind in ACCESS_KINDS and not _reported(before, _named(pair), _accesses(pair))
+               and not _resignalled(stream, op)]
     ordered = [p for p in analysis.model.pairs.values()
-               if p.kind in ACCESS_KINDS and not _reported(before, _named(p)) and p not in analysis.unordered]
+               if p.kind in ACCESS_KINDS and not _reported(before, _named(p), _accesses(p))
+               and p not in analysis.unordered]
     ops = sorted({op for n in analysis.model.nodes.values() for op in n.ops})
     named = {(op, _named(p)) for op, pairs in analysis.load_bearing.items() for p in pairs}
     spare = [(op, p) for p in ordered for op in ops if (op, _named(p)) not in named]
@@ -442,13 +454,14 @@ def _mutation_disagreements(stream: ir.Stream, analysis, mutants: int) -> list[s
             except Unsupported:
                 continue
             new = [f for f in findings if f.kind in ACCESS_KINDS and stream.index.root(f.buffer)[0] ==
-                   pair.first.root and not _reported(before, (f.kind, f.first, f.second))]
+                   pair.first.root and not _reported(before, (f.kind, f.first, f.second, pair.first.root),
+                                                     {(f.first_access, f.second_access)})]
             what = f"dropping {op}, {'' if load_bearing else 'not '}load-bearing for {pair_name(pair)},"
             if ordered == load_bearing:
                 out.append(f"{what} leaves it {_ordered_text(ordered)} by the reference")
             if load_bearing and not new:
                 out.append(f"{what} makes the checker find no new hazard on its memory")
-            if not load_bearing and _reported(_checker_names(findings), _named(pair)):
+            if not load_bearing and _reported(_checker_names(mutant, findings), _named(pair), _accesses(pair)):
                 out.append(f"{what} makes the checker report it")
     return out
 
