@@ -1,12 +1,29 @@
-"""Long differential runs: the fast checker against the slow reference on many generated streams.
+"""Long differential runs: two readings of happens-before compared on many generated streams.
 
-    python benchmarks/differential.py --examples 5000 [--seed 7] [--out disagreements.jsonl] [--resubmit]
+    python benchmarks/differential.py --examples 5000 [--seed 7] [--out disagreements.jsonl]
+        [--resubmit | --timelines | --batched] [--mode reference|consumers|fixes|incremental|replay|witness|sim]
+        [--reading NAME=VALUE ...]
 
 Prints how many streams were compared, skipped (not completing, or outside what the reference reads) and
 how many disagreed; each disagreeing stream goes to --out as one JSON line (with what differed), the
-smallest first on the terminal. The suite runs the same comparison with fewer examples
-(tests/test_reference.py). --resubmit: streams whose command buffers are submitted again (the checker's
-replay, tests/differential.py resubmitting_streams).
+smallest first on the terminal. The suite runs each comparison with fewer examples (the test named below).
+
+Modes (what is compared with what):
+- reference: the fast checker against the slow reference (tests/test_reference.py), both under the readings
+  --reading sets (check/readings.py; default: the defaults);
+- consumers: explain and the mutation analysis against both (tests/test_consumers_agree.py);
+- fixes: the barrier a finding between two commands of one command buffer gives as its fix, recorded, orders
+  the pair by the reference (tests/test_reference.py);
+- incremental: the checker fed op by op against a check of each prefix, and a fork without each op against
+  a check of the stream without it (tests/test_incremental.py); one-thread streams only;
+- replay: resubmitted command buffers replayed from a plan against running every command (tests/test_replay.py);
+- witness: each witness schedule replayed by the walk shows its finding, and needs every step
+  (tests/test_witness.py);
+- sim: the simulator's adversarial schedules against the checker's findings (tests/test_sim_properties.py).
+Streams (tests/differential.py): `streams` by default; --resubmit: their command buffers submitted again
+(resubmitting_streams); --batched: adjacent submits to one queue merged into one submit of several batches
+or command buffers (batched_streams); --timelines: several host threads signalling shared timelines
+(tests/test_semaphores.py timeline_streams; not for reference, consumers or incremental).
 """
 
 from __future__ import annotations
@@ -15,16 +32,30 @@ import argparse
 import json
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, seed, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.differential import completes, disagreements, resubmitting_streams, streams
+from tests.differential import (batched_streams, completes, consumer_disagreements, disagreements,
+                                fix_disagreements, resubmitting_streams, streams)
+from tests.test_incremental import incremental_disagreements
+from tests.test_replay import replay_disagreements
+from tests.test_semaphores import timeline_streams
+from tests.test_sim_properties import sim_doc_disagreements
+from tests.test_witness import witness_disagreements
 from vkverify.check import check
+from vkverify.check.readings import DEFAULT, parse_reading
 from vkverify.check.reference import Unsupported
 from vkverify.model import from_dict
+
+# mode -> (its comparison, whether it reads only streams that complete: the reference's liveness limit)
+MODES = {"reference": (disagreements, True), "consumers": (consumer_disagreements, True),
+         "fixes": (fix_disagreements, True),
+         "incremental": (incremental_disagreements, False), "replay": (replay_disagreements, False),
+         "witness": (witness_disagreements, False), "sim": (sim_doc_disagreements, False)}
 
 
 def main() -> int:
@@ -32,21 +63,41 @@ def main() -> int:
     ap.add_argument("--examples", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=Path("differential-disagreements.jsonl"))
-    ap.add_argument("--resubmit", action="store_true", help="command buffers submitted again")
+    ap.add_argument("--mode", choices=sorted(MODES), default="reference")
+    generator = ap.add_mutually_exclusive_group()
+    generator.add_argument("--resubmit", action="store_true", help="command buffers submitted again")
+    generator.add_argument("--timelines", action="store_true", help="host threads signalling shared timelines")
+    generator.add_argument("--batched", action="store_true", help="submits of several batches and command buffers")
+    ap.add_argument("--reading", action="append", default=[], metavar="NAME=VALUE",
+                    help="a reading of what the spec leaves open (--mode reference)")
     args = ap.parse_args()
+    readings = DEFAULT
+    for text in args.reading:
+        try:
+            readings = parse_reading(readings, text)
+        except ValueError as e:
+            ap.error(f"--reading: {e}")
+    if args.reading and args.mode != "reference":
+        ap.error("--reading applies to --mode reference")
+    if args.timelines and args.mode in ("reference", "consumers", "fixes", "incremental"):
+        ap.error(f"--timelines draws streams of several threads, which --mode {args.mode} does not read")
+    compare, complete_only = MODES[args.mode]
+    if args.mode == "reference":
+        compare = partial(disagreements, readings=readings)
     counts = {"compared": 0, "skipped": 0, "disagreed": 0}
     found: list[tuple[list[str], dict]] = []
     start = time.perf_counter()
 
     @seed(args.seed)
     @settings(max_examples=args.examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-    @given(resubmitting_streams() if args.resubmit else streams())
+    @given(timeline_streams() if args.timelines else resubmitting_streams() if args.resubmit
+           else batched_streams() if args.batched else streams())
     def run(doc: dict) -> None:
         try:
-            if not completes(check(from_dict(doc))):
+            if complete_only and not completes(check(from_dict(doc), readings)):
                 counts["skipped"] += 1
                 return
-            differ = disagreements(doc)
+            differ = compare(doc)
         except Unsupported:
             counts["skipped"] += 1
             return
@@ -59,8 +110,8 @@ def main() -> int:
             print(f"  {done} streams, {counts['disagreed']} disagreed", file=sys.stderr)
 
     run()
-    print(f"{counts['compared']} compared, {counts['skipped']} skipped, {counts['disagreed']} disagreed "
-          f"({time.perf_counter() - start:.0f} s, seed {args.seed})")
+    print(f"{args.mode}: {counts['compared']} compared, {counts['skipped']} skipped, {counts['disagreed']} "
+          f"disagreed ({time.perf_counter() - start:.0f} s, seed {args.seed})")
     if found:
         found.sort(key=lambda f: len(json.dumps(f[1])))
         with args.out.open("w") as out:

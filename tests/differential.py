@@ -19,10 +19,11 @@ from hypothesis import strategies as st
 from vkverify.check import check
 from vkverify.check.explain import explain
 from vkverify.check.findings import ACCESS_KINDS
+from vkverify.check.readings import DEFAULT, Readings
 from vkverify.check.reference import Reference, Unsupported
 from vkverify.check.walk import signals
 from vkverify.model import from_dict, ir
-from vkverify.model.refs import split_ref
+from vkverify.model.refs import format_ref, parse_ref, split_ref
 from vkverify.mutations import analyze
 from vkverify.mutations import operators as o
 from vkverify.mutations.load_bearing import pair_name
@@ -194,6 +195,32 @@ def resubmitting_streams(draw) -> dict:
     return {**doc, "threads": {"main": ops}}
 
 
+@st.composite
+def batched_streams(draw) -> dict:
+    """A stream of `streams()` in which adjacent submits to one queue are one submit: of two batches
+    (spec 7.2: submission order runs through them), or of one batch with both command buffers, both batches'
+    waits and signals (where the second waits for nothing the first signals)."""
+    doc = draw(streams())
+    ops: list[dict] = []
+    for op in doc["threads"]["main"]:
+        last = ops[-1] if ops else None
+        if op["op"] != "submit" or not last or last["op"] != "submit" or last["queue"] != op["queue"] \
+                or "fence" in last:
+            ops.append(op)
+            continue
+        first = last.get("batches") or [{k: last[k] for k in ("wait", "command_buffers", "signal") if k in last}]
+        second = {k: op[k] for k in ("wait", "command_buffers", "signal") if k in op}
+        signalled = {x["semaphore"] for x in first[-1].get("signal", [])}
+        if not signalled & {w["semaphore"] for w in second.get("wait", [])} and draw(st.booleans()):
+            merged = {k: first[-1].get(k, []) + second.get(k, []) for k in ("wait", "command_buffers", "signal")}
+            batches = first[:-1] + [{k: v for k, v in merged.items() if v}]
+        else:
+            batches = first + [second]
+        ops[-1] = {"op": "submit", "queue": op["queue"], "batches": batches,
+                   **({"fence": op["fence"]} if "fence" in op else {})}
+    return {**doc, "threads": {"main": ops}}
+
+
 def completes(findings) -> bool:
     return not any(f.kind in NOT_COMPARED for f in findings)
 
@@ -209,13 +236,14 @@ def assert_agree(doc: dict, compare) -> None:
     assert not found, "\n".join(found) + "\n" + json.dumps(doc)
 
 
-def disagreements(doc: dict) -> list[str]:
-    """How the fast checker's findings differ from the reference's verdict on the stream `doc`
-    (empty: they agree). Racing pairs compare as unordered pairs: which side comes first, and so
-    whether the pair is called raw or war, depends on the schedule."""
+def disagreements(doc: dict, readings: Readings = DEFAULT) -> list[str]:
+    """How the fast checker's findings differ from the reference's verdict on the stream `doc`, both under
+    `readings` (empty: they agree). Racing pairs compare as unordered pairs: which side comes first, and so
+    whether the pair is called raw or war, depends on the schedule; whether a pair is racing (no execution
+    dependency either way, which decides its witness) is compared too."""
     stream = from_dict(doc)
-    findings = check(stream)
-    verdict = Reference(stream).verdict()
+    findings = check(stream, readings)
+    verdict = Reference(stream, readings).verdict()
     out = []
     fast = {(f.kind, f.first, f.second) for f in findings if f.kind in ACCESS_KINDS}
     reference = {(h.kind, h.first, h.second) for h in verdict.hazards}
@@ -225,6 +253,14 @@ def disagreements(doc: dict) -> list[str]:
             out.append(f"false positive: {kind} {first} -> {second} (the reference orders it)")
         elif not any(h.racing for h in verdict.hazards if {h.first, h.second} == {first, second}):
             out.append(f"wrong kind or order: {kind} {first} -> {second}")
+    racing = {}  # the reference's racing verdicts per unordered pair
+    for h in verdict.hazards:
+        racing.setdefault(frozenset((h.first, h.second)), set()).add(h.racing)
+    for f in findings:
+        said = racing.get(frozenset((f.first, f.second)), set())
+        if f.kind in ACCESS_KINDS and said and f.racing not in said:
+            out.append(f"{f.kind} {f.first} -> {f.second} {'' if f.racing else 'not '}racing, the reference "
+                       f"{'' if True in said else 'not '}racing (an execution dependency either way)")
     fast_roots = _hazard_memories(stream, {(f.buffer) for f in findings if f.kind in ACCESS_KINDS})
     reference_roots = _hazard_memories(stream, {h.buffer for h in verdict.hazards})
     for root in sorted(reference_roots - fast_roots):
@@ -239,6 +275,37 @@ def disagreements(doc: dict) -> list[str]:
     misuse = {f.ops[-1] for f in findings if f.kind == "fence_misuse"}
     if misuse != verdict.fence_misuse:
         out.append(f"fence_misuse at {sorted(misuse)}, the reference at {sorted(verdict.fence_misuse)}")
+    return out
+
+
+def fix_disagreements(doc: dict) -> list[str]:
+    """Each access finding between two commands of one command buffer gives a barrier between them as its fix
+    (fixes.py); recorded right before the second command, it must order the pair by the reference (spec 7.1:
+    a memory dependency from the first's write to the second's accesses, an execution dependency for a WAR).
+    Empty: every such fix does."""
+    stream = from_dict(doc)
+    out = []
+    for f in check(stream):
+        if f.kind not in ACCESS_KINDS or "@" in f.first + f.second:  # a resubmitted command: its submit too
+            continue
+        first, second = parse_ref(f.first), parse_ref(f.second)
+        if first.owner != second.owner or first.owner not in doc["command_buffers"] or first.index >= second.index:
+            continue
+        (src_stage, src), (dst_stage, dst) = (a.split("/") for a in (f.first_access, f.second_access))
+        memory = f.kind != "war"
+        barrier = {"cmd": "barrier", "src_stage": [src_stage], "dst_stage": [dst_stage],
+                   "src_access": [a for a in src.split("+") if "write" in a] if memory else [],
+                   "dst_access": dst.split("+") if memory else []}
+        fixed = {**doc, "command_buffers": {**doc["command_buffers"], first.owner: (
+            doc["command_buffers"][first.owner][:second.index] + [barrier]
+            + doc["command_buffers"][first.owner][second.index:])}}
+        moved = format_ref(second.owner, second.index + 1)
+        root = stream.index.root(f.buffer)[0]
+        left = [c for c in Reference(from_dict(fixed)).conflicts() if not c.ordered and c.first.root == root
+                and (c.first.ref, c.second.ref) == (f.first, moved)
+                and (_access_text(c.first), _access_text(c.second)) == (f.first_access, f.second_access)]
+        if left:
+            out.append(f"{f.kind} {f.first} -> {f.second}: its fix ({f.fix}) leaves the pair unordered")
     return out
 
 
@@ -265,7 +332,7 @@ def consumer_disagreements(doc: dict, mutants: int = 3) -> list[str]:
     stream = from_dict(doc)
     findings = check(stream)
     analysis = analyze(stream)
-    reported = _checker_names(findings)
+    reported = _checker_names(stream, findings)
     explained = _Explained(stream)
     out = []
     for c in Reference(stream).conflicts():
@@ -277,14 +344,16 @@ def consumer_disagreements(doc: dict, mutants: int = 3) -> list[str]:
         elif said != c.ordered:
             out.append(f"explain says {_ordered_text(said)}, the reference {_ordered_text(c.ordered)}: {what}")
     said: dict[tuple, list[bool | None]] = {}
+    pairs: dict[tuple, list] = {}
     for p in analysis.model.pairs.values():
         if p.kind in ACCESS_KINDS:
             said.setdefault(_named(p), []).append(explained.ordered(p.first, p.second, p.kind, p.segments))
+            pairs.setdefault(_named(p), []).append(p)
     for named, verdicts in said.items():
         what = f"{named[0]} {named[1]} -> {named[2]}"
         if None in verdicts:
             out.append(f"explain pairs no such accesses: {what}")
-        elif all(verdicts) == _reported(reported, named):
+        elif all(verdicts) == _reported(reported, named, _accesses(*pairs[named])):
             out.append(f"explain says {_ordered_text(all(verdicts))}, the checker "
                        f"{'reports' if all(verdicts) else 'does not report'} {what}")
     for f in findings:
@@ -313,30 +382,38 @@ class _Explained:
         return all(p.ordered for p in on) if on else None
 
 
-def _named(pair) -> tuple[str, str, str]:
-    """A pair as the checker names it: one finding for the accesses of two operations (a dispatch_indirect
-    reads one buffer at two stages)."""
-    return pair.kind, pair.first.ref, pair.second.ref
+def _named(pair) -> tuple[str, str, str, str]:
+    """A pair as the checker names it: one finding for the accesses of two operations to one memory (a
+    dispatch_indirect reads one buffer at two stages): (kind, first, second, root memory); the WAW of an access
+    that reads too as the RAW the checker reports instead (hb.conflicts: such a pair is both)."""
+    kind = "raw" if pair.kind == "waw" and pair.second.reads else pair.kind
+    return kind, pair.first.ref, pair.second.ref, pair.first.root
 
 
-def _checker_names(findings) -> set[tuple]:
-    """The pairs the checker's findings name, as (kind, first, second); a racing pair (named in one canonical
-    order, whichever side the schedule ran first) also as ("racing", {first, second})."""
+def _checker_names(stream: ir.Stream, findings) -> set[tuple]:
+    """The pairs the checker's findings name, as _named does; a racing pair (named in one canonical order,
+    whichever side the schedule ran first) also as ("racing", {(first, its access), (second, its access)},
+    root): racing is a property of the two accesses, not of their commands."""
     out = set()
     for f in findings:
         if f.kind in ACCESS_KINDS:
-            out.add((f.kind, f.first, f.second))
+            root = stream.index.root(f.buffer)[0]
+            out.add((f.kind, f.first, f.second, root))
             if f.racing:
-                out.add(("racing", frozenset((f.first, f.second))))
+                out.add(("racing", frozenset(((f.first, f.first_access), (f.second, f.second_access))), root))
     return out
 
 
-def _reported(names: set[tuple], named: tuple[str, str, str]) -> bool:
-    """Whether the checker's `names` (_checker_names) report the pair `named` (_named): the checker does not
-    compare the WAW of an access whose read it reports as a RAW."""
-    kind, first, second = named
-    return (kind, first, second) in names or ("racing", frozenset((first, second))) in names or \
-        kind == "waw" and ("raw", first, second) in names
+def _reported(names: set[tuple], named: tuple[str, str, str, str], accesses: set[tuple[str, str]]) -> bool:
+    """Whether the checker's `names` (_checker_names) report the pair `named` (_named) of the (first, second)
+    `accesses`."""
+    _, first, second, root = named
+    return named in names or any(("racing", frozenset(((first, a), (second, b))), root) in names
+                                 for a, b in accesses)
+
+
+def _accesses(*pairs) -> set[tuple[str, str]]:
+    return {(_access_text(p.first), _access_text(p.second)) for p in pairs}
 
 
 def _access_text(x) -> str:
@@ -354,11 +431,13 @@ def _mutation_disagreements(stream: ir.Stream, analysis, mutants: int) -> list[s
     it names may too); dropping another operation leaves the pair ordered and unreported. Only pairs the
     checker does not already report are tried, and no signal whose waits another signal of its semaphore
     can satisfy instead: the mutant re-pairs them (generate.py's model check calls such mutants equivalent)."""
-    before = _checker_names(check(stream))
+    before = _checker_names(stream, check(stream))
     bearing = [(op, pair) for op, pairs in sorted(analysis.load_bearing.items()) for pair in pairs
-               if pair.kind in ACCESS_KINDS and not _reported(before, _named(pair)) and not _resignalled(stream, op)]
+               if pair.kind in ACCESS_KINDS and not _reported(before, _named(pair), _accesses(pair))
+               and not _resignalled(stream, op)]
     ordered = [p for p in analysis.model.pairs.values()
-               if p.kind in ACCESS_KINDS and not _reported(before, _named(p)) and p not in analysis.unordered]
+               if p.kind in ACCESS_KINDS and not _reported(before, _named(p), _accesses(p))
+               and p not in analysis.unordered]
     ops = sorted({op for n in analysis.model.nodes.values() for op in n.ops})
     named = {(op, _named(p)) for op, pairs in analysis.load_bearing.items() for p in pairs}
     spare = [(op, p) for p in ordered for op in ops if (op, _named(p)) not in named]
@@ -375,13 +454,14 @@ def _mutation_disagreements(stream: ir.Stream, analysis, mutants: int) -> list[s
             except Unsupported:
                 continue
             new = [f for f in findings if f.kind in ACCESS_KINDS and stream.index.root(f.buffer)[0] ==
-                   pair.first.root and not _reported(before, (f.kind, f.first, f.second))]
+                   pair.first.root and not _reported(before, (f.kind, f.first, f.second, pair.first.root),
+                                                     {(f.first_access, f.second_access)})]
             what = f"dropping {op}, {'' if load_bearing else 'not '}load-bearing for {pair_name(pair)},"
             if ordered == load_bearing:
                 out.append(f"{what} leaves it {_ordered_text(ordered)} by the reference")
             if load_bearing and not new:
                 out.append(f"{what} makes the checker find no new hazard on its memory")
-            if not load_bearing and _reported(_checker_names(findings), _named(pair)):
+            if not load_bearing and _reported(_checker_names(mutant, findings), _named(pair), _accesses(pair)):
                 out.append(f"{what} makes the checker report it")
     return out
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from ._thirdparty import captured
+from .differential import disagreements
 
 from vkverify.check import check
-from vkverify.model import ir
+from vkverify.model import ir, to_dict
 
 
 @pytest.fixture(scope="module")
@@ -30,3 +31,4 @@ def test_ncnn_resolves_every_dispatch_and_orders_its_readback(ncnn_stream):
     (read,) = [op for t in stream.threads for op in t.ops if isinstance(op, ir.HostAccess) and op.op == "host_read"]
     assert read.label.startswith("fill memory #") and read.label.endswith("(page guard)")
     assert check(stream) == []
+    assert not disagreements(to_dict(stream))  # nor does the slow reference (spec 7.1 read literally)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 
 from ._thirdparty import captured, missing_host_barrier
+from .differential import disagreements
 
 from vkverify.check import check
+from vkverify.model import to_dict
 
 
 @pytest.fixture(scope="module")
@@ -43,3 +45,4 @@ def test_taichi_has_only_the_adjudicated_findings(taichi_stream):
     # idle wait, a read through the mapping; Taichi records no barrier with dst host anywhere.
     assert sum(map(missing_host_barrier, findings)) == 2
     assert sum(map(recycled_readback, findings)) == 1
+    assert not disagreements(to_dict(stream))  # the slow reference (spec 7.1 read literally) finds the same

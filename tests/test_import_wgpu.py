@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from ._thirdparty import captured, missing_host_barrier
+from .differential import disagreements
 
 from vkverify.check import check
-from vkverify.model import ir
+from vkverify.model import ir, to_dict
 from vkverify.model.refs import split_ref
 from vkverify.mutations import analyze
 from vkverify.mutations.operators import drop_command, translate
@@ -36,6 +37,7 @@ def test_wgpu_passes_import_with_only_the_adjudicated_findings(wgpu_stream):
     # a barrier with dst host (wgpu-core drains and drops the MAP_READ transition).
     assert len(findings) == 3 and all(map(missing_host_barrier, findings)), findings
     assert len({f.buffer for f in findings}) == 3
+    assert not disagreements(to_dict(stream))  # the slow reference (spec 7.1 read literally) finds the same
 
 
 def test_dropping_each_load_bearing_barrier_is_found(wgpu_stream):

@@ -50,27 +50,27 @@ def resubmits(stream: ir.Stream) -> bool:
     return bool(stream.index.resubmitted)
 
 
-@settings(max_examples=EXAMPLES_RUN, **SETTINGS)
-@given(ANY_STREAM)
-def test_every_prefix_finds_what_a_check_of_it_finds(doc):
+def prefix_disagreements(doc: dict) -> list[str]:
+    """How the state fed `doc`'s ops one at a time differs from a check of each prefix (empty: agrees)."""
     stream = from_dict(doc)
     [thread] = stream.threads
     state = empty(stream)
+    out = []
     for k, op in enumerate(thread.ops):
         state.feed(thread.id, op)
         prefix = replace(stream, threads=(ir.Thread(thread.id, thread.ops[:k + 1]),))
-        assert named(state.findings_at_end()) == scratch(prefix), k
-    if not resubmits(stream):  # nothing renamed: the very same findings, messages and fixes included
-        assert state.findings_at_end() == Schedule(stream).run()
+        if named(state.findings_at_end()) != scratch(prefix):
+            out.append(f"after op {k}: fed {named(state.findings_at_end())}, checked {scratch(prefix)}")
+    if not resubmits(stream) and state.findings_at_end() != Schedule(stream).run():
+        out.append("nothing renamed, yet the findings differ in message or fix")  # the very same findings
+    return out
 
 
-@settings(max_examples=EXAMPLES_RUN, **SETTINGS)
-@given(ANY_STREAM, st.data())
-def test_a_fork_fed_other_ops_finds_what_a_check_of_them_finds(doc, data):
+def fork_disagreements(doc: dict, dropped: int) -> list[str]:
+    """How a fork fed the ops after op `dropped` (not it) differs from a check of the stream without it, and
+    how the state forked differs afterwards from a check of the whole stream (empty: agrees)."""
     stream = from_dict(doc)
     [thread] = stream.threads
-    assume(thread.ops)
-    dropped = data.draw(st.integers(0, len(thread.ops) - 1))
     state = empty(stream)
     for op in thread.ops[:dropped]:
         state.feed(thread.id, op)
@@ -79,11 +79,37 @@ def test_a_fork_fed_other_ops_finds_what_a_check_of_them_finds(doc, data):
     for op in thread.ops[dropped + 1:]:
         fork.feed(thread.id, op)
     without, _ = o.drop_host_op(stream, thread.id, dropped)
-    assert named(fork.findings_at_end()) == scratch(without)
-    assert (state.mark(), named(state.findings_at_end())) == before  # the fork shares nothing it changed
+    out = []
+    if named(fork.findings_at_end()) != scratch(without):
+        out.append(f"fork without op {dropped}: fed {named(fork.findings_at_end())}, checked {scratch(without)}")
+    if (state.mark(), named(state.findings_at_end())) != before:
+        out.append(f"feeding the fork without op {dropped} changed the state it was forked from")
     for op in thread.ops[dropped:]:
         state.feed(thread.id, op)
-    assert named(state.findings_at_end()) == scratch(stream)
+    if named(state.findings_at_end()) != scratch(stream):
+        out.append(f"forked at op {dropped}, then fed on: {named(state.findings_at_end())}, checked {scratch(stream)}")
+    return out
+
+
+def incremental_disagreements(doc: dict) -> list[str]:
+    """Every prefix, and a fork without each op in turn (benchmarks/differential.py --mode incremental)."""
+    ops = len(doc["threads"]["main"])
+    return prefix_disagreements(doc) + [d for k in range(ops) for d in fork_disagreements(doc, k)]
+
+
+@settings(max_examples=EXAMPLES_RUN, **SETTINGS)
+@given(ANY_STREAM)
+def test_every_prefix_finds_what_a_check_of_it_finds(doc):
+    found = prefix_disagreements(doc)
+    assert not found, found
+
+
+@settings(max_examples=EXAMPLES_RUN, **SETTINGS)
+@given(ANY_STREAM, st.data())
+def test_a_fork_fed_other_ops_finds_what_a_check_of_them_finds(doc, data):
+    assume(doc["threads"]["main"])
+    found = fork_disagreements(doc, data.draw(st.integers(0, len(doc["threads"]["main"]) - 1)))
+    assert not found, found
 
 
 def test_a_wait_on_a_later_signal_resumes_when_the_signal_is_fed():

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import json
 import os
+from functools import partial
 
 import pytest
 from hypothesis import given, settings
 
 from vkverify.check import check
+from vkverify.check.readings import Readings
 from vkverify.check.reference import Reference, Unsupported
 from vkverify.model import load
 
 from .conftest import CORPUS, EXAMPLES
-from .differential import SETTINGS, assert_agree, completes, disagreements, streams
+from .differential import SETTINGS, assert_agree, batched_streams, completes, disagreements, fix_disagreements, streams
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
 
@@ -27,6 +29,26 @@ EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
 @given(streams())
 def test_fast_checker_agrees_with_the_reference(doc):
     assert_agree(doc, disagreements)
+
+
+@settings(max_examples=EXAMPLES_RUN // 2, **SETTINGS)
+@given(batched_streams())
+def test_fast_checker_agrees_with_the_reference_on_submits_of_several_batches(doc):
+    assert_agree(doc, disagreements)
+
+
+@pytest.mark.parametrize("readings", [Readings(all_commands_includes_host=False),
+                                      Readings(buffer_barrier_covers_aliases=True)], ids=["no-host-in-all", "aliases"])
+@settings(max_examples=EXAMPLES_RUN // 4, **SETTINGS)
+@given(doc=streams() | batched_streams())
+def test_fast_checker_agrees_with_the_reference_under_other_readings(readings, doc):
+    assert_agree(doc, partial(disagreements, readings=readings))
+
+
+@settings(max_examples=EXAMPLES_RUN // 4, **SETTINGS)
+@given(streams() | batched_streams())
+def test_the_barrier_a_finding_gives_as_its_fix_orders_its_pair(doc):
+    assert_agree(doc, fix_disagreements)
 
 
 def _readable(path):
@@ -40,7 +62,9 @@ def _readable(path):
 
 @pytest.mark.parametrize("path", [p for p in CORPUS + EXAMPLES if _readable(p)], ids=lambda p: p.name)
 def test_corpus_agrees_with_the_reference(path):
-    assert not disagreements(json.loads(path.read_text()))
+    doc = json.loads(path.read_text())
+    assert not disagreements(doc)
+    assert not fix_disagreements(doc)
 
 
 def test_reference_follows_the_spec_on_a_chain_through_top_of_pipe():

@@ -1,34 +1,64 @@
-"""Issue 4's property over random streams (the checker's strategy, tests/test_properties.py):
-hazard-free => no schedule changes a digest; with findings => each finding is confirmed by a
-schedule that changes a digest its operations touch, or explicitly value-coinciding with a reason."""
+"""Issue 4's property over random streams (the checker's strategy, tests/test_properties.py, and the
+differential streams, tests/differential.py): hazard-free => no schedule changes a digest; with findings =>
+each finding is confirmed by a schedule that changes a digest its operations touch, or explicitly
+value-coinciding with a reason. VKVERIFY_SIM_EXAMPLES sets how many differential streams are drawn."""
 
 from __future__ import annotations
+
+import os
 
 from hypothesis import HealthCheck, given, settings
 
 from vkverify.check import check
+from vkverify.model import from_dict
 from vkverify.sim import simulate
 
+from .differential import SETTINGS as DIFFERENTIAL, resubmitting_streams, streams
 from .test_properties import build, plans
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EXAMPLES_RUN = int(os.environ.get("VKVERIFY_SIM_EXAMPLES", "300"))
+
+
+def sim_disagreements(stream, schedules: int = 12, seed: int = 1) -> list[str]:
+    """How the simulator's schedules disagree with the checker's findings on `stream` (empty: they agree)."""
+    findings = check(stream)
+    report = simulate(stream, schedules=schedules, seed=seed, findings=findings)
+    out = []
+    if not findings:  # every schedule is a legal order of an ordered stream: the same results
+        out += [f"schedule {s.index} changes {s.changed_buffers + s.changed_reads} with no finding"
+                for s in report.schedules if s.changed]
+    if [v.finding for v in report.verdicts] != findings:
+        out.append("the verdicts are not of the checker's findings, in its order")
+    for v in report.verdicts:
+        if not v.reason:
+            out.append(f"{v.finding.kind} {v.finding.first} -> {v.finding.second}: {v.verdict} with no reason")
+        if v.verdict == "confirmed" and not (v.finding in report.schedules[v.schedule].perturbed and v.digests):
+            out.append(f"{v.finding.kind} {v.finding.first} -> {v.finding.second}: confirmed by a schedule that "
+                       f"did not perturb it or changed nothing")
+        elif v.verdict not in ("confirmed", "value_coinciding"):
+            out.append(f"{v.finding.kind} {v.finding.first} -> {v.finding.second}: verdict {v.verdict}")
+    return out
+
+
+def sim_doc_disagreements(doc: dict) -> list[str]:
+    """sim_disagreements of a differential stream (benchmarks/differential.py --mode sim)."""
+    return sim_disagreements(from_dict(doc))
 
 
 @SETTINGS
 @given(plans())
 def test_simulator_agrees_with_checker(plan):
-    stream = build(plan)
-    findings = check(stream)
-    report = simulate(stream, schedules=12, seed=1, findings=findings)
-    if not findings:
-        assert not report.changed, [s for s in report.schedules if s.changed][:2]
-    assert [v.finding for v in report.verdicts] == findings
-    for v in report.verdicts:
-        assert v.reason
-        if v.verdict == "confirmed":
-            assert v.finding in report.schedules[v.schedule].perturbed and v.digests
-        else:
-            assert v.verdict == "value_coinciding"
+    found = sim_disagreements(build(plan))
+    assert not found, found
+
+
+@settings(max_examples=EXAMPLES_RUN, **DIFFERENTIAL)
+@given(streams() | resubmitting_streams())
+def test_simulator_agrees_with_checker_on_differential_streams(doc):
+    """Several queues, semaphores, fences, host accesses of coherent and cached memory, an alias, a destroy."""
+    found = sim_doc_disagreements(doc)
+    assert not found, found
 
 
 @SETTINGS

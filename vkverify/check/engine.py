@@ -344,7 +344,11 @@ class Checker:
         if isinstance(agent, ThreadAgent):
             return [(e.agent, e.pos + 1)]
         needs: dict[int, int] = {}
-        for i in range(bisect_left(agent.release_pos, e.pos), len(agent.release_pos)):
+        # A release at queue position p follows the commands up to p. A proxy of host writes (at stage host)
+        # stands one position before the barrier that makes them available, so that the barrier orders it:
+        # a release at that position came before the barrier and covers none of them (spec 7.1).
+        start = e.pos + 1 if e.stage == "host" else e.pos
+        for i in range(bisect_left(agent.release_pos, start), len(agent.release_pos)):
             lane = agent.release_lane[i]
             if lane in needs:
                 continue

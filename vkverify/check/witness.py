@@ -16,8 +16,9 @@ waited for, back to the cut: the earliest of the two operations' submits and of 
 semaphore waits acquired; what ran before the cut is the state the slice starts from. A batch begins
 after its submit, after the signals its waits acquired (the ones the walk gave them) and after the
 batches submitted before it to its queue began (spec 7.2 submission order); a batch ends after it
-began, and one that signals after the batches before it on its queue ended (7.2 signal operation
-order). Host ops need nothing: program order between the host ops kept is the schedule's own, and
+began and after the batches before it on its queue ended (7.2 signal operation order where it signals;
+where it does not, the walk's own rule, as z3's: a queue's batches end in submission order, which only
+delays completions). Host ops need nothing: program order between the host ops kept is the schedule's own, and
 host ops left out (other submits, host waits) never block the ones kept.
 So the slice is the schedule restricted to its events; from the state at the cut it is a legal
 schedule prefix of the program restricted to the operations run before the cut and its own (every
@@ -28,6 +29,7 @@ step whose need is missing.
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from typing import Literal, NamedTuple
 
 from ..model import ir
@@ -65,7 +67,7 @@ class _Recorder(Consumer):
         self.queue_order: dict[str, list[str]] = {}  # queue -> batch keys in submission order
         self.submit_of: dict[str, str] = {}  # batch key -> its submit's ref
         self.batch_count: dict[str, int] = {}  # submit ref -> its number of batches
-        self.signalling: set[str] = set()  # batch keys whose end signals a semaphore
+        self.waits_on: dict[str, set[str]] = {}  # begin event -> the semaphores whose signals its waits acquired
 
     def happened(self, event: str, needs: tuple[str, ...] = ()) -> None:
         self.events.append(event)
@@ -78,16 +80,15 @@ class _Recorder(Consumer):
         ref = format_ref(self.threads[thread], pc)
         parts = op.batches or (ir.Batch(),)
         self.batch_count[ref] = len(parts)
-        for k, b in enumerate(parts):
+        for k in range(len(parts)):
             key = batch_ref(ref, k, len(parts))
             self.queue_order.setdefault(op.queue, []).append(key)
             self.submit_of[key] = ref
-            if b.signals:
-                self.signalling.add(key)
 
     def begin(self, p: PendingBatch, acquired: list) -> None:
         """The batch begins: its waits acquired `acquired` (each an event's name, or None)."""
         self.happened(f"{self.key(p)} begin", (p.submit,) + tuple(r for r in acquired if r is not None))
+        self.waits_on[f"{self.key(p)} begin"] = {w.semaphore for w, r in zip(p.batch.waits, acquired) if r is not None}
 
     def batch(self, queue: str, p: PendingBatch, acquired: list) -> tuple[list, str]:
         key = self.key(p)
@@ -180,7 +181,7 @@ class _HeldRun:
             not any(walk.pending.values())
 
 
-def _held_schedule(stream: ir.Stream, held: Node, until: str, increasing: bool) -> _Recorder | None:
+def _held_schedule(stream: ir.Stream, held: Node, until: str, increasing: bool) -> _HeldRun | None:
     """A legal complete schedule in which event `until` happens while `held` has not completed; None if
     the walk finds none. `increasing`: every timeline's signals must strictly
     increase (spec 7.4.2), as in any legal schedule; a witness of a non-increasing signal asks for less."""
@@ -191,7 +192,7 @@ def _held_schedule(stream: ir.Stream, held: Node, until: str, increasing: bool) 
     run.release()
     if not run.complete() or (increasing and run.walk.unsorted):
         return None
-    return run.recorder
+    return run
 
 
 def overlap(stream: ir.Stream, first: Node, first_ref: str, second: Node, second_ref: str,
@@ -199,9 +200,10 @@ def overlap(stream: ir.Stream, first: Node, first_ref: str, second: Node, second
     """A schedule in which `second` starts before `first` completes, with the two accesses marked: the
     second right after its batch begins, the first right before its batch ends. None if the walk finds
     none (the batches ordered and only their stages not, or no complete schedule)."""
-    recorder = _held_schedule(stream, first, second.start, increasing=True)
-    if recorder is None:
+    run = _held_schedule(stream, first, second.start, increasing=True)
+    if run is None:
         return None
+    recorder = run.recorder
     events = recorder.events if scope == "full" else _slice(recorder, [first, second], [second.start, first.done])
     events = list(events)
     if second.batch:
@@ -214,10 +216,27 @@ def overlap(stream: ir.Stream, first: Node, first_ref: str, second: Node, second
 def in_order(stream: ir.Stream, first: Node, second: Node, scope: Scope) -> Witness | None:
     """A schedule in which the signals of `first` happen before those of `second` (at a batch's end, at a
     host op); None if the walk finds none."""
-    recorder = _held_schedule(stream, second, first.done, increasing=False)
-    if recorder is None:
+    run = _held_schedule(stream, second, first.done, increasing=False)
+    if run is None:
         return None
-    return tuple(recorder.events if scope == "full" else _slice(recorder, [first, second], [first.done, second.done]))
+    sliced = _slice(run.recorder, [first, second], [first.done, second.done])
+    if _misread_waits(run, second, sliced):
+        return None
+    return tuple(run.recorder.events if scope == "full" else sliced)
+
+
+def _misread_waits(run: _HeldRun, late: Node, events: list[str]) -> bool:
+    """Whether a batch beginning in `events` waits on a timeline whose signals did not strictly increase in
+    the run, `late`'s own left out. The walk pairs a wait on a shared timeline with the signal of the least
+    value above it, true only where signals increase (spec 7.4.2): a slice through such a pairing would
+    need a signal that the semaphore's value did not wait for."""
+    walk, ref = run.walk, run.recorder.submit_of[late.key] if late.batch else late.key
+    unsorted = set()
+    for semaphore in walk.unsorted:
+        values = [walk.index.semaphores[semaphore].initial] + [v for v, _, r in walk.timeline[semaphore] if r != ref]
+        if any(b <= a for a, b in pairwise(values)):
+            unsorted.add(semaphore)
+    return any(run.recorder.waits_on.get(e, set()) & unsorted for e in events)
 
 
 def _slice(recorder: _Recorder, nodes: list[Node], targets: list[str]) -> list[str]:
@@ -240,15 +259,15 @@ def _slice(recorder: _Recorder, nodes: list[Node], targets: list[str]) -> list[s
 
 def _queue_needs(recorder: _Recorder, need: set[str], position: dict[str, int], cut: int) -> list[str]:
     """Spec 7.2: on each queue, of the batches kept (submitted before the cut, or in the slice), one that
-    begins needs the earlier ones begun; one whose end signals needs the earlier ones ended (events before
-    the cut are done)."""
+    begins needs the earlier ones begun; one that ends needs the earlier ones ended, as the walk ends them
+    (events before the cut are done)."""
     out = []
     for keys in recorder.queue_order.values():
         kept = [k for k in keys if recorder.submit_of[k] in need or position[recorder.submit_of[k]] < cut]
         for i, k in enumerate(kept):
             if f"{k} begin" in need:
                 out += [f"{j} begin" for j in kept[:i]]
-            if f"{k} end" in need and k in recorder.signalling:
+            if f"{k} end" in need:
                 out += [f"{j} end" for j in kept[:i]]
     return [e for e in out if position[e] >= cut]
 
