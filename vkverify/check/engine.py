@@ -509,6 +509,10 @@ class Checker:
         if reached is not None and clock[self.agents[w.agent].memory_lane] > reached:
             return []
         pending = [(seg.lo, seg.hi)]
+        if self.unordered(w, x, root, seg.lo, seg.hi, None):
+            # 7.1: a barrier's `host` source stage holds host writes, it does not wait for them: the write must
+            # happen-before x's stage (a wait whose stages the barrier's chain meets), not only before some wait.
+            return pending
         for proxy, lo, hi in self.host_available.get(w.uid, ()):
             lo, hi = max(lo, seg.lo), min(hi, seg.hi)
             if lo < hi and not self.unordered(proxy, x, root, lo, hi, need):
