@@ -72,13 +72,19 @@ def worktree(rev: str):
             subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(path)], check=True)
 
 
-def run_one(n: int, kv_history: bool, shape: str, code: Path | None = None) -> dict:
-    """One size in a fresh process, checked by the `vkverify` under `code` (None: this checkout's)."""
-    args = ["--one", str(n), "--shape", shape] + ["--kv-history"] * kv_history + ["--code", str(code)] * bool(code)
-    out = subprocess.run([sys.executable, __file__] + args, capture_output=True, text=True, check=False)
+def fresh_process(script: str, args: list[str], code: Path | None) -> dict:
+    """`script args` in a fresh process (its own peak memory), with the `vkverify` under `code` (None: this
+    checkout's): the JSON it prints."""
+    out = subprocess.run([sys.executable, script, *args] + ["--code", str(code)] * bool(code), capture_output=True,
+                         text=True, check=False)
     if out.returncode != 0:
         raise RuntimeError(out.stderr)
     return json.loads(out.stdout)
+
+
+def run_one(n: int, kv_history: bool, shape: str, code: Path | None = None) -> dict:
+    """One size in a fresh process, checked by the `vkverify` under `code` (None: this checkout's)."""
+    return fresh_process(__file__, ["--one", str(n), "--shape", shape] + ["--kv-history"] * kv_history, code)
 
 
 def row(label: str, r: dict) -> str:

@@ -19,7 +19,6 @@ alternating with the current code, and the ratios current/baseline are printed: 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -67,11 +66,9 @@ def _status_kib(field: str) -> int:
 
 def run_one(file: Path, n: int, code: Path | None = None) -> dict:
     """One file in a fresh process, loaded by the `vkverify` under `code` (None: this checkout's)."""
-    args = ["--one", str(file), str(n)] + ["--code", str(code)] * bool(code)
-    out = subprocess.run([sys.executable, __file__] + args, capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise RuntimeError(out.stderr)
-    return json.loads(out.stdout)
+    from check_scaling import fresh_process
+
+    return fresh_process(__file__, ["--one", str(file), str(n)], code)
 
 
 def row(label: str, r: dict) -> str:
