@@ -17,11 +17,6 @@ PROBE_RUNS = 3
 # slots ran at 0.47-0.74 of the memcpy-beside-a-DMA ceiling in three runs, 64 MiB slots at 0.92-0.96
 # in two: below that the slot's host writes, not its submit, set the pace.
 SLOT_PER_THREAD = 4 << 20
-# A full slot's host writes before the first copy starts, and its copy after the last host write,
-# are each about 1.5 ms of a 1 GiB upload's 30 on the H200: measured slots fill from size/RAMP_STEPS
-# (not below RAMP_FLOOR) on an idle ring, doubling, and halve towards the end of a transfer.
-RAMP_STEPS = 4
-RAMP_FLOOR = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -29,7 +24,6 @@ class SlotPlan:
     count: int
     size: int
     why: str
-    ramp: int = 0  # the smallest slot fill where a transfer starts on an idle ring or ends (0: every slot full)
 
     @classmethod
     def given(cls, count: int | None, size: int | None, why: str = "given") -> SlotPlan:
@@ -49,15 +43,13 @@ def plan_slots(submit_seconds: float, bytes_per_second: float, budget: int = SLO
     size = min(want, max(budget // MAX_SLOTS, min(floor, budget // 2)))
     capped = want > size
     count = max(2, min(MAX_SLOTS, budget // size))
-    ramp = max(RAMP_FLOOR, size // RAMP_STEPS)
     why = (f"one submit+wait {submit_seconds * 1e6:.0f} us, copies at {bytes_per_second / 1e9:.1f} GB/s: "
            f"a slot of {need / 2**20:.1f} MiB keeps each submit under {SUBMIT_SHARE:.0%} of its copy time"
            + (f", capped so that {count} fit the {budget >> 20} MiB budget" if capped else
               f", {floor >> 20} MiB at least ({SLOT_PER_THREAD >> 20} MiB per host copy thread)"
               if size == floor and need < floor else "")
-           + f"; {count} slots within {budget >> 20} MiB; fills ramp from {ramp / 2**20:g} MiB where a transfer "
-           "starts on an idle ring and where it ends")
-    return SlotPlan(count, size, f"{count} x {size / 2**20:g} MiB: {why}", min(ramp, size))
+           + f"; {count} slots within {budget >> 20} MiB")
+    return SlotPlan(count, size, f"{count} x {size / 2**20:g} MiB: {why}")
 
 
 def measure(vk, device, allocator, family: int, queue, queue_lock) -> tuple[float, float]:

@@ -5,11 +5,7 @@ after it are queued (half the ring), so the host threads always have a slot's by
 go on with while the submitting thread waits for the oldest one's writes: with only the
 next slot queued, 16 threads on the H200 idled a third of the time. Submit:
 its host writes done, the landing barrier, end, reset the fence, submit under the
-queue's lock. Fence waits never happen under that lock.
-With `ramp`, the copy engine does not wait for a whole slot's host writes before its first
-copy, nor the host for a whole slot's copy after its last write: a slot opened on an idle
-ring is filled to `ramp` bytes, the next ones to twice the one before, and near a transfer's
-end each slot takes half of what is left (room())."""
+queue's lock. Fence waits never happen under that lock."""
 
 from __future__ import annotations
 
@@ -96,12 +92,10 @@ class SlotRing:
     submits fills through the ring). `stats`: the uploader's counters (copies, submits)."""
 
     def __init__(self, vk, device, allocator, family: int, queue, queue_lock, queue_id: str, count: int, size: int,
-                 staging: str | None, faults, recording, stats: dict, ramp: int = 0) -> None:
+                 staging: str | None, faults, recording, stats: dict) -> None:
         self.vk, self.device, self.allocator, self.faults, self.recording = vk, device, allocator, faults, recording
         self.queue, self.queue_lock, self.queue_id, self.stats = queue, queue_lock, queue_id, stats
         self.size = round_up(size, COPY_ALIGN)
-        self.ramp = min(round_up(ramp, COPY_ALIGN), self.size)
-        self.fill = self.size  # the open slot's fill
         self.slots: list[Slot] = []
         self.open_slot: Slot | None = None
         self.sealed: deque[Slot] = deque()  # full, oldest first, each submit waiting for later slots' writes
@@ -133,9 +127,6 @@ class SlotRing:
             return self.open_slot
         if stage_fault and self.faults.hit("stage"):
             raise UploadFailed("stage", "injected: no staging slot", injected=True)
-        if self.ramp:
-            idle = not self.sealed and not any(s.pending for s in self.slots)
-            self.fill = self.ramp if idle else min(self.size, 2 * self.fill)
         slot = self.slots[self.next]
         while slot in self.sealed:  # a small ring: the slot to reuse is not submitted yet
             self._submit(self.sealed.popleft())
@@ -157,12 +148,9 @@ class SlotRing:
         self.next = (slot.index + 1) % len(self.slots)
         return slot
 
-    def room(self, left: int) -> int:
-        """Bytes the open slot takes now, of `left` the transfer still has to place: up to its
-        fill, and with a ramp no more than half of what it and the rest would hold."""
-        used = self.open_slot.used
-        fill = min(self.fill, max(self.ramp, round_up(-(-(used + left) // 2), COPY_ALIGN))) if self.ramp else self.fill
-        return max(0, fill - used)
+    def room(self) -> int:
+        """Bytes left in the open slot."""
+        return self.size - self.open_slot.used
 
     def record_copy(self, src: DeviceBuffer, src_offset: int, dst: DeviceBuffer, dst_offset: int, size: int,
                     label: str | None = None) -> None:

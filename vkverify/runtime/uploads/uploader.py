@@ -81,7 +81,7 @@ class Uploader:
             self.plan = self._plan(slots, slot_size, slot_budget)
             self.ring = SlotRing(site.vk, site.device, site.allocator, site.family, site.queue, site.queue_lock,
                                  site.queue_id, self.plan.count, self.plan.size, staging if self.staged else None,
-                                 self.faults, site.recording, self.stats, self.plan.ramp)
+                                 self.faults, site.recording, self.stats)
         except BaseException:
             self.close()
             raise
@@ -289,21 +289,19 @@ class Uploader:
 
     def _transfer(self, items: list, group: bool) -> None:
         with self._call():
-            raws = [as_bytes(data) for _, _, data in items]
-            left = sum(raw.size for raw in raws)  # bytes of the call not placed yet (the ramp's end)
             try:
-                for i, ((dst, offset, data), raw) in enumerate(zip(items, raws)):
+                for i, (dst, offset, data) in enumerate(items):
                     if group and i == 1 and self.faults.hit("commit"):
                         raise UploadFailed("commit", "injected after the first tensor", injected=True)
+                    raw = as_bytes(data)
                     buf = self.arena.destination(dst, offset + raw.size)
                     array = self._array_of(raw)
                     if self.staged and array is not None:
                         self._copy_array(buf, offset, *array, raw.size)
                     elif self.staged:
-                        self._stage(buf, offset, raw, data, left)
+                        self._stage(buf, offset, raw, data)
                     else:
                         self._write_mapped(buf, offset, raw.size, lambda view, raw=raw: self.copies.copy(view, raw))
-                    left -= raw.size
                 self._submit_open()
             except UploadFailed as error:
                 self._fail(error, [dst for dst, _, _ in items])
@@ -363,24 +361,20 @@ class Uploader:
             self._record_fill(buf.block, for_host=False)
         return slot
 
-    def _stage(self, buf: DeviceBuffer, offset: int, raw: np.ndarray, source, left: int) -> None:
-        """Stream `raw` through the slots (`left`: the bytes of the call from its start on): queue
-        its host copy into the open slot, record the copy, submit the sealed slots whose turn
-        came, seal this one when full."""
+    def _stage(self, buf: DeviceBuffer, offset: int, raw: np.ndarray, source) -> None:
+        """Stream `raw` through the slots: queue its host copy into the open slot, record the
+        copy, submit the sealed slots whose turn came, seal this one when full."""
         ring, pos = self.ring, 0
         while pos < raw.size:
             slot = self._slot_for(buf)
-            take = min(raw.size - pos, ring.room(left - pos))
-            if take <= 0:  # filled as far as the ramp lets it
-                ring.seal()
-                continue
+            take = min(raw.size - pos, ring.room())
             start = slot.take(take)
             slot.writes.append(self.copies.copy_async(ring.staging_bytes[start:start + take], raw[pos:pos + take]))
             ring.record_copy(ring.staging, start, buf, offset + pos, take)
             slot.keep.append(source)
             ring.submit_sealed()
             pos += take
-            if ring.room(left - pos) <= 0:
+            if ring.room() <= 0:
                 ring.seal()
 
     def _stage_file(self, buf: DeviceBuffer, offset: int, source: FileSource, file_offset: int, size: int) -> None:
@@ -393,7 +387,7 @@ class Uploader:
             align = source.align
             pad = -(ring.staging_bytes.ctypes.data + slot.base + slot.used) % align
             skew = (file_offset + pos) % align
-            window = min(round_up(skew + size - pos, align), (ring.room(size - pos) - pad) // align * align)
+            window = min(round_up(skew + size - pos, align), (ring.room() - pad) // align * align)
             take = min(size - pos, window - skew)
             if take <= 0:  # no aligned room left in this slot
                 ring.seal()
@@ -404,7 +398,7 @@ class Uploader:
             ring.record_copy(ring.staging, start + skew, buf, offset + pos, take, "read from a file")
             ring.submit_sealed()
             pos += take
-            if ring.room(size - pos) <= 0:
+            if ring.room() <= 0:
                 ring.seal()
 
     def _read(self, source: FileSource, file_offset: int, out: np.ndarray, need: int):
