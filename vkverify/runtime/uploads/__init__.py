@@ -30,8 +30,8 @@ Throughput: each staged byte crosses host memory three times (read from the
 source, written into a slot, read by the copy); on the H200's host that, not PCIe,
 is the bound, and a host copy running beside a device copy caps it near 0.8 of one
 raw vkCmdCopyBuffer (benchmarks/uploads.py prints that ceiling beside each path; 1 GiB
-on the H200: staged 0.94-0.99 of it, from a file 0.81-0.95, a page-cache read being
-about 12% slower than a memcpy there). The host copy threads leave two cores to the
+on the H200, eight runs: staged 0.96-1.02 of it, from a file 0.81-1.02, a page-cache
+read being about 12% slower than a memcpy there). The host copy threads leave two cores to the
 submitting thread and the driver (hostio.default_threads). A source produced in place
 in a staging_array() crosses host memory once less; upload_file() with O_DIRECT has the
 disk write the slot; buffered, the page cache is read once.
