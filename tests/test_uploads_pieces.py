@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import itertools
 import mmap
+import threading
+import time
 
 import numpy as np
 import pytest
 
 from vkverify.check import check
 from vkverify.runtime.uploads import Faults, SlotPlan, plan_slots
-from vkverify.runtime.uploads.hostio import DIRECT_ALIGN, FileSource, HostCopies
+from vkverify.runtime.uploads.hostio import DIRECT_ALIGN, FileSource, HostCopies, default_threads
 from vkverify.runtime.uploads.recording import Recording
 
 MIB = 1 << 20
@@ -73,6 +75,19 @@ def test_host_copies_and_file_reads(tmp_path):
                 assert got == n and np.array_equal(aligned[:n], data[start:start + n])
                 # Past the end: the bytes before the first short piece.
                 assert copies.read(source, 0, aligned[:12 * MIB + DIRECT_ALIGN]) == data.size
+    finally:
+        copies.close()
+
+
+def test_host_copies_run_on_their_threads_only():
+    """The default pool has default_threads() workers, not the executor's own default (cores + 4):
+    the pieces of queued slots must not run on more threads than the cores left to them."""
+    copies = HostCopies()
+    try:
+        assert copies.threads == default_threads()
+        idents = {f.result() for f in [copies.pool.submit(lambda: time.sleep(0.01) or threading.get_ident())
+                                      for _ in range(4 * copies.threads + 4)]}
+        assert len(idents) <= copies.threads
     finally:
         copies.close()
 

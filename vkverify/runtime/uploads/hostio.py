@@ -91,7 +91,7 @@ class HostCopies:
 
     def __init__(self, threads: int | None = None) -> None:
         self.threads = threads or default_threads()
-        self.pool = ThreadPoolExecutor(threads)
+        self.pool = ThreadPoolExecutor(self.threads)
 
     def pieces(self, n: int) -> list[tuple[int, int]]:
         """[start, end) of each thread's share of n bytes, in whole DIRECT_ALIGN blocks but the last."""
