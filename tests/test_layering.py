@@ -1,4 +1,4 @@
-"""Layering: each layer imports only the model and the layers below it (ARCHITECTURE.md).
+"""Layering: each layer imports only the model and the layers below it.
 
 Read from the source with `ast`, so an import inside a function (the lazy imports the runtime
 and the mutations use) counts as much as one at the top of a file.

@@ -3,7 +3,7 @@
 The checker's vector clocks say whether a pair is ordered but forget through what. The
 happens-before model (check/hb.py, shared with the mutation tester) keeps the answer as paths in a
 product graph of synchronization operations and memory tokens, under the same scope rules
-(ARCHITECTURE.md rules 2-8). This module pairs up every access of the two operations to common
+(docs/format.md, rules 2-8). This module pairs up every access of the two operations to common
 bytes, reads the shortest paths of each pair's graph as chains of barriers, semaphore
 signal/wait pairs and host waits, and, where no path reaches the second access, names the scope
 that is missing at the synchronization closest to it.

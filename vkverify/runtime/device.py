@@ -2,7 +2,7 @@
 
 Every struct a Vulkan call points to is bound to a local name until the call
 returns: the `vulkan` package does not keep nested temporaries alive
-(VULKAN_PYTHON_NOTES.md).
+(an inline nested struct segfaulted vkCreateComputePipelines under the validation layer).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class Instance:
             raise NoDevice(f"{VALIDATION_LAYER} is not installed")
         if syncval:
             # Layer 1.3.239 checks hazards across command buffers and submits only
-            # with this switch (VULKAN_PYTHON_NOTES.md); it reads the variable at
+            # with this switch (marked alpha then); it reads the variable at
             # vkCreateInstance.
             enables = [e for e in os.environ.get("VK_LAYER_ENABLES", "").split(":") if e]
             if SYNCVAL_QUEUE_SUBMIT not in enables:

@@ -1,4 +1,5 @@
-"""Replay of streams with several `devices` (PROTOCOLS.md section 3).
+"""Replay of streams with several `devices`, as tensor-parallel engines run them (pinned host
+memory shared by the devices, exported timeline semaphores or host proxy threads between them).
 
 One Runtime (its own instance, VkDevice and queues) per stream device; on a
 machine with fewer physical devices than the stream has, several logical
@@ -359,7 +360,7 @@ def choose_physical(stream: ir.Stream, device: str | None) -> dict[str, Physical
 
 class HostAllocation:
     """Page-aligned host memory that devices import; freed only after every
-    device memory importing it is (the keep-alive rule of PROTOCOLS.md 1)."""
+    device memory importing it is (keep-alive: the host memory outlives every device use)."""
 
     def __init__(self, vk, size: int, alignment: int) -> None:
         self.size = -(-size // alignment) * alignment

@@ -2,7 +2,7 @@
 
 Bindings are checked against the SPIR-V's reflected interface before any
 Vulkan object is made (a pipeline that binds a different number of buffers
-than the module declares is refused, as the engines in PROTOCOLS.md do).
+than the module declares is refused, as inference engines' Vulkan paths refuse it).
 """
 
 from __future__ import annotations

@@ -161,7 +161,7 @@ class Runtime:
 
     def _zero(self, buffer: DeviceBuffer) -> None:
         """Fresh memory is zero-filled: the simulator's reference starts from zeros,
-        and a fresh block can hold another run's bytes (PROTOCOLS.md 1)."""
+        and a fresh block can hold another run's bytes."""
         if buffer.block.mapped is not None:
             buffer.view(0, buffer.size)[:] = bytes(buffer.size)
         else:

@@ -5,7 +5,7 @@ current operation names it: a command's reference while a command buffer is
 recorded (`cb0[2]`: the second access), a submit's reference for hazards found
 at vkQueueSubmit2 (then the message names the command buffer, not the buffer).
 Layer 1.3.239 tracks neither host access, timeline semaphores nor
-uninitialized memory (VULKAN_PYTHON_NOTES.md): those findings are vkverify's alone.
+uninitialized memory: those findings are vkverify's alone.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The reference execution and the adversarial schedules (ARCHITECTURE.md, "simulator")."""
+"""The reference execution and the adversarial schedules (schedules the happens-before relation
+allows that turn a hazard into a wrong number)."""
 
 from __future__ import annotations
 

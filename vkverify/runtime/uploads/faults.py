@@ -1,4 +1,4 @@
-"""Fault points (PROTOCOLS.md 1: each one injectable): VKVERIFY_FAULT=<point>[:n]
+"""Fault points, each one injectable: VKVERIFY_FAULT=<point>[:n]
 fails the n-th hit of `point`."""
 
 from __future__ import annotations
