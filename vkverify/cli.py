@@ -455,8 +455,8 @@ def parser() -> argparse.ArgumentParser:
 STREAMS = ("*.json", "*.gfxr")  # what a directory argument stands for
 
 
-class _Usage(ValueError):
-    """A command line (or [tool.vkverify] table) vkverify cannot run: one line, exit 2."""
+class _Usage(VkverifyError, ValueError):
+    """A command line (or [tool.vkverify] table) vkverify cannot run. Seen by the CLI's user: one line, exit 2."""
 
 
 def expand(paths: list[str]) -> list[str]:

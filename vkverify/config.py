@@ -17,11 +17,13 @@ import argparse
 import tomllib
 from pathlib import Path
 
+from .errors import VkverifyError
+
 NAME = "pyproject.toml"
 
 
-class ConfigError(ValueError):
-    """A `[tool.vkverify]` table vkverify cannot use: the CLI says why and exits 2."""
+class ConfigError(VkverifyError, ValueError):
+    """A `[tool.vkverify]` table vkverify cannot use. Seen by the CLI's user: one line, exit 2."""
 
 
 def find(start: Path) -> Path | None:

@@ -32,7 +32,7 @@ MAX_PATHS = 200  # simple paths examined to find them: the product graph may hol
 
 class ExplainError(UsageError, ValueError):
     """A reference (FIRST or SECOND) that names no operation of the stream, or one that accesses no
-    memory; `argument` is the reference as given."""
+    memory; `argument` is the reference as given. Seen by the user of `vkverify explain`."""
 
 
 @dataclass

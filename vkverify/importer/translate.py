@@ -17,6 +17,7 @@ import base64
 import re
 from collections import Counter
 
+from ..errors import VkverifyError
 from ..model.ir import MEMORY_KINDS
 
 from .commands import Commands, Recording
@@ -46,8 +47,9 @@ ORDERING = re.compile(r"Event|CopyQueryPoolResults|Sparse|DescriptorSetWithTempl
 UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 
 
-class UnreadableCall(Exception):
-    """A call whose arguments the translator cannot read; the importer raises it as a CaptureError."""
+class UnreadableCall(VkverifyError):
+    """A call whose arguments the translator cannot read. Seen by no user: the importer raises it
+    as a CaptureError naming the capture."""
 
 
 class Translator(Commands, Queues):

@@ -14,7 +14,7 @@ import re
 from functools import cache
 from typing import Any
 
-from .errors import InputError, json_path
+from .errors import InputError, VkverifyError, json_path
 
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 LOOP = re.compile(r"^\s*([A-Za-z_]\w*)\s+in\s+(.+?)\s*$")
@@ -26,8 +26,9 @@ _OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lamb
         ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b}
 
 
-class ExprError(ValueError):
-    """An expression that does not parse, names an unknown parameter or divides by zero."""
+class ExprError(VkverifyError, ValueError):
+    """An expression that does not parse, names an unknown parameter or divides by zero. The loader
+    turns it into a StreamError naming the JSON path; seen as itself only by callers of params' functions."""
 
 
 @cache

@@ -18,6 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 
+from ..errors import VkverifyError
 from .live import Selection, environment, site
 from .readers import CleanRunFailed, Verdict
 from .runner import Cache, Outcome, Stats, cache_key, files_hash
@@ -25,8 +26,9 @@ from .runner import Cache, Outcome, Stats, cache_key, files_hash
 TIMEOUT_FACTOR, TIMEOUT_FLOOR_S = 10.0, 30.0  # a mutant that hangs is killed; start-up noise needs a floor
 
 
-class NoMutants(Exception):
-    """The command gave nothing to mutate; the message says why (exit 2)."""
+class NoMutants(VkverifyError):
+    """The command gave nothing to mutate; the message says why. Seen by the user of
+    `vkverify mutate -- CMD` (exit 2) and of run_command()."""
 
 
 @dataclass(frozen=True)

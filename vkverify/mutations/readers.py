@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 
+from ..errors import VkverifyError
 from ..model import dumps, ir
 from .generate import Mutant
 from .operators import RefMap, translate
@@ -36,8 +37,9 @@ class Verdict:
     coinciding: bool = False  # not judged because the values coincide (the simulator's verdict, detail: why)
 
 
-class CleanRunFailed(Exception):
-    """The command fails on an unmutated stream: a red baseline proves nothing (exit 2)."""
+class CleanRunFailed(VkverifyError):
+    """The command fails on an unmutated stream: a red baseline proves nothing. Seen by the user
+    of `vkverify mutate` (exit 2) and of the mutation API."""
 
 
 class Reader(Protocol):
