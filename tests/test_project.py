@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
+from pathlib import Path
 
 from .conftest import ROOT
 
@@ -54,3 +56,73 @@ def test_md_reference_finder_sees_what_it_must():
     assert found == {"PROTOCOLS.md", "docs/format.md", "/work/x/NOTES.md", "../README.md"}
     assert [r for r in sorted(found) if not resolves(r, "tests/x.py", files)] == \
         ["/work/x/NOTES.md", "PROTOCOLS.md"]
+
+
+# ---- the public surface: `__all__` ---------------------------------------------------------------
+
+PACKAGE = ROOT / "vkverify"
+# Packages whose modules do not declare `__all__` yet, and why. Delete an entry once its modules do.
+ALL_PENDING = {"vkverify/check": "issue 26 splits the checker's modules; that work adds their __all__"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def public_modules() -> list[Path]:
+    """The modules whose name does not start with `_` (a package's __init__.py is the package's)."""
+    return [p for p in sorted(PACKAGE.rglob("*.py"))
+            if p.name == "__init__.py" or not p.name.startswith("_")]
+
+
+def top_level(tree: ast.Module) -> tuple[list[str] | None, set[str]]:
+    """(the module's `__all__`, None without one; every name bound at its top level)."""
+    declared, bound = None, set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                bound |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+                if isinstance(target, ast.Name) and target.id == "__all__":
+                    declared = list(ast.literal_eval(node.value))
+    return declared, bound
+
+
+def imported_by_name(path: Path):
+    """(module, name) for each `from MODULE import name` of the file, relative imports resolved."""
+    package = module_name(path).split(".") if path.name == "__init__.py" else module_name(path).split(".")[:-1]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            yield from ((module, a.name) for a in node.names)
+
+
+def pending(path: Path) -> bool:
+    return any(path.relative_to(ROOT).as_posix().startswith(p + "/") for p in ALL_PENDING)
+
+
+def test_every_public_module_declares_all():
+    missing = [p.relative_to(ROOT).as_posix() for p in public_modules()
+               if not pending(p) and top_level(ast.parse(p.read_text()))[0] is None]
+    assert not missing, f"no __all__: {missing}"
+
+
+def test_all_names_what_the_module_binds_and_what_others_import_from_it():
+    modules = {module_name(p): p for p in public_modules()}
+    surface = {name: top_level(ast.parse(p.read_text())) for name, p in modules.items()}
+    unbound = [f"{m}.{n}" for m, (declared, bound) in surface.items() for n in declared or () if n not in bound]
+    assert not unbound, f"in __all__ but not defined: {unbound}"
+    undeclared = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for module, name in imported_by_name(path):
+            declared = surface.get(module, (None, ()))[0]
+            if declared is None or name.startswith("_") or name == "*" or f"{module}.{name}" in modules:
+                continue  # not a public module of vkverify, a private name or a submodule
+            if name not in declared:
+                undeclared.add(f"{path.relative_to(ROOT).as_posix()}: {module}.{name}")
+    assert not undeclared, f"imported from a module whose __all__ leaves it out: {sorted(undeclared)}"

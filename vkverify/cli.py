@@ -20,6 +20,8 @@ from .model.files import check_directory, check_output, write_atomic
 from .report import FORMATTERS
 from .results import CAPTURES, FileResult, bad_input, says_something
 
+__all__ = ["cmd_capture", "cmd_check", "cmd_devices", "cmd_import", "cmd_replay", "expand", "main", "parse", "parser"]
+
 CHECK_EPILOG = """\
 examples:
   vkverify check stream.json

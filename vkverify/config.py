@@ -19,6 +19,8 @@ from pathlib import Path
 
 from .errors import VkverifyError
 
+__all__ = ["ConfigError", "arguments", "find", "table"]
+
 NAME = "pyproject.toml"
 
 

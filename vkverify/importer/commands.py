@@ -18,6 +18,8 @@ from .flags import access_names, stage_names
 from .records import Call
 from .resources import Specialization
 
+__all__ = ["Commands", "Recording"]
+
 QUEUE_FAMILY_IGNORED = 0xFFFFFFFF
 BUFFER_BINDINGS = ("storage_buffer", "uniform_buffer", "storage_texel_buffer", "uniform_texel_buffer")
 TRANSFER_LABEL = re.compile(r"buffer barrier (\d+): queue family (\d+) -> (\d+)")  # see __init__.py

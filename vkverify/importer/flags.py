@@ -20,6 +20,8 @@ from collections.abc import Callable
 from ..model.names import access_row, stage_row
 from ..model.stages import Access, Stage, access_names_of, stage_names_of
 
+__all__ = ["access_names", "memory_kind", "stage_names"]
+
 MEMORY_DEVICE_LOCAL = 0x1
 MEMORY_HOST_VISIBLE = 0x2
 MEMORY_HOST_COHERENT = 0x4

@@ -19,6 +19,8 @@ from ..shaders.specialize import specialize
 from .encoded import TemplateData
 from .flags import memory_kind
 
+__all__ = ["WHOLE_SIZE", "Buffer", "Descriptor", "Memory", "Resources", "Specialization"]
+
 WHOLE_SIZE = 2**64 - 1
 BUFFER_DESCRIPTORS = {
     "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER": False, "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC": False,

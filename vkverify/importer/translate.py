@@ -29,6 +29,8 @@ from .records import Call
 from .resources import WHOLE_SIZE, Buffer, Memory, Resources
 from .summary import ImportSummary
 
+__all__ = ["UNREADABLE", "Translator", "UnreadableCall"]
+
 # Calls that touch images, rendering or presentation: outside the stream format's scope.
 OUT_OF_SCOPE = re.compile(r"Image|RenderPass|Rendering|Framebuffer|Swapchain|Surface|Present|Draw|Sampler|Blit|"
                           r"Resolve|Clear(Color|DepthStencil|Attachments)|Viewport|Scissor|Event|QueryPool|"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from . import ir
 
+__all__ = ["ACCESSES_BY_KIND", "DEVICE_ACCESSES", "command_accesses"]
+
 # The (stage, access) pairs commands perform (the checker keeps a visibility clock for each).
 DEVICE_ACCESSES = (("draw_indirect", "indirect_command_read"), ("compute_shader", "shader_storage_read"),
                    ("compute_shader", "uniform_read"), ("compute_shader", "shader_storage_write"),

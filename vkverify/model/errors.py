@@ -9,6 +9,9 @@ from dataclasses import dataclass
 
 from ..errors import VkverifyError
 
+__all__ = ["CaptureError", "InputError", "InvalidStream", "StreamError", "UsageError", "VkverifyError", "json_path",
+           "printable"]
+
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 

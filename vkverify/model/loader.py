@@ -30,6 +30,8 @@ from .gcpause import cyclic_gc_paused
 from .names import access_name, stage_name
 from .refs import parse_ref, split_submit, with_submit
 
+__all__ = ["from_dict", "load", "loads", "resolve_ref", "schema", "schema_errors", "validate", "value_errors"]
+
 @cache
 def schema() -> dict:
     return json.loads(resources.files(__package__).joinpath("stream.schema.json").read_text())

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from .stages import ACCESS, ACCESSES, STAGE, STAGES, Access, Stage
 
+__all__ = ["ACCESS_SETS", "STAGE_SETS", "access_name", "access_row", "stage_name", "stage_row"]
+
 # What each name covers: a meta name (transfer, all_commands, shader_read, memory_write) the
 # names it expands to, any other name itself (7.6, 7.7).
 STAGE_SETS: dict[str, frozenset[str]] = {s.name: s.covers for s in STAGES if s.in_format}

@@ -16,6 +16,8 @@ from typing import Any
 
 from .errors import InputError, VkverifyError, json_path
 
+__all__ = ["ExprError", "combinations", "errors", "evaluate", "instantiate", "integer_keys", "loops", "names", "parse"]
+
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 LOOP = re.compile(r"^\s*([A-Za-z_]\w*)\s+in\s+(.+?)\s*$")
 KEY_LOOP = re.compile(r"^for (.+?): (.+)$")

@@ -17,6 +17,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
+__all__ = [
+    "ACCESS",
+    "ACCESSES",
+    "COMMAND_STAGES",
+    "DEVICE_STAGES",
+    "EXECUTING_STAGES",
+    "STAGE",
+    "STAGES",
+    "Access",
+    "Flag",
+    "Stage",
+    "access_mask",
+    "access_names_of",
+    "stage_mask",
+    "stage_names_of",
+]
+
 TOP_OF_PIPE, BOTTOM_OF_PIPE = "top_of_pipe", "bottom_of_pipe"
 
 

@@ -23,6 +23,9 @@ from .live import Selection, environment, site
 from .readers import CleanRunFailed, Verdict
 from .runner import Cache, Outcome, Stats, cache_key, files_hash
 
+__all__ = ["Candidate", "Listing", "NoMutants", "RuntimeMutant", "chosen", "listing", "no_runtime_reason", "read_list",
+           "run_command"]
+
 TIMEOUT_FACTOR, TIMEOUT_FLOOR_S = 10.0, 30.0  # a mutant that hangs is killed; start-up noise needs a floor
 
 

@@ -21,6 +21,22 @@ from ..model.refs import format_ref, split_ref
 from . import operators as o
 from .load_bearing import Analysis, analyze
 
+__all__ = [
+    "ACCESS_CLASSES",
+    "TARGETS",
+    "Equivalent",
+    "Mutant",
+    "barrier_edits",
+    "borne_out",
+    "drop_description",
+    "hazards",
+    "mutant_targets",
+    "mutants",
+    "new_hazards",
+    "plain",
+    "semaphore_edits",
+]
+
 TARGETS = ("raw", "waw", "war", "semaphore", "fence", "keepalive", "host")
 ACCESS_CLASSES = ("raw", "war", "waw")
 # Wrong stages a mask is narrowed to, tried in this order until one breaks an ordering.

@@ -70,6 +70,8 @@ from ..model import ir
 from ..model.dump import host_op_to_dict
 from ..model.refs import format_ref, parse_ref, split_ref, without_submit
 
+__all__ = ["Found", "Mutator", "Selection", "Shadow", "environment", "mutator", "selection", "site", "user_files"]
+
 ENV = "VKVERIFY_RUNTIME_MUTATE"
 HOOK = "vkverify.mutations.live:mutator"
 HOST_WAITS = (ir.WaitFences, ir.WaitSemaphores, ir.QueueWaitIdle, ir.DeviceWaitIdle)

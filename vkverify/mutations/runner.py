@@ -15,6 +15,8 @@ from ..model.files import write_atomic
 from .generate import Mutant
 from .readers import Reader, Verdict
 
+__all__ = ["Cache", "Outcome", "Stats", "cache_key", "code_hash", "files_hash", "run", "shard"]
+
 CACHE_FILE = "mutate.json"
 
 

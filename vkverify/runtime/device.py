@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 from .errors import NoDevice, Unsupported
 
+__all__ = ["Device", "Instance", "Message", "QueueRequest", "assign_families", "pick_physical", "vulkan"]
+
 SYNCVAL_QUEUE_SUBMIT = "VALIDATION_CHECK_ENABLE_SYNCHRONIZATION_VALIDATION_QUEUE_SUBMIT"
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 

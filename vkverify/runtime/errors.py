@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from ..errors import VkverifyError
 
+__all__ = ["DeviceFault", "DeviceLost", "HazardError", "NoDevice", "RuntimeFault", "Unsupported", "UploadFailed"]
+
 
 class RuntimeFault(VkverifyError):
     """Base of the runtime's errors: what a program built on the runtime, the uploader or

@@ -16,6 +16,8 @@ from functools import cached_property
 
 from .errors import DeviceFault, Unsupported
 
+__all__ = ["Allocator", "Block", "DeviceBuffer", "choose_type", "flag_bits", "flag_names"]
+
 BLOCK_SIZE = 64 << 20
 
 # kind -> (required flags, flags we would rather not have), by name.

@@ -54,6 +54,10 @@ from .memory import Block, DeviceBuffer, choose_type
 from .replay import ReplayResult, _queue_requests, _shared_queue_deadlock, compare_reference, run_thread_ops
 from .runtime import Runtime
 
+__all__ = ["Bridge", "Copied", "HostAllocation", "MultiDevice", "Physical", "Plan", "choose_physical",
+           "create_timeline", "export_fd", "import_host_buffer", "import_timeline", "plan", "replay_devices",
+           "replay_plan"]
+
 PROXY_ENV = "VKVERIFY_PROXY"
 SHARE_ENV = "VKVERIFY_SHARE"
 # The replay's own command buffers, named apart from a stream's (no `@`: that spells a submission).

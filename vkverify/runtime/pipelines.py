@@ -13,6 +13,8 @@ from ..shaders import DescriptorType, ShaderInterface, interface, load_spirv
 from ..shaders.reflect import reflect
 from .errors import Unsupported
 
+__all__ = ["Pipeline", "Pipelines"]
+
 SETS_PER_POOL = 256
 
 

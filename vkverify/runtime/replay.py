@@ -20,6 +20,8 @@ from .errors import RuntimeFault, Unsupported
 from .runtime import Runtime
 from .syncval import agreement, layer_findings
 
+__all__ = ["ReplayResult", "compare_reference", "replay", "replayable", "run_thread_ops"]
+
 # Findings after which a real device would hang or touch freed memory.
 UNSAFE_KINDS = frozenset({"use_after_destroy", "deadlock", "wait_never_satisfied", "fence_misuse",
                           "binary_semaphore_misuse", "timeline_not_increasing"})

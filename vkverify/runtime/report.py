@@ -9,6 +9,8 @@ from .memory import flag_names
 from .replay import ReplayResult
 from .uploads import staged
 
+__all__ = ["devices", "devices_json", "devices_text", "replay_json", "replay_text"]
+
 
 def replay_json(result: ReplayResult) -> dict:
     out = {"stream": result.stream, "device": result.device, "digests": result.digests, "reads": result.reads,

@@ -39,6 +39,8 @@ from .memory import Allocator, DeviceBuffer
 from .pipelines import Pipelines
 from .record import Recorder, global_barrier
 
+__all__ = ["CommandBuffer", "Runtime", "env_hooks"]
+
 WAIT_SLICE_NS = 100_000_000  # host waits wake this often to notice an abort
 WAIT_LIMIT_S = 60.0  # a wait that long is reported as a fault, not a hang
 # A read back's copy made visible to the host's read of the staging buffer (not recorded in the stream).

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from ..model.refs import owner_of, without_submit
 from .record import scratch_orders
 
+__all__ = ["Agreement", "LayerFinding", "agreement", "explain_only_layer", "explain_only_vkverify", "layer_findings"]
+
 LAYER_KINDS = {"SYNC-HAZARD-READ-AFTER-WRITE": "raw", "SYNC-HAZARD-WRITE-AFTER-READ": "war",
                "SYNC-HAZARD-WRITE-AFTER-WRITE": "waw"}
 _SUBMIT_CB = re.compile(r"Hazard \w+ for entry \d+, VkCommandBuffer 0x[0-9a-f]+\[([^\]@]+)")

@@ -26,6 +26,7 @@ __all__ = [
     "pack_push",
     "reflect",
     "spec_constant_types",
+    "unpack_push",
 ]
 
 MAGIC = 0x07230203

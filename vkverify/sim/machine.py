@@ -22,7 +22,7 @@ import numpy as np
 from ..model import ir
 from ..model.errors import InputError, StreamError
 
-__all__ = ["Machine", "Overlay", "digest"]
+__all__ = ["Machine", "Overlay", "digest", "poison"]
 
 MAX_MEMORY = 2 ** 30  # bytes of the root buffers one simulated execution holds
 DEFINED_AT_START = ("host_coherent", "host_cached")  # as the checker's RangeMap(initialized=...)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from ..errors import DeviceFault, UploadFailed
 from ..memory import Block, DeviceBuffer, choose_type
 
+__all__ = ["COPY_ALIGN", "Arena", "round_up"]
+
 COPY_ALIGN = 256  # copy offsets and destinations round up to 256 bytes, as engines' uploaders do
 
 

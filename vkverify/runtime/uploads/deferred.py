@@ -10,6 +10,8 @@ from ...model import ir
 from ..memory import DeviceBuffer
 from .slots import LANDING
 
+__all__ = ["Deferred", "DeferredCopies", "reads_of"]
+
 
 @dataclass(eq=False)
 class Deferred:

@@ -7,6 +7,8 @@ import os
 
 from ..memory import flag_names
 
+__all__ = ["UPLOAD_QUEUE", "choose_queue", "destination_kind", "memory_layout", "staged"]
+
 UPLOAD_QUEUE = "upload"  # the stream queue id a program requests for uploads (choose_queue)
 
 

@@ -9,6 +9,8 @@ from dataclasses import replace
 from ...model import from_dict, ir
 from ..caller import caller
 
+__all__ = ["Recording"]
+
 
 class Recording:
     """Appends the uploader's host operations (thread `thread`), declarations and

@@ -11,6 +11,8 @@ from ..memory import Allocator
 from .placement import choose_queue
 from .recording import Recording
 
+__all__ = ["Borrowed", "EngineDevice", "Site"]
+
 
 @dataclass(frozen=True)
 class EngineDevice:

@@ -21,6 +21,8 @@ from ..memory import DeviceBuffer
 from ..record import global_barrier
 from .arena import COPY_ALIGN, round_up
 
+__all__ = ["LANDING", "Slot", "SlotRing", "record_barrier", "retire", "settle", "wait_fence"]
+
 WAIT_SLICE_NS = 100_000_000
 WAIT_LIMIT_S = 60.0
 # A slot's last command: its copies (and a fresh block's fill) made visible to any later command.

@@ -24,6 +24,8 @@ from .site import Site
 from .sizing import SLOT_BUDGET, SLOT_PER_THREAD, SlotPlan, measure, plan_slots
 from .slots import SlotRing, wait_fence
 
+__all__ = ["UploadReport", "Uploader", "as_bytes"]
+
 BLOCK_SIZE = 256 << 20
 
 
