@@ -53,9 +53,19 @@ def test_ring_allreduce_on_logical_devices(device_name, n, share, monkeypatch, c
     assert check(recorded) == []
     assert "VKVERIFY_PROXY=1" in recorded.description
     assert ("VKVERIFY_SHARE=copy" in recorded.description) == (share == "copy")
-    assert "proxy thread proxy_X0_gpu1" in capfd.readouterr().err
+    assert any("proxy thread proxy_X0_gpu1" in note for note in result.notes)
+    assert "vkverify replay:" not in capfd.readouterr().err  # the engine prints nothing: the notes are the caller's
     errors = [m.text for m in result.messages if m.severity == "error" and not m.id_name.startswith("SYNC-HAZARD")]
     assert errors == []
+
+
+def test_replay_command_prints_the_notes(device_name, capsys):
+    """`vkverify replay` shows how the devices share, one stderr line a note, from the result."""
+    from vkverify.cli import main
+
+    assert main(["replay", str(PROXY_CORPUS)]) == 0
+    err = capsys.readouterr().err
+    assert "vkverify replay: gpu0: " in err and "vkverify replay: gpu1: " in err
 
 
 def test_recorded_race_is_found(device_name):

@@ -150,6 +150,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except DeviceFault as e:
         print(f"{args.file}: {e}", file=sys.stderr)
         return 3
+    print("".join(f"vkverify replay: {note}\n" for note in result.notes), end="", file=sys.stderr)
     print(json.dumps(replay_json(result), indent=1) if args.format == "json" else replay_text(result))
     return 1 if result.reference else 0
 

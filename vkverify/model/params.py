@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any
 
 from .errors import InputError, VkverifyError, json_path
+from .schema import schema
 
 __all__ = ["ExprError", "combinations", "errors", "evaluate", "instantiate", "integer_keys", "loops", "names", "parse"]
 
@@ -36,7 +37,6 @@ class ExprError(VkverifyError, ValueError):
 @cache
 def integer_keys() -> frozenset[str]:
     """Field names the schema types as integers (or lists of them): where an expression string goes."""
-    from .loader import schema
     found = set()
 
     def walk(node: Any) -> None:

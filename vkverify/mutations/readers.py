@@ -159,7 +159,7 @@ class SimReader:
 
 def _replay_verdict(stream: ir.Stream, syncval: bool) -> Verdict:
     from ..runtime import RuntimeFault, replay, replayable
-    from ..runtime.replay import compare_reference
+    from ..runtime.replay_result import compare_reference
 
     why = replayable(stream)
     if why is not None:

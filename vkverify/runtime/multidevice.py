@@ -39,7 +39,6 @@ import base64
 import hashlib
 import mmap
 import os
-import sys
 import threading
 from dataclasses import dataclass, replace
 
@@ -49,9 +48,11 @@ from ..model.data import data_bytes
 from ..model.dump import command_to_dict, host_op_to_dict, to_dict
 from ..model.refs import format_ref
 from .device import Instance, pick_physical
-from .errors import DeviceFault, RuntimeFault, Unsupported
+from .errors import DeviceFault, Unsupported
 from .memory import Block, DeviceBuffer, choose_type
-from .replay import ReplayResult, _queue_requests, _shared_queue_deadlock, compare_reference, run_thread_ops
+from .create import create_objects, owners, queue_requests
+from .host_threads import run_concurrently, run_thread_ops
+from .replay_result import ReplayResult, finish
 from .runtime import Runtime
 
 __all__ = ["Bridge", "Copied", "HostAllocation", "MultiDevice", "Physical", "Plan", "choose_physical",
@@ -148,11 +149,6 @@ def _device_of_queue(stream: ir.Stream) -> dict[str, str]:
     return {q: d for q, (d, _) in stream.index.queues.items()}
 
 
-def _owners(stream: ir.Stream, buffer: str) -> tuple[str, ...]:
-    """The devices whose memory `buffer` is (an alias: its root's)."""
-    return stream.index.buffers[stream.index.root(buffer)[0]].devices
-
-
 def _accesses(stream: ir.Stream, batch: ir.Batch):
     """(root buffer, lo, hi, writes) of each access the batch's commands make, in root offsets."""
     for cb in batch.command_buffers:
@@ -221,9 +217,9 @@ def plan(stream: ir.Stream, physical: dict[str, Physical], force_proxy: bool, fo
             for cb in b.command_buffers:
                 for c in stream.index.command_buffers[cb].commands:
                     for buf in sorted(_command_buffers(c)):
-                        if on[op.queue] not in _owners(stream, buf):
+                        if on[op.queue] not in owners(stream, buf):
                             raise Unsupported(f"{cb} runs on {on[op.queue]} but buffer {buf!r} is memory of "
-                                              f"{', '.join(_owners(stream, buf))} only")
+                                              f"{', '.join(owners(stream, buf))} only")
             for root, _, _, write in _accesses(stream, b):
                 using.setdefault(root, set()).add(on[op.queue])
                 if write:
@@ -478,7 +474,7 @@ class MultiDevice:
         try:
             for d in stream.devices:
                 physical = plan.physical[d.id]
-                rt = Runtime(_queue_requests(stream, d), device=str(physical.index), validation=syncval,
+                rt = Runtime(queue_requests(stream, d), device=str(physical.index), validation=syncval,
                              syncval=syncval, check=False, name=stream.name,
                              extensions=tuple(sorted(physical.extensions)))
                 self.runtimes[d.id] = rt
@@ -489,47 +485,33 @@ class MultiDevice:
             raise
 
     def create(self) -> None:
+        """The stream's objects on every device (create.create_objects), what they share as the plan says."""
         stream, plan, rts = self.stream, self.plan, self.runtimes
-        for d, rt in rts.items():
-            reason = _shared_queue_deadlock(stream, rt)
-            if reason is not None:
-                raise Unsupported(f"{stream.name} on {d}: {reason}")
 
-        def depth(b: ir.Buffer) -> int:
-            return 0 if b.alias_of is None else 1 + depth(stream.index.buffers[b.alias_of])
-        for b in sorted(stream.buffers, key=depth):
-            if b.id in plan.shared:
-                host = HostAllocation(rts[b.devices[0]].vk, b.size,
-                                      max(plan.physical[d].host_alignment for d in b.devices))
-                self.hosts.append(host)
-                for d in b.devices:
-                    import_host_buffer(rts[d], b.id, b.size, host, b.sharing)
-            else:
-                for d in _owners(stream, b.id):
-                    rts[d].create_buffer(b.id, b.size, b.memory, b.alias_of, b.offset, b.sharing)
-        bridged = {}
+        def shared_buffer(b: ir.Buffer) -> bool:
+            if b.id not in plan.shared:
+                return False
+            host = HostAllocation(rts[b.devices[0]].vk, b.size, max(plan.physical[d].host_alignment for d in b.devices))
+            self.hosts.append(host)
+            for d in b.devices:
+                import_host_buffer(rts[d], b.id, b.size, host, b.sharing)
+            return True
+        bridged: dict[str, list[Bridge]] = {}
         for br in plan.bridges:
             bridged.setdefault(br.semaphore, []).append(br)
-        for s in stream.semaphores:
-            home = rts[plan.home[s.id]]
+
+        def bridged_timeline(s: ir.Semaphore) -> bool:
             if s.id not in bridged:
-                home.create_semaphore(s.id, s.type == "timeline", s.initial)
-                continue
+                return False
+            home = rts[plan.home[s.id]]
             create_timeline(home, s.id, s.initial, export=any(not br.proxy for br in bridged[s.id]))
             for br in bridged[s.id]:
                 if br.proxy:
                     create_timeline(rts[br.other], s.id, s.initial, export=False)
                 else:
                     import_timeline(rts[br.other], s.id, s.initial, export_fd(home, s.id))
-        for f in stream.fences:
-            rts[plan.home[f.id]].create_fence(f.id, f.signaled)
-        for rt in rts.values():
-            for s in stream.shaders:
-                rt.declare_shader(s.id, s.bindings)
-            for cb in stream.command_buffers:
-                rt.load_command_buffer(cb)
-            rt.load_command_buffer(HOST_READ_BARRIER)
-            rt.load_command_buffer(HOST_WRITE_BARRIER)
+            return True
+        create_objects(stream, rts, plan.home, shared_buffer, bridged_timeline, (HOST_READ_BARRIER, HOST_WRITE_BARRIER))
 
     # ---- host ops -------------------------------------------------------------------
 
@@ -546,11 +528,11 @@ class MultiDevice:
         if isinstance(op, ir.HostAccess):
             copied = self.plan.copied.get(stream.index.root(op.buffer)[0])
             if copied is None:  # one memory, whichever device maps it
-                return [(_owners(stream, op.buffer)[0], op)]
+                return [(owners(stream, op.buffer)[0], op)]
             # One copy per device: a read takes the writing device's, anything else goes to every copy.
-            return [(copied.source, op)] if op.op == "host_read" else [(d, op) for d in _owners(stream, op.buffer)]
+            return [(copied.source, op)] if op.op == "host_read" else [(d, op) for d in owners(stream, op.buffer)]
         if isinstance(op, ir.Destroy):
-            return [(d, op) for d in _owners(stream, op.buffer)]
+            return [(d, op) for d in owners(stream, op.buffer)]
         if isinstance(op, ir.WaitSemaphores):
             by: dict[str, list] = {}
             for w in op.waits:
@@ -619,27 +601,11 @@ class MultiDevice:
     def run(self) -> dict[str, str]:
         """Every stream thread and every proxy thread, concurrently; host_read digests by reference."""
         reads: dict[str, str] = {}
-        errors: list[BaseException] = []
 
         def run_thread(thread: ir.Thread) -> None:
             run_thread_ops(self.execute, self.stream, thread, reads)
-
-        def guarded(target, arg) -> None:
-            try:
-                target(arg)
-            except BaseException as error:  # noqa: BLE001 - reported by the caller; the others stop waiting
-                errors.append(error)
-                self.aborted.set()
-
-        work = [(run_thread, t, t.id) for t in self.stream.threads] + \
-               [(self.forward, b, b.thread) for b in self.plan.bridges if b.proxy]
-        workers = [threading.Thread(target=guarded, args=(fn, arg), name=f"vkverify-{name}") for fn, arg, name in work]
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join()
-        if errors:
-            raise next((e for e in errors if isinstance(e, RuntimeFault)), errors[0])
+        run_concurrently([(run_thread, t, t.id) for t in self.stream.threads]
+                         + [(self.forward, b, b.thread) for b in self.plan.bridges if b.proxy], self.aborted)
         return reads
 
     def digests(self) -> dict[str, str]:
@@ -680,12 +646,10 @@ class MultiDevice:
 
 
 def replay_devices(stream: ir.Stream, device: str | None = None, syncval: bool = False) -> ReplayResult:
-    """`replay` for a stream with several devices; the sharing choices go to stderr
-    and into the recorded stream's description."""
+    """`replay` for a stream with several devices; the sharing choices are in the result's `notes`
+    and in the recorded stream's description."""
     chosen = plan(stream, choose_physical(stream, device), os.environ.get(PROXY_ENV) == "1",
                   os.environ.get(SHARE_ENV) == "copy")
-    for note in chosen.notes(stream):
-        print(f"vkverify replay: {note}", file=sys.stderr)
     return replay_plan(stream, chosen, syncval)
 
 
@@ -697,14 +661,7 @@ def replay_plan(stream: ir.Stream, chosen: Plan, syncval: bool = False) -> Repla
         reads = run.run()
         digests = run.digests()
         names = ", ".join(f"{d}: {p.name}" for d, p in chosen.physical.items())
-        result = ReplayResult(stream.name, names, digests, reads, run.recorded())
+        result = ReplayResult(stream.name, names, digests, reads, run.recorded(), notes=chosen.notes(stream))
     finally:
         run.close()
-    result.messages = run.messages()
-    if syncval:
-        from ..check import check
-        from .syncval import agreement, layer_findings
-        result.findings = check(stream)
-        result.agreement = agreement(result.findings, layer_findings(result.messages))
-    result.reference, result.reference_note = compare_reference(stream, result)
-    return result
+    return finish(result, stream, run.messages(), syncval)
