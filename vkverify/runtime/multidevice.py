@@ -208,11 +208,25 @@ def _command_buffers(command: ir.Command) -> set[str]:
 def plan(stream: ir.Stream, physical: dict[str, Physical], force_proxy: bool, force_copy: bool) -> Plan:
     """How each shared object is shared between the chosen devices; Unsupported
     naming the object and the reason where it cannot be."""
+    using, writers = _device_uses(stream)
+    shared, copied = _share_buffers(stream, physical, writers, force_copy)
+    home = _fence_homes(stream)
+    bridges = _bridges(stream, physical, copied, home, force_proxy)
+    _check_copies_reach(copied, using, writers, bridges)
+    return Plan(physical, home, bridges, shared, copied)
+
+
+def _submits(stream: ir.Stream) -> list[ir.Submit]:
+    return [op for t in stream.threads for op in t.ops if isinstance(op, ir.Submit)]
+
+
+def _device_uses(stream: ir.Stream) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(root buffer -> the devices whose commands access it, -> those whose commands write it);
+    Unsupported where a command uses a buffer that is not its device's memory."""
     on = _device_of_queue(stream)
-    submits = [op for t in stream.threads for op in t.ops if isinstance(op, ir.Submit)]
-    using: dict[str, set[str]] = {}  # root buffer -> the devices whose commands access it
+    using: dict[str, set[str]] = {}
     writers: dict[str, set[str]] = {}
-    for op in submits:
+    for op in _submits(stream):
         for b in op.batches:
             for cb in b.command_buffers:
                 for c in stream.index.command_buffers[cb].commands:
@@ -224,6 +238,13 @@ def plan(stream: ir.Stream, physical: dict[str, Physical], force_proxy: bool, fo
                 using.setdefault(root, set()).add(on[op.queue])
                 if write:
                     writers.setdefault(root, set()).add(on[op.queue])
+    return using, writers
+
+
+def _share_buffers(stream: ir.Stream, physical: dict[str, Physical], writers: dict[str, set[str]],
+                   force_copy: bool) -> tuple[tuple[str, ...], dict[str, Copied]]:
+    """The buffers of several devices imported as host memory by each, and those copied through the host
+    instead (a device lacks the extension, or VKVERIFY_SHARE=copy)."""
     shared, copied = [], {}
     for buf in stream.buffers:
         if buf.alias_of is not None or len(buf.devices) < 2:
@@ -242,17 +263,32 @@ def plan(stream: ir.Stream, physical: dict[str, Physical], force_proxy: bool, fo
             raise Unsupported(f"buffer {buf.id!r} is copied through the host ({why}) but written on "
                               f"{' and '.join(written)}: the copies carry the writes of one device")
         copied[buf.id] = Copied(buf.id, (written or buf.devices)[0], why)
-    home: dict[str, str] = {}
-    fence_users: dict[str, set[str]] = {}
-    for op in submits:
+    return tuple(shared), copied
+
+
+def _fence_homes(stream: ir.Stream) -> dict[str, str]:
+    """Fence -> the one device whose submits carry it (else the first device)."""
+    on = _device_of_queue(stream)
+    users: dict[str, set[str]] = {}
+    for op in _submits(stream):
         if op.fence is not None:
-            fence_users.setdefault(op.fence, set()).add(on[op.queue])
+            users.setdefault(op.fence, set()).add(on[op.queue])
+    home = {}
     for fence in stream.fences:
-        users = sorted(fence_users.get(fence.id, ()))
-        if len(users) > 1:
-            raise Unsupported(f"fence {fence.id!r} is submitted on {' and '.join(users)}: "
+        devices = sorted(users.get(fence.id, ()))
+        if len(devices) > 1:
+            raise Unsupported(f"fence {fence.id!r} is submitted on {' and '.join(devices)}: "
                               "a fence belongs to one device")
-        home[fence.id] = users[0] if users else stream.devices[0].id
+        home[fence.id] = devices[0] if devices else stream.devices[0].id
+    return home
+
+
+def _bridges(stream: ir.Stream, physical: dict[str, Physical], copied: dict[str, Copied], home: dict[str, str],
+             force_proxy: bool) -> tuple[Bridge, ...]:
+    """Each semaphore's home device (added to `home`: the first that signals it, else that waits it) and
+    a bridge to each other device that uses it: the exported semaphore, else a proxy thread."""
+    on = _device_of_queue(stream)
+    submits = _submits(stream)
     bridges = []
     for sem in stream.semaphores:
         signalled = sorted({on[op.queue] for op in submits for b in op.batches for s in b.signals
@@ -282,6 +318,12 @@ def plan(stream: ir.Stream, physical: dict[str, Physical], force_proxy: bool, fo
             forwarded = tuple(v for v in values if v > sem.initial)
             bridges.append(Bridge(sem.id, home[sem.id], other, why is not None, forwarded, why or "",
                                   _host_copies(stream, sem.id, other, copied, forwarded) if why else {}))
+    return tuple(bridges)
+
+
+def _check_copies_reach(copied: dict[str, Copied], using: dict[str, set[str]], writers: dict[str, set[str]],
+                        bridges: tuple[Bridge, ...]) -> None:
+    """Unsupported where a copied buffer's writes reach a device that uses it through no proxy's copy."""
     for c in copied.values():
         if c.buffer not in writers:  # only the host writes it, and host writes go to every copy
             continue
@@ -291,7 +333,6 @@ def plan(stream: ir.Stream, physical: dict[str, Physical], force_proxy: bool, fo
                 raise Unsupported(f"buffer {c.buffer!r} is copied through the host ({c.why}) and used on {d}, but no "
                                   f"proxy thread copies {c.source}'s writes to it: no timeline that {d} waits is "
                                   f"signalled after them on {c.source}")
-    return Plan(physical, home, tuple(bridges), tuple(shared), copied)
 
 
 def _no_export(a: Physical, b: Physical, forced: str | None) -> str | None:
