@@ -126,3 +126,30 @@ def test_all_names_what_the_module_binds_and_what_others_import_from_it():
             if name not in declared:
                 undeclared.add(f"{path.relative_to(ROOT).as_posix()}: {module}.{name}")
     assert not undeclared, f"imported from a module whose __all__ leaves it out: {sorted(undeclared)}"
+
+
+# ---- the runtime's users reach it through its public API -------------------------------------------
+
+
+def private_reaches(path: Path) -> list[str]:
+    """`x._name` in the file where x is not `self` or `cls`: another object's private attribute."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+            found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_uploads_and_mutations_use_the_runtime_through_public_names():
+    """The uploader records through StreamRecord's API and the runtime mutation reads the runtime's state
+    through public names: neither reaches into `rt._lock` or a private method."""
+    found = [hit for folder in ("vkverify/runtime/uploads", "vkverify/mutations")
+             for path in sorted((ROOT / folder).rglob("*.py")) for hit in private_reaches(path)]
+    assert not found, found
+
+
+def test_private_reaches_are_seen(tmp_path):
+    source = tmp_path / "x.py"
+    source.write_text("def f(rt):\n    with rt._lock:\n        return self._own + rt.record.commands('cb')\n")
+    assert [hit.split(": ", 1)[1] for hit in private_reaches(source)] == ["rt._lock"]
