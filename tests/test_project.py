@@ -153,3 +153,27 @@ def test_private_reaches_are_seen(tmp_path):
     source = tmp_path / "x.py"
     source.write_text("def f(rt):\n    with rt._lock:\n        return self._own + rt.record.commands('cb')\n")
     assert [hit.split(": ", 1)[1] for hit in private_reaches(source)] == ["rt._lock"]
+
+
+# ---- one class name per concept ---------------------------------------------------------------------
+
+# Class names that more than one module defines, and why each may. Delete an entry once one is renamed.
+SHARED_CLASS_NAMES = {
+    "Access": "vkverify/check (engine, hb, reference): issue 26's checker split names them",
+    "Node": "vkverify/check (hb, reference, witness): issue 26's checker split names them",
+    "Fence": "vkverify/check/walk.py beside ir.Fence: issue 26's checker split names it",
+    "Unsupported": "vkverify/check/reference.py: issue 26's checker split names it (the runtime's is the API's)",
+    "Stream": "the builder's Stream builds the IR's Stream: README's Python API names both",
+    "CommandBuffer": "the builder's records an IR CommandBuffer; the runtime's is the builder's with source lines",
+}
+
+
+def test_one_class_name_per_concept():
+    defined: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                defined.setdefault(node.name, []).append(path.relative_to(ROOT).as_posix())
+    shared = {name: files for name, files in defined.items() if len(files) > 1}
+    assert set(shared) - set(SHARED_CLASS_NAMES) == set(), {n: shared[n] for n in set(shared) - set(SHARED_CLASS_NAMES)}
+    assert set(SHARED_CLASS_NAMES) <= set(shared), f"renamed: delete {sorted(set(SHARED_CLASS_NAMES) - set(shared))}"

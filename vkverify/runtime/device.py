@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from .errors import NoDevice, Unsupported
 
-__all__ = ["Device", "Instance", "Message", "QueueRequest", "assign_families", "pick_physical", "vulkan"]
+__all__ = ["Instance", "LogicalDevice", "Message", "QueueRequest", "assign_families", "pick_physical", "vulkan"]
 
 SYNCVAL_QUEUE_SUBMIT = "VALIDATION_CHECK_ENABLE_SYNCHRONIZATION_VALIDATION_QUEUE_SUBMIT"
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
@@ -205,7 +205,7 @@ class QueueRequest:
 
 
 @dataclass
-class Device:
+class LogicalDevice:
     """A VkDevice with its queues; `queues[id]` is (family, VkQueue, lock)."""
 
     instance: Instance
@@ -218,7 +218,7 @@ class Device:
 
     @classmethod
     def open(cls, instance: Instance, physical, requests: list[QueueRequest],
-             extensions: tuple[str, ...] = ()) -> Device:
+             extensions: tuple[str, ...] = ()) -> LogicalDevice:
         """extensions: device extensions to enable (the caller checked the device has them)."""
         vk = instance.vk
         props = vk.vkGetPhysicalDeviceProperties(physical)

@@ -87,7 +87,7 @@ class DeviceBuffer:
 
 @dataclass(eq=False)
 class Allocator:
-    device: object  # runtime.device.Device
+    device: object  # runtime.device.LogicalDevice
     blocks: list[Block] = field(default_factory=list)
 
     @property

@@ -55,7 +55,7 @@ from .host_threads import run_concurrently, run_thread_ops
 from .replay_result import ReplayResult, finish
 from .runtime import Runtime
 
-__all__ = ["Bridge", "Copied", "HostAllocation", "MultiDevice", "Physical", "Plan", "choose_physical",
+__all__ = ["Bridge", "Copied", "HostAllocation", "MultiDevice", "Physical", "SharingPlan", "choose_physical",
            "create_timeline", "export_fd", "import_host_buffer", "import_timeline", "plan", "replay_devices",
            "replay_plan"]
 
@@ -128,7 +128,7 @@ class Copied:
 
 
 @dataclass(frozen=True)
-class Plan:
+class SharingPlan:
     physical: dict[str, Physical]  # stream device -> physical device
     home: dict[str, str]  # semaphore and fence -> the device it is created on
     bridges: tuple[Bridge, ...]
@@ -205,7 +205,7 @@ def _command_buffers(command: ir.Command) -> set[str]:
     return {b.buffer for b in command.buffers}
 
 
-def plan(stream: ir.Stream, physical: dict[str, Physical], force_proxy: bool, force_copy: bool) -> Plan:
+def plan(stream: ir.Stream, physical: dict[str, Physical], force_proxy: bool, force_copy: bool) -> SharingPlan:
     """How each shared object is shared between the chosen devices; Unsupported
     naming the object and the reason where it cannot be."""
     using, writers = _device_uses(stream)
@@ -213,7 +213,7 @@ def plan(stream: ir.Stream, physical: dict[str, Physical], force_proxy: bool, fo
     home = _fence_homes(stream)
     bridges = _bridges(stream, physical, copied, home, force_proxy)
     _check_copies_reach(copied, using, writers, bridges)
-    return Plan(physical, home, bridges, shared, copied)
+    return SharingPlan(physical, home, bridges, shared, copied)
 
 
 def _submits(stream: ir.Stream) -> list[ir.Submit]:
@@ -498,7 +498,7 @@ class MultiDevice:
     """The runtimes of one multi-device replay, the shared objects, and the
     stream as replayed (stream ops plus proxy threads)."""
 
-    def __init__(self, stream: ir.Stream, plan: Plan, syncval: bool) -> None:
+    def __init__(self, stream: ir.Stream, plan: SharingPlan, syncval: bool) -> None:
         self.stream, self.plan = stream, plan
         self.on = _device_of_queue(stream)
         self.runtimes: dict[str, Runtime] = {}
@@ -694,7 +694,7 @@ def replay_devices(stream: ir.Stream, device: str | None = None, syncval: bool =
     return replay_plan(stream, chosen, syncval)
 
 
-def replay_plan(stream: ir.Stream, chosen: Plan, syncval: bool = False) -> ReplayResult:
+def replay_plan(stream: ir.Stream, chosen: SharingPlan, syncval: bool = False) -> ReplayResult:
     """The multi-device replay of `stream` as `chosen` shares its objects."""
     run = MultiDevice(stream, chosen, syncval)
     try:

@@ -30,7 +30,7 @@ class Pipeline:
 
 @dataclass(eq=False)
 class Pipelines:
-    device: object  # runtime.device.Device
+    device: object  # runtime.device.LogicalDevice
     by_name: dict[str, Pipeline] = field(default_factory=dict)
     own: dict[str, tuple[bytes, ShaderInterface]] = field(default_factory=dict)  # the program's shaders
     pools: list = field(default_factory=list)

@@ -21,7 +21,7 @@ class ReplayResult:
     reference: dict | None = None  # from compare_reference: mismatches, or None without a simulator
     reference_note: str = ""
     findings: list = field(default_factory=list)  # vkverify's, for the stream (with syncval)
-    agreement: object = None  # syncval.Agreement, with syncval
+    agreement: object = None  # syncval.LayerAgreement, with syncval
     notes: list[str] = field(default_factory=list)  # the replay's choices (how several devices share), for its user
 
 

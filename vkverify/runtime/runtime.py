@@ -34,7 +34,7 @@ from ..model.dump import command_to_dict, host_op_to_dict
 from ..model.refs import with_submit
 from ..model.stages import stage_mask
 from .caller import caller
-from .device import Device, Instance, QueueRequest, pick_physical
+from .device import LogicalDevice, Instance, QueueRequest, pick_physical
 from .errors import DeviceFault, Unsupported
 from .memory import Allocator, DeviceBuffer
 from .online import OnlineCheck
@@ -105,7 +105,7 @@ class Runtime:
         self.device = self.allocator = self.pipelines = None
         self.instance = Instance(validation, syncval)
         try:
-            self.device = Device.open(self.instance, pick_physical(self.instance, device), requests, extensions)
+            self.device = LogicalDevice.open(self.instance, pick_physical(self.instance, device), requests, extensions)
             self.allocator = Allocator(self.device)
             self.pipelines = Pipelines(self.device)
         except BaseException:

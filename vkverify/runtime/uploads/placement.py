@@ -59,7 +59,7 @@ def choose_queue(vk, device) -> tuple[str, str]:
     """The stream queue uploads go to, and why: the `upload`
     queue (QueueRequest("upload", group=1, compute=False)) on a transfer-only
     family, else on a VkQueue no other stream queue shares, else the main queue.
-    device: runtime.device.Device."""
+    device: runtime.device.LogicalDevice."""
     queues = device.queues
     main = next(iter(queues))
     if UPLOAD_QUEUE not in queues:

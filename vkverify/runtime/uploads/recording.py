@@ -9,10 +9,10 @@ from ...model import ir
 from ..caller import caller
 from ..stream_record import StreamRecord
 
-__all__ = ["Recording"]
+__all__ = ["UploadRecording"]
 
 
-class Recording:
+class UploadRecording:
     """Appends the uploader's host operations (thread `thread`), declarations and
     command buffers to a stream record (the runtime's, or one of its own), through its
     public API. `rt`: the Runtime that owns the record, whose hooks (a mutator, say) decide
@@ -23,11 +23,11 @@ class Recording:
         self.record, self.buffers, self.thread, self.rt = record, buffers, thread, rt
 
     @classmethod
-    def of_runtime(cls, rt, thread: str) -> Recording:
+    def of_runtime(cls, rt, thread: str) -> UploadRecording:
         return cls(rt.record, rt.buffers, thread, rt)
 
     @classmethod
-    def own(cls, queue_id: str, thread: str = "main", name: str = "uploads") -> Recording:
+    def own(cls, queue_id: str, thread: str = "main", name: str = "uploads") -> UploadRecording:
         """A stream holding only the uploads, on one device with one queue."""
         return cls(StreamRecord(name, [{"id": queue_id, "family": 0}]), {}, thread)
 
