@@ -19,6 +19,7 @@ from vkverify.model.params import instantiate
 
 runtime = pytest.importorskip("vkverify.runtime")
 multidevice = pytest.importorskip("vkverify.runtime.multidevice")
+sharing = pytest.importorskip("vkverify.runtime.sharing")
 RING = ROOT / "tests" / "corpus" / "80-ring-allreduce-params.json"
 PROXY_CORPUS = ROOT / "tests" / "corpus" / "84-proxy-thread-bridges-timelines.json"
 
@@ -82,7 +83,7 @@ def test_ring_allreduce_without_host_copies_differs(device_name):
     """The copies carry the data: the copy plan with its copies left out
     reduces stale receive slots, and the digests leave the reference."""
     stream = _ring(2)
-    chosen = multidevice.plan(stream, multidevice.choose_physical(stream, None), force_proxy=True, force_copy=True)
+    chosen = sharing.plan(stream, sharing.choose_physical(stream, None), force_proxy=True, force_copy=True)
     skipped = replace(chosen, bridges=tuple(replace(b, copies={}) for b in chosen.bridges))
     assert {"buffer D0", "buffer D1"} <= set(multidevice.replay_plan(stream, skipped).reference)
 
