@@ -15,10 +15,16 @@ URL = re.compile(r"\w+://\S+")
 
 
 def project_files() -> list[str]:
-    """The files of the project (tracked, or new and not ignored), relative to its root."""
-    done = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                          capture_output=True, text=True, check=True)
-    return [f for f in done.stdout.splitlines() if (ROOT / f).is_file()]
+    """The files of the project (tracked, or new and not ignored), relative to its root; outside a git
+    checkout (an unpacked archive), every file not under a hidden folder, a cache or an egg-info."""
+    try:
+        done = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                              capture_output=True, text=True, check=True)
+        return [f for f in done.stdout.splitlines() if (ROOT / f).is_file()]
+    except (OSError, subprocess.CalledProcessError):
+        return [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*") if p.is_file()
+                and not any(part.startswith(".") or part == "__pycache__" or part.endswith(".egg-info")
+                            for part in p.relative_to(ROOT).parts[:-1])]
 
 
 def md_references(text: str) -> set[str]:
