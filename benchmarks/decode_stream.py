@@ -1,4 +1,4 @@
-"""Decode-shaped streams, as an LLM engine's Vulkan backend issues them (PROTOCOLS.md, 2).
+"""Decode-shaped streams, as an LLM engine's Vulkan backend issues them (barriers only on proven hazards).
 
 Per token: `layers` layers of dispatches over a few hundred weight buffers and
 a ring of activation buffers, a barrier wherever the next dispatch touches what

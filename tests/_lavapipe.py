@@ -1,7 +1,7 @@
 """Test support: run one compute kernel on a Vulkan device and read back.
 
 Uses the `vulkan` package, whose structs do not keep nested temporaries
-alive (VULKAN_PYTHON_NOTES.md): every struct and array a call points to is
+alive: every struct and array a call points to is
 bound to a local name until that call has returned.
 """
 

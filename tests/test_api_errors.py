@@ -4,6 +4,7 @@ built by hand is validated as a file is."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -159,3 +160,36 @@ def test_hand_built_ir_of_the_wrong_types():
 def test_valid_hand_built_ir_is_checked():
     s = hand_built()
     assert check(replace(s, name="edited")) == check(s)
+
+
+def defined_exceptions() -> dict[str, type]:
+    """Every exception class a vkverify module defines, by `module.Name`."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import vkverify
+
+    found = {}
+    for info in pkgutil.walk_packages(vkverify.__path__, "vkverify."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if inspect.isclass(value) and issubclass(value, BaseException) and value.__module__ == info.name:
+                found[f"{info.name}.{name}"] = value
+    return found
+
+
+def test_every_error_derives_from_vkverify_error_and_says_who_sees_it():
+    """`except VkverifyError` catches every error vkverify raises on purpose, and each class's
+    docstring says who should see it (hypothesis' errors.py does the same)."""
+    found = defined_exceptions()
+    # Not vacuous: the walk reaches the runtime, the shader library, the reference and the importer.
+    assert {"vkverify.runtime.errors.RuntimeFault", "vkverify.shaders.reflect.SpirvError",
+            "vkverify.check.reference.Unsupported", "vkverify.importer.translate.UnreadableCall"} <= set(found)
+    outside = sorted(name for name, cls in found.items() if not issubclass(cls, VkverifyError))
+    assert not outside, f"not under VkverifyError: {outside}"
+    mute = sorted(name for name, cls in found.items()
+                  if not re.search(r"\b(see|sees|seen)\b", cls.__doc__ or "", re.IGNORECASE))
+    assert not mute, f"docstring says no one sees it: {mute}"

@@ -1,6 +1,6 @@
 """Bad input through the real CLI: exit code 2, one `FILE: JSON.path: message` line per error, no traceback.
 
-STREAM_FORMAT.md: "Unknown ids, wrong types, negative sizes, ranges past a buffer's end and
+docs/format.md: "Unknown ids, wrong types, negative sizes, ranges past a buffer's end and
 unknown stage/access names are input errors: exit code 2, one line per error naming the JSON path".
 """
 

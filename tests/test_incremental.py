@@ -35,7 +35,7 @@ def empty(stream: ir.Stream) -> Incremental:
 
 def named(findings) -> list[tuple]:
     """Findings by what they are about. A command buffer submitted twice names its commands by submit from
-    then on (STREAM_FORMAT.md): fed one op at a time, those found before the second submit keep the name
+    then on (docs/format.md): fed one op at a time, those found before the second submit keep the name
     they had when found, so submits are left out of the comparison."""
     return sorted(((f.kind, f.buffer, f.range, f.first and without_submit(f.first),
                     f.second and without_submit(f.second), f.first_access, f.second_access, f.racing, f.ops)

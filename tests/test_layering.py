@@ -1,4 +1,4 @@
-"""Layering: each layer imports only the model and the layers below it (ARCHITECTURE.md).
+"""Layering: each layer imports only the model and the layers below it.
 
 Read from the source with `ast`, so an import inside a function (the lazy imports the runtime
 and the mutations use) counts as much as one at the top of a file.
@@ -28,7 +28,7 @@ ALLOWED = {
     "runtime": {"sim", "check", "model", "shaders"},
     "mutations": {"runtime", "sim", "check", "model", "shaders"},
 }
-# The root package holds only __version__: anyone may read it.
+# The root package holds only __version__, and vkverify/errors.py the one error base: anyone may read them.
 ROOT = "vkverify"
 
 # Upward imports known and not yet removed: (file under vkverify/, imported layer) -> why.
@@ -61,7 +61,7 @@ def layer_of(module: str) -> str | None:
     parts = module.split(".")
     if parts[0] != ROOT:
         return None
-    if len(parts) == 1 or parts[1] == "__version__":
+    if len(parts) == 1 or parts[1] in ("__version__", "errors"):
         return ROOT
     return parts[1]
 
@@ -132,3 +132,84 @@ def test_check_runs_without_the_layers_above_it():
     assert run.returncode == 0, run.stderr
     loaded = run.stdout.split()
     assert not loaded, f"checking a stream loaded {', '.join(loaded)}"
+
+
+# ---- no import circle inside a package ------------------------------------------------------------
+
+# Circles known and not yet removed: the modules of each, sorted -> why. Each must still be there
+# (test_known_circles_are_still_there), so removing one forces its deletion here.
+KNOWN_CIRCLES: dict[tuple[str, ...], str] = {
+    ("vkverify.check.engine", "vkverify.check.fixes"): "issue 26's checker split removes it",
+}
+
+
+def module_of(path: Path, root: Path) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the modules of the same package it imports (`from . import x` counts as x)."""
+    modules = {module_of(p, root): p for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name.rpartition(".")[0] if path.name != "__init__.py" else name
+        targets = set()
+        for _, module in imports(path):
+            while module not in modules and "." in module:  # `from .m import name`: the module m
+                module = module.rpartition(".")[0]
+            if module in modules and module != name and module.rpartition(".")[0] == package:
+                targets.add(module)
+        graph[name] = targets
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> set[tuple[str, ...]]:
+    """The modules of each strongly connected component of more than one module, sorted (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = set()
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while not component or component[-1] != v:
+                component.append(stack.pop())
+            if len(component) > 1:
+                found.add(tuple(sorted(component)))
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circle_inside_a_package():
+    found = circles(import_graph(PACKAGE)) - set(KNOWN_CIRCLES)
+    assert not found, f"import circles: {sorted(found)}"
+
+
+def test_known_circles_are_still_there():
+    assert set(KNOWN_CIRCLES) <= circles(import_graph(PACKAGE)), "removed: delete it from KNOWN_CIRCLES"
+
+
+def test_the_circle_finder_sees_lazy_and_relative_imports(tmp_path, monkeypatch):
+    """Not vacuous: a circle through a lazy `from . import` and one through `from .m import name` are found;
+    an import of the package itself or of another package is none."""
+    fake = tmp_path / "vkverify"
+    (fake / "runtime").mkdir(parents=True)
+    for name, text in {"runtime/__init__.py": "from .replay import replay\n",
+                       "runtime/replay.py": "def replay():\n    from . import multidevice\n",
+                       "runtime/multidevice.py": "from .replay import replay\nfrom ..model import ir\n",
+                       "runtime/lone.py": "from . import replay\n"}.items():
+        (fake / name).write_text(text)
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
+    assert circles(import_graph(fake)) == {("vkverify.runtime.multidevice", "vkverify.runtime.replay")}

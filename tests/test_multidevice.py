@@ -19,6 +19,7 @@ from vkverify.model.params import instantiate
 
 runtime = pytest.importorskip("vkverify.runtime")
 multidevice = pytest.importorskip("vkverify.runtime.multidevice")
+sharing = pytest.importorskip("vkverify.runtime.sharing")
 RING = ROOT / "tests" / "corpus" / "80-ring-allreduce-params.json"
 PROXY_CORPUS = ROOT / "tests" / "corpus" / "84-proxy-thread-bridges-timelines.json"
 
@@ -53,9 +54,19 @@ def test_ring_allreduce_on_logical_devices(device_name, n, share, monkeypatch, c
     assert check(recorded) == []
     assert "VKVERIFY_PROXY=1" in recorded.description
     assert ("VKVERIFY_SHARE=copy" in recorded.description) == (share == "copy")
-    assert "proxy thread proxy_X0_gpu1" in capfd.readouterr().err
+    assert any("proxy thread proxy_X0_gpu1" in note for note in result.notes)
+    assert "vkverify replay:" not in capfd.readouterr().err  # the engine prints nothing: the notes are the caller's
     errors = [m.text for m in result.messages if m.severity == "error" and not m.id_name.startswith("SYNC-HAZARD")]
     assert errors == []
+
+
+def test_replay_command_prints_the_notes(device_name, capsys):
+    """`vkverify replay` shows how the devices share, one stderr line a note, from the result."""
+    from vkverify.cli import main
+
+    assert main(["replay", str(PROXY_CORPUS)]) == 0
+    err = capsys.readouterr().err
+    assert "vkverify replay: gpu0: " in err and "vkverify replay: gpu1: " in err
 
 
 def test_recorded_race_is_found(device_name):
@@ -72,7 +83,7 @@ def test_ring_allreduce_without_host_copies_differs(device_name):
     """The copies carry the data: the copy plan with its copies left out
     reduces stale receive slots, and the digests leave the reference."""
     stream = _ring(2)
-    chosen = multidevice.plan(stream, multidevice.choose_physical(stream, None), force_proxy=True, force_copy=True)
+    chosen = sharing.plan(stream, sharing.choose_physical(stream, None), force_proxy=True, force_copy=True)
     skipped = replace(chosen, bridges=tuple(replace(b, copies={}) for b in chosen.bridges))
     assert {"buffer D0", "buffer D1"} <= set(multidevice.replay_plan(stream, skipped).reference)
 

@@ -4,6 +4,7 @@ online checking, and faults."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -12,7 +13,8 @@ import pytest
 
 from tests.conftest import CORPUS, ROOT
 from vkverify.check import check
-from vkverify.model import from_dict, load
+from vkverify.model import from_dict, ir, load
+from vkverify.model.dump import to_dict
 from vkverify.model.data import ref_hash
 from vkverify.shaders import generic
 
@@ -157,3 +159,51 @@ def test_devices_cli(device_name):
                          cwd=ROOT, timeout=60, check=False)
     assert run.returncode == 0, run.stderr
     assert device_name in run.stdout and "upload rule:" in run.stdout and "queue family 0" in run.stdout
+
+
+# Each workgroup writes the dispatch's size (x, y, z as decimal digits) at its flat index: the bytes
+# show how many groups ran and in what shape, which an indirect dispatch reads from a buffer.
+GROUP_COUNTS = """#version 450
+layout(local_size_x = 1) in;
+layout(set = 0, binding = 0) writeonly buffer Out { uint sizes[]; };
+void main() {
+    uvec3 g = gl_WorkGroupID, n = gl_NumWorkGroups;
+    sizes[(g.z * n.y + g.y) * n.x + g.x] = n.x * 10000u + n.y * 100u + n.z;
+}
+"""
+
+
+def test_indirect_dispatch_recorded_and_run(device_name, tmp_path):
+    """vkCmdDispatchIndirect through the runtime: a dispatch writes the group counts (3, 2, 1) at byte 16 of
+    device-local Args, a barrier makes them visible to draw_indirect/indirect_command_read, and the indirect
+    dispatch reads them there. The stream records the indirect read (without the barrier the checker finds
+    the RAW on Args), and exactly 3 x 2 x 1 groups ran."""
+    if shutil.which("glslangValidator") is None:
+        pytest.skip("glslangValidator is not installed (Debian: glslang-tools)")
+    source = tmp_path / "group_counts.comp"
+    source.write_text(GROUP_COUNTS)
+    subprocess.run(["glslangValidator", "-V", "--target-env", "vulkan1.1", str(source), "-o",
+                    str(tmp_path / "group_counts.spv")], check=True, capture_output=True)
+    with runtime.Runtime(check=True) as rt:
+        assert rt.load_shader("group_counts", (tmp_path / "group_counts.spv").read_bytes()) == ("write",)
+        rt.create_buffer("Counts", 64, "host_coherent")
+        rt.create_buffer("Args", 64)
+        rt.create_buffer("Out", 256)
+        rt.create_fence("F")
+        rt.host_write("Counts", np.array([0, 0, 0, 0, 3, 2, 1], np.uint32).tobytes())
+        cb = rt.command_buffer("cb0")
+        cb.cmd_dispatch("copy", ["Counts", "Args"], push=[7])
+        cb.cmd_pipeline_barrier2("compute_shader", "shader_storage_write", "draw_indirect", "indirect_command_read")
+        cb.cmd_dispatch("group_counts", ["Out"], indirect={"buffer": "Args", "offset": 16})
+        rt.submit("q0", ["cb0"], fence="F")
+        rt.wait_fences(["F"])
+        out = np.frombuffer(rt.read_back("Out"), np.uint32)
+        stream = rt.stream()
+    assert out[:6].tolist() == [30201] * 6 and not out[6:].any()
+    indirect = stream.index.command_buffers["cb0"].commands[2]
+    assert isinstance(indirect, ir.Dispatch) and indirect.indirect == ir.IndirectRef("Args", 16)
+    assert check(stream) == []
+    doc = to_dict(stream)
+    del doc["command_buffers"]["cb0"][1]
+    raw = [(f.kind, f.buffer, f.first, f.second, f.range) for f in check(from_dict(doc))]
+    assert raw == [("raw", "Args", "cb0[0]", "cb0[1]", (16, 28))]

@@ -79,3 +79,20 @@ def test_execution_scopes_follow_the_pipeline_orders():
     assert first("top_of_pipe") == second("bottom_of_pipe") == set()
     assert first("bottom_of_pipe") == second("top_of_pipe") == first("all_commands") == COMMAND_STAGES
     assert first("host") == second("host") == {"host"}
+
+
+def test_device_accesses_are_what_commands_perform():
+    """DEVICE_ACCESSES, derived from the table's supported stages (7.7.1), is exactly the (stage, access)
+    pairs the format's commands perform: a copy, a fill, an update and a dispatch of every binding kind,
+    indirect."""
+    from vkverify.model.accesses import DEVICE_ACCESSES, command_accesses
+    from vkverify.model.builder import Stream
+
+    s = Stream("every command").create_buffer("A", 4096).create_buffer("B", 4096)
+    s.declare_shader("k", ["read", "write", "read_write", "uniform"])
+    s.allocate_command_buffer("cb").cmd_copy_buffer("A", "B").cmd_fill_buffer("A").cmd_update_buffer("B", 0, 16) \
+        .cmd_dispatch("k", ["A", "B", "A", "B"], indirect={"buffer": "A", "offset": 0})
+    performed = {(stage, access) for c in s.build().command_buffers[0].commands
+                 for stage, reads, write, *_ in command_accesses(c) for access in (*reads, *([write] if write else []))}
+    assert performed == set(DEVICE_ACCESSES) and len(DEVICE_ACCESSES) == len(performed)
+    assert set(DEVICE_ACCESSES) <= {(s, a.name) for a in ACCESSES for s in a.stages}

@@ -14,7 +14,7 @@ The candidates, by the happens-before model:
   queue: a fence signal makes every device write available, and a submit after the host's wait
   makes available writes visible to all its device accesses (the checker's submit acquires the
   host's clock for every stage's visibility); a semaphore to another queue is a full memory
-  dependency of its own (ARCHITECTURE.md rule 6).
+  dependency of its own (docs/format.md, rule 6).
 - the fill barrier of the fresh block (waw): the zero fill before the first slot's copies.
 The landing barrier orders transfer writes before later reads and writes, RAW and WAW pairs, so it
 counts under target raw, not war; the gate therefore runs `--target all`."""

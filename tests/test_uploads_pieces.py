@@ -14,7 +14,7 @@ import pytest
 from vkverify.check import check
 from vkverify.runtime.uploads import Faults, SlotPlan, plan_slots
 from vkverify.runtime.uploads.hostio import DIRECT_ALIGN, FileSource, HostCopies, default_threads
-from vkverify.runtime.uploads.recording import Recording
+from vkverify.runtime.uploads.recording import UploadRecording
 
 MIB = 1 << 20
 
@@ -93,7 +93,7 @@ def test_host_copies_run_on_their_threads_only():
 
 
 def test_recording_of_its_own():
-    recording = Recording.own("q0")
+    recording = UploadRecording.own("q0")
     recording.declare("buffers", {"id": "S", "size": 256, "memory": "host_coherent"})
     recording.declare("buffers", {"id": "D", "size": 256, "memory": "device_local"})
     recording.declare("fences", {"id": "F", "signaled": False})
@@ -117,7 +117,7 @@ def test_arena_and_slot_ring_alone(device_name, monkeypatch):
     data = np.arange(1000, dtype=np.uint8)
     stats = dict.fromkeys(("bytes_staged", "copies", "submits"), 0)
     with Runtime() as rt:
-        vk, recording, faults = rt.vk, Recording.own("q0"), Faults(None)
+        vk, recording, faults = rt.vk, UploadRecording.own("q0"), Faults(None)
         family, queue, lock = rt.device.queues["q0"]
         properties = vk.vkGetPhysicalDeviceMemoryProperties(rt.device.physical)
         arena = Arena(vk, rt.device, rt.allocator, properties, "device_local", 1 * MIB, faults, recording)

@@ -10,6 +10,8 @@ from .check.findings import KINDS, Finding
 from .results import FileResult
 from .sarif import locator, reported_at
 
+__all__ = ["format_github", "format_junit"]
+
 
 def _data(text: str) -> str:
     """A workflow command's message: `%`, CR and LF escaped (GitHub Actions, workflow commands)."""

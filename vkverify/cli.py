@@ -20,6 +20,8 @@ from .model.files import check_directory, check_output, write_atomic
 from .report import FORMATTERS
 from .results import CAPTURES, FileResult, bad_input, says_something
 
+__all__ = ["cmd_capture", "cmd_check", "cmd_devices", "cmd_import", "cmd_replay", "expand", "main", "parse", "parser"]
+
 CHECK_EPILOG = """\
 examples:
   vkverify check stream.json
@@ -148,6 +150,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except DeviceFault as e:
         print(f"{args.file}: {e}", file=sys.stderr)
         return 3
+    print("".join(f"vkverify replay: {note}\n" for note in result.notes), end="", file=sys.stderr)
     print(json.dumps(replay_json(result), indent=1) if args.format == "json" else replay_text(result))
     return 1 if result.reference else 0
 
@@ -455,8 +458,8 @@ def parser() -> argparse.ArgumentParser:
 STREAMS = ("*.json", "*.gfxr")  # what a directory argument stands for
 
 
-class _Usage(ValueError):
-    """A command line (or [tool.vkverify] table) vkverify cannot run: one line, exit 2."""
+class _Usage(VkverifyError, ValueError):
+    """A command line (or [tool.vkverify] table) vkverify cannot run. Seen by the CLI's user: one line, exit 2."""
 
 
 def expand(paths: list[str]) -> list[str]:

@@ -17,11 +17,15 @@ import argparse
 import tomllib
 from pathlib import Path
 
+from .errors import VkverifyError
+
+__all__ = ["ConfigError", "arguments", "find", "table"]
+
 NAME = "pyproject.toml"
 
 
-class ConfigError(ValueError):
-    """A `[tool.vkverify]` table vkverify cannot use: the CLI says why and exits 2."""
+class ConfigError(VkverifyError, ValueError):
+    """A `[tool.vkverify]` table vkverify cannot use. Seen by the CLI's user: one line, exit 2."""
 
 
 def find(start: Path) -> Path | None:

@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+__all__ = ["assert_race_free", "device", "pytest_addoption", "pytest_configure", "pytest_report_header",
+           "pytest_runtest_makereport", "pytest_terminal_summary", "vk_runtime"]
+
 DEFAULT_DEVICE = "llvmpipe"
 REPORTS = pytest.StashKey[list]()  # a test's reports: its runtime's teardown reads whether it failed
 WRITTEN = pytest.StashKey[list]()  # (test id, device, path) of each failing test's recorded stream

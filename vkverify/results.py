@@ -8,6 +8,8 @@ from .check.expect import Agreement
 from .check.findings import Finding
 from .model import ir
 
+__all__ = ["CAPTURES", "FileResult", "bad_input", "says_something"]
+
 CAPTURES = (".gfxr", ".jsonl")  # files read through the importer, not as streams
 
 @dataclass(frozen=True)

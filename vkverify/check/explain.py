@@ -3,7 +3,7 @@
 The checker's vector clocks say whether a pair is ordered but forget through what. The
 happens-before model (check/hb.py, shared with the mutation tester) keeps the answer as paths in a
 product graph of synchronization operations and memory tokens, under the same scope rules
-(ARCHITECTURE.md rules 2-8). This module pairs up every access of the two operations to common
+(docs/format.md, rules 2-8). This module pairs up every access of the two operations to common
 bytes, reads the shortest paths of each pair's graph as chains of barriers, semaphore
 signal/wait pairs and host waits, and, where no path reaches the second access, names the scope
 that is missing at the synchronization closest to it.
@@ -32,7 +32,7 @@ MAX_PATHS = 200  # simple paths examined to find them: the product graph may hol
 
 class ExplainError(UsageError, ValueError):
     """A reference (FIRST or SECOND) that names no operation of the stream, or one that accesses no
-    memory; `argument` is the reference as given."""
+    memory; `argument` is the reference as given. Seen by the user of `vkverify explain`."""
 
 
 @dataclass

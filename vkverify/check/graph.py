@@ -19,6 +19,7 @@ from itertools import pairwise
 
 import networkx as nx
 
+from ..errors import VkverifyError
 from ..model import ir
 from ..model.refs import format_ref, without_submit
 from .explain import host_op_text, name, names, op_at
@@ -37,8 +38,8 @@ EDGE_STYLE = {  # kind -> DOT attributes
 }
 
 
-class GraphvizError(RuntimeError):
-    """`dot` is not on PATH, or failed."""
+class GraphvizError(VkverifyError, RuntimeError):
+    """`dot` is not on PATH, or failed. Seen by the user of `vkverify graph --format svg`."""
 
 
 @dataclass(frozen=True)

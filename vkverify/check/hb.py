@@ -4,7 +4,7 @@ The checker answers "is this pair ordered?" with clocks; mutation testing needs 
 synchronization operations?", which clocks forget. This model keeps the answer as paths: nodes
 are the stream's synchronization operations (barrier entries, semaphore waits and signals, fence
 and idle releases, submissions, host ops), and a pair of accesses is ordered when a path joins
-them under the spec's scope rules (ARCHITECTURE.md rules 2-8):
+them under the spec's scope rules (docs/format.md, rules 2-8):
 
 - on a queue, a node that orders later work at some stages (a barrier's destination scope, a
   semaphore wait's stage mask, a submission's full scope) reaches a later node whose source

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
 from itertools import count, pairwise
 
+from ..errors import VkverifyError
 from ..model import ir
 from ..model.stages import COMMAND_STAGES
 from ..model.accesses import command_accesses
@@ -46,8 +47,9 @@ from .scopes import access_scope, explicit_stages, first_execution_scope, second
 COHERENT = ("host_coherent", "device_host_visible")
 
 
-class Unsupported(Exception):
-    """The stream is outside what the reference reads (several threads, a deadlock, params)."""
+class Unsupported(VkverifyError):
+    """The stream is outside what the reference reads (several threads, a deadlock, params). Seen by
+    the tests that compare the checker with the reference, which skip that stream."""
 
 
 @dataclass(eq=False)

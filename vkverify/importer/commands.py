@@ -18,13 +18,15 @@ from .flags import access_names, stage_names
 from .records import Call
 from .resources import Specialization
 
+__all__ = ["CommandBufferRecording", "Commands"]
+
 QUEUE_FAMILY_IGNORED = 0xFFFFFFFF
 BUFFER_BINDINGS = ("storage_buffer", "uniform_buffer", "storage_texel_buffer", "uniform_texel_buffer")
 TRANSFER_LABEL = re.compile(r"buffer barrier (\d+): queue family (\d+) -> (\d+)")  # see __init__.py
 
 
 @dataclass
-class Recording:
+class CommandBufferRecording:
     id: str
     commands: list[dict] = field(default_factory=list)
     pipeline: int | None = None
@@ -98,7 +100,7 @@ class Commands:
         handle = a["commandBuffer"]
         self.recorded[handle] += 1
         n = self.recorded[handle]
-        rec = Recording(f"cb{handle}" if n == 1 else f"cb{handle}_{n}")
+        rec = CommandBufferRecording(f"cb{handle}" if n == 1 else f"cb{handle}_{n}")
         self.recordings[handle] = rec
         self.command_buffers[rec.id] = rec.commands
 
@@ -247,7 +249,7 @@ class Commands:
             fields["indirect"] = indirect
         self.cmd(call, "dispatch_indirect" if indirect else "dispatch", **fields)
 
-    def _bindings(self, call: Call, rec: Recording, module: int, entry: str,
+    def _bindings(self, call: Call, rec: CommandBufferRecording, module: int, entry: str,
                   specialization: Specialization | None) -> list[dict]:
         """The buffers the dispatch accesses, from the sets bound now and the shader's reflected interface; a
         binding the shader uses with no descriptor bound leaves the dispatch unresolved."""

@@ -18,14 +18,16 @@ import operator
 from collections.abc import Callable
 
 from ..model.names import access_row, stage_row
-from ..model.stages import Access, Stage, access_names_of, stage_names_of
+from ..model.stages import AccessType, Stage, access_names_of, stage_names_of
+
+__all__ = ["access_names", "memory_kind", "stage_names"]
 
 MEMORY_DEVICE_LOCAL = 0x1
 MEMORY_HOST_VISIBLE = 0x2
 MEMORY_HOST_COHERENT = 0x4
 
 
-def _mask(mask: int | str, row: Callable[[str], Stage | Access | None]) -> int:
+def _mask(mask: int | str, row: Callable[[str], Stage | AccessType | None]) -> int:
     """A mask as the converter writes it: an integer, or Vulkan bit names joined by "|"."""
     if isinstance(mask, int):
         return mask

@@ -26,6 +26,8 @@ from pathlib import Path
 
 from .errors import CaptureError
 
+__all__ = ["Blocks", "FillMemory", "capture_env", "convert", "decompress", "read_blocks"]
+
 _COMPRESSED = 0x80000000
 _META_DATA_BLOCK = 3
 _FUNCTION_CALL_BLOCK = 4

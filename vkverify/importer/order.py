@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
+__all__ = ["Satisfied"]
+
 
 class Satisfied:
     def __init__(self, ops: list[tuple[int, dict]], initial: dict[str, int], signaled: set[str]) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from .flags import stage_names
 from .records import Call
 
+__all__ = ["Queues"]
+
 SEMAPHORE_WAIT_ANY = 0x1
 
 

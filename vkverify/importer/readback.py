@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+__all__ = ["ASSUMED", "Placement", "Readbacks", "Written", "accesses"]
+
 ASSUMED = "assumed host read"  # how an assumed read's label starts: the finding that names it shows it
 FILL = "fill memory"  # how the label of a fill-memory record's host write starts (translate.py)
 HOST_WAITS = ("wait_fences", "wait_semaphores", "queue_wait_idle", "device_wait_idle")

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from .errors import CaptureError
 
+__all__ = ["Call", "call_index", "read_calls"]
+
 SUPPORTED_JSON_VERSION = "0.8"
 
 

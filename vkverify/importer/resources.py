@@ -19,6 +19,8 @@ from ..shaders.specialize import specialize
 from .encoded import TemplateData
 from .flags import memory_kind
 
+__all__ = ["WHOLE_SIZE", "CapturedBuffer", "Descriptor", "Memory", "Resources", "Specialization"]
+
 WHOLE_SIZE = 2**64 - 1
 BUFFER_DESCRIPTORS = {
     "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER": False, "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC": False,
@@ -49,7 +51,7 @@ class Memory:
 
 
 @dataclass
-class Buffer:
+class CapturedBuffer:
     handle: int
     id: str
     size: int
@@ -60,7 +62,7 @@ class Buffer:
     offset: int = 0
     live: bool = True
     used: bool = False  # the stream refers to it: its id is fixed
-    same: Buffer | None = None  # the buffer of another device over the same host bytes: one stream buffer
+    same: CapturedBuffer | None = None  # the buffer of another device over the same host bytes: one stream buffer
 
     def range(self, offset: int, size: int) -> tuple[int, int]:
         """(offset, size) within the buffer, VK_WHOLE_SIZE resolved and clipped to its end."""
@@ -82,9 +84,9 @@ class Resources:
         self.shader_dir = shader_dir
         self.memory_types: dict[int, list[int]] = {}  # physical device -> propertyFlags per memory type
         self.memories: dict[int, Memory] = {}
-        self.buffers: dict[int, Buffer] = {}
-        self.host_buffers: dict[tuple[int, int], Buffer] = {}  # (host address, size) -> first buffer there
-        self.twins: dict[int, list[Buffer]] = {}  # that first buffer -> the other devices' buffers there
+        self.buffers: dict[int, CapturedBuffer] = {}
+        self.host_buffers: dict[tuple[int, int], CapturedBuffer] = {}  # (host address, size) -> first buffer there
+        self.twins: dict[int, list[CapturedBuffer]] = {}  # that first buffer -> the other devices' buffers there
         self.buffer_views: dict[int, tuple[int, int, int]] = {}  # view -> (buffer, offset, range)
         self.set_layouts: dict[int, dict[int, tuple[str, int]]] = {}  # layout -> binding -> (type, count)
         self.set_layout_of: dict[int, int] = {}  # descriptor set -> its layout
@@ -122,7 +124,7 @@ class Resources:
                 buf.used = True
                 yield buf, lo - buf.offset, hi - lo
 
-    def bind(self, buf: Buffer, memory: Memory, offset: int) -> None:
+    def bind(self, buf: CapturedBuffer, memory: Memory, offset: int) -> None:
         buf.memory, buf.offset = memory.handle, offset
         memory.buffers.append(buf.handle)
         if memory.host is not None:  # host bytes another device's buffer may import too
@@ -131,12 +133,12 @@ class Resources:
                 buf.same, buf.id = first, first.id
                 self.twins.setdefault(first.handle, []).append(buf)
 
-    def sharing(self, buf: Buffer) -> list[Buffer]:
+    def sharing(self, buf: CapturedBuffer) -> list[CapturedBuffer]:
         """`buf` and the buffers of other devices over the same host bytes, the one the stream lists first."""
         first = buf.same or buf
         return [first, *self.twins.get(first.handle, ())]
 
-    def name_buffer(self, buf: Buffer, name: str) -> None:
+    def name_buffer(self, buf: CapturedBuffer, name: str) -> None:
         """The program's debug name becomes the buffer's id (of every device's buffer over its host bytes),
         unless the stream already refers to the buffer, another buffer has that id, or it is of the form of
         the ids the import makes up."""

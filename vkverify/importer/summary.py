@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+__all__ = ["ImportSummary"]
+
 
 @dataclass
 class ImportSummary:

@@ -17,16 +17,19 @@ import base64
 import re
 from collections import Counter
 
+from ..errors import VkverifyError
 from ..model.ir import MEMORY_KINDS
 
-from .commands import Commands, Recording
+from .commands import Commands, CommandBufferRecording
 from .gfxr import Blocks, FillMemory
 from .order import Satisfied
 from .queues import Queues
 from .readback import ASSUMED, Placement, Readbacks
 from .records import Call
-from .resources import WHOLE_SIZE, Buffer, Memory, Resources
+from .resources import WHOLE_SIZE, CapturedBuffer, Memory, Resources
 from .summary import ImportSummary
+
+__all__ = ["UNREADABLE", "Translator", "UnreadableCall"]
 
 # Calls that touch images, rendering or presentation: outside the stream format's scope.
 OUT_OF_SCOPE = re.compile(r"Image|RenderPass|Rendering|Framebuffer|Swapchain|Surface|Present|Draw|Sampler|Blit|"
@@ -46,8 +49,9 @@ ORDERING = re.compile(r"Event|CopyQueryPoolResults|Sparse|DescriptorSetWithTempl
 UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 
 
-class UnreadableCall(Exception):
-    """A call whose arguments the translator cannot read; the importer raises it as a CaptureError."""
+class UnreadableCall(VkverifyError):
+    """A call whose arguments the translator cannot read. Seen by no user: the importer raises it
+    as a CaptureError naming the capture."""
 
 
 class Translator(Commands, Queues):
@@ -73,7 +77,7 @@ class Translator(Commands, Queues):
         self.semaphores: dict[int, dict] = {}
         self.observed: dict[str, int] = {}  # timeline semaphore id -> highest value a host op has waited for
         self.fences: dict[int, dict] = {}
-        self.recordings: dict[int, Recording] = {}
+        self.recordings: dict[int, CommandBufferRecording] = {}
         self.recorded: Counter = Counter()
         self.command_buffers: dict[str, list[dict]] = {}
         self.shaders: dict[str, list[str]] = {}
@@ -288,7 +292,7 @@ class Translator(Commands, Queues):
     def vkCreateBuffer(self, call: Call, a: dict) -> None:
         info = a["pCreateInfo"]
         concurrent = self.take_note(call, "concurrent")
-        self.res.buffers[a["pBuffer"]] = Buffer(a["pBuffer"], f"buf{a['pBuffer']}", info["size"],
+        self.res.buffers[a["pBuffer"]] = CapturedBuffer(a["pBuffer"], f"buf{a['pBuffer']}", info["size"],
                                                 info["sharingMode"] == "VK_SHARING_MODE_EXCLUSIVE" and not concurrent,
                                                 self.devices.get(a["device"], "gpu0"), info["usage"])
 
@@ -315,7 +319,7 @@ class Translator(Commands, Queues):
         info = a["pCreateInfo"]
         self.res.buffer_views[a["pView"]] = (info["buffer"], info["offset"], info["range"])
 
-    def bound(self, handle: int, call: Call) -> Buffer | None:
+    def bound(self, handle: int, call: Call) -> CapturedBuffer | None:
         """The buffer if it is bound to memory (only those are in the stream); a warning otherwise."""
         buf = self.res.buffers.get(handle)
         if buf is None or buf.memory is None:
@@ -335,7 +339,7 @@ class Translator(Commands, Queues):
         for handle in [] if mem is None else mem.buffers:  # freeing the memory ends what is bound to it
             self._end(call, self.res.buffers[handle])
 
-    def _end(self, call: Call, buf: Buffer) -> None:
+    def _end(self, call: Call, buf: CapturedBuffer) -> None:
         """The stream buffer is destroyed with the last live buffer of any device over its bytes."""
         if buf.live:
             buf.live = False
@@ -468,9 +472,9 @@ def _staging(kind: str, usage: int) -> bool:
     return kind != "host_cached" and bool(usage & TRANSFER_DST) and not usage & ~TRANSFER_ONLY
 
 
-def _overlapping(bufs: list[Buffer]) -> list[list[Buffer]]:
+def _overlapping(bufs: list[CapturedBuffer]) -> list[list[CapturedBuffer]]:
     """`bufs` (by offset) in groups whose bytes overlap, transitively."""
-    groups: list[list[Buffer]] = []
+    groups: list[list[CapturedBuffer]] = []
     end = 0
     for b in bufs:
         if groups and b.offset < end:

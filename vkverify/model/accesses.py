@@ -4,11 +4,10 @@ reference, the happens-before graph and the runtime share."""
 from __future__ import annotations
 
 from . import ir
+from .stages import DEVICE_ACCESSES
 
-# The (stage, access) pairs commands perform (the checker keeps a visibility clock for each).
-DEVICE_ACCESSES = (("draw_indirect", "indirect_command_read"), ("compute_shader", "shader_storage_read"),
-                   ("compute_shader", "uniform_read"), ("compute_shader", "shader_storage_write"),
-                   ("copy", "transfer_read"), ("copy", "transfer_write"), ("clear", "transfer_write"))
+__all__ = ["ACCESSES_BY_KIND", "DEVICE_ACCESSES", "command_accesses"]
+
 
 
 _BINDING_READS = {"read": ("shader_storage_read",), "read_write": ("shader_storage_read",),

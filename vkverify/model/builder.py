@@ -27,6 +27,8 @@ from . import ir
 from .errors import UsageError
 from .loader import from_dict
 
+__all__ = ["CommandBuffer", "Stream"]
+
 
 def _opt(**fields: Any) -> dict:
     return {k: (list(v) if isinstance(v, tuple) else v) for k, v in fields.items() if v is not None}

@@ -13,6 +13,8 @@ import numpy as np
 
 from . import ir
 
+__all__ = ["data_bytes", "ref_hash"]
+
 
 def ref_hash(ref: str) -> int:
     """A u32 naming an operation reference (`cb0[2]@main[5]`): a dispatch's `ref` push constant."""

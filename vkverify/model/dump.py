@@ -7,6 +7,8 @@ from typing import Any
 
 from . import ir
 
+__all__ = ["command_to_dict", "dumps", "host_op_to_dict", "to_dict"]
+
 
 def _tag(item: Any) -> dict:
     return {k: v for k, v in (("id", item.id), ("label", item.label), ("source", item.source)) if v is not None}

@@ -1,4 +1,4 @@
-"""Every error bad input raises, one base for all: the CLI turns a VkverifyError into exit code 2
+"""Every error bad input raises, under the one base (vkverify.errors): the CLI turns a VkverifyError into exit code 2
 and its `lines()` on stderr; the Python API raises the same classes (never a built-in error
 from deep inside)."""
 
@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from ..errors import VkverifyError
+
+__all__ = ["CaptureError", "InputError", "InvalidStream", "StreamError", "UsageError", "VkverifyError", "json_path",
+           "printable"]
 
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
@@ -20,14 +25,6 @@ def printable(text: str) -> str:
 class InputError:
     path: str  # JSON path, e.g. command_buffers.cb0[3].src
     message: str
-
-
-class VkverifyError(Exception):
-    """Bad input to vkverify: a stream, a capture, or an argument. Seen by every user, one
-    line per problem, `WHERE: what is wrong`."""
-
-    def lines(self) -> list[str]:
-        return [str(self)]
 
 
 class StreamError(VkverifyError):

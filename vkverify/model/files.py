@@ -8,6 +8,8 @@ from pathlib import Path
 
 from .errors import UsageError
 
+__all__ = ["check_directory", "check_output", "write_atomic"]
+
 
 def check_output(path: str | Path, argument: str) -> None:
     """Raise UsageError unless a file can be written at `path`: its folder exists and it is no folder."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 
+__all__ = ["cyclic_gc_paused"]
+
 
 @contextmanager
 def cyclic_gc_paused():

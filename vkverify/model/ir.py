@@ -12,6 +12,46 @@ from functools import cached_property
 
 from .refs import format_ref, split_ref
 
+__all__ = [
+    "MEMORY_KINDS",
+    "Barrier",
+    "Batch",
+    "Binding",
+    "Buffer",
+    "BufferBarrier",
+    "CommandBuffer",
+    "Copy",
+    "Data",
+    "Destroy",
+    "Device",
+    "DeviceWaitIdle",
+    "Dispatch",
+    "ExpectedFinding",
+    "Fence",
+    "Fill",
+    "HostAccess",
+    "Ignore",
+    "IndirectRef",
+    "Param",
+    "Queue",
+    "QueueWaitIdle",
+    "Region",
+    "ResetFences",
+    "Semaphore",
+    "SemaphoreOp",
+    "SemaphoreValue",
+    "ShaderDecl",
+    "SignalSemaphore",
+    "Stream",
+    "StreamIndex",
+    "Submit",
+    "Tagged",
+    "Thread",
+    "Update",
+    "WaitFences",
+    "WaitSemaphores",
+]
+
 FORMAT = "vkverify-stream/1"
 MEMORY_KINDS = ("device_local", "host_coherent", "host_cached", "device_host_visible")
 Stages = frozenset[str]

@@ -20,6 +20,8 @@ from json.decoder import scanstring
 from json.scanner import make_scanner
 from typing import Any
 
+__all__ = ["loads"]
+
 _SPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace
 _BY_OWNER = ("command_buffers", "threads")  # objects of arrays of operations
 _ARRAY = "host"  # an array of operations

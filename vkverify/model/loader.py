@@ -17,23 +17,20 @@ import weakref
 from collections import defaultdict
 from collections.abc import Callable
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import fastjsonschema
 import jsonschema
 
-from . import ir, jsontext
+from . import ir, jsontext, params
 from .errors import InputError, InvalidStream, UsageError, json_path
 from .gcpause import cyclic_gc_paused
 from .names import access_name, stage_name
 from .refs import parse_ref, split_submit, with_submit
+from .schema import schema
 
-@cache
-def schema() -> dict:
-    return json.loads(resources.files(__package__).joinpath("stream.schema.json").read_text())
-
+__all__ = ["from_dict", "load", "loads", "resolve_ref", "schema", "schema_errors", "validate", "value_errors"]
 
 def load(path: str | Path) -> ir.Stream:
     """Read and validate one stream file."""
@@ -205,7 +202,6 @@ def _from_template(doc: dict, file: str, integral_floats: bool) -> ir.Stream:
     """A params stream (docs/format.md "params"): check the template, then load every instance."""
     from dataclasses import replace
 
-    from . import params
     head = {k: doc[k] for k in ("format", "params", "expect") if k in doc}
     errors = schema_errors(head, integral_floats)
     if not errors:

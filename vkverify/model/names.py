@@ -6,7 +6,9 @@ module normalizes them.
 
 from __future__ import annotations
 
-from .stages import ACCESS, ACCESSES, STAGE, STAGES, Access, Stage
+from .stages import ACCESS, ACCESSES, STAGE, STAGES, AccessType, Stage
+
+__all__ = ["ACCESS_SETS", "STAGE_SETS", "access_name", "access_row", "stage_name", "stage_row"]
 
 # What each name covers: a meta name (transfer, all_commands, shader_read, memory_write) the
 # names it expands to, any other name itself (7.6, 7.7).
@@ -28,7 +30,7 @@ def stage_row(spelling: str) -> Stage | None:
     return STAGE.get(_strip_vulkan_spelling(spelling, ("VK_PIPELINE_STAGE_2_", "VK_PIPELINE_STAGE_")))
 
 
-def access_row(spelling: str) -> Access | None:
+def access_row(spelling: str) -> AccessType | None:
     """The row of an access in the format's or Vulkan's spelling, or None (7.7)."""
     return ACCESS.get(_strip_vulkan_spelling(spelling, ("VK_ACCESS_2_", "VK_ACCESS_")))
 

@@ -14,7 +14,10 @@ import re
 from functools import cache
 from typing import Any
 
-from .errors import InputError, json_path
+from .errors import InputError, VkverifyError, json_path
+from .schema import schema
+
+__all__ = ["ExprError", "combinations", "errors", "evaluate", "instantiate", "integer_keys", "loops", "names", "parse"]
 
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 LOOP = re.compile(r"^\s*([A-Za-z_]\w*)\s+in\s+(.+?)\s*$")
@@ -26,14 +29,14 @@ _OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lamb
         ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b}
 
 
-class ExprError(ValueError):
-    """An expression that does not parse, names an unknown parameter or divides by zero."""
+class ExprError(VkverifyError, ValueError):
+    """An expression that does not parse, names an unknown parameter or divides by zero. The loader
+    turns it into a StreamError naming the JSON path; seen as itself only by callers of params' functions."""
 
 
 @cache
 def integer_keys() -> frozenset[str]:
     """Field names the schema types as integers (or lists of them): where an expression string goes."""
-    from .loader import schema
     found = set()
 
     def walk(node: Any) -> None:

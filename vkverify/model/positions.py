@@ -11,6 +11,8 @@ import bisect
 import re
 from json.decoder import scanstring
 
+__all__ = ["spans"]
+
 Path = tuple[str | int, ...]
 Span = tuple[tuple[int, int], tuple[int, int]]
 

@@ -10,6 +10,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+__all__ = ["Ref", "batch_ref", "format_ref", "map_positions", "owner_of", "parse_ref", "sort_key", "split_ref",
+           "split_submit", "with_submit", "without_submit"]
+
 _OWNER = r"[^\[\]@]+"  # a command buffer or thread id: anything but the reference's own punctuation
 _POSITIONAL = re.compile(rf"({_OWNER})\[(\d+)\]")
 _WHOLE = re.compile(rf"({_OWNER})\[(\d+)\](?:@({_OWNER})\[(\d+)\])?")

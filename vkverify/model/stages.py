@@ -17,6 +17,24 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
+__all__ = [
+    "ACCESS",
+    "ACCESSES",
+    "COMMAND_STAGES",
+    "DEVICE_ACCESSES",
+    "DEVICE_STAGES",
+    "EXECUTING_STAGES",
+    "STAGE",
+    "STAGES",
+    "AccessType",
+    "Flag",
+    "Stage",
+    "access_mask",
+    "access_names_of",
+    "stage_mask",
+    "stage_names_of",
+]
+
 TOP_OF_PIPE, BOTTOM_OF_PIPE = "top_of_pipe", "bottom_of_pipe"
 
 
@@ -37,19 +55,20 @@ class Stage(Flag):
 
 
 @dataclass(frozen=True)
-class Access(Flag):
+class AccessType(Flag):
     """One VkAccessFlagBits2 bit (7.7)."""
+    stages: frozenset[str] = frozenset()  # the format's stages that perform it (7.7.1 "Supported access types")
 
 
-Row = TypeVar("Row", Stage, Access)
+Row = TypeVar("Row", Stage, AccessType)
 
 
 def _stage(name: str, sync2: int, sync1: int | None, *, earlier: Iterable[str] = ()) -> Stage:
     return Stage(name, sync2, sync1, frozenset({name}), frozenset(earlier))
 
 
-def _access(name: str, sync2: int, sync1: int | None) -> Access:
-    return Access(name, sync2, sync1, frozenset({name}))
+def _access(name: str, sync2: int, sync1: int | None, *, stages: Iterable[str]) -> AccessType:
+    return AccessType(name, sync2, sync1, frozenset({name}), frozenset(stages))
 
 
 # 7.6.1 "Pipeline stage ordering": compute is top_of_pipe, draw_indirect, compute_shader,
@@ -74,22 +93,23 @@ STAGES: tuple[Stage, ...] = (
     Stage("all_graphics", 0x8000, 0x8000, frozenset({"draw_indirect"}), in_format=False),
 )
 
-ACCESSES: tuple[Access, ...] = (
-    Access("none", 0x0, 0x0, frozenset()),
-    _access("indirect_command_read", 0x1, 0x1),
-    _access("uniform_read", 0x8, 0x8),
-    _access("shader_storage_read", 0x2_0000_0000, None),
-    _access("shader_storage_write", 0x4_0000_0000, None),
+ACCESSES: tuple[AccessType, ...] = (
+    AccessType("none", 0x0, 0x0, frozenset()),
+    _access("indirect_command_read", 0x1, 0x1, stages={"draw_indirect"}),
+    _access("uniform_read", 0x8, 0x8, stages={"compute_shader"}),
+    _access("shader_storage_read", 0x2_0000_0000, None, stages={"compute_shader"}),
+    _access("shader_storage_write", 0x4_0000_0000, None, stages={"compute_shader"}),
     # 7.7: shader reads include storage and uniform buffer reads.
-    Access("shader_read", 0x20, 0x20, frozenset({"shader_storage_read", "uniform_read"})),
-    Access("shader_write", 0x40, 0x40, frozenset({"shader_storage_write"})),
-    _access("transfer_read", 0x800, 0x800),
-    _access("transfer_write", 0x1000, 0x1000),
-    _access("host_read", 0x2000, 0x2000),
-    _access("host_write", 0x4000, 0x4000),
-    Access("memory_read", 0x8000, 0x8000, frozenset({"indirect_command_read", "uniform_read", "shader_storage_read",
+    AccessType("shader_read", 0x20, 0x20, frozenset({"shader_storage_read", "uniform_read"})),
+    AccessType("shader_write", 0x40, 0x40, frozenset({"shader_storage_write"})),
+    # 7.7.1: transfer reads at copy (blit, resolve), not at clear; transfer writes at both.
+    _access("transfer_read", 0x800, 0x800, stages={"copy"}),
+    _access("transfer_write", 0x1000, 0x1000, stages={"copy", "clear"}),
+    _access("host_read", 0x2000, 0x2000, stages={"host"}),
+    _access("host_write", 0x4000, 0x4000, stages={"host"}),
+    AccessType("memory_read", 0x8000, 0x8000, frozenset({"indirect_command_read", "uniform_read", "shader_storage_read",
                                                      "transfer_read", "host_read"})),
-    Access("memory_write", 0x10000, 0x10000, frozenset({"shader_storage_write", "transfer_write", "host_write"})),
+    AccessType("memory_write", 0x10000, 0x10000, frozenset({"shader_storage_write", "transfer_write", "host_write"})),
 )
 
 STAGE = {s.name: s for s in STAGES}
@@ -99,6 +119,9 @@ DEVICE_STAGES = tuple(s.name for s in STAGES if s.name in STAGE["all_commands"].
 # 7.6.1: top_of_pipe and bottom_of_pipe bound every pipeline; no command or host operation executes at them.
 EXECUTING_STAGES = frozenset(s.name for s in STAGES if s.covers == {s.name}) - {TOP_OF_PIPE, BOTTOM_OF_PIPE}
 COMMAND_STAGES = EXECUTING_STAGES & frozenset(DEVICE_STAGES)
+# The (stage, access) pairs device commands perform, in table order (the checker keeps a visibility clock for each).
+DEVICE_ACCESSES = tuple((s.name, a.name) for s in STAGES if s.name in COMMAND_STAGES
+                        for a in ACCESSES if s.name in a.stages)
 
 
 def _sync1(rows: Iterable[Flag]) -> dict[str, int]:

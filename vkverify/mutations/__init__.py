@@ -8,8 +8,25 @@ time and demand that every reader (checker, simulator, replay, a user's command)
 
 from .generate import TARGETS, Equivalent, Mutant, mutants, plain
 from .load_bearing import Analysis, Redundancy, analyze
-from .readers import READERS, CmdReader, Reader, Verdict
+from .readers import READERS, CmdReader, Reader, MutantVerdict
 from .runner import Cache, Outcome, Stats, run, shard
 
-__all__ = ["READERS", "TARGETS", "Analysis", "Cache", "CmdReader", "Equivalent", "Mutant", "Outcome", "Reader",
-           "Redundancy", "Stats", "Verdict", "analyze", "mutants", "plain", "run", "shard"]
+__all__ = [
+           "READERS",
+           "TARGETS",
+           "Analysis",
+           "Cache",
+           "CmdReader",
+           "Equivalent",
+           "Mutant",
+           "MutantVerdict",
+           "Outcome",
+           "Reader",
+           "Redundancy",
+           "Stats",
+           "analyze",
+           "mutants",
+           "plain",
+           "run",
+           "shard",
+]

@@ -17,6 +17,8 @@ from .load_bearing import Redundancy, analyze
 from .readers import READERS, CleanRunFailed, CmdReader
 from .runner import Cache, run, shard
 
+__all__ = ["command_mode", "finish", "main", "selectors"]
+
 
 def selectors(chosen: list[Mutant], target: str) -> dict[str, str]:
     """VKVERIFY_MUTATE for each mutant: `<target>:<k>`, k counting that target's mutants of its stream by id."""

@@ -9,6 +9,8 @@ from .generate import TARGETS, Equivalent
 from .load_bearing import Redundancy, pair_name
 from .runner import Outcome, Stats
 
+__all__ = ["Report", "junit", "redundancy_text", "text", "to_json"]
+
 
 @dataclass
 class Report:

@@ -18,15 +18,20 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 
+from ..errors import VkverifyError
 from .live import Selection, environment, site
-from .readers import CleanRunFailed, Verdict
+from .readers import CleanRunFailed, MutantVerdict
 from .runner import Cache, Outcome, Stats, cache_key, files_hash
+
+__all__ = ["Candidate", "Listing", "NoMutants", "RuntimeMutant", "chosen", "listing", "no_runtime_reason", "read_list",
+           "run_command"]
 
 TIMEOUT_FACTOR, TIMEOUT_FLOOR_S = 10.0, 30.0  # a mutant that hangs is killed; start-up noise needs a floor
 
 
-class NoMutants(Exception):
-    """The command gave nothing to mutate; the message says why (exit 2)."""
+class NoMutants(VkverifyError):
+    """The command gave nothing to mutate; the message says why. Seen by the user of
+    `vkverify mutate -- CMD` (exit 2) and of run_command()."""
 
 
 @dataclass(frozen=True)
@@ -194,14 +199,15 @@ def run_command(argv: list[str], target: str = "all", jobs: int = 1, per_iterati
     if stats.cached:
         log(f"{stats.cached} of {len(mutants)} verdicts from the cache")
 
-    def one(m: RuntimeMutant) -> tuple[RuntimeMutant, Verdict, float]:
+    def one(m: RuntimeMutant) -> tuple[RuntimeMutant, MutantVerdict, float]:
         began = time.monotonic()
         try:
             done = _run(argv, environment(m.selection), timeout)
         except subprocess.TimeoutExpired:
-            return m, Verdict(True, f"timed out after {timeout:.0f} s"), time.monotonic() - began
+            return m, MutantVerdict(True, f"timed out after {timeout:.0f} s"), time.monotonic() - began
         tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or [""]
-        return m, Verdict(done.returncode != 0, f"exit {done.returncode}: {tail[0][:200]}"), time.monotonic() - began
+        verdict = MutantVerdict(done.returncode != 0, f"exit {done.returncode}: {tail[0][:200]}")
+        return m, verdict, time.monotonic() - began
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for i, future in enumerate(as_completed([pool.submit(one, m) for m in todo]), 1):

@@ -18,13 +18,31 @@ from ..check.hb import Model
 from ..model import ir
 from ..model.dump import command_to_dict, host_op_to_dict
 from ..model.refs import format_ref, split_ref
+from ..model.stages import EXECUTING_STAGES, STAGES
 from . import operators as o
 from .load_bearing import Analysis, analyze
 
+__all__ = [
+    "ACCESS_CLASSES",
+    "TARGETS",
+    "Equivalent",
+    "Mutant",
+    "barrier_edits",
+    "borne_out",
+    "drop_description",
+    "hazards",
+    "mutant_targets",
+    "mutants",
+    "new_hazards",
+    "plain",
+    "semaphore_edits",
+]
+
 TARGETS = ("raw", "waw", "war", "semaphore", "fence", "keepalive", "host")
 ACCESS_CLASSES = ("raw", "war", "waw")
-# Wrong stages a mask is narrowed to, tried in this order until one breaks an ordering.
-NARROW_STAGES = ("copy", "clear", "compute_shader", "draw_indirect", "host")
+# Wrong stages a mask is narrowed to, each stage something executes at, tried in table order until one breaks
+# an ordering.
+NARROW_STAGES = tuple(s.name for s in STAGES if s.name in EXECUTING_STAGES)
 HOST_WAITS = (ir.WaitFences, ir.WaitSemaphores, ir.QueueWaitIdle, ir.DeviceWaitIdle)
 
 

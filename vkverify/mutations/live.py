@@ -70,6 +70,8 @@ from ..model import ir
 from ..model.dump import host_op_to_dict
 from ..model.refs import format_ref, parse_ref, split_ref, without_submit
 
+__all__ = ["Found", "Mutator", "Selection", "Shadow", "environment", "mutator", "selection", "site", "user_files"]
+
 ENV = "VKVERIFY_RUNTIME_MUTATE"
 HOOK = "vkverify.mutations.live:mutator"
 HOST_WAITS = (ir.WaitFences, ir.WaitSemaphores, ir.QueueWaitIdle, ir.DeviceWaitIdle)
@@ -498,7 +500,7 @@ class Mutator:
         return out
 
     def _fork(self, main):
-        with self.rt._lock:  # another thread may be recording into it
+        with self.rt.record.lock:  # another thread may be recording into it
             return main.fork()
 
     def _baseline(self, main, original: list, probe: list, at_end: bool = False) -> set:
@@ -515,7 +517,7 @@ class Mutator:
 
     def _loaded(self, thread: str, op: ir.HostOp) -> tuple[ir.HostOp, list[ir.CommandBuffer]]:
         """`op` as the loader reads it back from the stream, and the command buffers it submits."""
-        loaded = self.rt._loaded({thread: [host_op_to_dict(op)]})
+        loaded = self.rt.record.loaded({thread: [host_op_to_dict(op)]})
         return loaded.threads[0].ops[0], list(loaded.command_buffers)
 
     def _size(self, buffer: str) -> int:

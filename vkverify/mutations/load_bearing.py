@@ -17,6 +17,8 @@ import networkx as nx
 from ..check.hb import SINK, Model, Pair
 from ..model import ir
 
+__all__ = ["Analysis", "Redundancy", "analyze", "pair_name"]
+
 
 @dataclass(frozen=True)
 class Redundancy:

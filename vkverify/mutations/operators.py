@@ -12,6 +12,9 @@ from dataclasses import replace
 from ..model import ir
 from ..model.refs import format_ref, map_positions, split_ref
 
+__all__ = ["RefMap", "batch_ref", "drop", "drop_command", "drop_entry", "drop_host_op", "edit_batch", "insert_host_op",
+           "move_host_op", "narrow", "replace_command", "replace_host_op", "translate", "weaken", "with_command_buffer"]
+
 RefMap = dict[str, tuple[int | None, ...]]
 
 

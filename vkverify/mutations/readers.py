@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 
+from ..errors import VkverifyError
 from ..model import dumps, ir
 from .generate import Mutant
 from .operators import RefMap, translate
@@ -30,14 +31,15 @@ TIMEOUT_FLOOR_S = 10.0
 
 
 @dataclass(frozen=True)
-class Verdict:
+class MutantVerdict:
     killed: bool | None  # None: this reader cannot judge this mutant (detail says why)
     detail: str
     coinciding: bool = False  # not judged because the values coincide (the simulator's verdict, detail: why)
 
 
-class CleanRunFailed(Exception):
-    """The command fails on an unmutated stream: a red baseline proves nothing (exit 2)."""
+class CleanRunFailed(VkverifyError):
+    """The command fails on an unmutated stream: a red baseline proves nothing. Seen by the user
+    of `vkverify mutate` (exit 2) and of the mutation API."""
 
 
 class Reader(Protocol):
@@ -49,7 +51,7 @@ class Reader(Protocol):
     def cache_key(self) -> str | None:
         """What besides the code and the streams its verdicts depend on; None: never cached."""
 
-    def task(self, mutant: Mutant) -> Callable[[], Verdict]:
+    def task(self, mutant: Mutant) -> Callable[[], MutantVerdict]:
         """A picklable call that judges the mutant."""
 
 
@@ -69,12 +71,12 @@ def _key(f, refmap: RefMap) -> tuple:
     return f.kind, f.buffer, back(f.first), back(f.second), tuple(map(back, f.ops)) if f.ops else None
 
 
-def _checker_verdict(stream: ir.Stream, refmap: RefMap, baseline: frozenset) -> Verdict:
+def _checker_verdict(stream: ir.Stream, refmap: RefMap, baseline: frozenset) -> MutantVerdict:
     new = sorted(finding_keys(stream, refmap) - baseline, key=str)
     if not new:
-        return Verdict(False, "no new finding")
+        return MutantVerdict(False, "no new finding")
     kind, buffer, first, second, ops = new[0]
-    return Verdict(True, f"{kind} " + (", ".join(ops) if ops else f"{first} -> {second} on {buffer}"))
+    return MutantVerdict(True, f"{kind} " + (", ".join(ops) if ops else f"{first} -> {second} on {buffer}"))
 
 
 class CheckerReader:
@@ -87,7 +89,7 @@ class CheckerReader:
     def cache_key(self) -> str | None:
         return self.name
 
-    def task(self, mutant: Mutant) -> Callable[[], Verdict]:
+    def task(self, mutant: Mutant) -> Callable[[], MutantVerdict]:
         return partial(_checker_verdict, mutant.stream, mutant.refmap, self.baseline[mutant.file])
 
 
@@ -100,7 +102,7 @@ class Simulated:
 
     changed: frozenset[str]  # results some adversarial schedule changes: "buffer B", "read main[3]"
     ran: frozenset[str]  # the data operations the reference order runs (a deadlock's blocked ones do not)
-    verdicts: tuple  # sim.Verdict per finding
+    verdicts: tuple  # sim.FindingVerdict per finding
 
 
 def simulated(stream: ir.Stream, refmap: RefMap) -> Simulated:
@@ -113,23 +115,23 @@ def simulated(stream: ir.Stream, refmap: RefMap) -> Simulated:
     return Simulated(changed, frozenset(translate(s.ref, refmap) for s in reference_order(stream)), report.verdicts)
 
 
-def _sim_verdict(stream: ir.Stream, refmap: RefMap, original: Simulated, findings: frozenset) -> Verdict:
+def _sim_verdict(stream: ir.Stream, refmap: RefMap, original: Simulated, findings: frozenset) -> MutantVerdict:
     mutant = simulated(stream, refmap)
     new = sorted(mutant.changed - original.changed)
     if new:
-        return Verdict(True, f"digest of {new[0]} changes under an adversarial schedule")
+        return MutantVerdict(True, f"digest of {new[0]} changes under an adversarial schedule")
     # A mutant that blocks (a dropped signal, a fence reset before its wait) never runs some operations,
     # so their results never appear. (Digests are not compared with the original's: an abstract shader's
     # output and a host write's default data hash the operation's reference, which a mutant may shift.)
     blocked = sorted(original.ran - mutant.ran)
     if blocked:
-        return Verdict(True, f"{blocked[0]} never runs: the mutant blocks it, so its results never appear")
+        return MutantVerdict(True, f"{blocked[0]} never runs: the mutant blocks it, so its results never appear")
     # The mutant's new findings, where the simulator says why their values cannot change.
     keys = [(_key(v.finding, refmap), v.reason) for v in mutant.verdicts if v.verdict == "value_coinciding"]
     reasons = [f"{key[0]} {key[3] or ', '.join(key[4])}: {reason}" for key, reason in keys if key not in findings]
     if reasons:
-        return Verdict(None, "value-coinciding: " + "; ".join(reasons), coinciding=True)
-    return Verdict(False, f"no digest changes in {SIM_SCHEDULES} adversarial schedules")
+        return MutantVerdict(None, "value-coinciding: " + "; ".join(reasons), coinciding=True)
+    return MutantVerdict(False, f"no digest changes in {SIM_SCHEDULES} adversarial schedules")
 
 
 class SimReader:
@@ -147,7 +149,7 @@ class SimReader:
     def cache_key(self) -> str | None:
         return f"{self.name}:{SIM_SCHEDULES}:{SIM_SEED}"
 
-    def task(self, mutant: Mutant) -> Callable[[], Verdict]:
+    def task(self, mutant: Mutant) -> Callable[[], MutantVerdict]:
         return partial(_sim_verdict, mutant.stream, mutant.refmap, self.originals[mutant.file],
                        self.findings[mutant.file])
 
@@ -155,23 +157,23 @@ class SimReader:
 # ---- replay on a device --------------------------------------------------------
 
 
-def _replay_verdict(stream: ir.Stream, syncval: bool) -> Verdict:
+def _replay_verdict(stream: ir.Stream, syncval: bool) -> MutantVerdict:
     from ..runtime import RuntimeFault, replay, replayable
-    from ..runtime.replay import compare_reference
+    from ..runtime.replay_result import compare_reference
 
     why = replayable(stream)
     if why is not None:
-        return Verdict(None, f"not replayable: {why}")
+        return MutantVerdict(None, f"not replayable: {why}")
     try:
         result = replay(stream, syncval=syncval)
     except RuntimeFault as error:  # a device limit (Unsupported) or a failed call: no verdict either way
-        return Verdict(None, f"the device cannot run it: {error}")
+        return MutantVerdict(None, f"the device cannot run it: {error}")
     mismatches, note = compare_reference(stream, result)
     if mismatches:
-        return Verdict(True, f"{min(mismatches)} differs from the simulator's reference")
+        return MutantVerdict(True, f"{min(mismatches)} differs from the simulator's reference")
     if syncval and result.messages:
-        return Verdict(True, f"validation layer: {str(result.messages[0])[:200]}")
-    return Verdict(False, f"digests agree ({note})")
+        return MutantVerdict(True, f"validation layer: {str(result.messages[0])[:200]}")
+    return MutantVerdict(False, f"digests agree ({note})")
 
 
 class ReplayReader:
@@ -196,7 +198,7 @@ class ReplayReader:
     def cache_key(self) -> str | None:
         return f"{self.name}:{os.environ.get('VKVERIFY_DEVICE', '')}"
 
-    def task(self, mutant: Mutant) -> Callable[[], Verdict]:
+    def task(self, mutant: Mutant) -> Callable[[], MutantVerdict]:
         return partial(_replay_verdict, mutant.stream, self.syncval)
 
 
@@ -212,7 +214,7 @@ def _run(argv: list[str], env: dict[str, str], timeout: float | None) -> subproc
     return subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def _cmd_verdict(argv: list[str], text: str, mutate: str, timeout: float) -> Verdict:
+def _cmd_verdict(argv: list[str], text: str, mutate: str, timeout: float) -> MutantVerdict:
     with tempfile.TemporaryDirectory(prefix="vkverify-mutant-") as tmp:
         path = os.path.join(tmp, "mutant.json")
         with open(path, "w") as f:
@@ -220,10 +222,10 @@ def _cmd_verdict(argv: list[str], text: str, mutate: str, timeout: float) -> Ver
         try:
             done = _run(argv, {"VKVERIFY_MUTATE": mutate, "VKVERIFY_MUTANT_STREAM": path}, timeout)
         except subprocess.TimeoutExpired:
-            return Verdict(True, f"timed out after {timeout:.0f} s")
+            return MutantVerdict(True, f"timed out after {timeout:.0f} s")
     if done.returncode != 0:
-        return Verdict(True, f"exit {done.returncode}")
-    return Verdict(False, "exit 0")
+        return MutantVerdict(True, f"exit {done.returncode}")
+    return MutantVerdict(False, "exit 0")
 
 
 class CmdReader:
@@ -253,7 +255,7 @@ class CmdReader:
     def cache_key(self) -> str | None:
         return None  # the command's own code is outside what vkverify can hash
 
-    def task(self, mutant: Mutant) -> Callable[[], Verdict]:
+    def task(self, mutant: Mutant) -> Callable[[], MutantVerdict]:
         return partial(_cmd_verdict, self.argv, dumps(mutant.stream), self.selectors[mutant.id], self.timeout)
 
 
@@ -264,5 +266,13 @@ READERS: dict[str, Callable[[], Reader]] = {
     "replay+syncval": partial(ReplayReader, syncval=True),
 }
 
-__all__ = ["READERS", "CheckerReader", "CleanRunFailed", "CmdReader", "Reader", "ReplayReader", "SimReader",
-           "Verdict"]
+__all__ = [
+    "READERS",
+    "CheckerReader",
+    "CleanRunFailed",
+    "CmdReader",
+    "MutantVerdict",
+    "Reader",
+    "ReplayReader",
+    "SimReader",
+]

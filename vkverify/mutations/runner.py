@@ -13,7 +13,9 @@ from pathlib import Path
 from ..model import dumps, ir
 from ..model.files import write_atomic
 from .generate import Mutant
-from .readers import Reader, Verdict
+from .readers import Reader, MutantVerdict
+
+__all__ = ["Cache", "Outcome", "Stats", "cache_key", "code_hash", "files_hash", "run", "shard"]
 
 CACHE_FILE = "mutate.json"
 
@@ -21,7 +23,7 @@ CACHE_FILE = "mutate.json"
 @dataclass
 class Outcome:
     mutant: Mutant
-    verdicts: dict[str, Verdict] = field(default_factory=dict)  # reader name -> verdict
+    verdicts: dict[str, MutantVerdict] = field(default_factory=dict)  # reader name -> verdict
 
     @property
     def judged(self) -> bool:
@@ -86,11 +88,11 @@ class Cache:
     def key(reader_key: str, original: ir.Stream, mutant: Mutant) -> str:
         return cache_key(reader_key, dumps(original, indent=None), dumps(mutant.stream, indent=None))
 
-    def get(self, key: str) -> Verdict | None:
+    def get(self, key: str) -> MutantVerdict | None:
         found = self.entries.get(key)
-        return Verdict(*found) if isinstance(found, list) and len(found) == 3 else None
+        return MutantVerdict(*found) if isinstance(found, list) and len(found) == 3 else None
 
-    def put(self, key: str, verdict: Verdict) -> None:
+    def put(self, key: str, verdict: MutantVerdict) -> None:
         self.entries[key] = [verdict.killed, verdict.detail, verdict.coinciding]
 
     def save(self) -> None:
@@ -134,5 +136,5 @@ def run(mutants: list[Mutant], readers: list[Reader], originals: dict[str, ir.St
     return outcomes, stats
 
 
-def _call(task) -> Verdict:
+def _call(task) -> MutantVerdict:
     return task()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
+__all__ = ["caller", "short"]
+
 PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 

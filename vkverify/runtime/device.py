@@ -2,7 +2,7 @@
 
 Every struct a Vulkan call points to is bound to a local name until the call
 returns: the `vulkan` package does not keep nested temporaries alive
-(VULKAN_PYTHON_NOTES.md).
+(an inline nested struct segfaulted vkCreateComputePipelines under the validation layer).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .errors import NoDevice, Unsupported
+
+__all__ = ["Instance", "LogicalDevice", "Message", "QueueRequest", "assign_families", "pick_physical", "vulkan"]
 
 SYNCVAL_QUEUE_SUBMIT = "VALIDATION_CHECK_ENABLE_SYNCHRONIZATION_VALIDATION_QUEUE_SUBMIT"
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
@@ -61,7 +63,7 @@ class Instance:
             raise NoDevice(f"{VALIDATION_LAYER} is not installed")
         if syncval:
             # Layer 1.3.239 checks hazards across command buffers and submits only
-            # with this switch (VULKAN_PYTHON_NOTES.md); it reads the variable at
+            # with this switch (marked alpha then); it reads the variable at
             # vkCreateInstance.
             enables = [e for e in os.environ.get("VK_LAYER_ENABLES", "").split(":") if e]
             if SYNCVAL_QUEUE_SUBMIT not in enables:
@@ -203,7 +205,7 @@ class QueueRequest:
 
 
 @dataclass
-class Device:
+class LogicalDevice:
     """A VkDevice with its queues; `queues[id]` is (family, VkQueue, lock)."""
 
     instance: Instance
@@ -216,7 +218,7 @@ class Device:
 
     @classmethod
     def open(cls, instance: Instance, physical, requests: list[QueueRequest],
-             extensions: tuple[str, ...] = ()) -> Device:
+             extensions: tuple[str, ...] = ()) -> LogicalDevice:
         """extensions: device extensions to enable (the caller checked the device has them)."""
         vk = instance.vk
         props = vk.vkGetPhysicalDeviceProperties(physical)

@@ -6,9 +6,15 @@ The CLI turns a `DeviceFault` into a one-line message and exit code 3;
 
 from __future__ import annotations
 
+from ..errors import VkverifyError
 
-class RuntimeFault(Exception):
-    """Base of the runtime's errors."""
+__all__ = ["DeviceFault", "DeviceLost", "HazardError", "NoDevice", "RuntimeFault", "Unsupported", "UploadFailed"]
+
+
+class RuntimeFault(VkverifyError):
+    """Base of the runtime's errors: what a program built on the runtime, the uploader or
+    `vkverify replay` catches to tell a device's refusal or failure from a bug; each
+    subclass says who sees it."""
 
 
 class NoDevice(RuntimeFault):
@@ -28,7 +34,8 @@ class DeviceFault(RuntimeFault):
     """A Vulkan call failed while running (device lost, out of memory).
 
     `operation` names what was being done: a stream reference such as
-    `main[3]` or `buffer A`, and the Vulkan function that failed.
+    `main[3]` or `buffer A`, and the Vulkan function that failed. Seen by the replay's user
+    (`vkverify replay` exits 3) and by a program built on the runtime.
     """
 
     def __init__(self, operation: str, function: str, error: str) -> None:

@@ -16,6 +16,8 @@ from functools import cached_property
 
 from .errors import DeviceFault, Unsupported
 
+__all__ = ["Allocator", "Block", "DeviceBuffer", "choose_type", "flag_bits", "flag_names"]
+
 BLOCK_SIZE = 64 << 20
 
 # kind -> (required flags, flags we would rather not have), by name.
@@ -85,7 +87,7 @@ class DeviceBuffer:
 
 @dataclass(eq=False)
 class Allocator:
-    device: object  # runtime.device.Device
+    device: object  # runtime.device.LogicalDevice
     blocks: list[Block] = field(default_factory=list)
 
     @property

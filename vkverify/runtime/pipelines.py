@@ -2,7 +2,7 @@
 
 Bindings are checked against the SPIR-V's reflected interface before any
 Vulkan object is made (a pipeline that binds a different number of buffers
-than the module declares is refused, as the engines in PROTOCOLS.md do).
+than the module declares is refused, as inference engines' Vulkan paths refuse it).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from ..shaders import DescriptorType, ShaderInterface, interface, load_spirv
 from ..shaders.reflect import reflect
 from .errors import Unsupported
+
+__all__ = ["Pipeline", "Pipelines"]
 
 SETS_PER_POOL = 256
 
@@ -28,7 +30,7 @@ class Pipeline:
 
 @dataclass(eq=False)
 class Pipelines:
-    device: object  # runtime.device.Device
+    device: object  # runtime.device.LogicalDevice
     by_name: dict[str, Pipeline] = field(default_factory=dict)
     own: dict[str, tuple[bytes, ShaderInterface]] = field(default_factory=dict)  # the program's shaders
     pools: list = field(default_factory=list)

@@ -18,6 +18,8 @@ from ..model.refs import format_ref, parse_ref, without_submit
 from ..model.stages import access_mask, stage_mask
 from ..shaders import generic_plan, pack_push
 
+__all__ = ["Recorder", "global_barrier", "scratch_orders"]
+
 UPDATE_CHUNK = 65536  # vkCmdUpdateBuffer's dataSize limit
 
 

@@ -6,8 +6,10 @@ import json
 
 from .device import Instance, vulkan
 from .memory import flag_names
-from .replay import ReplayResult
+from .replay_result import ReplayResult
 from .uploads import staged
+
+__all__ = ["devices", "devices_json", "devices_text", "replay_json", "replay_text"]
 
 
 def replay_json(result: ReplayResult) -> dict:

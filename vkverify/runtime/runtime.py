@@ -5,15 +5,16 @@ so `stream()` is what the program actually issued: checkable, replayable.
 With online checking (VKVERIFY_CHECK=1, or check=True) each submit, host read
 and host write is checked with everything recorded before it, and a hazard
 raises HazardError before vkQueueSubmit is called or the host touches the bytes
-(a host read racing the device is then caught by structure, whatever the timing).
-The check keeps the checker's state between ops (happens_before), so it costs
-the op, not the stream recorded so far.
+(a host read racing the device is then caught by structure, whatever the timing):
+the last hook, online.OnlineCheck, which keeps the checker's state between ops.
+The stream is recorded through stream_record.StreamRecord's public API, which
+the uploader uses too.
 
 Hooks see every host op before it is recorded and run: `Runtime(hooks=[factory, ...])`, each
 factory called with the Runtime once it is open and returning an object with `before(thread, op)`
 (the op to record and run instead, or None to drop it) and `close()`; without `hooks`, the
 factories VKVERIFY_HOOKS names (`module:attribute`, comma-separated). The uploader is asked
-first, by the same protocol (its deferred copies join a submit).
+first, by the same protocol (its deferred copies join a submit); the online check last.
 """
 
 from __future__ import annotations
@@ -27,31 +28,27 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Self
 
-from ..model import builder, from_dict, ir
+from ..model import builder, ir
 from ..model.data import data_bytes
 from ..model.dump import command_to_dict, host_op_to_dict
-from ..model.refs import format_ref, with_submit
+from ..model.refs import with_submit
 from ..model.stages import stage_mask
 from .caller import caller
-from .device import Device, Instance, QueueRequest, pick_physical
-from .errors import DeviceFault, HazardError, Unsupported
+from .device import LogicalDevice, Instance, QueueRequest, pick_physical
+from .errors import DeviceFault, Unsupported
 from .memory import Allocator, DeviceBuffer
+from .online import OnlineCheck
 from .pipelines import Pipelines
 from .record import Recorder, global_barrier
+from .stream_record import StreamRecord
+
+__all__ = ["CommandBuffer", "Runtime", "env_hooks"]
 
 WAIT_SLICE_NS = 100_000_000  # host waits wake this often to notice an abort
 WAIT_LIMIT_S = 60.0  # a wait that long is reported as a fault, not a hang
 # A read back's copy made visible to the host's read of the staging buffer (not recorded in the stream).
 READ_BACK = {"src_stage": ["copy"], "src_access": ["transfer_write"], "dst_stage": ["host"],
              "dst_access": ["host_read"]}
-# Findings that a partial stream cannot produce by being partial.
-ONLINE_KINDS = frozenset({"raw", "war", "waw", "use_after_destroy", "uninitialized_read", "ownership_missing",
-                          "binary_semaphore_misuse", "timeline_not_increasing", "fence_misuse"})
-
-
-def _submitted(op: ir.HostOp) -> list[str]:
-    return [cb for b in op.batches for cb in b.command_buffers] if isinstance(op, ir.Submit) else []
-
 
 class CommandBuffer(builder.CommandBuffer):
     """The model builder's recorder (cmd_copy_buffer, cmd_dispatch, ...); the
@@ -88,7 +85,9 @@ class Runtime:
                  hooks: Iterable[Callable] | None = None) -> None:
         requests = [queues[q] if isinstance(queues, Mapping) else QueueRequest(q) for q in queues]
         self.check = os.environ.get("VKVERIFY_CHECK") == "1" if check is None else check
-        self._lock = threading.RLock()
+        self.record = StreamRecord(name, [{"id": r.id, "family": r.group} for r in requests])
+        self.online = OnlineCheck(self.record)  # its state serves the runtime mutation too; a hook with `check`
+        self._lock = self.record.lock
         self._submitted = threading.Condition(self._lock)
         self.aborted = threading.Event()
         self.buffers: dict[str, DeviceBuffer] = {}
@@ -100,35 +99,38 @@ class Runtime:
         self.pools: dict[int, object] = {}
         self.recorded: dict[tuple[str, str | None], object] = {}
         self.abstract_shaders: dict[str, tuple[str, ...]] = {}
-        self.command_buffers: dict[str, list[dict]] = {}
-        self._ir_cbs: dict[str, tuple[int, tuple[ir.Command, ...]]] = {}
-        self.threads: dict[str, list[dict]] = {}
-        self._hb = None  # check.incremental.Incremental over the recorded stream (happens_before)
-        self._hb_fed: dict[str, int] = {}  # thread -> how many of its recorded ops it was fed
-        self._hb_resources: tuple = ()  # how many buffers, semaphores, fences and shaders it knows
-        self._hb_reported = 0  # a mark of its findings: those before it were raised already
         self.uploader = None  # uploads.Uploader: deferred copies join submits; closed before the device
         self.hooks: list = []
         self.name = name
         self.device = self.allocator = self.pipelines = None
         self.instance = Instance(validation, syncval)
         try:
-            self.device = Device.open(self.instance, pick_physical(self.instance, device), requests, extensions)
+            self.device = LogicalDevice.open(self.instance, pick_physical(self.instance, device), requests, extensions)
             self.allocator = Allocator(self.device)
             self.pipelines = Pipelines(self.device)
         except BaseException:
             self.close()
             raise
         self.group_of = {r.id: r.group for r in requests}
-        self.doc = {"format": ir.FORMAT, "name": name,
-                    "devices": [{"id": "gpu0", "queues": [{"id": r.id, "family": r.group} for r in requests]}],
-                    "buffers": [], "semaphores": [], "fences": [], "shaders": {}}
         factories = env_hooks() if hooks is None else hooks
         self.hooks = [h for h in (factory(self) for factory in factories) if h is not None]
 
     @property
     def vk(self):
         return self.instance.vk
+
+    # The record's document, command buffers and host threads, for reading (write through `record`).
+    @property
+    def doc(self) -> dict:
+        return self.record.doc
+
+    @property
+    def command_buffers(self) -> dict[str, list[dict]]:
+        return self.record.command_buffers
+
+    @property
+    def threads(self) -> dict[str, list[dict]]:
+        return self.record.threads
 
     def device_family(self, group: int) -> int:
         """The device family that serves the stream's family `group`."""
@@ -157,11 +159,11 @@ class Runtime:
                 entry = {"id": id, "size": size, "memory": memory}
                 if sharing != "concurrent":
                     entry["sharing"] = sharing
-            self.doc["buffers"].append(entry)
+            self.record.declare("buffers", entry)
 
     def _zero(self, buffer: DeviceBuffer) -> None:
         """Fresh memory is zero-filled: the simulator's reference starts from zeros,
-        and a fresh block can hold another run's bytes (PROTOCOLS.md 1)."""
+        and a fresh block can hold another run's bytes."""
         if buffer.block.mapped is not None:
             buffer.view(0, buffer.size)[:] = bytes(buffer.size)
         else:
@@ -241,7 +243,8 @@ class Runtime:
             handle = vk.vkCreateSemaphore(self.device.handle, info, None)  # vkCreateSemaphore
             self.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_SEMAPHORE, handle, id)
             self.semaphores[id] = (handle, "timeline" if timeline else "binary")
-            self.doc["semaphores"].append({"id": id, "type": "timeline" if timeline else "binary", "initial": initial})
+            self.record.declare("semaphores", {"id": id, "type": "timeline" if timeline else "binary",
+                                               "initial": initial})
 
     def create_fence(self, id: str, signaled: bool = False) -> None:
         vk = self.vk
@@ -251,12 +254,12 @@ class Runtime:
             self.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_FENCE, handle, id)
             self.fences[id] = handle
             self.armed[id] = signaled
-            self.doc["fences"].append({"id": id, "signaled": signaled})
+            self.record.declare("fences", {"id": id, "signaled": signaled})
 
     def declare_shader(self, id: str, bindings: Iterable[str]) -> None:
         """An abstract shader (docs/format.md): replayed by a generic kernel."""
         self.abstract_shaders[id] = tuple(bindings)
-        self.doc["shaders"][id] = {"bindings": list(bindings)}
+        self.record.declare_shader(id, bindings)
 
     def load_shader(self, name: str, spirv: bytes) -> tuple[str, ...]:
         """The program's own compute shader, dispatched by `name` like a library one: its bindings
@@ -268,29 +271,16 @@ class Runtime:
             raise ValueError(f"shader {name!r} exists already (the library's, or loaded or declared before)")
         # An untouched binding is declared read: the stream has no `none` access, and may declare more.
         accesses = tuple(a if a != "none" else "read" for a in stream_accesses(self.pipelines.add(name, spirv)))
-        self.doc["shaders"][name] = {"bindings": list(accesses)}
+        self.record.declare_shader(name, accesses)
         return accesses
 
     def command_buffer(self, id: str) -> CommandBuffer:
         """The recorder for command buffer `id` (builder method names)."""
-        with self._lock:
-            return CommandBuffer(self.command_buffers.setdefault(id, []))
+        return CommandBuffer(self.record.commands_of(id))
 
     def load_command_buffer(self, cb: ir.CommandBuffer) -> None:
         """Record a whole IR command buffer (the replay's way in)."""
-        with self._lock:
-            self.command_buffers[cb.id] = [command_to_dict(c) for c in cb.commands]
-            self._ir_cbs[cb.id] = (len(cb.commands), cb.commands)
-
-    def _commands(self, cb_id: str) -> tuple[ir.Command, ...]:
-        """The IR of a command buffer, through the loader (defaults, validation)."""
-        dicts = self.command_buffers[cb_id]
-        cached = self._ir_cbs.get(cb_id)
-        if cached is None or cached[0] != len(dicts):
-            doc = {**self.doc, "command_buffers": {cb_id: dicts}}
-            self._ir_cbs[cb_id] = cached = (len(dicts), from_dict(doc, f"<command buffer {cb_id}>")
-                                            .index.command_buffers[cb_id].commands)
-        return cached[1]
+        self.record.set_command_buffer(cb.id, [command_to_dict(c) for c in cb.commands], cb.commands)
 
     # ---- host ops (each takes `id` and `label` keywords, as commands do) ----
 
@@ -352,14 +342,7 @@ class Runtime:
         op = self.before(thread, op if op.source is not None else replace(op, source=caller()))
         if op is None:  # a hook dropped it
             return None
-        with self._lock:
-            ops = self.threads.setdefault(thread, [])
-            ref = format_ref(thread, len(ops))
-            entry = host_op_to_dict(op)
-            if self.check and (isinstance(op, ir.Submit) or
-                               isinstance(op, ir.HostAccess) and op.op in ("host_read", "host_write")):
-                self._check_online(ref, thread, entry)
-            ops.append(entry)
+        ref = self.record.append_op(thread, host_op_to_dict(op))
         self.instance.operation = ref
         if isinstance(op, ir.Submit):
             return self._submit(ref, op, at or {})
@@ -393,76 +376,23 @@ class Runtime:
         self._call(ref, "vkSignalSemaphore", self.vk.vkSignalSemaphore, self.device.handle, info)
 
     def before(self, thread: str, op: ir.HostOp, uploads: bool = True) -> ir.HostOp | None:
-        """`op` as the hooks leave it (None: dropped); the uploader first, unless the op is its own."""
-        for hook in ([self.uploader] if uploads and self.uploader is not None else []) + self.hooks:
+        """`op` as the hooks leave it (None: dropped): the uploader first and the online check last,
+        unless the op is the uploader's own (uploads=False), which neither sees."""
+        hooks = ([self.uploader] if uploads and self.uploader is not None else []) + self.hooks
+        for hook in hooks + ([self.online] if uploads and self.check else []):
             op = hook.before(thread, op)
             if op is None:
                 return None
         return op
 
-    def _check_online(self, ref: str, thread: str, entry: dict) -> None:
-        """Check this submit or host access after the stream recorded so far, on the incremental state of
-        it (happens_before); raise on a finding not raised before."""
-        from ..check import exact
-
-        hb = self.happens_before()
-        loaded = self._loaded({thread: [entry]})
-        hb.feed(thread, loaded.threads[0].ops[0], loaded.command_buffers)
-        self._hb_fed[thread] = len(self.threads.get(thread, ())) + 1
-        new = [f for f in hb.findings_since(self._hb_reported) if f.kind in ONLINE_KINDS]
-        self._hb_reported = hb.mark()
-        if new:
-            # It holds the op, which is not recorded: built again from the stream when next asked, with what it
-            # finds then taken as raised.
-            self._hb, self._hb_reported = None, None
-            stream = from_dict(self._document({thread: self.threads.get(thread, []) + [entry]}), "<runtime>")
-            new = exact.refine(stream, new, hb.walk.shared)
-            raise HazardError(ref, new, {r: line for r in (new[0].first, new[0].second, ref)
-                                         if r and (line := stream.index.source(r))})
-
     def happens_before(self):
-        """The checker's state over everything recorded so far (check/incremental.py), fed the ops recorded
-        since the last call: the online check and the runtime mutation read it instead of re-checking the
-        whole stream at every op. Ops recorded by several threads between two calls are fed thread by thread."""
-        from ..check.incremental import Incremental
-
-        with self._lock:
-            resources = (len(self.doc["buffers"]), len(self.doc["semaphores"]), len(self.doc["fences"]),
-                         len(self.doc["shaders"]))
-            rebuilt = self._hb is None
-            if rebuilt:
-                self._hb, self._hb_fed = Incremental(self._loaded({})), {}
-            elif resources != self._hb_resources:
-                self._hb.add_resources(self._loaded({}))
-            self._hb_resources = resources
-            new = {t: ops[self._hb_fed.get(t, 0):] for t, ops in self.threads.items()
-                   if len(ops) > self._hb_fed.get(t, 0)}
-            if new:
-                loaded = self._loaded(new)
-                for t in loaded.threads:
-                    for op in t.ops:
-                        self._hb.feed(t.id, op, [loaded.index.command_buffers[cb] for cb in _submitted(op)])
-                    self._hb_fed[t.id] = len(self.threads[t.id])
-            if rebuilt:
-                self._hb_reported = self._hb.mark() if self._hb_reported is None else 0
-            return self._hb
-
-    def _loaded(self, threads: Mapping[str, list[dict]]) -> ir.Stream:
-        """The resources, `threads` with these ops and the command buffers they submit, through the loader."""
-        cbs = {cb for ops in threads.values() for op in ops if op["op"] == "submit"
-               for b in op.get("batches", [op]) for cb in b.get("command_buffers", ())}
-        doc = {**self.doc, "command_buffers": {cb: list(self.command_buffers[cb]) for cb in cbs},
-               "threads": {t: list(ops) for t, ops in threads.items()}}
-        return from_dict(doc, "<runtime>", schema=False)
+        """The checker's state over everything recorded so far (online.OnlineCheck.happens_before): the
+        runtime mutation reads it instead of re-checking the whole stream at every op."""
+        return self.online.happens_before()
 
     def findings(self) -> list:
         """What `check(self.stream())` finds, from the incremental state (happens_before)."""
-        from ..check import exact
-
-        hb = self.happens_before()
-        findings = hb.findings_at_end()
-        # exact.refine reads the whole stream, where it has anything to decide.
-        return exact.refine(self.stream(), findings, hb.walk.shared) if findings or hb.walk.shared else findings
+        return self.online.findings()
 
     def _host_access(self, ref: str, op: ir.HostAccess):
         buffer = self.buffers[op.buffer]
@@ -512,7 +442,7 @@ class Runtime:
         key = (cb_id, at)
         if key not in self.recorded:
             vk = self.vk
-            commands = self._commands(cb_id)
+            commands = self.record.commands(cb_id)
             cb = self._allocate_cb(family, with_submit(cb_id, at))  # the layer's messages name it
             # Simultaneous use: a stream may submit a command buffer again while it is pending.
             begin = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT)
@@ -635,14 +565,9 @@ class Runtime:
 
     # ---- output and teardown -------------------------------------------------
 
-    def _document(self, threads: Mapping[str, list[dict]] | None = None) -> dict:
-        return {**self.doc, "command_buffers": {k: list(v) for k, v in self.command_buffers.items()},
-                "threads": {t: list(ops) for t, ops in {**self.threads, **(threads or {})}.items()}}
-
     def stream(self) -> ir.Stream:
         """Everything the program did so far, as a validated stream."""
-        with self._lock:
-            return from_dict(self._document(), "<runtime>")
+        return self.record.stream()
 
     def close(self) -> None:
         """Wait for the device, then destroy everything created; idempotent."""

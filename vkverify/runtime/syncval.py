@@ -5,7 +5,7 @@ current operation names it: a command's reference while a command buffer is
 recorded (`cb0[2]`: the second access), a submit's reference for hazards found
 at vkQueueSubmit2 (then the message names the command buffer, not the buffer).
 Layer 1.3.239 tracks neither host access, timeline semaphores nor
-uninitialized memory (VULKAN_PYTHON_NOTES.md): those findings are vkverify's alone.
+uninitialized memory: those findings are vkverify's alone.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 from ..model.refs import owner_of, without_submit
 from .record import scratch_orders
+
+__all__ = ["LayerAgreement", "LayerFinding", "agreement", "explain_only_layer", "explain_only_vkverify",
+           "layer_findings"]
 
 LAYER_KINDS = {"SYNC-HAZARD-READ-AFTER-WRITE": "raw", "SYNC-HAZARD-WRITE-AFTER-READ": "war",
                "SYNC-HAZARD-WRITE-AFTER-WRITE": "waw"}
@@ -57,13 +60,13 @@ def _matches(layer: LayerFinding, f) -> bool:
 
 
 @dataclass
-class Agreement:
+class LayerAgreement:
     shared: list  # (vkverify Finding, LayerFinding)
     only_vkverify: list  # Finding
     only_layer: list  # LayerFinding
 
 
-def agreement(findings, layer: list[LayerFinding]) -> Agreement:
+def agreement(findings, layer: list[LayerFinding]) -> LayerAgreement:
     shared, only_v, matched = [], [], set()
     for f in findings:
         hit = next((lf for lf in layer if _matches(lf, f)), None)
@@ -72,7 +75,7 @@ def agreement(findings, layer: list[LayerFinding]) -> Agreement:
         else:
             shared.append((f, hit))
             matched.add(hit)
-    return Agreement(shared, only_v, [lf for lf in layer if lf not in matched])
+    return LayerAgreement(shared, only_v, [lf for lf in layer if lf not in matched])
 
 
 def explain_only_vkverify(stream, f) -> str:

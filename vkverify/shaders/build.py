@@ -19,6 +19,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from vkverify.errors import VkverifyError
 from vkverify.shaders.library import SHADER_DIR
 
 __all__ = ["GLSLANG_FLAGS", "build", "check", "main"]
@@ -26,7 +27,7 @@ __all__ = ["GLSLANG_FLAGS", "build", "check", "main"]
 GLSLANG_FLAGS = ("-V", "--target-env", "vulkan1.1")
 
 
-class GlslangMissing(RuntimeError):
+class GlslangMissing(VkverifyError, RuntimeError):
     """glslangValidator is not on PATH; seen by whoever runs the generator."""
 
 

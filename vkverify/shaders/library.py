@@ -12,7 +12,8 @@ from types import MappingProxyType
 from vkverify.shaders.reflect import DescriptorType, ShaderInterface, reflect
 from vkverify.shaders.semantics import SEMANTICS, Semantics, generic_name
 
-__all__ = ["GenericPlan", "Shader", "generic_plan", "interface", "library", "load_spirv", "stream_accesses"]
+__all__ = ["SHADER_DIR", "GenericPlan", "Shader", "binding_accesses", "generic_plan", "interface", "library",
+           "load_spirv", "stream_accesses"]
 
 SHADER_DIR = Path(__file__).parent
 

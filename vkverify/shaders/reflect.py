@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ..errors import VkverifyError
 from .uses import READ, WRITE, Instruction, variable_uses
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "pack_push",
     "reflect",
     "spec_constant_types",
+    "unpack_push",
 ]
 
 MAGIC = 0x07230203
@@ -78,7 +80,7 @@ _DIM_BUFFER = 5
 _VERSION_1_4 = 0x00010400
 
 
-class SpirvError(ValueError):
+class SpirvError(VkverifyError, ValueError):
     """The bytes are not SPIR-V that this reflector can read.
 
     Seen by whoever hands the shader library a shader binary: a corrupt or

@@ -4,7 +4,7 @@ reference) and under adversarial schedules that turn each finding into a changed
 Imports only the model, the shaders' numpy semantics and the checker; never Vulkan.
 """
 
-from .report import FORMATS, ScheduleResult, SimReport, SimResult, Verdict
+from .report import FORMATS, ScheduleResult, SimReport, SimResult, FindingVerdict
 from .simulate import reference, simulate
 
-__all__ = ["FORMATS", "ScheduleResult", "SimReport", "SimResult", "Verdict", "reference", "simulate"]
+__all__ = ["FORMATS", "FindingVerdict", "ScheduleResult", "SimReport", "SimResult", "reference", "simulate"]

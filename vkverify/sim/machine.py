@@ -1,6 +1,7 @@
 """Memory as numpy bytes, one array per root buffer (aliases share it, StreamIndex.root).
 
-Two adversarial traits can be switched on (ARCHITECTURE.md, "simulator"):
+Two adversarial traits can be switched on (the simulator's purpose: a hazard
+becomes a wrong number):
 - `garbage`: memory that starts undefined (device_local, device_host_visible: the
   checker's rule 9) starts as seeded random bytes; bytes nothing wrote digest as
   zeros at the end, since they hold no result.
@@ -21,7 +22,7 @@ import numpy as np
 from ..model import ir
 from ..model.errors import InputError, StreamError
 
-__all__ = ["Machine", "Overlay", "digest"]
+__all__ = ["Machine", "Overlay", "digest", "poison"]
 
 MAX_MEMORY = 2 ** 30  # bytes of the root buffers one simulated execution holds
 DEFINED_AT_START = ("host_coherent", "host_cached")  # as the checker's RangeMap(initialized=...)

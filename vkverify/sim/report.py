@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..check import Finding
 
-__all__ = ["FORMATS", "ScheduleResult", "SimReport", "SimResult", "Verdict"]
+__all__ = ["FORMATS", "FindingVerdict", "ScheduleResult", "SimReport", "SimResult"]
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class ScheduleResult:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class FindingVerdict:
     """Per finding: `confirmed` (schedule `schedule` changed `digests`, which the finding's operations
     produce or read, directly or downstream) or `value_coinciding` (with the `reason`)."""
 
@@ -51,7 +51,7 @@ class SimReport:
     stream: str
     reference: SimResult
     schedules: tuple[ScheduleResult, ...]
-    verdicts: tuple[Verdict, ...]
+    verdicts: tuple[FindingVerdict, ...]
     file: str | None = None  # where the stream was read from, for the CLI's output
 
     @property

@@ -1,4 +1,5 @@
-"""The reference execution and the adversarial schedules (ARCHITECTURE.md, "simulator")."""
+"""The reference execution and the adversarial schedules (schedules the happens-before relation
+allows that turn a hazard into a wrong number)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from .adversary import DATA_KINDS, Hooks, capture, perturb
 from .execute import execute, step_buffers
 from .machine import Machine, digest
 from .order import Step, random_order, reference_order
-from .report import ScheduleResult, SimReport, SimResult, Verdict
+from .report import ScheduleResult, SimReport, SimResult, FindingVerdict
 
 __all__ = ["reference", "simulate"]
 
@@ -79,7 +80,7 @@ def simulate(stream: ir.Stream, schedules: int = 200, seed: int = 0,
     verdicts = []
     for f in findings:
         if f not in data:
-            verdicts.append(Verdict(f, "value_coinciding", _NO_DATA if f.kind not in DATA_KINDS else
+            verdicts.append(FindingVerdict(f, "value_coinciding", _NO_DATA if f.kind not in DATA_KINDS else
                                     "its operations never run: the stream blocks before them"))
             continue
         k = data.index(f)
@@ -133,15 +134,15 @@ def _touched(f: Finding, steps: Sequence[Step], position: dict[str, int], stream
 
 
 def _verdict(f: Finding, results: list[ScheduleResult], touched: set[str], effects: list[bool],
-             destroys: set[str]) -> Verdict:
+             destroys: set[str]) -> FindingVerdict:
     for s in results:
         if f in s.perturbed:
             hit = tuple(d for d in s.changed_buffers + s.changed_reads if d in touched)
             if hit:
-                return Verdict(f, "confirmed", f"schedule {s.index} changes {', '.join(hit)}", s.index, hit)
+                return FindingVerdict(f, "confirmed", f"schedule {s.index} changes {', '.join(hit)}", s.index, hit)
     span = f"{f.buffer}[{f.range[0]}, {f.range[1]})" if f.range else f.buffer
     if f.kind != "uninitialized_read" and not any(effects):
-        return Verdict(f, "value_coinciding", {
+        return FindingVerdict(f, "value_coinciding", {
             "raw": f"{f.first} stores the bytes {span} already held: the stale read sees the same values",
             "war": f"{f.second} stores the bytes {span} already held: reading them early changes nothing",
             "waw": f"{f.first} and {f.second} store the same bytes in {span}: either order leaves them",
@@ -150,9 +151,9 @@ def _verdict(f: Finding, results: list[ScheduleResult], touched: set[str], effec
         }[f.kind])
     if f.kind == "use_after_destroy":
         use = f.second if f.first in destroys else f.first
-        return Verdict(f, "value_coinciding", f"{use} only writes the destroyed {f.buffer}: no result reads "
+        return FindingVerdict(f, "value_coinciding", f"{use} only writes the destroyed {f.buffer}: no result reads "
                                               f"the poisoned bytes")
     reader = f.first if f.kind == "war" else f.second
-    return Verdict(f, "value_coinciding",
+    return FindingVerdict(f, "value_coinciding",
                    f"the perturbed bytes of {span} reach no result: no value {reader} or anything after it "
                    f"produces depends on them")

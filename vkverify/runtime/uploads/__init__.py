@@ -1,5 +1,5 @@
-"""Staged uploads (PROTOCOLS.md 1): data into DEVICE_LOCAL memory through host
-staging slots, or through the map where the device has a large host-visible window.
+"""Staged uploads: data into DEVICE_LOCAL memory through host staging slots, or
+through the map where the device has a large host-visible window.
 
     with Runtime() as rt, Uploader(rt) as up:
         up.upload("W0", 0, weights)                # any size, streamed through the slots
@@ -19,6 +19,17 @@ first upload that names it, bound in the runtime's command buffers by its id.
 On a Runtime the uploader records into the runtime's stream (thread `thread`), so
 the program's readers and the uploads are checked together; on an engine's device
 into a stream of its own.
+
+The protocol, as LLM engines' Vulkan backends run it without Resizable BAR: staged
+when the device-local host-visible heap is under a quarter of the largest device-local
+heap; destinations DEVICE_LOCAL, shared CONCURRENT by the queue families that use
+them, zero-filled before first use (a fresh block can hold another run's bytes); the
+copies on a transfer-only family, else a spare queue, else the main queue under the
+lock every submit takes, and no fence wait under that lock; two 16 MiB slots in one
+persistently mapped staging buffer, a command buffer and a fence each, copy offsets
+rounded up to 256 bytes, a landing barrier transfer_write -> memory_read|memory_write
+before each submit; memory the device may still read is kept alive until its fence;
+every fault point injectable, a failure failing that upload only.
 
 One concept a module: placement (staged or mapped, the queue), arena (destinations),
 slots (the slot ring, its barriers and fence waits), sizing (slot count and size,

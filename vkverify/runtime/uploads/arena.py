@@ -6,7 +6,9 @@ from __future__ import annotations
 from ..errors import DeviceFault, UploadFailed
 from ..memory import Block, DeviceBuffer, choose_type
 
-COPY_ALIGN = 256  # PROTOCOLS.md 1: copy offsets and destinations round up to 256 bytes
+__all__ = ["COPY_ALIGN", "Arena", "round_up"]
+
+COPY_ALIGN = 256  # copy offsets and destinations round up to 256 bytes, as engines' uploaders do
 
 
 def round_up(n: int, align: int) -> int:
@@ -16,8 +18,8 @@ def round_up(n: int, align: int) -> int:
 class Arena:
     """Blocks of `block_size` bytes of memory kind `kind` (mapped when host-visible),
     each a stream buffer `upload.block<i>`; destinations are aliases of them. A fresh
-    block is `unfilled` until its zero-fill is recorded (PROTOCOLS.md 1: fresh memory can
-    hold another run's bytes)."""
+    block is `unfilled` until its zero-fill is recorded (fresh memory can hold another
+    run's bytes)."""
 
     def __init__(self, vk, device, allocator, properties, kind: str, block_size: int, faults, recording) -> None:
         self.vk, self.device, self.allocator, self.properties = vk, device, allocator, properties
@@ -134,7 +136,7 @@ class Arena:
         return block_id, block, 0
 
     def _vk_buffer(self, name: str, size: int):
-        """Concurrent: uploads and their readers may be on different families (PROTOCOLS.md 1)."""
+        """Concurrent: uploads and their readers may be on different families."""
         vk = self.vk
         usage = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
                  | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT | vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT

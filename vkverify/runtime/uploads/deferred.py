@@ -10,6 +10,8 @@ from ...model import ir
 from ..memory import DeviceBuffer
 from .slots import LANDING
 
+__all__ = ["Deferred", "DeferredCopies", "reads_of"]
+
 
 @dataclass(eq=False)
 class Deferred:
@@ -51,7 +53,7 @@ class DeferredCopies:
         for cb_id in (c for b in op.batches for c in b.command_buffers):
             if any(key[0] == cb_id for key in self.rt.recorded):
                 continue
-            reads = reads_of(self.rt._commands(cb_id))
+            reads = reads_of(self.rt.record.commands(cb_id))
             head = []
             for d in [d for d in waiting if d.dst.id in reads]:
                 head.append({"cmd": "copy", "src": d.source.id, "dst": d.dst.id, "label": "deferred upload",
@@ -60,7 +62,7 @@ class DeferredCopies:
                 consumed.append(d)
                 self.stats["copies"] += 1
             if head:
-                self.rt.command_buffers[cb_id][:0] = head + [{"cmd": "barrier", **LANDING, "src_stage": ["copy"]}]
+                self.rt.record.prepend_commands(cb_id, head + [{"cmd": "barrier", **LANDING, "src_stage": ["copy"]}])
         if not consumed:
             return op
         fence = None

@@ -1,7 +1,9 @@
-"""Fault points (PROTOCOLS.md 1: each one injectable): VKVERIFY_FAULT=<point>[:n]
+"""Fault points, each one injectable: VKVERIFY_FAULT=<point>[:n]
 fails the n-th hit of `point`."""
 
 from __future__ import annotations
+
+__all__ = ["FAULT_POINTS", "Faults"]
 
 # stage: no staging slot; block: a destination block; record: a copy; submit; wait: a fence wait
 # (the device is lost); commit: a group after its first tensor; read: a file read of upload_file().

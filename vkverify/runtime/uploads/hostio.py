@@ -14,6 +14,8 @@ from typing import Self
 
 import numpy as np
 
+__all__ = ["DIRECT_ALIGN", "MAX_THREADS", "FileSource", "HostCopies", "default_threads", "host_cores", "wait_all"]
+
 # Pieces no smaller than this: on the H200 a 16 MiB slot copied in 1 MiB pieces by 16 threads ran
 # at 0.22 of the raw copy, in 2 MiB pieces by 8 at 0.35; below a few MiB a piece costs more to hand
 # out than to copy.

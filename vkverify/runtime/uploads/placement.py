@@ -1,4 +1,4 @@
-"""Where uploads go (PROTOCOLS.md 1): staged or mapped, which memory kind the
+"""Where uploads go (the protocol in the package docstring): staged or mapped, which memory kind the
 destinations take, and which queue carries the copies."""
 
 from __future__ import annotations
@@ -7,11 +7,13 @@ import os
 
 from ..memory import flag_names
 
+__all__ = ["UPLOAD_QUEUE", "choose_queue", "destination_kind", "memory_layout", "staged"]
+
 UPLOAD_QUEUE = "upload"  # the stream queue id a program requests for uploads (choose_queue)
 
 
 def staged(heaps: list[dict], types: list[dict], env=os.environ) -> tuple[bool, str]:
-    """PROTOCOLS.md 1: staged when the device-local host-visible heap is under a
+    """Staged when the device-local host-visible heap is under a
     quarter of the largest device-local heap, or absent. VKVERIFY_STAGED forces
     either way; VKVERIFY_HOST_VISIBLE_CAP_MB caps the host-visible heap the rule sees
     (a small BAR window emulated on any card). heaps: {size, device_local};
@@ -54,10 +56,10 @@ def destination_kind(is_staged: bool, types: list[dict]) -> str:
 
 
 def choose_queue(vk, device) -> tuple[str, str]:
-    """The stream queue uploads go to, and why (PROTOCOLS.md 1): the `upload`
+    """The stream queue uploads go to, and why: the `upload`
     queue (QueueRequest("upload", group=1, compute=False)) on a transfer-only
     family, else on a VkQueue no other stream queue shares, else the main queue.
-    device: runtime.device.Device."""
+    device: runtime.device.LogicalDevice."""
     queues = device.queues
     main = next(iter(queues))
     if UPLOAD_QUEUE not in queues:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from ..device import Device, vulkan
+from ..device import LogicalDevice, vulkan
 from ..memory import Allocator
 from .placement import choose_queue
-from .recording import Recording
+from .recording import UploadRecording
+
+__all__ = ["Borrowed", "EngineDevice", "Site"]
 
 
 @dataclass(frozen=True)
@@ -41,9 +43,9 @@ class Borrowed:
 @dataclass(frozen=True)
 class Site:
     vk: object
-    device: Device  # handle, physical, queues: what the allocator and the queue choice read
+    device: LogicalDevice  # handle, physical, queues: what the allocator and the queue choice read
     allocator: Allocator
-    recording: Recording
+    recording: UploadRecording
     queue_id: str
     queue_kind: str  # "transfer" | "spare" | "main" | "engine"
     family: int
@@ -58,15 +60,15 @@ class Site:
             return cls.engine(target, thread)
         queue_id, kind = choose_queue(target.vk, target.device)
         family, queue, lock = target.device.queues[queue_id]
-        return cls(target.vk, target.device, target.allocator, Recording.of_runtime(target, thread), queue_id, kind,
-                   family, queue, lock, target)
+        return cls(target.vk, target.device, target.allocator, UploadRecording.of_runtime(target, thread), queue_id,
+                   kind, family, queue, lock, target)
 
     @classmethod
     def engine(cls, engine: EngineDevice, thread: str) -> Site:
         vk = vulkan()
         lock = engine.submit_lock if engine.submit_lock is not None else threading.Lock()
         name = vk.vkGetPhysicalDeviceProperties(engine.physical).deviceName
-        device = Device(Borrowed(vk), engine.physical, engine.device, name=name,
-                        queues={engine.queue_id: (engine.queue_family, engine.queue, lock)})
-        return cls(vk, device, Allocator(device), Recording.own(engine.queue_id, thread), engine.queue_id, "engine",
-                   engine.queue_family, engine.queue, lock, None)
+        device = LogicalDevice(Borrowed(vk), engine.physical, engine.device, name=name,
+                               queues={engine.queue_id: (engine.queue_family, engine.queue, lock)})
+        return cls(vk, device, Allocator(device), UploadRecording.own(engine.queue_id, thread), engine.queue_id,
+                   "engine", engine.queue_family, engine.queue, lock, None)

@@ -7,7 +7,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-SLOTS, SLOT_SIZE = 2, 16 << 20  # PROTOCOLS.md 1's two 16 MiB slots: where the caller sizes one side only
+__all__ = ["SLOT_BUDGET", "SLOT_PER_THREAD", "SlotPlan", "measure", "plan_slots"]
+
+SLOTS, SLOT_SIZE = 2, 16 << 20  # engines' two 16 MiB slots: where the caller sizes one side only
 SLOT_BUDGET = 256 << 20  # host memory all slots may take together
 SUBMIT_SHARE = 0.05
 MAX_SLOTS = 4  # more only lets the host run further ahead of a copy engine it cannot outpace

@@ -1,5 +1,5 @@
 """The slot ring: `count` staging slots in one persistently mapped buffer, a command
-buffer and a fence per slot (PROTOCOLS.md 1). Open a slot: wait its previous fence,
+buffer and a fence per slot (the protocol in the package docstring). Open a slot: wait its previous fence,
 begin. A full slot is sealed; it is submitted once the host writes of the `lead` slots
 after it are queued (half the ring), so the host threads always have a slot's bytes to
 go on with while the submitting thread waits for the oldest one's writes: with only the
@@ -20,6 +20,8 @@ from ..errors import DeviceLost, UploadFailed
 from ..memory import DeviceBuffer
 from ..record import global_barrier
 from .arena import COPY_ALIGN, round_up
+
+__all__ = ["LANDING", "Slot", "SlotRing", "record_barrier", "retire", "settle", "wait_fence"]
 
 WAIT_SLICE_NS = 100_000_000
 WAIT_LIMIT_S = 60.0
@@ -224,7 +226,7 @@ class SlotRing:
         submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cbs)
         submits = [submit]
         try:
-            with self.queue_lock:  # fence waits never happen under this lock (PROTOCOLS.md 1)
+            with self.queue_lock:  # fence waits never happen under this lock: a submit would wait on them
                 vk.vkQueueSubmit(self.queue, 1, submits, slot.fence)  # vkQueueSubmit
         except vk.VkErrorDeviceLost:
             raise DeviceLost("vkQueueSubmit: VK_ERROR_DEVICE_LOST") from None

@@ -24,6 +24,8 @@ from .site import Site
 from .sizing import SLOT_BUDGET, SLOT_PER_THREAD, SlotPlan, measure, plan_slots
 from .slots import SlotRing, wait_fence
 
+__all__ = ["UploadReport", "Uploader", "as_bytes"]
+
 BLOCK_SIZE = 256 << 20
 
 
@@ -31,7 +33,7 @@ BLOCK_SIZE = 256 << 20
 class UploadReport:
     mode: str  # "staged" | "mapped"
     reason: str  # the placement rule's words
-    queue: str  # "transfer" | "spare" | "main" | "engine": which queue the uploads go to (PROTOCOLS.md 1)
+    queue: str  # "transfer" | "spare" | "main" | "engine": which queue the uploads go to (placement.choose_queue)
     bytes_staged: int  # through staging slots (staged) or written through the map (mapped)
     copies: int  # vkCmdCopyBuffer regions recorded
     submits: int
@@ -51,8 +53,8 @@ class Uploader:
 
     target: a Runtime, or an EngineDevice (a device the engine owns; the uploads are
     recorded in a stream of their own). slots, slot_size: the slot ring; with neither, both
-    are measured within `slot_budget` bytes (sizing.py); with one, the other is PROTOCOLS.md
-    1's. staging: the slots' memory kind, host_coherent or host_cached (each host copy is
+    are measured within `slot_budget` bytes (sizing.py); with one, the other is the
+    protocol's (two slots of 16 MiB). staging: the slots' memory kind, host_coherent or host_cached (each host copy is
     then flushed before its submit). copy_threads: host copy threads (hostio.default_threads)."""
 
     def __init__(self, target, slots: int | None = None, slot_size: int | None = None,
