@@ -1,0 +1,157 @@
+"""The spec's synchronization rules, one stream each at the edge a one-line bug in the rule code would move:
+the checker, the slow reference and explain must each give the spec's answer."""
+
+from __future__ import annotations
+
+import ast
+import re
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+
+from vkverify.check import check, reference, scopes
+from vkverify.check.explain import explain
+from vkverify.check.reference import verdict
+from vkverify.model import from_dict
+from vkverify.model.names import ACCESS_SETS, STAGE_SETS
+
+from .conftest import ROOT
+
+
+def stream(commands: list[dict], size: int = 256) -> dict:
+    """One command buffer on one queue over buffer B (device-local, written first by a fill)."""
+    return {"format": "vkverify-stream/1", "name": "rule",
+            "devices": [{"id": "gpu0", "queues": [{"id": "q0", "family": 0}]}],
+            "buffers": [{"id": "B", "size": size}, {"id": "C", "size": size}],
+            "shaders": {"r": {"bindings": ["read"]}, "w": {"bindings": ["write"]}},
+            "command_buffers": {"cb0": commands},
+            "threads": {"main": [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"]}]}}
+
+
+def barrier(src_stage, src_access, dst_stage, dst_access, **buffer) -> dict:
+    out = {"cmd": "barrier", "src_stage": src_stage, "src_access": src_access, "dst_stage": dst_stage,
+           "dst_access": dst_access}
+    return {**out, "buffers": [{"buffer": "B", **buffer}]} if buffer else out
+
+
+def read(buffer: str = "B") -> dict:
+    return {"cmd": "dispatch", "shader": "r", "bindings": [{"buffer": buffer}]}
+
+
+def write(buffer: str = "B") -> dict:
+    return {"cmd": "dispatch", "shader": "w", "bindings": [{"buffer": buffer}]}
+
+
+FILL = {"cmd": "fill", "dst": "B", "value": 1}
+
+
+def findings_of(doc: dict) -> set[tuple]:
+    """(kind, first, second, range) of the checker's access findings; the reference and explain must agree."""
+    s = from_dict(doc)
+    found = {(f.kind, f.first, f.second, f.range) for f in check(s) if f.first is not None}
+    by_reference = {(h.kind, h.first, h.second) for h in verdict(s).hazards}
+    assert {x[:3] for x in found} == by_reference
+    for kind, first, second, _ in found:
+        assert not explain(s, first, second).ordered
+    return found
+
+
+def test_an_access_scope_takes_in_no_logically_later_stage():
+    """7.1.2: a destination of top_of_pipe executes before every stage, but its access scope holds only the
+    stages named: top_of_pipe with shader_storage_read makes the fill visible to no shader."""
+    doc = stream([FILL, barrier(["clear"], ["transfer_write"], ["top_of_pipe"], ["shader_storage_read"]), read()])
+    assert findings_of(doc) == {("raw", "cb0[0]", "cb0[2]", (0, 256))}
+    named = stream([FILL, barrier(["clear"], ["transfer_write"], ["compute_shader"], ["shader_storage_read"]),
+                    read()])
+    assert findings_of(named) == set()
+
+
+def test_an_access_scope_takes_in_no_logically_earlier_stage():
+    """7.1.2: a source of bottom_of_pipe with transfer_write makes nothing available."""
+    doc = stream([FILL, barrier(["bottom_of_pipe"], ["transfer_write"], ["compute_shader"], ["shader_read"]), read()])
+    assert findings_of(doc) == {("raw", "cb0[0]", "cb0[2]", (0, 256))}
+
+
+def test_a_later_barrier_chains_only_through_a_shared_stage():
+    """7.1 execution dependency chain: compute->copy then clear->compute shares no stage (copy and clear are
+    not ordered with each other, 7.6.1), so the read is not ordered before the write: a WAR."""
+    doc = stream([read(), barrier(["compute_shader"], [], ["copy"], []), barrier(["clear"], [], ["compute_shader"], []),
+                  write()])
+    assert findings_of(doc) == {("war", "cb0[0]", "cb0[3]", (0, 256))}
+    shared = stream([read(), barrier(["compute_shader"], [], ["copy"], []),
+                     barrier(["copy"], [], ["compute_shader"], []), write()])
+    assert findings_of(shared) == set()
+
+
+@pytest.mark.parametrize(("offset", "size", "merged"), [(0, 255, (255, 256)), (1, 255, (0, 1)), (3, 250, (0, 256))])
+def test_a_buffer_barrier_one_byte_short_leaves_that_byte_unordered(offset, size, merged):
+    """7.7.2: a buffer memory barrier's access scopes hold only its range: the bytes it misses keep the RAW
+    (one finding, its ranges merged: [0, 3) and [253, 256) span [0, 256))."""
+    doc = stream([FILL, barrier(["clear"], ["transfer_write"], ["compute_shader"], ["shader_read"],
+                                offset=offset, size=size), read()])
+    assert findings_of(doc) == {("raw", "cb0[0]", "cb0[2]", merged)}
+
+
+def test_adjacent_buffer_barriers_cover_the_access_together():
+    """7.7.2: two buffer barriers of one command, [0, 129) and [129, 256), cover every byte of the read."""
+    doc = stream([FILL, {**barrier(["clear"], ["transfer_write"], ["compute_shader"], ["shader_read"]),
+                         "buffers": [{"buffer": "B", "offset": 0, "size": 129},
+                                     {"buffer": "B", "offset": 129, "size": 127}]}, read()])
+    assert findings_of(doc) == set()
+
+
+STAGE_NAMES = sorted(STAGE_SETS)
+MASKS = [frozenset(m) for n in range(3) for m in combinations(STAGE_NAMES, n)]
+
+
+@pytest.mark.parametrize("mask", MASKS, ids=lambda m: "+".join(sorted(m)) or "empty")
+def test_the_reference_reads_the_scopes_as_the_checker_does(mask):
+    """The reference's own reading of 7.6.1 and 7.1.2 from the stage table and the checker's scopes.py agree
+    on every mask of up to two names: a bug in either shows here, not hidden by one shared function."""
+    assert reference.first_scope(mask) == scopes.first_execution_scope(mask)
+    assert reference.second_scope(mask) == scopes.second_execution_scope(mask)
+    for on in (False, True):
+        assert reference.signal_scope(mask, on) == scopes.signal_first_scope(mask, on)
+    for access in ACCESS_SETS:
+        assert reference.access_pairs(mask, frozenset({access})) == scopes.access_scope(mask, frozenset({access}))
+
+
+def test_the_reference_shares_no_rule_code_with_the_checker():
+    """The oracle imports from the checker only the readings (check/readings.py), never a scope or a barrier."""
+    tree = ast.parse(Path(reference.__file__).read_text())
+    imported = {"." * node.level + (node.module or "") for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert {m for m in imported if not m.startswith("..model")} == {
+        "__future__", "dataclasses", "graphlib", "itertools", ".readings"}, imported
+
+
+# A rule's body restated (as it was before check/rules.py), and the pattern that finds such a restatement: nowhere
+# in the checker, hb.Model, explain or the mutation analysis may one be written out again.
+RULE_BODIES = {
+    "chains": (r"(\.outs|\.chain|\.released)\s*&\s*[\w.]*\.(src_exec|ins)\b",
+               "elif not node.outs & n.entry.src_exec:"),
+    "in_first_access_scope": (r"\bin [\w.]*\.src_access\b", "stage in e.src_stages and write in e.src_access"),
+    "makes_host_writes_available": (r"\"host\" in [\w.]*\.src_stages",
+                                    'return "host" in entry.src_stages and "host_write" in entry.src_access'),
+    "in_release_access_scope": (r"not \w+\.host and \w+\.agent == \w+\.agent",
+                                "return not e.host and e.agent == n.agent and e.stage in n.ins"),
+    "transfers_ownership": (r"src_family is not None and", "return bb.src_family is not None and bb.src_family != x"),
+}
+CHECK = ROOT / "vkverify" / "check"
+RULE_CALLERS = [p for p in sorted(CHECK.glob("*.py")) if p.name not in ("rules.py", "reference.py")] + \
+    sorted((ROOT / "vkverify" / "mutations").glob("*.py"))
+
+
+@pytest.mark.parametrize("rule", sorted(RULE_BODIES))
+def test_each_rule_body_lives_in_rules_alone(rule):
+    pattern, restated = RULE_BODIES[rule]
+    body = re.compile(pattern)
+    assert body.search(restated), "the pattern finds a restatement"
+    assert [p.name for p in RULE_CALLERS if body.search(p.read_text())] == []
+
+
+@pytest.mark.parametrize("caller", ["barriers.py", "engine.py", "hb.py", "explain.py"])
+def test_the_deciders_call_the_rules(caller):
+    """The fast checker (barriers, engine), hb.Model and explain import their predicates from check/rules.py."""
+    assert re.search(r"^from \.rules import ", (CHECK / caller).read_text(), re.MULTILINE)
