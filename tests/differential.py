@@ -374,9 +374,7 @@ def consumer_disagreements(doc: dict, mutants: int = 3) -> list[str]:
       an ordered pair leaves it unreported. `mutants`: how many (operation, pair) of each kind are tried.
     """
     stream = from_dict(doc)
-    findings = check(stream)
     analysis = analyze(stream)
-    reported = _checker_names(stream, findings)
     explained = _Explained(stream)
     out = []
     for c in Reference(stream).conflicts():
@@ -387,6 +385,23 @@ def consumer_disagreements(doc: dict, mutants: int = 3) -> list[str]:
             out.append(f"explain pairs no such accesses: {what}")
         elif said != c.ordered:
             out.append(f"explain says {_ordered_text(said)}, the reference {_ordered_text(c.ordered)}: {what}")
+    return out + _explain_checker_disagreements(stream, analysis, explained) + \
+        _mutation_disagreements(stream, analysis, mutants)
+
+
+def explain_disagreements(doc: dict) -> list[str]:
+    """How `explain` differs from the fast checker on `doc`, of any number of host threads (empty: they agree):
+    consumer_disagreements' second and third points."""
+    stream = from_dict(doc)
+    return _explain_checker_disagreements(stream, analyze(stream), _Explained(stream))
+
+
+def _explain_checker_disagreements(stream: ir.Stream, analysis, explained: _Explained) -> list[str]:
+    """Of the pairs the checker compares (hb.Model's), it reports exactly those explain does not order; explain
+    orders none it reports."""
+    findings = check(stream)
+    reported = _checker_names(stream, findings)
+    out = []
     said: dict[tuple, list[bool | None]] = {}
     pairs: dict[tuple, list] = {}
     for p in analysis.model.pairs.values():
@@ -403,7 +418,7 @@ def consumer_disagreements(doc: dict, mutants: int = 3) -> list[str]:
     for f in findings:
         if f.kind in ACCESS_KINDS and explain(stream, f.first, f.second).ordered:
             out.append(f"explain says ordered: {f.kind} {f.first} -> {f.second}, which the checker reports")
-    return out + _mutation_disagreements(stream, analysis, mutants)
+    return out
 
 
 class _Explained:
