@@ -155,3 +155,92 @@ def test_each_rule_body_lives_in_rules_alone(rule):
 def test_the_deciders_call_the_rules(caller):
     """The fast checker (barriers, engine), hb.Model and explain import their predicates from check/rules.py."""
     assert re.search(r"^from \.rules import ", (CHECK / caller).read_text(), re.MULTILINE)
+
+
+def two_queues(cb0: list[dict], cb1: list[dict], signal_stage: str, **buffer) -> dict:
+    """cb0 on q0 signals S at `signal_stage`; cb1 on q1 waits for it at compute_shader."""
+    doc = stream(cb0)
+    doc["devices"][0]["queues"].append({"id": "q1", "family": 0})
+    doc["buffers"][0].update(buffer)
+    doc["semaphores"] = [{"id": "S", "type": "binary"}]
+    doc["command_buffers"]["cb1"] = cb1
+    doc["threads"]["main"] = [
+        {"op": "submit", "queue": "q0", "command_buffers": ["cb0"], "signal": [{"semaphore": "S",
+                                                                                "stage": [signal_stage]}]},
+        {"op": "submit", "queue": "q1", "command_buffers": ["cb1"], "wait": [{"semaphore": "S",
+                                                                              "stage": ["compute_shader"]}]}]
+    return doc
+
+
+def test_a_signal_makes_available_only_the_accesses_of_its_own_stages():
+    """7.4.1: a signal's first access scope is the device accesses in its first synchronization scope; a fill
+    at clear that reaches a compute_shader signal only through an execution barrier (no access) is not made
+    available by it (7.1: a chain's first access scope is its first dependency's)."""
+    chained = two_queues([FILL, barrier(["clear"], [], ["compute_shader"], [])], [read()], "compute_shader")
+    assert findings_of(chained) == {("raw", "cb0[0]", "cb1[0]", (0, 256))}
+    assert findings_of(two_queues([FILL], [read()], "all_commands")) == set()
+
+
+@pytest.mark.parametrize(("src_stage", "src_access", "found"), [
+    (["host"], ["host_write"], set()),
+    (["host"], [], {("raw", "main[1]", "cb0[1]", (0, 256))}),
+    (["compute_shader"], ["host_write"], {("raw", "main[1]", "cb0[1]", (0, 256))})])
+def test_a_host_write_after_the_submit_needs_host_and_host_write_in_the_first_access_scope(src_stage, src_access,
+                                                                                          found):
+    """7.1.3: a host write released by a host signal after the submit is made available to the device by a
+    barrier with host in src_stage and host_write in src_access (a domain operation from the host), not by
+    either alone."""
+    doc = stream([barrier(src_stage, src_access, ["compute_shader"], ["shader_read"]), read()])
+    doc["buffers"][0]["memory"] = "host_coherent"
+    doc["semaphores"] = [{"id": "H", "type": "timeline"}]
+    doc["threads"]["main"] = [
+        {"op": "submit", "queue": "q0", "command_buffers": ["cb0"], "wait": [{"semaphore": "H", "value": 1,
+                                                                              "stage": ["all_commands"]}]},
+        {"op": "host_write", "buffer": "B"}, {"op": "signal_semaphore", "semaphore": "H", "value": 1}]
+    assert findings_of(doc) == found
+
+
+def test_a_barrier_within_one_queue_family_transfers_no_ownership():
+    """7.7.4: a buffer barrier whose src_family equals its dst_family is an ordinary buffer barrier."""
+    doc = stream([write(), {**barrier(["compute_shader"], ["shader_storage_write"], ["compute_shader"],
+                                      ["shader_storage_read"]),
+                            "buffers": [{"buffer": "B", "src_family": 0, "dst_family": 0}]}, read()])
+    doc["buffers"][0]["sharing"] = "exclusive"
+    assert findings_of(doc) == set()
+
+
+def test_a_buffer_barrier_covers_only_its_own_memory():
+    """7.7.2: a buffer barrier on C orders nothing of B's bytes, though the ranges are the same numbers."""
+    doc = stream([FILL, {**barrier(["clear"], ["transfer_write"], ["compute_shader"], ["shader_read"]),
+                         "buffers": [{"buffer": "C"}]}, read()])
+    assert findings_of(doc) == {("raw", "cb0[0]", "cb0[2]", (0, 256))}
+
+
+def test_a_buffer_barrier_through_an_alias_covers_no_access_through_the_aliased_buffer():
+    """7.7.2 "access to memory through the specified buffer range" (reading buffer_barrier_covers_aliases off):
+    a barrier on Al (B's bytes) does not make the fill of B available, even to a read through Al."""
+    doc = stream([FILL, {**barrier(["clear"], ["transfer_write"], ["compute_shader"], ["shader_read"]),
+                         "buffers": [{"buffer": "Al"}]}, read("Al")])
+    doc["buffers"].append({"id": "Al", "alias_of": "B", "offset": 0, "size": 256})
+    assert findings_of(doc) == {("raw", "cb0[0]", "cb0[2]", (0, 256))}
+
+
+def test_draw_indirect_is_logically_earlier_than_compute_shader():
+    """7.6.1 pipeline stage order for compute: draw_indirect, then compute_shader. A barrier from compute_shader
+    holds the indirect read in its first scope (a logically earlier stage) and orders it before the second fill:
+    no WAR (the WAW of the two fills is another matter: nothing made the first visible to clear)."""
+    indirect = {"cmd": "dispatch_indirect", "shader": "r", "bindings": [{"buffer": "C"}],
+                "indirect": {"buffer": "B", "offset": 16}}
+    doc = stream([FILL, barrier(["clear"], ["transfer_write"], ["draw_indirect"], ["indirect_command_read"]),
+                  indirect, barrier(["compute_shader"], [], ["clear"], []), FILL])
+    doc["buffers"][1]["memory"] = "host_coherent"  # C: initialized
+    assert findings_of(doc) == {("waw", "cb0[0]", "cb0[4]", (0, 256))}
+
+
+def test_one_command_is_no_hazard_to_itself():
+    """7.1: a hazard is between two commands; a dispatch writing B through two bindings (B and its alias) is
+    neither a WAW nor a WAR with itself."""
+    doc = stream([{"cmd": "dispatch", "shader": "ww", "bindings": [{"buffer": "B"}, {"buffer": "Al"}]}])
+    doc["shaders"]["ww"] = {"bindings": ["write", "write"]}
+    doc["buffers"].append({"id": "Al", "alias_of": "B", "offset": 0, "size": 256})
+    assert findings_of(doc) == set()
