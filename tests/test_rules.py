@@ -244,3 +244,18 @@ def test_one_command_is_no_hazard_to_itself():
     doc["shaders"]["ww"] = {"bindings": ["write", "write"]}
     doc["buffers"].append({"id": "Al", "alias_of": "B", "offset": 0, "size": 256})
     assert findings_of(doc) == set()
+
+
+def test_a_wait_is_satisfied_by_a_signal_of_its_value_after_a_decreasing_signal():
+    """7.4.2: a timeline wait for v is satisfied by a signal of a value >= v, v itself included, also once a
+    signal that did not increase the value (timeline_not_increasing) has unsorted the timeline's history."""
+    doc = stream([FILL])
+    doc["devices"][0]["queues"].append({"id": "q1", "family": 0})
+    doc["semaphores"] = [{"id": "T", "type": "timeline"}]
+    doc["command_buffers"]["cb1"] = [read("C")]
+    doc["buffers"][1]["memory"] = "host_coherent"
+    doc["threads"]["main"] = [
+        {"op": "submit", "queue": "q0", "command_buffers": ["cb0"], "signal": [{"semaphore": "T", "value": 2}]},
+        {"op": "submit", "queue": "q0", "signal": [{"semaphore": "T", "value": 1}]},
+        {"op": "submit", "queue": "q1", "command_buffers": ["cb1"], "wait": [{"semaphore": "T", "value": 2}]}]
+    assert [f.kind for f in check(from_dict(doc))] == ["timeline_not_increasing"]

@@ -1,6 +1,6 @@
 """A mutation run over the checker's rule code (issue 26): one-line bugs planted one at a time.
 
-    python tools/mutate_rules.py [--jobs 2] [--only SUBSTRING] [--tests "tests/test_rules.py ..."]
+    python tools/mutate_rules.py [--jobs 2] [--only SUBSTRING] [--ids 3,17] [--tests "tests/test_rules.py ..."]
 
 Each mutant replaces one exact line fragment in scopes, barriers, rules, the stage table, the access state
 (engine.py's detection), the walk, the range map or the reference's own scope reading with a realistic slip
@@ -24,8 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # The fast part of the checker's tests, the quickest killers first (pytest -x stops at the first failure).
-TESTS = ["tests/test_rules.py", "tests/test_corpus.py::test_stream_agrees_with_expect", "tests/test_reference.py",
-         "tests/test_semaphores.py", "tests/test_readings.py"]
+TESTS = ["tests/test_rules.py", "tests/test_finding_kinds.py", "tests/test_corpus.py::test_stream_agrees_with_expect",
+         "tests/test_explain.py", "tests/test_reference.py", "tests/test_semaphores.py", "tests/test_readings.py"]
 ENV = {"VKVERIFY_DIFFERENTIAL_EXAMPLES": "120"}
 
 # (file under vkverify/, the fragment, its mutation)
@@ -53,13 +53,10 @@ MUTANTS = [
      "return bool(earlier_second_scope | later_first_scope)"),
     ("check/rules.py", "if write not in src_access:", "if write in src_access:"),
     ("check/rules.py", "return None if stage in src_stages else \"src_stage\"", "return None"),
-    ("check/rules.py", "return \"host\" in src_stages and \"host_write\" in src_access",
+    ("check/rules.py", "return in_first_access_scope(\"host\", \"host_write\", src_stages, src_access)",
      "return \"host\" in src_stages"),
-    ("check/rules.py", "return \"host\" in src_stages and \"host_write\" in src_access",
-     "return \"host_write\" in src_access"),
-    ("check/rules.py", "return not host and same_agent and stage in first_scope", "return not host and same_agent"),
-    ("check/rules.py", "return not host and same_agent and stage in first_scope", ("return same_agent and stage in "
-     "first_scope")),
+    ("check/rules.py", "return same_queue and stage in first_scope", "return same_queue"),
+    ("check/rules.py", "return same_queue and stage in first_scope", "return stage in first_scope"),
     ("check/rules.py", "return src_family is not None and src_family != dst_family", "return src_family is not None"),
     # barriers: coverage and apply_barrier (7.1, 7.7.2)
     ("check/barriers.py", "entry.hi < hi:", "entry.hi < hi - 1:"),
@@ -157,9 +154,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--only", default="", help="only mutants whose file or fragment holds this")
+    parser.add_argument("--ids", default="", help="only these mutants (their numbers, comma-separated)")
     parser.add_argument("--tests", default=" ".join(TESTS))
     args = parser.parse_args()
-    chosen = [(i, m) for i, m in enumerate(MUTANTS) if args.only in m[0] or args.only in m[1]]
+    ids = {int(i) for i in args.ids.split(",") if i}
+    chosen = [(i, m) for i, m in enumerate(MUTANTS) if (args.only in m[0] or args.only in m[1])
+              and (not ids or i in ids)]
     status, last = run(-1, "check/rules.py", "", "", args.tests.split())  # no mutation: the copy must pass
     if status != 1:
         print(f"the unmutated copy fails its tests ({last}): no mutant run")

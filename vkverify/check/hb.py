@@ -389,8 +389,8 @@ class Model(Consumer):
             return None
         if not pair.memory:
             return EXEC
-        return tok._replace(available=tok.available or in_release_access_scope(e.host, e.agent == n.agent, e.stage,
-                                                                                n.ins), visible=False)
+        return tok._replace(available=tok.available or in_release_access_scope(e.agent == n.agent, e.stage, n.ins),
+                            visible=False)
 
     def coverage(self, entry: BarrierEntry, pair: Pair, seg: tuple[int, int]) -> int:
         """How a barrier entry holds the segment of the pair's write: spec 7.7.2, a buffer memory barrier covers

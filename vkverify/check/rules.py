@@ -34,16 +34,16 @@ def in_first_access_scope(stage: str, write: str | None, src_stages: frozenset[s
 
 
 def makes_host_writes_available(src_stages: frozenset[str], src_access: frozenset[str]) -> bool:
-    """7.1.3 host access: host / host_write in a barrier's first access scope, a domain operation from the host
-    to the device for host writes before it."""
-    return "host" in src_stages and "host_write" in src_access
+    """7.1.3 host access: host writes (stage host, access host_write) in a barrier's first access scope, a
+    domain operation from the host to the device for those before it."""
+    return in_first_access_scope("host", "host_write", src_stages, src_access)
 
 
-def in_release_access_scope(host: bool, same_agent: bool, stage: str, first_scope: frozenset[str]) -> bool:
+def in_release_access_scope(same_queue: bool, stage: str, first_scope: frozenset[str]) -> bool:
     """7.4.1 (7.3.1 for fences): a signal's first access scope is "all memory access performed by the device"
-    in its first synchronization scope: an access on its queue at one of its stages, not one reached only
-    through a chain (7.1: a chain's first access scope is its first dependency's), nor a host write."""
-    return not host and same_agent and stage in first_scope
+    in its first synchronization scope: an access on its queue (so never a host write) at one of its stages,
+    not one reached only through a chain (7.1: a chain's first access scope is its first dependency's)."""
+    return same_queue and stage in first_scope
 
 
 def transfers_ownership(src_family: int | None, dst_family: int | None) -> bool:
