@@ -259,3 +259,63 @@ def test_a_wait_is_satisfied_by_a_signal_of_its_value_after_a_decreasing_signal(
         {"op": "submit", "queue": "q0", "signal": [{"semaphore": "T", "value": 1}]},
         {"op": "submit", "queue": "q1", "command_buffers": ["cb1"], "wait": [{"semaphore": "T", "value": 2}]}]
     assert [f.kind for f in check(from_dict(doc))] == ["timeline_not_increasing"]
+
+
+def test_a_same_family_barrier_releases_nothing_another_family_could_be_thought_to_acquire():
+    """7.7.4: B written by family 1 needs a release on family 1 before family 0 acquires it; a buffer barrier of
+    family 0 to itself first releases nothing, so the acquire still misses family 1's release."""
+    doc = stream([write()])
+    doc["devices"][0]["queues"] = [{"id": "q0", "family": 1}, {"id": "q1", "family": 0}]
+    doc["buffers"][0]["sharing"] = "exclusive"
+    doc["semaphores"] = [{"id": "S", "type": "binary"}]
+
+    def family(src: int, dst: int) -> dict:
+        return {**barrier(["compute_shader"], [], ["compute_shader"], ["shader_storage_read"]),
+                "buffers": [{"buffer": "B", "src_family": src, "dst_family": dst}]}
+    doc["command_buffers"]["cb1"] = [family(0, 0), family(1, 0), read()]
+    doc["threads"]["main"] = [
+        {"op": "submit", "queue": "q0", "command_buffers": ["cb0"], "signal": [{"semaphore": "S"}]},
+        {"op": "submit", "queue": "q1", "command_buffers": ["cb1"], "wait": [{"semaphore": "S",
+                                                                              "stage": ["compute_shader"]}]}]
+    assert [(f.kind, f.first, f.second) for f in check(from_dict(doc))] == [("ownership_missing", "cb0[0]",
+                                                                             "cb1[2]")]
+
+
+@pytest.mark.parametrize(("invalidate_at", "found"), [(1, {("raw", "cb0[0]", "main[3]")}), (2, set())])
+def test_a_host_read_of_cached_memory_needs_an_invalidate_after_the_wait(invalidate_at, found):
+    """11.2.2 vkInvalidateMappedMemoryRanges: a device write made available to the host reaches a host read of
+    host_cached memory only through an invalidate after the host waited for it, not one just before."""
+    doc = stream([FILL, barrier(["clear"], ["transfer_write"], ["host"], ["host_read"])])
+    doc["buffers"][0]["memory"] = "host_cached"
+    doc["fences"] = [{"id": "F", "signaled": False}]
+    ops = [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"], "fence": "F"},
+           {"op": "wait_fences", "fences": ["F"]}, {"op": "host_read", "buffer": "B"}]
+    ops.insert(invalidate_at, {"op": "invalidate", "buffer": "B"})
+    doc["threads"]["main"] = ops
+    assert {(k, a, b) for k, a, b, _ in findings_of(doc)} == found
+
+
+COPY_READ = {"cmd": "copy", "src": "B", "dst": "C", "regions": [{"src_offset": 0, "dst_offset": 0, "size": 256}]}
+
+
+def test_a_later_read_at_another_stage_keeps_the_earlier_read():
+    """The access state keeps the latest read per stage (syncval's): a compute read after a copy read of B
+    leaves the copy read, which the barrier from compute_shader alone does not order before the fill (copy is
+    not logically earlier than compute_shader, 7.6.1): a WAR."""
+    doc = stream([FILL, barrier(["clear"], ["transfer_write"], ["copy", "compute_shader"],
+                                ["transfer_read", "shader_read"]),
+                  COPY_READ, read(), barrier(["compute_shader"], [], ["clear"], []), FILL])
+    assert findings_of(doc) == {("war", "cb0[2]", "cb0[5]", (0, 256)), ("waw", "cb0[0]", "cb0[5]", (0, 256))}
+
+
+def test_a_write_ends_the_reads_before_it():
+    """docs/format.md, Findings: an access is compared with the most recent write and the reads since it. A read
+    on q1 racing two fills on q0 is one WAR, with the first fill: the second, ordered after the first, is
+    compared with that fill alone."""
+    doc = stream([FILL, barrier(["clear"], ["transfer_write"], ["clear"], ["transfer_write"]), FILL])
+    doc["devices"][0]["queues"].append({"id": "q1", "family": 0})
+    doc["command_buffers"]["cb1"] = [read()]
+    doc["threads"]["main"] = [{"op": "submit", "queue": "q1", "command_buffers": ["cb1"]},
+                              {"op": "submit", "queue": "q0", "command_buffers": ["cb0"]}]
+    assert [(f.kind, f.first, f.second) for f in check(from_dict(doc))] == [
+        ("uninitialized_read", None, "cb1[0]"), ("war", "cb1[0]", "cb0[0]")]
