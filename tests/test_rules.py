@@ -319,3 +319,23 @@ def test_a_write_ends_the_reads_before_it():
                               {"op": "submit", "queue": "q0", "command_buffers": ["cb0"]}]
     assert [(f.kind, f.first, f.second) for f in check(from_dict(doc))] == [
         ("uninitialized_read", None, "cb1[0]"), ("war", "cb1[0]", "cb0[0]")]
+
+
+def test_a_concurrent_buffer_needs_no_ownership_transfer():
+    """7.7.4: ownership matters only for VK_SHARING_MODE_EXCLUSIVE; bytes of a concurrent buffer that a
+    (needless) release and acquire handed to family 0 are still read by family 1 without one."""
+    doc = stream([write(), {**barrier(["compute_shader"], ["shader_storage_write"], ["none"], []),
+                            "buffers": [{"buffer": "B", "src_family": 1, "dst_family": 0}]}])
+    doc["devices"][0]["queues"] = [{"id": "q0", "family": 1}, {"id": "q1", "family": 0}]
+    doc["buffers"][0]["sharing"] = "concurrent"
+    doc["semaphores"] = [{"id": "S", "type": "binary"}, {"id": "S2", "type": "binary"}]
+    doc["command_buffers"]["cb1"] = [{**barrier(["compute_shader"], [], ["compute_shader"], ["shader_storage_read"]),
+                                      "buffers": [{"buffer": "B", "src_family": 1, "dst_family": 0}]}, read()]
+    doc["command_buffers"]["cb2"] = [read()]
+    wait = {"stage": ["compute_shader"]}
+    doc["threads"]["main"] = [
+        {"op": "submit", "queue": "q0", "command_buffers": ["cb0"], "signal": [{"semaphore": "S"}]},
+        {"op": "submit", "queue": "q1", "command_buffers": ["cb1"], "wait": [{"semaphore": "S", **wait}],
+         "signal": [{"semaphore": "S2"}]},
+        {"op": "submit", "queue": "q0", "command_buffers": ["cb2"], "wait": [{"semaphore": "S2", **wait}]}]
+    assert findings_of(doc) == set() and check(from_dict(doc)) == []
