@@ -1,7 +1,8 @@
 """Long differential runs: two readings of happens-before compared on many generated streams.
 
     python benchmarks/differential.py --examples 5000 [--seed 7] [--out disagreements.jsonl]
-        [--resubmit | --timelines | --batched] [--mode reference|consumers|fixes|incremental|replay|witness|sim]
+        [--resubmit | --timelines | --batched]
+        [--mode reference|consumers|explain|fixes|incremental|replay|witness|sim]
         [--reading NAME=VALUE ...]
 
 Prints how many streams were compared, skipped (not completing, or outside what the reference reads) and
@@ -12,6 +13,7 @@ Modes (what is compared with what):
 - reference: the fast checker against the slow reference (tests/test_reference.py), both under the readings
   --reading sets (check/readings.py; default: the defaults);
 - consumers: explain and the mutation analysis against both (tests/test_consumers_agree.py);
+- explain: explain against the checker alone, so also on streams of several host threads (--timelines);
 - fixes: the barrier a finding between two commands of one command buffer gives as its fix, recorded, orders
   the pair by the reference (tests/test_reference.py);
 - incremental: the checker fed op by op against a check of each prefix, and a fork without each op against
@@ -40,7 +42,7 @@ from hypothesis import HealthCheck, given, seed, settings
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.differential import (batched_streams, completes, consumer_disagreements, disagreements,
-                                fix_disagreements, resubmitting_streams, streams)
+                                explain_disagreements, fix_disagreements, resubmitting_streams, streams)
 from tests.test_incremental import incremental_disagreements
 from tests.test_replay import replay_disagreements
 from tests.test_semaphores import timeline_streams
@@ -53,6 +55,7 @@ from vkverify.model import from_dict
 
 # mode -> (its comparison, whether it reads only streams that complete: the reference's liveness limit)
 MODES = {"reference": (disagreements, True), "consumers": (consumer_disagreements, True),
+         "explain": (explain_disagreements, True),
          "fixes": (fix_disagreements, True),
          "incremental": (incremental_disagreements, False), "replay": (replay_disagreements, False),
          "witness": (witness_disagreements, False), "sim": (sim_doc_disagreements, False)}

@@ -12,7 +12,8 @@ import os
 
 from hypothesis import given, settings
 
-from .differential import SETTINGS, assert_agree, consumer_disagreements, streams
+from .differential import SETTINGS, assert_agree, consumer_disagreements, explain_disagreements, streams
+from .test_semaphores import timeline_streams
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_CONSUMER_EXAMPLES", "1000"))
 
@@ -21,3 +22,11 @@ EXAMPLES_RUN = int(os.environ.get("VKVERIFY_CONSUMER_EXAMPLES", "1000"))
 @given(streams())
 def test_explain_and_mutations_agree_with_the_reference_and_the_checker(doc):
     assert_agree(doc, consumer_disagreements)
+
+
+@settings(max_examples=EXAMPLES_RUN, **SETTINGS)
+@given(timeline_streams())
+def test_explain_agrees_with_the_checker_on_several_host_threads(doc):
+    """Streams of two host threads signalling shared timelines (the reference reads one thread only): explain's
+    verdict on every pair the checker compares is the checker's."""
+    assert_agree(doc, explain_disagreements)

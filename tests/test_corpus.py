@@ -9,7 +9,7 @@ import pytest
 from vkverify.check import check
 from vkverify.check.expect import compare
 from vkverify.cli import main
-from vkverify.model import load
+from vkverify.model import from_dict, load
 
 from .conftest import CORPUS, EXAMPLES
 
@@ -40,3 +40,17 @@ def test_cli_expect_fails_on_a_wrong_expectation(tmp_path, capsys):
     bad.write_text(json.dumps(doc))
     assert main(["check", "--expect", str(bad)]) == 1
     assert "unexpected: raw" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong", [[0, 1], [2048, 4095], [2047, 4096]])
+def test_an_expected_range_is_compared(wrong):
+    """Corpus 09's RAW covers bytes [2048, 4096) exactly: an `expect` range off by a byte disagrees."""
+    path = next(p for p in CORPUS if p.name.startswith("09-"))
+    doc = json.loads(path.read_text())
+    assert doc["expect"]["findings"][0]["range"] == [2048, 4096]
+    stream = load(path)
+    assert compare(stream, check(stream)).agrees
+    doc["expect"]["findings"][0]["range"] = wrong
+    stream = from_dict(doc)
+    agreement = compare(stream, check(stream))
+    assert not agreement.agrees and [e.range for e in agreement.missing] == [tuple(wrong)]

@@ -8,6 +8,9 @@ import sys
 
 import pytest
 
+from vkverify.check import check
+from vkverify.model import load
+
 from .conftest import CORPUS, ROOT
 
 RAW = ROOT / "tests" / "corpus" / "01-copy-then-dispatch-no-barrier.json"  # one raw finding
@@ -39,7 +42,12 @@ def sarif_corpus():
 
 
 def test_corpus_files_used_here_are_what_they_claim():
+    """One raw finding, none, a waw on part of a buffer: what the tests below read from each file."""
     assert RAW in CORPUS and CLEAN in CORPUS and WAW_RANGE in CORPUS
+    found = {path: check(load(path)) for path in (RAW, CLEAN, WAW_RANGE)}
+    assert [f.kind for f in found[RAW]] == ["raw"] and found[CLEAN] == []
+    (waw,) = found[WAW_RANGE]
+    assert waw.kind == "waw" and waw.range != (0, load(WAW_RANGE).index.buffers[waw.buffer].size)
 
 
 # ---- json ----------------------------------------------------------------------

@@ -161,8 +161,11 @@ def test_a_stale_read_reaches_only_the_unordered_stage():
 
 
 def test_schedules_are_seeded():
+    """One seed, one set of schedules; another seed draws others (which findings each schedule perturbs)."""
     stream = load(HAZARDS[0])
     assert simulate(stream, schedules=30, seed=5) == simulate(stream, schedules=30, seed=5)
+    drawn = {seed: [r.perturbed for r in simulate(stream, schedules=30, seed=seed).schedules] for seed in (5, 6)}
+    assert drawn[5] != drawn[6] and any(drawn[5]) and not all(drawn[5])
 
 
 def test_reference_is_what_simulate_reports():

@@ -16,6 +16,7 @@ from itertools import pairwise
 from typing import NamedTuple
 
 from ..model import ir
+from .rules import chains, in_first_access_scope
 from .scopes import access_scope, accesses, explicit_stages, first_execution_scope, second_execution_scope
 
 
@@ -89,7 +90,7 @@ def apply_barrier(state: State, entries: tuple[BarrierEntry, ...], covers: tuple
     """Spec 7.1 execution and memory dependencies; entries of one command do not chain (7.6)."""
     chain, available, visible, host, released = state
     for e, cover in zip(entries, covers):
-        chained = bool(state.chain & e.src_exec)
+        chained = chains(state.chain, e.src_exec)
         if stage not in e.src_exec and not chained:
             continue
         chain = chain | e.dst_exec
@@ -100,7 +101,8 @@ def apply_barrier(state: State, entries: tuple[BarrierEntry, ...], covers: tuple
         # 7.1, the availability operation happens-before the visibility operation (syncval's
         # WriteInSourceScopeOrChain). A barrier that merely has the write in its first scope, or chains
         # with the access only through another barrier, does not make an earlier barrier's availability visible.
-        if state.released & e.src_exec or (cover != ALIAS and stage in e.src_stages and write in e.src_access):
+        if chains(state.released, e.src_exec) or (
+                cover != ALIAS and in_first_access_scope(stage, write, e.src_stages, e.src_access)):
             available = True
             through = None if cover == FULL else e.buffer  # OWN, ALIAS: visible through its buffer only
             visible = visible | (e.dst_scope if through is None else {(t, a, through) for t, a in e.dst_scope})

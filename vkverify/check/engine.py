@@ -31,6 +31,7 @@ from .findings import Finding
 from .rangemap import RangeMap, Segment
 from .readings import DEFAULT, Readings
 from .replay import ALWAYS, DOMINATED, replay_plan
+from .rules import makes_host_writes_available, transfers_ownership
 from .scopes import HOST
 
 Clock = tuple[int, ...]
@@ -55,17 +56,6 @@ def _minus(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, i
 def _described(a: Access) -> str:
     """An access as a finding words it: its stage and accesses (compute_shader/shader_storage_read)."""
     return f"{a.stage}/{'+'.join(a.reads + ((a.write,) if a.write else ()))}"
-
-
-def _makes_host_writes_available(entry: BarrierEntry) -> bool:
-    """Spec 7.1.3 host access: host / host_write in a barrier's first access scope (a host-to-device domain
-    operation)."""
-    return "host" in entry.src_stages and "host_write" in entry.src_access
-
-
-def _transfers_ownership(bb: ir.BufferBarrier) -> bool:
-    """Spec 7.7.4: a buffer barrier between two queue families."""
-    return bb.src_family is not None and bb.src_family != bb.dst_family
 
 
 def _join_all(clocks) -> Clock:
@@ -778,8 +768,9 @@ class Checker:
             compiled = self.barriers[id(cmd)] = (entries, tuple(
                 (tuple(e.src_exec & queue.exec_clock.keys()), tuple(e.dst_exec & queue.exec_clock.keys()),
                  tuple(e.dst_scope & queue.vis_clock.keys()), tuple(a for s, a in e.dst_scope if s == "host"),
-                 self._limit(e)) for e in entries), tuple(filter(_makes_host_writes_available, entries)),
-                tuple(bb for bb in cmd.buffers if _transfers_ownership(bb)))
+                 self._limit(e)) for e in entries),
+                tuple(e for e in entries if makes_host_writes_available(e.src_stages, e.src_access)),
+                tuple(bb for bb in cmd.buffers if transfers_ownership(bb.src_family, bb.dst_family)))
         entries, scopes, available, transfers = compiled
         queue.log.add(queue.pos, entries, id(cmd))
         for entry in available:

@@ -36,6 +36,8 @@ def matches(e: ir.ExpectedFinding, f: Finding, stream: ir.Stream) -> bool:
         return False
     if e.params is not None and e.params != f.params:
         return False
+    if e.range is not None and e.range != f.range:
+        return False
     if e.ops is not None:
         return f.ops is not None and {resolve_ref(stream, r) for r in e.ops} == set(f.ops)
     if f.ops is not None:

@@ -22,6 +22,7 @@ from ..model.loader import validate
 from ..model.refs import owner_of, parse_ref, split_submit, without_submit
 from .barriers import ALIAS, FULL, NONE, OWN, coverage
 from .hb import SINK, Access, Model, Node, Pair, conflicts
+from .rules import first_access_scope_gap, in_first_access_scope
 
 __all__ = ["ExplainError", "Explanation", "PairExplanation", "explain", "format_text", "host_op_text", "name",
            "names", "op_at", "resolve"]
@@ -270,7 +271,8 @@ def _chain(model: Model, pair: Pair, path: list) -> list[str]:
             if prev[0] == "access":
                 parts.append(f"first scope: {e.stage} is in src_stage"
                              + ("" if e.stage in node.entry.src_stages else " (logically earlier)"))
-                if pair.memory and e.write and e.stage in node.entry.src_stages and e.write in node.entry.src_access:
+                if pair.memory and e.write and in_first_access_scope(e.stage, e.write, node.entry.src_stages,
+                                                                     node.entry.src_access):
                     parts.append(f"access scope: {e.write} is in src_access: made available")
             else:
                 parts.append(f"chains after {name(model, prev)}")
@@ -437,7 +439,7 @@ def _not_made_available(model: Model, pair: Pair, seg: tuple[int, int], executed
             b, _ = _barrier_masks(model, n.key)
             if gap:
                 reasons.append(gap)
-            elif e.write not in n.entry.src_access:
+            elif first_access_scope_gap(e.stage, e.write, n.entry.src_stages, n.entry.src_access) == "src_access":
                 reasons.append(f"the barrier {n.key[1]} chains with {e.ref} but its src_access "
                                f"{names(b.src_access)} lacks {e.write}")
             else:

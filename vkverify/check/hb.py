@@ -38,6 +38,7 @@ from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, compile_b
 from ..model.accesses import command_accesses
 from .engine import FENCE_SCOPE
 from .readings import DEFAULT, Readings
+from .rules import chains, in_release_access_scope, makes_host_writes_available
 from .scopes import second_execution_scope, signal_first_scope
 from .walk import Consumer, Misuse, PendingBatch, Walk
 
@@ -357,14 +358,14 @@ class Model(Consumer):
             return None  # a host op reaches a queue only through a submit or a signal (cross edges)
         if n.kind == "bar":
             if tok.host_written and node is not None and node.kind in ("wait", "sub") and \
-                    "host" in n.entry.src_stages and "host_write" in n.entry.src_access and \
+                    makes_host_writes_available(n.entry.src_stages, n.entry.src_access) and \
                     coverage(n.entry, pair.first.root, *seg) == FULL:
                 # A barrier with host/host_write in its first access scope: the domain operation from host to
                 # device for host writes before an earlier wait or submission on its queue (docs/format.md).
                 state = apply_barrier(EMPTY, (n.entry,), (FULL,), "host", "host_write")
             elif node is None:
                 state = apply_barrier(EMPTY, (n.entry,), (self.coverage(n.entry, pair, seg),), e.stage, e.write)
-            elif not node.outs & n.entry.src_exec:
+            elif not chains(node.outs, n.entry.src_exec):
                 return None  # rule 4: no chain (apply_barrier would keep the earlier chain unchanged)
             else:
                 released = node.outs if tok.available else frozenset()
@@ -383,12 +384,13 @@ class Model(Consumer):
             ordered = e.stage in n.ins
         else:
             # 7.1 chain: a host barrier counts only where it meets the release; 7.2 signal operation order.
-            ordered = bool(node.outs & n.ins) or signal_order(node, n)
+            ordered = chains(node.outs, n.ins) or signal_order(node, n)
         if not ordered:
             return None
         if not pair.memory:
             return EXEC
-        return tok._replace(available=tok.available or in_release_access_scope(e, n), visible=False)
+        return tok._replace(available=tok.available or in_release_access_scope(e.agent == n.agent, e.stage, n.ins),
+                            visible=False)
 
     def coverage(self, entry: BarrierEntry, pair: Pair, seg: tuple[int, int]) -> int:
         """How a barrier entry holds the segment of the pair's write: spec 7.7.2, a buffer memory barrier covers
@@ -450,14 +452,6 @@ def signal_order(a: Node, b: Node) -> bool:
     if b.key[0] == "sig":
         return a.key[0] == "sig" and a.key[1:3] != b.key[1:3]
     return True
-
-
-def in_release_access_scope(e: Access, n: Node) -> bool:
-    """Spec 7.4.1 (7.3.1 for fences): a signal's first access scope is "all memory access performed by the
-    device" in its first synchronization scope: e on its queue at one of its stages, not one it reaches only
-    through a chain (7.1: a chain's first access scope is its first dependency's), nor a host write (that
-    reaches the device domain from the host domain, after a flush where not coherent: 11.2.2)."""
-    return not e.host and e.agent == n.agent and e.stage in n.ins
 
 
 def _boundaries(stream: ir.Stream) -> dict[str, list[int]]:

@@ -38,11 +38,9 @@ from itertools import count, pairwise
 
 from ..errors import VkverifyError
 from ..model import ir
-from ..model.stages import COMMAND_STAGES
 from ..model.accesses import command_accesses
+from ..model.stages import ACCESS, COMMAND_STAGES, EXECUTING_STAGES, STAGE
 from .readings import DEFAULT, Readings
-from .scopes import HOST as HOST_STAGE
-from .scopes import access_scope, explicit_stages, first_execution_scope, second_execution_scope, signal_first_scope
 
 COHERENT = ("host_coherent", "device_host_visible")
 
@@ -125,6 +123,42 @@ class Verdict:
     fence_misuse: frozenset[str]  # the resets and submits of a fence in a state Vulkan forbids
 
 
+# ---- scopes, read from the spec's stage and access tables (model/stages.py), apart from the checker's ------
+
+HOST_STAGE = frozenset({"host"})
+
+
+def _named(mask: frozenset[str], table: dict) -> frozenset[str]:
+    """7.6, 7.7: the bits a mask names, meta bits (transfer, all_commands, shader_read) by those they cover."""
+    return frozenset(x for name in mask for x in table[name].covers)
+
+
+def first_scope(src_stage: frozenset[str]) -> frozenset[str]:
+    """7.6.1: a source mask's execution scope, the stages named and those logically earlier, of those
+    commands execute at (top_of_pipe alone: none)."""
+    named = _named(src_stage, STAGE)
+    return frozenset(s for s in EXECUTING_STAGES if any(s == t or s in STAGE[t].earlier for t in named))
+
+
+def second_scope(dst_stage: frozenset[str]) -> frozenset[str]:
+    """7.6.1: a destination mask's execution scope, the stages named and those logically later
+    (bottom_of_pipe alone: none)."""
+    named = _named(dst_stage, STAGE)
+    return frozenset(s for s in EXECUTING_STAGES if any(s == t or t in STAGE[s].earlier for t in named))
+
+
+def access_pairs(stage: frozenset[str], access: frozenset[str]) -> frozenset[tuple[str, str]]:
+    """7.1.2: an access scope holds only the stages its mask names, never earlier or later ones."""
+    return frozenset((s, a) for s in _named(stage, STAGE) for a in _named(access, ACCESS))
+
+
+def signal_scope(stage: frozenset[str], all_commands_includes_host: bool) -> frozenset[str]:
+    """7.4.1: a semaphore signal's first scope by its stage mask; with every command stage, the host stage too
+    under the reading all_commands_includes_host (check/readings.py)."""
+    scope = first_scope(stage)
+    return scope | HOST_STAGE if all_commands_includes_host and scope >= COMMAND_STAGES else scope
+
+
 # ---- the rules, one function each ------------------------------------------------------------------
 
 def chains(a: Node, b: Node) -> bool:
@@ -140,22 +174,22 @@ def chains(a: Node, b: Node) -> bool:
     return bool(a.second & b.first)
 
 
-def in_first_access_scope(n: Node, w: Access, by_buffer: bool) -> bool:
+def in_first_access_pairs(n: Node, w: Access, by_buffer: bool) -> bool:
     """Spec 7.1.2 access scopes: does n make w available (w earlier than n on n's queue)?"""
     if n.kind == "barrier":
         b = n.barrier
-        return (w.stage, w.write) in access_scope(b.src_stage, b.src_access) and _covers(n, w, by_buffer)
+        return (w.stage, w.write) in access_pairs(b.src_stage, b.src_access) and _covers(n, w, by_buffer)
     # 7.4.1 / 7.3.1: a semaphore or fence signal's first access scope is all device access.
     return n.kind in ("signal", "fence") and w.stage in n.first
 
 
-def in_second_access_scope(n: Node, x: Access, needs: tuple[str, ...], by_buffer: bool) -> bool:
+def in_second_access_pairs(n: Node, x: Access, needs: tuple[str, ...], by_buffer: bool) -> bool:
     """Spec 7.1.2: does n make available writes visible to x's accesses `needs`? For a host write, the memory
     model asks only a domain operation to the host (appendix "Location-Ordered"), which a destination
     with host_read or host_write performs (its "Availability, Visibility, and Domain Operations")."""
     if n.kind == "barrier":
         b = n.barrier
-        scope = access_scope(b.dst_stage, b.dst_access)
+        scope = access_pairs(b.dst_stage, b.dst_access)
         if x.host and x.write:
             return bool({("host", "host_read"), ("host", "host_write")} & scope) and _covers(n, x, by_buffer)
         return all((x.stage, a) in scope for a in needs) and _covers(n, x, by_buffer)
@@ -292,7 +326,7 @@ class Reference:
         for bi, batch in enumerate(batches):
             number = next(self.batches)
             for w in batch.waits:
-                node = self._node("wait", q, second=second_execution_scope(w.stage), ref=ref, batch=number)
+                node = self._node("wait", q, second=second_scope(w.stage), ref=ref, batch=number)
                 if w.semaphore in binary:
                     if not binary[w.semaphore]:
                         raise Unsupported(f"{ref} waits on binary {w.semaphore!r} with no pending signal")
@@ -314,7 +348,7 @@ class Reference:
                         n = self._node("access", q, first=frozenset({stage}), second=frozenset({stage}), ref=cref)
                         self._access(n, h, uid, cref, stage, reads, write, buffer, lo, hi)
             for s in batch.signals:
-                n = self._node("signal", q, first=signal_first_scope(s.stage, self.readings.all_commands_includes_host),
+                n = self._node("signal", q, first=signal_scope(s.stage, self.readings.all_commands_includes_host),
                                batch=number, ref=ref)
                 if s.semaphore in binary:
                     binary[s.semaphore].append(n)
@@ -333,10 +367,10 @@ class Reference:
             if isinstance(b, ir.BufferBarrier):
                 root, base = self.index.root(b.buffer)
                 lo, hi = base + b.offset, base + b.offset + b.size
-            first = first_execution_scope(b.src_stage)
-            if "host" in explicit_stages(b.src_stage):
+            first = first_scope(b.src_stage)
+            if "host" in _named(b.src_stage, STAGE):
                 first = first | HOST_STAGE
-            n = Node("barrier", q, pos, first, second_execution_scope(b.dst_stage), ref=ref, barrier=b,
+            n = Node("barrier", q, pos, first, second_scope(b.dst_stage), ref=ref, barrier=b,
                      root=root, lo=lo, hi=hi)
             self.nodes.append(n)
             self.queue_nodes[q].append(n)
@@ -378,7 +412,7 @@ class Reference:
         if w.host:
             return self._host_availability(w)
         return [n for n in self.queue_nodes[w.node.agent]
-                if n.pos > w.node.pos and in_first_access_scope(n, w, self.by_buffer)]
+                if n.pos > w.node.pos and in_first_access_pairs(n, w, self.by_buffer)]
 
     def _host_availability(self, w: Access) -> list[Node]:
         """Spec 7.9 host write ordering: a submission after the write reached the host domain (at once for
@@ -391,7 +425,7 @@ class Reference:
         for nodes in self.queue_nodes.values():
             for n in nodes:
                 submitted = n.kind == "submission" and self.hb(reached, n)
-                if submitted or n.kind == "barrier" and ("host", "host_write") in access_scope(
+                if submitted or n.kind == "barrier" and ("host", "host_write") in access_pairs(
                         n.barrier.src_stage, n.barrier.src_access) and _covers(n, w, self.by_buffer) and any(
                         m.kind in ("wait", "submission") and m.pos < n.pos and self.hb(reached, m) for m in nodes):
                     out.append(n)
@@ -414,10 +448,10 @@ class Reference:
         if x.host:
             # 7.9 host access: a barrier whose second access scope holds host/host_read (or host_write).
             return [n for nodes in self.queue_nodes.values() for n in nodes
-                    if n.kind == "barrier" and in_second_access_scope(n, x, needs, self.by_buffer)
+                    if n.kind == "barrier" and in_second_access_pairs(n, x, needs, self.by_buffer)
                     and self.hb(n, x.node)]
         return [n for n in self.queue_nodes[x.node.agent]
-                if n.pos < x.node.pos and in_second_access_scope(n, x, needs, self.by_buffer) and x.stage in n.second]
+                if n.pos < x.node.pos and in_second_access_pairs(n, x, needs, self.by_buffer) and x.stage in n.second]
 
     def memory_dependency(self, w: Access, x: Access, needs: tuple[str, ...]) -> bool:
         """Spec 7.1: an availability operation for w happens-before (or is) a visibility operation for x's

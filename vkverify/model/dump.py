@@ -101,7 +101,8 @@ def to_dict(s: ir.Stream) -> dict:
         out["expect"] = {"findings": [
             {k: v for k, v in (("kind", f.kind), ("buffer", f.buffer), ("first", f.first), ("second", f.second),
                                ("ops", list(f.ops) if f.ops is not None else None),
-                               ("params", dict(f.params) if f.params is not None else None)) if v is not None}
+                               ("params", dict(f.params) if f.params is not None else None),
+                               ("range", list(f.range) if f.range is not None else None)) if v is not None}
             for f in s.expect]}
     if s.ignore:
         out["ignore"] = [{k: v for k, v in (("kind", i.finding.kind), ("first", i.finding.first),

@@ -316,6 +316,7 @@ class ExpectedFinding:
     second: str | None = None
     ops: tuple[str, ...] | None = None
     params: tuple[tuple[str, int], ...] | None = None  # the counterexample's values, for a params stream
+    range: tuple[int, int] | None = None  # the finding's byte range [lo, hi) in its buffer, when given
 
 
 @dataclass(frozen=True)

@@ -783,7 +783,8 @@ class _Builder:
             self.error(path + ("buffer",), f"unknown buffer {f['buffer']!r}")
         return ir.ExpectedFinding(f["kind"], f.get("buffer"), f.get("first"), f.get("second"),
                                   tuple(f["ops"]) if "ops" in f else None,
-                                  tuple(sorted(f["params"].items())) if "params" in f else None)
+                                  tuple(sorted(f["params"].items())) if "params" in f else None,
+                                  tuple(f["range"]) if "range" in f else None)
 
 
 def _access_covers(declared: str, actual: str) -> bool:

@@ -1,0 +1,51 @@
+"""The spec's synchronization rules, one predicate each (Vulkan spec, chapter 7), in its words.
+
+The fast checker (barriers.py, engine.py), the happens-before graph (hb.py: explain, graph and the mutation
+analysis) and explain's "why not" call these; the slow reference (reference.py) states them again on its own,
+as the oracle the tests compare with. Stage masks come here already expanded (scopes.py: execution scopes
+with the logically earlier or later stages, access scopes with only the stages named).
+"""
+
+from __future__ import annotations
+
+__all__ = ["chains", "first_access_scope_gap", "in_first_access_scope", "in_release_access_scope",
+           "makes_host_writes_available", "transfers_ownership"]
+
+
+def chains(earlier_second_scope: frozenset[str], later_first_scope: frozenset[str]) -> bool:
+    """7.1 "execution dependency chain": an earlier dependency's second synchronization scope meets a later
+    one's first (an access's own stage stands for the scope of the access)."""
+    return bool(earlier_second_scope & later_first_scope)
+
+
+def first_access_scope_gap(stage: str, write: str | None, src_stages: frozenset[str],
+                           src_access: frozenset[str]) -> str | None:
+    """Why a write is not in a barrier's first access scope (7.1.2), None where it is: `src_access` lacks its
+    access type, or `src_stage` does not name its own stage (a logically earlier stage is not enough)."""
+    if write not in src_access:
+        return "src_access"
+    return None if stage in src_stages else "src_stage"
+
+
+def in_first_access_scope(stage: str, write: str | None, src_stages: frozenset[str],
+                          src_access: frozenset[str]) -> bool:
+    """7.1.2: the write is made available by the barrier (its stage named, its access type named)."""
+    return first_access_scope_gap(stage, write, src_stages, src_access) is None
+
+
+def makes_host_writes_available(src_stages: frozenset[str], src_access: frozenset[str]) -> bool:
+    """7.1.3 host access: host writes (stage host, access host_write) in a barrier's first access scope, a
+    domain operation from the host to the device for those before it."""
+    return in_first_access_scope("host", "host_write", src_stages, src_access)
+
+
+def in_release_access_scope(same_queue: bool, stage: str, first_scope: frozenset[str]) -> bool:
+    """7.4.1 (7.3.1 for fences): a signal's first access scope is "all memory access performed by the device"
+    in its first synchronization scope: an access on its queue (so never a host write) at one of its stages,
+    not one reached only through a chain (7.1: a chain's first access scope is its first dependency's)."""
+    return same_queue and stage in first_scope
+
+
+def transfers_ownership(src_family: int | None, dst_family: int | None) -> bool:
+    """7.7.4 queue family ownership transfer: a buffer barrier between two queue families."""
+    return src_family is not None and src_family != dst_family
