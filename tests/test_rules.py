@@ -118,12 +118,13 @@ def test_the_reference_reads_the_scopes_as_the_checker_does(mask):
 
 
 def test_the_reference_shares_no_rule_code_with_the_checker():
-    """The oracle imports from the checker only the readings (check/readings.py), never a scope or a barrier."""
+    """The oracle imports from the checker only the readings (check/readings.py), never a scope or a barrier;
+    from the package only the model and the error base."""
     tree = ast.parse(Path(reference.__file__).read_text())
     imported = {"." * node.level + (node.module or "") for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     assert {m for m in imported if not m.startswith("..model")} == {
-        "__future__", "dataclasses", "graphlib", "itertools", ".readings"}, imported
+        "__future__", "dataclasses", "graphlib", "itertools", ".readings", "..errors"}, imported
 
 
 # A rule's body restated (as it was before check/rules.py), and the pattern that finds such a restatement: nowhere
