@@ -12,6 +12,12 @@ within 1.5.
     python benchmarks/check_scaling.py --kv-history     # attention reads the whole KV cache
     python benchmarks/check_scaling.py --baseline 566cccb 1e6   # also the checker of that commit, side by side
     python benchmarks/check_scaling.py --shape resubmitted      # 1e4, 1e5, 1e6, 1.2e6 executed commands
+    python benchmarks/check_scaling.py --shape ranges [--baseline REV]  # growth exponents, benchmarks/range_shapes.py
+
+With --shape ranges, each shape of benchmarks/range_shapes.py (one buffer cut into pieces each ordered by its
+own buffer barrier; one barrier of many buffer barriers; a KV cache's per-token slices; racing submits on two
+queues) is checked at two sizes 10x apart and the growth exponent of time and memory printed (target: time
+<= 1.2); exit 1 where the current code's is above it.
 
 With --shape resubmitted (decode_stream.SHAPES) the stream is a real decode loop's: 48 layers, one command
 buffer per input slot (4), resubmitted at every token. Targets there (issue 19): 1.2*10^6 executed commands in
@@ -44,13 +50,18 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 def measure(n: int, kv_history: bool, shape: str) -> dict:
     from decode_stream import SHAPES, command_count, decode_stream
+    from range_shapes import SHAPES as RANGE_SHAPES
 
     # The checker itself: vkverify.check.check() first validates a stream built by hand, as the loader does a
     # file's (dump and load again, about the check's time at 10^6: benchmarks/load.py); a stream from a file is
     # validated once, at load.
     from vkverify.check.schedule import check
 
-    stream = decode_stream(n, kv_history=kv_history, **SHAPES[shape])
+    if shape in RANGE_SHAPES:
+        from range_shapes import command_count
+        stream = RANGE_SHAPES[shape](n)
+    else:
+        stream = decode_stream(n, kv_history=kv_history, **SHAPES[shape])
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     findings = check(stream)
@@ -108,7 +119,47 @@ def main(argv: list[str]) -> int:
     default = [10**4, 10**5, 10**6] + [12 * 10**5] * (shape == "resubmitted")
     sizes = [int(float(a)) for a in argv] or default
     with (worktree(baseline) if baseline else _nothing()) as old:
+        if shape == "ranges":
+            return _growth(old, baseline)
         return _compare(sizes, kv_history, shape, old, baseline)
+
+
+def _growth(old: Path | None, baseline: str | None) -> int:
+    """Each shape of benchmarks/range_shapes.py at its two sizes 10x apart: the growth exponents of time and
+    peak memory (1: linear), by the current code and, with --baseline, by that commit's, side by side."""
+    from range_shapes import SIZES
+
+    print(f"{'shape':>15} {'code':>9} {'size':>7} {'commands':>9} {'seconds':>8} {'peak MiB':>9} {'findings':>8}",
+          flush=True)
+    worst = 0.0
+    for shape, sizes in SIZES.items():
+        for label, code in (("current", None),) + (((baseline or "")[:9], old),) * (old is not None):
+            rows = []
+            for n in sizes:
+                try:
+                    r = fresh_process(__file__, ["--one", str(n), "--shape", shape], code)
+                except RuntimeError as error:  # the baseline may run past any patience: say so, go on
+                    print(f"{shape:>15} {label:>9} {n:>7} failed: {str(error).strip()[-200:]}", flush=True)
+                    break
+                rows.append(r)
+                print(f"{shape:>15} {label:>9} {n:>7} {r['commands']:>9} {r['seconds']:>8.2f} {r['peak_mib']:>9.1f} "
+                      f"{r['findings']:>8}", flush=True)
+            if len(rows) == 2:
+                time_exp = _exponent(rows, "seconds")
+                memory_exp = _exponent(rows, "peak_mib")
+                if code is None:
+                    worst = max(worst, time_exp)
+                print(f"{shape:>15} {label:>9} growth exponent: time {time_exp:.2f}, memory {memory_exp:.2f} "
+                      f"(target time <= 1.2)", flush=True)
+    return 0 if worst <= 1.2 else 1
+
+
+def _exponent(rows: list[dict], field: str) -> float:
+    """log(b/a) / log(size ratio), sizes in commands; memory floors at 1 MiB (the noise of a fresh process)."""
+    from math import log
+
+    a, b = (max(r[field], 1.0 if field == "peak_mib" else 1e-6) for r in rows)
+    return log(b / a) / log(rows[1]["commands"] / rows[0]["commands"])
 
 
 def _option(argv: list[str], name: str, default: str | None) -> tuple[str | None, list[str]]:

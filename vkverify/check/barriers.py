@@ -10,6 +10,7 @@ of barrier kinds makes this independent of the distance).
 
 from __future__ import annotations
 
+import copy
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import pairwise
@@ -111,8 +112,47 @@ def apply_barrier(state: State, entries: tuple[BarrierEntry, ...], covers: tuple
     return State(chain, available, visible, host, released)
 
 
+MANY_ENTRIES = 16  # a barrier with more buffer barriers than this finds those that hold an access by their bytes
+
+
+def _execution_only(signature: frozenset) -> tuple[BarrierEntry, ...]:
+    """Entries with the execution scopes of `signature` and no access scope (no bytes: coverage is NONE)."""
+    return tuple(BarrierEntry("", None, 0, 0, src, frozenset(), frozenset(), dst, frozenset())
+                 for src, dst in signature)
+
+
+class RangeIndex:
+    """The kinds whose buffer barriers touch a root memory's bytes, found without looking at the others: each
+    range [lo, hi) sits at the level L where hi - lo <= 2**L, in its (at most two) buckets of 2**L bytes."""
+
+    def __init__(self) -> None:
+        self.levels: dict[int, dict[int, list[int]]] = {}
+
+    def add(self, lo: int, hi: int, kind: int) -> None:
+        level = max(0, (hi - lo - 1).bit_length())
+        buckets = self.levels.setdefault(level, {})
+        for b in range(lo >> level, ((hi - 1) >> level) + 1):
+            buckets.setdefault(b, []).append(kind)
+
+    def near(self, lo: int, hi: int) -> set[int]:
+        """Every kind with a range overlapping [lo, hi), and some that only come near it."""
+        found: set[int] = set()
+        for level, buckets in self.levels.items():
+            first, last = lo >> level, (hi - 1) >> level
+            if last - first < len(buckets):
+                for b in range(first, last + 1):
+                    found.update(buckets.get(b, ()))
+            else:  # a wide query over a sparse level
+                for b, kinds in buckets.items():
+                    if first <= b <= last:
+                        found.update(kinds)
+        return found
+
+
 class BarrierLog:
-    """The barriers recorded on one queue, indexed by kind for `state_at`."""
+    """The barriers recorded on one queue, indexed for `state_at`: by kind (equal entries), by the execution
+    scopes of their entries (all a barrier does to an access whose bytes none of its entries holds, and to
+    any access's execution dependency chain), and by the bytes of their buffer barriers."""
 
     def __init__(self) -> None:
         self.kind_ids: dict[tuple[BarrierEntry, ...], int] = {}
@@ -120,11 +160,38 @@ class BarrierLog:
         self.positions: list[list[int]] = []  # per kind, increasing
         self.all_positions: list[int] = []  # every barrier, increasing, with its kind
         self.all_kinds: list[int] = []
+        self.global_kind: list[bool] = []  # every entry global: the bytes do not matter
+        self.has_global: list[bool] = []  # some entry global: it holds every access's bytes
+        self.signature: list[frozenset] = []  # per kind, its entries' (src_exec, dst_exec)
+        # Per signature, the barriers of every kind (`exec_*`: for chains) and of the kinds without a global entry
+        # (`buffer_*`: for accesses outside their ranges): positions, increasing, and the kind at each.
+        self.exec_positions: dict[frozenset, tuple[list[int], list[int]]] = {}
+        self.buffer_positions: dict[frozenset, tuple[list[int], list[int]]] = {}
+        self.global_kinds: list[int] = []
+        self.ranges: dict[str, RangeIndex] = {}
         self._kind_of_command: dict[int, int] = {}
         self._transitions: dict = {}
+        self._chains: dict = {}
+        self._entry_index: dict = {}
         self._moving: dict = {}
         self._alone: dict = {}
-        self.global_kind: list[bool] = []
+
+    def fork(self) -> BarrierLog:
+        """An independent copy (check/incremental.py's speculative checks)."""
+        new = copy.copy(self)
+        for name in ("kind_ids", "_kind_of_command", "_transitions", "_chains", "_entry_index", "_moving", "_alone"):
+            setattr(new, name, dict(getattr(self, name)))
+        for name in ("kinds", "all_positions", "all_kinds", "global_kind", "has_global", "signature", "global_kinds"):
+            setattr(new, name, list(getattr(self, name)))
+        new.positions = [list(p) for p in self.positions]
+        for name in ("exec_positions", "buffer_positions"):
+            setattr(new, name, {k: (list(p), list(q)) for k, (p, q) in getattr(self, name).items()})
+        new.ranges = {}
+        for root, index in self.ranges.items():
+            new.ranges[root] = fork = RangeIndex()
+            fork.levels = {level: {b: list(kinds) for b, kinds in buckets.items()}
+                           for level, buckets in index.levels.items()}
+        return new
 
     def add(self, pos: int, entries: tuple[BarrierEntry, ...], command: int) -> None:
         """Record a barrier; `command` (the id of its command, alive with the stream) saves hashing entries."""
@@ -132,14 +199,30 @@ class BarrierLog:
         if kind is None:
             kind = self.kind_ids.get(entries)
             if kind is None:
-                kind = self.kind_ids[entries] = len(self.kinds)
-                self.kinds.append(entries)
-                self.positions.append([])
-                self.global_kind.append(all(e.root is None for e in entries))
+                kind = self._new_kind(entries)
             self._kind_of_command[command] = kind
         self.positions[kind].append(pos)
         self.all_positions.append(pos)
         self.all_kinds.append(kind)
+        signature = self.signature[kind]
+        for table in (self.exec_positions,) + (() if self.has_global[kind] else (self.buffer_positions,)):
+            positions, kinds = table.setdefault(signature, ([], []))
+            positions.append(pos)
+            kinds.append(kind)
+
+    def _new_kind(self, entries: tuple[BarrierEntry, ...]) -> int:
+        kind = self.kind_ids[entries] = len(self.kinds)
+        self.kinds.append(entries)
+        self.positions.append([])
+        self.global_kind.append(all(e.root is None for e in entries))
+        self.has_global.append(any(e.root is None for e in entries))
+        self.signature.append(frozenset((e.src_exec, e.dst_exec) for e in entries))
+        if self.has_global[kind]:
+            self.global_kinds.append(kind)
+        for e in entries:
+            if e.root is not None and e.hi > e.lo:
+                self.ranges.setdefault(e.root, RangeIndex()).add(e.lo, e.hi, kind)
+        return kind
 
     def orders_alone(self, i: int, stage: str, write: str | None, root: str, lo: int, hi: int,
                      later_stage: str, need: tuple[str, ...] | None, buffer: str | None = None,
@@ -160,19 +243,47 @@ class BarrierLog:
         return found
 
     def _step(self, state: State, kind: int, key: tuple) -> State | list[int]:
-        """The state after one barrier of `kind`, or the cut points where its ranges split the query."""
+        """The state after one barrier of `kind`, or the cut points where its ranges split the query (only
+        where the access writes: a chain does not depend on the bytes)."""
         memo = (state, kind, key)
         found = self._transitions.get(memo)
         if found is None:
             stage, write, root, lo, hi, buffer = key
-            entries = self.kinds[kind]
+            entries = self._entries_near(kind, root, lo, hi)
             covers = tuple(coverage(e, root, lo, hi, buffer) for e in entries)
-            if PARTIAL in covers:
+            if write is not None and PARTIAL in covers:
                 found = sorted({x for e, c in zip(entries, covers) if c == PARTIAL
                                 for x in (e.lo, e.hi) if lo < x < hi})
             else:
                 found = apply_barrier(state, entries, covers, stage, write)
             self._transitions[memo] = found
+        return found
+
+    def _entries_near(self, kind: int, root: str, lo: int, hi: int) -> tuple[BarrierEntry, ...]:
+        """The kind's entries, or for a barrier of many buffer barriers: those that may hold [lo, hi) of root,
+        and one execution-only entry per execution scope of the others (their whole effect on the access)."""
+        entries = self.kinds[kind]
+        if len(entries) <= MANY_ENTRIES:
+            return entries
+        index = self._entry_index.get(kind)
+        if index is None:
+            index = self._entry_index[kind] = ({}, tuple(e for e in entries if e.root is None),
+                                               _execution_only(self.signature[kind]))
+            for i, e in enumerate(entries):
+                if e.root is not None and e.hi > e.lo:
+                    index[0].setdefault(e.root, RangeIndex()).add(e.lo, e.hi, i)
+        by_root, global_entries, execution = index
+        near = by_root[root].near(lo, hi) if root in by_root else ()
+        return execution + global_entries + tuple(entries[i] for i in sorted(near))
+
+    def _chain_step(self, state: State, signature: frozenset, stage: str) -> State:
+        """The state after a barrier none of whose entries holds the access's bytes: its execution scopes alone
+        (spec 7.7.2: a buffer barrier limits only the access scopes to its range)."""
+        memo = (state, signature, stage)
+        found = self._chains.get(memo)
+        if found is None:
+            entries = _execution_only(signature)
+            found = self._chains[memo] = apply_barrier(state, entries, (NONE,) * len(entries), stage, None)
         return found
 
     def state_at(self, stage: str, write: str | None, root: str, lo: int, hi: int,
@@ -182,33 +293,46 @@ class BarrierLog:
         key = (stage, write, root, lo, hi, buffer)
         pos = start
         while True:
-            moving = self._moving_kinds(state, key)
-            if moving and moving[0] == -1:  # a buffer barrier splits the range
-                cuts = (lo,) + moving[1:] + (hi,)
+            cuts, moving = self._moving_kinds(state, key)
+            if cuts:  # a buffer barrier splits the range
+                cuts = (lo,) + cuts + (hi,)
                 return [piece for a, b in pairwise(cuts)
                         for piece in self.state_at(stage, write, root, a, b, pos, end, state, buffer)]
             nearest, nearest_kind = end + 1, -1
-            for kind in moving:
-                positions = self.positions[kind]
+            for positions, kinds in moving:  # kinds: the kind of every position, or of each
                 i = bisect_right(positions, pos)
                 if i < len(positions) and positions[i] < nearest:
-                    nearest, nearest_kind = positions[i], kind
+                    nearest, nearest_kind = positions[i], kinds if isinstance(kinds, int) else kinds[i]
             if nearest_kind < 0:
                 return [(lo, hi, state)]
             state, pos = self._step(state, nearest_kind, key), nearest
 
-    def _moving_kinds(self, state: State, key: tuple) -> tuple[int, ...]:
-        """Kinds whose barriers would change `state` (-1 first, then cut points, if one splits the range)."""
+    def _moving_kinds(self, state: State, key: tuple) -> tuple[tuple[int, ...], list]:
+        """(cut points where a buffer barrier splits the range, else ()), and the barriers that would change
+        `state`: (positions, their kind, or the kind at each). Those none of whose entries holds the bytes change it as
+        their execution scopes do, so they are judged once per signature; the others one by one."""
         memo = (state, key, len(self.kinds))
         found = self._moving.get(memo)
-        if found is None:
-            moving, cuts = [], set()
-            for kind in range(len(self.kinds)):
-                after = self._step(state, kind, key)
-                if isinstance(after, list):
-                    cuts.update(after)
-                elif after != state:
-                    moving.append(kind)
-            found = (-1, *sorted(cuts)) if cuts else tuple(moving)
-            self._moving[memo] = found
+        if found is not None:
+            return found
+        stage, write, root, lo, hi, _ = key
+        moving, cuts, seen = [], set(), set()
+        if write is None:  # the chain alone: the bytes do not matter
+            table, near = self.exec_positions, ()
+        else:
+            table = self.buffer_positions
+            index = self.ranges.get(root)
+            near = self.global_kinds + sorted(index.near(lo, hi)) if index is not None else self.global_kinds
+        for kind in near:
+            after = self._step(state, kind, key)
+            if isinstance(after, list):
+                cuts.update(after)
+            elif after != state and kind not in seen:
+                seen.add(kind)
+                moving.append((self.positions[kind], kind))
+        if not cuts:
+            for signature, lists in table.items():
+                if self._chain_step(state, signature, stage) != state:
+                    moving.append(lists)
+        found = self._moving[memo] = (tuple(sorted(cuts)), moving)
         return found

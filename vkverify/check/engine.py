@@ -347,22 +347,25 @@ class Checker:
             # a chain makes e available only where that barrier did (an execution-only barrier: nowhere), and
             # only through a chain from that barrier.
             if e.stage in scope or all((s.chain if span is None else s.released) & scope for _, _, s in
-                                       self.states(e, *(span or self._root_range(e)), agent.release_pos[i])):
+                                       self.states(e, *(span or self._root_range(e)), agent.release_pos[i],
+                                                   chain_only=span is None)):
                 needs[lane] = i + 1
                 if len(needs) == len(agent.lanes) + 1:
                     break
         return list(needs.items())
 
-    def states(self, e: Access, root: str, lo: int, hi: int, end: int) -> list:
+    def states(self, e: Access, root: str, lo: int, hi: int, end: int, chain_only: bool = False) -> list:
         """e's barrier state per sub-range of [lo, hi) at queue position `end` (BarrierLog.state_at),
-        continuing from e's last query when it covered the same bytes up to an earlier position."""
+        continuing from e's last query when it covered the same bytes up to an earlier position.
+        chain_only: only the execution dependency chain is asked for, which does not depend on the bytes."""
         log, buffer = self.agents[e.agent].log, self.through(e)
+        write = None if chain_only else e.write
         memo = e.memo
-        if memo is not None and memo[0] == lo and memo[1] == hi and memo[2] <= end and len(memo[3]) == 1:
-            pieces = log.state_at(e.stage, e.write, root, lo, hi, memo[2], end, memo[3][0][2], buffer)
+        if memo is not None and memo[:2] == (lo, hi) and memo[2] <= end and len(memo[3]) == 1 and memo[4] == write:
+            pieces = log.state_at(e.stage, write, root, lo, hi, memo[2], end, memo[3][0][2], buffer)
         else:
-            pieces = log.state_at(e.stage, e.write, root, lo, hi, e.pos, end, buffer=buffer)
-        e.memo = (lo, hi, end, pieces)
+            pieces = log.state_at(e.stage, write, root, lo, hi, e.pos, end, buffer=buffer)
+        e.memo = (lo, hi, end, pieces, write)
         return pieces
 
     def through(self, a: Access | BarrierEntry) -> str | None:

@@ -130,19 +130,22 @@ class _NodeIndex:
 
     def __init__(self, stream: ir.Stream) -> None:
         self.threads = stream.index.threads
-        self.batches: dict[str, list[smt.BatchNode]] = {}  # command buffer -> the batches submitting it
+        # (command buffer, submit or None: any) -> the first batch submitting it there: a finding's reference
+        # is resolved in constant time, however often its command buffer was submitted.
+        self.batches: dict[tuple[str, str | None], str] = {}
         self.queue: dict[str, str] = {}  # batch key -> queue
         for b in smt.plan(stream).batches:
             self.queue[b.key] = b.queue
             for cb in b.batch.command_buffers:
-                self.batches.setdefault(cb, []).append(b)
+                self.batches.setdefault((cb, None), b.key)
+                self.batches.setdefault((cb, b.submit), b.key)
 
     def node(self, ref: str) -> witness.Node:
         base, submit = split_submit(ref)
         owner = owner_of(base)
         if owner in self.threads:
             return witness.Node(base, False)
-        return witness.Node(next(b.key for b in self.batches[owner] if not submit or b.submit == submit), True)
+        return witness.Node(self.batches[owner, submit or None], True)
 
     def signal_node(self, s: smt.SignalNode) -> witness.Node:
         return witness.Node(s.owner, s.owner in self.queue)  # a host signal's ref names no batch

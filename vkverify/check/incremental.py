@@ -287,12 +287,7 @@ def _fork_memory(m: RangeMap, accesses: dict) -> RangeMap:
 
 def _fork_queue(q: QueueAgent) -> QueueAgent:
     new = copy.copy(q)
-    log = new.log = copy.copy(q.log)
-    for name in ("kind_ids", "_kind_of_command", "_transitions", "_moving", "_alone"):
-        setattr(log, name, dict(getattr(q.log, name)))
-    for name in ("kinds", "all_positions", "all_kinds", "global_kind"):
-        setattr(log, name, list(getattr(q.log, name)))
-    log.positions = [list(p) for p in q.log.positions]
+    new.log = q.log.fork()
     new.release_pos, new.release_scope, new.release_lane = list(q.release_pos), list(q.release_scope), \
         list(q.release_lane)
     new.range_vis = {k: dict(v) for k, v in q.range_vis.items()}
