@@ -333,9 +333,9 @@ def _add_mutate(sub) -> None:
                "With only a command, its own Runtimes mutate themselves (VKVERIFY_RUNTIME_MUTATE): it runs once "
                "listing the candidates (it must pass), then once per mutant, one per call site of the program "
                "(--per-iteration: per candidate); a line per mutant on stderr (-q: none).\n"
-               "The command runs in a session of its own: a timeout kills all it started. With only a command, "
-               "Ctrl-C or SIGTERM too, and the verdicts so far are kept in the cache, printed and written, marked "
-               "stopped.\n"
+               "Each run of the command is a session of its own: a timeout, Ctrl-C or SIGTERM kills all it started. "
+               "With only a command, the verdicts before Ctrl-C or SIGTERM are kept in the cache, printed and "
+               "written, marked stopped.\n"
                "exit codes: 0 score >= --fail-under, 1 below it, 2 no verdict: bad input, a command that cannot "
                "start, fails or times out unmutated, no reader, 0 mutants, an interrupt, a report that cannot be "
                "written (the reason is printed, and written to --junit/--json as an error)",

@@ -17,7 +17,7 @@ from ..model.files import check_output, write_atomic
 from .formats import Report, junit, text, to_json
 from .generate import Equivalent, Mutant, mutants, plain
 from .load_bearing import Redundancy, analyze
-from .processes import CLEAN_TIMEOUT_S, CannotStart, Interrupted
+from .processes import CLEAN_TIMEOUT_S, CannotStart, Interrupted, Processes
 from .readers import READERS, CleanRunFailed, CmdReader
 from .runner import Cache, Stats, run, shard
 
@@ -172,15 +172,19 @@ def main(args: argparse.Namespace) -> int:
     skipped = {}
     used = {m.file: streams[m.file] for m in picked}
     try:
-        for reader in readers:
-            why = reader.start(used)
-            if why is not None:
-                skipped[reader.name] = why
-        running = [r for r in readers if r.name not in skipped]
-        if not running:
-            return stop("no reader can run: " + ("; ".join(f"{k}: {v}" for k, v in skipped.items()) or
-                                                 "none asked for (--readers, or a command after --)"), args)
-        outcomes, stats = run(picked, running, streams, args.jobs, _cache(args))
+        # A signal ends each run of the command (the reader's worker processes, forked within, inherit this).
+        with Processes().stopped_by_signals():
+            for reader in readers:
+                why = reader.start(used)
+                if why is not None:
+                    skipped[reader.name] = why
+            running = [r for r in readers if r.name not in skipped]
+            if not running:
+                return stop("no reader can run: " + ("; ".join(f"{k}: {v}" for k, v in skipped.items()) or
+                                                     "none asked for (--readers, or a command after --)"), args)
+            outcomes, stats = run(picked, running, streams, args.jobs, _cache(args))
     except (CleanRunFailed, CannotStart) as e:
         return stop(str(e), args)
+    except Interrupted as e:
+        return stop(f"{e.why}: no verdict kept", args)
     return finish(Report(outcomes, [r.name for r in readers], skipped, stats, summary, equivalent, redundant), args)
