@@ -186,7 +186,7 @@ def listing(argv: list[str], cache: Cache | None, log, timeout: float = CLEAN_TI
         if clean.returncode != 0:
             tail = "\n  ".join((clean.stdout + clean.stderr).strip().splitlines()[-10:])
             raise CleanRunFailed(f"the command fails unmutated (exit {clean.returncode}):\n  {tail}")
-        found = read_list(path, log)
+        found = read_list(path, lambda line: print(f"vkverify mutate: {line}", file=sys.stderr))  # -q or not
     result = Listing(found.candidates, found.runtimes, found.imports, time.monotonic() - began, found.skipped)
     if cache is not None and not result.skipped:  # a listing that lost lines is not kept: the next run lists again
         cache.write(key, {"candidates": [asdict(c) for c in result.candidates], "runtimes": result.runtimes,

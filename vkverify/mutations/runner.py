@@ -80,6 +80,7 @@ class Cache:
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
         self.path = self.directory / CACHE_DIR
+        self.unwritable = False  # said once, not per entry
 
     def file(self, key: str) -> Path:
         return self.path / f"{key}.json"
@@ -88,7 +89,7 @@ class Cache:
         """The JSON value stored under `key`; None where there is none or it is not JSON (warned)."""
         try:
             found = json.loads(self.file(key).read_bytes())
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # none; a file where the folder is: said when written
             return None
         except (OSError, ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError; nesting too deep
             self.warn(key, f"cannot be read ({getattr(e, 'strerror', None) or e})")
@@ -106,7 +107,10 @@ class Cache:
                 write_atomic(ignore, "*\n")
             write_atomic(self.file(key), json.dumps(value, sort_keys=True))
         except OSError as e:
-            self.warn(key, f"cannot be written ({e.strerror or e}); not kept")
+            if not self.unwritable:
+                self.unwritable = True
+                print(f"vkverify mutate: warning: cache {self.path} cannot be written ({e.strerror or e}); not kept",
+                      file=sys.stderr, flush=True)
 
     def warn(self, key: str, what: str) -> None:
         print(f"vkverify mutate: warning: cache entry {self.file(key)} {what}", file=sys.stderr, flush=True)
