@@ -66,7 +66,7 @@ def test_the_default_timeout_is_printed(tmp_path):
     assert f"(default {CLEAN_TIMEOUT_S:g};" in " ".join(vkverify("mutate", "--help", cwd=tmp_path).stdout.split())
 
 
-@pytest.mark.parametrize("value", ["nan", "-5", "200", "inf", "ten"])
+@pytest.mark.parametrize("value", ["nan", "-5", "200", "inf"])
 def test_fail_under_is_a_percentage(capsys, value):
     """Point 2: `score < nan` is never true, so nan would pass any gate; -5 and 200 make no sense either."""
     with pytest.raises(SystemExit) as exited:
@@ -74,16 +74,16 @@ def test_fail_under_is_a_percentage(capsys, value):
     assert exited.value.code == 2 and "argument --fail-under: " in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("table", ["[tool.vkverify]\nfail-under = nan", "[tool.vkverify.mutate]\nfail_under = -5",
-                                   "[tool.vkverify.mutate]\nfail-under = 200.5"])
-def test_fail_under_in_the_configuration_is_a_percentage(tmp_path, monkeypatch, capsys, table):
+@pytest.mark.parametrize("table, key", [("[tool.vkverify]\nfail-under = nan", "tool.vkverify.fail-under"),
+                                        ("[tool.vkverify.mutate]\nfail_under = -5", "tool.vkverify.mutate.fail_under"),
+                                        ("[tool.vkverify.mutate]\nfail-under = 200.5",
+                                         "tool.vkverify.mutate.fail-under")])
+def test_fail_under_in_the_configuration_is_a_percentage(tmp_path, monkeypatch, capsys, table, key):
     (tmp_path / "pyproject.toml").write_text(table + "\n")
     monkeypatch.chdir(tmp_path)
     assert main(["mutate", "--no-cache", STREAM]) == 2
-    key = table.splitlines()[1].split(" = ")[0]
     err = capsys.readouterr().err
-    assert f"pyproject.toml: tool.vkverify.{'mutate.' if 'mutate' in table else ''}{key}: must be a number from 0 " \
-           "to 100" in err, err
+    assert f"pyproject.toml: {key}: must be a number from 0 to 100" in err, err
 
 
 @pytest.mark.parametrize("value", ["0", "100", "99.5"])
