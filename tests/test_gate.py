@@ -12,12 +12,15 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 
 import pytest
 
+from tests._processes import alive
 from tests.conftest import ROOT
 from vkverify.mutations import live
 from vkverify.mutations.gate import listing, read_list
@@ -38,12 +41,26 @@ def project(tmp_path_factory, device_name):
     return path
 
 
-def mutate(project, *options: str, command: tuple[str, ...] | None = None, test: str = "check_good.py", **env):
+def start(project, *options: str, command: tuple[str, ...] | None = None, test: str = "check_good.py",
+          **env) -> subprocess.Popen:
+    """`vkverify mutate OPTIONS -- COMMAND` in `project`, running (its output piped)."""
     command = command or (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test)
     clean = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_") and k != "PYTEST_CURRENT_TEST"}
-    return subprocess.run([sys.executable, "-m", "vkverify.cli", "mutate", *options, "--", *command], cwd=project,
-                          env={**clean, "PYTHONPATH": str(ROOT), **env}, capture_output=True, text=True, timeout=600,
-                          check=False)
+    return subprocess.Popen([sys.executable, "-m", "vkverify.cli", "mutate", *options, "--", *command], cwd=project,
+                            env={**clean, "PYTHONPATH": str(ROOT), **env}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finished(gate: subprocess.Popen, timeout: float = 600) -> subprocess.CompletedProcess:
+    try:
+        out, err = gate.communicate(timeout=timeout)
+    finally:
+        gate.kill()
+    return subprocess.CompletedProcess(gate.args, gate.returncode, out, err)
+
+
+def mutate(project, *options: str, **kwargs) -> subprocess.CompletedProcess:
+    return finished(start(project, *options, **kwargs))
 
 
 def test_the_good_test_kills_every_mutant(project):
@@ -221,3 +238,52 @@ def test_a_dropped_host_signal_is_killed_at_the_wait_it_blocks(device_name, monk
     assert {(f.kind, f.ops) for f in raised.value.findings} == {("wait_never_satisfied", ("main[0]",)),
                                                                 ("deadlock", ("main[2]",))}
     assert rt.device is not None and rt.device.handle is None  # closed: the device drained
+
+
+def test_two_shards_at_once_on_one_cache_lose_no_verdict(project, tmp_path):
+    """Two CI jobs, each a shard, sharing one cache at the same time: every verdict of each is kept, so a
+    rerun of each is served entirely from the cache (listing and verdicts), running nothing."""
+    options = [("--target", "all", "-j", "1", "--format", "json", "--cache", str(tmp_path / "shared"), "--shard",
+                f"{k}/2") for k in (1, 2)]
+    first = [finished(gate) for gate in [start(project, *o) for o in options]]
+    assert [done.returncode for done in first] == [0, 0], [done.stderr for done in first]
+    counts = [len(json.loads(done.stdout)["mutants"]) for done in first]
+    assert sum(counts) == len(SITES)
+    for o, n in zip(options, counts):
+        again = mutate(project, *o)
+        assert again.returncode == 0 and "listing from the cache" in again.stderr, again.stderr
+        assert json.loads(again.stdout)["stats"] == {"executed": 0, "cached": n}
+
+
+
+def test_ctrl_c_stops_the_gate_kills_its_runs_and_writes_the_partial_report(project, tmp_path):
+    """SIGINT while a mutant runs: the gate kills that run, starts no other, and exits 2 promptly, its JUnit
+    and JSON reports written with the verdict it had, marked interrupted."""
+    pids = tmp_path / "pids"  # one line per run of the command: its pid (sh execs pytest)
+    command = ("sh", "-c", f'echo $$ >> {pids}; exec "$@"', "sh", sys.executable, "-m", "pytest", "-q", "-p",
+               "no:cacheprovider", "check_good.py")
+    junit, report = tmp_path / "m.xml", tmp_path / "m.json"
+    gate = start(project, "--no-cache", "-j", "1", "--junit", str(junit), "--json", str(report), command=command)
+    try:
+        lines = []
+        while not any(line.startswith("vkverify mutate: [1/9]") for line in lines):  # the first verdict
+            lines.append(gate.stderr.readline())
+            assert lines[-1], "".join(lines)
+        while len(pids.read_text().split()) < 3:  # the listing's run, the first mutant's, the second's
+            time.sleep(0.05)
+        gate.send_signal(signal.SIGINT)
+        gate.wait(timeout=60)
+    finally:
+        gate.kill()
+    assert gate.returncode == 2
+    err = gate.stderr.read()
+    assert "Traceback" not in err and err.splitlines()[-1] == \
+        "vkverify mutate: interrupted by SIGINT after 1 of 9 mutants: the report is partial", err
+    started = [int(p) for p in pids.read_text().split()]
+    assert len(started) == 3 and not any(map(alive, started))
+    judged = json.loads(report.read_text())
+    assert judged["stopped"] == "interrupted by SIGINT after 1 of 9 mutants: the report is partial"
+    assert [m["killed"] for m in judged["mutants"]].count(True) == 1 and len(judged["mutants"]) == 9
+    root = ET.parse(junit).getroot()
+    assert root.get("errors") == "1" and "interrupted by SIGINT" in root.find("testsuite/testcase/error").get("message")
+    assert len(root.findall("testsuite/testcase/skipped")) == 8

@@ -286,6 +286,7 @@ def _add_capture(sub) -> None:
 
 
 def _add_mutate(sub) -> None:
+    import math
     import os
 
     def shard(text: str) -> tuple[int, int]:
@@ -301,6 +302,20 @@ def _add_mutate(sub) -> None:
         if unknown:
             raise argparse.ArgumentTypeError(f"unknown reader {', '.join(unknown)}; choose from {', '.join(READERS)}")
         return names
+
+    def percent(text: str) -> float:
+        value = float(text)
+        if not 0 <= value <= 100:  # nan too, which no comparison would ever fail the gate under
+            raise argparse.ArgumentTypeError(f"must be a number from 0 to 100, got {text}")
+        return value
+    percent.__name__ = "number"  # argparse names the type so in its errors
+
+    def seconds(text: str) -> float:
+        value = float(text)
+        if not 0 < value < math.inf:
+            raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text}")
+        return value
+    seconds.__name__ = "number"
 
     def run(args: argparse.Namespace) -> int:
         from .mutations.command import main
@@ -321,8 +336,12 @@ def _add_mutate(sub) -> None:
                "With only a command, its own Runtimes mutate themselves (VKVERIFY_RUNTIME_MUTATE): it runs once "
                "listing the candidates (it must pass), then once per mutant, one per call site of the program "
                "(--per-iteration: per candidate); a line per mutant on stderr (-q: none).\n"
-               "exit codes: 0 score >= --fail-under, 1 below it, 2 bad input, a failing clean run, no reader or 0 "
-               "mutants (the reason is printed)",
+               "Each run of the command is a session of its own: a timeout, Ctrl-C or SIGTERM kills all it started. "
+               "With only a command, the verdicts before Ctrl-C or SIGTERM are kept in the cache, printed and "
+               "written, marked stopped.\n"
+               "exit codes: 0 score >= --fail-under, 1 below it, 2 no verdict: bad input, a command that cannot "
+               "start, fails or times out unmutated, no reader, 0 mutants, an interrupt, a report that cannot be "
+               "written (the reason is printed, and written to --junit/--json as an error)",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("--target", choices=["raw", "waw", "war", "semaphore", "fence", "keepalive", "host", "all"],
                    default="all", help="which synchronization to mutate (default all)")
@@ -331,10 +350,15 @@ def _add_mutate(sub) -> None:
                         "(default checker; '' with a command: only it)")
     c.add_argument("-j", "--jobs", type=_positive, default=os.cpu_count() or 1, help="parallel workers (default: CPUs)")
     c.add_argument("--shard", type=shard, help="run only shard K of N (by sorted mutant id)")
-    c.add_argument("--fail-under", type=float, default=100.0,
-                   help="exit 1 when the kill score (%%) is below (default 100)")
+    c.add_argument("--fail-under", type=percent, default=100.0,
+                   help="exit 1 when the kill score (%%, 0 to 100) is below (default 100)")
+    # The default is mutations.processes.CLEAN_TIMEOUT_S, not imported: every command builds this parser.
+    c.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
+                   help="the command's unmutated run is stopped after this, exit 2 (default 3600; a mutant's run "
+                        "after 10 times the unmutated run's time)")
     c.add_argument("--format", choices=["text", "json"], default="text")
     c.add_argument("--junit", metavar="FILE", help="also write JUnit XML: one testcase per mutant, survivors fail")
+    c.add_argument("--json", metavar="FILE", help="also write the JSON report (as --format json prints it)")
     c.add_argument("--report-redundant", action="store_true",
                    help="list the synchronization operations no pair depends on alone, and what else orders their "
                         "pairs")

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from ..check import check
 from ..model import InvalidStream, ir, load
-from ..model.files import write_atomic
+from ..model.errors import UsageError
+from ..model.files import check_output, write_atomic
 from .formats import Report, junit, text, to_json
 from .generate import Equivalent, Mutant, mutants, plain
 from .load_bearing import Redundancy, analyze
+from .processes import CLEAN_TIMEOUT_S, CannotStart, Interrupted, Processes
 from .readers import READERS, CleanRunFailed, CmdReader
-from .runner import Cache, run, shard
+from .runner import Cache, Stats, run, shard
 
 __all__ = ["command_mode", "finish", "main", "selectors"]
 
@@ -49,40 +53,98 @@ def command_mode(args: argparse.Namespace, argv: list[str]) -> int:
         return 2
     try:
         outcomes, stats = run_command(argv, args.target, args.jobs, args.per_iteration, _cache(args), args.shard,
-                                      args.quiet)
+                                      args.quiet, _timeout(args))
+        stopped = None
     except NoMutants as e:
-        print(f"vkverify mutate: 0 mutants: {e}", file=sys.stderr)
-        return 2
-    except CleanRunFailed as e:
-        print(f"vkverify mutate: {e}", file=sys.stderr)
-        return 2
+        return stop(f"0 mutants: {e}", args)
+    except (CleanRunFailed, CannotStart) as e:
+        return stop(str(e), args)
+    except Interrupted as e:
+        if e.partial is None:
+            return stop(e.why, args)
+        (outcomes, stats), stopped = e.partial, e.why
     tests: dict[str, int] = {}
     for o in outcomes:
         tests[o.mutant.file] = tests.get(o.mutant.file, 0) + 1
     summary = [{"file": test, "clean": True, "mutants": n} for test, n in tests.items()]
-    return finish(Report(outcomes, ["command"], {}, stats, summary), args)
+    report = Report(outcomes, ["command"], {}, stats, summary, stopped=stopped)
+    return stop(stopped, args, report) if stopped else finish(report, args)
+
+
+def _timeout(args: argparse.Namespace) -> float:
+    return CLEAN_TIMEOUT_S if args.timeout is None else args.timeout
 
 
 def _cache(args: argparse.Namespace) -> Cache | None:
     return None if args.no_cache else Cache(args.cache or Path.cwd() / ".vkverify-cache")
 
 
+# The files a report is written to: (the option's dest, its name, how the report is written there).
+OUTPUTS = (("junit", "--junit", junit), ("json", "--json", lambda report: json.dumps(to_json(report), indent=1)))
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """UsageError unless every report file can be written, a probe written beside it (a full disk,
+    a read-only one): at once, not after every mutant has run."""
+    for dest, option, _ in OUTPUTS:
+        path = getattr(args, dest)
+        if path is None:
+            continue
+        check_output(path, option)
+        try:
+            with tempfile.TemporaryFile(dir=Path(path).parent) as probe:
+                probe.write(bytes(PROBE_BYTES))
+                probe.flush()
+                os.fsync(probe.fileno())
+        except OSError as e:
+            raise UsageError(option, f"{path} cannot be written: {e.strerror or e}") from None
+
+
+PROBE_BYTES = 4096  # a page: a file system with no room left refuses it
+
+
+def write_reports(report: Report, args: argparse.Namespace) -> bool:
+    """Write the report files asked for; False (after a line saying why) where one cannot be."""
+    for dest, option, render in OUTPUTS:
+        path = getattr(args, dest)
+        if path is not None:
+            try:
+                write_atomic(path, render(report))
+            except OSError as e:
+                print(f"vkverify mutate: {option} {path}: cannot write: {e.strerror or e}", file=sys.stderr)
+                return False
+    return True
+
+
 def finish(report: Report, args: argparse.Namespace) -> int:
-    """Print the report, write the JUnit file; exit 1 below --fail-under."""
+    """Print the report, write its files; exit 1 below --fail-under, 2 where a file cannot be written."""
     print(text(report) if args.format == "text" else json.dumps(to_json(report), indent=1))
-    if args.junit:
-        write_atomic(args.junit, junit(report))
+    if not write_reports(report, args):
+        return 2
     return 1 if report.score < args.fail_under else 0
+
+
+def stop(why: str, args: argparse.Namespace, report: Report | None = None) -> int:
+    """Exit 2, no verdict: `why` on stderr, and in the report files (JUnit: an error testcase) so that
+    CI shows it; the partial report, where some mutants were judged, on stdout too."""
+    print(f"vkverify mutate: {why}", file=sys.stderr)
+    report = report or Report([], [], {}, Stats(), [])
+    report.stopped = why
+    if report.outcomes:
+        print(text(report) if args.format == "text" else json.dumps(to_json(report), indent=1))
+    write_reports(report, args)
+    return 2
 
 
 def main(args: argparse.Namespace) -> int:
     files, argv = args.files, args.cmd  # FILES... [-- CMD ARGS...]
-    if not files and argv:
-        return command_mode(args, argv)
-    if not files or args.per_iteration:
+    if files and args.per_iteration or not files and not argv:
         print("vkverify mutate: " + ("--per-iteration concerns a command's runtime mutants (no FILES)" if files
                                       else "give stream files, or a command after --"), file=sys.stderr)
         return 2
+    check_outputs(args)
+    if not files:
+        return command_mode(args, argv)
     try:
         streams = {file: plain(load(file)) for file in files}
     except InvalidStream as e:
@@ -102,24 +164,29 @@ def main(args: argparse.Namespace) -> int:
         summary.append({"file": file, "clean": clean, "mutants": len(chosen)})
         if args.report_redundant:
             redundant[file] = red
+    if not found:
+        return stop(f"0 mutants: nothing load-bearing for target {args.target} in the {len(files)} stream(s): no "
+                    "synchronization whose removal the model sees as a new hazard", args)
     picked = found if args.shard is None else shard(found, *args.shard)
     readers = [READERS[name]() for name in (args.readers if args.readers is not None else ["checker"])]
     if argv:
-        readers.append(CmdReader(argv, selectors(found, args.target)))
+        readers.append(CmdReader(argv, selectors(found, args.target), _timeout(args)))
     skipped = {}
     used = {m.file: streams[m.file] for m in picked}
     try:
-        for reader in readers:
-            why = reader.start(used)
-            if why is not None:
-                skipped[reader.name] = why
-    except CleanRunFailed as e:
-        print(f"vkverify mutate: {e}", file=sys.stderr)
-        return 2
-    running = [r for r in readers if r.name not in skipped]
-    if not running:
-        why = "; ".join(f"{k}: {v}" for k, v in skipped.items()) or "none asked for (--readers, or a command after --)"
-        print(f"vkverify mutate: no reader can run: {why}", file=sys.stderr)
-        return 2
-    outcomes, stats = run(picked, running, streams, args.jobs, _cache(args))
+        # A signal ends each run of the command (the reader's worker processes, forked within, inherit this).
+        with Processes().stopped_by_signals():
+            for reader in readers:
+                why = reader.start(used)
+                if why is not None:
+                    skipped[reader.name] = why
+            running = [r for r in readers if r.name not in skipped]
+            if not running:
+                return stop("no reader can run: " + ("; ".join(f"{k}: {v}" for k, v in skipped.items()) or
+                                                     "none asked for (--readers, or a command after --)"), args)
+            outcomes, stats = run(picked, running, streams, args.jobs, _cache(args))
+    except (CleanRunFailed, CannotStart) as e:
+        return stop(str(e), args)
+    except Interrupted as e:
+        return stop(f"{e.why}: no verdict kept", args)
     return finish(Report(outcomes, [r.name for r in readers], skipped, stats, summary, equivalent, redundant), args)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
@@ -21,6 +22,7 @@ class Report:
     streams: list[dict]  # {"file", "clean", "mutants"}
     equivalent: list[Equivalent] = field(default_factory=list)
     redundant: dict[str, list[Redundancy]] = field(default_factory=dict)  # file -> ops; with --report-redundant
+    stopped: str | None = None  # why the gate gave no verdict (exit 2): the outcomes, if any, are partial
 
     @property
     def judged(self) -> list[Outcome]:
@@ -96,12 +98,15 @@ def text(report: Report) -> str:
     for file, ops in report.redundant.items():
         lines.append(f"redundant in {file}:")
         lines += [f"  {redundancy_text(r)}" for r in ops]
+    if report.stopped:
+        lines.append(f"stopped, no verdict: {report.stopped}")
     return "\n".join(lines)
 
 
 def to_json(report: Report) -> dict:
     out = {
-        "score": report.score,
+        "score": None if report.stopped else report.score,
+        "stopped": report.stopped,
         "readers": report.readers,
         "skipped": report.skipped,
         "matrix": report.matrix(),
@@ -126,12 +131,20 @@ def to_json(report: Report) -> dict:
 
 def junit(report: Report) -> str:
     """One testsuite per stream file (or test, for a command's runtime mutants), one testcase per
-    mutant with the program's file and line where known; a survivor is a failure."""
+    mutant with the program's file and line where known; a survivor is a failure, a mutant not run is
+    skipped. A gate that stopped with no verdict adds a testsuite `vkverify mutate` whose one testcase
+    is an error saying why."""
     by_file: dict[str, list[Outcome]] = {}
     for o in report.outcomes:
         by_file.setdefault(o.mutant.file, []).append(o)
     failures = sum(o.judged and not o.killed for o in report.outcomes)
-    root = ET.Element("testsuites", name="vkverify mutate", tests=str(len(report.outcomes)), failures=str(failures))
+    stopped = report.stopped is not None
+    root = ET.Element("testsuites", name="vkverify mutate", tests=str(len(report.outcomes) + stopped),
+                      failures=str(failures), errors=str(int(stopped)))
+    if stopped:
+        suite = ET.SubElement(root, "testsuite", name="vkverify mutate", tests="1", failures="0", errors="1")
+        case = ET.SubElement(suite, "testcase", classname="vkverify mutate", name="gate")
+        ET.SubElement(case, "error", message=_xml(f"stopped, no verdict: {report.stopped}")).text = _xml(report.stopped)
     for file, outcomes in by_file.items():
         suite = ET.SubElement(root, "testsuite", name=file, tests=str(len(outcomes)),
                               failures=str(sum(o.judged and not o.killed for o in outcomes)),
@@ -142,10 +155,15 @@ def junit(report: Report) -> str:
                 path, _, line = o.mutant.source.rpartition(":")
                 case.set("file", path)
                 case.set("line", line)
-            details = "; ".join(f"{r}: {v.detail}" for r, v in o.verdicts.items())
+            details = _xml("; ".join(f"{r}: {v.detail}" for r, v in o.verdicts.items()))
             if not o.judged:
                 ET.SubElement(case, "skipped", message=details)
             elif not o.killed:
                 where = f" at {o.mutant.source}" if o.mutant.source else ""
                 ET.SubElement(case, "failure", message=f"survived{where}: {o.mutant.description}").text = details
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
+
+
+def _xml(text: str) -> str:
+    """`text` with what XML 1.0 cannot hold (a command's terminal escapes, NULs) replaced by U+FFFD."""
+    return re.sub("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]", "\ufffd", text)

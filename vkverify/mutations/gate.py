@@ -16,12 +16,14 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 from ..errors import VkverifyError
 from .live import Selection, environment, site
+from .processes import CLEAN_TIMEOUT_S, Interrupted, Processes
 from .readers import CleanRunFailed, MutantVerdict
 from .runner import Cache, Outcome, Stats, cache_key, files_hash
+from .runner import shard as shard_of
 
 __all__ = ["Candidate", "Listing", "NoMutants", "RuntimeMutant", "chosen", "listing", "no_runtime_reason", "read_list",
            "run_command"]
@@ -50,6 +52,18 @@ class Candidate:
     def site(self) -> tuple[str, str, str, str]:
         return site(self.operator, self.op, self.source, self.label)
 
+    @classmethod
+    def parse(cls, entry) -> Candidate:
+        """A candidate from its JSON object; ValueError unless it has every field, each of its type."""
+        if not isinstance(entry, dict) or entry.keys() != _FIELDS.keys() or \
+                not all(isinstance(entry[name], types) for name, types in _FIELDS.items()):
+            raise ValueError("not a candidate")
+        return cls(**entry)
+
+
+_FIELDS = {f.name: (int,) if f.name == "k" else (str, type(None)) if f.name in ("source", "label") else (str,)
+           for f in fields(Candidate)}
+
 
 @dataclass(frozen=True)
 class RuntimeMutant:
@@ -71,20 +85,45 @@ class Listing:
     runtimes: int  # Runtimes the command opened
     imports: list[str]  # the user files it imported
     seconds: float  # the clean run's duration
+    skipped: int = 0  # lines of the candidates file that could not be read (warned of)
 
 
-def read_list(path: str) -> Listing:
-    candidates, runtimes, imports = [], 0, set()
-    with open(path) as f:
-        for line in filter(str.strip, f):
-            entry = json.loads(line)
-            if "runtime" in entry:
-                runtimes += 1
-            elif "imports" in entry:
-                imports.update(entry["imports"])
-            else:
-                candidates.append(Candidate(**entry))
-    return Listing(candidates, runtimes, sorted(imports), 0.0)
+def read_list(path: str, warn=None) -> Listing:
+    """The candidates file of a list run. A line that is not one of live.py's (torn by a process killed
+    while writing it, say) is skipped, with a warning through `warn`."""
+    candidates, runtimes, imports, skipped = [], 0, set(), 0
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+                if isinstance(entry, dict) and entry.keys() == {"runtime", "where"}:
+                    runtimes += 1
+                elif isinstance(entry, dict) and entry.keys() == {"imports"} and isinstance(entry["imports"], list) \
+                        and all(isinstance(i, str) for i in entry["imports"]):
+                    imports.update(entry["imports"])
+                else:
+                    candidates.append(Candidate.parse(entry))
+            except (ValueError, RecursionError):
+                skipped += 1
+                if warn is not None:
+                    warn(f"warning: line {number} of the candidates file is not a candidate (torn?): skipped")
+    return Listing(candidates, runtimes, sorted(imports), 0.0, skipped)
+
+
+def _cached_listing(found) -> tuple[Listing, str]:
+    """A listing from its cache entry and the hash of its imports then; ValueError unless it has that shape."""
+    try:
+        listed = Listing([Candidate.parse(c) for c in found["candidates"]], found["runtimes"], found["imports"],
+                         found["seconds"])
+        shapes = ((listed.runtimes, int), (listed.seconds, (int, float)), (found["hash"], str))
+        if all(isinstance(v, t) for v, t in shapes) and isinstance(listed.imports, list) and \
+                all(isinstance(i, str) for i in listed.imports):
+            return listed, found["hash"]
+    except (KeyError, TypeError):
+        pass
+    raise ValueError("not a listing")
 
 
 def chosen(candidates: list[Candidate], target: str, per_iteration: bool = False) -> list[RuntimeMutant]:
@@ -116,10 +155,6 @@ def _mutant(cs: list[Candidate], per_iteration: bool) -> RuntimeMutant:
                          first.description + times, first.source, selection)
 
 
-def _run(argv: list[str], env: dict[str, str], timeout: float | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout, check=False)
-
-
 def _key(*parts: str) -> str:
     """A cache key of `parts` and what every run shares: vkverify's code, the working directory and
     the VKVERIFY_ variables (VKVERIFY_CHECK=0 may let a mutant live that the online check kills)."""
@@ -127,29 +162,40 @@ def _key(*parts: str) -> str:
     return cache_key(os.getcwd(), settings, *parts)
 
 
-def listing(argv: list[str], cache: Cache | None, log) -> tuple[Listing, bool]:
+def listing(argv: list[str], cache: Cache | None, log, timeout: float = CLEAN_TIMEOUT_S,
+            processes: Processes | None = None) -> tuple[Listing, bool]:
     """(the candidates, whether the cache gave them): the clean run, or the cache's record of it where
-    the files it imported are unchanged. CleanRunFailed when the clean run fails."""
-    key = "listing:" + _key(json.dumps(argv))
-    found = cache.entries.get(key) if cache is not None else None
-    if found is not None and files_hash(found["imports"]) == found["hash"]:
-        log(f"listing from the cache ({len(found['candidates'])} candidates)")
-        return Listing([Candidate(**c) for c in found["candidates"]], found["runtimes"], found["imports"],
-                       found["seconds"]), True
-    log(f"listing candidates: {' '.join(argv)}")
+    the files it imported are unchanged. CleanRunFailed when the clean run fails or outlasts `timeout`,
+    CannotStart when it cannot start."""
+    key = "listing-" + _key(json.dumps(argv))
+    found = cache.read(key) if cache is not None else None
+    if found is not None:
+        try:
+            cached, imports_hash = _cached_listing(found)
+        except ValueError:
+            cache.warn(key, "is not a listing; the command lists its candidates again")
+        else:
+            if files_hash(cached.imports) == imports_hash:
+                log(f"listing from the cache ({len(cached.candidates)} candidates)")
+                return cached, True
+    log(f"listing candidates (unmutated; --timeout {timeout:g} s): {' '.join(argv)}")
     with tempfile.TemporaryDirectory(prefix="vkverify-mutate-") as tmp:
         path = os.path.join(tmp, "candidates.jsonl")
         open(path, "w").close()
         began = time.monotonic()
-        clean = _run(argv, environment(Selection("list", file=path)))
+        try:
+            clean = (processes or Processes()).run(argv, environment(Selection("list", file=path)), timeout)
+        except subprocess.TimeoutExpired:
+            raise CleanRunFailed(f"the command did not finish unmutated within {timeout:g} s (--timeout): "
+                                 "no mutant was run") from None
         if clean.returncode != 0:
             tail = "\n  ".join((clean.stdout + clean.stderr).strip().splitlines()[-10:])
             raise CleanRunFailed(f"the command fails unmutated (exit {clean.returncode}):\n  {tail}")
-        found = read_list(path)
-    result = Listing(found.candidates, found.runtimes, found.imports, time.monotonic() - began)
-    if cache is not None:
-        cache.entries[key] = {"candidates": [asdict(c) for c in result.candidates], "runtimes": result.runtimes,
-                              "imports": result.imports, "hash": files_hash(result.imports), "seconds": result.seconds}
+        found = read_list(path, lambda line: print(f"vkverify mutate: {line}", file=sys.stderr))  # -q or not
+    result = Listing(found.candidates, found.runtimes, found.imports, time.monotonic() - began, found.skipped)
+    if cache is not None and not result.skipped:  # a listing that lost lines is not kept: the next run lists again
+        cache.write(key, {"candidates": [asdict(c) for c in result.candidates], "runtimes": result.runtimes,
+                          "imports": result.imports, "hash": files_hash(result.imports), "seconds": result.seconds})
     return result, False
 
 
@@ -166,28 +212,47 @@ def no_runtime_reason() -> str:
 
 def run_command(argv: list[str], target: str = "all", jobs: int = 1, per_iteration: bool = False,
                 cache: Cache | None = None, shard: tuple[int, int] | None = None,
-                quiet: bool = False) -> tuple[list[Outcome], Stats]:
+                quiet: bool = False, timeout: float = CLEAN_TIMEOUT_S) -> tuple[list[Outcome], Stats]:
     """Each mutant of the command's runtimes and its verdict. NoMutants (with the reason) when there
-    is none, CleanRunFailed when the command fails unmutated."""
+    is none; CleanRunFailed when the command fails unmutated or outlasts `timeout` (its clean run's
+    limit), CannotStart when it cannot start; Interrupted on SIGINT or SIGTERM, with the verdicts so far
+    (every run killed, those done kept in the cache)."""
     def log(line: str) -> None:
         if not quiet:
             print(f"vkverify mutate: {line}", file=sys.stderr, flush=True)
 
-    found, cached_listing = listing(argv, cache, log)
-    if not found.runtimes:
-        raise NoMutants(no_runtime_reason())
-    mutants = chosen(found.candidates, target, per_iteration)
-    if not mutants:
-        raise NoMutants(f"nothing load-bearing for target {target} in the {found.runtimes} Runtime(s) the command "
-                        "opened: no synchronization whose removal the model sees as a new hazard")
-    if shard is not None:
-        k, n = shard
-        mutants = [m for i, m in enumerate(sorted(mutants, key=lambda m: m.id)) if i % n == k - 1]
-    timeout = max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * found.seconds)
-    stats = Stats()
-    imports = files_hash(found.imports)
+    processes = Processes()
+    with processes.stopped_by_signals():
+        try:
+            found, _ = listing(argv, cache, log, timeout, processes)
+        except Interrupted as e:
+            raise Interrupted(f"{e.why} during the unmutated run: no mutant was run") from None
+        if not found.runtimes:
+            raise NoMutants(no_runtime_reason())
+        mutants = chosen(found.candidates, target, per_iteration)
+        if not mutants:
+            raise NoMutants(f"nothing load-bearing for target {target} in the {found.runtimes} Runtime(s) the "
+                            "command opened: no synchronization whose removal the model sees as a new hazard")
+        if shard is not None:
+            mutants = shard_of(mutants, *shard)
+        outcomes = {m.id: Outcome(m) for m in mutants}
+        stats = Stats()
+        try:
+            _judge(argv, mutants, outcomes, stats, jobs, max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * found.seconds),
+                   files_hash(found.imports), cache, processes, log)
+        except Interrupted as e:
+            done = sum(o.judged for o in outcomes.values())
+            for o in outcomes.values():
+                o.verdicts.setdefault("command", MutantVerdict(None, "not run: the gate stopped"))
+            raise Interrupted(f"{e.why} after {done} of {len(mutants)} mutants: the report is partial",
+                              ([outcomes[m.id] for m in mutants], stats)) from None
+    return [outcomes[m.id] for m in mutants], stats
+
+
+def _judge(argv: list[str], mutants: list[RuntimeMutant], outcomes: dict[str, Outcome], stats: Stats, jobs: int,
+           timeout: float, imports: str, cache: Cache | None, processes: Processes, log) -> None:
+    """Each mutant's verdict into `outcomes`, from the cache or a run of its own (cached as it comes)."""
     keys = {m.id: _key(json.dumps(argv), imports, json.dumps(asdict(m.selection))) for m in mutants}
-    outcomes = {m.id: Outcome(m) for m in mutants}
     todo = []
     for m in mutants:
         verdict = cache.get(keys[m.id]) if cache is not None else None
@@ -202,13 +267,14 @@ def run_command(argv: list[str], target: str = "all", jobs: int = 1, per_iterati
     def one(m: RuntimeMutant) -> tuple[RuntimeMutant, MutantVerdict, float]:
         began = time.monotonic()
         try:
-            done = _run(argv, environment(m.selection), timeout)
+            done = processes.run(argv, environment(m.selection), timeout)
         except subprocess.TimeoutExpired:
             return m, MutantVerdict(True, f"timed out after {timeout:.0f} s"), time.monotonic() - began
         tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or [""]
         verdict = MutantVerdict(done.returncode != 0, f"exit {done.returncode}: {tail[0][:200]}")
         return m, verdict, time.monotonic() - began
 
+    # On a signal the pool's exit waits for its threads, which stop at once: stop() killed their runs.
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for i, future in enumerate(as_completed([pool.submit(one, m) for m in todo]), 1):
             m, verdict, seconds = future.result()
@@ -218,6 +284,3 @@ def run_command(argv: list[str], target: str = "all", jobs: int = 1, per_iterati
                 cache.put(keys[m.id], verdict)
             log(f"[{i}/{len(todo)}] {m.targets[0]} {m.source or m.op} {m.operator} "
                 f"{'killed' if verdict.killed else 'survived'} {seconds:.1f} s")
-    if cache is not None and (todo or not cached_listing):
-        cache.save()
-    return [outcomes[m.id] for m in mutants], stats

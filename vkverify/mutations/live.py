@@ -616,8 +616,13 @@ def _with_command(cb: ir.CommandBuffer, i: int, new: ir.Command | None) -> ir.Co
 
 
 def _append(path: str, line: dict) -> None:
-    with open(path, "a") as f:
-        f.write(json.dumps(line) + "\n")
+    """One write of the whole line, appended: the processes of one list run (pytest-xdist workers) write
+    the same file, and a buffered file may split a long line into writes that theirs come between."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        os.write(fd, (json.dumps(line) + "\n").encode())
+    finally:
+        os.close(fd)
 
 
 def user_files() -> list[str]:

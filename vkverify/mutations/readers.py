@@ -21,6 +21,7 @@ from ..errors import VkverifyError
 from ..model import dumps, ir
 from .generate import Mutant
 from .operators import RefMap, translate
+from .processes import CLEAN_TIMEOUT_S, Processes
 
 SIM_SCHEDULES = 50  # adversarial schedules per mutant: enough to reorder each pair a mutant un-orders
 SIM_SEED = 0
@@ -38,8 +39,8 @@ class MutantVerdict:
 
 
 class CleanRunFailed(VkverifyError):
-    """The command fails on an unmutated stream: a red baseline proves nothing. Seen by the user
-    of `vkverify mutate` (exit 2) and of the mutation API."""
+    """The command fails unmutated, or does not finish within its timeout: a red baseline proves nothing. Seen by
+    the user of `vkverify mutate` (exit 2) and of the mutation API."""
 
 
 class Reader(Protocol):
@@ -210,17 +211,13 @@ def _replayable(stream: ir.Stream) -> bool:
 # ---- a user's command ------------------------------------------------------------
 
 
-def _run(argv: list[str], env: dict[str, str], timeout: float | None) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout, check=False)
-
-
 def _cmd_verdict(argv: list[str], text: str, mutate: str, timeout: float) -> MutantVerdict:
     with tempfile.TemporaryDirectory(prefix="vkverify-mutant-") as tmp:
         path = os.path.join(tmp, "mutant.json")
         with open(path, "w") as f:
             f.write(text)
         try:
-            done = _run(argv, {"VKVERIFY_MUTATE": mutate, "VKVERIFY_MUTANT_STREAM": path}, timeout)
+            done = Processes().run(argv, {"VKVERIFY_MUTATE": mutate, "VKVERIFY_MUTANT_STREAM": path}, timeout)
         except subprocess.TimeoutExpired:
             return MutantVerdict(True, f"timed out after {timeout:.0f} s")
     if done.returncode != 0:
@@ -235,15 +232,22 @@ class CmdReader:
 
     name = "cmd"
 
-    def __init__(self, argv: list[str], selectors: dict[str, str]) -> None:
+    def __init__(self, argv: list[str], selectors: dict[str, str], timeout: float = CLEAN_TIMEOUT_S) -> None:
         self.argv = argv
         self.selectors = selectors  # mutant id -> "<target>:<k>"
+        self.clean_timeout = timeout  # each clean run's (--timeout)
 
     def start(self, streams: dict[str, ir.Stream]) -> str | None:
+        """CleanRunFailed, or CannotStart, where a clean run gives no baseline."""
         slowest = 0.0
         for file in streams:
             began = time.monotonic()
-            done = _run(self.argv, {"VKVERIFY_MUTANT_STREAM": os.path.abspath(file)}, None)
+            try:
+                done = Processes().run(self.argv, {"VKVERIFY_MUTANT_STREAM": os.path.abspath(file)},
+                                       self.clean_timeout)
+            except subprocess.TimeoutExpired:
+                raise CleanRunFailed(f"the command did not finish on the unmutated {file} within "
+                                     f"{self.clean_timeout:g} s (--timeout)") from None
             slowest = max(slowest, time.monotonic() - began)
             if done.returncode != 0:
                 tail = (done.stdout + done.stderr).strip().splitlines()[-5:]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from .readers import Reader, MutantVerdict
 
 __all__ = ["Cache", "Outcome", "Stats", "cache_key", "code_hash", "files_hash", "run", "shard"]
 
-CACHE_FILE = "mutate.json"
+CACHE_DIR = "mutate"  # under the cache directory: an entry per file
 
 
 @dataclass
@@ -73,34 +74,65 @@ def cache_key(*parts: str) -> str:
 
 
 class Cache:
-    """Verdicts by key, in one JSON file under `directory`."""
+    """Entries by key under `directory`/mutate, one JSON file each, written whole by a rename: gates sharing
+    the directory at once (the shards of a CI run) never lose each other's entries, and an interrupted gate
+    keeps what it judged. An entry that cannot be read as what it should be (a torn or hand-edited file)
+    is warned of and treated as missing: its mutant is judged again and the entry rewritten."""
 
     def __init__(self, directory: str | Path) -> None:
-        self.path = Path(directory) / CACHE_FILE
+        self.directory = Path(directory)
+        self.path = self.directory / CACHE_DIR
+        self.unwritable = False  # said once, not per entry
+
+    def file(self, key: str) -> Path:
+        return self.path / f"{key}.json"
+
+    def read(self, key: str):
+        """The JSON value stored under `key`; None where there is none or it is not JSON (warned)."""
         try:
-            self.entries: dict[str, list] = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            self.entries = {}
-        if not isinstance(self.entries, dict):  # a cache file broken by hand: start afresh
-            self.entries = {}
+            found = json.loads(self.file(key).read_bytes())
+        except (FileNotFoundError, NotADirectoryError):  # none; a file where the folder is: said when written
+            return None
+        except (OSError, ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError; nesting too deep
+            self.warn(key, f"cannot be read ({getattr(e, 'strerror', None) or e})")
+            return None
+        if found is None:  # no entry is written so
+            self.warn(key, "holds null")
+        return found
+
+    def write(self, key: str, value) -> None:
+        """Store `value`; a cache that cannot be written is warned of, not fatal (the verdicts are reported)."""
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            ignore = self.directory / ".gitignore"
+            if not ignore.exists():  # a cache is never committed, wherever it is made
+                write_atomic(ignore, "*\n")
+            write_atomic(self.file(key), json.dumps(value, sort_keys=True))
+        except OSError as e:
+            if not self.unwritable:
+                self.unwritable = True
+                print(f"vkverify mutate: warning: cache {self.path} cannot be written ({e.strerror or e}); not kept",
+                      file=sys.stderr, flush=True)
+
+    def warn(self, key: str, what: str) -> None:
+        print(f"vkverify mutate: warning: cache entry {self.file(key)} {what}", file=sys.stderr, flush=True)
 
     @staticmethod
     def key(reader_key: str, original: ir.Stream, mutant: Mutant) -> str:
         return cache_key(reader_key, dumps(original, indent=None), dumps(mutant.stream, indent=None))
 
     def get(self, key: str) -> MutantVerdict | None:
-        found = self.entries.get(key)
-        return MutantVerdict(*found) if isinstance(found, list) and len(found) == 3 else None
+        found = self.read(key)
+        if found is None:
+            return None
+        if isinstance(found, list) and len(found) == 3 and (found[0] is None or isinstance(found[0], bool)) and \
+                isinstance(found[1], str) and isinstance(found[2], bool):
+            return MutantVerdict(*found)
+        self.warn(key, "is not a verdict; the mutant is judged again")
+        return None
 
     def put(self, key: str, verdict: MutantVerdict) -> None:
-        self.entries[key] = [verdict.killed, verdict.detail, verdict.coinciding]
-
-    def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        ignore = self.path.parent / ".gitignore"
-        if not ignore.exists():  # a cache is never committed, wherever it is made
-            ignore.write_text("*\n")
-        write_atomic(self.path, json.dumps(self.entries, sort_keys=True))
+        self.write(key, [verdict.killed, verdict.detail, verdict.coinciding])
 
 
 def run(mutants: list[Mutant], readers: list[Reader], originals: dict[str, ir.Stream], jobs: int,
@@ -131,8 +163,6 @@ def run(mutants: list[Mutant], readers: list[Reader], originals: dict[str, ir.St
         stats.executed += 1
         if key is not None:
             cache.put(key, verdict)
-    if cache is not None:
-        cache.save()
     return outcomes, stats
 
 
