@@ -123,6 +123,13 @@ def test_junit_a_testcase_per_finding(tmp_path, capsys):
     assert "A is rewritten before use" in ignored.find("testcase/skipped").get("message")
 
 
+def test_simulate_schedules_past_the_bound_is_exit_2(capsys):
+    """Issue 30 point 10: --schedules 10**20 ran (practically) forever."""
+    code, out, err = run(capsys, "simulate", RAW, "--schedules", 10 ** 20)
+    assert (code, out) == (2, "") and err == ("vkverify simulate: --schedules: expected an integer in [1, 100000], "
+                                              f"got {10 ** 20}\n")
+
+
 # ---- [tool.vkverify] -----------------------------------------------------------
 
 

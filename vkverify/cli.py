@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .check import WITNESS_MODES
 from .model import load
-from .model.errors import StreamError, VkverifyError
+from .model.errors import StreamError, UsageError, VkverifyError
 from .model.files import check_directory, check_output, write_atomic
 from .report import FORMATTERS
 from .results import CAPTURES, FileResult, bad_input, says_something
@@ -102,6 +103,9 @@ def _add_simulate(sub) -> None:
                 continue
             try:
                 report = simulate(stream, schedules=args.schedules, seed=args.seed)
+            except UsageError as e:  # an option past the simulator's bounds (MAX_SCHEDULES)
+                print(f"vkverify simulate: --{e.argument}: {e.message}", file=sys.stderr)
+                return 2
             except StreamError as e:  # a stream past the simulator's limits: say it of the file
                 print("\n".join(StreamError(file, e.errors).lines()), file=sys.stderr)
                 bad = True
@@ -434,7 +438,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--reading", dest="readings", metavar="NAME=VALUE", action=_ReadingAction,
                    help="answer an open question of the spec the other way, e.g. all_commands_includes_host=true "
                         "(docs/format.md, Readings; repeatable)")
-    c.add_argument("--witness", choices=("slice", "full"), default="slice",
+    c.add_argument("--witness", choices=WITNESS_MODES, default="slice",
                    help="a hazard between queues or threads is shown by the slice of a schedule that makes it happen "
                         "(default), or by the full schedule")
     c.add_argument("--witnesses", type=_natural, default=None, metavar="N",

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..check import Finding, check
 from ..model import ir
-from ..model.errors import UsageError
+from ..model.errors import UsageError, integer_argument
 from ..model.loader import validate
 from .adversary import DATA_KINDS, Hooks, capture, perturb
 from .execute import execute, step_buffers
@@ -16,7 +16,9 @@ from .machine import Machine, digest
 from .order import Step, random_order, reference_order
 from .report import ScheduleResult, SimReport, SimResult, Verdict
 
-__all__ = ["reference", "simulate"]
+__all__ = ["MAX_SCHEDULES", "reference", "simulate"]
+
+MAX_SCHEDULES = 100_000  # a run's bound: each schedule executes the whole stream
 
 # Why a finding that names no two racing accesses has no value to change.
 _NO_DATA = ("names synchronization objects, not two racing accesses: the operations it blocks run "
@@ -36,9 +38,11 @@ def simulate(stream: ir.Stream, schedules: int = 200, seed: int = 0,
     """The reference, then `schedules` adversarial executions (seeded by `seed`), and a verdict per finding;
     a stream the loader did not make is validated first (InvalidStream)."""
     stream = validate(stream)
-    for argument, value, low in (("schedules", schedules, 1), ("seed", seed, 0)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise UsageError(argument, f"must be an integer of at least {low}, got {value!r}")
+    integer_argument("schedules", schedules, 1, MAX_SCHEDULES)
+    integer_argument("seed", seed, 0)
+    if findings is not None and (isinstance(findings, (str, bytes)) or not isinstance(findings, Sequence)
+                                 or not all(isinstance(f, Finding) for f in findings)):
+        raise UsageError("findings", f"expected None or a list of vkverify.check.Finding, got {findings!r}"[:300])
     findings = list(check(stream) if findings is None else findings)
     steps = reference_order(stream)
     position = {s.ref: i for i, s in enumerate(steps)}
