@@ -159,3 +159,53 @@ def test_campaign_size(capsys):
     with capsys.disabled():
         print(f"\nbad-input campaign: {RAN}")
     assert all(RAN.get(k, n) >= n for k, n in EXAMPLES.items()), RAN
+
+
+# ---- output faults (issue 30 point 4): a write that fails is exit 2 with one line, never a traceback, never
+# exit 1 (findings), never part of a file ----
+
+RAW_STREAM = ROOT / "tests" / "corpus" / "01-copy-then-dispatch-no-barrier.json"  # one finding: exit 1 when written
+WRITERS = [["check", RAW_STREAM], ["check", RAW_STREAM, "--format", "sarif"],
+           ["simulate", RAW_STREAM, "--schedules", "2"], ["graph", RAW_STREAM],
+           ["explain", RAW_STREAM, "cb0[0]", "cb0[1]"]]
+
+
+def vkverify(*argv, limit_file_size: int | None = None, **kwargs) -> subprocess.CompletedProcess:
+    """A real process; `limit_file_size`: RLIMIT_FSIZE in bytes, a disk that fills after that many."""
+    import resource
+
+    def limit():
+        if limit_file_size is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit_file_size, limit_file_size))
+    return subprocess.run([sys.executable, "-m", "vkverify.cli", *map(str, argv)], cwd=ROOT, timeout=120,
+                          check=False, preexec_fn=limit, **kwargs)
+
+
+@pytest.mark.parametrize("argv", WRITERS, ids=lambda a: " ".join(map(str, a[:1] + a[2:])))
+def test_stdout_full_is_exit_2_with_one_line(argv):
+    with open("/dev/full", "w") as full:
+        done = vkverify(*argv, stdout=full, stderr=subprocess.PIPE, text=True)
+    assert (done.returncode, done.stderr) == (2, "stdout: cannot write (No space left on device)\n")
+
+
+@pytest.mark.parametrize("argv", [["check", RAW_STREAM, "--format", "sarif", "-o"], ["graph", RAW_STREAM, "-o"],
+                                  ["import", None, "-o"]], ids=lambda a: a[0])
+def test_output_file_on_a_full_disk_keeps_the_old_file(tmp_path, small_capture, argv):
+    """The disk fills while the file is written: exit 2 naming it, its old content in place, no temporary left."""
+    lines, target = tmp_path / "c.jsonl", tmp_path / "o" / "out"  # converter lines: no GFXReconstruct tool writes
+    lines.write_text("\n".join(small_capture[1]) + "\n")
+    target.parent.mkdir()
+    target.write_text("old\n")
+    argv = [lines if a is None else a for a in argv]
+    done = vkverify(*argv, target, limit_file_size=64, capture_output=True, text=True)
+    assert (done.returncode, done.stderr.splitlines()[-1:]) == (2, [f"{target}: cannot write (File too large)"])
+    assert "Traceback" not in done.stderr
+    assert target.read_text() == "old\n" and [p.name for p in target.parent.iterdir()] == ["out"]
+
+
+@pytest.mark.parametrize("verb", [["check", RAW_STREAM], ["graph", RAW_STREAM]], ids=lambda a: a[0])
+def test_output_named_as_a_directory_or_in_a_missing_folder(tmp_path, verb):
+    for target, says in ((tmp_path, "is a directory, not a file"), (tmp_path / "no" / "f", "does not exist")):
+        done = vkverify(*verb, "-o", target, capture_output=True, text=True)
+        assert done.returncode == 2 and done.stdout == "" and done.stderr.startswith("-o/--output: ") \
+            and says in done.stderr and done.stderr.count("\n") == 1, done.stderr

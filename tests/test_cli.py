@@ -130,6 +130,15 @@ def test_simulate_schedules_past_the_bound_is_exit_2(capsys):
                                               f"got {10 ** 20}\n")
 
 
+@pytest.mark.parametrize("fmt", ["text", "sarif", "json"])
+def test_check_output_file_holds_what_stdout_would(tmp_path, capsys, fmt):
+    """Issue 30 point 4: `check` had no -o (exit 2, unrecognized argument)."""
+    code, out, _ = run(capsys, "check", RAW, CLEAN, "--format", fmt)
+    target = tmp_path / "report"
+    assert run(capsys, "check", RAW, CLEAN, "--format", fmt, "-o", target) == (code, "", "")
+    assert target.read_text() == out and [p.name for p in tmp_path.iterdir()] == ["report"]
+
+
 # ---- [tool.vkverify] -----------------------------------------------------------
 
 

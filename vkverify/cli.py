@@ -10,13 +10,14 @@ pyproject.toml gives defaults (vkverify/config.py).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from . import __version__
 from .check import WITNESS_MODES
 from .model import load
-from .model.errors import StreamError, UsageError, VkverifyError
+from .model.errors import OutputError, StreamError, UsageError, VkverifyError
 from .model.files import check_directory, check_output, write_atomic
 from .report import FORMATTERS
 from .results import CAPTURES, FileResult, bad_input, says_something
@@ -54,8 +55,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                                   found.warnings, loaded=stream))
     shown = [r for r in results if says_something(r)] if args.quiet and args.format == "text" else results
     text = FORMATTERS[args.format](shown)
-    if text:
-        print(text)
+    emit(text + "\n" if text else "", args.output)
     if any(r.errors for r in results):
         return 2
     if args.expect:
@@ -114,7 +114,7 @@ def _add_simulate(sub) -> None:
         shown = [r for r in reports if r.changed] if args.quiet and args.format == "text" else reports
         text = FORMATS[args.format](shown, verbose=args.verbose)
         if text:
-            print(text)
+            emit(text + "\n")
         return 2 if bad else 1 if any(r.changed for r in reports) else 0
 
     c = sub.add_parser("simulate", help="execute a stream in numpy: reference digests, then adversarial schedules",
@@ -152,7 +152,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except DeviceFault as e:
         print(f"{args.file}: {e}", file=sys.stderr)
         return 3
-    print(json.dumps(replay_json(result), indent=1) if args.format == "json" else replay_text(result))
+    emit((json.dumps(replay_json(result), indent=1) if args.format == "json" else replay_text(result)) + "\n")
     return 1 if result.reference else 0
 
 
@@ -179,7 +179,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
     except NoDevice as e:
         print(f"vkverify devices: {e}", file=sys.stderr)
         return 3
-    print(devices_json(devs) if args.format == "json" else devices_text(devs))
+    emit((devices_json(devs) if args.format == "json" else devices_text(devs)) + "\n")
     return 0
 
 
@@ -187,6 +187,21 @@ def _add_devices(sub) -> None:
     d = sub.add_parser("devices", help="list Vulkan devices: queues, memory, the staged-upload decision")
     d.add_argument("--format", choices=("text", "json"), default="text")
     d.set_defaults(run=cmd_devices)
+
+
+def emit(text: str, output: str | None = None) -> None:
+    """A command's result: into `output` whole (model/files.py), or on stdout, flushed here so that a failed
+    write is an OutputError (exit 2) while the command can still say so."""
+    if output is not None:
+        write_atomic(output, text)
+        return
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise OutputError("stdout", e) from None
 
 
 def _load_any(file: str):
@@ -223,11 +238,7 @@ def _import_and_report(capture: str, output: str | None, threads: bool, assume_r
 
     stream, summary = import_capture(capture, threads=threads, assume_reads=assume_reads)
     print("\n".join(summary.lines()), file=sys.stderr)
-    text = dumps(stream)
-    if output is None:
-        print(text)
-    else:
-        write_atomic(output, text + "\n")
+    emit(dumps(stream) + "\n", output)
     return 0
 
 
@@ -364,7 +375,7 @@ def _add_explain(sub) -> None:
         except ExplainError as e:
             print(f"{args.file}: {e}", file=sys.stderr)
             return 2
-        print(format_text(result, stream))
+        emit(format_text(result, stream) + "\n")
         return 0 if result.ordered else 1
 
     c = sub.add_parser("explain", help="why two operations are ordered (the chain of synchronizations) or why not",
@@ -395,10 +406,7 @@ def _add_graph(sub) -> None:
             except GraphvizError as e:
                 print(f"vkverify graph: {e}", file=sys.stderr)
                 return 2
-        if args.output is None:
-            sys.stdout.write(text)
-        else:
-            write_atomic(args.output, text)
+        emit(text, args.output)
         return 0
 
     c = sub.add_parser("graph", help="draw the happens-before graph of submissions and synchronizations",
@@ -441,6 +449,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--witness", choices=WITNESS_MODES, default="slice",
                    help="a hazard between queues or threads is shown by the slice of a schedule that makes it happen "
                         "(default), or by the full schedule")
+    c.add_argument("-o", "--output", metavar="FILE", help="write the report here, whole or not at all (default: "
+                                                           "stdout)")
     c.add_argument("--witnesses", type=_natural, default=None, metavar="N",
                    help="compute at most N witnesses per stream, one per buffer and pair of queues or threads; "
                         "the findings beyond name the one that stands for them (default 5)")
@@ -512,6 +522,7 @@ OUTPUTS = (("output", "-o/--output"), ("junit", "--junit"), ("capture_file", "--
 
 
 def main(argv: list[str] | None = None) -> int:
+    code = None
     try:
         args = parse(sys.argv[1:] if argv is None else list(argv))
     except _Usage as e:
@@ -523,12 +534,29 @@ def main(argv: list[str] | None = None) -> int:
                 check_output(getattr(args, dest), option)
         if getattr(args, "cache", None) is not None:
             check_directory(args.cache, "--cache")
-        return args.run(args)
+        code = args.run(args)
+        sys.stdout.flush()  # what a command printed without emit() (mutate's report) is written here
     except VkverifyError as e:  # bad input anywhere, on any verb: one line each, exit 2
         print("\n".join(e.lines()), file=sys.stderr)
+        if isinstance(e, OutputError) and e.file == "stdout":
+            _drop_stdout()
         return 2
     except BrokenPipeError:  # `vkverify ... | head`
+        _drop_stdout()
         return 0
+    except OSError as e:
+        if code is None:  # not the flush above: no output failure, not ours to say
+            raise
+        print(OutputError("stdout", e), file=sys.stderr)
+        _drop_stdout()
+        return 2
+    return code
+
+
+def _drop_stdout() -> None:
+    """The rest of stdout's buffer goes to /dev/null: the interpreter's own flush at exit would fail again
+    (a message, exit 120)."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -71,6 +71,15 @@ class UsageError(VkverifyError):
         super().__init__(printable(f"{argument}: {message}"))
 
 
+class OutputError(VkverifyError):
+    """Output that could not be written (a full disk, a closed stdout): users see `FILE: cannot write (why)`,
+    `stdout` for the standard output."""
+
+    def __init__(self, file: str, error: OSError) -> None:
+        self.file = file
+        super().__init__(printable(f"{file}: cannot write ({error.strerror or error})"))
+
+
 def json_path(parts) -> str:
     """`command_buffers.cb0[3].src` from a sequence of keys and indices."""
     out = ""
