@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ..model import ir
 from ..model.refs import format_ref
+from ..shaders import generic_plan
 from .device import QueueRequest
 from .errors import RuntimeFault, Unsupported
 from .runtime import Runtime
@@ -51,10 +52,15 @@ def replayable(stream: ir.Stream) -> str | None:
                            if isinstance(c, ir.Dispatch) and c.shader in abstract
                            for b in c.bindings if b.access in ("write", "read_write")}
     for cb in stream.command_buffers:
-        for c in cb.commands:
+        for i, c in enumerate(cb.commands):
             if isinstance(c, ir.Dispatch) and c.indirect is not None and c.indirect.buffer in written_by_abstract:
                 return (f"dispatch_indirect reads group counts from {c.indirect.buffer!r}, which an abstract shader "
                         "writes with hash values past any device's maxComputeWorkGroupCount")
+            if isinstance(c, ir.Dispatch) and c.shader in abstract:
+                try:
+                    generic_plan([b.access for b in c.bindings])
+                except ValueError as e:  # the library's generic kernels stand for abstract shaders on a device
+                    return f"{format_ref(cb.id, i)} (abstract shader {c.shader!r}): {e}"
     return None
 
 
@@ -80,7 +86,7 @@ def replay(stream: ir.Stream, device: str | None = None, syncval: bool = False) 
         from .multidevice import replay_devices
         return replay_devices(stream, device, syncval)
     with Runtime(_queue_requests(stream, stream.devices[0]), device=device, validation=syncval, syncval=syncval,
-                 check=False, name=stream.name) as rt:
+                 check=False, name=stream.name, device_id=stream.devices[0].id) as rt:
         reason = _shared_queue_deadlock(stream, rt)
         if reason is not None:
             raise Unsupported(f"{stream.name}: {reason}")

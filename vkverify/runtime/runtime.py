@@ -80,12 +80,13 @@ class Runtime:
     capability (`group`s share a family, `compute=False` may take a
     transfer-only one). device: name part or index (default VKVERIFY_DEVICE).
     extensions: device extensions to enable (the caller checked the device has them).
+    device_id: the device's id in the recorded stream (a replay keeps its stream's).
     """
 
     def __init__(self, queues: Iterable[str] | Mapping[str, QueueRequest] = ("q0",), device: str | None = None,
                  validation: bool = False, syncval: bool = False, check: bool | None = None,
                  name: str = "runtime", extensions: tuple[str, ...] = (),
-                 hooks: Iterable[Callable] | None = None) -> None:
+                 hooks: Iterable[Callable] | None = None, device_id: str = "gpu0") -> None:
         requests = [queues[q] if isinstance(queues, Mapping) else QueueRequest(q) for q in queues]
         self.check = os.environ.get("VKVERIFY_CHECK") == "1" if check is None else check
         self._lock = threading.RLock()
@@ -121,7 +122,7 @@ class Runtime:
             raise
         self.group_of = {r.id: r.group for r in requests}
         self.doc = {"format": ir.FORMAT, "name": name,
-                    "devices": [{"id": "gpu0", "queues": [{"id": r.id, "family": r.group} for r in requests]}],
+                    "devices": [{"id": device_id, "queues": [{"id": r.id, "family": r.group} for r in requests]}],
                     "buffers": [], "semaphores": [], "fences": [], "shaders": {}}
         factories = env_hooks() if hooks is None else hooks
         self.hooks = [h for h in (factory(self) for factory in factories) if h is not None]
@@ -338,7 +339,7 @@ class Runtime:
         self.execute(thread, ir.QueueWaitIdle(queue, **tag))
 
     def device_wait_idle(self, thread: str = "main", **tag) -> None:
-        self.execute(thread, ir.DeviceWaitIdle("gpu0", **tag))
+        self.execute(thread, ir.DeviceWaitIdle(self.doc["devices"][0]["id"], **tag))
 
     def destroy(self, buffer: str, thread: str = "main", **tag) -> None:
         self.execute(thread, ir.Destroy(buffer, **tag))
