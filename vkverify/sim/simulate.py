@@ -6,6 +6,7 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
 from heapq import heappop, heappush
+from itertools import islice
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from .report import ScheduleResult, SimReport, SimResult, Verdict
 __all__ = ["MAX_SCHEDULES", "reference", "simulate"]
 
 MAX_SCHEDULES = 100_000  # a run's bound: each schedule executes the whole stream
+NAMED = 8  # changed digests a verdict names: each finding of a dispatch with many bindings may reach them all
 
 # Why a finding that names no two racing accesses has no value to change.
 _NO_DATA = ("names synchronization objects, not two racing accesses: the operations it blocks run "
@@ -89,6 +91,7 @@ def simulate(stream: ir.Stream, schedules: int = 200, seed: int = 0,
     for k, f in enumerate(data):
         slot.setdefault(f, k)
     reach, destroys = _Reach(steps, position, stream), {r for r, op in ops.items() if isinstance(op, ir.Destroy)}
+    orders = [{d: i for i, d in enumerate(s.changed_buffers + s.changed_reads)} for s in results]
     verdicts = []
     for f in findings:
         if f not in slot:
@@ -96,8 +99,8 @@ def simulate(stream: ir.Stream, schedules: int = 200, seed: int = 0,
                                     "its operations never run: the stream blocks before them"))
             continue
         k = slot[f]
-        verdicts.append(_verdict(f, [s for s, by in zip(results, perturbed_by) if k in by], reach, effects[k],
-                                 destroys))
+        verdicts.append(_verdict(f, [(s, order) for s, order, by in zip(results, orders, perturbed_by) if k in by],
+                                 reach, effects[k], destroys))
     return SimReport(stream.name, ref, tuple(results), tuple(verdicts))
 
 
@@ -180,18 +183,26 @@ class _Reach:
         return touched | tainted
 
 
+def _reached(changed: tuple[str, ...], order: dict[str, int], touched: set[str]) -> tuple[str, ...]:
+    """The first NAMED + 1 of the `changed` digests that are in `touched`, in their order; walks the smaller."""
+    if len(touched) < len(order):
+        return tuple(changed[i] for i in sorted(order[d] for d in touched if d in order)[:NAMED + 1])
+    return tuple(islice((d for d in changed if d in touched), NAMED + 1))
+
+
 def _host_read(op) -> bool:
     return isinstance(op, ir.HostAccess) and op.op == "host_read"
 
 
 def _verdict(f: Finding, perturbing: list[ScheduleResult], reach: _Reach, effects: list[bool],
              destroys: set[str]) -> Verdict:
-    """`perturbing`: the schedules that perturbed `f`."""
-    for s in perturbing:
-        changed = s.changed_buffers + s.changed_reads
-        hit = tuple(d for d in changed if d in reach.touched(f)) if changed else ()
+    """`perturbing`: the schedules that perturbed `f`, each with its changed digests' positions."""
+    for s, order in perturbing:
+        hit = _reached(s.changed_buffers + s.changed_reads, order, reach.touched(f)) if order else ()
         if hit:
-            return Verdict(f, "confirmed", f"schedule {s.index} changes {', '.join(hit)}", s.index, hit)
+            more = " and more" if len(hit) > NAMED else ""
+            return Verdict(f, "confirmed", f"schedule {s.index} changes {', '.join(hit[:NAMED])}{more}", s.index,
+                           hit[:NAMED])
     span = f"{f.buffer}[{f.range[0]}, {f.range[1]})" if f.range else f.buffer
     if f.kind != "uninitialized_read" and not any(effects):
         return Verdict(f, "value_coinciding", {
