@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -391,6 +392,10 @@ def _add_explain(sub) -> None:
     c.set_defaults(run=run)
 
 
+# dot's layout time grows about as the cube of the nodes: 800 take seconds, 1600 a minute, 8000 hours.
+MAX_SVG_NODES = 1000
+
+
 def _add_graph(sub) -> None:
     def run(args: argparse.Namespace) -> int:
         from .check import check
@@ -399,7 +404,12 @@ def _add_graph(sub) -> None:
         stream = _load_or_report(args.file)
         if stream is None:
             return 2
-        text = to_dot(build(stream, check(stream)))
+        drawn = build(stream, check(stream))
+        if args.format == "svg" and drawn.graph.number_of_nodes() > args.max_nodes:
+            print(f"{args.file}: {drawn.graph.number_of_nodes()} nodes, past --max-nodes {args.max_nodes} for an SVG "
+                  "(dot would take minutes to hours): use --format dot, or a larger --max-nodes", file=sys.stderr)
+            return 2
+        text = to_dot(drawn)
         if args.format == "svg":
             try:
                 text = to_svg(text)
@@ -413,10 +423,14 @@ def _add_graph(sub) -> None:
                        description="One node per host op, submitted batch, semaphore wait and signal, fence or idle "
                                    "release and barrier; every finding's two operations highlighted and the missing "
                                    "edge dashed red, labelled with the finding's kind.",
-                       epilog="exit codes: 0 written, 2 bad input or Graphviz `dot` missing (svg)")
+                       epilog="exit codes: 0 written, 2 bad input, Graphviz `dot` missing or past its time limit "
+                              "(svg)")
     c.add_argument("file", metavar="FILE", help="stream file (JSON)")
     c.add_argument("--format", choices=("dot", "svg"), default="dot", help="dot (text) or svg (through Graphviz)")
     c.add_argument("-o", "--output", metavar="OUT", help="write here (default: stdout)")
+    c.add_argument("--max-nodes", type=_positive, default=MAX_SVG_NODES, metavar="N",
+                   help=f"svg: refuse a graph of more nodes (default {MAX_SVG_NODES}: dot's layout grows about as "
+                        "their cube)")
     c.set_defaults(run=run)
 
 
@@ -463,7 +477,19 @@ def parser() -> argparse.ArgumentParser:
     _add_mutate(sub)
     _add_explain(sub)
     _add_graph(sub)
+    for name, command in sub.choices.items():
+        if name != "mutate":  # whose --timeout limits each run of the command it tests
+            command.add_argument("--timeout", dest="budget", type=_seconds, metavar="SECONDS",
+                                 help="stop after SECONDS: exit 2 with a line saying so (default: no limit)")
     return p
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above 0."""
+    value = float(text)
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text}")
+    return value
 
 
 STREAMS = ("*.json", "*.gfxr")  # what a directory argument stands for
@@ -534,8 +560,12 @@ def main(argv: list[str] | None = None) -> int:
                 check_output(getattr(args, dest), option)
         if getattr(args, "cache", None) is not None:
             check_directory(args.cache, "--cache")
-        code = args.run(args)
+        code = _within(getattr(args, "budget", None), lambda: args.run(args))
         sys.stdout.flush()  # what a command printed without emit() (mutate's report) is written here
+    except _OutOfTime:
+        print(f"vkverify {args.command}: --timeout {args.budget:g} s reached: stopped before it finished",
+              file=sys.stderr)
+        return 2
     except VkverifyError as e:  # bad input anywhere, on any verb: one line each, exit 2
         print("\n".join(e.lines()), file=sys.stderr)
         if isinstance(e, OutputError) and e.file == "stdout":
@@ -551,6 +581,27 @@ def main(argv: list[str] | None = None) -> int:
         _drop_stdout()
         return 2
     return code
+
+
+class _OutOfTime(BaseException):
+    """--timeout reached. Not an Exception: no handler of the work it stops may take it for its own error."""
+
+
+def _within(seconds: float | None, run):
+    """run(), interrupted by _OutOfTime after `seconds` (None: no limit); a subprocess it waits for (dot) is
+    killed by subprocess.run on the way out."""
+    if seconds is None:
+        return run()
+
+    def out_of_time(signum, frame):
+        raise _OutOfTime
+    old = signal.signal(signal.SIGALRM, out_of_time)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return run()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def _drop_stdout() -> None:

@@ -187,8 +187,14 @@ def _run_threads(rt: Runtime, stream: ir.Stream) -> dict[str, str]:
     workers = [threading.Thread(target=run, args=(t,), name=f"vkverify-{t.id}") for t in stream.threads]
     for w in workers:
         w.start()
-    for w in workers:
-        w.join()
+    try:
+        for w in workers:
+            w.join()
+    except BaseException:  # --timeout or ^C here: the workers stop waiting before the device is closed under them
+        rt.aborted.set()
+        for w in workers:
+            w.join()
+        raise
     if errors:
         first = next((e for e in errors if isinstance(e, RuntimeFault)), errors[0])
         raise first
