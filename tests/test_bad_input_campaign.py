@@ -2,7 +2,9 @@
 through check, explain, graph, simulate and import. Every outcome is exit 0, 1 or 2; no traceback,
 no hang past the per-call timeout, output printable as UTF-8, no partial `-o` file, and a DOT file
 that Graphviz reads. tests/_bad_inputs.py breaks the inputs; test_bad_input.py pins each class
-of cause this campaign found.
+of cause this campaign found. Issue 30 adds three surfaces: output faults (stdout on /dev/full, a disk that
+fills under RLIMIT_FSIZE, -o naming a folder: exit 2, one line, the old file kept), any pyproject.toml, and
+any value of the Python API's arguments.
 
 Bounded to about two minutes on two cores: the examples run in-process (vkverify.cli.main) with an
 alarm per call; a handful run as real subprocesses.
@@ -11,6 +13,7 @@ alarm per call; a handful run as real subprocesses.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -35,7 +38,7 @@ def campaign(examples: int) -> settings:
     """Seeded (the same inputs each run), no example database, no deadline: each call has its own timeout."""
     return settings(max_examples=examples, deadline=None, database=None, derandomize=True, print_blob=True,
                     suppress_health_check=list(HealthCheck))
-EXAMPLES = {"streams": 700, "converter lines": 400, "gfxr": 25}
+EXAMPLES = {"streams": 700, "converter lines": 400, "gfxr": 25, "pyproject": 200, "api": 150}
 RAN: dict[str, int] = {}
 
 
@@ -154,13 +157,6 @@ def test_broken_streams_through_a_real_process(tmp_path, seed):
         done.stdout.decode("utf-8")
 
 
-def test_campaign_size(capsys):
-    """How many generated inputs ran (printed); each campaign that ran met its count."""
-    with capsys.disabled():
-        print(f"\nbad-input campaign: {RAN}")
-    assert all(RAN.get(k, n) >= n for k, n in EXAMPLES.items()), RAN
-
-
 # ---- output faults (issue 30 point 4): a write that fails is exit 2 with one line, never a traceback, never
 # exit 1 (findings), never part of a file ----
 
@@ -209,3 +205,85 @@ def test_output_named_as_a_directory_or_in_a_missing_folder(tmp_path, verb):
         done = vkverify(*verb, "-o", target, capture_output=True, text=True)
         assert done.returncode == 2 and done.stdout == "" and done.stderr.startswith("-o/--output: ") \
             and says in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+# ---- configuration (issue 30 point 6): whatever pyproject.toml holds, a command runs or says which file and key ----
+
+OPTION_KEYS = ["format", "quiet", "expect", "reading", "witness", "witnesses", "schedules", "seed", "timeout",
+               "max-nodes", "max_nodes", "fail-under", "verbose", "check", "simulate", "graph", "nope"]
+TOML_VALUES = st.recursive(
+    st.one_of(st.booleans(), st.integers(-(2 ** 63), 2 ** 63 - 1), st.floats(), st.text(max_size=12),
+              st.sampled_from(["json", "sarif", "text", "slice", "all_commands_includes_host=false", "2", "0"])),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.sampled_from(OPTION_KEYS), inner, max_size=3)), max_leaves=6)
+
+
+def toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return {"nan": "nan", "inf": "inf", "-inf": "-inf"}.get(str(value), repr(value))
+    if isinstance(value, (int, str)):
+        return json.dumps(value)  # JSON's string escapes are TOML's basic string's
+    if isinstance(value, list):
+        return "[" + ", ".join(map(toml_value, value)) + "]"
+    return "{" + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+
+
+@campaign(EXAMPLES["pyproject"])
+@given(tables=st.dictionaries(st.sampled_from(["tool.vkverify", "tool.vkverify.check", "tool.vkverify.graph",
+                                               "tool", "other"]),
+                              st.dictionaries(st.sampled_from(OPTION_KEYS), TOML_VALUES, max_size=4), max_size=3),
+       cut=st.one_of(st.none(), st.integers(0, 200)), noise=st.binary(max_size=4))
+def test_any_pyproject(tables, cut, noise):
+    """A pyproject.toml of option-shaped keys and any TOML values, perhaps cut and with bytes appended: check and
+    graph run (0, 1) or exit 2 naming the file, one line, no traceback."""
+    text = "".join(f"[{name}]\n" + "".join(f"{json.dumps(k)} = {toml_value(v)}\n" for k, v in table.items())
+                   for name, table in tables.items()).encode()
+    data = (text if cut is None else text[:cut]) + noise
+    with tempfile.TemporaryDirectory(prefix="vkverify-campaign-") as tmp:
+        (Path(tmp) / "pyproject.toml").write_bytes(data)
+        here = os.getcwd()
+        os.chdir(tmp)
+        try:
+            for verb in (["check", str(RAW_STREAM)], ["graph", str(RAW_STREAM)]):
+                outcome = run_main(verb, TIMEOUT)
+                assert outcome.error is None, (data, outcome.error)
+                assert outcome.code in (0, 1, 2), (data, outcome.code)
+                if outcome.code == 2:
+                    assert outcome.stderr.startswith(f"vkverify: {Path(tmp) / 'pyproject.toml'}: ") \
+                        and outcome.stderr.count("\n") == 1, (data, outcome.stderr)
+        finally:
+            os.chdir(here)
+        RAN["pyproject"] = RAN.get("pyproject", 0) + 1
+
+
+# ---- the Python API (issue 30 point 10): any argument value is accepted or a UsageError naming it ----
+
+ANY_VALUE = st.one_of(st.none(), st.booleans(), st.floats(), st.text(max_size=8), st.binary(max_size=4),
+                      st.lists(st.integers(), max_size=2), st.integers(-3, 3), st.integers(10 ** 5 + 1, 10 ** 30))
+
+
+@campaign(EXAMPLES["api"])
+@given(argument=st.sampled_from(["readings", "witness", "witnesses", "schedules", "seed", "findings"]),
+       value=st.one_of(ANY_VALUE, st.sampled_from(["slice", "full", "all"])))
+def test_api_arguments(argument, value):
+    from vkverify.check import check
+    from vkverify.model import UsageError, load
+    from vkverify.sim import simulate
+
+    stream = load(RAW_STREAM)
+    verb = check if argument in ("readings", "witness", "witnesses") else \
+        lambda s, **kw: simulate(s, **{"schedules": 2, **kw})
+    try:
+        verb(stream, **{argument: value})
+    except UsageError as e:
+        assert e.argument == argument and e.message.startswith("expected ")
+    RAN["api"] = RAN.get("api", 0) + 1
+
+
+def test_campaign_size(capsys):
+    """How many generated inputs ran (printed); each campaign that ran met its count."""
+    with capsys.disabled():
+        print(f"\nbad-input campaign: {RAN}")
+    assert all(RAN.get(k, n) >= n for k, n in EXAMPLES.items()), RAN
