@@ -209,7 +209,7 @@ def test_output_named_as_a_directory_or_in_a_missing_folder(tmp_path, verb):
 
 # ---- configuration (issue 30 point 6): whatever pyproject.toml holds, a command runs or says which file and key ----
 
-OPTION_KEYS = ["format", "quiet", "expect", "reading", "witness", "witnesses", "schedules", "seed", "timeout",
+OPTION_KEYS = ["format", "quiet", "expect", "reading", "witness", "witnesses", "schedules", "seed", "timeout", "output",
                "max-nodes", "max_nodes", "fail-under", "verbose", "check", "simulate", "graph", "nope"]
 TOML_VALUES = st.recursive(
     st.one_of(st.booleans(), st.integers(-(2 ** 63), 2 ** 63 - 1), st.floats(), st.text(max_size=12),
@@ -250,8 +250,9 @@ def test_any_pyproject(tables, cut, noise):
                 outcome = run_main(verb, TIMEOUT)
                 assert outcome.error is None, (data, outcome.error)
                 assert outcome.code in (0, 1, 2), (data, outcome.code)
-                if outcome.code == 2:
-                    assert outcome.stderr.startswith(f"vkverify: {Path(tmp) / 'pyproject.toml'}: ") \
+                if outcome.code == 2:  # the file's error, or a timeout = ... it gave that was reached
+                    assert outcome.stderr.startswith((f"vkverify: {Path(tmp) / 'pyproject.toml'}: ",
+                                                      f"vkverify {verb[0]}: --timeout ")) \
                         and outcome.stderr.count("\n") == 1, (data, outcome.stderr)
         finally:
             os.chdir(here)

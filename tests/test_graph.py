@@ -142,6 +142,8 @@ def test_timeout_stops_any_command_with_exit_2(tmp_path, capsys):
         assert main([*verb, str(path), "--timeout", "1"]) == 2
         out, err = capsys.readouterr()
         assert out == "" and err == f"vkverify {verb[0]}: --timeout 1 s reached: stopped before it finished\n"
-    with pytest.raises(SystemExit) as usage:
-        main(["check", str(path), "--timeout", "0"])
-    assert usage.value.code == 2 and "--timeout: must be a number of seconds above 0, got 0" in capsys.readouterr().err
+    for bad in ("0", "nan", "1e300"):
+        with pytest.raises(SystemExit) as usage:
+            main(["check", str(path), "--timeout", bad])
+        assert usage.value.code == 2 and (f"--timeout: must be a number of seconds above 0 and at most 10000000, "
+                                          f"got {bad}") in capsys.readouterr().err

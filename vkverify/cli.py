@@ -484,11 +484,14 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+MAX_TIMEOUT = 10 ** 7  # seconds (four months): setitimer refuses a time past the platform's range
+
+
 def _seconds(text: str) -> float:
-    """An argparse type: a finite number of seconds above 0."""
+    """An argparse type: a number of seconds above 0, at most MAX_TIMEOUT."""
     value = float(text)
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text}")
+    if not 0 < value <= MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 and at most {MAX_TIMEOUT}, got {text}")
     return value
 
 
