@@ -109,6 +109,29 @@ def test_api_argument_misuse(call, argument):
     assert raised.value.argument == argument
 
 
+RAW = CORPUS / "01-copy-then-dispatch-no-barrier.json"
+
+
+@pytest.mark.parametrize("call, argument, accepted", [
+    (lambda s: check(s, witnesses="5"), "witnesses", "None or an integer of at least 0"),
+    (lambda s: check(s, witnesses=-1), "witnesses", "None or an integer of at least 0"),
+    (lambda s: check(s, witnesses=True), "witnesses", "None or an integer of at least 0"),
+    (lambda s: check(s, witness="nope"), "witness", "one of 'slice', 'full'"),
+    (lambda s: check(s, readings="all"), "readings", "a vkverify.check.readings.Readings"),
+    (lambda s: check(s, readings=None), "readings", "a vkverify.check.readings.Readings"),
+    (lambda s: simulate(s, schedules=10 ** 20), "schedules", "an integer in [1, 100000]"),
+    (lambda s: simulate(s, schedules=2.0), "schedules", "an integer in [1, 100000]"),
+    (lambda s: simulate(s, findings="raw"), "findings", "None or a list of vkverify.check.Finding"),
+    (lambda s: simulate(s, findings=[None]), "findings", "None or a list of vkverify.check.Finding"),
+])
+def test_verb_arguments_name_the_accepted_values(call, argument, accepted):
+    """Issue 30 point 10: a TypeError from inside the checker (witnesses="5"), silently accepted (readings="all",
+    witness="nope", witnesses=-1) or a hang (schedules=10**20), before."""
+    with pytest.raises(UsageError) as raised:
+        call(load(RAW))
+    assert raised.value.argument == argument and raised.value.message.startswith(f"expected {accepted}, got ")
+
+
 @pytest.mark.parametrize("doc, path", [
     (5, "$"),
     ({"format": "vkverify-stream/1", "name": "x", "buffers": [{"id": "A", "size": {1, 2}}]}, "buffers[0].size"),

@@ -123,6 +123,22 @@ def test_junit_a_testcase_per_finding(tmp_path, capsys):
     assert "A is rewritten before use" in ignored.find("testcase/skipped").get("message")
 
 
+def test_simulate_schedules_past_the_bound_is_exit_2(capsys):
+    """Issue 30 point 10: --schedules 10**20 ran (practically) forever."""
+    code, out, err = run(capsys, "simulate", RAW, "--schedules", 10 ** 20)
+    assert (code, out) == (2, "") and err == ("vkverify simulate: --schedules: expected an integer in [1, 100000], "
+                                              f"got {10 ** 20}\n")
+
+
+@pytest.mark.parametrize("fmt", ["text", "sarif", "json"])
+def test_check_output_file_holds_what_stdout_would(tmp_path, capsys, fmt):
+    """Issue 30 point 4: `check` had no -o (exit 2, unrecognized argument)."""
+    code, out, _ = run(capsys, "check", RAW, CLEAN, "--format", fmt)
+    target = tmp_path / "report"
+    assert run(capsys, "check", RAW, CLEAN, "--format", fmt, "-o", target) == (code, "", "")
+    assert target.read_text() == out and [p.name for p in tmp_path.iterdir()] == ["report"]
+
+
 # ---- [tool.vkverify] -----------------------------------------------------------
 
 
@@ -158,6 +174,25 @@ def test_pyproject_bad_value_names_the_key(tmp_path, monkeypatch, capsys):
     in_project(tmp_path, monkeypatch, '[tool.vkverify.check]\nreading = ["nope=true"]\n')
     code, _, err = run(capsys, "check", RAW)
     assert code == 2 and "tool.vkverify.check.reading: unknown reading 'nope'" in err
+
+
+@pytest.mark.parametrize("toml, says", [
+    (b"tool = 3\n", "pyproject.toml: tool: must be a table, got an integer"),
+    (b"[tool]\nvkverify = [1]\n", "pyproject.toml: tool.vkverify: must be a table, got an array"),
+    (b"[tool.vkverify]\ncheck = true\n", "pyproject.toml: tool.vkverify.check: must be a table, got a boolean"),
+    (b'[tool.vkverify]\nformat = ["json", "text"]\n',
+     "pyproject.toml: tool.vkverify.format: takes one value, got an array of 2"),
+    (b"[tool.vkverify]\nquiet = true\nname = \"\xff\"\n", "pyproject.toml: line 3: not UTF-8 text (byte 0xff)"),
+    (b"[tool.vkverify\n", "pyproject.toml: not TOML: "),
+])
+def test_a_broken_pyproject_is_exit_2_naming_the_file_and_the_key(tmp_path, monkeypatch, capsys, toml, says):
+    """Issue 30 point 6: a traceback (tool = 3, non-UTF-8 bytes) or the last value of a list winning, before."""
+    in_project(tmp_path, monkeypatch, "")
+    (tmp_path / "pyproject.toml").write_bytes(toml)
+    for verb in (["check", RAW], ["graph", RAW], ["simulate", RAW]):
+        code, out, err = run(capsys, *verb)
+        assert (code, out) == (2, "") and err.count("\n") == 1, err
+        assert err.startswith(f"vkverify: {tmp_path / 'pyproject.toml'}: ") and says in err, err
 
 
 def test_pyproject_repeatable_option_and_flags(tmp_path, monkeypatch, capsys):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -13,7 +15,7 @@ from vkverify.check import check
 from vkverify.check import graph as graph_module
 from vkverify.check.graph import build, to_dot
 from vkverify.cli import main
-from vkverify.model import load
+from vkverify.model import from_dict, load
 
 from .conftest import CORPUS, EXAMPLES, ROOT
 
@@ -102,3 +104,46 @@ def test_readme_picture_is_current():
     svg = (ROOT / "docs" / "graph-example.svg").read_text()
     assert "graph-example.svg" in (ROOT / "README.md").read_text()
     assert "transfer&#45;queue&#45;upload&#45;no&#45;semaphore" in svg or "transfer-queue-upload-no-semaphore" in svg
+
+
+def bounds_shape(name: str, *args) -> dict:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bounds
+
+    return getattr(bounds, name)(*args)
+
+
+def test_svg_past_max_nodes_is_refused_at_once(tmp_path):
+    """Issue 30 point 9: `graph --format svg` of 2,000 submits ran Graphviz for over 10 minutes."""
+    path = tmp_path / "submits.json"
+    path.write_text(json.dumps(bounds_shape("submits", 2000)))
+    done = subprocess.run([sys.executable, "-m", "vkverify.cli", "graph", "--format", "svg", str(path)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
+    assert (done.returncode, done.stdout) == (2, "") and done.stderr == (
+        f"{path}: 8000 nodes, past --max-nodes 1000 for an SVG (dot would take minutes to hours): use --format dot, "
+        "or a larger --max-nodes\n")
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz dot not installed")
+def test_dot_runs_under_a_time_limit():
+    """400 submits take dot about a minute: stopped after half a second."""
+    stream = from_dict(bounds_shape("submits", 400))
+    text = to_dot(build(stream, check(stream)))
+    with pytest.raises(graph_module.GraphvizError, match=r"dot -Tsvg ran past its time limit \(0.5 s\) and was "
+                                                         r"stopped: use --format dot"):
+        graph_module.to_svg(text, timeout=0.5)
+
+
+def test_timeout_stops_any_command_with_exit_2(tmp_path, capsys):
+    """--timeout: a budget for every command but mutate (whose --timeout limits the command it tests)."""
+    path = tmp_path / "submits.json"
+    path.write_text(json.dumps(bounds_shape("submits", 400)))
+    for verb in (["graph", "--format", "svg", "--max-nodes", "10000"], ["simulate", "--schedules", "100000"]):
+        assert main([*verb, str(path), "--timeout", "1"]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err == f"vkverify {verb[0]}: --timeout 1 s reached: stopped before it finished\n"
+    for bad in ("0", "nan", "1e300"):
+        with pytest.raises(SystemExit) as usage:
+            main(["check", str(path), "--timeout", bad])
+        assert usage.value.code == 2 and (f"--timeout: must be a number of seconds above 0 and at most 10000000, "
+                                          f"got {bad}") in capsys.readouterr().err

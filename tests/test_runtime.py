@@ -116,6 +116,47 @@ def test_allocation_failure_exits_3(device_name, tmp_path):
     assert len(lines) == 1 and "buffer Huge" in lines[0] and "Traceback" not in run.stderr, run.stderr
 
 
+def replay_cli(path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "vkverify.cli", "replay", str(path)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120, check=False)
+
+
+def test_replay_keeps_the_stream_s_device_id(device_name, tmp_path):
+    """Issue 30 point 7: a device not named gpu0 with device_wait_idle was `<runtime>: threads.main[2].device:
+    unknown device` (the recorded stream named its device gpu0)."""
+    doc = json.loads((ROOT / "tests" / "corpus" / "37-fill-before-read.json").read_text())
+    doc["devices"] = [{"id": "dev0", "queues": [{"id": "q0", "family": 0}]}]
+    doc["buffers"] = [{k: v for k, v in b.items() if k != "device"} for b in doc["buffers"]]
+    submits = [{"op": "submit", "queue": "q0", "command_buffers": [cb]} for cb in doc["command_buffers"]]
+    doc["threads"] = {"main": submits + [{"op": "device_wait_idle", "device": "dev0"}]}
+    path = tmp_path / "dev0.json"
+    path.write_text(json.dumps(doc))
+    run = replay_cli(path)
+    assert run.returncode == 0 and "reference: all digests equal" in run.stdout, run.stderr
+    with runtime.Runtime(device_id="dev0") as rt:
+        rt.device_wait_idle()
+        assert rt.stream().threads[0].ops == (ir.DeviceWaitIdle("dev0", source=rt.stream().threads[0].ops[0].source),)
+
+
+def test_a_stream_the_device_cannot_run_is_exit_2_naming_the_file(device_name, tmp_path):
+    """An abstract shader with more bindings than the generic kernels take: a traceback (ValueError), before."""
+    accesses = ["read"] * 5 + ["write"]
+    doc = {"format": "vkverify-stream/1", "name": "wide", "buffers": [{"id": f"b{i}", "size": 64} for i in range(6)],
+           "shaders": {"k": {"bindings": accesses}},
+           "command_buffers": {"cb0": [{"cmd": "fill", "dst": f"b{i}", "value": i} for i in range(6)] + [
+               {"cmd": "barrier", "src_stage": "clear", "src_access": "transfer_write", "dst_stage": "compute_shader",
+                "dst_access": ["shader_storage_read", "shader_storage_write"]},
+               {"cmd": "dispatch", "shader": "k", "bindings": [{"buffer": f"b{i}"} for i in range(6)]}]},
+           "threads": {"main": [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"]}]}}
+    path = tmp_path / "wide.json"
+    path.write_text(json.dumps(doc))
+    assert check(load(path)) == []
+    run = replay_cli(path)
+    assert (run.returncode, run.stdout) == (2, "") and run.stderr == (
+        f"{path}: wide: cb0[7] (abstract shader 'k'): generic kernels take 0..4 read and 1..4 written bindings, "
+        "not 5 and 1\n")
+
+
 def test_layer_self_diagnosed_timeout_is_not_a_program_error(device_name):
     """The layer's timeout in its own timeline bookkeeping is kept, as "internal", out of the
     errors a replay reports; an error about the program stays an error."""

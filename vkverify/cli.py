@@ -10,12 +10,15 @@ pyproject.toml gives defaults (vkverify/config.py).
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from pathlib import Path
 
 from . import __version__
+from .check import WITNESS_MODES
 from .model import load
-from .model.errors import StreamError, VkverifyError
+from .model.errors import OutputError, StreamError, UsageError, VkverifyError
 from .model.files import check_directory, check_output, write_atomic
 from .report import FORMATTERS
 from .results import CAPTURES, FileResult, bad_input, says_something
@@ -55,8 +58,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                                   found.warnings, loaded=stream))
     shown = [r for r in results if says_something(r)] if args.quiet and args.format == "text" else results
     text = FORMATTERS[args.format](shown)
-    if text:
-        print(text)
+    emit(text + "\n" if text else "", args.output)
     if any(r.errors for r in results):
         return 2
     if args.expect:
@@ -104,6 +106,9 @@ def _add_simulate(sub) -> None:
                 continue
             try:
                 report = simulate(stream, schedules=args.schedules, seed=args.seed)
+            except UsageError as e:  # an option past the simulator's bounds (MAX_SCHEDULES)
+                print(f"vkverify simulate: --{e.argument}: {e.message}", file=sys.stderr)
+                return 2
             except StreamError as e:  # a stream past the simulator's limits: say it of the file
                 print("\n".join(StreamError(file, e.errors).lines()), file=sys.stderr)
                 bad = True
@@ -112,7 +117,7 @@ def _add_simulate(sub) -> None:
         shown = [r for r in reports if r.changed] if args.quiet and args.format == "text" else reports
         text = FORMATS[args.format](shown, verbose=args.verbose)
         if text:
-            print(text)
+            emit(text + "\n")
         return 2 if bad else 1 if any(r.changed for r in reports) else 0
 
     c = sub.add_parser("simulate", help="execute a stream in numpy: reference digests, then adversarial schedules",
@@ -151,7 +156,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"{args.file}: {e}", file=sys.stderr)
         return 3
     print("".join(f"vkverify replay: {note}\n" for note in result.notes), end="", file=sys.stderr)
-    print(json.dumps(replay_json(result), indent=1) if args.format == "json" else replay_text(result))
+    emit((json.dumps(replay_json(result), indent=1) if args.format == "json" else replay_text(result)) + "\n")
     return 1 if result.reference else 0
 
 
@@ -178,7 +183,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
     except NoDevice as e:
         print(f"vkverify devices: {e}", file=sys.stderr)
         return 3
-    print(devices_json(devs) if args.format == "json" else devices_text(devs))
+    emit((devices_json(devs) if args.format == "json" else devices_text(devs)) + "\n")
     return 0
 
 
@@ -186,6 +191,21 @@ def _add_devices(sub) -> None:
     d = sub.add_parser("devices", help="list Vulkan devices: queues, memory, the staged-upload decision")
     d.add_argument("--format", choices=("text", "json"), default="text")
     d.set_defaults(run=cmd_devices)
+
+
+def emit(text: str, output: str | None = None) -> None:
+    """A command's result: into `output` whole (model/files.py), or on stdout, flushed here so that a failed
+    write is an OutputError (exit 2) while the command can still say so."""
+    if output is not None:
+        write_atomic(output, text)
+        return
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise OutputError("stdout", e) from None
 
 
 def _load_any(file: str):
@@ -222,11 +242,7 @@ def _import_and_report(capture: str, output: str | None, threads: bool, assume_r
 
     stream, summary = import_capture(capture, threads=threads, assume_reads=assume_reads)
     print("\n".join(summary.lines()), file=sys.stderr)
-    text = dumps(stream)
-    if output is None:
-        print(text)
-    else:
-        write_atomic(output, text + "\n")
+    emit(dumps(stream) + "\n", output)
     return 0
 
 
@@ -387,7 +403,7 @@ def _add_explain(sub) -> None:
         except ExplainError as e:
             print(f"{args.file}: {e}", file=sys.stderr)
             return 2
-        print(format_text(result, stream))
+        emit(format_text(result, stream) + "\n")
         return 0 if result.ordered else 1
 
     c = sub.add_parser("explain", help="why two operations are ordered (the chain of synchronizations) or why not",
@@ -403,6 +419,10 @@ def _add_explain(sub) -> None:
     c.set_defaults(run=run)
 
 
+# dot's layout time grows about as the cube of the nodes: 800 take seconds, 1600 a minute, 8000 hours.
+MAX_SVG_NODES = 1000
+
+
 def _add_graph(sub) -> None:
     def run(args: argparse.Namespace) -> int:
         from .check import check
@@ -411,27 +431,33 @@ def _add_graph(sub) -> None:
         stream = _load_or_report(args.file)
         if stream is None:
             return 2
-        text = to_dot(build(stream, check(stream)))
+        drawn = build(stream, check(stream))
+        if args.format == "svg" and drawn.graph.number_of_nodes() > args.max_nodes:
+            print(f"{args.file}: {drawn.graph.number_of_nodes()} nodes, past --max-nodes {args.max_nodes} for an SVG "
+                  "(dot would take minutes to hours): use --format dot, or a larger --max-nodes", file=sys.stderr)
+            return 2
+        text = to_dot(drawn)
         if args.format == "svg":
             try:
                 text = to_svg(text)
             except GraphvizError as e:
                 print(f"vkverify graph: {e}", file=sys.stderr)
                 return 2
-        if args.output is None:
-            sys.stdout.write(text)
-        else:
-            write_atomic(args.output, text)
+        emit(text, args.output)
         return 0
 
     c = sub.add_parser("graph", help="draw the happens-before graph of submissions and synchronizations",
                        description="One node per host op, submitted batch, semaphore wait and signal, fence or idle "
                                    "release and barrier; every finding's two operations highlighted and the missing "
                                    "edge dashed red, labelled with the finding's kind.",
-                       epilog="exit codes: 0 written, 2 bad input or Graphviz `dot` missing (svg)")
+                       epilog="exit codes: 0 written, 2 bad input, Graphviz `dot` missing or past its time limit "
+                              "(svg)")
     c.add_argument("file", metavar="FILE", help="stream file (JSON)")
     c.add_argument("--format", choices=("dot", "svg"), default="dot", help="dot (text) or svg (through Graphviz)")
     c.add_argument("-o", "--output", metavar="OUT", help="write here (default: stdout)")
+    c.add_argument("--max-nodes", type=_positive, default=MAX_SVG_NODES, metavar="N",
+                   help=f"svg: refuse a graph of more nodes (default {MAX_SVG_NODES}: dot's layout grows about as "
+                        "their cube)")
     c.set_defaults(run=run)
 
 
@@ -461,9 +487,11 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--reading", dest="readings", metavar="NAME=VALUE", action=_ReadingAction,
                    help="answer an open question of the spec the other way, e.g. all_commands_includes_host=true "
                         "(docs/format.md, Readings; repeatable)")
-    c.add_argument("--witness", choices=("slice", "full"), default="slice",
+    c.add_argument("--witness", choices=WITNESS_MODES, default="slice",
                    help="a hazard between queues or threads is shown by the slice of a schedule that makes it happen "
                         "(default), or by the full schedule")
+    c.add_argument("-o", "--output", metavar="FILE", help="write the report here, whole or not at all (default: "
+                                                           "stdout)")
     c.add_argument("--witnesses", type=_natural, default=None, metavar="N",
                    help="compute at most N witnesses per stream, one per buffer and pair of queues or threads; "
                         "the findings beyond name the one that stands for them (default 5)")
@@ -476,7 +504,22 @@ def parser() -> argparse.ArgumentParser:
     _add_mutate(sub)
     _add_explain(sub)
     _add_graph(sub)
+    for name, command in sub.choices.items():
+        if name != "mutate":  # whose --timeout limits each run of the command it tests
+            command.add_argument("--timeout", dest="budget", type=_seconds, metavar="SECONDS",
+                                 help="stop after SECONDS: exit 2 with a line saying so (default: no limit)")
     return p
+
+
+MAX_TIMEOUT = 10 ** 7  # seconds (four months): setitimer refuses a time past the platform's range
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a number of seconds above 0, at most MAX_TIMEOUT."""
+    value = float(text)
+    if not 0 < value <= MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 and at most {MAX_TIMEOUT}, got {text}")
+    return value
 
 
 STREAMS = ("*.json", "*.gfxr")  # what a directory argument stands for
@@ -535,6 +578,7 @@ OUTPUTS = (("output", "-o/--output"), ("junit", "--junit"), ("capture_file", "--
 
 
 def main(argv: list[str] | None = None) -> int:
+    code = None
     try:
         args = parse(sys.argv[1:] if argv is None else list(argv))
     except _Usage as e:
@@ -546,12 +590,54 @@ def main(argv: list[str] | None = None) -> int:
                 check_output(getattr(args, dest), option)
         if getattr(args, "cache", None) is not None:
             check_directory(args.cache, "--cache")
-        return args.run(args)
+        code = _within(getattr(args, "budget", None), lambda: args.run(args))
+        sys.stdout.flush()  # what a command printed without emit() (mutate's report) is written here
+    except _OutOfTime:
+        print(f"vkverify {args.command}: --timeout {args.budget:g} s reached: stopped before it finished",
+              file=sys.stderr)
+        return 2
     except VkverifyError as e:  # bad input anywhere, on any verb: one line each, exit 2
         print("\n".join(e.lines()), file=sys.stderr)
+        if isinstance(e, OutputError) and e.file == "stdout":
+            _drop_stdout()
         return 2
     except BrokenPipeError:  # `vkverify ... | head`
+        _drop_stdout()
         return 0
+    except OSError as e:
+        if code is None:  # not the flush above: no output failure, not ours to say
+            raise
+        print(OutputError("stdout", e), file=sys.stderr)
+        _drop_stdout()
+        return 2
+    return code
+
+
+class _OutOfTime(BaseException):
+    """--timeout reached. Not an Exception: no handler of the work it stops may take it for its own error."""
+
+
+def _within(seconds: float | None, run):
+    """run(), interrupted by _OutOfTime after `seconds` (None: no limit); a subprocess it waits for (dot) is
+    killed by subprocess.run on the way out."""
+    if seconds is None:
+        return run()
+
+    def out_of_time(signum, frame):
+        raise _OutOfTime
+    old = signal.signal(signal.SIGALRM, out_of_time)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return run()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _drop_stdout() -> None:
+    """The rest of stdout's buffer goes to /dev/null: the interpreter's own flush at exit would fail again
+    (a message, exit 120)."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

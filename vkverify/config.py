@@ -40,12 +40,28 @@ def table(path: Path) -> dict:
     try:
         with path.open("rb") as f:
             doc = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(f"{path}: {e}") from None
-    found = doc.get("tool", {}).get("vkverify", {})
-    if not isinstance(found, dict):
-        raise ConfigError(f"{path}: tool.vkverify: must be a table")
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be read ({e.strerror})") from None
+    except UnicodeDecodeError as e:  # tomllib decodes the whole file before it parses
+        line = e.object[:e.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: line {line}: not UTF-8 text (byte 0x{e.object[e.start]:02x})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not TOML: {e}") from None
+    found = doc
+    for key in ("tool", "tool.vkverify"):
+        found = found.get(key.rpartition(".")[2], {})
+        if not isinstance(found, dict):
+            raise ConfigError(f"{path}: {key}: must be a table, got {_kind(found)}")
     return found
+
+
+def _kind(value) -> str:
+    """A TOML value's type as its spec names it."""
+    for t, name in ((bool, "a boolean"), (int, "an integer"), (float, "a float"), (str, "a string"),
+                    (list, "an array"), (dict, "a table")):
+        if isinstance(value, t):
+            return name
+    return "a date or time"
 
 
 def _option(parser: argparse.ArgumentParser, key: str) -> argparse.Action | None:
@@ -59,11 +75,13 @@ def _tokens(option: str, action: argparse.Action, value, where: str) -> list[str
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: must be true or false, got {value!r}")
         return [option] if value == action.const else []  # store_true's const is True, store_false's False
+    if isinstance(value, list) and isinstance(action, argparse._StoreAction):  # store: the last would win
+        raise ConfigError(f"{where}: takes one value, got an array of {len(value)}")
     values = value if isinstance(value, list) else [value]
     out = []
     for v in values:
         if isinstance(v, (bool, dict, list)):
-            raise ConfigError(f"{where}: must be a string or number, got {v!r}")
+            raise ConfigError(f"{where}: must be a string or number, got {_kind(v)}")
         if action.choices is not None and v not in action.choices:
             raise ConfigError(f"{where}: {v!r} is not one of {', '.join(map(str, action.choices))}")
         try:
@@ -88,6 +106,8 @@ def arguments(config: dict, command: str, commands: dict[str, argparse.ArgumentP
     option, then its own table's."""
     out = []
     for key, value in config.items():
+        if key in commands and not isinstance(value, dict):
+            raise ConfigError(f"{source}: tool.vkverify.{key}: must be a table, got {_kind(value)}")
         if isinstance(value, dict):
             if key not in commands:
                 raise ConfigError(f"{source}: tool.vkverify.{key}: unknown key (not a command: "

@@ -26,7 +26,7 @@ from .explain import host_op_text, name, names, op_at
 from .findings import Finding
 from .hb import Model
 
-__all__ = ["GraphvizError", "build", "to_dot", "to_svg"]
+__all__ = ["DOT_TIMEOUT", "GraphvizError", "build", "to_dot", "to_svg"]
 
 HIGHLIGHT = "#d62728"
 EDGE_STYLE = {  # kind -> DOT attributes
@@ -36,6 +36,9 @@ EDGE_STYLE = {  # kind -> DOT attributes
     "host wait": {"color": "#9467bd", "penwidth": "1.6"},
     "missing": {"color": HIGHLIGHT, "style": "dashed", "penwidth": "2", "fontcolor": HIGHLIGHT, "constraint": "false"},
 }
+
+
+DOT_TIMEOUT = 120  # seconds: dot's layout time grows about as the cube of the nodes (cli.MAX_SVG_NODES)
 
 
 class GraphvizError(VkverifyError, RuntimeError):
@@ -222,13 +225,18 @@ def _finding_line(f: Finding) -> str:
     return f"{f.kind} {f.buffer or ''}: {f.first or '(unwritten)'} -> {f.second}"
 
 
-def to_svg(dot: str) -> str:
-    """SVG through Graphviz `dot`."""
+def to_svg(dot: str, timeout: float = DOT_TIMEOUT) -> str:
+    """SVG through Graphviz `dot`, stopped after `timeout` seconds (its layout grows faster than the graph)."""
     exe = shutil.which("dot")
     if exe is None:
         raise GraphvizError("Graphviz `dot` is not on PATH: install graphviz (Debian: apt-get install graphviz) "
                               "or use --format dot")
-    done = subprocess.run([exe, "-Tsvg"], input=dot, capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run([exe, "-Tsvg"], input=dot, capture_output=True, text=True, check=False,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise GraphvizError(f"dot -Tsvg ran past its time limit ({timeout:g} s) and was stopped: use --format dot, "
+                            "or draw fewer operations") from None
     if done.returncode != 0:
         raise GraphvizError(f"dot -Tsvg failed: {done.stderr.strip()}")
     return done.stdout

@@ -2,8 +2,8 @@
 
 from . import ir
 from .dump import dumps, to_dict
-from .errors import CaptureError, InvalidStream, StreamError, UsageError, VkverifyError
+from .errors import CaptureError, InvalidStream, OutputError, StreamError, UsageError, VkverifyError
 from .loader import from_dict, load, loads, resolve_ref
 
-__all__ = ["CaptureError", "InvalidStream", "StreamError", "UsageError", "VkverifyError", "dumps", "from_dict", "ir",
-           "load", "loads", "resolve_ref", "to_dict"]
+__all__ = ["CaptureError", "InvalidStream", "OutputError", "StreamError", "UsageError", "VkverifyError", "dumps",
+           "from_dict", "ir", "load", "loads", "resolve_ref", "to_dict"]

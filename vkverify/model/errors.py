@@ -68,6 +68,15 @@ class UsageError(VkverifyError):
         super().__init__(printable(f"{argument}: {message}"))
 
 
+class OutputError(VkverifyError):
+    """Output that could not be written (a full disk, a closed stdout): users see `FILE: cannot write (why)`,
+    `stdout` for the standard output."""
+
+    def __init__(self, file: str, error: OSError) -> None:
+        self.file = file
+        super().__init__(printable(f"{file}: cannot write ({error.strerror or error})"))
+
+
 def json_path(parts) -> str:
     """`command_buffers.cb0[3].src` from a sequence of keys and indices."""
     out = ""
@@ -77,3 +86,20 @@ def json_path(parts) -> str:
         else:
             out += f".{part}" if out else str(part)
     return out or "$"
+
+
+def integer_argument(argument: str, value, low: int, high: int | None = None, optional: bool = False):
+    """`value` when it is an int in [low, high] (or None, where optional); else UsageError naming `argument`
+    and the accepted values."""
+    if value is None and optional or isinstance(value, int) and not isinstance(value, bool) \
+            and low <= value and (high is None or value <= high):
+        return value
+    accepted = f"an integer of at least {low}" if high is None else f"an integer in [{low}, {high}]"
+    raise UsageError(argument, f"expected {'None or ' if optional else ''}{accepted}, got {value!r}"[:300])
+
+
+def choice_argument(argument: str, value, choices: tuple):
+    """`value` when it is one of `choices`; else UsageError naming `argument` and the choices."""
+    if isinstance(value, str) and value in choices:
+        return value
+    raise UsageError(argument, f"expected one of {', '.join(map(repr, choices))}, got {value!r}"[:300])

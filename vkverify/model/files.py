@@ -6,7 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .errors import UsageError
+from .errors import OutputError, UsageError
 
 __all__ = ["check_directory", "check_output", "write_atomic"]
 
@@ -38,17 +38,26 @@ def check_directory(path: str | Path, argument: str) -> None:
 
 def write_atomic(path: str | Path, text: str) -> None:
     """Write `text` to a temporary file beside `path`, then rename it over `path`: a failure (a full
-    disk, an interrupt) leaves the old file or none, never part of the new one."""
+    disk, an interrupt) leaves the old file or none, never part of the new one. A target that is no
+    regular file (/dev/null, a FIFO) is written in place: a rename would replace the device itself.
+    OutputError says why a write failed."""
     p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
-        os.chmod(tmp, 0o666 & ~_umask())  # as open() would have made it, not mkstemp's 0600
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, p)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+        if p.exists() and not p.is_file():
+            with p.open("w", encoding="utf-8") as f:
+                f.write(text)
+            return
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+        try:
+            os.chmod(tmp, 0o666 & ~_umask())  # as open() would have made it, not mkstemp's 0600
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, p)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as e:
+        raise OutputError(str(path), e) from None
 
 
 def _umask() -> int:

@@ -43,7 +43,13 @@ def run_concurrently(work: list[tuple[Callable, object, str]], aborted: threadin
                for function, argument, name in work]
     for w in workers:
         w.start()
-    for w in workers:
-        w.join()
+    try:
+        for w in workers:
+            w.join()
+    except BaseException:  # --timeout or ^C here: the workers stop waiting before the device is closed under them
+        aborted.set()
+        for w in workers:
+            w.join()
+        raise
     if errors:
         raise next((e for e in errors if isinstance(e, RuntimeFault)), errors[0])

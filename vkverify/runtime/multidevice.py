@@ -166,7 +166,7 @@ class MultiDevice:
                 physical = plan.physical[d.id]
                 rt = Runtime(queue_requests(stream, d), device=str(physical.index), validation=syncval,
                              syncval=syncval, check=False, name=stream.name,
-                             extensions=tuple(sorted(physical.extensions)))
+                             extensions=tuple(sorted(physical.extensions)), device_id=d.id)
                 self.runtimes[d.id] = rt
                 # One abort for all: a failure on one device stops every device's waits.
                 rt.aborted = self.aborted

@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 
 from ..model import ir
+from ..model.refs import format_ref
+from ..shaders import generic_plan
 from .create import create_objects, queue_requests
 from .errors import Unsupported
 from .host_threads import run_concurrently, run_thread_ops
@@ -38,10 +40,15 @@ def replayable(stream: ir.Stream) -> str | None:
                            if isinstance(c, ir.Dispatch) and c.shader in abstract
                            for b in c.bindings if b.access in ("write", "read_write")}
     for cb in stream.command_buffers:
-        for c in cb.commands:
+        for i, c in enumerate(cb.commands):
             if isinstance(c, ir.Dispatch) and c.indirect is not None and c.indirect.buffer in written_by_abstract:
                 return (f"dispatch_indirect reads group counts from {c.indirect.buffer!r}, which an abstract shader "
                         "writes with hash values past any device's maxComputeWorkGroupCount")
+            if isinstance(c, ir.Dispatch) and c.shader in abstract:
+                try:
+                    generic_plan([b.access for b in c.bindings])
+                except ValueError as e:  # the library's generic kernels stand for abstract shaders on a device
+                    return f"{format_ref(cb.id, i)} (abstract shader {c.shader!r}): {e}"
     return None
 
 
@@ -58,7 +65,7 @@ def replay(stream: ir.Stream, device: str | None = None, syncval: bool = False) 
     if len(stream.devices) > 1:
         return replay_devices(stream, device, syncval)
     with Runtime(queue_requests(stream, stream.devices[0]), device=device, validation=syncval, syncval=syncval,
-                 check=False, name=stream.name) as rt:
+                 check=False, name=stream.name, device_id=stream.devices[0].id) as rt:
         create_objects(stream, {stream.devices[0].id: rt})
         reads: dict[str, str] = {}
         run_concurrently([(lambda t: run_thread_ops(rt.execute, stream, t, reads), t, t.id) for t in stream.threads],

@@ -77,15 +77,16 @@ class Runtime:
     capability (`group`s share a family, `compute=False` may take a
     transfer-only one). device: name part or index (default VKVERIFY_DEVICE).
     extensions: device extensions to enable (the caller checked the device has them).
+    device_id: the device's id in the recorded stream (a replay keeps its stream's).
     """
 
     def __init__(self, queues: Iterable[str] | Mapping[str, QueueRequest] = ("q0",), device: str | None = None,
                  validation: bool = False, syncval: bool = False, check: bool | None = None,
                  name: str = "runtime", extensions: tuple[str, ...] = (),
-                 hooks: Iterable[Callable] | None = None) -> None:
+                 hooks: Iterable[Callable] | None = None, device_id: str = "gpu0") -> None:
         requests = [queues[q] if isinstance(queues, Mapping) else QueueRequest(q) for q in queues]
         self.check = os.environ.get("VKVERIFY_CHECK") == "1" if check is None else check
-        self.record = StreamRecord(name, [{"id": r.id, "family": r.group} for r in requests])
+        self.record = StreamRecord(name, [{"id": r.id, "family": r.group} for r in requests], device_id=device_id)
         self.online = OnlineCheck(self.record)  # its state serves the runtime mutation too; a hook with `check`
         self._lock = self.record.lock
         self._submitted = threading.Condition(self._lock)
@@ -328,7 +329,7 @@ class Runtime:
         self.execute(thread, ir.QueueWaitIdle(queue, **tag))
 
     def device_wait_idle(self, thread: str = "main", **tag) -> None:
-        self.execute(thread, ir.DeviceWaitIdle("gpu0", **tag))
+        self.execute(thread, ir.DeviceWaitIdle(self.doc["devices"][0]["id"], **tag))
 
     def destroy(self, buffer: str, thread: str = "main", **tag) -> None:
         self.execute(thread, ir.Destroy(buffer, **tag))

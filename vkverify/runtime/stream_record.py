@@ -16,9 +16,10 @@ class StreamRecord:
     """A `vkverify-stream/1` document being recorded. Every change takes `lock` (reentrant): a
     caller holds it across several calls that must stay together."""
 
-    def __init__(self, name: str, queues: list[dict], lock: threading.RLock | None = None) -> None:
-        """queues: the one device's queues, {"id", "family"} each."""
-        self.doc = {"format": ir.FORMAT, "name": name, "devices": [{"id": "gpu0", "queues": queues}],
+    def __init__(self, name: str, queues: list[dict], lock: threading.RLock | None = None,
+                 device_id: str = "gpu0") -> None:
+        """queues: the one device's queues, {"id", "family"} each; device_id: the device's id in the stream."""
+        self.doc = {"format": ir.FORMAT, "name": name, "devices": [{"id": device_id, "queues": queues}],
                     "buffers": [], "semaphores": [], "fences": [], "shaders": {}}
         self.command_buffers: dict[str, list[dict]] = {}
         self.threads: dict[str, list[dict]] = {}

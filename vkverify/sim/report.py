@@ -37,7 +37,8 @@ class ScheduleResult:
 @dataclass(frozen=True)
 class FindingVerdict:
     """Per finding: `confirmed` (schedule `schedule` changed `digests`, which the finding's operations
-    produce or read, directly or downstream) or `value_coinciding` (with the `reason`)."""
+    produce or read, directly or downstream: the first 8, the reason saying "and more" where there are more)
+    or `value_coinciding` (with the `reason`)."""
 
     finding: Finding
     verdict: str
