@@ -370,8 +370,8 @@ def test_report_files_on_a_full_file_system(tmp_path):
                  f"touch {ran}; {FILL.format(full)}; true", cwd=tmp_path, prefix=prefix)
     out, err = gate.communicate(timeout=300)
     assert ran.exists() and "score 100.0%" in out
-    assert gate.returncode == 2 and err == f"vkverify mutate: --junit {full}/m.out: cannot write: No space left on " \
-                                           "device\n", err
+    assert gate.returncode == 2 and err == f"vkverify mutate: --junit {full}/m.out: cannot write (No space left on " \
+                                           "device)\n", err
 
 
 def test_a_cache_on_a_full_file_system_loses_only_the_cache(tmp_path):

@@ -132,7 +132,7 @@ def test_a_report_that_cannot_be_written_at_the_end_is_exit_2(tmp_path):
     done = vkverify("mutate", "--no-cache", "-j", "1", "--junit", "out/m.xml", STREAM, "--", "rm", "-rf", "out",
                     cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert done.stderr.splitlines() == ["vkverify mutate: --junit out/m.xml: cannot write: No such file or directory"]
+    assert done.stderr.splitlines() == ["vkverify mutate: --junit out/m.xml: cannot write (No such file or directory)"]
     assert "score 100.0%" in done.stdout  # the verdicts are printed all the same
 
 

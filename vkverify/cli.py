@@ -614,7 +614,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 class _OutOfTime(BaseException):
-    """--timeout reached. Not an Exception: no handler of the work it stops may take it for its own error."""
+    """--timeout reached. Not an Exception: no handler of the work it stops may take it for its own error.
+    Seen by main(), which prints the limit and exits 2."""
 
 
 def _within(seconds: float | None, run):

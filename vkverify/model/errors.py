@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from ..errors import VkverifyError
 
-__all__ = ["CaptureError", "InputError", "InvalidStream", "StreamError", "UsageError", "VkverifyError", "json_path",
-           "printable"]
+__all__ = ["CaptureError", "InputError", "InvalidStream", "OutputError", "StreamError", "UsageError", "VkverifyError",
+           "choice_argument", "integer_argument", "json_path", "printable"]
 
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
@@ -73,8 +73,8 @@ class OutputError(VkverifyError):
     `stdout` for the standard output."""
 
     def __init__(self, file: str, error: OSError) -> None:
-        self.file = file
-        super().__init__(printable(f"{file}: cannot write ({error.strerror or error})"))
+        self.file, self.strerror = file, error.strerror or str(error)
+        super().__init__(printable(f"{file}: cannot write ({self.strerror})"))
 
 
 def json_path(parts) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..check import check
 from ..model import InvalidStream, ir, load
-from ..model.errors import UsageError
+from ..model.errors import OutputError, UsageError
 from ..model.files import check_output, write_atomic
 from .formats import Report, junit, text, to_json
 from .generate import Equivalent, Mutant, mutants, plain
@@ -110,8 +110,8 @@ def write_reports(report: Report, args: argparse.Namespace) -> bool:
         if path is not None:
             try:
                 write_atomic(path, render(report))
-            except OSError as e:
-                print(f"vkverify mutate: {option} {path}: cannot write: {e.strerror or e}", file=sys.stderr)
+            except OutputError as e:
+                print(f"vkverify mutate: {option} {e}", file=sys.stderr)
                 return False
     return True
 

@@ -12,6 +12,7 @@ from functools import cache
 from pathlib import Path
 
 from ..model import dumps, ir
+from ..model.errors import OutputError
 from ..model.files import write_atomic
 from .generate import Mutant
 from .readers import Reader, MutantVerdict
@@ -108,7 +109,7 @@ class Cache:
             if not ignore.exists():  # a cache is never committed, wherever it is made
                 write_atomic(ignore, "*\n")
             write_atomic(self.file(key), json.dumps(value, sort_keys=True))
-        except OSError as e:
+        except (OSError, OutputError) as e:
             if not self.unwritable:
                 self.unwritable = True
                 print(f"vkverify mutate: warning: cache {self.path} cannot be written ({e.strerror or e}); not kept",
