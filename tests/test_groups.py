@@ -17,6 +17,7 @@ from vkverify.cli import main
 from vkverify.model.loader import from_dict
 
 from ._thirdparty import missing_host_barrier
+from .conftest import ROOT
 from .test_sarif import assert_valid
 from .test_witness import RING_DROPPED
 
@@ -121,6 +122,14 @@ def test_json_keeps_every_finding_with_its_group(capsys, path):
     assert sorted(k for g in doc["groups"] for k in g["findings"]) == list(range(1, 2 * FRAMES + 2))
     assert groups[2]["fix"] == doc["findings"][groups[2]["findings"][0] - 1]["fix"]
     assert run(capsys, "check", "--format", "json", "--expand", path)[1] == out  # JSON has both either way
+
+
+def test_docs_format_shows_the_groups_json_as_written(capsys, path):
+    """docs/format.md, Groups: its example of the `groups` list has the keys the output has."""
+    text = (ROOT / "docs" / "format.md").read_text()
+    example = re.search(r'```json\n"groups": (\[.*?\])\n```', text, re.DOTALL).group(1)
+    (doc,) = json.loads(run(capsys, "check", "--format", "json", path)[1])
+    assert all(set(g) == set(json.loads(example)[0]) for g in doc["groups"])
 
 
 def test_sarif_github_and_junit_report_one_result_per_group(capsys, path):
