@@ -14,6 +14,7 @@ import pytest
 from vkverify.check import check
 from vkverify.check.groups import group
 from vkverify.cli import main
+from vkverify.model import load
 from vkverify.model.loader import from_dict
 
 from ._thirdparty import missing_host_barrier
@@ -91,6 +92,17 @@ def test_a_recorded_source_line_is_part_of_the_program_point():
     assert [g.points[1] for g in sourced] == ["main: host_read host/host_read at app.py:10",
                                               "main: host_read host/host_read at app.py:20"]
     assert [len(g.findings) for g in sourced] == [FRAMES // 2] * 2 and len(groups) == 4
+
+
+def test_pairs_of_submits_on_other_queues_are_other_groups():
+    """Corpus 141: three neighbouring pairs of one timeline's signals out of order, each pair on other queues or
+    threads: three places to add a wait, three groups (by the operations' kinds alone, two)."""
+    stream = load(ROOT / "tests" / "corpus" / "141-shared-timeline-witness-without-a-second-late-signal.json")
+    findings = check(stream)
+    assert [f.kind for f in findings] == ["timeline_not_increasing"] * 3
+    assert [g.points for g in group(stream, findings)] == [("main: submit to q0", "h: signal_semaphore"),
+                                                           ("main: submit to q2", "main: submit to q0"),
+                                                           ("main: submit to q1", "main: submit to q2")]
 
 
 def test_text_leads_with_the_groups_and_expand_lists_every_finding(capsys, path):

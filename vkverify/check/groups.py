@@ -17,6 +17,7 @@ from ..model.dump import command_to_dict, host_op_to_dict
 from ..model.refs import parse_ref
 from .explain import op_at
 from .findings import Finding
+from .params import instance
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,8 @@ def _fix_without_refs(f: Finding) -> str:
 def group(stream: ir.Stream | None, findings: list[Finding]) -> tuple[Group, ...]:
     """The findings' groups, in the order of their first findings; `stream` names the operations' kinds and
     source lines (without it, only the accesses are the points)."""
+    if stream is not None and findings:  # a params stream's findings are about one instance: name its operations
+        stream = instance(stream, findings[0].params)
     members: dict[tuple, list[int]] = {}
     points: dict[tuple, tuple[str, ...]] = {}
     for number, f in enumerate(findings, 1):
