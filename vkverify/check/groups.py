@@ -9,7 +9,6 @@ line where the stream records one; never its position in the stream, which every
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ..model import ir
@@ -61,11 +60,11 @@ def point(stream: ir.Stream | None, ref: str | None, access: str | None) -> str:
 def _fix_without_refs(f: Finding) -> str:
     """The fix with the finding's own references replaced by their roles: the same barrier, wait or semaphore
     wherever the pair repeats."""
-    refs = sorted({r for r in _refs(f) if r}, key=len, reverse=True)  # `cb0[2]@main[5]` before `cb0[2]`
-    if not refs:
-        return f.fix
     roles = {r: f"<{i}>" for i, r in enumerate(_refs(f)) if r}
-    return re.sub("|".join(map(re.escape, refs)), lambda m: roles[m.group(0)], f.fix)
+    fix = f.fix
+    for ref in sorted(roles, key=len, reverse=True):  # `cb0[2]@main[5]` before the `main[5]` in it
+        fix = fix.replace(ref, roles[ref])
+    return fix
 
 
 def group(stream: ir.Stream | None, findings: list[Finding]) -> tuple[Group, ...]:
