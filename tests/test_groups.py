@@ -4,6 +4,7 @@ frames is one group in the text, SARIF, GitHub and JUnit outputs; JSON keeps eve
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -103,6 +104,32 @@ def test_pairs_of_submits_on_other_queues_are_other_groups():
     assert [g.points for g in group(stream, findings)] == [("main: submit to q0", "h: signal_semaphore"),
                                                            ("main: submit to q2", "main: submit to q0"),
                                                            ("main: submit to q1", "main: submit to q2")]
+
+
+def test_a_recorded_programs_loop_is_one_group_at_its_lines(vk_runtime):
+    """A program run on the device (the runtime records each operation's line): three frames of a dispatch
+    into host memory, a fence wait and a host read without a barrier to the host. One group, whose program
+    points are the dispatch's and the read's lines in this file."""
+    rt = vk_runtime
+    rt.check = False  # the online check would raise at the first frame
+    rt.create_buffer("Out", 256, "host_coherent")
+    rt.create_fence("F")
+    rt.command_buffer("cb0").cmd_dispatch("fill", ["Out"], (1, 1, 1), push=[64, 7])
+    dispatch_line = inspect.currentframe().f_lineno - 1
+    for _ in range(3):
+        rt.submit("q0", ["cb0"], fence="F")
+        rt.wait_fences(["F"])
+        rt.reset_fences(["F"])
+        rt.host_read("Out")
+    read_line = inspect.currentframe().f_lineno - 1
+    stream = rt.stream()
+    findings = check(stream)
+    assert [(f.kind, f.buffer) for f in findings] == [("raw", "Out")] * 3
+    (g,) = group(stream, findings)
+    here = Path(__file__).name
+    assert g.findings == (1, 2, 3)
+    assert g.points[0].startswith("dispatch fill compute_shader/") and g.points[0].endswith(f"{here}:{dispatch_line}")
+    assert g.points[1].startswith("main: host_read host/host_read at ") and g.points[1].endswith(f"{here}:{read_line}")
 
 
 def test_text_leads_with_the_groups_and_expand_lists_every_finding(capsys, path):
