@@ -306,3 +306,6 @@ def test_a_capture_gives_one_sarif_result_github_annotation_and_junit_failure_pe
     _, out = run(capsys, "check", "--format", "junit", readbacks)
     suite = ET.fromstring(out).find("testsuite")
     assert suite.get("failures") == "2" and suite.get("tests") == "2"
+    failures = suite.findall("testcase/failure")
+    assert all(f"({SUBMITS} findings of this root cause" in f.get("message") for f in failures)
+    assert not any(f"{SUBMITS}x" in case.get("name") for case in suite.findall("testcase"))  # names outlive counts
