@@ -79,10 +79,13 @@ def test_the_same_missing_barrier_over_frames_is_one_group():
         members = [findings[k - 1] for k in g.findings]
         assert len(members) == FRAMES and {(f.kind, f.buffer) for f in members} == {("raw", buffer)}
         assert len({f.second for f in members}) == FRAMES  # a host read of each frame
-    # cb0 resubmitted (cb0[2]@main[k]) and rec{f} recorded anew: both the same program point.
+    # Each frame's writer has its own reference (cb0[2]@main[k] resubmitted, rec{f}[0] recorded anew), and the
+    # same program point.
+    assert {findings[k - 1].first.partition("@")[0] for k in out.findings} == {"cb0[2]"}
+    assert len({findings[k - 1].first for k in out.findings}) == len({findings[k - 1].first for k in stage.findings}) \
+        == FRAMES
     assert out.points == ("dispatch k compute_shader/shader_storage_write", "main: host_read host/host_read")
     assert stage.points == ("fill clear/transfer_write", "main: host_read host/host_read")
-    assert len({findings[k - 1].first for k in out.findings}) == len({findings[k - 1].first for k in stage.findings})
 
 
 def test_a_recorded_source_line_is_part_of_the_program_point():
