@@ -21,7 +21,8 @@ WAW_RANGE = ROOT / "tests" / "corpus" / "12-copies-overlapping-regions.json"  # 
 FILE_KEYS = {"file", "stream", "ok", "findings"}
 FINDING_KEYS = {"kind", "buffer", "range", "first", "second", "first_access", "second_access", "racing",
                 "message", "fix"}
-EXTENSION_KEYS = {"labels"}  # docs/format.md, "Extensions"
+EXTENSION_KEYS = {"labels", "group"}  # docs/format.md, "Extensions" and "Groups"
+FILE_EXTENSION_KEYS = {"groups"}
 SPEC_KINDS = {"raw", "war", "waw", "use_after_destroy", "uninitialized_read", "deadlock", "wait_never_satisfied",
               "timeline_not_increasing", "binary_semaphore_misuse", "fence_misuse", "ownership_missing"}
 
@@ -58,7 +59,7 @@ def test_json_one_file_keys():
     result = cli("--format", "json", RAW)
     assert result.returncode == 1
     (doc,) = json.loads(result.stdout)
-    assert set(doc) == FILE_KEYS
+    assert set(doc) == FILE_KEYS | FILE_EXTENSION_KEYS
     assert doc["file"] == str(RAW)
     assert doc["stream"] == "copy-then-dispatch-no-barrier"
     assert doc["ok"] is False
@@ -80,7 +81,7 @@ def test_json_clean_file():
     result = cli("--format", "json", CLEAN)
     assert result.returncode == 0
     (doc,) = json.loads(result.stdout)
-    assert set(doc) == FILE_KEYS
+    assert set(doc) == FILE_KEYS | FILE_EXTENSION_KEYS
     assert doc["ok"] is True and doc["findings"] == []
 
 
@@ -92,7 +93,7 @@ def test_json_several_files_is_a_list():
     assert [d["file"] for d in docs] == [str(RAW), str(CLEAN), str(WAW_RANGE)]
     assert [d["ok"] for d in docs] == [False, True, False]
     for d in docs:
-        assert set(d) == FILE_KEYS
+        assert set(d) == FILE_KEYS | FILE_EXTENSION_KEYS
         for f in d["findings"]:
             assert FINDING_KEYS <= set(f) <= FINDING_KEYS | EXTENSION_KEYS
     (waw,) = docs[2]["findings"]

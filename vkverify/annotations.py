@@ -1,5 +1,5 @@
-"""`vkverify check --format github` (workflow commands: one annotation per finding on the line of its
-operation) and `--format junit` (one testsuite per file, one testcase per finding)."""
+"""`vkverify check --format github` (workflow commands: one annotation per group of findings, on the line of
+its first finding's operation) and `--format junit` (one testsuite per file, one testcase per group)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import xml.etree.ElementTree as ET
 from functools import partial
 
 from .check.findings import KINDS, Finding
+from .check.groups import Group
 from .results import FileResult
-from .sarif import locator, reported_at
+from .sarif import locator, operations, repeated, reported_at
 
 __all__ = ["format_github", "format_junit"]
 
@@ -32,21 +33,24 @@ def _command(level: str, file: str, text: str, region: dict | None = None, title
     return f"::{level} " + ",".join(f"{k}={_property(str(v))}" for k, v in props.items()) + f"::{_data(text)}"
 
 
-def _where(f: Finding) -> str:
+def _where(f: Finding, g: Group | None = None) -> str:
+    """The finding's bytes and operations; for a group's first finding, how many findings it stands for."""
     return " ".join(x for x in (f.buffer, f"[{f.range[0]}, {f.range[1]})" if f.range else None,
-                                f"{f.first or '-'} -> {f.second}" if f.second else ", ".join(f.ops or ())) if x)
+                                operations(f), g and f"({len(g.findings)}x)") if x)
 
 
-def format_github(results: list[FileResult]) -> str:
-    """`::error` per finding and per line of bad input, `::notice` per suppressed finding, `::warning` per warning."""
+def format_github(results: list[FileResult], expand: bool = False) -> str:
+    """`::error` per group of findings (`expand`: per finding) and per line of bad input, `::notice` per
+    suppressed finding, `::warning` per warning."""
     lines = []
     for r in results:
         lines += [_command("error", r.file, e) for e in r.errors]
         lines += [_command("warning", r.file, w) for w in r.warnings]
         region = locator(r)
-        for f in r.findings:
-            title = f"{KINDS[f.kind].rule_id} {f.kind}: {_where(f)}"
-            lines.append(_command("error", r.file, f"{f.message}. Fix: {f.fix}", region(reported_at(f)), title))
+        for _, f, g in r.reported(expand):
+            title = f"{KINDS[f.kind].rule_id} {f.kind}: {_where(f, g)}"
+            lines.append(_command("error", r.file, f"{f.message}. Fix: {f.fix}{repeated(r, g)}",
+                                  region(reported_at(f)), title))
         for f, reason in r.suppressed:
             lines.append(_command("notice", r.file, f"suppressed: {reason}", region(reported_at(f)),
                                   f"{KINDS[f.kind].rule_id} {f.kind}: {_where(f)}"))
@@ -63,9 +67,9 @@ def _testcase(suite: ET.Element, counts: dict[str, int], classname: str, name: s
         ET.SubElement(c, outcome, message=message).text = text or None
 
 
-def format_junit(results: list[FileResult]) -> str:
-    """A failing testcase per finding, a skipped one per suppressed finding, an erroring one per file that could
-    not be loaded, a passing `no findings` for a clean file."""
+def format_junit(results: list[FileResult], expand: bool = False) -> str:
+    """A failing testcase per group of findings (`expand`: per finding), a skipped one per suppressed finding,
+    an erroring one per file that could not be loaded, a passing `no findings` for a clean file."""
     root = ET.Element("testsuites", name="vkverify check")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for r in results:
@@ -74,8 +78,9 @@ def format_junit(results: list[FileResult]) -> str:
         case = partial(_testcase, suite, counts, r.file)
         if r.errors:
             case("load", "error", "bad input", "\n".join(r.errors))
-        for f in r.findings:
-            case(f"{f.kind} {_where(f)}", "failure", f.message, f"fix: {f.fix}")
+        for _, f, g in r.reported(expand):
+            # Named by its first finding alone: a test's name outlives a change in how often the loop ran.
+            case(f"{f.kind} {_where(f)}", "failure", f.message + repeated(r, g), f"fix: {f.fix}")
         for f, reason in r.suppressed:
             case(f"{f.kind} {_where(f)}", "skipped", f"suppressed: {reason}")
         if not r.errors and not r.findings and not r.suppressed:

@@ -27,7 +27,8 @@ __all__ = ["cmd_capture", "cmd_check", "cmd_devices", "cmd_import", "cmd_replay"
 
 CHECK_EPILOG = """\
 examples:
-  vkverify check stream.json
+  vkverify check stream.json                    # one entry per root cause: a repeated hazard is one group
+  vkverify check --expand capture.gfxr          # every finding, each with its operations and fix
   vkverify check tests/corpus --format json     # a directory: every *.json and *.gfxr below it
   vkverify check --format sarif stream.json > vkverify.sarif
   vkverify check --format github streams/        # annotations in a GitHub Actions log
@@ -57,7 +58,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         results.append(FileResult(file, stream.name, list(found.kept), agreement, partial, found.suppressed,
                                   found.warnings, loaded=stream))
     shown = [r for r in results if says_something(r)] if args.quiet and args.format == "text" else results
-    text = FORMATTERS[args.format](shown)
+    text = FORMATTERS[args.format](shown, expand=args.expand)
     emit(text + "\n" if text else "", args.output)
     if any(r.errors for r in results):
         return 2
@@ -480,8 +481,11 @@ def parser() -> argparse.ArgumentParser:
                    help="stream files (JSON), captures (.gfxr, .jsonl) or directories")
     c.add_argument("--format", choices=sorted(FORMATTERS), default="text",
                    help="text for people, json (one list; docs/format.md, Findings), sarif (2.1.0, for code "
-                        "scanning), github (workflow annotations), junit (XML, a testcase per finding)")
+                        "scanning), github (workflow annotations), junit (XML, a testcase per group of findings)")
     _add_quiet(c, "text: only the files with findings, warnings or errors")
+    c.add_argument("--expand", action="store_true",
+                   help="report every finding, not one per group (a missing dependency repeated over submits, "
+                        "frames and tokens: docs/format.md, Groups); json always has both")
     c.add_argument("--expect", action="store_true",
                    help="compare the findings with each stream's `expect` block; exit 1 on any difference")
     c.add_argument("--reading", dest="readings", metavar="NAME=VALUE", action=_ReadingAction,

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from .annotations import format_github, format_junit
 from .check.expect import Agreement
-from .check.findings import Finding
+from .check.findings import KINDS, Finding
+from .check.groups import Group
 from .results import FileResult
 from .sarif import format_sarif
 
@@ -23,11 +24,20 @@ def _expect_json(a: Agreement) -> dict:
             "unexpected": [f.to_json() for f in a.unexpected]}
 
 
+def _group_json(r: FileResult, g: Group) -> dict:
+    """A group by what its findings share, with the fix of its first (docs/format.md, Groups)."""
+    first = r.findings[g.first - 1]
+    return {"id": g.id, "kind": first.kind, "buffer": first.buffer, "count": len(g.findings),
+            "points": list(g.points), "findings": list(g.findings), "fix": first.fix}
+
+
 def to_json_obj(r: FileResult) -> dict:
     if r.errors:
         return {"file": r.file, "ok": False, "errors": list(r.errors)}
+    group_of = {number: g.id for g in r.groups for number in g.findings}
     out = {"file": r.file, "stream": r.stream, "ok": not r.findings,
-           "findings": [f.to_json() for f in r.findings]}
+           "findings": [{**f.to_json(), "group": group_of[number]} for number, f in enumerate(r.findings, 1)],
+           "groups": [_group_json(r, g) for g in r.groups]}
     if r.agreement is not None:
         out["expect"] = _expect_json(r.agreement)
     if r.partial:
@@ -39,8 +49,9 @@ def to_json_obj(r: FileResult) -> dict:
     return out
 
 
-def format_json(results: list[FileResult]) -> str:
-    """One list, one object per file (docs/format.md, Findings), whatever the number of files."""
+def format_json(results: list[FileResult], expand: bool = False) -> str:
+    """One list, one object per file (docs/format.md, Findings), whatever the number of files; every finding
+    with its group, so `expand` changes nothing here."""
     return json.dumps([to_json_obj(r) for r in results], indent=2)
 
 
@@ -68,24 +79,61 @@ def _witness_lines(f: Finding) -> list[str]:
         [f"      {event:<{width}}  {step}" for event, step in zip(f.witness, f.witness_steps or f.witness)]
 
 
-def format_text(results: list[FileResult]) -> str:
+def _occurrence(number: int, f: Finding, r: FileResult) -> str:
+    """`#7 cb20[0] "label" -> main[18] "label"`: one finding of a group, by its operations."""
+    if f.ops is not None:
+        return f"#{number} {', '.join(f.ops)}"
+    return f"#{number} {_op(f.first, f.labels[0], None, r.source(f.first))} -> " \
+        f"{_op(f.second, f.labels[1], None, r.source(f.second))}"
+
+
+def _group_lines(r: FileResult, g: Group) -> list[str]:
+    """A group of findings: what repeats (kind, buffer, the program points), its first and last occurrence and
+    the fix, once."""
+    first, last = r.findings[g.first - 1], r.findings[g.last - 1]
+    what = " ".join(x for x in (first.kind, first.buffer, "(racing)" if first.racing else None) if x)
+    return [f"  group {g.id}: {len(g.findings)} findings {what}: {KINDS[first.kind].title}",
+            f"    where:  {' -> '.join(g.points)}",
+            f"    first:  {_occurrence(g.first, first, r)}",
+            f"    last:   {_occurrence(g.last, last, r)}"]
+
+
+def _finding_lines(r: FileResult, number: int, f: Finding) -> list[str]:
+    lines = [f"  #{number} {_headline(f)}{' (racing)' if f.racing else ''}: {f.message}"]
+    if f.ops is None:
+        lines.append(f"    first:  {_op(f.first, f.labels[0], f.first_access, r.source(f.first))}")
+        lines.append(f"    second: {_op(f.second, f.labels[1], f.second_access, r.source(f.second))}")
+    return lines
+
+
+def _verdict(r: FileResult, expand: bool) -> str:
+    if not r.findings:
+        verdict = "no findings"
+    else:
+        verdict = f"{len(r.findings)} finding{'s' * (len(r.findings) > 1)}"
+        if len(r.groups) < len(r.findings):
+            verdict += f" in {len(r.groups)} group{'s' * (len(r.groups) > 1)}"
+            verdict += "" if expand else " (--expand: every finding)"
+    if r.suppressed:
+        verdict += f", {len(r.suppressed)} suppressed"
+    return verdict
+
+
+def format_text(results: list[FileResult], expand: bool = False) -> str:
+    """A line per file, then each group of findings (a finding alone as itself: its operations, fix, witness);
+    `expand`: every finding."""
     lines = []
     for r in results:
         if r.errors:  # already said on stderr
             continue
-        verdict = "no findings" if not r.findings else f"{len(r.findings)} finding{'s' * (len(r.findings) > 1)}"
-        if r.suppressed:
-            verdict += f", {len(r.suppressed)} suppressed"
-        lines.append(f"{r.file}: {r.stream or '(unnamed)'}: {verdict}{' (partial verdict)' if r.partial else ''}")
+        lines.append(f"{r.file}: {r.stream or '(unnamed)'}: {_verdict(r, expand)}"
+                     f"{' (partial verdict)' if r.partial else ''}")
         lines += [f"  {why}" for why in r.partial]
         lines += [f"  warning: {w}" for w in r.warnings]
         for f, reason in r.suppressed:
             lines.append(f"  suppressed {_headline(f)}: {reason}")
-        for number, f in enumerate(r.findings, 1):
-            lines.append(f"  #{number} {_headline(f)}{' (racing)' if f.racing else ''}: {f.message}")
-            if f.ops is None:
-                lines.append(f"    first:  {_op(f.first, f.labels[0], f.first_access, r.source(f.first))}")
-                lines.append(f"    second: {_op(f.second, f.labels[1], f.second_access, r.source(f.second))}")
+        for number, f, g in r.reported(expand):
+            lines += _finding_lines(r, number, f) if g is None else _group_lines(r, g)
             lines.append(f"    fix:    {f.fix}")
             if f.params is not None:
                 lines.append(f"    params: {', '.join(f'{k}={v}' for k, v in f.params)} (smallest failing values)")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .check.expect import Agreement
 from .check.findings import Finding
+from .check.groups import Group, group
 from .model import ir
 
 __all__ = ["CAPTURES", "FileResult", "bad_input", "says_something"]
@@ -23,6 +25,18 @@ class FileResult:
     warnings: tuple[str, ...] = ()  # `JSON.path: what`, e.g. an ignore entry that matches nothing
     errors: tuple[str, ...] = ()  # bad input: `FILE: JSON.path: what is wrong` lines; nothing was checked
     loaded: ir.Stream | None = field(default=None, compare=False, repr=False)  # ids and positions for SARIF
+
+    @cached_property
+    def groups(self) -> tuple[Group, ...]:
+        """The findings grouped by root cause (check/groups.py)."""
+        return group(self.loaded, self.findings)
+
+    def reported(self, expand: bool) -> list[tuple[int, Finding, Group | None]]:
+        """What the formats report one by one, as (number from 1, finding, group): each group's first finding,
+        with the group it stands for where that has several; with `expand` every finding, alone."""
+        if expand:
+            return [(number, f, None) for number, f in enumerate(self.findings, 1)]
+        return [(g.first, self.findings[g.first - 1], g if len(g.findings) > 1 else None) for g in self.groups]
 
     @property
     def failed(self) -> bool:

@@ -1,7 +1,8 @@
 """`vkverify check --format sarif`: SARIF 2.1.0 for code-scanning UIs.
 
 One rule per finding kind (check/findings.py: stable id, descriptions, docs/format.md anchor); one result
-per finding, located at the text of its operation in the stream file (the call index for a capture);
+per group of findings (check/groups.py: a root cause repeated), its first finding's, located at the text of
+its operation in the stream file (the call index for a capture);
 suppressed findings carry their `ignore` reason; files that could not be loaded are the invocation's
 error notifications, so a document is written whatever the input.
 """
@@ -19,6 +20,7 @@ from .check.findings import KINDS, Finding
 from .model import ir
 from .model.positions import spans
 from .model.refs import parse_ref, without_submit
+from .check.groups import Group
 from .results import CAPTURES, FileResult
 
 __all__ = ["format_sarif", "locator", "reported_at"]
@@ -110,8 +112,21 @@ def _stable(stream: ir.Stream | None, ref: str) -> str:
     return ids.get(command, command)
 
 
+def operations(f: Finding) -> str:
+    """`cb0[0] -> main[3]` (`-` for no first), or the ops a finding names."""
+    return f"{f.first or '-'} -> {f.second}" if f.second else ", ".join(f.ops or ())
+
+
+def repeated(r: FileResult, g: Group | None) -> str:
+    """What a report of a group's first finding adds: how often the root cause repeats, and its last occurrence."""
+    if g is None:
+        return ""
+    return (f" ({len(g.findings)} findings of this root cause, the first shown, the last #{g.last}: "
+            f"{operations(r.findings[g.last - 1])})")
+
+
 def _result(r: FileResult, f: Finding, region: Callable[[str], dict | None], rule_index: dict[str, int],
-            reason: str | None) -> dict:
+            reason: str | None, g: Group | None = None) -> dict:
     refs = _refs(f)
     regions = [region(ref) for ref in refs]
 
@@ -121,7 +136,7 @@ def _result(r: FileResult, f: Finding, region: Callable[[str], dict | None], rul
 
     out = {
         "ruleId": KINDS[f.kind].rule_id, "ruleIndex": rule_index[f.kind], "level": "error",
-        "message": {"text": f"{f.message}. Fix: {f.fix}"},
+        "message": {"text": f"{f.message}. Fix: {f.fix}{repeated(r, g)}"},
         "locations": [located(refs[0], regions[0])] if refs else [
             {"physicalLocation": {"artifactLocation": _artifact(r.file)}}],
         "partialFingerprints": {"vkverify/v2": "|".join(
@@ -131,6 +146,8 @@ def _result(r: FileResult, f: Finding, region: Callable[[str], dict | None], rul
     if len(refs) > 1:
         out["relatedLocations"] = [{"id": i, **located(ref, where), "message": {"text": ref}}
                                    for i, (ref, where) in enumerate(zip(refs[1:], regions[1:]), 1)]
+    if g is not None:
+        out["properties"].update(group=g.id, count=len(g.findings), findings=list(g.findings))
     if reason is not None:
         out["suppressions"] = [{"kind": "inSource", "justification": reason}]
     return out
@@ -148,15 +165,15 @@ def _rule(kind) -> dict:
             "helpUri": f"{DOCS}#{kind.kind}", "defaultConfiguration": {"level": "error"}}
 
 
-def format_sarif(results: list[FileResult]) -> str:
-    """One run: rules for every kind, a result per finding (suppressed ones marked), load errors and warnings
-    as notifications."""
+def format_sarif(results: list[FileResult], expand: bool = False) -> str:
+    """One run: rules for every kind, a result per group of findings (`expand`: per finding; suppressed ones
+    marked), load errors and warnings as notifications."""
     kinds = list(KINDS.values())
     rule_index = {k.kind: i for i, k in enumerate(kinds)}
     sarif_results, notifications = [], []
     for r in results:
         region = locator(r)
-        sarif_results += [_result(r, f, region, rule_index, None) for f in r.findings]
+        sarif_results += [_result(r, f, region, rule_index, None, g) for _, f, g in r.reported(expand)]
         sarif_results += [_result(r, f, region, rule_index, reason) for f, reason in r.suppressed]
         notifications += [_notification(r, line, "error") for line in r.errors]
         notifications += [_notification(r, f"{r.file}: {w}", "warning") for w in r.warnings]
