@@ -23,7 +23,7 @@ from .model.refs import parse_ref, without_submit
 from .check.groups import Group
 from .results import CAPTURES, FileResult
 
-__all__ = ["format_sarif", "locator", "reported_at"]
+__all__ = ["format_sarif", "locator", "operations", "repeated", "reported_at"]
 
 DOCS = "docs/format.md"  # each rule's helpUri is an anchor there: the heading of its kind
 SRCROOT = "SRCROOT"  # artifact URIs are relative to it: the working directory
