@@ -214,16 +214,18 @@ def _load_partial_or_report(file: str):
 
 
 def _import_and_report(capture: str, output: str | None, threads: bool, assume_reads: bool) -> int:
+    from itertools import chain
+
     from .importer import import_capture
-    from .model import dumps
+    from .model.dump import dump_chunks
 
     stream, summary = import_capture(capture, threads=threads, assume_reads=assume_reads)
     print("\n".join(summary.lines()), file=sys.stderr)
-    text = dumps(stream)
+    text = chain(dump_chunks(stream), ["\n"])  # written as it is made: a long run's stream is gigabytes
     if output is None:
-        print(text)
+        sys.stdout.writelines(text)
     else:
-        write_atomic(output, text + "\n")
+        write_atomic(output, text)
     return 0
 
 
