@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
 from tests.conftest import ROOT, require_gfxreconstruct
 from vkverify.check import check
-from vkverify.importer import capture_env, import_capture
+from vkverify.importer import CaptureError, capture_env, import_capture
 from vkverify.model import ir
 from vkverify.model.builder import Stream
 from vkverify.model.dump import dumps
@@ -44,7 +45,7 @@ def rounds_stream(rounds: int) -> ir.Stream:
 
 
 @pytest.fixture(scope="module")
-def imported(tmp_path_factory):
+def captured(tmp_path_factory):
     require_gfxreconstruct()
     pytest.importorskip("vkverify.runtime")
     tmp = tmp_path_factory.mktemp("scale")
@@ -55,7 +56,12 @@ def imported(tmp_path_factory):
                           timeout=300, check=False)
     if done.returncode != 0 or not capture.exists():
         pytest.skip(f"the replay did not run under the capture layer: {done.stderr.strip()[-300:]}")
-    return import_capture(capture)
+    return capture
+
+
+@pytest.fixture(scope="module")
+def imported(captured):
+    return import_capture(captured)
 
 
 def test_every_round_signal_and_host_wait_with_its_value_in_order(imported):
@@ -120,3 +126,27 @@ def test_a_host_wait_covers_the_submits_up_to_the_first_signal_of_its_value():
     # 9 -> the signal of 10 (submits 2 to 4); 12 -> submit 5.
     assert after == {"wait 3": ["S0", "S1"], "wait 4": [], "wait 13": [], "wait 9": ["S2", "S3", "S4"],
                      "wait 12": ["S5"]}
+
+
+def test_the_converter_is_bounded_in_its_own_cpu_time_not_in_the_walk_s(captured, tmp_path, monkeypatch):
+    """The converter writes into a pipe the walk reads: it waits there as long as the walk takes, which a long
+    run's walk may take past the converter's time limit; only its own CPU time counts. One that spins (a
+    stand-in for a corrupted capture's runaway decode) is stopped at the limit, as a CaptureError."""
+    from vkverify.importer import gfxr
+    from vkverify.importer.records import read_lines
+
+    monkeypatch.setattr(gfxr, "TOOL_SECONDS", 1)
+    with gfxr.converting(captured, tmp_path) as lines:
+        calls = read_lines(lines, str(captured))
+        first = next(calls)
+        time.sleep(2)  # past the limit in wall time, with the converter blocked on the pipe
+        rest = sum(1 for _ in calls)
+    assert first.name == "vkCreateInstance" and rest > ROUNDS * 2
+    spinning = tmp_path / "bin" / "gfxrecon-convert"
+    spinning.parent.mkdir()
+    spinning.write_text("#!/bin/sh\nwhile :; do :; done\n")
+    spinning.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{spinning.parent}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(CaptureError, match=r"gfxrecon-convert ran past \d+ s of CPU"), \
+            gfxr.converting(captured, tmp_path) as lines:
+        lines.read()

@@ -19,8 +19,8 @@ from __future__ import annotations
 import resource
 import shutil
 import struct
+import signal
 import subprocess
-import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -156,8 +156,8 @@ def _failed(argv: list[str], path: Path, returncode: int, output: str) -> Captur
     return CaptureError(str(path), f"{Path(argv[0]).name} failed ({returncode}): {last}")
 
 
-def _ran_past(argv: list[str], path: Path, seconds: float) -> CaptureError:
-    return CaptureError(str(path), f"{Path(argv[0]).name} ran past {seconds:.0f} s: a corrupted capture?")
+def _ran_past(argv: list[str], path: Path, seconds: float, what: str = "s") -> CaptureError:
+    return CaptureError(str(path), f"{Path(argv[0]).name} ran past {seconds:.0f} {what}: a corrupted capture?")
 
 
 def _run(argv: list[str], path: Path) -> None:
@@ -175,31 +175,25 @@ def _run(argv: list[str], path: Path) -> None:
 def converting(path: Path, workdir: Path) -> Iterator[IO[str]]:
     """gfxrecon-convert's JSON lines as it writes them, read while it runs: neither a file of them nor
     all of them at once (a long run's are gigabytes), and the converter's time overlaps the walk's. Its
-    failure, or its running past the time limit, is raised at the end of the block, in place of whatever
-    the block raised over the lines it cut short."""
+    time is bounded in CPU seconds, not wall time: it waits on the pipe for as long as the walk takes.
+    Its failure is raised at the end of the block, in place of whatever the block raised over the lines
+    it cut short."""
     argv = [_tool("gfxrecon-convert", path), "--output", "stdout", str(path)]
     memory, seconds = _limits(path)
-    timed_out = threading.Event()
     with (workdir / "convert.err").open("w+", encoding="utf-8", errors="replace") as errors:
         tool = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, text=True, encoding="utf-8")
-        # Set from here, not in the child before exec: this process may run threads (the timer's below).
-        with suppress(ProcessLookupError):  # done already
+        with suppress(ProcessLookupError):  # done already; set from here: a caller of this may run threads
             resource.prlimit(tool.pid, resource.RLIMIT_AS, (memory, memory))
-
-        def expire() -> None:
-            timed_out.set()
-            tool.kill()
+            resource.prlimit(tool.pid, resource.RLIMIT_CPU, (int(seconds), int(seconds) + 1))  # SIGXCPU, then KILL
 
         def failure(returncode: int | None) -> CaptureError | None:
-            if timed_out.is_set():
-                return _ran_past(argv, path, seconds)
+            if returncode == -signal.SIGXCPU:
+                return _ran_past(argv, path, seconds, "s of CPU")
             if returncode:
                 errors.seek(0)
                 return _failed(argv, path, returncode, errors.read())
             return None
 
-        timer = threading.Timer(seconds, expire)
-        timer.start()
         try:
             with tool.stdout:
                 yield tool.stdout
@@ -211,8 +205,6 @@ def converting(path: Path, workdir: Path) -> Iterator[IO[str]]:
             found = failure(returncode)
             if found is None:
                 raise
-        finally:
-            timer.cancel()
         if found is not None:
             raise found from None
 
