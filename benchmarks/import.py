@@ -17,8 +17,8 @@ the import's max RSS over start-up's, over the stream's size (target <= 2x). Bet
 call past start-up at 10x the calls over that at 1x (target <= 1.2x). Targets are printed beside the
 figures, never asserted: a loaded machine slows both sides of each ratio.
 
-    python benchmarks/import.py                                # both shapes: decode 25000 commands, 1200 rounds
-    python benchmarks/import.py --decode 150000 --rounds 0     # 0: leave the shape out
+    python benchmarks/import.py                                # both shapes: 1 + 20 tokens, 1 + 1250 rounds
+    python benchmarks/import.py --tokens 200 --rounds 0        # 0: leave the shape out
     python benchmarks/import.py --rounds 12000 --keep DIR      # keep the captures and streams in DIR
 """
 
@@ -36,6 +36,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 MIB = 1 << 20
+PER_TOKEN = 30 * 41  # decode_stream's commands per token
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ def report(title: str, sizes: list[Size]) -> None:
         wall, cpu = s.imported.wall - start.imported.wall, s.imported.cpu - start.imported.cpu
         convert, convert_cpu = s.convert.wall - start.convert.wall, s.convert.cpu - start.convert.cpu
         memory = s.imported.rss - start.imported.rss
-        per_call.append(wall / calls)
+        per_call.append((wall / calls, cpu / calls))
         print(f"  {s.label}: {s.calls:,} calls, capture {s.capture / MIB:.1f} MiB, stream {s.stream / MIB:.1f} MiB\n"
               f"    gfxrecon-convert {s.convert.wall:.2f} s, max RSS {s.convert.rss / MIB:.0f} MiB\n"
               f"    import {s.imported.wall:.2f} s, max RSS {s.imported.rss / MIB:.0f} MiB; "
@@ -117,27 +118,27 @@ def report(title: str, sizes: list[Size]) -> None:
               f"{cpu:.2f} s, {cpu / convert_cpu:.1f}x convert's {convert_cpu:.2f} s\n"
               f"    max RSS past start-up {memory / MIB:.0f} MiB: {memory / s.stream:.2f}x the stream (target <= 2x)")
     print(f"  time per call past start-up at {(large.calls - start.calls) / (small.calls - start.calls):.1f}x the "
-          f"calls: {per_call[1] / per_call[0]:.2f}x (target <= 1.2x)")
+          f"calls: {per_call[1][0] / per_call[0][0]:.2f}x wall, {per_call[1][1] / per_call[0][1]:.2f}x CPU "
+          f"(target <= 1.2x)")
 
 
-def decode(commands: int, workdir: Path) -> list[Size]:
+def decode(tokens: int, workdir: Path) -> list[Size]:
     from decode_stream import decode_stream
 
     from vkverify.model.dump import dumps
 
     sizes = []
-    for n in (1, commands // 10, commands):  # 1: one token (a token is 1230 commands)
-        label = "1 token" if n == 1 else f"{n} commands"
+    for n in (1, 1 + tokens // 10, 1 + tokens):  # past the start-up token, 10x the tokens: 10x the calls
         source = workdir / f"decode{n}.json"
-        source.write_text(dumps(decode_stream(n, size=1024)))
-        sizes.append(measure(label, f"decode{n}", [sys.executable, "-m", "vkverify.cli", "replay", str(source)],
-                             workdir))
+        source.write_text(dumps(decode_stream(n * PER_TOKEN, size=1024)))
+        program = [sys.executable, "-m", "vkverify.cli", "replay", str(source)]
+        sizes.append(measure(f"{n} token{'s' * (n > 1)}", f"decode{n}", program, workdir))
     return sizes
 
 
 def semaphores(rounds: int, workdir: Path) -> list[Size]:
     sizes = []
-    for n in (1, rounds // 10, rounds):
+    for n in (1, 1 + rounds // 10, 1 + rounds):
         program = [sys.executable, str(HERE / "fft_loop.py"), str(n)]
         sizes.append(measure(f"{n} round{'s' * (n > 1)}", f"fft{n}", program, workdir))
     return sizes
@@ -145,18 +146,18 @@ def semaphores(rounds: int, workdir: Path) -> list[Size]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--decode", type=int, default=25_000, metavar="COMMANDS",
-                        help="stream commands of the decode shape's larger size (0: leave it out)")
-    parser.add_argument("--rounds", type=int, default=1200, help="FFT round trips of the semaphore shape's "
-                                                                   "larger size (0: leave it out)")
+    parser.add_argument("--tokens", type=int, default=20, help="decode tokens past the start-up token at the "
+                                                                 "larger size (0: leave the shape out)")
+    parser.add_argument("--rounds", type=int, default=1250, help="FFT round trips past the start-up round at "
+                                                                   "the larger size (0: leave the shape out)")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="keep captures and streams here")
     args = parser.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(prefix="vkverify-bench-") as tmp:
         workdir = args.keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        if args.decode:
-            report("decode (vkverify replay of decode_stream, ggml's shape)", decode(args.decode, workdir))
+        if args.tokens:
+            report("decode (vkverify replay of decode_stream, ggml's shape)", decode(args.tokens, workdir))
         if args.rounds:
             try:
                 import vkdispatch  # noqa: F401
