@@ -26,11 +26,11 @@ figures, never asserted: a loaded machine slows both sides of each ratio.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,19 +50,26 @@ class Run:
     rss: int
 
 
-def run(argv: list[str], env: dict[str, str] | None = None) -> Run:
-    """`argv` as a child of its own, timed; its output discarded, its failure raised with its stderr's end."""
-    with tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, env=env)
-        _, status, usage = os.wait4(child.pid, 0)
-        wall = time.perf_counter() - t0
-        child.returncode = os.waitstatus_to_exitcode(status)
-        if child.returncode not in (0, 1):  # check: 1 is findings
-            err.seek(0)
-            raise RuntimeError(f"{Path(argv[1] if argv[0] == sys.executable else argv[0]).name} failed "
-                               f"({child.returncode}): {err.read().decode(errors='replace').strip()[-500:]}")
-    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024)
+# Linux carries a process's peak RSS over exec (the forking process's, here this one's, which holds the decode
+# streams): each measured program is started by a small interpreter of its own, which reports the program's
+# wait4 figures, so that a figure is at least that interpreter's few MiB, never this process's.
+LAUNCHER = """import json, os, subprocess, sys, time
+t0 = time.perf_counter()
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(child.pid, 0)
+print(json.dumps([os.waitstatus_to_exitcode(status), time.perf_counter() - t0, usage.ru_utime + usage.ru_stime,
+                  usage.ru_maxrss * 1024]))
+"""
+
+
+def run(argv: list[str]) -> Run:
+    """`argv` as a process of its own, timed; its output discarded, its failure raised with its stderr's end."""
+    done = subprocess.run([sys.executable, "-c", LAUNCHER, *argv], capture_output=True, text=True, check=True)
+    returncode, wall, cpu, rss = json.loads(done.stdout)
+    if returncode not in (0, 1):  # check: 1 is findings
+        raise RuntimeError(f"{Path(argv[1] if argv[0] == sys.executable else argv[0]).name} failed ({returncode}): "
+                           f"{done.stderr.strip()[-500:]}")
+    return Run(wall, cpu, rss)
 
 
 @dataclass(frozen=True)
