@@ -218,14 +218,16 @@ def _import_and_report(capture: str, output: str | None, threads: bool, assume_r
 
     from .importer import import_capture
     from .model.dump import dump_chunks
+    from .model.gcpause import cyclic_gc_paused
 
     stream, summary = import_capture(capture, threads=threads, assume_reads=assume_reads)
     print("\n".join(summary.lines()), file=sys.stderr)
     text = chain(dump_chunks(stream), ["\n"])  # written as it is made: a long run's stream is gigabytes
-    if output is None:
-        sys.stdout.writelines(text)
-    else:
-        write_atomic(output, text)
+    with cyclic_gc_paused():  # the dicts made for the text hold no cycle; a collection would walk the stream
+        if output is None:
+            sys.stdout.writelines(text)
+        else:
+            write_atomic(output, text)
     return 0
 
 
