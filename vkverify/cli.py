@@ -13,6 +13,7 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from . import __version__
@@ -194,14 +195,14 @@ def _add_devices(sub) -> None:
     d.set_defaults(run=cmd_devices)
 
 
-def emit(text: str, output: str | None = None) -> None:
-    """A command's result: into `output` whole (model/files.py), or on stdout, flushed here so that a failed
-    write is an OutputError (exit 2) while the command can still say so."""
+def emit(text: str | Iterable[str], output: str | None = None) -> None:
+    """A command's result (or its pieces in turn): into `output` whole (model/files.py), or on stdout, flushed
+    here so that a failed write is an OutputError (exit 2) while the command can still say so."""
     if output is not None:
         write_atomic(output, text)
         return
     try:
-        sys.stdout.write(text)
+        sys.stdout.writelines([text] if isinstance(text, str) else text)
         sys.stdout.flush()
     except BrokenPipeError:
         raise
@@ -238,12 +239,17 @@ def _load_partial_or_report(file: str):
 
 
 def _import_and_report(capture: str, output: str | None, threads: bool, assume_reads: bool) -> int:
+    from itertools import chain
+
     from .importer import import_capture
-    from .model import dumps
+    from .model.dump import dump_chunks
+    from .model.gcpause import cyclic_gc_paused
 
     stream, summary = import_capture(capture, threads=threads, assume_reads=assume_reads)
     print("\n".join(summary.lines()), file=sys.stderr)
-    emit(dumps(stream) + "\n", output)
+    with cyclic_gc_paused():  # the dicts made for the text hold no cycle; a collection would walk the stream
+        # written as it is made: a long run's stream is gigabytes
+        emit(chain(dump_chunks(stream), ["\n"]), output)
     return 0
 
 

@@ -44,14 +44,16 @@ or memory kinds):
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
 from os import PathLike
 from pathlib import Path
 
 from ..model import InvalidStream, UsageError, from_dict, ir
 from ..model.dump import command_to_dict, host_op_to_dict
+from ..model.gcpause import cyclic_gc_paused
 from .errors import CaptureError
-from .gfxr import Blocks, capture_env, convert, decompress, read_blocks
-from .records import call_index, read_calls
+from .gfxr import Blocks, capture_env, converting, decompress, extract, read_blocks
+from .records import Call, call_index, read_calls, read_lines
 from .resources import Resources
 from .summary import ImportSummary
 from .translate import UNREADABLE, Translator, UnreadableCall
@@ -87,21 +89,24 @@ def import_capture(path: str | Path, shader_dir: str | Path | None = None, threa
     path = Path(path)
     if not path.is_file():
         raise CaptureError(str(path), "no such file")
-    if path.suffix == ".gfxr":
+    with cyclic_gc_paused():  # millions of dicts and no cycle: each collection would walk them all again
+        if path.suffix != ".gfxr":
+            return _translate(path, read_calls(path, str(path)), None if shader_dir is None else Path(shader_dir),
+                              None, False, assume_reads)
         blocks = read_blocks(path)
         with tempfile.TemporaryDirectory(prefix="vkverify-import-") as tmp:
             if blocks.compressed:  # the fill bytes and push constants are in the compressed part
                 blocks = read_blocks(decompress(path, Path(tmp)), shown_as=path)
-            jsonl, shaders = convert(path, Path(tmp))
-            return _translate(path, jsonl, shaders, blocks, threads, assume_reads)
-    return _translate(path, path, None if shader_dir is None else Path(shader_dir), None, False, assume_reads)
+            with converting(path, Path(tmp)) as lines:  # converts while the shaders are extracted and translated
+                shaders = extract(path, Path(tmp))
+                return _translate(path, read_lines(lines, str(path)), shaders, blocks, threads, assume_reads)
 
 
-def _translate(path: Path, jsonl: Path, shader_dir: Path | None, blocks: Blocks | None,
+def _translate(path: Path, calls: Iterator[Call], shader_dir: Path | None, blocks: Blocks | None,
                threads: bool, assume_reads: bool) -> tuple[ir.Stream, ImportSummary]:
     translator = Translator(Resources(shader_dir), blocks, threads, assume_reads)
     try:
-        translator.run(read_calls(jsonl, str(path)))
+        translator.run(calls)
         if not translator.devices:
             raise CaptureError(str(path), f"no vkCreateDevice among its {translator.summary.calls} calls: nothing "
                                           "to import")

@@ -19,14 +19,17 @@ from __future__ import annotations
 import resource
 import shutil
 import struct
+import signal
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from .errors import CaptureError
 
-__all__ = ["Blocks", "FillMemory", "capture_env", "convert", "decompress", "read_blocks"]
+__all__ = ["Blocks", "FillMemory", "capture_env", "converting", "decompress", "extract", "read_blocks"]
 
 _COMPRESSED = 0x80000000
 _META_DATA_BLOCK = 3
@@ -138,27 +141,79 @@ TOOL_MEMORY = 4 << 30  # bytes of address space, or 64 per byte of the capture w
 TOOL_SECONDS = 120  # or a second per 256 KiB of the capture where that is more
 
 
-def _run(argv: list[str], path: Path) -> None:
+def _limits(path: Path) -> tuple[int, float]:
+    """(bytes of address space, seconds) a tool may take on `path`."""
     size = path.stat().st_size
-    memory = max(TOOL_MEMORY, 64 * size)
+    return max(TOOL_MEMORY, 64 * size), max(TOOL_SECONDS, size / (256 << 10))
 
+
+def _limited(memory: int):
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    seconds = max(TOOL_SECONDS, size / (256 << 10))
+    return limit
+
+
+def _failed(argv: list[str], path: Path, returncode: int, output: str) -> CaptureError:
+    last = (output.strip() or "no output").splitlines()[-1]
+    return CaptureError(str(path), f"{Path(argv[0]).name} failed ({returncode}): {last}")
+
+
+def _ran_past(argv: list[str], path: Path, seconds: float, what: str = "s") -> CaptureError:
+    return CaptureError(str(path), f"{Path(argv[0]).name} ran past {seconds:.0f} {what}: a corrupted capture?")
+
+
+def _run(argv: list[str], path: Path) -> None:
+    memory, seconds = _limits(path)
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, errors="replace", preexec_fn=limit,
+        done = subprocess.run(argv, capture_output=True, text=True, errors="replace", preexec_fn=_limited(memory),
                               timeout=seconds, check=False)
     except subprocess.TimeoutExpired:
-        raise CaptureError(str(path), f"{Path(argv[0]).name} ran past {seconds:.0f} s: a corrupted capture?") from None
+        raise _ran_past(argv, path, seconds) from None
     if done.returncode != 0:
-        last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
-        raise CaptureError(str(path), f"{Path(argv[0]).name} failed ({done.returncode}): {last}")
+        raise _failed(argv, path, done.returncode, done.stderr.strip() or done.stdout)
 
 
-def convert(path: Path, workdir: Path) -> tuple[Path, Path]:
-    """Run gfxrecon-convert and gfxrecon-extract: (the JSON lines file, the directory of `sh<handle>` SPIR-V)."""
-    jsonl, shaders = workdir / "capture.jsonl", workdir / "shaders"
+@contextmanager
+def converting(path: Path, workdir: Path) -> Iterator[IO[str]]:
+    """gfxrecon-convert's JSON lines as it writes them, read while it runs: neither a file of them nor
+    all of them at once (a long run's are gigabytes), and the converter's time overlaps the walk's. Its
+    time is bounded in CPU seconds, not wall time: it waits on the pipe for as long as the walk takes.
+    Its failure is raised at the end of the block, in place of whatever the block raised over the lines
+    it cut short."""
+    argv = [_tool("gfxrecon-convert", path), "--output", "stdout", str(path)]
+    memory, seconds = _limits(path)
+    with (workdir / "convert.err").open("w+", encoding="utf-8", errors="replace") as errors:
+        tool = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, text=True, encoding="utf-8")
+        with suppress(ProcessLookupError):  # done already; set from here: a caller of this may run threads
+            resource.prlimit(tool.pid, resource.RLIMIT_AS, (memory, memory))
+            resource.prlimit(tool.pid, resource.RLIMIT_CPU, (int(seconds), int(seconds) + 1))  # SIGXCPU, then KILL
+
+        def failure(returncode: int | None) -> CaptureError | None:
+            if returncode == -signal.SIGXCPU:
+                return _ran_past(argv, path, seconds, "s of CPU")
+            if returncode:
+                errors.seek(0)
+                return _failed(argv, path, returncode, errors.read())
+            return None
+
+        try:
+            with tool.stdout:
+                yield tool.stdout
+            found = failure(tool.wait())
+        except BaseException:
+            returncode = tool.poll()  # None: still running, stopped by what the block raised
+            tool.kill()
+            tool.wait()
+            found = failure(returncode)
+            if found is None:
+                raise
+        if found is not None:
+            raise found from None
+
+
+def extract(path: Path, workdir: Path) -> Path:
+    """Run gfxrecon-extract: the directory of the `sh<handle>` SPIR-V files."""
+    shaders = workdir / "shaders"
     shaders.mkdir()
-    _run([_tool("gfxrecon-convert", path), "--output", str(jsonl), str(path)], path)
     _run([_tool("gfxrecon-extract", path), "--dir", str(shaders), str(path)], path)
-    return jsonl, shaders
+    return shaders

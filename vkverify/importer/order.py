@@ -59,5 +59,7 @@ class Satisfied:
                 at = bisect_left(indices, index)
                 if at and signals[at - 1]:  # signaled, not reset since
                     continue
-                found += [indices[i] for i in range(at, len(indices)) if signals[i]][:1]
+                signal = next((i for i in range(at, len(indices)) if signals[i]), None)  # the first after
+                if signal is not None:
+                    found.append(indices[signal])
         return max(found)

@@ -52,8 +52,8 @@ class Queues:
             self.warn(f"queue{queue}", f"{call.name} #{call.index}: queue {queue} was never retrieved with "
                                        "vkGetDeviceQueue; its submits are left out")
             return
-        for mem in self.res.memories.values():
-            self.assumed_write(mem, call)
+        for handle in sorted(self.unwritten):  # in allocation order: capture ids grow
+            self.assumed_write(self.unwritten[handle], call)
         op = {"queue": self.queue_id(queue), "batches": batches}
         if fence in self.fences:
             op["fence"] = self.fences[fence]["id"]

@@ -20,8 +20,9 @@ found. `Readbacks` walks the host ops in capture order, with the bytes each subm
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 __all__ = ["ASSUMED", "Placement", "Readbacks", "Written", "accesses"]
 
@@ -55,6 +56,27 @@ class Written:
     copied: bool  # by a copy command: a readback
     waited: bool = False  # a host wait covers the command
     assumed: bool = False  # and an assumed host read of the bytes follows it
+
+
+@dataclass
+class _Signals:
+    """One semaphore's signals so far, for a wait to find its own by bisection: a capture of a long run
+    signals a timeline semaphore tens of thousands of times."""
+
+    latest: Frontier = field(default_factory=dict)  # what the latest signal covers: a binary wait's
+    highest: list[int] = field(default_factory=list)  # per signal with a value: the highest value so far
+    frontiers: list[Frontier] = field(default_factory=list)  # what each of those covers
+
+    def add(self, value: int | None, frontier: Frontier) -> None:
+        self.latest = frontier
+        if value is not None:
+            self.highest.append(max(value, self.highest[-1]) if self.highest else value)
+            self.frontiers.append(frontier)
+
+    def reaching(self, value: int) -> Frontier:
+        """What the first signal of `value` or more covers."""
+        at = bisect_left(self.highest, value)
+        return self.frontiers[at] if at < len(self.frontiers) else {}
 
 
 def _cut(entries: list[Written], lo: int, hi: int) -> list[Written]:
@@ -133,9 +155,11 @@ class Readbacks:
         self.command_buffers = command_buffers
         self.assume = assume
         self.written: dict[int, list[Written]] = {}  # memory -> what device commands wrote last there
+        self.unwaited: set[int] = set()  # memories with writes no host wait covered yet: a wait looks only there
+        self.rank: dict[int, int] = {}  # memory -> its place in `written`, the order a wait goes through them in
         self.submitted: dict[str, int] = {}  # queue -> its submits so far
         self.queue_frontier: dict[str, Frontier] = {}  # queue -> what its latest submit's completion covers
-        self.signals: dict[str, list[tuple[int | None, Frontier]]] = {}  # semaphore -> (value, frontier) signals
+        self.signals: dict[str, _Signals] = {}
         self.fences: dict[str, Frontier] = {}
         self.destroyed: set[str] = set()
         self.assumed_reads: list[str] = []  # buffer ids, for the summary
@@ -160,7 +184,7 @@ class Readbacks:
             elif kind == "host_write":
                 self._host_write(op)
             elif kind == "signal_semaphore":  # orders the host's waits, covers no device work
-                self.signals.setdefault(op["semaphore"], []).append((op["value"], {}))
+                self.signals.setdefault(op["semaphore"], _Signals()).add(op["value"], {})
             elif kind == "destroy":
                 self.destroyed.add(op["buffer"])
             out.append((index, thread, op))
@@ -215,17 +239,17 @@ class Readbacks:
                         self._device_read(cmd, buffer, *found)
                     self._device_access(*found, buffer, offset, writes and cmd["cmd"], queue, n)
             for s in batch["signal"]:
-                self.signals.setdefault(s["semaphore"], []).append((s.get("value"), frontier))
+                self.signals.setdefault(s["semaphore"], _Signals()).add(s.get("value"), frontier)
         self.queue_frontier[queue] = frontier
         if "fence" in op:
             self.fences[op["fence"]] = frontier
 
     def _signal(self, semaphore: str, value: int | None) -> Frontier:
         """What the signal a wait for `value` (None: binary, the latest signal) synchronizes with covers."""
-        signals = self.signals.get(semaphore, [])
-        if value is None:
-            return signals[-1][1] if signals else {}
-        return next((f for v, f in signals if v is not None and v >= value), {})
+        signals = self.signals.get(semaphore)
+        if signals is None:
+            return {}
+        return signals.latest if value is None else signals.reaching(value)
 
     def _covered(self, op: dict) -> Frontier:
         kind = op["op"]
@@ -257,21 +281,26 @@ class Readbacks:
         entries = _cut(self.written.get(place.memory, []), lo, hi)  # a read: the bytes are no longer readback's
         if writer:
             entries.append(Written(lo, hi, buffer, offset, queue, submit, writer == "copy"))
+            self.unwaited.add(place.memory)
         self.written[place.memory] = entries
+        self.rank.setdefault(place.memory, len(self.rank))
 
     def _host_write(self, op: dict) -> None:
         found = self._range(op["buffer"], op["offset"], op["size"])
         if found is not None:
             place, lo, hi = found
             self.written[place.memory] = _cut(self.written.get(place.memory, []), lo, hi)
+            self.rank.setdefault(place.memory, len(self.rank))
             self.recorded[place.memory] = _add(self.recorded.get(place.memory, []), lo, hi)
 
     def _waited(self, covered: Frontier, wait: str) -> list[dict]:
         """Mark the device writes a host wait covers; the assumed reads of those of staging buffers."""
         reads = []
-        for entries in self.written.values():
+        for memory in sorted(self.unwaited, key=self.rank.__getitem__):
+            entries, pending = self.written[memory], False
             for i, e in enumerate(entries):
                 if e.waited or e.submit > covered.get(e.queue, 0):
+                    pending = pending or not e.waited
                     continue
                 assumed = self.assume and e.copied and self.placements[e.buffer].staging and \
                     e.buffer not in self.destroyed
@@ -280,6 +309,8 @@ class Readbacks:
                     self.assumed_reads.append(e.buffer)
                     reads.append({"op": "host_read", "buffer": e.buffer, "offset": e.at, "size": e.hi - e.lo,
                                   "label": f"{ASSUMED} (readback) after {wait}"})
+            if not pending:
+                self.unwaited.discard(memory)
         return reads
 
     def _fill(self, index: int, fill: dict) -> dict | None:

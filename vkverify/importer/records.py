@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from .errors import CaptureError
 
@@ -40,11 +41,16 @@ def call_index(label: str | None) -> int | None:
 def read_calls(path: Path, shown_as: str) -> Iterator[Call]:
     """The calls in file order; raises CaptureError on a header of another version or a broken line."""
     with path.open(encoding="utf-8") as lines:
-        try:
-            yield from _calls(lines, shown_as)
-        except UnicodeDecodeError as e:
-            raise CaptureError(shown_as, f"not UTF-8 (byte 0x{e.object[e.start]:02x}): not gfxrecon-convert JSON "
-                                         "lines") from None
+        yield from read_lines(lines, shown_as)
+
+
+def read_lines(lines: IO[str], shown_as: str) -> Iterator[Call]:
+    """The calls of JSON lines read from `lines` (a file, or the converter's output as it writes it)."""
+    try:
+        yield from _calls(lines, shown_as)
+    except UnicodeDecodeError as e:
+        raise CaptureError(shown_as, f"not UTF-8 (byte 0x{e.object[e.start]:02x}): not gfxrecon-convert JSON "
+                                     "lines") from None
 
 
 def _calls(lines, shown_as: str) -> Iterator[Call]:

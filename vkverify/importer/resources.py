@@ -45,8 +45,8 @@ class Memory:
     declared: str | None = None  # the stream memory kind its debug name declares (see __init__.py)
     mapped: tuple[int, int] | None = None  # (offset, size) of the current mapping
     ever_mapped: bool = False
-    assumed_write_pending: bool = False  # captures without fill records: a mapping no submit has followed yet
     buffers: list[int] = field(default_factory=list)
+    live: dict[int, None] = field(default_factory=dict)  # those of `buffers` not destroyed, in bind order
     images: list[tuple[int, int]] = field(default_factory=list)  # (image handle, call index) bound to it
 
 
@@ -117,16 +117,17 @@ class Resources:
 
     def buffers_over(self, memory: Memory, offset: int, size: int):
         """(buffer, offset in it, size) for each live buffer bound to `memory` overlapping [offset, offset+size)."""
-        for handle in memory.buffers:
+        for handle in memory.live:  # a long run binds thousands of buffers in turn to one memory
             buf = self.buffers[handle]
             lo, hi = max(offset, buf.offset), min(offset + size, buf.offset + buf.size)
-            if buf.live and lo < hi:
+            if lo < hi:
                 buf.used = True
                 yield buf, lo - buf.offset, hi - lo
 
     def bind(self, buf: CapturedBuffer, memory: Memory, offset: int) -> None:
         buf.memory, buf.offset = memory.handle, offset
         memory.buffers.append(buf.handle)
+        memory.live[buf.handle] = None
         if memory.host is not None:  # host bytes another device's buffer may import too
             first = self.host_buffers.setdefault((memory.host + offset, buf.size), buf)
             if first is not buf:

@@ -84,6 +84,8 @@ class Translator(Commands, Queues):
         self.ops: dict[int, list[tuple[int, dict]]] = {}  # capture thread -> (call index, host op)
         self.exported: dict[int, dict] = {}  # file descriptor -> the semaphore exported as it
         self.warned: set[str] = set()
+        # Captures without fill records: memory -> its mapping that no submit, flush or unmap has followed yet.
+        self.unwritten: dict[int, Memory] = {}
 
     # ---- the walk ----------------------------------------------------------
 
@@ -343,6 +345,7 @@ class Translator(Commands, Queues):
         """The stream buffer is destroyed with the last live buffer of any device over its bytes."""
         if buf.live:
             buf.live = False
+            del self.res.memories[buf.memory].live[buf.handle]
             if not any(b.live for b in self.res.sharing(buf)):
                 self.host(call, "destroy", buffer=buf.id)
 
@@ -352,7 +355,8 @@ class Translator(Commands, Queues):
         mem = self.res.memories[a["memory"]]
         mem.mapped = (a["offset"], mem.size - a["offset"] if a["size"] == WHOLE_SIZE else a["size"])
         mem.ever_mapped = True
-        mem.assumed_write_pending = self.fills is None
+        if self.fills is None:
+            self.unwritten[mem.handle] = mem
 
     def vkUnmapMemory(self, call: Call, a: dict) -> None:
         mem = self.res.memories[a["memory"]]
@@ -365,8 +369,8 @@ class Translator(Commands, Queues):
 
     def assumed_write(self, mem: Memory, call: Call) -> None:
         """Without fill records: the host wrote the whole mapped range before the first submit after a map."""
-        if mem.assumed_write_pending and mem.mapped is not None:
-            mem.assumed_write_pending = False
+        if mem.handle in self.unwritten and mem.mapped is not None:
+            del self.unwritten[mem.handle]
             self._host_access(call, "host_write", mem, *mem.mapped)
             self.assume("assumed", "the capture has no fill-memory records (JSON lines only): each mapping is "
                                    "taken as a host write of the whole mapped range just before the first submit, "

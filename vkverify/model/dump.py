@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from . import ir
 
-__all__ = ["command_to_dict", "dumps", "host_op_to_dict", "to_dict"]
+__all__ = ["command_to_dict", "dump_chunks", "dumps", "host_op_to_dict", "to_dict"]
 
 
 def _tag(item: Any) -> dict:
@@ -112,4 +113,9 @@ def to_dict(s: ir.Stream) -> dict:
 
 
 def dumps(s: ir.Stream, indent: int | None = 1) -> str:
-    return json.dumps(to_dict(s), indent=indent)
+    return "".join(dump_chunks(s, indent))
+
+
+def dump_chunks(s: ir.Stream, indent: int | None = 1) -> Iterator[str]:
+    """The text of `dumps` in pieces, for a writer that never holds all of it (an imported run's is gigabytes)."""
+    return json.JSONEncoder(indent=indent).iterencode(to_dict(s))

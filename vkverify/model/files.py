@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from .errors import OutputError, UsageError
@@ -36,22 +37,22 @@ def check_directory(path: str | Path, argument: str) -> None:
             return
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write `text` to a temporary file beside `path`, then rename it over `path`: a failure (a full
-    disk, an interrupt) leaves the old file or none, never part of the new one. A target that is no
-    regular file (/dev/null, a FIFO) is written in place: a rename would replace the device itself.
+def write_atomic(path: str | Path, text: str | Iterable[str]) -> None:
+    """Write `text` (or its pieces in turn) to a temporary file beside `path`, then rename it over `path`: a
+    failure (a full disk, an interrupt) leaves the old file or none, never part of the new one. A target that
+    is no regular file (/dev/null, a FIFO) is written in place: a rename would replace the device itself.
     OutputError says why a write failed."""
     p = Path(path)
     try:
         if p.exists() and not p.is_file():
             with p.open("w", encoding="utf-8") as f:
-                f.write(text)
+                f.writelines([text] if isinstance(text, str) else text)
             return
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
         try:
             os.chmod(tmp, 0o666 & ~_umask())  # as open() would have made it, not mkstemp's 0600
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
+                f.writelines([text] if isinstance(text, str) else text)
             os.replace(tmp, p)
         except BaseException:
             os.unlink(tmp)

@@ -1,0 +1,152 @@
+"""A semaphore-heavy run imported as it ran: the shape whose import grew with the square of the run (issue 24).
+
+A stream of many rounds, each a submit that signals the next value of a timeline semaphore and a host wait
+for it, on buffers bound in turn to one memory, is replayed under the capture layer; its import must give
+every submit's signal and every host wait, with their values, in the order the program made them. The
+benchmark (benchmarks/import.py) measures the same walk at 10^5 calls and more; this is its output.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import ROOT, require_gfxreconstruct
+from vkverify.check import check
+from vkverify.importer import CaptureError, capture_env, import_capture
+from vkverify.model import ir
+from vkverify.model.builder import Stream
+from vkverify.model.dump import dumps
+
+ROUNDS = 120
+SLOTS = 3  # readback buffers the rounds take in turn
+
+
+def rounds_stream(rounds: int) -> ir.Stream:
+    """Round i: fill a device buffer, copy it into readback slot i % SLOTS, a barrier to the host, a submit
+    signalling `t` = i + 1, a host wait for it, the host's read of the slot."""
+    s = Stream("semaphore-rounds").create_semaphore("t", timeline=True).create_buffer("A", 256)
+    for slot in range(SLOTS):
+        s.create_buffer(f"R{slot}", 256, "host_coherent")
+        s.allocate_command_buffer(f"cb{slot}").cmd_fill_buffer("A", value=slot + 1) \
+            .cmd_pipeline_barrier2("transfer", "transfer_write", "transfer", "transfer_read") \
+            .cmd_copy_buffer("A", f"R{slot}") \
+            .cmd_pipeline_barrier2("transfer", "transfer_write", "host", "host_read")
+    for i in range(rounds):
+        slot = i % SLOTS
+        s.queue_submit("q0", [f"cb{slot}"], signal=[{"semaphore": "t", "value": i + 1}])
+        s.wait_semaphores({"t": i + 1})
+        s.host_read(f"R{slot}")
+    return s.build()
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    require_gfxreconstruct()
+    pytest.importorskip("vkverify.runtime")
+    tmp = tmp_path_factory.mktemp("scale")
+    source, capture = tmp / "rounds.json", tmp / "rounds.gfxr"
+    source.write_text(dumps(rounds_stream(ROUNDS)))
+    done = subprocess.run([sys.executable, "-m", "vkverify.cli", "replay", str(source)],
+                          env=capture_env(capture, os.environ), cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, check=False)
+    if done.returncode != 0 or not capture.exists():
+        pytest.skip(f"the replay did not run under the capture layer: {done.stderr.strip()[-300:]}")
+    return capture
+
+
+@pytest.fixture(scope="module")
+def imported(captured):
+    return import_capture(captured)
+
+
+def test_every_round_signal_and_host_wait_with_its_value_in_order(imported):
+    stream, summary = imported
+    (timeline,) = [s.id for s in stream.semaphores if s.type == "timeline"]
+    ops = [op for t in stream.threads for op in t.ops]
+    signalled = [(i, sig.value) for i, op in enumerate(ops) if isinstance(op, ir.Submit)
+                 for b in op.batches for sig in b.signals if sig.semaphore == timeline]
+    waited = [(i, w.value) for i, op in enumerate(ops) if isinstance(op, ir.WaitSemaphores)
+              for w in op.waits if w.semaphore == timeline]
+    assert [v for _, v in signalled] == list(range(1, ROUNDS + 1))
+    assert [v for _, v in waited] == list(range(1, ROUNDS + 1))
+    # Each wait comes after the submit that signals its value and before the next one.
+    for (submit, value), (wait, waited_value), after in zip(signalled, waited, signalled[1:] + [(len(ops), 0)]):
+        assert submit < wait < after[0] and value == waited_value
+    # Each submit runs the recording of its slot: the fill, the copy and the two barriers of that round.
+    submitted = [op for op in ops if isinstance(op, ir.Submit) and any(
+        sig.semaphore == timeline for b in op.batches for sig in b.signals)]
+    recorded = {cb.id: cb for cb in stream.command_buffers}
+    kinds = [[type(c).__name__ for cb in op.batches[0].command_buffers for c in recorded[cb].commands]
+             for op in submitted]
+    assert all(k.count("Fill") == 1 and k.count("Copy") == 1 for k in kinds), kinds[:3]
+    assert summary.host_ops["submit"] >= ROUNDS and summary.host_ops["wait_semaphores"] >= ROUNDS
+
+
+def test_the_imported_run_is_race_free_as_the_program_is(imported):
+    stream, _ = imported
+    assert check(rounds_stream(ROUNDS)) == []
+    assert check(stream) == []
+
+
+def test_a_host_wait_covers_the_submits_up_to_the_first_signal_of_its_value():
+    """The readback walk on a run whose signals skip values: a wait for 3 is satisfied by the signal of 4
+    (the first of 3 or more), which covers the submits up to it on its queue and none after; a wait for a
+    value no submit signalled covers nothing. Each copy into a staging buffer gets its assumed read after
+    the first wait that covers it, and only there."""
+    from vkverify.importer.readback import ASSUMED, Placement, Readbacks
+
+    rounds = 6
+    placements = {f"S{i}": Placement(memory=1, offset=64 * i, staging=True, mapped=True) for i in range(rounds)}
+    command_buffers = {f"cb{i}": [{"cmd": "copy", "src": "D", "dst": f"S{i}", "label": f"copy {i}",
+                                   "regions": [{"src_offset": 0, "dst_offset": 0, "size": 64}]}]
+                       for i in range(rounds)}
+
+    def submit(i: int) -> dict:
+        return {"op": "submit", "queue": "q0", "label": f"submit {i}", "batches": [
+            {"wait": [], "command_buffers": [f"cb{i}"], "signal": [{"semaphore": "t", "value": 2 * (i + 1)}]}]}
+
+    def wait(value: int) -> dict:
+        return {"op": "wait_semaphores", "waits": [{"semaphore": "t", "value": value}], "label": f"wait {value}"}
+
+    ops = [submit(i) for i in range(rounds)] + [wait(3), wait(4), wait(13), wait(9), wait(12)]
+    walked = Readbacks(placements, command_buffers, {"q0": "gpu0"}, set(), True).walk(
+        [(index, 0, op) for index, op in enumerate(ops)])
+    after: dict[str, list[str]] = {}
+    for _, _, op in walked:
+        if op["op"] == "wait_semaphores":
+            last = after.setdefault(op["label"], [])
+        elif op["label"].startswith(ASSUMED):
+            last.append(op["buffer"])
+    # Signals 2, 4, ..., 12: wait 3 -> the signal of 4 (submits 0, 1); 4 -> nothing new; 13 -> no signal;
+    # 9 -> the signal of 10 (submits 2 to 4); 12 -> submit 5.
+    assert after == {"wait 3": ["S0", "S1"], "wait 4": [], "wait 13": [], "wait 9": ["S2", "S3", "S4"],
+                     "wait 12": ["S5"]}
+
+
+def test_the_converter_is_bounded_in_its_own_cpu_time_not_in_the_walk_s(captured, tmp_path, monkeypatch):
+    """The converter writes into a pipe the walk reads: it waits there as long as the walk takes, which a long
+    run's walk may take past the converter's time limit; only its own CPU time counts. One that spins (a
+    stand-in for a corrupted capture's runaway decode) is stopped at the limit, as a CaptureError."""
+    from vkverify.importer import gfxr
+    from vkverify.importer.records import read_lines
+
+    monkeypatch.setattr(gfxr, "TOOL_SECONDS", 1)
+    with gfxr.converting(captured, tmp_path) as lines:
+        calls = read_lines(lines, str(captured))
+        first = next(calls)
+        time.sleep(2)  # past the limit in wall time, with the converter blocked on the pipe
+        rest = sum(1 for _ in calls)
+    assert first.name == "vkCreateInstance" and rest > ROUNDS * 2
+    spinning = tmp_path / "bin" / "gfxrecon-convert"
+    spinning.parent.mkdir()
+    spinning.write_text("#!/bin/sh\nwhile :; do :; done\n")
+    spinning.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{spinning.parent}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(CaptureError, match=r"gfxrecon-convert ran past \d+ s of CPU"), \
+            gfxr.converting(captured, tmp_path) as lines:
+        lines.read()
