@@ -15,7 +15,7 @@ from typing import IO
 
 from .errors import CaptureError
 
-__all__ = ["Call", "call_index", "read_calls"]
+__all__ = ["Call", "call_index", "read_calls", "read_lines"]
 
 SUPPORTED_JSON_VERSION = "0.8"
 
