@@ -251,7 +251,9 @@ class Commands:
                   specialization: Specialization | None) -> list[dict]:
         """The buffers the dispatch accesses, from the sets bound now and the shader's reflected interface; a
         binding the shader uses with no descriptor bound leaves the dispatch unresolved."""
-        interface = self.res.interface(module, entry, specialization)
+        # The push constants set so far are the dispatch's (None where the capture lacks their values).
+        interface = self.res.interface(module, entry, specialization, None if self.push_data is None else
+                                       bytes(rec.push))
         if module in self.res.unspecialized:
             self.warn(f"unspecialized{module}", f"shader module {module}: {self.res.unspecialized[module]}; its "
                                                 "bindings are reflected with every branch")
