@@ -155,7 +155,8 @@ class Translator(Commands, Queues):
                 f"{len(walk.assumed_reads)} host reads ({', '.join(sorted(set(walk.assumed_reads)))}): a capture "
                 "records no host reads, so the host is taken to read each staging buffer (coherent host-visible "
                 "memory, usage transfer only) the device copied into, right after the first host wait that covers "
-                f"the copy; their labels start '{ASSUMED}' (import with assume_reads=False, --no-assumed-reads, to "
+                "the copy, unless page-guard records show the host never touched the bytes before the device "
+                f"rewrote them; their labels start '{ASSUMED}' (import with assume_reads=False, --no-assumed-reads, to "
                 "leave them out)")
         if walk.unrecorded is not None and self.fills is not None:  # JSON lines: host writes are assumed anyway
             self.warn("unrecorded", f"device commands read mapped memory that no captured write reached (first: "
@@ -165,9 +166,11 @@ class Translator(Commands, Queues):
                                     "default) for them")
         if walk.fill_reads:
             self.summary.assumed.append(
-                f"{len(walk.fill_reads)} fill-memory records are host reads, not writes: each covers only bytes a "
-                "device command wrote last, after a host wait that covers it, that nothing touched since and nothing "
-                "reads later before a write (a page-guard capture writes back the pages the host read)")
+                f"{len(walk.fill_reads)} fill-memory records are host reads of bytes a device command wrote, after a "
+                "host wait that covers it (a page-guard capture writes back each whole page the host touched, read "
+                "or written): each record is read byte range by byte range, a read where the device wrote a result "
+                "for the host, a write where the bytes changed since the page's last record or a later command "
+                "reads what no earlier write reached; the label of each says which")
 
     def stream_threads(self) -> dict[str, list[dict]]:
         """Capture threads that signal a semaphore from the host as threads of their own (all of them with
