@@ -169,8 +169,9 @@ class Translator(Commands, Queues):
                 f"{len(walk.fill_reads)} fill-memory records are host reads of bytes a device command wrote, after a "
                 "host wait that covers it (a page-guard capture writes back each whole page the host touched, read "
                 "or written): each record is read byte range by byte range, a read where the device wrote a result "
-                "for the host, a write where the bytes changed since the page's last record or a later command "
-                "reads what no earlier write reached; the label of each says which")
+                "for the host, no access where it repeats the page's last record or holds an intermediate result, "
+                "a write where the bytes changed or a later command reads what the host put there; the label of "
+                "each access says which")
 
     def stream_threads(self) -> dict[str, list[dict]]:
         """Capture threads that signal a semaphore from the host as threads of their own (all of them with
