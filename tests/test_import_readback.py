@@ -204,7 +204,7 @@ def test_without_the_barrier_the_blob_read_is_a_raw(blob_capture, tmp_path):
 # Kompute's logistic regression copies each output into its staging buffer every iteration, and reads some of
 # them (tensor.data()), never `l_out`'s. Here: each iteration copies `src` into staging buffers s1 and s2, which
 # stay mapped, waits for the fence (no barrier to the host: Kompute's is on the copy's source) and reads s1
-# through its mapping; then the program submits once more.
+# through its mapping; then the program submits once more, or (as Kompute's teardown does) flushes each mapping.
 STAGING_PROGRAM = """
 import numpy as np
 from tests._lavapipe import ComputeDevice
@@ -223,7 +223,12 @@ def record(cb):
 for _ in range(3):
     d._execute(record)
     assert (np.frombuffer(bytes(m1[:4096]), np.uint32) == data).all()
-d._execute(lambda cb: None)
+if {flush}:
+    for _, memory in (s1, s2):
+        ranges = [vk.VkMappedMemoryRange(memory=memory, offset=0, size=4096)]
+        vk.vkFlushMappedMemoryRanges(d.device, 1, ranges)
+else:
+    d._execute(lambda cb: None)
 for buffer, memory in (src, s1, s2):
     if memory is not src[1]:
         vk.vkUnmapMemory(d.device, memory)
@@ -233,18 +238,19 @@ d.close()
 """
 
 
-@pytest.fixture(scope="module")
-def staging_capture(tmp_path_factory) -> Path:
-    return capture(STAGING_PROGRAM, tmp_path_factory.mktemp("staging") / "staging.gfxr")
+@pytest.fixture(scope="module", params=["submit", "flush"])
+def staging_capture(request, tmp_path_factory) -> Path:
+    program = STAGING_PROGRAM.format(flush=request.param == "flush")
+    return capture(program, tmp_path_factory.mktemp("staging") / f"{request.param}.gfxr")
 
 
 def test_no_host_read_is_assumed_on_a_staging_buffer_the_program_never_reads(staging_capture, tmp_path):
     """s1 is read after each wait: the page guard records its page by the next submit, the assumed reads stand,
     and each is a raw (true: sync.adoc, Fences, "Signaling a fence and waiting on the host does not guarantee
     that the results of memory accesses will be visible to the host"; no barrier has dst host). s2 is never read:
-    no record covers its bytes before the next copy rewrites them or the next submit, so no read is assumed there
-    (before: a raw per iteration, false, for the program never reads s2). JSON lines carry no records to go by:
-    a read is assumed on both."""
+    no record covers its bytes before the next copy rewrites them, or the last submit or flush, so no read is
+    assumed there (before: a raw per iteration, false, for the program never reads s2). JSON lines carry no
+    records to go by: a read is assumed on both."""
     stream, summary = import_capture(staging_capture)
     reads = accesses(stream, "host_read")
     findings = check(stream)

@@ -173,9 +173,12 @@ def _covers(spans: list[tuple[int, int]], lo: int, hi: int) -> bool:
 
 class Readbacks:
     def __init__(self, placements: dict[str, Placement], command_buffers: dict[str, list[dict]],
-                 queue_device: dict[str, str], flushed_fills: set[int], assume: bool) -> None:
+                 queue_device: dict[str, str], flushed_fills: set[int], flushes: list[tuple[int, int, int, int]],
+                 assume: bool) -> None:
         """placements: the buffers on host-visible memory; queue_device: stream queue -> its device;
-        flushed_fills: the call indices of the fill records made at a flush; assume: add the assumed reads."""
+        flushed_fills: the call indices of the fill records made at a flush; flushes: (call index, memory, lo,
+        hi) of each range a vkFlushMappedMemoryRanges flushed, by call index; assume: add the assumed reads."""
+        self.flushes = flushes
         self.placements = placements
         self.flushed_fills = flushed_fills
         self.queue_device = queue_device
@@ -190,12 +193,11 @@ class Readbacks:
         self.destroyed: set[str] = set()
         self.reads: list[tuple[int, int, dict]] = []  # the assumed reads: (call index, thread, host_read op)
         self.confirmed: set[int] = set()  # those a page-guard record covers (their places in `reads`)
-        self.refuted: set[int] = set()  # those whose bytes a device command rewrote before any record covered them
+        self.refuted: set[int] = set()  # those no record covered by a device rewrite of their bytes or a flush
         self.submits = 0  # the submits walked so far
         self.submits_before: list[int] = []  # for each assumed read, the submits before its wait
         self.assumed_reads: list[str] = []  # buffer ids of the assumed reads kept, for the summary
         self.fill_reads: set[int] = set()  # the call indices of the fill-memory records with a host read
-        self.fill_kinds: dict[str, int] = {}  # what the page-guard records are, by kind: counts for the summary
         self.recorded: dict[int, list[tuple[int, int]]] = {}  # memory -> the bytes a captured write reached
         self.unrecorded: str | None = None  # the first device read of mapped bytes no captured write reached
 
@@ -206,7 +208,12 @@ class Readbacks:
         records = [at for at, (_, _, op) in enumerate(ops) if op["op"] == "host_write" and op["label"].startswith(FILL)]
         guarded = any(ops[at][0] not in self.flushed_fills for at in records)  # page-guard records show touches
         consumed = self._consumed(ops, set(records))
+        flushes = iter(self.flushes)
+        flush = next(flushes, None)
         for at, (index, thread, op) in enumerate(ops):
+            while flush is not None and flush[0] < index:
+                self._flushed(*flush[1:])
+                flush = next(flushes, None)
             kind = op["op"]
             if kind == "submit":
                 self._submit(op)
@@ -222,9 +229,11 @@ class Readbacks:
             out.append((index, thread, op))
             if kind in HOST_WAITS:
                 out += self._waited(self._covered(op), op["label"], index, thread)
+        for rest in [flush, *flushes] if flush is not None else ():
+            self._flushed(*rest[1:])
         # Where the page guard shows the host's touches, a read stands unless no record covers its bytes by the
-        # time the device rewrites them or by the end, with a submit after its wait: the layer records the pages
-        # the host touched at the next submit at the latest. One with no submit after it is kept.
+        # time the device rewrites them, a flush of them, or the end with a submit after its wait: the layer
+        # records the pages the host touched at the next submit or flush. One with no submit after it is kept.
         unseen = self.refuted | {i for i, n in enumerate(self.submits_before) if n < self.submits}
         kept = set(range(len(self.reads))) - (unseen - self.confirmed if guarded else set())
         self.assumed_reads = [self.reads[i][2]["buffer"] for i in sorted(kept)]
@@ -333,6 +342,11 @@ class Readbacks:
             entries = _cut(entries, lo, hi) + [replace(e, read=True) for e in _clip(entries, lo, hi)]
         self.written[place.memory] = entries
 
+    def _flushed(self, memory: int, lo: int, hi: int) -> None:
+        """A flush of bytes [lo, hi) of `memory`: the layer records the pages of them the host touched (before
+        the flush call), so an assumed read of them that no record confirmed by now never happened."""
+        self.refuted |= {e.assumed for e in _clip(self.written.get(memory, []), lo, hi) if e.assumed is not None}
+
     def _for_host(self, found: tuple[Placement, int, int] | None) -> None:
         """A barrier to the host stage over the bytes `found` (None: every byte) covers the writes before it."""
         for memory, entries in self.written.items():
@@ -397,7 +411,6 @@ class Readbacks:
         out = []
         for a, b, kind in parts:
             if kind is not None:
-                self.fill_kinds[kind] = self.fill_kinds.get(kind, 0) + 1
                 op = "host_read" if kind == READ_SHOWN else "host_write"
                 access = {"op": op, "buffer": fill["buffer"], "offset": a - place.offset, "size": b - a,
                           "label": f"{fill['label']}: {kind}"}

@@ -58,6 +58,7 @@ class Translator(Commands, Queues):
         self.assume_reads = assume_reads
         self.fills = None if blocks is None else blocks.fills  # None: no fill records
         self.flushed_fills: set[int] = set()  # the fill records made at a flush: writes the program declared
+        self.flushes: list[tuple[int, int, int, int]] = []  # (call index, memory, lo, hi) of each range flushed
         self.push_data = None if blocks is None else blocks.push_constants  # None: push constants unknown
         self.call_parameters = None if blocks is None else blocks.parameters  # None: JSON lines only
         self.call_threads = None if blocks is None else blocks.threads  # None: every call on one thread
@@ -140,7 +141,8 @@ class Translator(Commands, Queues):
                 placements[buf.id] = Placement(mem.handle, buf.offset, _staging(kind, buf.usage), mem.ever_mapped)
         queue_device = {qid: dev for qid, dev, _ in self.queues.values()}
         queue_device.update((qid, dev) for qid, (dev, _) in self.stream_queues.items())
-        walk = Readbacks(placements, self.command_buffers, queue_device, self.flushed_fills, self.assume_reads)
+        walk = Readbacks(placements, self.command_buffers, queue_device, self.flushed_fills, self.flushes,
+                         self.assume_reads)
         ops = walk.walk(sorted(((index, thread, op) for thread, ops in self.ops.items() for index, op in ops),
                                key=lambda x: x[0]))
         self.ops = {}
@@ -404,6 +406,11 @@ class Translator(Commands, Queues):
 
     def vkFlushMappedMemoryRanges(self, call: Call, a: dict) -> None:
         self._ranges(call, "flush", a["pMemoryRanges"])
+        for r in a["pMemoryRanges"]:
+            mem = self.res.memories.get(r["memory"])
+            if mem is not None:  # a size of 0 (invalid) is taken as the rest of the memory, as the layer does
+                end = mem.size if r["size"] in (WHOLE_SIZE, 0) else r["offset"] + r["size"]
+                self.flushes.append((call.index, mem.handle, r["offset"], end))
 
     def vkInvalidateMappedMemoryRanges(self, call: Call, a: dict) -> None:
         # A capture records no reads: a program invalidates a range to read it, so the read is put here.
