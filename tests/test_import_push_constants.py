@@ -5,6 +5,7 @@ program run under the capture layer (tests/_lavapipe.py's `dispatch`)."""
 from __future__ import annotations
 
 import shutil
+import struct
 import subprocess
 
 import pytest
@@ -14,6 +15,7 @@ from .test_import import capture
 
 from vkverify.check import check
 from vkverify.importer import import_capture
+from vkverify.importer.resources import PUSH_EVALUATIONS, Resources
 from vkverify.model import ir
 
 pytestmark = pytest.mark.skipif(shutil.which("glslangValidator") is None or shutil.which("spirv-opt") is None,
@@ -85,3 +87,20 @@ def test_without_the_pushed_values_every_branch_counts(push_capture, tmp_path):
     subprocess.run(["gfxrecon-extract", "--dir", str(tmp_path), str(push_capture)], check=True, capture_output=True)
     stream, _ = import_capture(jsonl, shader_dir=tmp_path)
     assert [[b.access for b in d.bindings] for d in _dispatches(stream)] == [["read_write", "read"]] * 2
+
+
+def test_a_module_is_evaluated_with_a_bounded_number_of_pushed_values(tmp_path):
+    """Each distinct value is a spirv-opt run: past PUSH_EVALUATIONS of them, a module's dispatches count every
+    branch (a superset of the accesses: never a hazard missed), and the import says so."""
+    compile_glsl(SHADER, tmp_path).rename(tmp_path / "sh1")
+    res = Resources(tmp_path)
+
+    def accesses(n: int, flags: int) -> list[str]:
+        return [b.access for b in res.interface(1, "main", (), struct.pack("<II", n, flags)).bindings]
+
+    assert accesses(0, 0) == ["read_write"] and accesses(0, 4) == ["read_write", "read"]
+    assert accesses(7, 0) == ["read_write"]  # `n` decides no branch: the same evaluation
+    for flags in range(8, 8 * (PUSH_EVALUATIONS - 1), 8):  # bit 4 clear: the branch is dead
+        assert accesses(0, flags) == ["read_write"] and not res.push_capped
+    assert accesses(0, 1) == ["read_write", "read"] and res.push_capped == {1}
+    assert accesses(0, 0) == ["read_write"]  # one evaluated before: still the same

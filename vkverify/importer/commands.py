@@ -16,7 +16,7 @@ from ..shaders.reflect import unpack_push
 from .encoded import TemplateData, specialization_data, template_data
 from .flags import access_names, stage_names
 from .records import Call
-from .resources import Specialization
+from .resources import PUSH_EVALUATIONS, Specialization
 
 QUEUE_FAMILY_IGNORED = 0xFFFFFFFF
 BUFFER_BINDINGS = ("storage_buffer", "uniform_buffer", "storage_texel_buffer", "uniform_texel_buffer")
@@ -254,6 +254,10 @@ class Commands:
         # The push constants set so far are the dispatch's (None where the capture lacks their values).
         interface = self.res.interface(module, entry, specialization, None if self.push_data is None else
                                        bytes(rec.push))
+        if module in self.res.push_capped:
+            self.assume(f"push{module}", f"shader module {module} is dispatched with more than {PUSH_EVALUATIONS} "
+                                         "distinct push-constant values that decide its branches: its dispatches "
+                                         "past those count every branch on them")
         if module in self.res.unspecialized:
             self.warn(f"unspecialized{module}", f"shader module {module}: {self.res.unspecialized[module]}; its "
                                                 "bindings are reflected with every branch")

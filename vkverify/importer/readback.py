@@ -26,6 +26,7 @@ found. `Readbacks` walks the host ops in capture order, with the bytes each subm
 from __future__ import annotations
 
 import base64
+import functools
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -78,14 +79,25 @@ class Written:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """Bytes [lo, hi) of one memory whose contents a fill-memory record showed, `data`; no write since."""
+    """Bytes [lo, hi) of one memory whose contents a fill-memory record showed, no write since: those of the
+    record's base64 `text` from byte `skip` on (kept encoded, as the stream holds it; decoded when compared)."""
 
     lo: int
     hi: int
-    data: bytes
+    text: str
+    skip: int
 
     def part(self, lo: int, hi: int) -> Snapshot:
-        return replace(self, lo=lo, hi=hi, data=self.data[lo - self.lo:hi - self.lo])
+        return replace(self, lo=lo, hi=hi, skip=self.skip + lo - self.lo)
+
+    def data(self) -> bytes:
+        return _decoded(self.text)[self.skip:self.skip + self.hi - self.lo]
+
+
+@functools.lru_cache(maxsize=4)
+def _decoded(text: str) -> bytes:
+    """A record's bytes (its pages are compared range by range, one after another)."""
+    return base64.b64decode(text)
 
 
 def _cut(entries: list, lo: int, hi: int) -> list:
@@ -365,7 +377,7 @@ class Readbacks:
             self.recorded[place.memory] = _add(self.recorded.get(place.memory, []), lo, hi)
             self.shown[place.memory] = _cut(self.shown.get(place.memory, []), lo, hi)
             if op["label"].startswith(FILL) and "data" in op:  # a fill record shows the bytes
-                self.shown[place.memory].append(Snapshot(lo, hi, base64.b64decode(op["data"]["base64"])))
+                self.shown[place.memory].append(Snapshot(lo, hi, op["data"]["base64"], 0))
 
     def _waited(self, covered: Frontier, wait: str, index: int, thread: int) -> list[int]:
         """Mark the device writes a host wait covers; the assumed reads of those of staging buffers, as their
@@ -393,7 +405,7 @@ class Readbacks:
         if found is None:
             return [fill]
         place, lo, hi = found
-        data = base64.b64decode(fill["data"]["base64"]) if "data" in fill else None
+        data = _decoded(fill["data"]["base64"]) if "data" in fill else None
         written = _clip(self.written.get(place.memory, []), lo, hi)
         shown = _clip(self.shown.get(place.memory, []), lo, hi)
         edges = [x for e in [*written, *shown] for x in (e.lo, e.hi)] + [x for span in consumed for x in span]
@@ -414,8 +426,9 @@ class Readbacks:
                 op = "host_read" if kind == READ_SHOWN else "host_write"
                 access = {"op": op, "buffer": fill["buffer"], "offset": a - place.offset, "size": b - a,
                           "label": f"{fill['label']}: {kind}"}
-                if op == "host_write" and data is not None:
-                    access["data"] = {"base64": base64.b64encode(data[a - lo:b - lo]).decode()}
+                if op == "host_write" and data is not None:  # the record's own text where it is all written
+                    access["data"] = fill["data"] if (a, b) == (lo, hi) else \
+                        {"base64": base64.b64encode(data[a - lo:b - lo]).decode()}
                 out.append(access)
         if confirms or any(kind == READ_SHOWN for _, _, kind in parts):
             self.fill_reads.add(index)
@@ -428,7 +441,7 @@ class Readbacks:
         later = _covers(consumed, lo, hi)  # a later command reads the bytes before a write
         snapshot = next((s for s in shown if s.lo <= lo and hi <= s.hi), None)
         if snapshot is not None:
-            return None if data == snapshot.part(lo, hi).data else WRITE_CHANGED
+            return None if data == snapshot.part(lo, hi).data() else WRITE_CHANGED
         device = next((e for e in written if e.lo <= lo and hi <= e.hi), None)
         if device is None:
             return WRITE_FRESH

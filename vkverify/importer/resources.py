@@ -101,6 +101,7 @@ class Resources:
         self._interfaces: dict[tuple[int, str, Specialization | None, Push], ShaderInterface | None] = {}
         self._deciding: dict[int, tuple[tuple[int, int], ...]] = {}  # module -> (offset, size) of branching loads
         self.push_evaluated: dict[int, set[Push]] = {}  # module -> the push values it was evaluated with
+        self.push_capped: set[int] = set()  # modules dispatched with more distinct push values than evaluated
         self._kernels: dict[tuple[int, str], str | None] = {}
         self.shader_problems: dict[int, str] = {}  # module -> why its bindings are all taken as read_write
         self.unspecialized: dict[int, str] = {}  # module -> why a pipeline's constants were not applied to it
@@ -247,7 +248,10 @@ class Resources:
             self._deciding[module] = tuple(sorted({(load.offset, load.size) for load in loads}))
         frozen = tuple((at, push[at:at + n]) for at, n in self._deciding[module] if at + n <= len(push))
         seen = self.push_evaluated.setdefault(module, set())
-        if not frozen or frozen not in seen and len(seen) >= PUSH_EVALUATIONS:
+        if not frozen:
+            return ()
+        if frozen not in seen and len(seen) >= PUSH_EVALUATIONS:
+            self.push_capped.add(module)
             return ()
         seen.add(frozen)
         return frozen
