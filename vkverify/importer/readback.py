@@ -9,18 +9,17 @@ found. `Readbacks` walks the host ops in capture order, with the bytes each subm
   host read of them (label ASSUMED ...); a staging buffer is one on coherent host-visible memory whose
   usage is transfer only: the device can only copy into and out of it, so it is there for the host. Only
   a copy's bytes: a fill of such a buffer is how an engine makes a zero source for its clears (wgpu does).
-  Where the capture's page guard shows the host's touches (records not made at a flush), a read stands only
-  where a later record covers its bytes: a page the host never touched it never read;
-- decides, byte range by byte range, what a page-guard record is: a page-guard capture writes back each
-  whole page the host touched, read or written, and each record is a snapshot of the page. Bytes whose
-  earlier snapshot it repeats, no device write since, are no access; bytes it changes are a host write;
-  bytes a device command wrote since, a host wait covering it, are a host read where they are a result
-  for the host (no device command read them since, or a barrier to the host stage covers them), else no
-  access; bytes bound through another buffer than the one the device wrote them through that a later
-  command reads before a write are a host write (the memory was recycled: the program wrote what is read
-  there); so are bytes no write reached that a later command reads. Bytes a device command still writing
-  (no host wait covers it) wrote stay a write. A record made at a vkFlushMappedMemoryRanges stays a write
-  (a program flushes what it wrote; assisted memory tracking makes only such records).
+  Where the capture has page-guard records (not made at a flush), which show the pages the host touched by
+  the next submit or flush, a read stands unless no record covers its bytes by a device rewrite of them, a
+  flush of them, or the end with a submit after its wait: a page the host never touched it never read;
+- reads each fill-memory record byte range by byte range (`_kind`): a page-guard capture writes back each
+  whole page the host touched, read or written, and each record holds the page's bytes. Bytes an earlier
+  record showed are no access where it repeats them, a host write where it changes them; bytes a device
+  command wrote, a host wait covering it, are a host read where they are a result for the host (no device
+  command read them since, or a barrier to the host stage covers them), else no access, unless a later
+  command reads them before a write: the program wrote what is read there (through another buffer bound
+  over the same memory: recycled; after the device read them back; or flushed); bytes no write reached,
+  and bytes a device command may still be writing, are a host write. Each access's label says which.
 """
 
 from __future__ import annotations
