@@ -14,8 +14,9 @@ import pytest
 
 from vkverify.check import check
 from vkverify.cli import main
-from vkverify.importer import import_capture
+from vkverify.importer import call_index, import_capture
 from vkverify.importer import readback
+from vkverify.importer.translate import ASSUMED_WRITE, INVALIDATED_READ
 from vkverify.importer.readback import ASSUMED, READ_SHOWN, WRITE_FRESH
 from vkverify.model import ir
 from vkverify.mutations.operators import drop_command
@@ -256,6 +257,7 @@ def test_no_host_read_is_assumed_on_a_staging_buffer_the_program_never_reads(sta
     findings = check(stream)
     assert len(reads) == 3 and len({r.buffer for r in reads}) == 1
     assert all(r.label.startswith(f"{ASSUMED} (readback) after vkWaitForFences #") for r in reads)
+    assert all(r.label.endswith(readback.CONFIRMED) for r in reads)  # the finding says what the read stands on
     assert len(findings) == 3 and all(map(missing_host_barrier, findings))
     assert {f.buffer for f in findings} == {reads[0].buffer}
     assert any(a.startswith("3 host reads") for a in summary.assumed)
@@ -264,11 +266,13 @@ def test_no_host_read_is_assumed_on_a_staging_buffer_the_program_never_reads(sta
                    capture_output=True)
     reads = accesses(import_capture(jsonl)[0], "host_read")
     assert len(reads) == 6 and len({r.buffer for r in reads}) == 2
+    assert all(r.label.endswith(f"after vkWaitForFences #{call_index(r.label)}") for r in reads)
 
 
 def test_docs_name_what_each_inferred_access_is_inferred_from(root):
     """docs/format.md, "Host reads in imported captures", gives every label the walk puts on an inferred access."""
     text = " ".join((root / "docs" / "format.md").read_text().split())
     labels = [READ_SHOWN, WRITE_FRESH, readback.WRITE_CHANGED, readback.WRITE_RECYCLED, readback.WRITE_REUSED,
-              readback.WRITE_UNWAITED, readback.WRITE_FLUSHED, f"{ASSUMED} (readback) after"]
-    assert [label for label in labels if f"`{label}" not in text] == []
+              readback.WRITE_UNWAITED, readback.WRITE_FLUSHED, f"{ASSUMED} (readback) after", readback.CONFIRMED,
+              readback.UNCONFIRMED, ASSUMED_WRITE, INVALIDATED_READ]
+    assert [label for label in labels if label not in text] == []

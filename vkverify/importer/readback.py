@@ -32,6 +32,9 @@ from dataclasses import dataclass, replace
 
 ASSUMED = "assumed host read"  # how an assumed read's label starts: the finding that names it shows it
 FILL = "fill memory"  # how the label of a fill-memory record's host write starts (translate.py)
+# How an assumed read's label ends in a capture with page-guard records (none that names a call: labels name theirs).
+CONFIRMED = ", which a page-guard record of its bytes confirms"
+UNCONFIRMED = ", which no record confirms (no submit after the wait, nor a flush of its bytes)"
 # What a page-guard record's host access is inferred from: its label goes on "fill memory #<index>: <this>".
 READ_SHOWN = "a host read of bytes the device wrote (page guard)"
 WRITE_CHANGED = "a host write (the bytes differ from their last record)"
@@ -248,6 +251,8 @@ class Readbacks:
         unseen = self.refuted | {i for i, n in enumerate(self.submits_before) if n < self.submits}
         kept = set(range(len(self.reads))) - (unseen - self.confirmed if guarded else set())
         self.assumed_reads = [self.reads[i][2]["buffer"] for i in sorted(kept)]
+        for i in kept if guarded else ():  # what the read stands on
+            self.reads[i][2]["label"] += CONFIRMED if i in self.confirmed else UNCONFIRMED
         return [x if not isinstance(x, int) else self.reads[x] for x in out if not isinstance(x, int) or x in kept]
 
     def _consumed(self, ops: list[tuple[int, int, dict]], records: set[int]) -> dict[int, list[tuple[int, int]]]:

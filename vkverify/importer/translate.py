@@ -35,6 +35,9 @@ OUT_OF_SCOPE = re.compile(r"Image|RenderPass|Rendering|Framebuffer|Swapchain|Sur
 HOST_VISIBLE = ("host_coherent", "host_cached", "device_host_visible")
 TRANSFER_SRC, TRANSFER_DST = 0x1, 0x2  # VkBufferUsageFlagBits
 TRANSFER_ONLY = TRANSFER_SRC | TRANSFER_DST
+# What the host accesses a capture does not record are inferred from: the label of each goes on "<call> #<index>: ".
+ASSUMED_WRITE = "an assumed host write of the mapped range (no fill-memory records)"
+INVALIDATED_READ = "an assumed host read of the range invalidated (a capture records no host reads)"
 NOTES = ("host_write", "host_read", "concurrent")  # debug messages that say what a call is for (see __init__.py)
 QUEUE_LABEL = re.compile(r"queue (\S+), family (\d+)")  # see __init__.py
 # Of those, the ones whose absence can hide or invent synchronization: each gets a warning.
@@ -121,8 +124,10 @@ class Translator(Commands, Queues):
             self.warned.add(key)
             self.summary.assumed.append(assumption)
 
-    def host(self, call: Call, op: str, **fields) -> None:
-        self.add_op(call.index, {"op": op, **fields, "label": f"{call.name} #{call.index}"})
+    def host(self, call: Call, op: str, why: str = "", **fields) -> None:
+        """A host op of `call`, labelled by it; why: what an access the capture does not record is inferred from."""
+        label = f"{call.name} #{call.index}" + (f": {why}" if why else "")
+        self.add_op(call.index, {"op": op, **fields, "label": label})
 
     def add_op(self, index: int, op: dict) -> None:
         self.ops.setdefault(self.thread_of(index), []).append((index, op))
@@ -361,15 +366,15 @@ class Translator(Commands, Queues):
         self.assumed_write(mem, call)
         mem.mapped = None
 
-    def _host_access(self, call: Call, op: str, mem: Memory, offset: int, size: int, **fields) -> None:
+    def _host_access(self, call: Call, op: str, mem: Memory, offset: int, size: int, why: str = "") -> None:
         for buf, off, n in self.res.buffers_over(mem, offset, size):
-            self.host(call, op, buffer=buf.id, offset=off, size=n, **fields)
+            self.host(call, op, why, buffer=buf.id, offset=off, size=n)
 
     def assumed_write(self, mem: Memory, call: Call) -> None:
         """Without fill records: the host wrote the whole mapped range before the first submit after a map."""
         if mem.assumed_write_pending and mem.mapped is not None:
             mem.assumed_write_pending = False
-            self._host_access(call, "host_write", mem, *mem.mapped)
+            self._host_access(call, "host_write", mem, *mem.mapped, ASSUMED_WRITE)
             self.assume("assumed", "the capture has no fill-memory records (JSON lines only): each mapping is "
                                    "taken as a host write of the whole mapped range just before the first submit, "
                                    "flush or unmap after the map")
@@ -402,7 +407,7 @@ class Translator(Commands, Queues):
             if op is not None and self.res.kind(mem) == "host_cached":
                 self._host_access(call, op, mem, r["offset"], size)
             if then is not None:
-                self._host_access(call, then, mem, r["offset"], size)
+                self._host_access(call, then, mem, r["offset"], size, INVALIDATED_READ)
 
     def vkFlushMappedMemoryRanges(self, call: Call, a: dict) -> None:
         self._ranges(call, "flush", a["pMemoryRanges"])
