@@ -417,7 +417,7 @@ class Readbacks:
         parts: list[tuple[int, int, str | None]] = []
         for a, b in itertools.pairwise(cuts):
             kind = self._kind(index, fill, a, b, data and data[a - lo:b - lo], written, shown, consumed)
-            if parts and parts[-1][2] == kind and parts[-1][1] == a:
+            if parts and parts[-1][2] == kind:
                 parts[-1] = (parts[-1][0], b, kind)
             else:
                 parts.append((a, b, kind))
