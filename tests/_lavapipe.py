@@ -89,9 +89,9 @@ class ComputeDevice:
         """Where a buffer's data starts on the "dynamic" descriptor path: one storage offset alignment in."""
         return self.vk.vkGetPhysicalDeviceProperties(self.physical).limits.minStorageBufferOffsetAlignment
 
-    def dispatch(self, spirv: bytes, bound: Sequence[tuple[object, int]], push: bytes, groups: tuple[int, int, int],
+    def dispatch(self, spirv: bytes, bound: Sequence[tuple], push: bytes, groups: tuple[int, int, int],
                  specialization: dict[int, int] | None = None, descriptors: str = "set", submit_lock=None) -> None:
-        """Bind bound[b] = (VkBuffer, size) at set 0, binding b (storage buffers), push `push`, dispatch
+        """Bind bound[b] = (VkBuffer, size[, offset]) at set 0, binding b (storage buffers), push `push`, dispatch
         `groups`, wait; vkQueueSubmit under `submit_lock` where given. `specialization`: u32 value per
         specialization constant id; `descriptors`: one of DESCRIPTOR_PATHS, the calls that write the set
         (a descriptor update template's data is one VkDescriptorBufferInfo per binding, in binding order;
@@ -130,8 +130,9 @@ class ComputeDevice:
             pSpecializationInfo=spec_info if constants else None)
         pipeline_info = vk.VkComputePipelineCreateInfo(stage=stage, layout=layout)
         pipeline = vk.vkCreateComputePipelines(device, None, 1, [pipeline_info], None)[0]
-        buffer_infos = [[vk.VkDescriptorBufferInfo(buffer=buffer, offset=0, range=max(4, size))]
-                        for buffer, size in bound]
+        bound = [(b[0], b[1], b[2] if len(b) > 2 else 0) for b in bound]
+        buffer_infos = [[vk.VkDescriptorBufferInfo(buffer=buffer, offset=offset, range=max(4, size))]
+                        for buffer, size, offset in bound]
         writes = [vk.VkWriteDescriptorSet(dstBinding=b, descriptorCount=1, descriptorType=descriptor_type,
                                           pBufferInfo=info) for b, info in enumerate(buffer_infos)]
         template_entries = [vk.VkDescriptorUpdateTemplateEntry(
@@ -147,8 +148,8 @@ class ComputeDevice:
             if descriptors.endswith("template") else None
         # VkDescriptorBufferInfo: {VkBuffer buffer; VkDeviceSize offset, range}, 8 bytes each.
         template_data = vk.ffi.from_buffer(np.array(
-            [[int(vk.ffi.cast("uint64_t", buffer)), 0, max(4, size)]
-             for buffer, size in bound], np.uint64).tobytes())
+            [[int(vk.ffi.cast("uint64_t", buffer)), offset, max(4, size)]
+             for buffer, size, offset in bound], np.uint64).tobytes())
         descriptor_pool, descriptor_set = None, None
         if not pushed:
             pool_sizes = [vk.VkDescriptorPoolSize(type=descriptor_type, descriptorCount=len(bound))]

@@ -51,6 +51,16 @@ def require_gfxreconstruct() -> None:
         pytest.skip(message)
 
 
+def compile_glsl(source: str, directory: Path) -> Path:
+    """`source`, a compute shader, compiled by glslangValidator into directory/k.spv."""
+    import subprocess
+
+    (directory / "k.comp").write_text(source)
+    subprocess.run(["glslangValidator", "-V", "-o", str(directory / "k.spv"), str(directory / "k.comp")],
+                   check=True, capture_output=True)
+    return directory / "k.spv"
+
+
 @pytest.fixture(scope="session")
 def small_capture(tmp_path_factory) -> tuple[Path, list[str]]:
     """A .gfxr of tests/test_import.py's `add` program and its converter lines (the bad-input tests break them)."""

@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from .conftest import compile_glsl
 from .test_import import _jsonl, capture
 
 from vkverify.check import check
@@ -49,10 +50,7 @@ d.close()
 @pytest.fixture(scope="module")
 def paths_capture(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("paths")
-    (tmp / "k.comp").write_text(SHADER)
-    subprocess.run(["glslangValidator", "-V", "-o", str(tmp / "k.spv"), str(tmp / "k.comp")],
-                   check=True, capture_output=True)
-    return capture(PROGRAM.format(spirv=str(tmp / "k.spv"), runs=RUNS), tmp / "paths.gfxr")
+    return capture(PROGRAM.format(spirv=str(compile_glsl(SHADER, tmp)), runs=RUNS), tmp / "paths.gfxr")
 
 
 def _dispatches(stream):

@@ -6,16 +6,23 @@ read through the mapping), with and without a barrier to the host's reads."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from vkverify.check import check
 from vkverify.cli import main
-from vkverify.importer import import_capture
-from vkverify.importer.readback import ASSUMED
+from vkverify.importer import call_index, import_capture
+from vkverify.importer import readback
+from vkverify.importer.translate import ASSUMED_WRITE, INVALIDATED_READ
+from vkverify.importer.readback import ASSUMED, READ_SHOWN, WRITE_FRESH
 from vkverify.model import ir
+from vkverify.mutations.operators import drop_command
 
+from ._thirdparty import missing_host_barrier
+from .conftest import compile_glsl
 from .test_import import _jsonl, _timeline, capture
 
 READBACK = """
@@ -130,3 +137,142 @@ def test_the_read_follows_the_first_wait_that_covers_the_copy_through_semaphores
     assert labels[-2:] == ["vkWaitForFences #19", f"{ASSUMED} (readback) after vkWaitForFences #19"]
     (finding,) = check(stream)
     assert finding.kind == "raw" and finding.labels == ("vkCmdCopyBuffer #12", labels[-1])
+
+
+# ncnn's output blob: one VkBuffer whose memory the program keeps mapped whole, its blobs at offsets in it. The
+# dispatch reads the input blob [0, 64) and writes a 48-byte output blob at 1024; a barrier from the shader's
+# writes to host/host_read (tests/_lavapipe.py's `dispatch`), a fence wait, and the host reads the 48 bytes
+# through the mapping. The page guard records the whole 4 KiB page.
+OUTPUT_BLOB = """#version 450
+layout(local_size_x = 1) in;
+layout(set = 0, binding = 0) readonly buffer In { uint a[16]; };
+layout(set = 0, binding = 1) writeonly buffer Out { uint o[12]; };
+void main() { for (uint i = 0u; i < 12u; i++) o[i] = a[i] + a[i + 4u]; }
+"""
+BLOB_PROGRAM = """
+import numpy as np
+from pathlib import Path
+from tests._lavapipe import ComputeDevice
+d = ComputeDevice()
+data = np.zeros(1024, np.uint32)
+data[:16] = np.arange(16) * 3
+buffer, memory = d._buffer(data.tobytes())
+d.dispatch(Path({spirv!r}).read_bytes(), [(buffer, 64, 0), (buffer, 48, 1024)], b"", (1, 1, 1))
+mapped = d.vk.vkMapMemory(d.device, memory, 0, 4096, 0)
+out = np.frombuffer(bytes(mapped[1024:1072]), np.uint32)
+d.vk.vkUnmapMemory(d.device, memory)
+assert (out == data[:12] + data[4:16]).all(), out
+d.vk.vkDestroyBuffer(d.device, buffer, None)
+d.vk.vkFreeMemory(d.device, memory, None)
+d.close()
+"""
+
+
+@pytest.fixture(scope="module")
+def blob_capture(tmp_path_factory) -> Path:
+    if shutil.which("glslangValidator") is None:
+        pytest.skip("glslangValidator not installed")
+    tmp = tmp_path_factory.mktemp("blob")
+    return capture(BLOB_PROGRAM.format(spirv=str(compile_glsl(OUTPUT_BLOB, tmp))), tmp / "blob.gfxr")
+
+
+def test_the_page_of_a_small_output_blob_is_a_host_read_of_the_blob_only(blob_capture):
+    """The record of the page the host read is, byte range by byte range: the input blob and the zeros around
+    it, which it repeats from the upload's record, no access; the 48 bytes the dispatch wrote and the barrier
+    makes available to the host, a host read. Taken whole as a
+    host write (before), it was a waw against the dispatch's write: the barrier's dst access is host_read only,
+    which makes the write visible to host reads, not to host writes (sync.adoc, "Access Types") - false, for
+    the host only read (the program above)."""
+    stream, _ = import_capture(blob_capture)
+    (read,) = accesses(stream, "host_read")
+    assert (read.offset, read.size) == (1024, 48) and read.label.endswith(f": {READ_SHOWN}")
+    (write,) = accesses(stream, "host_write")  # the upload
+    assert write.label.startswith("fill memory #") and write.label.endswith(WRITE_FRESH)
+    assert check(stream) == []
+
+
+def test_without_the_barrier_the_blob_read_is_a_raw(blob_capture, tmp_path):
+    """The same stream less the dispatch's barrier to the host: the inferred host read is a raw against the
+    dispatch's write (no memory dependency makes it visible to the host), named by the record's label."""
+    stream, _ = import_capture(blob_capture)
+    (cb,) = [cb for cb in stream.command_buffers if cb.commands]
+    mutant, _ = drop_command(stream, cb.id, next(i for i, c in enumerate(cb.commands) if isinstance(c, ir.Barrier)))
+    (finding,) = check(mutant)
+    assert (finding.kind, finding.range, finding.second_access) == ("raw", (1024, 1072), "host/host_read")
+    assert finding.labels[1].endswith(READ_SHOWN)
+
+
+# Kompute's logistic regression copies each output into its staging buffer every iteration, and reads some of
+# them (tensor.data()), never `l_out`'s. Here: each iteration copies `src` into staging buffers s1 and s2, which
+# stay mapped, waits for the fence (no barrier to the host: Kompute's is on the copy's source) and reads s1
+# through its mapping; then the program submits once more, or (as Kompute's teardown does) flushes each mapping.
+STAGING_PROGRAM = """
+import numpy as np
+from tests._lavapipe import ComputeDevice
+d = ComputeDevice()
+vk = d.vk
+data = np.arange(1024, dtype=np.uint32)
+src = d._buffer(data.tobytes(), vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT)
+s1, s2 = (d._buffer(bytes(4096), vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT) for _ in range(2))
+m1, m2 = (vk.vkMapMemory(d.device, memory, 0, 4096, 0) for _, memory in (s1, s2))
+
+def record(cb):
+    regions = [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=4096)]
+    vk.vkCmdCopyBuffer(cb, src[0], s1[0], 1, regions)
+    vk.vkCmdCopyBuffer(cb, src[0], s2[0], 1, regions)
+
+for _ in range(3):
+    d._execute(record)
+    assert (np.frombuffer(bytes(m1[:4096]), np.uint32) == data).all()
+if {flush}:
+    for _, memory in (s1, s2):
+        ranges = [vk.VkMappedMemoryRange(memory=memory, offset=0, size=4096)]
+        vk.vkFlushMappedMemoryRanges(d.device, 1, ranges)
+else:
+    d._execute(lambda cb: None)
+for buffer, memory in (src, s1, s2):
+    if memory is not src[1]:
+        vk.vkUnmapMemory(d.device, memory)
+    vk.vkDestroyBuffer(d.device, buffer, None)
+    vk.vkFreeMemory(d.device, memory, None)
+d.close()
+"""
+
+
+@pytest.fixture(scope="module", params=["submit", "flush"])
+def staging_capture(request, tmp_path_factory) -> Path:
+    program = STAGING_PROGRAM.format(flush=request.param == "flush")
+    return capture(program, tmp_path_factory.mktemp("staging") / f"{request.param}.gfxr")
+
+
+def test_no_host_read_is_assumed_on_a_staging_buffer_the_program_never_reads(staging_capture, tmp_path):
+    """s1 is read after each wait: the page guard records its page by the next submit, the assumed reads stand,
+    and each is a raw (true: sync.adoc, Fences, "Signaling a fence and waiting on the host does not guarantee
+    that the results of memory accesses will be visible to the host"; no barrier has dst host). s2 is never read:
+    no record covers its bytes before the next copy rewrites them, or the last submit or flush, so no read is
+    assumed there (before: a raw per iteration, false, for the program never reads s2). JSON lines carry no
+    records to go by: a read is assumed on both."""
+    stream, summary = import_capture(staging_capture)
+    reads = accesses(stream, "host_read")
+    findings = check(stream)
+    assert len(reads) == 3 and len({r.buffer for r in reads}) == 1
+    assert all(r.label.startswith(f"{ASSUMED} (readback) after vkWaitForFences #") for r in reads)
+    assert all(r.label.endswith(readback.CONFIRMED) for r in reads)  # the finding says what the read stands on
+    assert len(findings) == 3 and all(map(missing_host_barrier, findings))
+    assert {f.buffer for f in findings} == {reads[0].buffer}
+    assert any(a.startswith("3 host reads") for a in summary.assumed)
+    jsonl = tmp_path / "staging.jsonl"
+    subprocess.run(["gfxrecon-convert", "--output", str(jsonl), str(staging_capture)], check=True,
+                   capture_output=True)
+    reads = accesses(import_capture(jsonl)[0], "host_read")
+    assert len(reads) == 6 and len({r.buffer for r in reads}) == 2
+    assert all(r.label.endswith(f"after vkWaitForFences #{call_index(r.label)}") for r in reads)
+
+
+def test_docs_name_what_each_inferred_access_is_inferred_from(root):
+    """docs/format.md, "Host reads in imported captures", gives every label the walk puts on an inferred access."""
+    text = " ".join((root / "docs" / "format.md").read_text().split())
+    labels = [READ_SHOWN, WRITE_FRESH, readback.WRITE_CHANGED, readback.WRITE_RECYCLED, readback.WRITE_REUSED,
+              readback.WRITE_UNWAITED, readback.WRITE_FLUSHED, f"{ASSUMED} (readback) after", readback.CONFIRMED,
+              readback.UNCONFIRMED, ASSUMED_WRITE, INVALIDATED_READ]
+    assert [label for label in labels if label not in text] == []

@@ -51,7 +51,7 @@ import pytest
 
 from tests.conftest import CORPUS, ROOT, require_gfxreconstruct
 from vkverify.check import Finding, check
-from vkverify.importer import capture_env, import_capture
+from vkverify.importer import call_index, capture_env, import_capture
 from vkverify.model import ir, load
 from vkverify.model.dump import host_op_to_dict
 from vkverify.model.refs import parse_ref, without_submit
@@ -102,8 +102,8 @@ def _round_trip(path: Path, capture: Path) -> RoundTrip | str:
 def _without_teardown(original: ir.Stream, stream: ir.Stream) -> ir.Stream:
     """The imported stream before the replay's own vkDeviceWaitIdle (the first past the original's), where
     its read-back (invalidates, taken as host reads) and teardown begin."""
-    def index(op: ir.HostOp) -> int:  # in the capture: labels end "#<call index>"
-        return int(op.label.rpartition("#")[2])
+    def index(op: ir.HostOp) -> int:  # in the capture: labels name the call "#<call index>"
+        return call_index(op.label)
     own = sum(isinstance(op, ir.DeviceWaitIdle) for t in original.threads for op in t.ops)
     end = sorted(index(op) for t in stream.threads for op in t.ops if isinstance(op, ir.DeviceWaitIdle))[own]
     return dataclasses.replace(stream, threads=tuple(

@@ -16,7 +16,7 @@ from ..shaders.reflect import unpack_push
 from .encoded import TemplateData, specialization_data, template_data
 from .flags import access_names, stage_names
 from .records import Call
-from .resources import Specialization
+from .resources import PUSH_EVALUATIONS, Specialization
 
 __all__ = ["CommandBufferRecording", "Commands"]
 
@@ -253,7 +253,13 @@ class Commands:
                   specialization: Specialization | None) -> list[dict]:
         """The buffers the dispatch accesses, from the sets bound now and the shader's reflected interface; a
         binding the shader uses with no descriptor bound leaves the dispatch unresolved."""
-        interface = self.res.interface(module, entry, specialization)
+        # The push constants set so far are the dispatch's (None where the capture lacks their values).
+        interface = self.res.interface(module, entry, specialization, None if self.push_data is None else
+                                       bytes(rec.push))
+        if module in self.res.push_capped:
+            self.assume(f"push{module}", f"shader module {module} is dispatched with more than {PUSH_EVALUATIONS} "
+                                         "distinct push-constant values that decide its branches: its dispatches "
+                                         "past those count every branch on them")
         if module in self.res.unspecialized:
             self.warn(f"unspecialized{module}", f"shader module {module}: {self.res.unspecialized[module]}; its "
                                                 "bindings are reflected with every branch")

@@ -1,4 +1,4 @@
-"""Host reads that a capture does not record, and page-guard fills that are such reads (docs/format.md,
+"""Host reads that a capture does not record, and what each page-guard fill-memory record is (docs/format.md,
 "Host reads in imported captures").
 
 A capture records what the host writes through a mapping (fill-memory records), never what it reads. Yet
@@ -8,18 +8,25 @@ found. `Readbacks` walks the host ops in capture order, with the bytes each subm
 - after the first host wait that covers the copy that wrote a staging buffer's bytes last, adds an assumed
   host read of them (label ASSUMED ...); a staging buffer is one on coherent host-visible memory whose
   usage is transfer only: the device can only copy into and out of it, so it is there for the host. Only
-  a copy's bytes: a fill of such a buffer is how an engine makes a zero source for its clears (wgpu does);
-- takes a fill-memory record as a host read where a device command wrote every byte of it last, a host
-  wait covered that command, no device command and no host write touched the bytes since, and no read
-  reads them later before a write (what is read there was written): a
-  page-guard capture writes back each page the host touched, read or written, and it holds no earlier
-  content of those bytes to tell the two apart. Where an assumed read already stands for it, the fill
-  is dropped. A fill made at a vkFlushMappedMemoryRanges stays a write: a program flushes what it wrote
-  (assisted memory tracking makes only such fills).
+  a copy's bytes: a fill of such a buffer is how an engine makes a zero source for its clears (wgpu does).
+  Where the capture has page-guard records (not made at a flush), which show the pages the host touched by
+  the next submit or flush, a read stands unless no record covers its bytes by a device rewrite of them, a
+  flush of them, or the end with a submit after its wait: a page the host never touched it never read;
+- reads each fill-memory record byte range by byte range (`_kind`): a page-guard capture writes back each
+  whole page the host touched, read or written, and each record holds the page's bytes. Bytes an earlier
+  record showed are no access where it repeats them, a host write where it changes them; bytes a device
+  command wrote, a host wait covering it, are a host read where they are a result for the host (no device
+  command read them since, or a barrier to the host stage covers them), else no access, unless a later
+  command reads them before a write: the program wrote what is read there (through another buffer bound
+  over the same memory: recycled; after the device read them back; or flushed); bytes no write reached,
+  and bytes a device command may still be writing, are a host write. Each access's label says which.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
+import itertools
 from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -28,6 +35,18 @@ __all__ = ["ASSUMED", "Placement", "Readbacks", "Written", "accesses"]
 
 ASSUMED = "assumed host read"  # how an assumed read's label starts: the finding that names it shows it
 FILL = "fill memory"  # how the label of a fill-memory record's host write starts (translate.py)
+# How an assumed read's label ends in a capture with page-guard records (none that names a call: labels name theirs).
+CONFIRMED = ", which a page-guard record of its bytes confirms"
+UNCONFIRMED = ", which no record confirms (no submit after the wait, nor a flush of its bytes)"
+# What a page-guard record's host access is inferred from: its label goes on "fill memory #<index>: <this>".
+READ_SHOWN = "a host read of bytes the device wrote (page guard)"
+WRITE_CHANGED = "a host write (the bytes differ from their last record)"
+WRITE_FRESH = "a host write (bytes no earlier write reached)"
+WRITE_RECYCLED = ("a host write (bytes the device wrote through another buffer, which a later command reads through "
+                  "this one)")
+WRITE_REUSED = "a host write (bytes the device wrote and read back, which a later command reads)"
+WRITE_UNWAITED = "a host write (bytes a device command may still be writing)"
+WRITE_FLUSHED = "a host write (flushed bytes the device wrote, which a later command reads)"
 HOST_WAITS = ("wait_fences", "wait_semaphores", "queue_wait_idle", "device_wait_idle")
 
 Frontier = dict[str, int]  # queue -> the number of its submits that are complete, the latest of them included
@@ -55,7 +74,13 @@ class Written:
     submit: int
     copied: bool  # by a copy command: a readback
     waited: bool = False  # a host wait covers the command
-    assumed: bool = False  # and an assumed host read of the bytes follows it
+    assumed: int | None = None  # the assumed host read of the bytes after that wait (its place in Readbacks.reads)
+    read: bool = False  # a device command read the bytes since: an intermediate result
+    for_host: bool = False  # a barrier to the host stage covers them since: the program prepared them for the host
+    epoch: int = 0  # the barriers to the host stage over every byte before the write (Readbacks.host_barriers)
+
+    def part(self, lo: int, hi: int) -> Written:
+        return replace(self, lo=lo, hi=hi, at=self.at + lo - self.lo)
 
 
 @dataclass
@@ -79,21 +104,43 @@ class _Signals:
         return self.frontiers[at] if at < len(self.frontiers) else {}
 
 
-def _cut(entries: list[Written], lo: int, hi: int) -> list[Written]:
-    """`entries` less the bytes [lo, hi)."""
+@dataclass(frozen=True)
+class Snapshot:
+    """Bytes [lo, hi) of one memory whose contents a fill-memory record showed, no write since: those of the
+    record's base64 `text` from byte `skip` on (kept encoded, as the stream holds it; decoded when compared)."""
+
+    lo: int
+    hi: int
+    text: str
+    skip: int
+
+    def part(self, lo: int, hi: int) -> Snapshot:
+        return replace(self, lo=lo, hi=hi, skip=self.skip + lo - self.lo)
+
+    def data(self) -> bytes:
+        return _decoded(self.text)[self.skip:self.skip + self.hi - self.lo]
+
+
+@functools.lru_cache(maxsize=4)
+def _decoded(text: str) -> bytes:
+    """A record's bytes (its pages are compared range by range, one after another)."""
+    return base64.b64decode(text)
+
+
+def _cut(entries: list, lo: int, hi: int) -> list:
+    """`entries` (Written or Snapshot) less the bytes [lo, hi)."""
     out = []
     for e in entries:
         if e.lo < lo:
-            out.append(replace(e, hi=min(e.hi, lo)))
+            out.append(e.part(e.lo, min(e.hi, lo)))
         if e.hi > hi:
-            out.append(replace(e, lo=max(e.lo, hi), at=e.at + max(0, hi - e.lo)))
+            out.append(e.part(max(e.lo, hi), e.hi))
     return out
 
 
-def _clip(entries: list[Written], lo: int, hi: int) -> list[Written]:
+def _clip(entries: list, lo: int, hi: int) -> list:
     """The parts of `entries` within [lo, hi)."""
-    return [replace(e, lo=max(e.lo, lo), hi=min(e.hi, hi), at=e.at + max(0, lo - e.lo))
-            for e in entries if e.lo < hi and e.hi > lo]
+    return [e.part(max(e.lo, lo), min(e.hi, hi)) for e in entries if e.lo < hi and e.hi > lo]
 
 
 def _join(frontiers) -> Frontier:
@@ -120,6 +167,24 @@ def accesses(cmd: dict) -> Iterator[tuple[str, int, int, bool, bool]]:
             yield cmd["indirect"]["buffer"], cmd["indirect"]["offset"], 12, True, False
 
 
+def _to_host(cmd: dict) -> Iterator[tuple[str, int, int] | None]:
+    """The buffer ranges a barrier command makes available to the host stage (dst stage `host`); None for a
+    global barrier's: every buffer's."""
+    if cmd["cmd"] != "barrier":
+        return
+    if not cmd.get("buffers"):
+        if "host" in _names(cmd.get("dst_stage")):
+            yield None
+        return
+    for b in cmd["buffers"]:
+        if "host" in _names(b.get("dst_stage", cmd.get("dst_stage"))):
+            yield b["buffer"], b["offset"], b["size"]
+
+
+def _names(stages: str | list[str] | None) -> list[str]:
+    return [stages] if isinstance(stages, str) else list(stages or ())
+
+
 def _add(spans: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
     """The union of disjoint sorted `spans` and [lo, hi), disjoint and sorted."""
     out = []
@@ -136,19 +201,23 @@ def _subtract(spans: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int,
     return [(a, b) for x, y in spans for a, b in ((x, min(y, lo)), (max(x, hi), y)) if a < b]
 
 
+def _within(spans: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
+    """The parts of disjoint sorted `spans` within [lo, hi)."""
+    return [(max(a, lo), min(b, hi)) for a, b in spans if a < hi and lo < b]
+
+
 def _covers(spans: list[tuple[int, int]], lo: int, hi: int) -> bool:
     return any(a <= lo and hi <= b for a, b in spans)
 
 
-def _overlaps(spans: list[tuple[int, int]], lo: int, hi: int) -> bool:
-    return any(a < hi and lo < b for a, b in spans)
-
-
 class Readbacks:
     def __init__(self, placements: dict[str, Placement], command_buffers: dict[str, list[dict]],
-                 queue_device: dict[str, str], flushed_fills: set[int], assume: bool) -> None:
+                 queue_device: dict[str, str], flushed_fills: set[int], flushes: list[tuple[int, int, int, int]],
+                 assume: bool) -> None:
         """placements: the buffers on host-visible memory; queue_device: stream queue -> its device;
-        flushed_fills: the call indices of the fill records made at a flush; assume: add the assumed reads."""
+        flushed_fills: the call indices of the fill records made at a flush; flushes: (call index, memory, lo,
+        hi) of each range a vkFlushMappedMemoryRanges flushed, by call index; assume: add the assumed reads."""
+        self.flushes = flushes
         self.placements = placements
         self.flushed_fills = flushed_fills
         self.queue_device = queue_device
@@ -157,30 +226,42 @@ class Readbacks:
         self.written: dict[int, list[Written]] = {}  # memory -> what device commands wrote last there
         self.unwaited: set[int] = set()  # memories with writes no host wait covered yet: a wait looks only there
         self.rank: dict[int, int] = {}  # memory -> its place in `written`, the order a wait goes through them in
+        self.host_barriers = 0  # barriers to the host stage over every byte so far (Written.epoch)
+        self.shown: dict[int, list[Snapshot]] = {}  # memory -> what fill records showed there, no write since
         self.submitted: dict[str, int] = {}  # queue -> its submits so far
         self.queue_frontier: dict[str, Frontier] = {}  # queue -> what its latest submit's completion covers
         self.signals: dict[str, _Signals] = {}
         self.fences: dict[str, Frontier] = {}
         self.destroyed: set[str] = set()
-        self.assumed_reads: list[str] = []  # buffer ids, for the summary
-        self.fill_reads: set[int] = set()  # the call indices of the fill-memory records taken as host reads
+        self.reads: list[tuple[int, int, dict]] = []  # the assumed reads: (call index, thread, host_read op)
+        self.confirmed: set[int] = set()  # those a page-guard record covers (their places in `reads`)
+        self.refuted: set[int] = set()  # those no record covered by a device rewrite of their bytes or a flush
+        self.submits = 0  # the submits walked so far
+        self.submits_before: list[int] = []  # for each assumed read, the submits before its wait
+        self.assumed_reads: list[str] = []  # buffer ids of the assumed reads kept, for the summary
+        self.fill_reads: set[int] = set()  # the call indices of the fill-memory records with a host read
         self.recorded: dict[int, list[tuple[int, int]]] = {}  # memory -> the bytes a captured write reached
         self.unrecorded: str | None = None  # the first device read of mapped bytes no captured write reached
 
     def walk(self, ops: list[tuple[int, int, dict]]) -> list[tuple[int, int, dict]]:
-        """(call index, capture thread, host op) in capture order, with assumed reads added after the waits
-        and page-guard fills of read bytes turned into reads or dropped."""
-        out = []
-        consumed = self._consumed(ops)
+        """(call index, capture thread, host op) in capture order, with assumed reads added after the waits and
+        page-guard records turned into the host reads and writes they show (`_fill`)."""
+        out: list[tuple[int, int, dict] | int] = []  # an int: the place in self.reads of an assumed read
+        records = [at for at, (_, _, op) in enumerate(ops) if op["op"] == "host_write" and op["label"].startswith(FILL)]
+        guarded = any(ops[at][0] not in self.flushed_fills for at in records)  # page-guard records show touches
+        consumed = self._consumed(ops, set(records))
+        flushes = iter(self.flushes)
+        flush = next(flushes, None)
         for at, (index, thread, op) in enumerate(ops):
+            while flush is not None and flush[0] < index:
+                self._flushed(*flush[1:])
+                flush = next(flushes, None)
             kind = op["op"]
             if kind == "submit":
                 self._submit(op)
-            elif kind == "host_write" and op["label"].startswith(FILL) and index not in self.flushed_fills \
-                    and at not in consumed:
-                op = self._fill(index, op)
-                if op is None:
-                    continue
+            elif at in consumed:  # a fill-memory record, with the bytes a later command reads
+                out += [(index, thread, access) for access in self._fill(index, op, consumed[at])]
+                continue
             elif kind == "host_write":
                 self._host_write(op)
             elif kind == "signal_semaphore":  # orders the host's waits, covers no device work
@@ -189,15 +270,24 @@ class Readbacks:
                 self.destroyed.add(op["buffer"])
             out.append((index, thread, op))
             if kind in HOST_WAITS:
-                out += [(index, thread, read) for read in self._waited(self._covered(op), op["label"])]
-        return out
+                out += self._waited(self._covered(op), op["label"], index, thread)
+        for rest in [flush, *flushes] if flush is not None else ():
+            self._flushed(*rest[1:])
+        # Where the page guard shows the host's touches, a read stands unless no record covers its bytes by the
+        # time the device rewrites them, a flush of them, or the end with a submit after its wait: the layer
+        # records the pages the host touched at the next submit or flush. One with no submit after it is kept.
+        unseen = self.refuted | {i for i, n in enumerate(self.submits_before) if n < self.submits}
+        kept = set(range(len(self.reads))) - (unseen - self.confirmed if guarded else set())
+        self.assumed_reads = [self.reads[i][2]["buffer"] for i in sorted(kept)]
+        for i in kept if guarded else ():  # what the read stands on
+            self.reads[i][2]["label"] += CONFIRMED if i in self.confirmed else UNCONFIRMED
+        return [x if not isinstance(x, int) else self.reads[x] for x in out if not isinstance(x, int) or x in kept]
 
-    def _consumed(self, ops: list[tuple[int, int, dict]]) -> set[int]:
-        """The positions in `ops` of the fills whose bytes a later read (device or host) reads before anything
-        writes them: the program wrote what it reads there. Another buffer bound later over a readback
-        buffer's memory, the layer's late record of a read can land on it; only a write there is read."""
+    def _consumed(self, ops: list[tuple[int, int, dict]], records: set[int]) -> dict[int, list[tuple[int, int]]]:
+        """For each fill-memory record in `ops` (positions `records`), the bytes (memory ranges) that a later read
+        (device or host) reads before anything writes them: what the program reads there."""
         read_next: dict[int, list[tuple[int, int]]] = {}  # memory -> the bytes whose next access is a read
-        out = set()
+        out = {}
         for at in reversed(range(len(ops))):
             op = ops[at][2]
             if op["op"] == "submit":
@@ -211,8 +301,8 @@ class Readbacks:
                 if found is None:
                     continue
                 (place, lo, hi), spans = found, read_next.get(found[0].memory, [])
-                if writes and op["label"].startswith(FILL) and _overlaps(spans, lo, hi):
-                    out.add(at)
+                if at in records:
+                    out[at] = _within(spans, lo, hi)
                 spans = _subtract(spans, lo, hi) if writes else spans
                 read_next[place.memory] = _add(spans, lo, hi) if reads else spans  # a read_write reads first
         return out
@@ -227,22 +317,32 @@ class Readbacks:
     # ---- what completes when -----------------------------------------------
 
     def _submit(self, op: dict) -> None:
+        self.submits += 1
         queue = op["queue"]
         self.submitted[queue] = n = self.submitted.get(queue, 0) + 1
         frontier = _join([self.queue_frontier.get(queue, {}), {queue: n}])
         for batch in op["batches"]:
             frontier = _join([frontier] + [self._signal(w["semaphore"], w.get("value")) for w in batch["wait"]])
-            for cmd, buffer, offset, size, reads, writes in self._accesses(batch):
-                found = self._range(buffer, offset, size)
-                if found is not None:
-                    if reads:
-                        self._device_read(cmd, buffer, *found)
-                    self._device_access(*found, buffer, offset, writes and cmd["cmd"], queue, n)
+            for cb in batch["command_buffers"]:
+                for cmd in self.command_buffers.get(cb, ()):
+                    self._command(cmd, queue, n)
             for s in batch["signal"]:
                 self.signals.setdefault(s["semaphore"], _Signals()).add(s.get("value"), frontier)
         self.queue_frontier[queue] = frontier
         if "fence" in op:
             self.fences[op["fence"]] = frontier
+
+    def _command(self, cmd: dict, queue: str, submit: int) -> None:
+        for buffer, offset, size, reads, writes in accesses(cmd):
+            found = self._range(buffer, offset, size)
+            if found is not None:
+                if reads:
+                    self._device_read(cmd, buffer, *found)
+                self._device_access(*found, buffer, offset, writes and cmd["cmd"], queue, submit)
+        for target in _to_host(cmd):
+            found = None if target is None else self._range(*target)
+            if target is None or found is not None:
+                self._for_host(found)
 
     def _signal(self, semaphore: str, value: int | None) -> Frontier:
         """What the signal a wait for `value` (None: binary, the latest signal) synchronizes with covers."""
@@ -276,14 +376,35 @@ class Readbacks:
     def _device_access(self, place: Placement, lo: int, hi: int, buffer: str, offset: int, writer: str | bool,
                        queue: str, submit: int) -> None:
         """writer: the command kind where it writes the bytes, False where it only reads them."""
+        entries = self.written.get(place.memory, [])
         if writer:
+            self.refuted |= {e.assumed for e in _clip(entries, lo, hi) if e.assumed is not None}
             self.recorded[place.memory] = _add(self.recorded.get(place.memory, []), lo, hi)
-        entries = _cut(self.written.get(place.memory, []), lo, hi)  # a read: the bytes are no longer readback's
-        if writer:
-            entries.append(Written(lo, hi, buffer, offset, queue, submit, writer == "copy"))
+            self.shown[place.memory] = _cut(self.shown.get(place.memory, []), lo, hi)
+            entries = _cut(entries, lo, hi) + [Written(lo, hi, buffer, offset, queue, submit, writer == "copy",
+                                                       epoch=self.host_barriers)]
             self.unwaited.add(place.memory)
+        else:
+            entries = _cut(entries, lo, hi) + [replace(e, read=True) for e in _clip(entries, lo, hi)]
         self.written[place.memory] = entries
         self.rank.setdefault(place.memory, len(self.rank))
+
+    def _flushed(self, memory: int, lo: int, hi: int) -> None:
+        """A flush of bytes [lo, hi) of `memory`: the layer records the pages of them the host touched (before
+        the flush call), so an assumed read of them that no record confirmed by now never happened."""
+        self.refuted |= {e.assumed for e in _clip(self.written.get(memory, []), lo, hi) if e.assumed is not None}
+
+    def _for_host(self, found: tuple[Placement, int, int] | None) -> None:
+        """A barrier to the host stage over the bytes `found` (None: every byte) covers the writes before it.
+        Over every byte it is counted, not applied to each write: a long run records one per submit."""
+        if found is None:
+            self.host_barriers += 1
+            return
+        place, lo, hi = found
+        entries = self.written.get(place.memory)
+        if entries:
+            self.written[place.memory] = _cut(entries, lo, hi) + [replace(e, for_host=True)
+                                                                  for e in _clip(entries, lo, hi)]
 
     def _host_write(self, op: dict) -> None:
         found = self._range(op["buffer"], op["offset"], op["size"])
@@ -292,37 +413,90 @@ class Readbacks:
             self.written[place.memory] = _cut(self.written.get(place.memory, []), lo, hi)
             self.rank.setdefault(place.memory, len(self.rank))
             self.recorded[place.memory] = _add(self.recorded.get(place.memory, []), lo, hi)
+            self.shown[place.memory] = _cut(self.shown.get(place.memory, []), lo, hi)
+            if op["label"].startswith(FILL) and "data" in op:  # a fill record shows the bytes
+                self.shown[place.memory].append(Snapshot(lo, hi, op["data"]["base64"], 0))
 
-    def _waited(self, covered: Frontier, wait: str) -> list[dict]:
-        """Mark the device writes a host wait covers; the assumed reads of those of staging buffers."""
-        reads = []
+    def _waited(self, covered: Frontier, wait: str, index: int, thread: int) -> list[int]:
+        """Mark the device writes a host wait covers; the assumed reads of those of staging buffers, as their
+        places in self.reads."""
+        out = []
         for memory in sorted(self.unwaited, key=self.rank.__getitem__):
             entries, pending = self.written[memory], False
             for i, e in enumerate(entries):
                 if e.waited or e.submit > covered.get(e.queue, 0):
                     pending = pending or not e.waited
                     continue
-                assumed = self.assume and e.copied and self.placements[e.buffer].staging and \
+                assumed = self.assume and e.copied and not e.read and self.placements[e.buffer].staging and \
                     e.buffer not in self.destroyed
-                entries[i] = replace(e, waited=True, assumed=assumed)
+                entries[i] = replace(e, waited=True, assumed=len(self.reads) if assumed else None)
                 if assumed:
-                    self.assumed_reads.append(e.buffer)
-                    reads.append({"op": "host_read", "buffer": e.buffer, "offset": e.at, "size": e.hi - e.lo,
-                                  "label": f"{ASSUMED} (readback) after {wait}"})
+                    out.append(len(self.reads))
+                    self.submits_before.append(self.submits)
+                    self.reads.append((index, thread, {"op": "host_read", "buffer": e.buffer, "offset": e.at,
+                                                       "size": e.hi - e.lo,
+                                                       "label": f"{ASSUMED} (readback) after {wait}"}))
             if not pending:
                 self.unwaited.discard(memory)
-        return reads
+        return out
 
-    def _fill(self, index: int, fill: dict) -> dict | None:
-        """The op a fill-memory record is: the host read of bytes that a device command wrote last, a host wait
-        covered, and nothing touched since (None where assumed reads stand for all of them); else the write."""
+    def _fill(self, index: int, fill: dict, consumed: list[tuple[int, int]]) -> list[dict]:
+        """The host accesses a page-guard record shows, range by range (`_kind`), merged; `consumed`: the bytes
+        of it that a later command reads before a write."""
         found = self._range(fill["buffer"], fill["offset"], fill["size"])
-        under = [] if found is None else _clip(self.written.get(found[0].memory, []), found[1], found[2])
-        if not under or not all(e.waited for e in under) or sum(e.hi - e.lo for e in under) < fill["size"]:
-            self._host_write(fill)
-            return fill
-        self.fill_reads.add(index)
-        if all(e.assumed for e in under):
-            return None
-        return {"op": "host_read", "buffer": fill["buffer"], "offset": fill["offset"], "size": fill["size"],
-                "label": f"{fill['label']}: a host read of bytes the device wrote (page guard)"}
+        if found is None:
+            return [fill]
+        place, lo, hi = found
+        data = _decoded(fill["data"]["base64"]) if "data" in fill else None
+        written = _clip(self.written.get(place.memory, []), lo, hi)
+        shown = _clip(self.shown.get(place.memory, []), lo, hi)
+        edges = [x for e in [*written, *shown] for x in (e.lo, e.hi)] + [x for span in consumed for x in span]
+        cuts = sorted({lo, hi, *edges})
+        parts: list[tuple[int, int, str | None]] = []
+        for a, b in itertools.pairwise(cuts):
+            kind = self._kind(index, fill, a, b, data and data[a - lo:b - lo], written, shown, consumed)
+            if parts and parts[-1][2] == kind:
+                parts[-1] = (parts[-1][0], b, kind)
+            else:
+                parts.append((a, b, kind))
+        confirms = {e.assumed for e in written if e.assumed is not None}  # the assumed reads this record confirms
+        self.confirmed |= confirms
+        self._host_write(fill)  # the bytes are what the record shows
+        out = []
+        for a, b, kind in parts:
+            if kind is not None:
+                op = "host_read" if kind == READ_SHOWN else "host_write"
+                access = {"op": op, "buffer": fill["buffer"], "offset": a - place.offset, "size": b - a,
+                          "label": f"{fill['label']}: {kind}"}
+                if op == "host_write" and data is not None:  # the record's own text where it is all written
+                    access["data"] = fill["data"] if (a, b) == (lo, hi) else \
+                        {"base64": base64.b64encode(data[a - lo:b - lo]).decode()}
+                out.append(access)
+        if confirms or any(kind == READ_SHOWN for _, _, kind in parts):
+            self.fill_reads.add(index)
+        return out
+
+    def _kind(self, index: int, fill: dict, lo: int, hi: int, data: bytes | None, written: list[Written],
+              shown: list[Snapshot], consumed: list[tuple[int, int]]) -> str | None:
+        """What fill-memory record `index` is on bytes [lo, hi), which one device write or one snapshot covers,
+        or neither: a host read (READ_SHOWN), a host write (one of WRITE_*), or no access (None)."""
+        later = _covers(consumed, lo, hi)  # a later command reads the bytes before a write
+        snapshot = next((s for s in shown if s.lo <= lo and hi <= s.hi), None)
+        if snapshot is not None:
+            return None if data == snapshot.part(lo, hi).data() else WRITE_CHANGED
+        device = next((e for e in written if e.lo <= lo and hi <= e.hi), None)
+        if device is None:
+            return WRITE_FRESH
+        if not device.waited:
+            return WRITE_UNWAITED
+        for_host = device.for_host or device.epoch < self.host_barriers
+        result = not device.read or for_host  # a result for the host, not an intermediate one
+        if later and device.buffer != fill["buffer"]:
+            return WRITE_RECYCLED
+        if later and index in self.flushed_fills:
+            return WRITE_FLUSHED
+        if later and not result:
+            return WRITE_REUSED
+        if device.assumed is not None or not result:
+            return None  # an assumed read stands for it; an intermediate result, not the host's
+        return READ_SHOWN

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..shaders import interface as library_interface
 from ..shaders import library, load_spirv
-from ..shaders.reflect import DescriptorType, ShaderInterface, SpirvError, reflect, spec_constant_types
+from ..shaders.reflect import DescriptorType, ShaderInterface, SpirvError, push_loads, reflect, spec_constant_types
 from ..shaders.specialize import specialize
 from .encoded import TemplateData
 from .flags import memory_kind
@@ -29,6 +29,9 @@ BUFFER_DESCRIPTORS = {
 }  # descriptor type -> uniform (read-only) or not
 DYNAMIC = ("VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC", "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC")
 Specialization = tuple[tuple[int, bytes], ...]  # (constant id, its bytes) of a VkSpecializationInfo, by id
+Push = tuple[tuple[int, bytes], ...]  # (offset, bytes) of the push-constant loads a branch depends on
+# Distinct push-constant values a module is evaluated with (a spirv-opt run each); past that, every branch counts.
+PUSH_EVALUATIONS = 16
 GENERATED_ID = re.compile(r"(buf|mem)\d+(_\d+)?")  # the ids the import makes up; a debug name may not take one
 BUFFER_BINDINGS = (DescriptorType.STORAGE_BUFFER, DescriptorType.UNIFORM_BUFFER,
                    DescriptorType.STORAGE_TEXEL_BUFFER, DescriptorType.UNIFORM_TEXEL_BUFFER)
@@ -97,7 +100,10 @@ class Resources:
         # compute pipeline -> (shader module, entry point, the values of its specialization constants: None
         # where the capture does not have them)
         self.pipelines: dict[int, tuple[int, str, Specialization | None]] = {}
-        self._interfaces: dict[tuple[int, str, Specialization | None], ShaderInterface | None] = {}
+        self._interfaces: dict[tuple[int, str, Specialization | None, Push], ShaderInterface | None] = {}
+        self._deciding: dict[int, tuple[tuple[int, int], ...]] = {}  # module -> (offset, size) of branching loads
+        self.push_evaluated: dict[int, set[Push]] = {}  # module -> the push values it was evaluated with
+        self.push_capped: set[int] = set()  # modules dispatched with more distinct push values than evaluated
         self._kernels: dict[tuple[int, str], str | None] = {}
         self.shader_problems: dict[int, str] = {}  # module -> why its bindings are all taken as read_write
         self.unspecialized: dict[int, str] = {}  # module -> why a pipeline's constants were not applied to it
@@ -203,22 +209,27 @@ class Resources:
 
     # ---- shaders -----------------------------------------------------------
 
-    def interface(self, module: int, entry: str, specialization: Specialization | None) -> ShaderInterface | None:
-        """The entry point's reflected interface as a pipeline runs it: with `specialization` applied (the
-        constants it leaves out at their defaults); unspecialized, every branch counting, where it is None or
-        spirv-opt cannot apply it (reason in unspecialized). None (reason in shader_problems) without usable
-        SPIR-V."""
-        key = (module, entry, specialization)
+    def interface(self, module: int, entry: str, specialization: Specialization | None,
+                  push: bytes | None = None) -> ShaderInterface | None:
+        """The entry point's reflected interface as a dispatch runs it: with `specialization` applied (the
+        constants it leaves out at their defaults) and the loads of the push-constant bytes `push` (the
+        dispatch's; None where unknown) that decide branches frozen; every branch counting where the
+        constants are unknown (None) or spirv-opt cannot apply them (reason in unspecialized). None (reason
+        in shader_problems) without usable SPIR-V."""
+        path = None if self.shader_dir is None else self.shader_dir / f"sh{module}"
+        frozen = self._push(module, path, push)
+        key = (module, entry, specialization, frozen)
         if key not in self._interfaces:
             self._interfaces[key] = None
-            path = None if self.shader_dir is None else self.shader_dir / f"sh{module}"
             if path is None or not path.exists():
                 self.shader_problems[module] = "no SPIR-V (gfxrecon-extract output) for it"
                 return None
             spirv = path.read_bytes()
             try:
-                if specialization is not None and spec_constant_types(spirv):
-                    spirv = specialize(spirv, dict(specialization))
+                constants = spec_constant_types(spirv)
+                # Constants whose values are unknown (None) would be frozen at their defaults: nothing is then.
+                if (specialization is not None or not constants) and (constants or frozen):
+                    spirv = specialize(spirv, dict(specialization or ()), dict(frozen))
             except SpirvError as e:
                 self.unspecialized[module] = str(e)
             try:
@@ -226,6 +237,27 @@ class Resources:
             except SpirvError as e:
                 self.shader_problems[module] = f"its SPIR-V does not reflect: {e}"
         return self._interfaces[key]
+
+    def _push(self, module: int, path: Path | None, push: bytes | None) -> Push:
+        """The (offset, bytes) of `push` that the module's push-constant loads deciding a branch read: the
+        values its dispatch is evaluated with; () where none is known, or past PUSH_EVALUATIONS distinct ones."""
+        if push is None:
+            return ()
+        if module not in self._deciding:
+            try:
+                loads = push_loads(path.read_bytes(), branching=True) if path is not None and path.exists() else ()
+            except SpirvError:
+                loads = ()
+            self._deciding[module] = tuple(sorted({(load.offset, load.size) for load in loads}))
+        frozen = tuple((at, push[at:at + n]) for at, n in self._deciding[module] if at + n <= len(push))
+        seen = self.push_evaluated.setdefault(module, set())
+        if not frozen:
+            return ()
+        if frozen not in seen and len(seen) >= PUSH_EVALUATIONS:
+            self.push_capped.add(module)
+            return ()
+        seen.add(frozen)
+        return frozen
 
     def library_kernel(self, module: int, entry: str) -> str | None:
         """The library kernel whose committed SPIR-V the module's is, word for word: a dispatch of it is

@@ -38,6 +38,9 @@ OUT_OF_SCOPE = re.compile(r"Image|RenderPass|Rendering|Framebuffer|Swapchain|Sur
 HOST_VISIBLE = ("host_coherent", "host_cached", "device_host_visible")
 TRANSFER_SRC, TRANSFER_DST = 0x1, 0x2  # VkBufferUsageFlagBits
 TRANSFER_ONLY = TRANSFER_SRC | TRANSFER_DST
+# What the host accesses a capture does not record are inferred from: the label of each goes on "<call> #<index>: ".
+ASSUMED_WRITE = "an assumed host write of the mapped range (no fill-memory records)"
+INVALIDATED_READ = "an assumed host read of the range invalidated (a capture records no host reads)"
 NOTES = ("host_write", "host_read", "concurrent")  # debug messages that say what a call is for (see __init__.py)
 QUEUE_LABEL = re.compile(r"queue (\S+), family (\d+)")  # see __init__.py
 # Of those, the ones whose absence can hide or invent synchronization: each gets a warning.
@@ -62,6 +65,7 @@ class Translator(Commands, Queues):
         self.assume_reads = assume_reads
         self.fills = None if blocks is None else blocks.fills  # None: no fill records
         self.flushed_fills: set[int] = set()  # the fill records made at a flush: writes the program declared
+        self.flushes: list[tuple[int, int, int, int]] = []  # (call index, memory, lo, hi) of each range flushed
         self.push_data = None if blocks is None else blocks.push_constants  # None: push constants unknown
         self.call_parameters = None if blocks is None else blocks.parameters  # None: JSON lines only
         self.call_threads = None if blocks is None else blocks.threads  # None: every call on one thread
@@ -126,8 +130,10 @@ class Translator(Commands, Queues):
             self.warned.add(key)
             self.summary.assumed.append(assumption)
 
-    def host(self, call: Call, op: str, **fields) -> None:
-        self.add_op(call.index, {"op": op, **fields, "label": f"{call.name} #{call.index}"})
+    def host(self, call: Call, op: str, why: str = "", **fields) -> None:
+        """A host op of `call`, labelled by it; why: what an access the capture does not record is inferred from."""
+        label = f"{call.name} #{call.index}" + (f": {why}" if why else "")
+        self.add_op(call.index, {"op": op, **fields, "label": label})
 
     def add_op(self, index: int, op: dict) -> None:
         self.ops.setdefault(self.thread_of(index), []).append((index, op))
@@ -146,7 +152,8 @@ class Translator(Commands, Queues):
                 placements[buf.id] = Placement(mem.handle, buf.offset, _staging(kind, buf.usage), mem.ever_mapped)
         queue_device = {qid: dev for qid, dev, _ in self.queues.values()}
         queue_device.update((qid, dev) for qid, (dev, _) in self.stream_queues.items())
-        walk = Readbacks(placements, self.command_buffers, queue_device, self.flushed_fills, self.assume_reads)
+        walk = Readbacks(placements, self.command_buffers, queue_device, self.flushed_fills, self.flushes,
+                         self.assume_reads)
         ops = walk.walk(sorted(((index, thread, op) for thread, ops in self.ops.items() for index, op in ops),
                                key=lambda x: x[0]))
         self.ops = {}
@@ -161,7 +168,8 @@ class Translator(Commands, Queues):
                 f"{len(walk.assumed_reads)} host reads ({', '.join(sorted(set(walk.assumed_reads)))}): a capture "
                 "records no host reads, so the host is taken to read each staging buffer (coherent host-visible "
                 "memory, usage transfer only) the device copied into, right after the first host wait that covers "
-                f"the copy; their labels start '{ASSUMED}' (import with assume_reads=False, --no-assumed-reads, to "
+                "the copy, unless page-guard records show the host never touched the bytes before the device "
+                f"rewrote them; their labels start '{ASSUMED}' (import with assume_reads=False, --no-assumed-reads, to "
                 "leave them out)")
         if walk.unrecorded is not None and self.fills is not None:  # JSON lines: host writes are assumed anyway
             self.warn("unrecorded", f"device commands read mapped memory that no captured write reached (first: "
@@ -171,9 +179,12 @@ class Translator(Commands, Queues):
                                     "default) for them")
         if walk.fill_reads:
             self.summary.assumed.append(
-                f"{len(walk.fill_reads)} fill-memory records are host reads, not writes: each covers only bytes a "
-                "device command wrote last, after a host wait that covers it, that nothing touched since and nothing "
-                "reads later before a write (a page-guard capture writes back the pages the host read)")
+                f"{len(walk.fill_reads)} fill-memory records are host reads of bytes a device command wrote, after a "
+                "host wait that covers it (a page-guard capture writes back each whole page the host touched, read "
+                "or written): each record is read byte range by byte range, a read where the device wrote a result "
+                "for the host, no access where it repeats the page's last record or holds an intermediate result, "
+                "a write where the bytes changed or a later command reads what the host put there; the label of "
+                "each access says which")
 
     def stream_threads(self) -> dict[str, list[dict]]:
         """Capture threads that signal a semaphore from the host as threads of their own (all of them with
@@ -363,15 +374,15 @@ class Translator(Commands, Queues):
         self.assumed_write(mem, call)
         mem.mapped = None
 
-    def _host_access(self, call: Call, op: str, mem: Memory, offset: int, size: int, **fields) -> None:
+    def _host_access(self, call: Call, op: str, mem: Memory, offset: int, size: int, why: str = "") -> None:
         for buf, off, n in self.res.buffers_over(mem, offset, size):
-            self.host(call, op, buffer=buf.id, offset=off, size=n, **fields)
+            self.host(call, op, why, buffer=buf.id, offset=off, size=n)
 
     def assumed_write(self, mem: Memory, call: Call) -> None:
         """Without fill records: the host wrote the whole mapped range before the first submit after a map."""
         if mem.handle in self.unwritten and mem.mapped is not None:
             del self.unwritten[mem.handle]
-            self._host_access(call, "host_write", mem, *mem.mapped)
+            self._host_access(call, "host_write", mem, *mem.mapped, ASSUMED_WRITE)
             self.assume("assumed", "the capture has no fill-memory records (JSON lines only): each mapping is "
                                    "taken as a host write of the whole mapped range just before the first submit, "
                                    "flush or unmap after the map")
@@ -404,10 +415,15 @@ class Translator(Commands, Queues):
             if op is not None and self.res.kind(mem) == "host_cached":
                 self._host_access(call, op, mem, r["offset"], size)
             if then is not None:
-                self._host_access(call, then, mem, r["offset"], size)
+                self._host_access(call, then, mem, r["offset"], size, INVALIDATED_READ)
 
     def vkFlushMappedMemoryRanges(self, call: Call, a: dict) -> None:
         self._ranges(call, "flush", a["pMemoryRanges"])
+        for r in a["pMemoryRanges"]:
+            mem = self.res.memories.get(r["memory"])
+            if mem is not None:  # a size of 0 (invalid) is taken as the rest of the memory, as the layer does
+                end = mem.size if r["size"] in (WHOLE_SIZE, 0) else r["offset"] + r["size"]
+                self.flushes.append((call.index, mem.handle, r["offset"], end))
 
     def vkInvalidateMappedMemoryRanges(self, call: Call, a: dict) -> None:
         # A capture records no reads: a program invalidates a range to read it, so the read is put here.

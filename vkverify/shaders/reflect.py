@@ -15,15 +15,17 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ..errors import VkverifyError
-from .uses import READ, WRITE, Instruction, variable_uses
+from .uses import READ, WRITE, Instruction, branch_sources, variable_uses
 
 __all__ = [
     "BindingInfo",
     "DescriptorType",
     "PushField",
+    "PushLoad",
     "ShaderInterface",
     "SpirvError",
     "pack_push",
+    "push_loads",
     "reflect",
     "spec_constant_types",
     "unpack_push",
@@ -53,6 +55,9 @@ _OP_SPEC_CONSTANT = 50
 _OP_SPEC_CONSTANT_COMPOSITE = 51
 _OP_FUNCTION = 54
 _OP_VARIABLE = 59
+_OP_LOAD = 61
+_OP_ACCESS_CHAIN = 65
+_OP_IN_BOUNDS_ACCESS_CHAIN = 66
 _OP_DECORATE = 71
 _OP_MEMBER_DECORATE = 72
 _OP_EXECUTION_MODE_ID = 331
@@ -133,6 +138,20 @@ class PushField:
 
     offset: int
     scalar: str
+
+
+@dataclass(frozen=True)
+class PushLoad:
+    """An OpLoad of one scalar or vector of the push-constant block through an access chain of constant
+    indices: its result id, its type's id, the scalar type's id, the scalars it reads and their bytes
+    [offset, offset + size) of the block."""
+
+    result: int
+    type_id: int
+    scalar_type: int
+    fields: tuple[PushField, ...]
+    offset: int
+    size: int
 
 
 @dataclass(frozen=True)
@@ -385,6 +404,59 @@ def spec_constant_types(spirv: bytes) -> dict[int, str]:
             is_bool = module.type(type_id)[0] == _OP_TYPE_BOOL
             out[spec_id[0]] = "bool" if is_bool else _fields(module, type_id, 0, None)[0][0].scalar
     return out
+
+
+def push_loads(spirv: bytes, branching: bool = False) -> tuple[PushLoad, ...]:
+    """The loads of scalars and vectors of the module's push-constant block, each through an access chain
+    whose indices are constants (the shape compilers give them); loads of another shape are left out.
+    branching: only those whose values reach a conditional branch or a switch (`uses.branch_sources`)."""
+    module = _Module(spirv)
+    blocks = {var: module.type(pointer)[1][1] for var, (pointer, storage) in module.variables.items()
+              if storage == _PUSH_CONSTANT}
+    chains: dict[int, tuple[int, int]] = {}  # pointer id -> (byte offset, type id) it points to
+    out = []
+    for opcode, ops in module.code:
+        if opcode in (_OP_ACCESS_CHAIN, _OP_IN_BOUNDS_ACCESS_CHAIN) and ops[2] in blocks:
+            found = _member(module, blocks[ops[2]], ops[3:])
+            if found is not None:
+                chains[ops[1]] = found
+        elif opcode == _OP_LOAD and ops[2] in chains:
+            offset, type_id = chains[ops[2]]
+            kind, type_ops = module.type(type_id)
+            if kind in (_OP_TYPE_INT, _OP_TYPE_FLOAT, _OP_TYPE_VECTOR):
+                fields, size = _fields(module, type_id, offset, None)
+                out.append(PushLoad(ops[1], type_id, type_ops[0] if kind == _OP_TYPE_VECTOR else type_id,
+                                    tuple(fields), offset, size))
+    if branching:
+        deciding = branch_sources(module.code, [load.result for load in out])
+        out = [load for load in out if load.result in deciding]
+    return tuple(out)
+
+
+def _member(module: _Module, type_id: int, indices: Sequence[int]) -> tuple[int, int] | None:
+    """(byte offset, type id) of the member of a push-constant block of type `type_id` that access chain
+    `indices` (constant ids) reaches; None where an index is not a constant or the layout has no offset."""
+    offset = 0
+    for index in indices:
+        if index not in module.constants:
+            return None
+        k = module.constants[index]
+        opcode, ops = module.type(type_id)
+        if opcode == _OP_TYPE_STRUCT and k < len(ops):
+            at = module.member_decorations.get((type_id, k), {}).get(_OFFSET)
+            if at is None:
+                return None
+            offset, type_id = offset + at[0], ops[k]
+        elif opcode == _OP_TYPE_ARRAY:
+            stride = module.decorations.get(type_id, {}).get(_ARRAY_STRIDE)
+            if stride is None:
+                return None
+            offset, type_id = offset + k * stride[0], ops[0]
+        elif opcode == _OP_TYPE_VECTOR:
+            offset, type_id = offset + k * _fields(module, ops[0], 0, None)[1], ops[0]
+        else:  # a matrix's columns: their stride is the member's, not the type's
+            return None
+    return offset, type_id
 
 
 _PACK = {"u32": "I", "i32": "i", "f32": "f", "u64": "Q", "i64": "q", "f64": "d",

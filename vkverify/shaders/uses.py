@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-__all__ = ["READ", "WRITE", "Instruction", "variable_uses"]
+__all__ = ["READ", "WRITE", "Instruction", "branch_sources", "variable_uses"]
 
 READ, WRITE = 1, 2
 Instruction = tuple[int, tuple[int, ...]]  # (opcode, operands)
@@ -22,6 +22,9 @@ Instruction = tuple[int, tuple[int, ...]]  # (opcode, operands)
 _OP_FUNCTION = 54
 _OP_FUNCTION_PARAMETER = 55
 _OP_FUNCTION_CALL = 57
+_OP_STORE = 62
+_OP_BRANCH_CONDITIONAL = 250
+_OP_SWITCH = 251
 _OP_PHI = 245
 _OP_RETURN_VALUE = 254
 
@@ -130,3 +133,34 @@ def variable_uses(code: Sequence[Instruction], entry: int, variables: Iterable[i
             todo += fresh
         out[var] = flags
     return out
+
+
+def branch_sources(code: Sequence[Instruction], sources: Iterable[int]) -> set[int]:
+    """The ids of `sources` whose values reach the condition of an OpBranchConditional or the selector of an
+    OpSwitch: through any instruction's operands to its result, through a store to the pointer stored to,
+    through a function's return value to its calls. Over-approximate (any operand word that names a tainted
+    id taints the result) and without function parameters: a source it misses is one whose value is left
+    unknown, so every branch on it counts."""
+    taint: dict[int, frozenset[int]] = {s: frozenset((s,)) for s in sources}
+    changed = True
+    while changed:
+        changed = False
+        function = 0
+        for opcode, ops in code:
+            if opcode == _OP_FUNCTION:
+                function = ops[1]
+            if opcode == _OP_STORE:
+                target, inputs = ops[0], ops[1:2]
+            elif opcode == _OP_RETURN_VALUE:
+                target, inputs = -function, ops[:1]
+            elif opcode == _OP_FUNCTION_CALL:
+                target, inputs = ops[1], (-ops[2], *ops[3:])
+            elif len(ops) >= 2 and opcode not in (_OP_BRANCH_CONDITIONAL, _OP_SWITCH):
+                target, inputs = ops[1], ops[2:]
+            else:
+                continue
+            found = frozenset().union(*(taint.get(i, ()) for i in inputs))
+            if found and not found <= taint.get(target, frozenset()):
+                taint[target] = taint.get(target, frozenset()) | found
+                changed = True
+    return {s for opcode, ops in code if opcode in (_OP_BRANCH_CONDITIONAL, _OP_SWITCH) for s in taint.get(ops[0], ())}
