@@ -114,7 +114,7 @@ def test_a_host_wait_covers_the_submits_up_to_the_first_signal_of_its_value():
         return {"op": "wait_semaphores", "waits": [{"semaphore": "t", "value": value}], "label": f"wait {value}"}
 
     ops = [submit(i) for i in range(rounds)] + [wait(3), wait(4), wait(13), wait(9), wait(12)]
-    walked = Readbacks(placements, command_buffers, {"q0": "gpu0"}, set(), True).walk(
+    walked = Readbacks(placements, command_buffers, {"q0": "gpu0"}, set(), [], True).walk(
         [(index, 0, op) for index, op in enumerate(ops)])
     after: dict[str, list[str]] = {}
     for _, _, op in walked:

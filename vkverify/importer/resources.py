@@ -19,7 +19,7 @@ from ..shaders.specialize import specialize
 from .encoded import TemplateData
 from .flags import memory_kind
 
-__all__ = ["WHOLE_SIZE", "CapturedBuffer", "Descriptor", "Memory", "Resources", "Specialization"]
+__all__ = ["PUSH_EVALUATIONS", "WHOLE_SIZE", "CapturedBuffer", "Descriptor", "Memory", "Resources", "Specialization"]
 
 WHOLE_SIZE = 2**64 - 1
 BUFFER_DESCRIPTORS = {

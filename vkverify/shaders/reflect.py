@@ -18,6 +18,7 @@ from ..errors import VkverifyError
 from .uses import READ, WRITE, Instruction, branch_sources, variable_uses
 
 __all__ = [
+    "MAGIC",
     "BindingInfo",
     "DescriptorType",
     "PushField",
