@@ -44,6 +44,7 @@ or memory kinds):
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 from os import PathLike
 from pathlib import Path
 
@@ -78,8 +79,12 @@ def import_capture(path: str | Path, shader_dir: str | Path | None = None, threa
     first host wait that covers the write), labelled "assumed host read"
     (readback.py; docs/format.md, "Host reads in imported captures").
 
-    Raises CaptureError for a capture that cannot be read (truncated, of
-    another converter version, without a device).
+    A capture that ends without the program's teardown (cut off inside a
+    block, or without vkDestroyDevice) and one that uses events give a
+    partial summary (`ImportSummary.partial_lines`).
+
+    Raises CaptureError for a capture that cannot be read (cut off before a
+    device, of another converter version, without a device).
     """
     for argument, value in (("path", path), ("shader_dir", shader_dir or "")):
         if not isinstance(value, (str, PathLike)):
@@ -91,7 +96,7 @@ def import_capture(path: str | Path, shader_dir: str | Path | None = None, threa
         blocks = read_blocks(path)
         with tempfile.TemporaryDirectory(prefix="vkverify-import-") as tmp:
             if blocks.compressed:  # the fill bytes and push constants are in the compressed part
-                blocks = read_blocks(decompress(path, Path(tmp)), shown_as=path)
+                blocks = replace(read_blocks(decompress(path, Path(tmp)), shown_as=path), truncated=blocks.truncated)
             jsonl, shaders = convert(path, Path(tmp))
             return _translate(path, jsonl, shaders, blocks, threads, assume_reads)
     return _translate(path, path, None if shader_dir is None else Path(shader_dir), None, False, assume_reads)
@@ -103,8 +108,9 @@ def _translate(path: Path, jsonl: Path, shader_dir: Path | None, blocks: Blocks 
     try:
         translator.run(read_calls(jsonl, str(path)))
         if not translator.devices:
-            raise CaptureError(str(path), f"no vkCreateDevice among its {translator.summary.calls} calls: nothing "
-                                          "to import")
+            cut = "" if translator.truncated is None else f" (truncated: {translator.truncated})"
+            raise CaptureError(str(path), f"no vkCreateDevice among its {translator.summary.calls} calls{cut}: "
+                                          "nothing to import")
         doc = translator.document(path.stem)
     except UnreadableCall as e:
         raise CaptureError(str(path), str(e)) from None
