@@ -146,3 +146,14 @@ def test_a_capture_cut_short_is_partial_and_names_its_last_call(events_capture, 
     assert any(f["kind"] == "raw" for f in results[2]["findings"])
     assert main(["import", str(paths[1]), "-o", str(tmp_path / "s.json")]) == 0
     assert f"cut short: the capture is truncated (block {submit} at byte" in capsys.readouterr().err
+
+
+def test_a_compressed_capture_cut_short_is_read_to_its_last_whole_block(small_capture, tmp_path):
+    """The layer's default, LZ4 blocks: the import decompresses the cut file (gfxrecon-compress reads it to its
+    last whole block, as the converter does) and says where it ends."""
+    cut = tmp_path / "cut.gfxr"
+    cut.write_bytes(small_capture[0].read_bytes()[:-7])
+    _, summary = import_capture(cut)
+    last = max(_calls(cut).items())
+    assert summary.partial and summary.cut.startswith("the capture is truncated (block ")
+    assert f"it ends at call #{last[0]} {last[1]}, the last whole call" in summary.cut
