@@ -39,14 +39,15 @@ def test_vkdispatch_fft_rounds_import_without_findings(vkdispatch_stream):
     stream, summary = vkdispatch_stream
     assert summary.commands["dispatch"] == 2 * ROUNDS and summary.commands["copy"] == 2 * ROUNDS
     assert not summary.unresolved and not summary.warnings and not summary.partial
-    uploads = _ops(stream, "host_write")
-    assert len(uploads) == ROUNDS and len({w.buffer for w in uploads}) == 1  # one staging buffer, reused
-    reads = _ops(stream, "host_read")
-    # A round's read and the next round's upload touch one page of the staging buffer. Where the page guard
-    # writes that page back once, after the upload, its record is a host write, and no read is assumed over
-    # bytes a host write touched later (docs/format.md, Host reads): which happens depends on when vkdispatch's
-    # submission thread runs, so a round's read may be missing from the stream (the first round's never is).
-    assert ROUNDS - 1 <= len(reads) <= ROUNDS and {r.buffer for r in reads} == {uploads[0].buffer}
+    writes, reads = _ops(stream, "host_write"), _ops(stream, "host_read")
+    assert {op.buffer for op in writes + reads} == {writes[0].buffer}  # one staging buffer, reused every round
+    # A round's read through the mapping shows only as the page guard's record of the page, at the next submit:
+    # a read where readback.py recognises it, assumed after the wait where not; where the record also holds the
+    # next round's upload, or comes before the wait in capture order (vkdispatch waits and submits on two
+    # threads), it is taken as a host write (issue 24, page-guard host reads; the other reads of the round are
+    # then not assumed over bytes a host write touched). Which happens varies from run to run.
+    assert len(writes) >= ROUNDS and 2 * ROUNDS - 1 <= len(writes) + len(reads) <= 2 * ROUNDS
+    assert all(w.label.startswith("fill memory #") for w in writes)
     assert all(r.label.startswith(f"{ASSUMED} (readback) after vk") or r.label.endswith("(page guard)")
                for r in reads)
     assert check(stream) == []
@@ -58,11 +59,14 @@ def test_the_readback_is_ordered_only_through_the_signal_at_all_commands(vkdispa
     to the host, docs/format.md Readings), the host's accesses to the staging buffer after a round's copy back
     into it are unordered with that copy."""
     stream, _ = vkdispatch_stream
-    reads, uploads = _ops(stream, "host_read"), _ops(stream, "host_write")
+    accesses = {op.label: op for op in _ops(stream, "host_write") + _ops(stream, "host_read")}
     findings = check(stream, Readings(all_commands_includes_host=False))
-    # Each read of a round's result, and each later round's upload, against the copy back of the round before.
-    expected = {(r.label, "raw", "host/host_read") for r in reads} | {
-        (w.label, "waw", "host/host_write") for w in uploads[1:]}
-    assert {(f.labels[1], f.kind, f.second_access) for f in findings} == expected and len(findings) == len(expected)
-    assert all(f.buffer == uploads[0].buffer and f.first_access == "copy/transfer_write"
-               and f.labels[0].startswith("vkCmdCopyBuffer #") for f in findings)
+    # At least the host's first access after the copy back of each round but the last: an upload, if not a read.
+    assert len(findings) >= ROUNDS - 1 and all(f.buffer == next(iter(accesses.values())).buffer for f in findings)
+    for f in findings:  # the copy back of a round, then the host's next access to what it wrote
+        assert f.labels[0].startswith("vkCmdCopyBuffer #") and f.first_access == "copy/transfer_write"
+        second = accesses[f.labels[1]]
+        assert (f.kind, f.second_access) == (("raw", "host/host_read") if second.op == "host_read" else
+                                             ("waw", "host/host_write"))
+    # Every read follows its round's copy back: each is unordered with it.
+    assert {f.labels[1] for f in findings} >= {r.label for r in _ops(stream, "host_read")}
