@@ -212,13 +212,13 @@ def emit(text: str | Iterable[str], output: str | None = None) -> None:
 
 def _load_any(file: str):
     """A stream file, or a GFXReconstruct capture (.gfxr/.jsonl) through the importer; with why a verdict on
-    it is partial (the dispatches the import could not resolve)."""
+    it is partial (the dispatches the import could not resolve, events, a capture cut short)."""
     if not file.endswith(CAPTURES):
         return load(file), ()
     from .importer import import_capture
 
     stream, summary = import_capture(file)
-    return stream, tuple(summary.unresolved_lines())
+    return stream, tuple(summary.partial_lines())
 
 
 def _load_or_report(file: str):

@@ -20,7 +20,7 @@ class FileResult:
     stream: str
     findings: list[Finding]
     agreement: Agreement | None = None  # with --expect
-    partial: tuple[str, ...] = ()  # why the verdict covers only part of the program: an import's unresolved dispatches
+    partial: tuple[str, ...] = ()  # why the verdict covers only part of the program (ImportSummary.partial_lines)
     suppressed: tuple[tuple[Finding, str], ...] = ()  # (finding, reason) the stream's `ignore` accepts
     warnings: tuple[str, ...] = ()  # `JSON.path: what`, e.g. an ignore entry that matches nothing
     errors: tuple[str, ...] = ()  # bad input: `FILE: JSON.path: what is wrong` lines; nothing was checked

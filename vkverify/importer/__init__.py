@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
+from dataclasses import replace
 from os import PathLike
 from pathlib import Path
 
@@ -80,8 +81,12 @@ def import_capture(path: str | Path, shader_dir: str | Path | None = None, threa
     first host wait that covers the write), labelled "assumed host read"
     (readback.py; docs/format.md, "Host reads in imported captures").
 
-    Raises CaptureError for a capture that cannot be read (truncated, of
-    another converter version, without a device).
+    A capture that ends without the program's teardown (cut off inside a
+    block, or without vkDestroyDevice) and one that uses events give a
+    partial summary (`ImportSummary.partial_lines`).
+
+    Raises CaptureError for a capture that cannot be read (cut off before a
+    device, of another converter version, without a device).
     """
     for argument, value in (("path", path), ("shader_dir", shader_dir or "")):
         if not isinstance(value, (str, PathLike)):
@@ -96,7 +101,7 @@ def import_capture(path: str | Path, shader_dir: str | Path | None = None, threa
         blocks = read_blocks(path)
         with tempfile.TemporaryDirectory(prefix="vkverify-import-") as tmp:
             if blocks.compressed:  # the fill bytes and push constants are in the compressed part
-                blocks = read_blocks(decompress(path, Path(tmp)), shown_as=path)
+                blocks = replace(read_blocks(decompress(path, Path(tmp)), shown_as=path), truncated=blocks.truncated)
             with converting(path, Path(tmp)) as lines:  # converts while the shaders are extracted and translated
                 shaders = extract(path, Path(tmp))
                 return _translate(path, read_lines(lines, str(path)), shaders, blocks, threads, assume_reads)
@@ -108,8 +113,9 @@ def _translate(path: Path, calls: Iterator[Call], shader_dir: Path | None, block
     try:
         translator.run(calls)
         if not translator.devices:
-            raise CaptureError(str(path), f"no vkCreateDevice among its {translator.summary.calls} calls: nothing "
-                                          "to import")
+            cut = "" if translator.truncated is None else f" (truncated: {translator.truncated})"
+            raise CaptureError(str(path), f"no vkCreateDevice among its {translator.summary.calls} calls{cut}: "
+                                          "nothing to import")
         doc = translator.document(path.stem)
     except UnreadableCall as e:
         raise CaptureError(str(path), str(e)) from None

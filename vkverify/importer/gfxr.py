@@ -11,7 +11,9 @@ with the call's encoded parameters; meta-data payloads start
 u64 memory_id, u64 offset, u64 size}` then the bytes. Those headers are never
 compressed, the rest of a payload may be: the bytes are read from the capture
 as gfxrecon-compress writes it uncompressed. The converter numbers blocks from
-0 in file order, so a block's ordinal is the `index` of its JSON line.
+0 in file order, so a block's ordinal is the `index` of its JSON line. A
+file cut off inside a block (the program killed before the layer wrote its
+buffer out) is read up to its last whole block, as the converter reads it.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class Blocks:
     push_constants: dict[int, bytes]  # vkCmdPushConstants call index -> pValues; empty where compressed
     compressed: bool
     parameters: dict[int, bytes]  # call index -> the encoded parameters of a call in _KEPT_CALLS, where plain
+    truncated: str | None = None  # where the file is cut off inside a block; None for a whole file
 
 
 def read_blocks(path: Path, shown_as: Path | None = None) -> Blocks:
@@ -82,14 +85,16 @@ def _blocks(data: bytes, count: int, shown: str) -> Blocks:
     options = dict(struct.unpack_from("<II", data, 16 + 8 * i) for i in range(count))
     pos, index = 16 + 8 * count, 0
     fills, threads, pushes, kept = [], {}, {}, {}
+    truncated = None
     while pos < len(data):
         if pos + 12 > len(data):
-            raise CaptureError(shown, f"truncated: a block header at byte {pos} is cut off")
+            truncated = f"block {index}'s header at byte {pos} is cut off"
+            break
         size, kind = struct.unpack_from("<QI", data, pos)
         end = pos + 12 + size
         if end > len(data):
-            raise CaptureError(shown, f"truncated: block {index} at byte {pos} needs {size} bytes, "
-                                      f"{len(data) - pos - 12} remain")
+            truncated = f"block {index} at byte {pos} needs {size} bytes, {len(data) - pos - 12} remain"
+            break
         plain = not kind & _COMPRESSED
         kind &= ~_COMPRESSED
         if kind == _FUNCTION_CALL_BLOCK and size >= 12:
@@ -107,7 +112,7 @@ def _blocks(data: bytes, count: int, shown: str) -> Blocks:
             written = data[pos + 48:pos + 48 + length] if plain else None
             fills.append(FillMemory(index, thread, memory, offset, length, written))
         pos, index = end, index + 1
-    return Blocks(tuple(fills), threads, pushes, options.get(_COMPRESSION_OPTION, 0) != 0, kept)
+    return Blocks(tuple(fills), threads, pushes, options.get(_COMPRESSION_OPTION, 0) != 0, kept, truncated)
 
 
 def capture_env(capture: Path, env: Mapping[str, str]) -> dict[str, str]:

@@ -16,8 +16,10 @@ class ImportSummary:
     (host writes in a capture without fill-memory records, host reads at
     invalidates); `warnings` name
     calls the mapping could not express faithfully; `unresolved` counts the
-    dispatches whose accesses the stream lacks in part, by reason: with any,
-    a verdict on the stream is partial.
+    dispatches whose accesses the stream lacks in part, by reason; `unmodelled`
+    the calls whose ordering the model cannot hold yet (events), by name;
+    `cut` says how a capture ends without the program's teardown. With any of
+    these, a verdict on the stream is partial.
     """
 
     calls: int = 0
@@ -27,10 +29,13 @@ class ImportSummary:
     assumed: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     unresolved: Counter = field(default_factory=Counter)  # reason -> dispatches
+    unmodelled: Counter = field(default_factory=Counter)  # Vulkan call name -> count
+    first_unmodelled: dict[str, int] = field(default_factory=dict)  # Vulkan call name -> its first call index
+    cut: str | None = None  # how the capture ends without the program's teardown
 
     @property
     def partial(self) -> bool:
-        return bool(self.unresolved)
+        return bool(self.unresolved or self.unmodelled or self.cut)
 
     @property
     def submits(self) -> int:
@@ -45,7 +50,12 @@ class ImportSummary:
             out.append(f"skipped {sum(self.skipped.values())} calls outside compute/transfer scope: {top}")
         out += [f"assumed: {a}" for a in self.assumed]
         out += [f"warning: {w}" for w in self.warnings]
-        return out + self.unresolved_lines()
+        return out + self.partial_lines()
 
-    def unresolved_lines(self) -> list[str]:
-        return [f"unresolved: {n} dispatch{'es' if n > 1 else ''}: {why}" for why, n in self.unresolved.items()]
+    def partial_lines(self) -> list[str]:
+        """Why a verdict on the stream covers only part of the program, a line per reason."""
+        out = [f"unresolved: {n} dispatch{'es' if n > 1 else ''}: {why}" for why, n in self.unresolved.items()]
+        out += [f"unmodelled: {n} {name} call{'s' if n > 1 else ''} (first #{self.first_unmodelled[name]}): the model "
+                "has no events yet, so the ordering they make is missing from the stream" for name, n in
+                self.unmodelled.items()]
+        return out + ([f"cut short: {self.cut}"] if self.cut else [])

@@ -44,7 +44,10 @@ INVALIDATED_READ = "an assumed host read of the range invalidated (a capture rec
 NOTES = ("host_write", "host_read", "concurrent")  # debug messages that say what a call is for (see __init__.py)
 QUEUE_LABEL = re.compile(r"queue (\S+), family (\d+)")  # see __init__.py
 # Of those, the ones whose absence can hide or invent synchronization: each gets a warning.
-ORDERING = re.compile(r"Event|CopyQueryPoolResults|Sparse|DescriptorSetWithTemplate|PushDescriptorSet")
+ORDERING = re.compile(r"CopyQueryPoolResults|Sparse|DescriptorSetWithTemplate|PushDescriptorSet")
+# Event signals, waits and resets, on a queue or the host: synchronization the model has no events for yet.
+# Each call is counted, and makes a verdict on the stream partial (vkCreateEvent and vkDestroyEvent order nothing).
+EVENT_ORDERING = re.compile(r"vkCmd(SetEvent|ResetEvent|WaitEvents)(2(KHR)?)?|vk(SetEvent|ResetEvent|GetEventStatus)")
 
 
 # What a handler raises on arguments of another shape than a converter writes (a corrupted or
@@ -90,6 +93,9 @@ class Translator(Commands, Queues):
         self.warned: set[str] = set()
         # Captures without fill records: memory -> its mapping that no submit, flush or unmap has followed yet.
         self.unwritten: dict[int, Memory] = {}
+        self.truncated = None if blocks is None else blocks.truncated
+        self.last: Call | None = None  # the last call read: where a capture without its teardown ends
+        self.destroyed: set[int] = set()  # VkDevices destroyed
 
     # ---- the walk ----------------------------------------------------------
 
@@ -103,6 +109,7 @@ class Translator(Commands, Queues):
                 self.fill_memory(pending)
                 pending = next(fills, None)
             self.summary.calls += 1
+            self.last = call
             # Only Vulkan names dispatch: a capture's call named `run` or `document` is no method to call.
             handler = getattr(self, call.name, None) if call.name.startswith("vk") else None
             if handler is not None and (call.result is None or call.result == "VK_SUCCESS"
@@ -112,6 +119,9 @@ class Translator(Commands, Queues):
                 except UNREADABLE as e:
                     raise UnreadableCall(f"call #{call.index} {call.name}: arguments this importer cannot read "
                                          f"({type(e).__name__}: {str(e)[:200]})") from None
+            elif EVENT_ORDERING.fullmatch(call.name):
+                self.summary.unmodelled[call.name] += 1
+                self.summary.first_unmodelled.setdefault(call.name, call.index)
             elif OUT_OF_SCOPE.search(call.name):
                 self.summary.skipped[call.name] += 1
                 if ORDERING.search(call.name):
@@ -119,6 +129,20 @@ class Translator(Commands, Queues):
                                          "the ordering or accesses it makes are missing from the stream")
         for rest in fills:
             self.fill_memory(rest)
+        self.note_ending()
+
+    def note_ending(self) -> None:
+        """A capture that ends without the program's teardown holds only the calls made up to its end: a
+        program killed, or whose capture file was not written out, would have gone on."""
+        last = "no call" if self.last is None else f"call #{self.last.index} {self.last.name}"
+        live = [dev for handle, dev in self.devices.items() if handle not in self.destroyed]
+        if self.truncated is not None:
+            self.summary.cut = (f"the capture is truncated ({self.truncated}): it ends at {last}, the last "
+                                "whole call; the verdict covers the calls up to there")
+        elif live:
+            self.summary.cut = (f"the capture ends at {last} without vkDestroyDevice of {', '.join(live)} (the "
+                                "program was killed, or it exits without its teardown): the verdict covers the "
+                                "calls up to there")
 
     def warn(self, key: str, message: str) -> None:
         if key not in self.warned:
@@ -233,6 +257,9 @@ class Translator(Commands, Queues):
     def vkCreateDevice(self, call: Call, a: dict) -> None:
         self.devices[a["pDevice"]] = f"gpu{len(self.devices)}"
         self.device_physical[a["pDevice"]] = a["physicalDevice"]
+
+    def vkDestroyDevice(self, call: Call, a: dict) -> None:
+        self.destroyed.add(a["device"])
 
     def _queue(self, device: int, family: int, index: int, handle: int) -> None:
         dev = self.devices.get(device, "gpu0")
