@@ -32,7 +32,7 @@ def test_computeml_dense_layer_has_the_adjudicated_findings(computeml_capture):
     (read,) = [op for t in stream.threads for op in t.ops if isinstance(op, ir.HostAccess) and op.op == "host_read"]
     wait = next(op for t in stream.threads for op in t.ops if isinstance(op, ir.WaitFences))
     findings = {f.kind: f for f in check(stream)}
-    assert sorted(findings) == ["raw", "uninitialized_read"]
+    assert sorted(findings) == ["raw"]
 
     # True: `.numpy()` flushes (a submit with a fence), waits for the fence (vkWaitForFences) and copies the
     # output out of its mapping (the page guard's record of that page is the read). The scale kernel wrote
@@ -48,14 +48,12 @@ def test_computeml_dense_layer_has_the_adjudicated_findings(computeml_capture):
     assert wait.label.startswith("vkWaitForFences #")
     assert "src compute_shader/shader_storage_write -> dst host/host_read" in raw.fix
 
-    # False, a known one until push constants are evaluated as specialization constants are (issue 24):
-    # computeml allocates the matmul's output uninitialized (ops.matmul: `_out(ctx, ...)`, Context.empty) and
-    # its kernel (the capture's SPIR-V, GLSL names kept) loads C only under `do_acc = (pc.flags & 4u) != 0`,
-    # accumulating into it; otherwise it stores. The captured push constants (M, K, N, flags) give flags 0:
-    # the load is dead, C is only written.
-    uninitialized = findings["uninitialized_read"]
-    assert uninitialized.buffer == matmul.bindings[2].buffer and uninitialized.labels[1] == matmul.label
-    assert matmul.bindings[2].access == "read_write"  # every branch counts without the push constants' values
+    # Not reported since push constants are evaluated as specialization constants are (issue 24): computeml
+    # allocates the matmul's output uninitialized (ops.matmul: `_out(ctx, ...)`, Context.empty) and its kernel
+    # (the capture's SPIR-V, GLSL names kept) loads C only under `do_acc = (pc.flags & 4u) != 0`, accumulating
+    # into it; otherwise it stores. The captured push constants (M, K, N, flags) give flags 0: the load is
+    # dead, C is only written, and no uninitialized_read is reported (it was, before).
+    assert matmul.bindings[2].access == "write"
     pushes = read_blocks(path).push_constants
     assert struct.unpack("<4I", pushes[min(pushes)]) == (64, 32, 16, 0)  # the matmul's: M, K, N, flags
     assert relu.bindings[0].buffer == matmul.bindings[2].buffer  # relu reads what the matmul wrote

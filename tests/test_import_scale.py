@@ -149,4 +149,4 @@ def test_the_converter_is_bounded_in_its_own_cpu_time_not_in_the_walk_s(captured
     monkeypatch.setenv("PATH", f"{spinning.parent}{os.pathsep}{os.environ['PATH']}")
     with pytest.raises(CaptureError, match=r"gfxrecon-convert ran past \d+ s of CPU"), \
             gfxr.converting(captured, tmp_path) as lines:
-        lines.read()
+        list(lines)

@@ -41,15 +41,18 @@ def test_vkdispatch_fft_rounds_import_without_findings(vkdispatch_stream):
     assert not summary.unresolved and not summary.warnings and not summary.partial
     writes, reads = _ops(stream, "host_write"), _ops(stream, "host_read")
     assert {op.buffer for op in writes + reads} == {writes[0].buffer}  # one staging buffer, reused every round
-    # A round's read through the mapping shows only as the page guard's record of the page, at the next submit:
-    # a read where readback.py recognises it, assumed after the wait where not; where the record also holds the
-    # next round's upload, or comes before the wait in capture order (vkdispatch waits and submits on two
-    # threads), it is taken as a host write (issue 24, page-guard host reads; the other reads of the round are
-    # then not assumed over bytes a host write touched). Which happens varies from run to run.
-    assert len(writes) >= ROUNDS and 2 * ROUNDS - 1 <= len(writes) + len(reads) <= 2 * ROUNDS
+    # A round's read through the mapping shows only as the page guard's record of the page, at the next submit
+    # (docs/format.md, "Host reads in imported captures"): the read assumed after the round's wait is kept where
+    # such a record confirms it. Where that one record also holds the next round's upload over the same bytes,
+    # it is taken as the read alone (the known limit there: what the device wrote is not in the capture, so the
+    # record's bytes cannot tell a rewrite from it); which records hold both varies from run to run, as
+    # vkdispatch waits and submits on two threads. So: the first upload is always seen, every round but the
+    # last is seen as its read or its next upload or both, and every read kept is a confirmed one.
+    assert writes[0].label.startswith("fill memory #") and len(writes) >= 1
     assert all(w.label.startswith("fill memory #") for w in writes)
-    assert all(r.label.startswith(f"{ASSUMED} (readback) after vk") or r.label.endswith("(page guard)")
-               for r in reads)
+    assert len(writes) + len(reads) >= 2 * ROUNDS - 2 and len(reads) <= ROUNDS
+    assert all(r.label.startswith(f"{ASSUMED} (readback) after vk") and r.label.endswith(
+        "which a page-guard record of its bytes confirms") for r in reads)
     assert check(stream) == []
     assert not disagreements(to_dict(stream))  # nor does the slow reference (spec 7.1 read literally)
 

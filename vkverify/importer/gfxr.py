@@ -27,7 +27,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from .errors import CaptureError
 
@@ -179,7 +178,7 @@ def _run(argv: list[str], path: Path) -> None:
 
 
 @contextmanager
-def converting(path: Path, workdir: Path) -> Iterator[IO[str]]:
+def converting(path: Path, workdir: Path) -> Iterator[Iterator[str]]:
     """gfxrecon-convert's JSON lines as it writes them, read while it runs: neither a file of them nor
     all of them at once (a long run's are gigabytes), and the converter's time overlaps the walk's. Its
     time is bounded in CPU seconds, not wall time: it waits on the pipe for as long as the walk takes.
@@ -203,7 +202,8 @@ def converting(path: Path, workdir: Path) -> Iterator[IO[str]]:
 
         try:
             with tool.stdout:
-                yield tool.stdout
+                # Its log lines share stdout with the records ("Incomplete block at end of file" where cut short).
+                yield (line for line in tool.stdout if not line.startswith("[gfxrecon] "))
             found = failure(tool.wait())
         except BaseException:
             returncode = tool.poll()  # None: still running, stopped by what the block raised

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from .errors import CaptureError
 
@@ -44,7 +43,7 @@ def read_calls(path: Path, shown_as: str) -> Iterator[Call]:
         yield from read_lines(lines, shown_as)
 
 
-def read_lines(lines: IO[str], shown_as: str) -> Iterator[Call]:
+def read_lines(lines: Iterable[str], shown_as: str) -> Iterator[Call]:
     """The calls of JSON lines read from `lines` (a file, or the converter's output as it writes it)."""
     try:
         yield from _calls(lines, shown_as)
@@ -54,7 +53,8 @@ def read_lines(lines: IO[str], shown_as: str) -> Iterator[Call]:
 
 
 def _calls(lines, shown_as: str) -> Iterator[Call]:
-    first = lines.readline()
+    lines = iter(lines)
+    first = next(lines, "")
     try:
         header = json.loads(first)["header"]
         version = header["json-version"]
