@@ -17,6 +17,7 @@ recorded; a barrier that changed no clock is skipped until the clocks change.
 from __future__ import annotations
 
 from bisect import bisect_left
+from heapq import heapify, heappop, heappush
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import count
@@ -106,6 +107,7 @@ class QueueAgent:
     release_pos: list[int] = field(default_factory=list)
     release_scope: list[frozenset[str]] = field(default_factory=list)
     release_lane: list[int] = field(default_factory=list)
+    lane_releases: dict[int, list[int]] = field(default_factory=dict)  # lane -> its releases' indexes, ascending
     # Spec 7.7.2: what a buffer memory barrier made visible of other agents' releases, per (root, lo, hi, buffer):
     # buffer None, or the only buffer through which accesses see it (readings.buffer_barrier_covers_aliases).
     range_vis: dict = field(default_factory=dict)
@@ -132,6 +134,7 @@ class QueueAgent:
         self.release_pos.append(self.pos)
         self.release_scope.append(scope)
         self.release_lane.append(lane)
+        self.lane_releases.setdefault(lane, []).append(len(self.release_pos) - 1)
         clock = (0,) * self.clock_width
         for s in scope & self.exec_clock.keys():
             clock = join(clock, self.exec_clock[s])
@@ -209,11 +212,15 @@ class ThreadAgent:
 def _acquired_releases(queue: QueueAgent, clock: Clock, pos: int) -> list[int]:
     """Indexes of the releases of `queue` from position `pos` on that `clock` acquired (spec 7.2 "signal operation
     order": acquiring one acquires those its lanes hold). Of the fence signals only the last: its first scope
-    holds every earlier release and barrier."""
+    holds every earlier release and barrier. Looked up per lane, not walked: a long run releases at every submit."""
     start = bisect_left(queue.release_pos, pos)
-    fence = clock[queue.fence_lane] - 1
-    return [i for i in range(start, len(queue.release_pos))
-            if clock[queue.release_lane[i]] > i and (queue.release_lane[i] != queue.fence_lane or i == fence)]
+    out = []
+    for lane, indexes in queue.lane_releases.items():
+        if lane == queue.fence_lane:
+            out += [i for i in (clock[lane] - 1,) if i >= start]
+        else:
+            out += indexes[bisect_left(indexes, start):bisect_left(indexes, clock[lane])]
+    return sorted(out)
 
 
 class Checker:
@@ -337,11 +344,14 @@ class Checker:
         # A release at queue position p follows the commands up to p. A proxy of host writes (at stage host)
         # stands one position before the barrier that makes them available, so that the barrier orders it:
         # a release at that position came before the barrier and covers none of them (spec 7.1).
-        start = e.pos + 1 if e.stage == "host" else e.pos
-        for i in range(bisect_left(agent.release_pos, start), len(agent.release_pos)):
-            lane = agent.release_lane[i]
-            if lane in needs:
-                continue
+        start = bisect_left(agent.release_pos, e.pos + 1 if e.stage == "host" else e.pos)
+        # Each lane's releases from `start` on, merged in release order (the states' queries then only move
+        # forward); a lane leaves once one of its releases covers e, so a long run's later releases are not walked.
+        heads = [(indexes[at], lane, at) for lane, indexes in agent.lane_releases.items()
+                 if (at := bisect_left(indexes, start)) < len(indexes)]
+        heapify(heads)
+        while heads:
+            i, lane, at = heappop(heads)
             scope = agent.release_scope[i]
             # Spec 7.1: a chain's first access scope is its first barrier's, so a release reached only through
             # a chain makes e available only where that barrier did (an execution-only barrier: nowhere), and
@@ -350,9 +360,9 @@ class Checker:
                                        self.states(e, *(span or self._root_range(e)), agent.release_pos[i],
                                                    chain_only=span is None)):
                 needs[lane] = i + 1
-                if len(needs) == len(agent.lanes) + 1:
-                    break
-        return list(needs.items())
+            elif at + 1 < len(agent.lane_releases[lane]):
+                heappush(heads, (agent.lane_releases[lane][at + 1], lane, at + 1))
+        return sorted(needs.items(), key=lambda need: need[1])
 
     def states(self, e: Access, root: str, lo: int, hi: int, end: int, chain_only: bool = False) -> list:
         """e's barrier state per sub-range of [lo, hi) at queue position `end` (BarrierLog.state_at),

@@ -290,6 +290,7 @@ def _fork_queue(q: QueueAgent) -> QueueAgent:
     new.log = q.log.fork()
     new.release_pos, new.release_scope, new.release_lane = list(q.release_pos), list(q.release_scope), \
         list(q.release_lane)
+    new.lane_releases = {lane: list(indexes) for lane, indexes in q.lane_releases.items()}
     new.range_vis = {k: dict(v) for k, v in q.range_vis.items()}
     new.host_vis = {k: dict(v) for k, v in q.host_vis.items()}
     new.host_releases = list(q.host_releases)
