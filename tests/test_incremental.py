@@ -135,3 +135,27 @@ def test_a_wait_on_a_later_signal_resumes_when_the_signal_is_fed():
     assert not state.walk.pending["q1"]  # the signal came: the wait ran after it, ordered
     state.feed("main", ops[2])
     assert state.findings_at_end() == Schedule(stream).run() == []
+
+
+def test_a_forked_barrier_log_sees_the_barriers_recorded_after_the_fork():
+    """BarrierLog.fork's memo of moving barriers holds position lists that grow in place: a fork must hold its
+    own, or a query it asked before the fork misses the barriers recorded after it (the runtime mutation listing
+    then judged a dropped host wait on a stale log)."""
+    from vkverify.check.barriers import BarrierLog, compile_barrier
+
+    stream = from_dict({"format": "vkverify-stream/1", "devices": [{"id": "gpu0", "queues": [{"id": "q0"}]}],
+                        "buffers": [{"id": "B", "size": 64}]})
+    to_compute = compile_barrier(ir.Barrier(frozenset({"compute_shader"}), frozenset({"shader_storage_write"}),
+                                            frozenset({"compute_shader"}), frozenset({"shader_storage_read"})),
+                                 stream.index)
+    log = BarrierLog()
+    query = ("compute_shader", "shader_storage_write", "B", 0, 64)
+    log.add(1, to_compute, 1)
+    assert [s.chain for _, _, s in log.state_at(*query, 0, 2)] != [frozenset()]  # the first barrier orders it
+    fork = log.fork()
+    fork.add(5, to_compute, 1)
+    fresh = BarrierLog()
+    fresh.add(1, to_compute, 1)
+    fresh.add(5, to_compute, 1)
+    # From position 3, only the fork's own barrier at 5 can order the access.
+    assert fork.state_at(*query, 3, 6) == fresh.state_at(*query, 3, 6) != log.state_at(*query, 3, 6)

@@ -179,13 +179,21 @@ class BarrierLog:
     def fork(self) -> BarrierLog:
         """An independent copy (check/incremental.py's speculative checks)."""
         new = copy.copy(self)
-        for name in ("kind_ids", "_kind_of_command", "_transitions", "_chains", "_entry_index", "_moving", "_alone"):
+        for name in ("kind_ids", "_kind_of_command", "_transitions", "_chains", "_entry_index", "_alone"):
             setattr(new, name, dict(getattr(self, name)))
         for name in ("kinds", "all_positions", "all_kinds", "global_kind", "has_global", "signature", "global_kinds"):
             setattr(new, name, list(getattr(self, name)))
         new.positions = [list(p) for p in self.positions]
         for name in ("exec_positions", "buffer_positions"):
             setattr(new, name, {k: (list(p), list(q)) for k, (p, q) in getattr(self, name).items()})
+        # The memo of moving barriers holds the position lists themselves (they grow in place): the fork's own.
+        own = {id(old): fresh for old, fresh in zip(self.positions, new.positions)}
+        for name in ("exec_positions", "buffer_positions"):
+            for key, lists in getattr(self, name).items():
+                own.update((id(old), fresh) for old, fresh in zip(lists, getattr(new, name)[key]))
+        new._moving = {memo: (cuts, [(own[id(positions)], kinds if isinstance(kinds, int) else own[id(kinds)])
+                                     for positions, kinds in moving])
+                       for memo, (cuts, moving) in self._moving.items()}
         new.ranges = {}
         for root, index in self.ranges.items():
             new.ranges[root] = fork = RangeIndex()
