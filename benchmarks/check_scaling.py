@@ -83,11 +83,14 @@ def worktree(rev: str):
             subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(path)], check=True)
 
 
-def fresh_process(script: str, args: list[str], code: Path | None) -> dict:
+def fresh_process(script: str, args: list[str], code: Path | None, patience: float | None = None) -> dict:
     """`script args` in a fresh process (its own peak memory), with the `vkverify` under `code` (None: this
-    checkout's): the JSON it prints."""
-    out = subprocess.run([sys.executable, script, *args] + ["--code", str(code)] * bool(code), capture_output=True,
-                         text=True, check=False)
+    checkout's): the JSON it prints. RuntimeError past `patience` seconds."""
+    try:
+        out = subprocess.run([sys.executable, script, *args] + ["--code", str(code)] * bool(code),
+                             capture_output=True, text=True, check=False, timeout=patience)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"stopped after {patience:.0f} s") from None
     if out.returncode != 0:
         raise RuntimeError(out.stderr)
     return json.loads(out.stdout)
@@ -124,6 +127,9 @@ def main(argv: list[str]) -> int:
         return _compare(sizes, kv_history, shape, old, baseline)
 
 
+BASELINE_PATIENCE_S = 300  # a quadratic baseline at the larger size may take hours: it is stopped and said so
+
+
 def _growth(old: Path | None, baseline: str | None) -> int:
     """Each shape of benchmarks/range_shapes.py at its two sizes 10x apart: the growth exponents of time and
     peak memory (1: linear), by the current code and, with --baseline, by that commit's, side by side."""
@@ -137,7 +143,8 @@ def _growth(old: Path | None, baseline: str | None) -> int:
             rows = []
             for n in sizes:
                 try:
-                    r = fresh_process(__file__, ["--one", str(n), "--shape", shape], code)
+                    r = fresh_process(__file__, ["--one", str(n), "--shape", shape], code,
+                                      None if code is None else BASELINE_PATIENCE_S)
                 except RuntimeError as error:  # the baseline may run past any patience: say so, go on
                     print(f"{shape:>15} {label:>9} {n:>7} failed: {str(error).strip()[-200:]}", flush=True)
                     break
