@@ -1,4 +1,4 @@
-"""The gate's failures (issue 30: points 1 to 4, 6 and 7 of the gate; issue 28 point 4): each is exit 2 with
+"""The gate's failures (issue 30: points 1 to 4, 8 and 11; issue 28 point 4): each is exit 2 with
 one line saying what, and the report files say it too; nothing hangs, nothing is lost. No Vulkan device is
 needed: the commands here fail before any Runtime would open, or are given streams (the cmd reader).
 tests/test_gate.py runs the gate on a downstream project: shards sharing a cache, Ctrl-C."""
@@ -137,7 +137,7 @@ def test_a_report_that_cannot_be_written_at_the_end_is_exit_2(tmp_path):
 
 
 def test_no_mutant_in_the_streams_is_exit_2(capsys, tmp_path):
-    """Point 6: as the help says, not "score 100.0% (0/0)" and exit 0."""
+    """Point 8: as the help says, not "score 100.0% (0/0)" and exit 0."""
     junit = tmp_path / "m.xml"
     assert main(["mutate", "--no-cache", "--junit", str(junit), NO_SYNC]) == 2
     out, err = capsys.readouterr()
@@ -152,7 +152,7 @@ def candidate_line(k: int) -> dict:
 
 
 def test_a_torn_candidates_line_is_skipped_with_a_warning(tmp_path):
-    """Point 7: lines as live.py writes them, one cut short (a process killed while writing) and one of
+    """Point 11: lines as live.py writes them, one cut short (a process killed while writing) and one of
     another shape: the others are read, each bad one warned of."""
     path = tmp_path / "candidates.jsonl"
     for line in ({"runtime": "rt", "where": "t.py::test"}, candidate_line(0), candidate_line(1), {"imports": ["a.py"]}):
@@ -169,7 +169,7 @@ def test_a_torn_candidates_line_is_skipped_with_a_warning(tmp_path):
 
 @pytest.mark.parametrize("entry", ['{"candidates": [1]}', "[1, 2", '{"candidates": [], "runtimes": "1"}', "\xff"])
 def test_a_listing_in_the_cache_of_the_wrong_shape_is_listed_again(tmp_path, capsys, entry):
-    """Point 7: the listing's cache entry broken: warned of, the command run again, the entry rewritten."""
+    """Point 11: the listing's cache entry broken: warned of, the command run again, the entry rewritten."""
     cache = Cache(tmp_path)
     found, cached = listing(["true"], cache, print)
     assert not cached and found.candidates == []
@@ -183,7 +183,7 @@ def test_a_listing_in_the_cache_of_the_wrong_shape_is_listed_again(tmp_path, cap
 
 
 def test_a_verdict_in_the_cache_of_the_wrong_shape_is_judged_again(tmp_path, capsys):
-    """Point 7: a verdict entry broken (cut short, or another shape): warned of, its mutant judged again."""
+    """Point 11: a verdict entry broken (cut short, or another shape): warned of, its mutant judged again."""
     def run() -> dict:
         assert main(["mutate", "--format", "json", "-j", "1", "--cache", str(tmp_path), STREAM]) == 0
         return json.loads(capsys.readouterr().out)
@@ -207,3 +207,26 @@ def test_a_verdict_cache_that_cannot_be_written_is_a_warning(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert "score 100.0%" in out and err == f"vkverify mutate: warning: cache {cache / 'mutate'} cannot be written " \
                                            "(File exists); not kept\n", err
+
+
+def test_a_signal_while_the_command_starts_leaves_nothing_running(tmp_path, monkeypatch):
+    """Point 1's Ctrl-C, at the worst moment: handled in the main thread just after the child started and
+    before the gate tracked it. The run raises Interrupted and the child is killed, not left sleeping."""
+    import signal
+
+    from vkverify.mutations import processes
+
+    started = []
+    real = subprocess.Popen
+
+    def popen_then_signal(*args, **kwargs):
+        p = real(*args, **kwargs)
+        started.append(p.pid)
+        signal.raise_signal(signal.SIGINT)  # its handler runs here, before Popen's caller has p
+        return p
+
+    monkeypatch.setattr(processes.subprocess, "Popen", popen_then_signal)
+    gate = processes.Processes()
+    with pytest.raises(processes.Interrupted, match="interrupted by SIGINT"), gate.stopped_by_signals():
+        gate.run(["sleep", "600"], {}, None)
+    assert started and not alive(started[0])

@@ -11,6 +11,7 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from ..errors import VkverifyError
 
@@ -18,6 +19,18 @@ __all__ = ["CLEAN_TIMEOUT_S", "CannotStart", "Interrupted", "Processes"]
 
 # The unmutated run's limit unless --timeout: generous, since it is a whole test suite, yet a hang ends.
 CLEAN_TIMEOUT_S = 3600.0
+
+
+@dataclass
+class _MainThread:
+    """The process's main thread, where signal handlers run, whichever Processes installed them (a reader's
+    worker process inherits the gate's): whether it is starting a process, and why a handler did not raise."""
+
+    holding: bool = False
+    deferred: str | None = None
+
+
+_MAIN = _MainThread()
 
 
 class CannotStart(VkverifyError):
@@ -47,17 +60,26 @@ class Processes:
     def run(self, argv: list[str], env: dict[str, str], timeout: float | None) -> subprocess.CompletedProcess:
         """`argv` with `env` added to the environment, its output captured. TimeoutExpired after `timeout` s,
         CannotStart, or Interrupted; each leaves nothing of the run alive."""
+        main = threading.current_thread() is threading.main_thread()
         with self._lock:  # stop() sees every process started
             if self.stopped:
                 raise Interrupted(self.stopped)
+            # A signal handled in this thread before p is tracked would raise past it and leave it running:
+            # until the try below, a handler only stops (p, once tracked, is killed there).
+            _MAIN.holding = _MAIN.holding or main
             try:
                 p = subprocess.Popen(argv, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, errors="replace", start_new_session=True)
             except OSError as e:
+                _MAIN.holding = _MAIN.holding and not main
                 why = "a directory" if os.path.isdir(argv[0]) else e.strerror or e
                 raise CannotStart(f"cannot run {argv[0]}: {why}") from None
             self._live.add(p)
         try:
+            if main:
+                why, _MAIN.holding, _MAIN.deferred = _MAIN.deferred, False, None
+                if why is not None:  # a signal came while p started
+                    raise Interrupted(why)
             out, err = p.communicate(timeout=timeout)
         finally:  # ended or not (a timeout; KeyboardInterrupt in the main thread): what it left is killed
             _kill(p)
@@ -84,7 +106,9 @@ class Processes:
         def handler(signum: int, frame) -> None:
             first = self.stopped is None
             self.stop(f"interrupted by {signal.Signals(signum).name}")
-            if first:
+            if first and _MAIN.holding:  # run() raises, once the process it starts is tracked
+                _MAIN.deferred = self.stopped
+            elif first:
                 raise Interrupted(self.stopped)
         previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
