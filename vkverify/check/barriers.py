@@ -186,14 +186,7 @@ class BarrierLog:
         new.positions = [list(p) for p in self.positions]
         for name in ("exec_positions", "buffer_positions"):
             setattr(new, name, {k: (list(p), list(q)) for k, (p, q) in getattr(self, name).items()})
-        # The memo of moving barriers holds the position lists themselves (they grow in place): the fork's own.
-        own = {id(old): fresh for old, fresh in zip(self.positions, new.positions)}
-        for name in ("exec_positions", "buffer_positions"):
-            for key, lists in getattr(self, name).items():
-                own.update((id(old), fresh) for old, fresh in zip(lists, getattr(new, name)[key]))
-        new._moving = {memo: (cuts, [(own[id(positions)], kinds if isinstance(kinds, int) else own[id(kinds)])
-                                     for positions, kinds in moving])
-                       for memo, (cuts, moving) in self._moving.items()}
+        new._moving = {}  # its entries hold the position lists themselves, which the fork replaces
         new.ranges = {}
         for root, index in self.ranges.items():
             new.ranges[root] = fork = RangeIndex()
