@@ -138,9 +138,7 @@ def test_check_runs_without_the_layers_above_it():
 
 # Circles known and not yet removed: the modules of each, sorted -> why. Each must still be there
 # (test_known_circles_are_still_there), so removing one forces its deletion here.
-KNOWN_CIRCLES: dict[tuple[str, ...], str] = {
-    ("vkverify.check.engine", "vkverify.check.fixes"): "issue 26's checker split removes it",
-}
+KNOWN_CIRCLES: dict[tuple[str, ...], str] = {}
 
 
 def module_of(path: Path, root: Path) -> str:

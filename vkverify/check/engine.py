@@ -27,6 +27,7 @@ from ..model.accesses import ACCESSES_BY_KIND, DEVICE_ACCESSES
 from ..model.refs import format_ref
 from ..model.stages import DEVICE_STAGES
 from . import fixes
+from .access import Access
 from .barriers import BarrierEntry, BarrierLog, compile_barrier, sees
 from .findings import Finding
 from .rangemap import RangeMap, Segment
@@ -62,24 +63,6 @@ def _described(a: Access) -> str:
 def _join_all(clocks) -> Clock:
     clocks = list(clocks)
     return tuple(map(max, *clocks)) if len(clocks) > 1 else clocks[0]
-
-
-@dataclass(slots=True, eq=False)
-class Access:
-    agent: int
-    pos: int  # position on the agent: queue command counter or host op index
-    stage: str
-    reads: tuple[str, ...]  # access names
-    write: str | None
-    ref: str
-    buffer: str
-    uid: int  # the command execution or host op performing it
-    label: str | None
-    family: int | None  # queue family; None for host
-    first_barrier: int = 0  # on a queue: index in its BarrierLog of the first barrier recorded after this access
-    issued: tuple[int, int] = (0, 0)  # the thread and op position of its submit (or of itself, on the host)
-    memo: tuple | None = None  # (lo, hi, end, pieces) of the last `Checker.states` query
-    ordered: set | None = None  # (agent, stage, need, lo, hi) already ordered after this access
 
 
 def _stream_order(a: Access) -> tuple[tuple[int, int], int]:

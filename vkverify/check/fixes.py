@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .engine import Access, Checker
+from .access import Access
+from .readings import Readings
 
 
-def _where(checker: Checker, a: Access) -> str:
+class CheckerFacts(Protocol):
+    """What a fix is worded from: the checker's agents (queues and host threads, by index: `id`, `clock`), each
+    buffer's memory kind, the readings, and through which buffer a buffer barrier covers an access."""
+
+    agents: Sequence
+    memory_kind: dict[str, str]
+    readings: Readings
+
+    def through(self, a: Access) -> str | None: ...
+
+
+def _where(checker: CheckerFacts, a: Access) -> str:
     agent = checker.agents[a.agent]
     return f"queue {agent.id}" if a.family is not None else f"thread {agent.id}"
 
@@ -18,7 +30,7 @@ def _masks(a: Access) -> str:
     return f"{a.stage}/{'|'.join(accesses)}"
 
 
-def memory_dependency(checker: Checker, w: Access, x: Access) -> str:
+def memory_dependency(checker: CheckerFacts, w: Access, x: Access) -> str:
     """RAW and WAW: spec 7.1 memory dependency, made available by w's stage and visible to x's."""
     src = f"{w.stage}/{w.write}"
     noncoherent = checker.memory_kind[x.buffer] == "host_cached"  # coherence is the memory's: an alias follows it
@@ -49,7 +61,7 @@ def memory_dependency(checker: Checker, w: Access, x: Access) -> str:
     return f"order {_where(checker, w)} before {x.ref} with a semaphore or fence the host waits on"
 
 
-def execution_dependency(checker: Checker, r: Access, x: Access) -> str:
+def execution_dependency(checker: CheckerFacts, r: Access, x: Access) -> str:
     """WAR: spec 7.1 an execution dependency suffices."""
     if r.agent == x.agent and x.family is not None:
         return f"vkCmdPipelineBarrier2 between {r.ref} and {x.ref}: src_stage {r.stage} -> dst_stage {x.stage}"
