@@ -143,6 +143,11 @@ def _clip(entries: list, lo: int, hi: int) -> list:
     return [e.part(max(e.lo, lo), min(e.hi, hi)) for e in entries if e.lo < hi and e.hi > lo]
 
 
+def _marked(entries: list[Written], lo: int, hi: int, **change) -> list[Written]:
+    """`entries` with `change` made to their bytes within [lo, hi)."""
+    return _cut(entries, lo, hi) + [replace(e, **change) for e in _clip(entries, lo, hi)]
+
+
 def _join(frontiers) -> Frontier:
     out: Frontier = {}
     for f in frontiers:
@@ -378,21 +383,25 @@ class Readbacks:
         """writer: the command kind where it writes the bytes, False where it only reads them."""
         entries = self.written.get(place.memory, [])
         if writer:
-            self.refuted |= {e.assumed for e in _clip(entries, lo, hi) if e.assumed is not None}
+            self._refute(entries, lo, hi)
             self.recorded[place.memory] = _add(self.recorded.get(place.memory, []), lo, hi)
             self.shown[place.memory] = _cut(self.shown.get(place.memory, []), lo, hi)
             entries = _cut(entries, lo, hi) + [Written(lo, hi, buffer, offset, queue, submit, writer == "copy",
                                                        epoch=self.host_barriers)]
             self.unwaited.add(place.memory)
         else:
-            entries = _cut(entries, lo, hi) + [replace(e, read=True) for e in _clip(entries, lo, hi)]
+            entries = _marked(entries, lo, hi, read=True)
         self.written[place.memory] = entries
         self.rank.setdefault(place.memory, len(self.rank))
 
     def _flushed(self, memory: int, lo: int, hi: int) -> None:
         """A flush of bytes [lo, hi) of `memory`: the layer records the pages of them the host touched (before
         the flush call), so an assumed read of them that no record confirmed by now never happened."""
-        self.refuted |= {e.assumed for e in _clip(self.written.get(memory, []), lo, hi) if e.assumed is not None}
+        self._refute(self.written.get(memory, []), lo, hi)
+
+    def _refute(self, entries: list[Written], lo: int, hi: int) -> None:
+        """The assumed reads of bytes [lo, hi) of `entries`' memory never happened, unless a record confirms them."""
+        self.refuted |= {e.assumed for e in entries if e.assumed is not None and e.lo < hi and lo < e.hi}
 
     def _for_host(self, found: tuple[Placement, int, int] | None) -> None:
         """A barrier to the host stage over the bytes `found` (None: every byte) covers the writes before it.
@@ -403,8 +412,7 @@ class Readbacks:
         place, lo, hi = found
         entries = self.written.get(place.memory)
         if entries:
-            self.written[place.memory] = _cut(entries, lo, hi) + [replace(e, for_host=True)
-                                                                  for e in _clip(entries, lo, hi)]
+            self.written[place.memory] = _marked(entries, lo, hi, for_host=True)
 
     def _host_write(self, op: dict) -> None:
         found = self._range(op["buffer"], op["offset"], op["size"])
