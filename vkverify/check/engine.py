@@ -17,9 +17,9 @@ recorded; a barrier that changed no clock is skipped until the clocks change.
 from __future__ import annotations
 
 from bisect import bisect_left
-from heapq import heapify, heappop, heappush
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from heapq import heapify, heappop, heappush
 from itertools import count
 
 from ..model import ir
@@ -200,7 +200,8 @@ def _acquired_releases(queue: QueueAgent, clock: Clock, pos: int) -> list[int]:
     out = []
     for lane, indexes in queue.lane_releases.items():
         if lane == queue.fence_lane:
-            out += [i for i in (clock[lane] - 1,) if i >= start]
+            if clock[lane] > start:  # its last acquired: clock[lane] - 1
+                out.append(clock[lane] - 1)
         else:
             out += indexes[bisect_left(indexes, start):bisect_left(indexes, clock[lane])]
     return sorted(out)
