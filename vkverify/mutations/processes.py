@@ -29,6 +29,11 @@ class _MainThread:
     holding: bool = False
     deferred: str | None = None
 
+    def release(self) -> str | None:
+        """The process started (or failed to): handlers raise again. Why one did not, if one ran meanwhile."""
+        deferred, self.holding, self.deferred = self.deferred, False, None
+        return deferred
+
 
 _MAIN = _MainThread()
 
@@ -66,20 +71,20 @@ class Processes:
                 raise Interrupted(self.stopped)
             # A signal handled in this thread before p is tracked would raise past it and leave it running:
             # until the try below, a handler only stops (p, once tracked, is killed there).
-            _MAIN.holding = _MAIN.holding or main
+            if main:
+                _MAIN.holding = True
             try:
                 p = subprocess.Popen(argv, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, errors="replace", start_new_session=True)
             except OSError as e:
-                _MAIN.holding = _MAIN.holding and not main
+                if main and (deferred := _MAIN.release()) is not None:
+                    raise Interrupted(deferred) from None
                 why = "a directory" if os.path.isdir(argv[0]) else e.strerror or e
                 raise CannotStart(f"cannot run {argv[0]}: {why}") from None
             self._live.add(p)
         try:
-            if main:
-                why, _MAIN.holding, _MAIN.deferred = _MAIN.deferred, False, None
-                if why is not None:  # a signal came while p started
-                    raise Interrupted(why)
+            if main and (deferred := _MAIN.release()) is not None:  # a signal came while p started
+                raise Interrupted(deferred)
             out, err = p.communicate(timeout=timeout)
         finally:  # ended or not (a timeout; KeyboardInterrupt in the main thread): what it left is killed
             _kill(p)
