@@ -10,6 +10,7 @@ pyproject.toml gives defaults (vkverify/config.py).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -309,7 +310,6 @@ def _add_capture(sub) -> None:
 
 
 def _add_mutate(sub) -> None:
-    import math
     import os
 
     def shard(text: str) -> tuple[int, int]:
@@ -332,13 +332,6 @@ def _add_mutate(sub) -> None:
             raise argparse.ArgumentTypeError(f"must be a number from 0 to 100, got {text}")
         return value
     percent.__name__ = "number"  # argparse names the type so in its errors
-
-    def seconds(text: str) -> float:
-        value = float(text)
-        if not 0 < value < math.inf:
-            raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text}")
-        return value
-    seconds.__name__ = "number"
 
     def run(args: argparse.Namespace) -> int:
         from .mutations.command import main
@@ -376,7 +369,7 @@ def _add_mutate(sub) -> None:
     c.add_argument("--fail-under", type=percent, default=100.0,
                    help="exit 1 when the kill score (%%, 0 to 100) is below (default 100)")
     # The default is mutations.processes.CLEAN_TIMEOUT_S, not imported: every command builds this parser.
-    c.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
+    c.add_argument("--timeout", type=_seconds_up_to(math.inf), default=None, metavar="SECONDS",
                    help="the command's unmutated run is stopped after this, exit 2 (default 3600; a mutant's run "
                         "after 10 times the unmutated run's time)")
     c.add_argument("--format", choices=["text", "json"], default="text")
@@ -516,7 +509,7 @@ def parser() -> argparse.ArgumentParser:
     _add_graph(sub)
     for name, command in sub.choices.items():
         if name != "mutate":  # whose --timeout limits each run of the command it tests
-            command.add_argument("--timeout", dest="budget", type=_seconds, metavar="SECONDS",
+            command.add_argument("--timeout", dest="budget", type=_seconds_up_to(MAX_TIMEOUT), metavar="SECONDS",
                                  help="stop after SECONDS: exit 2 with a line saying so (default: no limit)")
     return p
 
@@ -524,12 +517,15 @@ def parser() -> argparse.ArgumentParser:
 MAX_TIMEOUT = 10 ** 7  # seconds (four months): setitimer refuses a time past the platform's range
 
 
-def _seconds(text: str) -> float:
-    """An argparse type: a number of seconds above 0, at most MAX_TIMEOUT."""
-    value = float(text)
-    if not 0 < value <= MAX_TIMEOUT:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 and at most {MAX_TIMEOUT}, got {text}")
-    return value
+def _seconds_up_to(most: float):
+    """An argparse type: a finite number of seconds above 0, at most `most` (inf: no bound but that)."""
+    def number(text: str) -> float:  # argparse names the type so in its errors
+        value = float(text)
+        if not 0 < value <= most or value == math.inf:  # nan fails every comparison
+            bound = "" if most == math.inf else f" and at most {most}"
+            raise argparse.ArgumentTypeError(f"must be a number of seconds above 0{bound}, got {text}")
+        return value
+    return number
 
 
 STREAMS = ("*.json", "*.gfxr")  # what a directory argument stands for
