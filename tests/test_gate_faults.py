@@ -230,3 +230,22 @@ def test_a_signal_while_the_command_starts_leaves_nothing_running(tmp_path, monk
     with pytest.raises(processes.Interrupted, match="interrupted by SIGINT"), gate.stopped_by_signals():
         gate.run(["sleep", "600"], {}, None)
     assert started and not alive(started[0])
+
+
+def test_a_signal_while_a_command_fails_to_start_is_the_interrupt_and_is_not_kept(monkeypatch):
+    """The same moment, but the command cannot start: the run says it was interrupted, and a later run in the
+    same process (the gate's API called again) starts afresh rather than raise that old signal."""
+    import signal
+
+    from vkverify.mutations import processes
+
+    def signal_then_fail(*args, **kwargs):
+        signal.raise_signal(signal.SIGTERM)
+        raise FileNotFoundError(2, "No such file or directory")
+
+    gate = processes.Processes()
+    with monkeypatch.context() as patch:
+        patch.setattr(processes.subprocess, "Popen", signal_then_fail)
+        with pytest.raises(processes.Interrupted, match="interrupted by SIGTERM"), gate.stopped_by_signals():
+            gate.run(["no-such-command"], {}, None)
+    assert processes.Processes().run(["true"], {}, None).returncode == 0
