@@ -13,6 +13,23 @@ CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.json"))
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
 
 
+@pytest.fixture(autouse=True)
+def imported_documents_valid(monkeypatch):
+    """Every capture a test imports in this process: the translator's document passes the value and schema
+    checks that the import skips for speed (importer._stream), and gives the stream the import gave."""
+    import vkverify.importer as importer
+    from vkverify.model import from_dict
+
+    fast = importer._stream
+
+    def checked(doc: dict, file: str):
+        stream = fast(doc, file)
+        assert from_dict(doc, file) == stream, f"{file}: the strict load of the imported document differs"
+        return stream
+
+    monkeypatch.setattr(importer, "_stream", checked)
+
+
 @pytest.fixture
 def root() -> Path:
     return ROOT

@@ -116,6 +116,31 @@ def dumps(s: ir.Stream, indent: int | None = 1) -> str:
     return "".join(dump_chunks(s, indent))
 
 
+# How many levels of each top-level member are laid out one item per line; below them each item is one line.
+_EXPANDED = {"command_buffers": 2, "threads": 2, "expect": 2}
+
+
 def dump_chunks(s: ir.Stream, indent: int | None = 1) -> Iterator[str]:
-    """The text of `dumps` in pieces, for a writer that never holds all of it (an imported run's is gigabytes)."""
-    return json.JSONEncoder(indent=indent).iterencode(to_dict(s))
+    """The text of `dumps` in pieces, for a writer that never holds all of it (an imported run's is gigabytes).
+    With an indent, one operation (command, host op), buffer or shader per line: a diff or grep shows whole
+    operations, and each line is written by json's C encoder (the pure-Python one, which any indent needs,
+    was most of an import's writing time)."""
+    doc = to_dict(s)
+    if indent is None:
+        yield json.dumps(doc)
+        return
+    yield from _expanded(doc, 1, " " * indent, "")
+
+
+def _expanded(value: Any, levels: int, step: str, pad: str) -> Iterator[str]:
+    """`value` with `levels` levels of containers laid out one item per line, and each item below on one line."""
+    if levels == 0 or not isinstance(value, (dict, list)) or not value:
+        yield json.dumps(value)
+        return
+    inner = pad + step
+    items = value.items() if isinstance(value, dict) else ((None, v) for v in value)
+    yield "{" if isinstance(value, dict) else "["
+    for i, (key, item) in enumerate(items):
+        yield f"{',' if i else ''}\n{inner}" if key is None else f"{',' if i else ''}\n{inner}{json.dumps(key)}: "
+        yield from _expanded(item, _EXPANDED.get(key, 1) if pad == "" else levels - 1, step, inner)
+    yield f"\n{pad}{'}' if isinstance(value, dict) else ']'}"
