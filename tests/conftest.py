@@ -17,7 +17,7 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
 def imported_documents_valid(monkeypatch):
     """Every capture a test imports in this process: the translator's document passes the value and schema
     checks that the import skips for speed (importer._stream), and gives the stream the import gave."""
-    import vkverify.importer as importer
+    from vkverify import importer
     from vkverify.model import from_dict
 
     fast = importer._stream

@@ -150,3 +150,24 @@ def test_the_converter_is_bounded_in_its_own_cpu_time_not_in_the_walk_s(captured
     with pytest.raises(CaptureError, match=r"gfxrecon-convert ran past \d+ s of CPU"), \
             gfxr.converting(captured, tmp_path) as lines:
         list(lines)
+
+
+def test_the_summary_names_a_few_read_back_buffers_and_counts_the_rest():
+    """A long run reads back hundreds of staging buffers: the summary's line names eight and counts the others."""
+    from vkverify.importer.readback import Placement, Readbacks
+    from vkverify.importer.resources import Resources
+    from vkverify.importer.translate import Translator
+
+    buffers = [f"S{i:02}" for i in range(12)]
+    placements = {b: Placement(memory=1, offset=64 * i, staging=True, mapped=True) for i, b in enumerate(buffers)}
+    command_buffers = {"cb": [{"cmd": "copy", "src": "D", "dst": b, "label": f"copy {b}",
+                               "regions": [{"src_offset": 0, "dst_offset": 0, "size": 64}]} for b in buffers]}
+    ops = [{"op": "submit", "queue": "q0", "label": "submit", "batches": [
+               {"wait": [], "command_buffers": ["cb"], "signal": [{"semaphore": "t", "value": 1}]}]},
+           {"op": "wait_semaphores", "waits": [{"semaphore": "t", "value": 1}], "label": "wait"}]
+    walk = Readbacks(placements, command_buffers, {"q0": "gpu0"}, set(), [], True)
+    walk.walk([(index, 0, op) for index, op in enumerate(ops)])
+    translator = Translator(Resources(None), None, False, True)
+    translator.note_reads(walk)
+    (line,) = translator.summary.assumed
+    assert line.startswith("12 host reads (S00, S01, S02, S03, S04, S05, S06, S07 and 4 more): "), line

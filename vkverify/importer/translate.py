@@ -189,7 +189,7 @@ class Translator(Commands, Queues):
         """What the summary says of the reads a walk assumed or found, and of writes it found missing."""
         if walk.assumed_reads:
             self.summary.assumed.append(
-                f"{len(walk.assumed_reads)} host reads ({', '.join(sorted(set(walk.assumed_reads)))}): a capture "
+                f"{len(walk.assumed_reads)} host reads ({_some(sorted(set(walk.assumed_reads)))}): a capture "
                 "records no host reads, so the host is taken to read each staging buffer (coherent host-visible "
                 "memory, usage transfer only) the device copied into, right after the first host wait that covers "
                 "the copy, unless page-guard records show the host never touched the bytes before the device "
@@ -531,3 +531,9 @@ def _overlapping(bufs: list[CapturedBuffer]) -> list[list[CapturedBuffer]]:
             groups.append([b])
             end = b.offset + b.size
     return groups
+
+
+def _some(names: list[str], shown: int = 8) -> str:
+    """The first `shown` names and how many more: a long run reads back hundreds of buffers, one summary line."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
