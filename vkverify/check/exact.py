@@ -13,7 +13,6 @@ have one signaller and that have no cross-queue hazard do no more work:
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from functools import partial
 
@@ -22,7 +21,6 @@ from ..model.refs import owner_of, sort_key, split_submit
 from . import smt, witness
 from .findings import ACCESS_KINDS, Finding
 
-WAIT_LABEL = re.compile(r"^wait (\S+) (\S+)(?: >= (\d+))?$")
 WITNESSES = 5  # computed per stream by default: a handful to read, at the cost of one walk each
 
 
@@ -101,17 +99,15 @@ def _named_deadlock(f: Finding, semantics: smt.Semantics, stream: ir.Stream) -> 
     if not core:
         return f
     ops = set()
-    for label in core:
-        m = WAIT_LABEL.match(label)
-        if m is None:
+    for wait in core:
+        if not isinstance(wait, smt.Wait):
             continue  # a submission or program order: the waits name the operations
-        node, what, value = m.group(1), m.group(2), m.group(3)
-        ops.add(node.partition(".batches")[0])
-        if what in stream.index.fences:
-            ops.update(b.submit for b in semantics.plan.batches if b.fence == what)
+        ops.add(wait.node.partition(".batches")[0])
+        if wait.waited in stream.index.fences:
+            ops.update(b.submit for b in semantics.plan.batches if b.fence == wait.waited)
         else:
-            ops.update(s.ref for s in semantics.plan.signals_of(what)
-                       if value is None or s.value >= int(value))
+            ops.update(s.ref for s in semantics.plan.signals_of(wait.waited)
+                       if wait.value is None or s.value >= wait.value)
     names = tuple(sorted(ops, key=sort_key))
     return replace(f, ops=names, message=f"no schedule completes: {', '.join(names)} wait for each other")
 

@@ -25,7 +25,34 @@ import z3
 from ..model import ir
 from ..model.refs import batch_ref, format_ref
 
-Constraint = tuple[str | None, z3.BoolRef]  # (tracking label or None for background, formula)
+
+
+@dataclass(frozen=True)
+class Wait:
+    """An unsat core's wait: `node` (a batch key or host op reference) waits for `waited` (a semaphore or a
+    fence) to reach `value` (a timeline's; None for a binary semaphore or a fence)."""
+
+    node: str
+    waited: str
+    value: int | None = None
+
+    def __str__(self) -> str:
+        return f"wait {self.node} {self.waited}" + ("" if self.value is None else f" >= {self.value}")
+
+
+@dataclass(frozen=True)
+class Order:
+    """An unsat core's order: submission order on a queue or program order on a thread (`agent`)."""
+
+    kind: str  # "submission order on" or "program order of"
+    agent: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.agent}"
+
+
+Label = Wait | Order
+Constraint = tuple[Label | None, z3.BoolRef]  # (tracking label or None for background, formula)
 
 
 @dataclass(frozen=True)
@@ -117,7 +144,7 @@ def mk_program_order(p: Plan, t: Times) -> list[Constraint]:
     for h in p.hosts:
         by_thread[h.thread].append(h)
     for thread, ops in by_thread.items():
-        out += [(f"program order of {thread}", t.host[a.ref] < t.host[b.ref]) for a, b in pairwise(ops)]
+        out += [(Order("program order of", thread), t.host[a.ref] < t.host[b.ref]) for a, b in pairwise(ops)]
     if len(p.hosts) > 1:
         # Distinct host times: of two threads' submits (or a submit and an idle wait) one comes first, as
         # the cross-thread submission order and idle-wait rules below assume.
@@ -136,7 +163,7 @@ def mk_queue_order(p: Plan, t: Times) -> list[Constraint]:
     for b in p.batches:
         by_queue[b.queue].append(b)
     for queue, bs in by_queue.items():
-        label = f"submission order on {queue}"
+        label = Order("submission order on", queue)
         for a, b in pairwise(bs):
             if a.thread == b.thread:
                 out.append((label, z3.And(t.begin[a.key] < t.begin[b.key], t.end[a.key] <= t.end[b.key])))
@@ -166,15 +193,14 @@ def mk_waits(p: Plan, t: Times) -> list[Constraint]:
     binary_taken = defaultdict(int)
     for b in p.batches:
         for w in b.batch.waits:
-            label = f"wait {b.key} {w.semaphore}"
             if w.value is None:
                 k = binary_taken[w.semaphore]
                 binary_taken[w.semaphore] += 1
                 signals = binary_signals[w.semaphore]
                 paired = t.at(signals[k].owner) < t.begin[b.key] if k < len(signals) else z3.BoolVal(False, t.ctx)
-                out.append((label, paired))
+                out.append((Wait(b.key, w.semaphore), paired))
             else:
-                out.append((label + f" >= {w.value}", _reached(p, t, w.semaphore, w.value, t.begin[b.key])))
+                out.append((Wait(b.key, w.semaphore, w.value), _reached(p, t, w.semaphore, w.value, t.begin[b.key])))
     for h in p.hosts:
         out += _host_wait(p, t, h)
     return out
@@ -184,7 +210,7 @@ def _host_wait(p: Plan, t: Times, h: HostNode) -> list[Constraint]:
     now = t.host[h.ref]
     op = h.op
     if isinstance(op, ir.WaitSemaphores):
-        return [(f"wait {h.ref} {w.semaphore} >= {w.value}", _reached(p, t, w.semaphore, w.value, now))
+        return [(Wait(h.ref, w.semaphore, w.value), _reached(p, t, w.semaphore, w.value, now))
                 for w in op.waits]
     if isinstance(op, ir.WaitFences):
         out = []
@@ -192,9 +218,9 @@ def _host_wait(p: Plan, t: Times, h: HostNode) -> list[Constraint]:
             own = [b for b in p.batches if b.fence == f and b.thread == h.thread and b.pc < h.pc]
             others = [b for b in p.batches if b.fence == f and b.thread != h.thread]
             if own:
-                out.append((f"wait {h.ref} {f}", t.end[own[-1].key] < now))
+                out.append((Wait(h.ref, f), t.end[own[-1].key] < now))
             elif others:
-                out.append((f"wait {h.ref} {f}", z3.Or(*[t.end[b.key] < now for b in others], t.ctx)))
+                out.append((Wait(h.ref, f), z3.Or(*[t.end[b.key] < now for b in others], t.ctx)))
         return out
     if isinstance(op, (ir.QueueWaitIdle, ir.DeviceWaitIdle)):
         queues = {op.queue} if isinstance(op, ir.QueueWaitIdle) else \
@@ -217,18 +243,19 @@ def _value_chains(p: Plan) -> dict[str, list[SignalNode]]:
     return {k: sorted(v, key=lambda s: s.value) for k, v in chains.items()}
 
 
-def make_solver(constraints: Iterable[Constraint], ctx: z3.Context) -> tuple[z3.Solver, dict[str, list[z3.BoolRef]]]:
-    """The one solver factory: background constraints asserted, labelled ones tracked for unsat cores."""
+def make_solver(constraints: Iterable[Constraint], ctx: z3.Context) -> tuple[z3.Solver, dict[Label, list[z3.BoolRef]]]:
+    """The one solver factory: background constraints asserted, labelled ones tracked for unsat cores (each by a
+    z3 Bool named as its label prints)."""
     solver = z3.Solver(ctx=ctx)
     solver.set("core.minimize", True)
-    groups: dict[str, list[z3.BoolRef]] = defaultdict(list)
+    groups: dict[Label, list[z3.BoolRef]] = defaultdict(list)
     for label, c in constraints:
         if label is None:
             solver.add(c)
         else:
             groups[label].append(c)
     for label, cs in groups.items():
-        solver.assert_and_track(z3.And(*cs, ctx), z3.Bool(label, ctx))
+        solver.assert_and_track(z3.And(*cs, ctx), z3.Bool(str(label), ctx))
     return solver, groups
 
 
@@ -243,14 +270,15 @@ class Semantics:
         self.times = Times(self.plan)
         base = mk_program_order(self.plan, self.times) + mk_queue_order(self.plan, self.times) + \
             mk_waits(self.plan, self.times)
-        self.base, _ = make_solver(base, self.times.ctx)
+        self.base, groups = make_solver(base, self.times.ctx)
+        self._labels = {str(label): label for label in groups}
 
-    def blocking_core(self) -> tuple[str, ...] | None:
+    def blocking_core(self) -> tuple[Label, ...] | None:
         """None when a complete schedule exists; else the labels of a minimal unsatisfiable set of waits
         and orders (spec 7.4: a deadlock)."""
         if self.base.check() != z3.unsat:
             return None
-        return tuple(sorted(str(c) for c in self.base.unsat_core()))
+        return tuple(sorted((self._labels[str(c)] for c in self.base.unsat_core()), key=str))
 
     def non_increasing(self, semaphores: frozenset[str]) -> list[tuple[SignalNode, SignalNode]]:
         """Spec 7.4.2 "must be greater than the current value": neighbouring signals in value order that
