@@ -218,10 +218,8 @@ class Checker:
         threads = stream.threads
         queues = [(d, q) for d in stream.devices for q in d.queues]
         widest = {q.id: 1 for _, q in queues}
-        for t in threads:
-            for op in t.ops:
-                if isinstance(op, ir.Submit):
-                    widest[op.queue] = max(widest[op.queue], *(len(b.signals) for b in op.batches), 1)
+        for op, b in ir.batches(stream):
+            widest[op.queue] = max(widest[op.queue], len(b.signals))
         # Clock entries: each queue's first semaphore lane and each thread's ops (both at the agent's index),
         # each queue's fence lane, each thread's host writes made available to the device, the other lanes.
         n_queues, n_threads = len(queues), len(threads)

@@ -100,14 +100,13 @@ def shared_timelines(stream: ir.Stream) -> frozenset[str]:
     """Timelines signalled by several queues or host threads: which signal satisfies a wait then
     depends on the schedule."""
     agents: dict[str, set] = {}
+    for op, b in ir.batches(stream):
+        for s in b.signals:
+            if s.value is not None:
+                agents.setdefault(s.semaphore, set()).add(op.queue)
     for t in stream.threads:
         for op in t.ops:
-            if isinstance(op, ir.Submit):
-                for b in op.batches:
-                    for s in b.signals:
-                        if s.value is not None:
-                            agents.setdefault(s.semaphore, set()).add(op.queue)
-            elif isinstance(op, ir.SignalSemaphore):
+            if isinstance(op, ir.SignalSemaphore):
                 agents.setdefault(op.semaphore, set()).add(t.id)
     return frozenset(k for k, v in agents.items() if len(v) > 1)
 

@@ -111,12 +111,9 @@ class _HeldRun:
         self.walk = Walk(stream, self.recorder)
         self.held: Node | None = held
         self.waiters: dict[str, set[str]] = {}  # semaphore -> the queues with a batch that waits for it
-        for t in stream.threads:
-            for op in t.ops:
-                if isinstance(op, ir.Submit):
-                    for b in op.batches:
-                        for w in b.waits:
-                            self.waiters.setdefault(w.semaphore, set()).add(op.queue)
+        for op, b in ir.batches(stream):
+            for w in b.waits:
+                self.waiters.setdefault(w.semaphore, set()).add(op.queue)
 
     def run(self) -> None:
         """Every thread until it blocks, the queues it may have unblocked drained after each host op; until

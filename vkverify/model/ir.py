@@ -7,6 +7,7 @@ every consumer sees explicit values.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -50,6 +51,9 @@ __all__ = [
     "Update",
     "WaitFences",
     "WaitSemaphores",
+    "batches",
+    "submits",
+    "submitted",
 ]
 
 FORMAT = "vkverify-stream/1"
@@ -349,6 +353,21 @@ class Stream:
         return StreamIndex(self)
 
 
+def submits(stream: Stream) -> Iterator[tuple[Thread, Submit]]:
+    """Each submit with its thread, thread by thread in program order."""
+    return ((t, op) for t in stream.threads for op in t.ops if isinstance(op, Submit))
+
+
+def batches(stream: Stream) -> Iterator[tuple[Submit, Batch]]:
+    """Each batch of each submit (submits() order), with its submit."""
+    return ((op, b) for _, op in submits(stream) for b in op.batches)
+
+
+def submitted(op: object) -> list[str]:
+    """The command buffers a host op submits, batch by batch (none for another op)."""
+    return [cb for b in op.batches for cb in b.command_buffers] if isinstance(op, Submit) else []
+
+
 class StreamIndex:
     """Lookups by id, derived from a Stream (not part of its value)."""
 
@@ -366,12 +385,9 @@ class StreamIndex:
         self.ids.update({op.id: format_ref(t.id, i) for t in stream.threads
                          for i, op in enumerate(t.ops) if op.id is not None})
         counts: dict[str, int] = {}
-        for t in stream.threads:
-            for op in t.ops:
-                if isinstance(op, Submit):
-                    for b in op.batches:
-                        for cb in b.command_buffers:
-                            counts[cb] = counts.get(cb, 0) + 1
+        for _, b in batches(stream):
+            for cb in b.command_buffers:
+                counts[cb] = counts.get(cb, 0) + 1
         self.resubmitted = frozenset(cb for cb, n in counts.items() if n > 1)
 
     def source(self, ref: str) -> str | None:

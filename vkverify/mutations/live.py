@@ -562,7 +562,7 @@ class Shadow:
         for thread, position, op in main.fed[self.next:]:
             if (thread, position) not in self.skip:
                 # Its own version of a mutated command buffer stays.
-                state.feed(thread, op, [main.schedule.index.command_buffers[c] for c in _submitted(op)
+                state.feed(thread, op, [main.schedule.index.command_buffers[c] for c in ir.submitted(op)
                                         if c not in known])
         self.next = len(main.fed)
 
@@ -604,10 +604,6 @@ def _same_waits(a, b) -> bool:
     return not any(a.pending.values()) and not any(b.pending.values()) and \
         {f: x.state for f, x in a.fences.items()} == {f: x.state for f, x in b.fences.items()} and \
         {s: len(x) for s, x in a.binary.items()} == {s: len(x) for s, x in b.binary.items()}
-
-
-def _submitted(op: ir.HostOp) -> list[str]:
-    return [cb for b in op.batches for cb in b.command_buffers] if isinstance(op, ir.Submit) else []
 
 
 def _with_command(cb: ir.CommandBuffer, i: int, new: ir.Command | None) -> ir.CommandBuffer:

@@ -16,10 +16,6 @@ ONLINE_KINDS = frozenset({"raw", "war", "waw", "use_after_destroy", "uninitializ
                           "binary_semaphore_misuse", "timeline_not_increasing", "fence_misuse"})
 
 
-def _submitted(op: ir.HostOp) -> list[str]:
-    return [cb for b in op.batches for cb in b.command_buffers] if isinstance(op, ir.Submit) else []
-
-
 class OnlineCheck:
     """check.incremental.Incremental over `record`, fed the ops recorded since it was last asked
     (happens_before); as a hook, the online check. It costs the op, not the stream recorded so far."""
@@ -83,7 +79,7 @@ class OnlineCheck:
                 loaded = record.loaded(new)
                 for t in loaded.threads:
                     for op in t.ops:
-                        self._hb.feed(t.id, op, [loaded.index.command_buffers[cb] for cb in _submitted(op)])
+                        self._hb.feed(t.id, op, [loaded.index.command_buffers[cb] for cb in ir.submitted(op)])
                     self._fed[t.id] = len(record.threads[t.id])
             if rebuilt:
                 self._reported = self._hb.mark() if self._reported is None else 0

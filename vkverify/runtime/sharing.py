@@ -140,14 +140,12 @@ def _host_copies(stream: ir.Stream, semaphore: str, other: str, copied: dict[str
     value's copy already carried."""
     runs: dict[tuple[str, str], list[ir.Batch]] = {}  # (thread, queue) -> its batches in submission order
     signalled: dict[int, tuple[tuple[str, str], int]] = {}  # value -> its run and the batches up to its signal
-    for t in stream.threads:
-        for op in t.ops:
-            if isinstance(op, ir.Submit):
-                run = runs.setdefault((t.id, op.queue), [])
-                for batch in op.batches:
-                    run.append(batch)
-                    signalled.update({s.value: ((t.id, op.queue), len(run)) for s in batch.signals
-                                      if s.semaphore == semaphore})
+    for t, op in ir.submits(stream):
+        run = runs.setdefault((t.id, op.queue), [])
+        for batch in op.batches:
+            run.append(batch)
+            signalled.update({s.value: ((t.id, op.queue), len(run)) for s in batch.signals
+                              if s.semaphore == semaphore})
     done: dict[tuple[str, str], int] = {}
     out = {}
     for value in values:
@@ -190,28 +188,23 @@ def plan(stream: ir.Stream, physical: dict[str, Physical], force_proxy: bool, fo
     return SharingPlan(physical, home, bridges, shared, copied)
 
 
-def _submits(stream: ir.Stream) -> list[ir.Submit]:
-    return [op for t in stream.threads for op in t.ops if isinstance(op, ir.Submit)]
-
-
 def _device_uses(stream: ir.Stream) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     """(root buffer -> the devices whose commands access it, -> those whose commands write it);
     Unsupported where a command uses a buffer that is not its device's memory."""
     on = device_of_queue(stream)
     using: dict[str, set[str]] = {}
     writers: dict[str, set[str]] = {}
-    for op in _submits(stream):
-        for b in op.batches:
-            for cb in b.command_buffers:
-                for c in stream.index.command_buffers[cb].commands:
-                    for buf in sorted(_command_buffers(c)):
-                        if on[op.queue] not in owners(stream, buf):
-                            raise Unsupported(f"{cb} runs on {on[op.queue]} but buffer {buf!r} is memory of "
-                                              f"{', '.join(owners(stream, buf))} only")
-            for root, _, _, write in _accesses(stream, b):
-                using.setdefault(root, set()).add(on[op.queue])
-                if write:
-                    writers.setdefault(root, set()).add(on[op.queue])
+    for op, b in ir.batches(stream):
+        for cb in b.command_buffers:
+            for c in stream.index.command_buffers[cb].commands:
+                for buf in sorted(_command_buffers(c)):
+                    if on[op.queue] not in owners(stream, buf):
+                        raise Unsupported(f"{cb} runs on {on[op.queue]} but buffer {buf!r} is memory of "
+                                          f"{', '.join(owners(stream, buf))} only")
+        for root, _, _, write in _accesses(stream, b):
+            using.setdefault(root, set()).add(on[op.queue])
+            if write:
+                writers.setdefault(root, set()).add(on[op.queue])
     return using, writers
 
 
@@ -244,7 +237,7 @@ def _fence_homes(stream: ir.Stream) -> dict[str, str]:
     """Fence -> the one device whose submits carry it (else the first device)."""
     on = device_of_queue(stream)
     users: dict[str, set[str]] = {}
-    for op in _submits(stream):
+    for _, op in ir.submits(stream):
         if op.fence is not None:
             users.setdefault(op.fence, set()).add(on[op.queue])
     home = {}
@@ -262,13 +255,12 @@ def _bridges(stream: ir.Stream, physical: dict[str, Physical], copied: dict[str,
     """Each semaphore's home device (added to `home`: the first that signals it, else that waits it) and
     a bridge to each other device that uses it: the exported semaphore, else a proxy thread."""
     on = device_of_queue(stream)
-    submits = _submits(stream)
+    submitted = list(ir.batches(stream))
     bridges = []
     for sem in stream.semaphores:
-        signalled = sorted({on[op.queue] for op in submits for b in op.batches for s in b.signals
-                            if s.semaphore == sem.id})
-        waited = sorted({on[op.queue] for op in submits for b in op.batches for w in b.waits
-                         if w.semaphore == sem.id} - set(signalled))
+        signalled = sorted({on[op.queue] for op, b in submitted for s in b.signals if s.semaphore == sem.id})
+        waited = sorted({on[op.queue] for op, b in submitted for w in b.waits if w.semaphore == sem.id}
+                        - set(signalled))
         home[sem.id] = (signalled or waited or [stream.devices[0].id])[0]
         users = signalled + waited
         if len(users) < 2:
@@ -276,7 +268,7 @@ def _bridges(stream: ir.Stream, physical: dict[str, Physical], copied: dict[str,
         if sem.type == "binary":
             raise Unsupported(f"binary semaphore {sem.id!r} is used on {' and '.join(users)}: only timeline "
                               "semaphores are shared across devices")
-        values = sorted({s.value for op in submits for b in op.batches for s in b.signals if s.semaphore == sem.id}
+        values = sorted({s.value for _, b in submitted for s in b.signals if s.semaphore == sem.id}
                         | {op.value for t in stream.threads for op in t.ops
                            if isinstance(op, ir.SignalSemaphore) and op.semaphore == sem.id})
         for other in users[1:]:
