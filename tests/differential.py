@@ -20,7 +20,7 @@ from vkverify.check import check
 from vkverify.check.explain import explain
 from vkverify.check.findings import ACCESS_KINDS
 from vkverify.check.readings import DEFAULT, Readings
-from vkverify.check.reference import Reference, Unsupported
+from vkverify.check.reference import Reference, OutsideReference
 from vkverify.check.walk import signals
 from vkverify.model import from_dict, ir
 from vkverify.model.refs import format_ref, parse_ref, split_ref
@@ -240,7 +240,7 @@ def assert_agree(doc: dict, compare) -> None:
     assume(completes(check(from_dict(doc))))
     try:
         found = compare(doc)
-    except Unsupported:
+    except OutsideReference:
         assume(False)
     assert not found, "\n".join(found) + "\n" + json.dumps(doc)
 
@@ -519,7 +519,7 @@ def _mutation_disagreements(stream: ir.Stream, analysis, mutants: int) -> list[s
                 continue
             try:
                 ordered = _ordered_in(Reference(mutant), refmap, pair)
-            except Unsupported:
+            except OutsideReference:
                 continue
             new = [f for f in findings if f.kind in ACCESS_KINDS and stream.index.root(f.buffer)[0] ==
                    pair.first.root and not _reported(before, (f.kind, f.first, f.second, pair.first.root),

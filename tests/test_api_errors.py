@@ -214,7 +214,7 @@ def test_every_error_derives_from_vkverify_error_and_says_who_sees_it():
     found = defined_exceptions()
     # Not vacuous: the walk reaches the runtime, the shader library, the reference and the importer.
     assert {"vkverify.runtime.errors.RuntimeFault", "vkverify.shaders.reflect.SpirvError",
-            "vkverify.check.reference.Unsupported", "vkverify.importer.translate.UnreadableCall"} <= set(found)
+            "vkverify.check.reference.OutsideReference", "vkverify.importer.translate.UnreadableCall"} <= set(found)
     # A BaseException that is no Exception (a stop signal, as KeyboardInterrupt is) is meant to pass every handler.
     outside = sorted(name for name, cls in found.items()
                      if issubclass(cls, Exception) and not issubclass(cls, VkverifyError))

@@ -165,10 +165,6 @@ def test_private_reaches_are_seen(tmp_path):
 
 # Class names that more than one module defines, and why each may. Delete an entry once one is renamed.
 SHARED_CLASS_NAMES = {
-    "Access": "vkverify/check (engine, hb, reference): issue 26's checker split names them",
-    "Node": "vkverify/check (hb, reference, witness): issue 26's checker split names them",
-    "Fence": "vkverify/check/walk.py beside ir.Fence: issue 26's checker split names it",
-    "Unsupported": "vkverify/check/reference.py: issue 26's checker split names it (the runtime's is the API's)",
     "Stream": "the builder's Stream builds the IR's Stream: README's Python API names both",
     "CommandBuffer": "the builder's records an IR CommandBuffer; the runtime's is the builder's with source lines",
 }

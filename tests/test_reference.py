@@ -16,7 +16,7 @@ from hypothesis import given, settings
 
 from vkverify.check import check
 from vkverify.check.readings import Readings
-from vkverify.check.reference import Reference, Unsupported
+from vkverify.check.reference import Reference, OutsideReference
 from vkverify.model import load
 
 from .conftest import CORPUS, EXAMPLES
@@ -55,7 +55,7 @@ def _readable(path):
     stream = load(path)
     try:
         Reference(stream)
-    except Unsupported:
+    except OutsideReference:
         return False
     return completes(check(stream))
 

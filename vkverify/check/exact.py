@@ -136,15 +136,15 @@ class _NodeIndex:
                 self.batches.setdefault((cb, None), b.key)
                 self.batches.setdefault((cb, b.submit), b.key)
 
-    def node(self, ref: str) -> witness.Node:
+    def node(self, ref: str) -> witness.ScheduleNode:
         base, submit = split_submit(ref)
         owner = owner_of(base)
         if owner in self.threads:
-            return witness.Node(base, False)
-        return witness.Node(self.batches[owner, submit or None], True)
+            return witness.ScheduleNode(base, False)
+        return witness.ScheduleNode(self.batches[owner, submit or None], True)
 
-    def signal_node(self, s: smt.SignalNode) -> witness.Node:
-        return witness.Node(s.owner, s.owner in self.queue)  # a host signal's ref names no batch
+    def signal_node(self, s: smt.SignalNode) -> witness.ScheduleNode:
+        return witness.ScheduleNode(s.owner, s.owner in self.queue)  # a host signal's ref names no batch
 
-    def agent(self, node: witness.Node) -> str:
+    def agent(self, node: witness.ScheduleNode) -> str:
         return self.queue[node.key] if node.batch else owner_of(node.key)

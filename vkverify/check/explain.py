@@ -21,7 +21,7 @@ from ..model.errors import UsageError
 from ..model.loader import validate
 from ..model.refs import owner_of, parse_ref, split_submit, without_submit
 from .barriers import ALIAS, FULL, NONE, OWN, coverage
-from .hb import SINK, Access, Model, Node, Pair, conflicts
+from .hb import SINK, AccessNode, Model, SyncNode, Pair, conflicts
 from .rules import first_access_scope_gap, in_first_access_scope
 
 __all__ = ["ExplainError", "Explanation", "PairExplanation", "explain", "format_text", "host_op_text", "name",
@@ -142,12 +142,12 @@ def op_at(stream: ir.Stream, ref: str):
     return index.threads[owner].ops[pos] if owner in index.threads else None
 
 
-def _describe(x: Access) -> str:
+def _describe(x: AccessNode) -> str:
     names = x.reads + ((x.write,) if x.write else ())
     return f"{x.stage}/{'+'.join(names) if names else 'destroy'}"
 
 
-def _pairs(model: Model, firsts: list[Access], seconds: list[Access]) -> list[tuple[Pair, list]]:
+def _pairs(model: Model, firsts: list[AccessNode], seconds: list[AccessNode]) -> list[tuple[Pair, list]]:
     """The conflicting pairs (rule 5) over common bytes, as the checker would compare them."""
     out: dict[tuple, tuple[Pair, list]] = {}
     for e in firsts:
@@ -313,7 +313,7 @@ def _chain(model: Model, pair: Pair, path: list) -> list[str]:
 # ---- not ordered: the missing scope ----------------------------------------------
 
 
-def _what(x: Access) -> str:
+def _what(x: AccessNode) -> str:
     return "write" if x.write else "read" if x.reads else "destroy"
 
 
@@ -348,7 +348,7 @@ def _reached(model: Model, g: nx.DiGraph, among=None) -> dict[tuple, list]:
     return out
 
 
-def _between(model: Model, pair: Pair) -> list[Node]:
+def _between(model: Model, pair: Pair) -> list[SyncNode]:
     """The nodes on the second access's agent before it (after the first, where they share it)."""
     e, x = pair.first, pair.second
     return [n for n in model.on_agent.get(x.agent, ()) if n.seq < x.seq and (e.agent != x.agent or n.seq > e.seq)]
@@ -480,7 +480,7 @@ def _not_made_visible_to_host(model: Model, pair: Pair, reached: dict) -> list[s
              f"{x.ref}")]
 
 
-def _gap(model: Model, n: Node, x: Access, seg: tuple[int, int]) -> str | None:
+def _gap(model: Model, n: SyncNode, x: AccessNode, seg: tuple[int, int]) -> str | None:
     """Spec 7.7.2: why the barrier entry n does not hold x's bytes `seg` in its access scopes (None: it does;
     "": a buffer barrier on other memory, nothing to say)."""
     through = None if model.readings.buffer_barrier_covers_aliases else x.buffer

@@ -49,7 +49,7 @@ HOST_ACCESS = frozenset({HOST_READ, ("host", "host_write")})
 
 
 @dataclass(frozen=True)
-class Node:
+class SyncNode:
     """A synchronization operation on a queue or a host thread.
 
     `ins`: the stages of earlier work on its queue it orders (a release's or barrier's first
@@ -69,7 +69,7 @@ class Node:
 
 
 @dataclass(eq=False)
-class Access:
+class AccessNode:
     ref: str
     agent: str
     seq: int
@@ -90,8 +90,8 @@ class Pair:
     """Two conflicting accesses the checker compares: `kind` raw | war | waw | keepalive."""
 
     kind: str
-    first: Access
-    second: Access
+    first: AccessNode
+    second: AccessNode
     memory: bool  # needs a memory dependency, not only an execution dependency
     need: tuple[str, ...]  # accesses of `second` the write must be visible to (device second)
     segments: list[tuple[int, int]] = field(default_factory=list)
@@ -117,17 +117,17 @@ class Model(Consumer):
         self.stream = stream
         self.readings = readings
         self.index = stream.index
-        self.nodes: dict[tuple, Node] = {}
-        self.on_agent: dict[str, list[Node]] = {}
+        self.nodes: dict[tuple, SyncNode] = {}
+        self.on_agent: dict[str, list[SyncNode]] = {}
         self.cross: dict[tuple, list[tuple]] = {}
         self.pairs: dict[tuple, Pair] = {}
-        self.accesses: dict[str, list[Access]] = {}  # by reference: what `vkverify explain` pairs up
+        self.accesses: dict[str, list[AccessNode]] = {}  # by reference: what `vkverify explain` pairs up
         self.hazards: set[tuple] = set()
         self._seq: dict[str, int] = {}
         self._uid = 0
         self._cuts = _boundaries(stream)
-        self._last_write: dict[tuple, Access] = {}
-        self._reads: dict[tuple, dict[tuple, Access]] = {}
+        self._last_write: dict[tuple, AccessNode] = {}
+        self._reads: dict[tuple, dict[tuple, AccessNode]] = {}
         self._destroyed: dict[str, str] = {}
         self._issuing = ""  # the host op of the access being compared: its submit, or itself
         self._uses: dict[str, dict] | None = {} if any(
@@ -140,8 +140,8 @@ class Model(Consumer):
         self._seq[agent] = self._seq.get(agent, 0) + 1
         return self._seq[agent]
 
-    def _add(self, key: tuple, kind: str, agent: str, **kw) -> Node:
-        node = Node(key, kind, agent, self._next(agent), **kw)
+    def _add(self, key: tuple, kind: str, agent: str, **kw) -> SyncNode:
+        node = SyncNode(key, kind, agent, self._next(agent), **kw)
         self.nodes[key] = node
         self.on_agent.setdefault(agent, []).append(node)
         return node
@@ -159,7 +159,7 @@ class Model(Consumer):
     def misuse(self, m: Misuse) -> None:
         self.hazards.add((m.kind, *m.ops))
 
-    def _host(self, thread: int, pc: int, op: ir.HostOp, ops: tuple[str, ...] | None = None) -> Node:
+    def _host(self, thread: int, pc: int, op: ir.HostOp, ops: tuple[str, ...] | None = None) -> SyncNode:
         thread_id = self.stream.threads[thread].id
         ref = format_ref(thread_id, pc)
         return self._add(("host", ref), "host", thread_id, ops=(ref,) if ops is None else ops, op=op)
@@ -183,7 +183,7 @@ class Model(Consumer):
                     seq = self._next(queue)  # entries of one barrier share a position: they do not chain
                     for k, entry in enumerate(entries):
                         ops = (ref, f"{ref}.buffers[{k}]") if len(cmd.buffers) > 1 else (ref,)
-                        node = Node(("bar", executed, k), "bar", queue, seq, entry.src_exec, entry.dst_exec,
+                        node = SyncNode(("bar", executed, k), "bar", queue, seq, entry.src_exec, entry.dst_exec,
                                     entry, ops)
                         self.nodes[node.key] = node
                         self.on_agent.setdefault(queue, []).append(node)
@@ -191,7 +191,7 @@ class Model(Consumer):
                 seq, uid = self._next(queue), self._new_uid()
                 self._issuing = submit
                 # As the checker does: every access of the command is paired before any is recorded.
-                accesses = [Access(executed, queue, seq, stage, reads, write, buffer, *self._root(buffer, lo, hi),
+                accesses = [AccessNode(executed, queue, seq, stage, reads, write, buffer, *self._root(buffer, lo, hi),
                                    uid, False, self._memory(buffer))
                             for stage, reads, write, buffer, lo, hi in command_accesses(cmd)]
                 for x in [x for x in accesses if self._compare(x)]:
@@ -228,7 +228,7 @@ class Model(Consumer):
             return
         write = op.op == "host_write"
         self._issuing = ref
-        x = Access(ref, thread_id, self._next(thread_id), "host", () if write else ("host_read",),
+        x = AccessNode(ref, thread_id, self._next(thread_id), "host", () if write else ("host_read",),
                    "host_write" if write else None, op.buffer,
                    *self._root(op.buffer, op.offset, op.offset + op.size), self._new_uid(), True,
                    self._memory(op.buffer))
@@ -252,14 +252,14 @@ class Model(Consumer):
         cuts = self._cuts[root]
         return [(a, b) for a, b in pairwise(cuts) if a >= lo and b <= hi]
 
-    def _pair(self, kind: str, e: Access, x: Access, seg: tuple[int, int], memory: bool,
+    def _pair(self, kind: str, e: AccessNode, x: AccessNode, seg: tuple[int, int], memory: bool,
               need: tuple[str, ...] = ()) -> None:
         # One pair per (stage, access) of each side: a dispatch_indirect reads one buffer at two stages.
         pair = self.pairs.setdefault((kind, e.ref, x.ref, x.buffer, e.stage, x.stage, need),
                                      Pair(kind, e, x, memory, need))
         pair.segments.append(seg)
 
-    def _compare(self, x: Access) -> bool:
+    def _compare(self, x: AccessNode) -> bool:
         """Pair x with the most recent write and, if it writes, the reads since (as the checker does); False
         when x comes after its buffer's destroy and so is not recorded."""
         self.accesses.setdefault(x.ref, []).append(x)
@@ -284,7 +284,7 @@ class Model(Consumer):
                         self._pair("war", r, x, seg, False)
         return True
 
-    def _record(self, x: Access) -> None:
+    def _record(self, x: AccessNode) -> None:
         for seg in self.segments(x.root, x.lo, x.hi):
             key = (x.root, seg)
             reads = self._reads.setdefault(key, {})
@@ -298,7 +298,7 @@ class Model(Consumer):
         """Spec 12.7: every pending device use of the buffer must complete before the destroy, also one a later
         access replaced as the most recent (the latest use per agent and stage stands for the earlier ones)."""
         buf = self.index.buffers[op.buffer]
-        probe = Access(ref, thread, self._next(thread), "host", (), None, op.buffer,
+        probe = AccessNode(ref, thread, self._next(thread), "host", (), None, op.buffer,
                        *self._root(op.buffer, 0, buf.size), self._new_uid(), True, self._memory(op.buffer))
         self.accesses.setdefault(ref, []).append(probe)
         for e in (self._uses or {}).get(op.buffer, {}).values():
@@ -349,7 +349,7 @@ class Model(Consumer):
         if x.agent == agent and x.seq > seq and self._reaches(pair, node, tok):
             yield SINK
 
-    def _step(self, pair: Pair, seg: tuple[int, int], node: Node | None, tok: Token, n: Node) -> Token | None:
+    def _step(self, pair: Pair, seg: tuple[int, int], node: SyncNode | None, tok: Token, n: SyncNode) -> Token | None:
         """The token on the same-agent edge node -> n (node None: the first access), None if no edge."""
         e = pair.first
         if n.kind == "host":
@@ -398,7 +398,7 @@ class Model(Consumer):
         through = None if self.readings.buffer_barrier_covers_aliases else pair.first.buffer
         return coverage(entry, pair.first.root, *seg, through)
 
-    def _enter(self, pair: Pair, seg: tuple[int, int], tok: Token, n: Node) -> Token:
+    def _enter(self, pair: Pair, seg: tuple[int, int], tok: Token, n: SyncNode) -> Token:
         """The token on entering n by a cross edge or program order: submissions, flush and invalidate act here."""
         if pair.memory and n.kind == "sub" and tok.host_written:
             return tok._replace(available=True)  # 7.9: vkQueueSubmit, a domain operation from host to device
@@ -413,7 +413,7 @@ class Model(Consumer):
             return tok._replace(invalidated=True)
         return tok
 
-    def _reaches(self, pair: Pair, node: Node | None, tok: Token) -> bool:
+    def _reaches(self, pair: Pair, node: SyncNode | None, tok: Token) -> bool:
         """Whether the second access is ordered by the edge from node (None: the first access)."""
         x = pair.second
         if x.host:
@@ -443,7 +443,7 @@ class Model(Consumer):
         return self.hazards | {(kinds.get(p.kind, p.kind), p.first.ref, p.second.ref) for p in self.unordered_pairs()}
 
 
-def signal_order(a: Node, b: Node) -> bool:
+def signal_order(a: SyncNode, b: SyncNode) -> bool:
     """Spec 7.4.1 (note) and 7.3.1, "signal operation order": a semaphore signal's first synchronization scope
     holds the semaphore signals of earlier batches on its queue (not those of its own batch); a fence's (and
     an idle wait's) every earlier signal. A fence signal is in no later semaphore signal's scope."""
@@ -481,7 +481,7 @@ def _boundaries(stream: ir.Stream) -> dict[str, list[int]]:
     return {root: sorted(c) for root, c in cuts.items()}
 
 
-def conflicts(e: Access, x: Access) -> list[tuple[str, bool, tuple[str, ...]]]:
+def conflicts(e: AccessNode, x: AccessNode) -> list[tuple[str, bool, tuple[str, ...]]]:
     """Spec 7.1 note: what e then x on common bytes need, as (kind, memory dependency needed, the accesses of
     x it must reach). A host access after a host write needs only order; every other write a memory
     dependency (for a host second access, into the host domain)."""

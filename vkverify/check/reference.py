@@ -15,7 +15,7 @@ accesses from the definitions of "Execution and Memory Dependencies" (spec 7.1) 
 Nothing here is fast: it is the rule the fast checker is tested against (tests/test_reference.py), on
 streams of a few dozen operations. It reads streams whose order is fixed by one host thread (every
 queue is fed by that thread, so submission order and semaphore pairing are known without a schedule)
-and that complete (no deadlock); `Unsupported` says when a stream is outside that.
+and that complete (no deadlock); `OutsideReference` says when a stream is outside that.
 
 Readings of what the spec leaves open, applied here and in the checker alike (docs/format.md,
 "Readings"):
@@ -32,7 +32,7 @@ Readings of what the spec leaves open, applied here and in the checker alike (do
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from graphlib import CycleError, TopologicalSorter
 from itertools import count, pairwise
 
@@ -45,13 +45,13 @@ from .readings import DEFAULT, Readings
 COHERENT = ("host_coherent", "device_host_visible")
 
 
-class Unsupported(VkverifyError):
+class OutsideReference(VkverifyError):
     """The stream is outside what the reference reads (several threads, a deadlock, params). Seen by
     the tests that compare the checker with the reference, which skip that stream."""
 
 
 @dataclass(eq=False)
-class Node:
+class Operation:
     """One operation on a queue or the host thread. `first`/`second`: the stages of its first and second
     synchronization scopes on its own queue (7.1.2); an access node has its own stage in both."""
 
@@ -71,8 +71,8 @@ class Node:
 
 
 @dataclass(eq=False)
-class Access:
-    node: Node
+class OperationAccess:
+    node: Operation
     uid: int  # the command execution or host op
     ref: str
     stage: str
@@ -83,7 +83,7 @@ class Access:
     lo: int
     hi: int
     memory: str
-    submit: Node  # the host op that submitted it (a host access: its own op)
+    submit: Operation  # the host op that submitted it (a host access: its own op)
 
     @property
     def host(self) -> bool:
@@ -109,8 +109,8 @@ class Conflict:
     does). `ordered`: happens-before, with a memory dependency where `first` writes; `hidden`: a write of the
     segment is ordered between them, so only the pairs with it are compared; `kind`: the hazard it is unordered."""
 
-    first: Access
-    second: Access
+    first: OperationAccess
+    second: OperationAccess
     ordered: bool
     hidden: bool
     kind: str
@@ -161,7 +161,7 @@ def signal_scope(stage: frozenset[str], all_commands_includes_host: bool) -> fro
 
 # ---- the rules, one function each ------------------------------------------------------------------
 
-def chains(a: Node, b: Node) -> bool:
+def chains(a: Operation, b: Operation) -> bool:
     """Spec 7.1 "execution dependency chain": a's second scope meets b's first scope (a before b on one
     queue); 7.2 "signal operation order": a semaphore signal's first scope holds the semaphore signals
     of earlier batches, a fence's every earlier signal, never those of its own batch."""
@@ -174,7 +174,7 @@ def chains(a: Node, b: Node) -> bool:
     return bool(a.second & b.first)
 
 
-def in_first_access_pairs(n: Node, w: Access, by_buffer: bool) -> bool:
+def in_first_access_pairs(n: Operation, w: OperationAccess, by_buffer: bool) -> bool:
     """Spec 7.1.2 access scopes: does n make w available (w earlier than n on n's queue)?"""
     if n.kind == "barrier":
         b = n.barrier
@@ -183,7 +183,7 @@ def in_first_access_pairs(n: Node, w: Access, by_buffer: bool) -> bool:
     return n.kind in ("signal", "fence") and w.stage in n.first
 
 
-def in_second_access_pairs(n: Node, x: Access, needs: tuple[str, ...], by_buffer: bool) -> bool:
+def in_second_access_pairs(n: Operation, x: OperationAccess, needs: tuple[str, ...], by_buffer: bool) -> bool:
     """Spec 7.1.2: does n make available writes visible to x's accesses `needs`? For a host write, the memory
     model asks only a domain operation to the host (appendix "Location-Ordered"), which a destination
     with host_read or host_write performs (its "Availability, Visibility, and Domain Operations")."""
@@ -197,7 +197,7 @@ def in_second_access_pairs(n: Node, x: Access, needs: tuple[str, ...], by_buffer
     return n.kind in ("wait", "submission") and x.stage in n.second
 
 
-def _covers(n: Node, x: Access, by_buffer: bool) -> bool:
+def _covers(n: Operation, x: OperationAccess, by_buffer: bool) -> bool:
     """Spec 7.7.2: a buffer memory barrier's access scopes hold only its range, and with `by_buffer` (the
     reading buffer_barrier_covers_aliases off) only "access to memory through the specified buffer range"."""
     return n.root is None or (n.root == x.root and n.lo <= x.lo and x.hi <= n.hi
@@ -209,46 +209,46 @@ def _covers(n: Node, x: Access, by_buffer: bool) -> bool:
 class Reference:
     def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT) -> None:
         if stream.params or len(stream.threads) != 1:
-            raise Unsupported("the reference reads streams of one host thread without params")
+            raise OutsideReference("the reference reads streams of one host thread without params")
         self.stream = stream
         self.readings = readings
         self.by_buffer = not readings.buffer_barrier_covers_aliases
         self.index = stream.index
         self.thread = stream.threads[0]
-        self.nodes: list[Node] = []
-        self.queue_nodes: dict[str, list[Node]] = {q: [] for q in self.index.queues}
-        self.accesses: list[Access] = []
+        self.nodes: list[Operation] = []
+        self.queue_nodes: dict[str, list[Operation]] = {q: [] for q in self.index.queues}
+        self.accesses: list[OperationAccess] = []
         self.uids = count()
         self.batches = count()
         self.fence_misuse: set[str] = set()
-        self.destroys: list[tuple[Node, ir.Destroy]] = []
-        self.resets: list[tuple[Node, Node]] = []  # (reset, the fence signal it may not precede)
+        self.destroys: list[tuple[Operation, ir.Destroy]] = []
+        self.resets: list[tuple[Operation, Operation]] = []  # (reset, the fence signal it may not precede)
         self._build()
         self.reach = self._closure()
 
-    def _node(self, kind: str, agent: str, **kw) -> Node:
+    def _node(self, kind: str, agent: str, **kw) -> Operation:
         pos = len(self.queue_nodes[agent]) if agent in self.queue_nodes else len(self.nodes)
-        n = Node(kind, agent, pos, **kw)
+        n = Operation(kind, agent, pos, **kw)
         self.nodes.append(n)
         if agent in self.queue_nodes:
             self.queue_nodes[agent].append(n)
         return n
 
-    def _access(self, node: Node, submit: Node, uid: int, ref: str, stage: str, reads, write, buffer: str,
+    def _access(self, node: Operation, submit: Operation, uid: int, ref: str, stage: str, reads, write, buffer: str,
                 lo: int, hi: int) -> None:
         root, base = self.index.root(buffer)
         memory = self.index.buffers[root].memory
-        self.accesses.append(Access(node, uid, ref, stage, tuple(reads), write, buffer, root, base + lo,
+        self.accesses.append(OperationAccess(node, uid, ref, stage, tuple(reads), write, buffer, root, base + lo,
                                     base + hi, memory, submit))
 
     def _build(self) -> None:
         t = self.thread
         fences = {f.id: ("signaled" if f.signaled else "unsignaled", None) for f in self.stream.fences}
-        binary: dict[str, list[Node]] = {s.id: [] for s in self.stream.semaphores if s.type == "binary"}
-        timeline: dict[str, list[tuple[int, Node]]] = {s.id: [] for s in self.stream.semaphores
+        binary: dict[str, list[Operation]] = {s.id: [] for s in self.stream.semaphores if s.type == "binary"}
+        timeline: dict[str, list[tuple[int, Operation]]] = {s.id: [] for s in self.stream.semaphores
                                                        if s.type == "timeline"}
-        pending_waits: list[tuple[Node, str, int]] = []  # queue waits for host signals not yet made
-        last_host: Node | None = None
+        pending_waits: list[tuple[Operation, str, int]] = []  # queue waits for host signals not yet made
+        last_host: Operation | None = None
         for pc, op in enumerate(t.ops):
             ref = f"{t.id}[{pc}]"
             h = self._node("host", t.id, ref=ref, op=op)
@@ -261,7 +261,7 @@ class Reference:
                 for f in op.fences:
                     state, signal = fences[f]
                     if state == "unsignaled":
-                        raise Unsupported(f"{ref} waits for a fence nothing signals")
+                        raise OutsideReference(f"{ref} waits for a fence nothing signals")
                     if signal is not None:
                         signal.after.append(h)
             elif isinstance(op, ir.ResetFences):
@@ -275,7 +275,7 @@ class Reference:
                     if source is not None:
                         source.after.append(h)
                     elif w.value > self.index.semaphores[w.semaphore].initial:
-                        raise Unsupported(f"{ref} waits for a value nothing signalled yet")
+                        raise OutsideReference(f"{ref} waits for a value nothing signalled yet")
             elif isinstance(op, ir.SignalSemaphore):
                 self._signal_timeline(timeline, pending_waits, op.semaphore, op.value, h)
             elif isinstance(op, ir.HostAccess):
@@ -292,20 +292,20 @@ class Reference:
             elif isinstance(op, ir.Destroy):
                 self.destroys.append((h, op))
         if pending_waits:
-            raise Unsupported("a queue waits for a host signal that never comes")
+            raise OutsideReference("a queue waits for a host signal that never comes")
 
-    def _fence_node(self, queue: str, ref: str) -> Node:
+    def _fence_node(self, queue: str, ref: str) -> Operation:
         return self._node("fence", queue, first=COMMAND_STAGES | HOST_STAGE, batch=next(self.batches), ref=ref)
 
     @staticmethod
-    def _signal_timeline(timeline, pending_waits, semaphore: str, value: int, node: Node) -> None:
+    def _signal_timeline(timeline, pending_waits, semaphore: str, value: int, node: Operation) -> None:
         """Spec 7.4.2: a queue wait submitted before its signal is satisfied by the first signal >= its value."""
         timeline[semaphore].append((value, node))
         for wait in [p for p in pending_waits if p[1] == semaphore and p[2] <= value]:
             node.after.append(wait[0])
             pending_waits.remove(wait)
 
-    def _timeline_source(self, timeline, semaphore: str, value: int) -> Node | None:
+    def _timeline_source(self, timeline, semaphore: str, value: int) -> Operation | None:
         """Spec 7.4.2: a wait for `value` is satisfied by a signal >= value; with one signalling agent the
         first such signal happens-before every other, so ordering after it is what every choice gives."""
         if value <= self.index.semaphores[semaphore].initial:
@@ -315,7 +315,7 @@ class Reference:
                 return node
         return None
 
-    def _submit(self, h: Node, op: ir.Submit, ref: str, fences, binary, timeline, pending_waits) -> None:
+    def _submit(self, h: Operation, op: ir.Submit, ref: str, fences, binary, timeline, pending_waits) -> None:
         q = op.queue
         if op.fence is not None and fences[op.fence][0] != "unsignaled":
             self.fence_misuse.add(ref)  # VUID-vkQueueSubmit2-fence-04894: unsignaled, not pending
@@ -329,7 +329,7 @@ class Reference:
                 node = self._node("wait", q, second=second_scope(w.stage), ref=ref, batch=number)
                 if w.semaphore in binary:
                     if not binary[w.semaphore]:
-                        raise Unsupported(f"{ref} waits on binary {w.semaphore!r} with no pending signal")
+                        raise OutsideReference(f"{ref} waits on binary {w.semaphore!r} with no pending signal")
                     binary[w.semaphore].pop(0).after.append(node)
                 else:
                     source = self._timeline_source(timeline, w.semaphore, w.value)
@@ -370,7 +370,7 @@ class Reference:
             first = first_scope(b.src_stage)
             if "host" in _named(b.src_stage, STAGE):
                 first = first | HOST_STAGE
-            n = Node("barrier", q, pos, first, second_scope(b.dst_stage), ref=ref, barrier=b,
+            n = Operation("barrier", q, pos, first, second_scope(b.dst_stage), ref=ref, barrier=b,
                      root=root, lo=lo, hi=hi)
             self.nodes.append(n)
             self.queue_nodes[q].append(n)
@@ -389,7 +389,7 @@ class Reference:
         try:
             order = list(TopologicalSorter(graph).static_order())  # successors first
         except CycleError as e:
-            raise Unsupported("the stream's waits form a cycle") from e
+            raise OutsideReference("the stream's waits form a cycle") from e
         reach: dict[int, int] = {}
         for i in order:
             bits = 0
@@ -398,23 +398,23 @@ class Reference:
             reach[i] = bits
         return reach
 
-    def hb(self, a: Node, b: Node) -> bool:
+    def hb(self, a: Operation, b: Operation) -> bool:
         """Spec 7.1: a happens-before b."""
         return bool(self.reach[self._ids[id(a)]] >> self._ids[id(b)] & 1)
 
-    def hb_or_same(self, a: Node, b: Node) -> bool:
+    def hb_or_same(self, a: Operation, b: Operation) -> bool:
         return a is b or self.hb(a, b)
 
     # ---- memory dependencies ----------------------------------------------------------------------
 
-    def availability(self, w: Access) -> list[Node]:
+    def availability(self, w: OperationAccess) -> list[Operation]:
         """The operations that make write w available to the device domain (7.1, 7.9)."""
         if w.host:
             return self._host_availability(w)
         return [n for n in self.queue_nodes[w.node.agent]
                 if n.pos > w.node.pos and in_first_access_pairs(n, w, self.by_buffer)]
 
-    def _host_availability(self, w: Access) -> list[Node]:
+    def _host_availability(self, w: OperationAccess) -> list[Operation]:
         """Spec 7.9 host write ordering: a submission after the write reached the host domain (at once for
         coherent memory, at a flush of its bytes otherwise, 11.2.2); or a barrier with host/host_write in its
         first access scope that the write happens-before through an earlier wait or submission."""
@@ -431,7 +431,7 @@ class Reference:
                     out.append(n)
         return out
 
-    def _host_domain_point(self, w: Access) -> Node | None:
+    def _host_domain_point(self, w: OperationAccess) -> Operation | None:
         """The host op at which host write w is available to the host domain."""
         if w.memory in COHERENT:
             return w.node
@@ -443,7 +443,7 @@ class Reference:
                     return n
         return None
 
-    def visibility(self, x: Access, needs: tuple[str, ...]) -> list[Node]:
+    def visibility(self, x: OperationAccess, needs: tuple[str, ...]) -> list[Operation]:
         """The operations that make available writes visible to x's accesses `needs` (7.1)."""
         if x.host:
             # 7.9 host access: a barrier whose second access scope holds host/host_read (or host_write).
@@ -453,7 +453,7 @@ class Reference:
         return [n for n in self.queue_nodes[x.node.agent]
                 if n.pos < x.node.pos and in_second_access_pairs(n, x, needs, self.by_buffer) and x.stage in n.second]
 
-    def memory_dependency(self, w: Access, x: Access, needs: tuple[str, ...]) -> bool:
+    def memory_dependency(self, w: OperationAccess, x: OperationAccess, needs: tuple[str, ...]) -> bool:
         """Spec 7.1: an availability operation for w happens-before (or is) a visibility operation for x's
         accesses `needs`; a host read of host_cached memory also needs an invalidate of its bytes after that
         (11.2.2)."""
@@ -465,7 +465,7 @@ class Reference:
             return bool(visible)
         return any(self._invalidated_between(m, x) for m in visible)
 
-    def _invalidated_between(self, m: Node, x: Access) -> bool:
+    def _invalidated_between(self, m: Operation, x: OperationAccess) -> bool:
         for n in self.nodes:
             op = n.op
             if n.kind == "host" and n.pos < x.node.pos and isinstance(op, ir.HostAccess) and \
@@ -501,7 +501,7 @@ class Reference:
                 if not any(op.buffer == a.buffer and a.submit.pos > d.pos for d, op in self.destroys)]
         for root, cuts in self._segments().items():
             for lo, hi in pairwise(cuts):
-                on = [_narrow(a, lo, hi) for a in live if a.root == root and a.lo <= lo and hi <= a.hi]
+                on = [replace(a, lo=lo, hi=hi) for a in live if a.root == root and a.lo <= lo and hi <= a.hi]
                 writes = [a for a in on if a.write]
                 for i, one in enumerate(on):
                     for other in on[i + 1:]:
@@ -515,7 +515,7 @@ class Reference:
                         else:
                             yield Conflict(a, b, False, False, "war" if not a.write else "raw" if b.reads else "waw")
 
-    def missing_memory_dependency(self, a: Access, b: Access) -> str | None:
+    def missing_memory_dependency(self, a: OperationAccess, b: OperationAccess) -> str | None:
         """Spec 7.1 note: the hazard b's access is to a write a it happens after (None: a memory dependency
         makes a visible). A read_write access is a read and a write (syncval's two usages): each must see a."""
         if b.reads and not self.memory_dependency(a, b, b.reads):
@@ -544,10 +544,6 @@ class Reference:
                     yield a.ref, d.ref
 
 
-def _narrow(a: Access, lo: int, hi: int) -> Access:
-    return Access(a.node, a.uid, a.ref, a.stage, a.reads, a.write, a.buffer, a.root, lo, hi, a.memory, a.submit)
-
-
 def verdict(stream: ir.Stream, readings: Readings = DEFAULT) -> Verdict:
-    """The reference verdict of a one-thread stream (raises Unsupported otherwise)."""
+    """The reference verdict of a one-thread stream (raises OutsideReference otherwise)."""
     return Reference(stream, readings).verdict()

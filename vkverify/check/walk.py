@@ -45,13 +45,13 @@ class PendingBatch:
     context: object  # what the consumer returned for the submit
 
 
-class Fence(NamedTuple):
+class FenceState(NamedTuple):
     state: str  # unsignaled | pending | signaled
     release: object = None
     holder: str | None = None  # the submit that signals (or signalled) it
 
 
-UNSIGNALED = Fence("unsignaled")
+UNSIGNALED = FenceState("unsignaled")
 
 
 class Misuse(NamedTuple):
@@ -141,7 +141,7 @@ class Walk:
         self.threads = [(t.id, t.ops) for t in stream.threads]
         self.pc = [0] * len(self.threads)
         self.pending: dict[str, deque[PendingBatch]] = {q: deque() for q in self.index.queues}
-        self.fences: dict[str, Fence] = {}
+        self.fences: dict[str, FenceState] = {}
         self.binary: dict[str, deque[BinarySignal]] = {}
         # Timeline -> [(value, release, ref)] in signal order, and its current value.
         self.timeline: dict[str, list] = {}
@@ -154,7 +154,7 @@ class Walk:
                                            for s in signals(op) if s.semaphore == sem})
                               for sem in self.shared}
 
-    def add_syncs(self, semaphores: Iterable[ir.Semaphore], fences: Iterable[ir.Fence]) -> None:
+    def add_syncs(self, semaphores: Iterable[ir.Semaphore], fences: Iterable[ir.FenceState]) -> None:
         """Semaphores and fences as created: nothing signalled beyond a timeline's initial value."""
         for s in semaphores:
             if s.type == "binary":
@@ -163,7 +163,7 @@ class Walk:
                 self.timeline[s.id], self.timeline_value[s.id] = [], s.initial
         for f in fences:
             # A fence created signaled carries no release: nothing to acquire from it.
-            self.fences[f.id] = Fence("signaled") if f.signaled else UNSIGNALED
+            self.fences[f.id] = FenceState("signaled") if f.signaled else UNSIGNALED
 
     # ---- the checker's order -------------------------------------------------
 
@@ -283,7 +283,7 @@ class Walk:
             else:
                 self.signal_timeline(s.semaphore, s.value, release, p.submit)
         if p.fence is not None and self.fences[p.fence].holder == p.submit:  # not reset (a misuse) or resubmitted
-            self.fences[p.fence] = Fence("signaled", fence, p.submit)
+            self.fences[p.fence] = FenceState("signaled", fence, p.submit)
         pending.popleft()
         return True
 
@@ -339,7 +339,7 @@ class Walk:
                     "fence_misuse", f"reset {op.fence!r} (after waiting for it) before submitting it again",
                     f"{ref} submits fence {op.fence!r} while it is {state}" + (f" by {holder}" if holder else ""),
                     tuple(r for r in (holder, ref) if r)))
-            self.fences[op.fence] = Fence("pending", None, ref)
+            self.fences[op.fence] = FenceState("pending", None, ref)
         batches = op.batches or (ir.Batch(),)
         for n, batch in enumerate(batches):
             waits = {i: self.pair_binary_wait(w.semaphore, ref)

@@ -40,7 +40,7 @@ Witness = tuple[str, ...]
 Scope = Literal["slice", "full"]
 
 
-class Node(NamedTuple):
+class ScheduleNode(NamedTuple):
     """A batch (by its key) or a host op (by its ref): a submit's ref names both, so the kind is explicit."""
 
     key: str
@@ -106,10 +106,10 @@ class _HeldRun:
     """One walk of the stream with one node held back: a batch may begin but does not end, a host op is
     not performed."""
 
-    def __init__(self, stream: ir.Stream, held: Node) -> None:
+    def __init__(self, stream: ir.Stream, held: ScheduleNode) -> None:
         self.recorder = _Recorder(stream)
         self.walk = Walk(stream, self.recorder)
-        self.held: Node | None = held
+        self.held: ScheduleNode | None = held
         self.waiters: dict[str, set[str]] = {}  # semaphore -> the queues with a batch that waits for it
         for op, b in ir.batches(stream):
             for w in b.waits:
@@ -178,7 +178,7 @@ class _HeldRun:
             not any(walk.pending.values())
 
 
-def _held_schedule(stream: ir.Stream, held: Node, until: str, increasing: bool) -> _HeldRun | None:
+def _held_schedule(stream: ir.Stream, held: ScheduleNode, until: str, increasing: bool) -> _HeldRun | None:
     """A legal complete schedule in which event `until` happens while `held` has not completed; None if
     the walk finds none. `increasing`: every timeline's signals must strictly
     increase (spec 7.4.2), as in any legal schedule; a witness of a non-increasing signal asks for less."""
@@ -192,7 +192,7 @@ def _held_schedule(stream: ir.Stream, held: Node, until: str, increasing: bool) 
     return run
 
 
-def overlap(stream: ir.Stream, first: Node, first_ref: str, second: Node, second_ref: str,
+def overlap(stream: ir.Stream, first: ScheduleNode, first_ref: str, second: ScheduleNode, second_ref: str,
             scope: Scope) -> Witness | None:
     """A schedule in which `second` starts before `first` completes, with the two accesses marked: the
     second right after its batch begins, the first right before its batch ends. None if the walk finds
@@ -210,7 +210,7 @@ def overlap(stream: ir.Stream, first: Node, first_ref: str, second: Node, second
     return tuple(events)
 
 
-def in_order(stream: ir.Stream, first: Node, second: Node, scope: Scope) -> Witness | None:
+def in_order(stream: ir.Stream, first: ScheduleNode, second: ScheduleNode, scope: Scope) -> Witness | None:
     """A schedule in which the signals of `first` happen before those of `second` (at a batch's end, at a
     host op); None if the walk finds none."""
     run = _held_schedule(stream, second, first.done, increasing=False)
@@ -222,7 +222,7 @@ def in_order(stream: ir.Stream, first: Node, second: Node, scope: Scope) -> Witn
     return tuple(run.recorder.events if scope == "full" else sliced)
 
 
-def _misread_waits(run: _HeldRun, late: Node, events: list[str]) -> bool:
+def _misread_waits(run: _HeldRun, late: ScheduleNode, events: list[str]) -> bool:
     """Whether a batch beginning in `events` waits on a timeline whose signals did not strictly increase in
     the run, `late`'s own left out. The walk pairs a wait on a shared timeline with the signal of the least
     value above it, true only where signals increase (spec 7.4.2): a slice through such a pairing would
@@ -236,7 +236,7 @@ def _misread_waits(run: _HeldRun, late: Node, events: list[str]) -> bool:
     return any(run.recorder.waits_on.get(e, set()) & unsorted for e in events)
 
 
-def _slice(recorder: _Recorder, nodes: list[Node], targets: list[str]) -> list[str]:
+def _slice(recorder: _Recorder, nodes: list[ScheduleNode], targets: list[str]) -> list[str]:
     """The events `targets` need, transitively, back to the cut, in the schedule's order (the module
     docstring's rules). The cut: the earliest of the nodes' submits (a host op: itself) and of the signals
     their semaphore waits acquired; what ran before it is the state the slice starts from."""
