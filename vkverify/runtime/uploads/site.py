@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from ...model import UsageError
 from ..device import LogicalDevice, vulkan
 from ..memory import Allocator
 from .placement import choose_queue
@@ -47,18 +48,22 @@ class Site:
     allocator: Allocator
     recording: UploadRecording
     queue_id: str
-    queue_kind: str  # "transfer" | "spare" | "main" | "engine"
+    queue_kind: str  # "transfer" | "spare" | "main" | "engine" | "given"
     family: int
     queue: object
     queue_lock: object
     runtime: object  # the Runtime, or None on an engine's device
 
     @classmethod
-    def of(cls, target, thread: str) -> Site:
-        """target: a Runtime, or an EngineDevice."""
+    def of(cls, target, thread: str, queue: str | None = None) -> Site:
+        """target: a Runtime, or an EngineDevice; queue: a Runtime's stream queue for the copies (None: the
+        placement's choice)."""
         if isinstance(target, EngineDevice):
             return cls.engine(target, thread)
-        queue_id, kind = choose_queue(target.vk, target.device)
+        if queue is not None and queue not in target.device.queues:
+            raise UsageError("queue", f"{queue!r} is no queue of the runtime (its queues: "
+                                      f"{', '.join(target.device.queues)})")
+        queue_id, kind = (queue, "given") if queue is not None else choose_queue(target.vk, target.device)
         family, queue, lock = target.device.queues[queue_id]
         return cls(target.vk, target.device, target.allocator, UploadRecording.of_runtime(target, thread), queue_id,
                    kind, family, queue, lock, target)

@@ -21,7 +21,7 @@ from ..memory import DeviceBuffer
 from ..record import global_barrier
 from .arena import COPY_ALIGN, round_up
 
-__all__ = ["LANDING", "Slot", "SlotRing", "record_barrier", "retire", "settle", "wait_fence"]
+__all__ = ["LANDING", "Signal", "Slot", "SlotRing", "record_barrier", "retire", "settle", "wait_fence"]
 
 WAIT_SLICE_NS = 100_000_000
 WAIT_LIMIT_S = 60.0
@@ -62,6 +62,15 @@ def wait_fence(vk, device, fence, fence_id: str, what: str, faults, recording, l
         except vk.VkError as error:
             raise DeviceLost(f"waiting for {what}: {type(error).__name__}") from None
     recording.op({"op": "wait_fences", "fences": [fence_id], **({"label": label} if label else {})})
+
+
+@dataclass(frozen=True)
+class Signal:
+    """A timeline semaphore's signal (its stream id, its VkSemaphore, the value) that a submit makes."""
+
+    id: str
+    handle: object
+    value: int
 
 
 @dataclass(eq=False)
@@ -195,16 +204,21 @@ class SlotRing:
         while len(self.sealed) >= self.lead:
             self._submit(self.sealed.popleft())
 
-    def submit(self) -> None:
-        """Submit the sealed slots, then the open one."""
+    def submit(self, signal: Signal | None = None) -> None:
+        """Submit the sealed slots, then the open one; with `signal`, the last submit also signals it (a slot
+        without copies where none is open: the hand-off still follows every earlier submit of the queue)."""
         while self.sealed:
             self._submit(self.sealed.popleft())
+        if signal is not None and self.open_slot is None:
+            self.open(stage_fault=False)
         if self.open_slot is not None:
-            self._submit(self.open_slot)
+            self._submit(self.open_slot, signal)
 
-    def _submit(self, slot: Slot) -> None:
+    def _submit(self, slot: Slot, signal: Signal | None = None) -> None:
         """Its host writes done, the landing barrier (as the runtime mutation leaves it), end, reset
-        the fence, submit under the queue's lock (the `submit` fault point)."""
+        the fence, submit under the queue's lock (the `submit` fault point); with `signal`, a timeline
+        semaphore's signal operation in the same batch (spec 7.4.1: its first synchronization scope holds
+        every command submitted to the queue before it, the slots' copies among them)."""
         settle(slot)
         vk = self.vk
         if self.faults.hit("submit"):
@@ -217,13 +231,21 @@ class SlotRing:
         cb_id = f"upload.cb{self.submitted}"
         slot.commands.append({"cmd": "barrier", **LANDING})
         self.recording.add_command_buffer(cb_id, slot.commands)
-        op = ir.Submit(queue=self.queue_id, batches=(ir.Batch(command_buffers=(cb_id,)),), fence=slot.fence_id)
+        signals = () if signal is None else (ir.SemaphoreOp(signal.id, signal.value, frozenset({"all_commands"})),)
+        op = ir.Submit(queue=self.queue_id, batches=(ir.Batch(command_buffers=(cb_id,), signals=signals),),
+                       fence=slot.fence_id)
         landing = self.recording.last_command(cb_id, op, LANDING_BARRIER)
         if isinstance(landing, ir.Barrier) and landing.label == LANDING["label"]:
             record_barrier(vk, slot.cb, landing)
         vk.vkEndCommandBuffer(slot.cb)  # vkEndCommandBuffer
         cbs = [slot.cb]
-        submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cbs)
+        if signal is None:
+            submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cbs)
+        else:
+            semaphores, values = [signal.handle], [signal.value]
+            timeline = vk.VkTimelineSemaphoreSubmitInfo(signalSemaphoreValueCount=1, pSignalSemaphoreValues=values)
+            submit = vk.VkSubmitInfo(pNext=timeline, commandBufferCount=1, pCommandBuffers=cbs,
+                                     signalSemaphoreCount=1, pSignalSemaphores=semaphores)
         submits = [submit]
         try:
             with self.queue_lock:  # fence waits never happen under this lock: a submit would wait on them
@@ -234,6 +256,7 @@ class SlotRing:
             self.recording.drop_command_buffer(cb_id)
             raise UploadFailed("submit", f"vkQueueSubmit: {type(error).__name__}") from None
         self.recording.op({"op": "submit", "queue": self.queue_id, "command_buffers": [cb_id],
+                           **({} if signal is None else {"signal": [{"semaphore": signal.id, "value": signal.value}]}),
                            "fence": slot.fence_id})
         slot.commands, slot.fills, slot.pending = None, [], True
         if slot is self.open_slot:

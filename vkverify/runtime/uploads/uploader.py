@@ -12,7 +12,7 @@ from typing import Self
 
 import numpy as np
 
-from ...model import ir
+from ...model import UsageError, ir
 from ..errors import DeviceLost, RuntimeFault, UploadFailed
 from ..memory import DeviceBuffer
 from .arena import Arena, round_up
@@ -22,7 +22,7 @@ from .hostio import FileSource, HostCopies
 from .placement import destination_kind, memory_layout, staged
 from .site import Site
 from .sizing import SLOT_BUDGET, SLOT_PER_THREAD, SlotPlan, measure, plan_slots
-from .slots import SlotRing, wait_fence
+from .slots import Signal, SlotRing, wait_fence
 
 __all__ = ["UploadReport", "Uploader", "as_bytes"]
 
@@ -33,7 +33,7 @@ BLOCK_SIZE = 256 << 20
 class UploadReport:
     mode: str  # "staged" | "mapped"
     reason: str  # the placement rule's words
-    queue: str  # "transfer" | "spare" | "main" | "engine": which queue the uploads go to (placement.choose_queue)
+    queue: str  # "transfer" | "spare" | "main" | "engine" | "given": which queue the uploads go to (choose_queue)
     bytes_staged: int  # through staging slots (staged) or written through the map (mapped)
     copies: int  # vkCmdCopyBuffer regions recorded
     submits: int
@@ -55,14 +55,16 @@ class Uploader:
     recorded in a stream of their own). slots, slot_size: the slot ring; with neither, both
     are measured within `slot_budget` bytes (sizing.py); with one, the other is the
     protocol's (two slots of 16 MiB). staging: the slots' memory kind, host_coherent or host_cached (each host copy is
-    then flushed before its submit). copy_threads: host copy threads (hostio.default_threads)."""
+    then flushed before its submit). copy_threads: host copy threads (hostio.default_threads). queue: the
+    Runtime's stream queue for the copies (default: placement.choose_queue's); recorded as that queue even where
+    it shares a VkQueue with another, so the stream is checked as a device with separate queues runs it."""
 
     def __init__(self, target, slots: int | None = None, slot_size: int | None = None,
                  block_size: int = BLOCK_SIZE, thread: str = "main", copy_threads: int | None = None,
-                 staging: str = "host_coherent", slot_budget: int = SLOT_BUDGET) -> None:
+                 staging: str = "host_coherent", slot_budget: int = SLOT_BUDGET, queue: str | None = None) -> None:
         if staging not in ("host_coherent", "host_cached"):
             raise ValueError(f"staging memory kind {staging!r}: host_coherent or host_cached")
-        site = Site.of(target, thread)
+        site = Site.of(target, thread, queue)
         if site.runtime is not None and site.runtime.uploader is not None:
             raise ValueError("the runtime already has an uploader (one per device)")
         self.site, self.vk, self.thread = site, site.vk, thread
@@ -119,24 +121,29 @@ class Uploader:
 
     # ---- the API ----------------------------------------------------------------
 
-    def upload(self, dst: str, offset: int, data) -> None:
+    def upload(self, dst: str, offset: int, data, signal: tuple[str, int] | None = None) -> None:
         """Put `data` (numpy array or bytes) at `offset` of destination `dst`,
         creating it (offset + data size bytes) on first use. Returns once every
         byte is in a submitted slot (from a staging_array(): copied); on the
         uploader's own queue later submits may read it (the landing barrier),
-        other queues after `finish()`.
-        UploadFailed: this upload failed and `dst` is released. DeviceLost."""
-        self._transfer([(dst, offset, data)], group=False)
+        other queues after `finish()`, or, with `signal` = (timeline semaphore id, value),
+        once they wait for that value: the uploader's queue signals it when the bytes have
+        landed (the device-side hand-off; the host waits for nothing).
+        UploadFailed: this upload failed and `dst` is released. DeviceLost.
+        UsageError: `signal` names no timeline semaphore of the runtime."""
+        self._transfer([(dst, offset, data)], group=False, signal=signal)
 
-    def upload_file(self, dst: str, offset: int, path, file_offset: int, size: int, direct: bool = False) -> None:
+    def upload_file(self, dst: str, offset: int, path, file_offset: int, size: int, direct: bool = False,
+                    signal: tuple[str, int] | None = None) -> None:
         """Put `size` bytes of the file at `path` from `file_offset` (a tensor of a safetensors or
         GGUF file, say) at `offset` of `dst`, read straight into the mapped slots (staged) or the
         mapped destination (mapped), no array in between; each slot's read overlaps the copies
         of the slots before it. direct: O_DIRECT where the file system takes it (the disk writes
         the slot, no page-cache copy: for files larger than the page cache holds), else buffered;
         not the default, since a file already in the page cache came 14 times slower through
-        O_DIRECT on the H200's host (benchmarks/uploads.py). Returns as upload() does.
+        O_DIRECT on the H200's host (benchmarks/uploads.py). Returns, and signals, as upload() does.
         UploadFailed (point `read` for a failing or short read): `dst` is released. DeviceLost."""
+        handoff = self._signal(signal)
         with self._call():
             try:
                 source = FileSource(path, direct and self.staged)
@@ -147,10 +154,10 @@ class Uploader:
                     buf = self.arena.destination(dst, offset + size)
                     if self.staged:
                         self._stage_file(buf, offset, source, file_offset, size)
-                        self._submit_open()
                     else:
                         self._write_mapped(buf, offset, size,
                                            lambda view: self._read(source, file_offset, view, size)())
+                    self._submit_open(handoff)
                 except UploadFailed as error:
                     self._fail(error, [dst])
                     raise
@@ -175,11 +182,11 @@ class Uploader:
             self.site.recording.declare("buffers", {"id": array_id, "size": buf.size, "memory": "host_coherent"})
             return view.view(dtype).reshape(shape)
 
-    def commit(self, group) -> None:
+    def commit(self, group, signal: tuple[str, int] | None = None) -> None:
         """Several (dst, offset, data) in one submit (streamed through the slots
-        when they do not fit one): all or nothing. UploadFailed: none of the
+        when they do not fit one): all or nothing; `signal` as upload()'s. UploadFailed: none of the
         group's destinations is left resident. DeviceLost."""
-        self._transfer(list(group), group=True)
+        self._transfer(list(group), group=True, signal=signal)
 
     def deferred(self, dst: str, offset: int, data) -> None:
         """Hold `data` in host memory; the copy is recorded at the head of the next
@@ -289,7 +296,22 @@ class Uploader:
         except vk.VkError:
             pass  # a lost device: its work counts as complete, destroying is allowed
 
-    def _transfer(self, items: list, group: bool) -> None:
+    def _signal(self, signal: tuple[str, int] | None) -> Signal | None:
+        """The hand-off's signal: `signal` = (a timeline semaphore of the runtime, a value), checked."""
+        if signal is None:
+            return None
+        semaphores = self.site.runtime.semaphores if self.site.runtime is not None else {}
+        if not (isinstance(signal, tuple) and len(signal) == 2 and isinstance(signal[1], int)):
+            raise UsageError("signal", f"expected (timeline semaphore id, value), got {signal!r}")
+        semaphore, value = signal
+        if semaphores.get(semaphore, (None, None))[1] != "timeline":
+            timelines = sorted(k for k, (_, kind) in semaphores.items() if kind == "timeline")
+            raise UsageError("signal", f"{semaphore!r} is no timeline semaphore of the runtime (its timeline "
+                                       f"semaphores: {', '.join(timelines) or 'none'}; an engine's device: none)")
+        return Signal(semaphore, semaphores[semaphore][0], value)
+
+    def _transfer(self, items: list, group: bool, signal: tuple[str, int] | None = None) -> None:
+        handoff = self._signal(signal)
         with self._call():
             try:
                 for i, (dst, offset, data) in enumerate(items):
@@ -304,7 +326,7 @@ class Uploader:
                         self._stage(buf, offset, raw, data)
                     else:
                         self._write_mapped(buf, offset, raw.size, lambda view, raw=raw: self.copies.copy(view, raw))
-                self._submit_open()
+                self._submit_open(handoff)
             except UploadFailed as error:
                 self._fail(error, [dst for dst, _, _ in items])
                 raise
@@ -317,8 +339,8 @@ class Uploader:
         self.ring.wait_all()
         error.released.extend(self.arena.release(names))
 
-    def _submit_open(self) -> None:
-        self.ring.submit()
+    def _submit_open(self, signal: Signal | None = None) -> None:
+        self.ring.submit(signal)
 
     def _wait_fence(self, fence, fence_id: str, what: str) -> None:
         wait_fence(self.vk, self.site.device.handle, fence, fence_id, what, self.faults, self.site.recording)
