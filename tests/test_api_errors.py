@@ -222,3 +222,50 @@ def test_every_error_derives_from_vkverify_error_and_says_who_sees_it():
     mute = sorted(name for name, cls in found.items()
                   if not re.search(r"\b(see|sees|seen)\b", cls.__doc__ or "", re.IGNORECASE))
     assert not mute, f"docstring says no one sees it: {mute}"
+
+
+# ---- the runtime's API (issue 28): a typo names the argument and what it takes --------------------------
+
+RUNTIME_MISUSE = [
+    (lambda rt: rt.create_buffer("X", 64, "host_visible"), "memory", "'device_local', 'host_coherent'"),
+    (lambda rt: rt.create_buffer("X", 64, sharing="shared"), "sharing", "'concurrent', 'exclusive'"),
+    (lambda rt: rt.create_buffer("X", 64, alias_of="Nope"), "alias_of", "'A'"),
+    (lambda rt: rt.submit("q9", []), "queue", "'q0'"),
+    (lambda rt: rt.submit("q0", [], wait=[{"semaphre": "T", "value": 1}]), "wait/signal", "'semaphore', 'value'?"),
+    (lambda rt: rt.submit("q0", [], signal=[{"semaphore": "U", "value": 1}]), "semaphore", "'T'"),
+]
+
+
+@pytest.mark.parametrize("call, argument, accepted", RUNTIME_MISUSE)
+def test_runtime_misuse_names_the_argument_and_the_accepted_values(device_name, call, argument, accepted):
+    from vkverify.runtime import Runtime
+
+    with Runtime() as rt:
+        rt.create_buffer("A", 64)
+        rt.create_semaphore("T", timeline=True)
+        with pytest.raises(UsageError) as raised:
+            call(rt)
+        assert raised.value.argument == argument and accepted in str(raised.value), str(raised.value)
+        assert rt.stream().threads == () or all(not t.ops for t in rt.stream().threads)  # nothing recorded
+
+
+def test_host_access_to_device_local_memory_is_refused_on_every_device(device_name):
+    """Lavapipe maps device_local memory too: refused anyway, before it is recorded, as a GPU would refuse it."""
+    from vkverify.runtime import Runtime, Unsupported
+
+    with Runtime() as rt:
+        rt.create_buffer("D", 64)
+        rt.create_buffer("H", 64, "host_coherent")
+        for access in (lambda: rt.host_write("D", b"\1" * 4), lambda: rt.host_read("D")):
+            with pytest.raises(Unsupported, match="'D', whose memory \\(device_local\\) is not host-visible"):
+                access()
+        rt.host_write("H", b"\1" * 4)
+        assert [op.op for t in rt.stream().threads for op in t.ops] == ["host_write"]
+
+
+def test_an_unknown_shader_lists_the_shaders_there_are():
+    s = base()
+    s.allocate_command_buffer("cb1").cmd_dispatch("ad", ["A", "B"])
+    with pytest.raises(StreamError, match=r"unknown shader 'ad': not in `shaders` \(none\) nor in the shader "
+                                          r"library \(.*\badd\b.*\)"):
+        s.queue_submit("q0", ["cb1"]).build()

@@ -640,7 +640,9 @@ class _Builder:
         else:
             declared = _library_accesses(shader)
             if declared is None:
-                self.error(path, f"unknown shader {shader!r} (not in `shaders` nor in the shader library)")
+                declared_here = ", ".join(self.shader_decls) or "none"
+                self.error(path, f"unknown shader {shader!r}: not in `shaders` ({declared_here}) nor in the shader "
+                                 f"library ({', '.join(_library_names()) or 'not installed'})")
                 return None
         if len(declared) != count:
             self.error(path, f"shader {shader!r} has {len(declared)} bindings, the dispatch binds {count}")
@@ -800,6 +802,14 @@ def _library_accesses(shader: str) -> tuple[str, ...] | None:
     except ImportError:  # the shader library is optional for the model
         return None
     return binding_accesses(shader)
+
+
+def _library_names() -> list[str]:
+    try:
+        from ..shaders import library
+    except ImportError:
+        return []
+    return sorted(library())
 
 
 def _replace(stream: ir.Stream, **fields) -> ir.Stream:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Self
 
-from ..model import builder, ir
+from ..model import UsageError, builder, ir
 from ..model.data import data_bytes
 from ..model.dump import command_to_dict, host_op_to_dict
 from ..model.refs import with_submit
@@ -142,7 +142,12 @@ class Runtime:
 
     def create_buffer(self, id: str, size: int | None = None, memory: str = "device_local",
                       alias_of: str | None = None, offset: int = 0, sharing: str = "concurrent") -> None:
-        """A buffer of `memory` kind, zero-filled (an alias: bytes of `alias_of`)."""
+        """A buffer of `memory` kind, zero-filled (an alias: bytes of `alias_of`). UsageError for a memory kind,
+        sharing mode or alias root that is not one, naming the argument and what it takes."""
+        _one_of("memory", memory, ir.MEMORY_KINDS)
+        _one_of("sharing", sharing, ("concurrent", "exclusive"))
+        if alias_of is not None:
+            _one_of("alias_of", alias_of, self.buffers)
         usage = (self.vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | self.vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
                  | self.vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT | self.vk.VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT
                  | self.vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT)
@@ -287,8 +292,14 @@ class Runtime:
 
     def submit(self, queue: str, command_buffers: Iterable[str] = (), wait: Iterable[dict] = (),
                signal: Iterable[dict] = (), fence: str | None = None, thread: str = "main", **tag) -> None:
-        """vkQueueSubmit2 with one batch; wait/signal: {"semaphore", "value"?, "stage"?}."""
+        """vkQueueSubmit2 with one batch; wait/signal: {"semaphore", "value"?, "stage"?}. UsageError for a queue
+        or semaphore the runtime does not have, or a wait/signal entry with another key."""
+        _one_of("queue", queue, self.device.queues)
+
         def sem(d: dict) -> ir.SemaphoreOp:
+            if not isinstance(d, Mapping) or set(d) - {"semaphore", "value", "stage"} or "semaphore" not in d:
+                raise UsageError("wait/signal", f"expected {{'semaphore', 'value'?, 'stage'?}}, got {d!r}")
+            _one_of("semaphore", d["semaphore"], self.semaphores)
             stage = d.get("stage", ["all_commands"])
             stages = frozenset([stage] if isinstance(stage, str) else stage)
             return ir.SemaphoreOp(d["semaphore"], d.get("value"), stages)
@@ -343,6 +354,8 @@ class Runtime:
         op = self.before(thread, op if op.source is not None else replace(op, source=caller()))
         if op is None:  # a hook dropped it
             return None
+        if isinstance(op, ir.HostAccess):
+            self._host_visible(op)
         ref = self.record.append_op(thread, host_op_to_dict(op))
         self.instance.operation = ref
         if isinstance(op, ir.Submit):
@@ -395,10 +408,17 @@ class Runtime:
         """What `check(self.stream())` finds, from the incremental state (happens_before)."""
         return self.online.findings()
 
+    def _host_visible(self, op: ir.HostAccess) -> None:
+        """Refuse a host access to memory the stream's kind does not make host-visible, before it is recorded: on
+        every device, though Lavapipe maps device_local memory too (a program passing here would fail on a GPU)."""
+        _one_of("buffer", op.buffer, self.buffers)
+        buffer = self.buffers[op.buffer]
+        if buffer.kind == "device_local" or buffer.block.mapped is None:
+            raise Unsupported(f"{op.op} on {op.buffer!r}, whose memory ({buffer.kind}) is not host-visible: use "
+                              "host_coherent, host_cached or device_host_visible memory, or copy through one")
+
     def _host_access(self, ref: str, op: ir.HostAccess):
         buffer = self.buffers[op.buffer]
-        if buffer.block.mapped is None:
-            raise Unsupported(f"{ref}: {op.op} on {op.buffer!r}, whose memory ({buffer.kind}) is not host-visible")
         if op.op == "host_write":
             buffer.view(op.offset, op.size)[:] = data_bytes(op.data, op.size, op.buffer, ref)
             # Flushed even where coherent: a capture layer told so (GFXReconstruct's assisted memory
@@ -611,4 +631,7 @@ class Runtime:
             self.close()
 
 
-
+def _one_of(argument: str, value, accepted) -> None:
+    """UsageError naming `argument` and the values it accepts, unless `value` is one of them."""
+    if value not in accepted:
+        raise UsageError(argument, f"{value!r} is not one of {', '.join(map(repr, accepted)) or 'none'}")
