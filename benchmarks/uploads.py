@@ -11,7 +11,8 @@ the host copy and the DMA overlap perfectly. staged: upload() + finish() of a nu
 with the default (measured) slots, or --slots/--slot-mib; file: upload_file() of the same
 bytes from a file in the page cache (buffered), and with O_DIRECT where the file system
 takes it; in place: from a staging_array() filled beforehand, untimed (a producer writing
-its output there); mapped: VKVERIFY_STAGED=0. --also: more staged rows with given slots
+its output there); hand-off: upload(signal=) and a submit on the program's queue that waits for the
+signal, timed to that submit's fence; mapped: VKVERIFY_STAGED=0. --also: more staged rows with given slots
 (count x MiB). Each path runs once per round, in `runs` rounds, after one untimed run into
 the same destination; the table shows each path's best, the targets the median over rounds of
 the ratio of two paths measured in the same round (best/best in brackets).
@@ -40,7 +41,8 @@ QUEUES = {"q0": QueueRequest("q0"), UPLOAD_QUEUE: QueueRequest(UPLOAD_QUEUE, gro
 @contextmanager
 def upload_path(data: np.ndarray, staged: str, source: str = "array", **uploader):
     """A function that uploads `data` once and returns the seconds it took, with its Uploader.
-    source: array | in_place | file | file_direct (a path in uploader["path"])."""
+    source: array | in_place | file | file_direct (a path in uploader["path"]) | handoff (the upload signals a
+    timeline that a submit on the program's queue waits for; timed until that submit's fence, no finish())."""
     os.environ["VKVERIFY_STAGED"] = staged
     path = uploader.pop("path", None)
     with Runtime(QUEUES) as rt, Uploader(rt, **uploader) as up:
@@ -48,11 +50,21 @@ def upload_path(data: np.ndarray, staged: str, source: str = "array", **uploader
             array = up.staging_array(data.size)
             array[:] = data
             data = array
+        rt.create_semaphore("T", timeline=True)
+        rt.create_fence("C")
+        handoffs = iter(range(1, 1 << 62))
 
         def once() -> float:
             start = time.perf_counter()
             if source.startswith("file"):
                 up.upload_file("W", 0, path, 0, data.size, direct=source == "file_direct")
+            elif source == "handoff":
+                value = next(handoffs)
+                up.upload("W", 0, data, signal=("T", value))
+                rt.submit("q0", wait=[{"semaphore": "T", "value": value, "stage": "copy"}], fence="C")
+                rt.wait_fences(["C"])
+                rt.reset_fences(["C"])
+                return time.perf_counter() - start
             else:
                 up.upload("W", 0, data)
             up.finish()
@@ -61,6 +73,7 @@ def upload_path(data: np.ndarray, staged: str, source: str = "array", **uploader
         # not the upload's (the raw copy's destination is warm after its first run too).
         once()
         yield once, up
+        landed(rt, "W", data, f"{source} (VKVERIFY_STAGED={staged})")
 
 
 @contextmanager
@@ -92,6 +105,14 @@ def raw_copy(data: np.ndarray, threads: int):
             yield (lambda: once(False)), (lambda: once(True))
         finally:
             copies.close()
+        landed(rt, "Dst", data, "raw")
+
+
+def landed(rt: Runtime, buffer: str, data: np.ndarray, path: str) -> None:
+    """After a path's last run: its destination holds `data`, byte for byte (a fast path that lost bytes fails)."""
+    rt.device_idle()
+    if rt.read_back(buffer)[:data.size] != data.tobytes():
+        raise SystemExit(f"{path}: the bytes in {buffer} differ from the data uploaded")
 
 
 def interleaved(paths: dict, runs: int) -> dict[str, list[float]]:
@@ -149,6 +170,8 @@ def main() -> None:
             paths[source.replace("_", " ")], _ = stack.enter_context(upload_path(data, "1", source, **uploader,
                                                                                  path=f.name))
             notes[source.replace("_", " ")] = note
+        paths["hand-off"], _ = stack.enter_context(upload_path(data, "1", "handoff", **uploader))
+        notes["hand-off"] = "upload(signal=T) and a q0 submit waiting T, timed to its fence: no finish()"
         paths["in place"], _ = stack.enter_context(upload_path(data, "1", "in_place", **uploader))
         notes["in place"] = "from a staging_array: no host copy"
         paths["mapped"], _ = stack.enter_context(upload_path(data, "0"))
@@ -156,6 +179,7 @@ def main() -> None:
         placement = staged_uploader.report().reason
         times = interleaved(paths, args.runs)
     os.environ.pop("VKVERIFY_STAGED")
+    print("every path's destination read back equal to the data after its last run")
     with Runtime() as rt:
         device = rt.device.name
     print(f"{args.mib} MiB on {device}; placement rule here: {placement}; {threads} host copy threads in the uploader; "

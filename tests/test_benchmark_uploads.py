@@ -17,6 +17,7 @@ def test_upload_table_runs(device_name, tmp_path):
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
-    assert [line[2:16].strip() for line in lines[2:-1]] == ["raw", "ceiling", "staged", "staged 2x1", "file",
-                                                            "file direct", "in place", "mapped"], done.stdout
-    assert "submit+wait" in lines[4] and lines[-1].startswith("  targets (median of the rounds' ratios")
+    assert lines[0] == "every path's destination read back equal to the data after its last run", done.stdout
+    rows = ["raw", "ceiling", "staged", "staged 2x1", "file", "file direct", "hand-off", "in place", "mapped"]
+    assert [line[2:16].strip() for line in lines[3:-1]] == rows, done.stdout
+    assert "submit+wait" in lines[5] and lines[-1].startswith("  targets (median of the rounds' ratios")

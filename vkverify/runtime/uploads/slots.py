@@ -24,6 +24,7 @@ from .arena import COPY_ALIGN, round_up
 __all__ = ["LANDING", "Signal", "Slot", "SlotRing", "record_barrier", "retire", "settle", "wait_fence"]
 
 WAIT_SLICE_NS = 100_000_000
+TAIL_PIECE = 4 << 20  # the least a call's tail puts in a slot before it is submitted
 WAIT_LIMIT_S = 60.0
 # A slot's last command: its copies (and a fresh block's fill) made visible to any later command.
 LANDING = {"src_stage": ["copy", "clear"], "src_access": ["transfer_write"], "dst_stage": ["all_commands"],
@@ -88,6 +89,7 @@ class Slot:
     fills: list = field(default_factory=list)  # blocks whose zero-fill this slot's command buffer holds
     reads_arrays: bool = False  # its copies read staging arrays: the caller may refill them after its fence
     writes: list = field(default_factory=list)  # host writes in flight into it: each a function that waits for it
+    limit: int | None = None  # where it ends, once it holds a call's tail (SlotRing.room); None: its size
 
     def take(self, size: int) -> int:
         """Reserve `size` bytes at the slot's end, the next copy source rounded up to
@@ -112,6 +114,7 @@ class SlotRing:
         self.sealed: deque[Slot] = deque()  # full, oldest first, each submit waiting for later slots' writes
         self.lead = max(1, count // 2)  # slots whose writes are queued before a sealed slot's submit
         self.next = self.submitted = 0
+        self.left = 0  # bytes the current call has still to stage (the uploader counts them down); 0: unknown
         self.pool = self.staging = self.staging_bytes = None
         handle = device.handle
         info = vk.VkCommandPoolCreateInfo(flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
@@ -154,14 +157,19 @@ class SlotRing:
                 retire(slot)
         begin = self.vk.VkCommandBufferBeginInfo(flags=self.vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         self.vk.vkBeginCommandBuffer(slot.cb, begin)  # vkBeginCommandBuffer
-        slot.commands, slot.used = [], 0
+        slot.commands, slot.used, slot.limit = [], 0, None
         self.open_slot = slot
         self.next = (slot.index + 1) % len(self.slots)
         return slot
 
     def room(self) -> int:
-        """Bytes left in the open slot."""
-        return self.size - self.open_slot.used
+        """Bytes left in the open slot. Where the call has less than two slots of bytes left to stage, the slot
+        ends after half of them (TAIL_PIECE at least): the call's last copy, which no host write overlaps, is
+        then small. At 256 MiB in 4 x 64 MiB slots that last copy was a quarter of the upload."""
+        slot = self.open_slot
+        if slot.limit is None and 0 < self.left < 2 * self.size:
+            slot.limit = min(self.size, slot.used + max(TAIL_PIECE, round_up(self.left // 2, COPY_ALIGN)))
+        return (slot.limit or self.size) - slot.used
 
     def record_copy(self, src: DeviceBuffer, src_offset: int, dst: DeviceBuffer, dst_offset: int, size: int,
                     label: str | None = None) -> None:

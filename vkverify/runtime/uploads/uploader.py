@@ -153,6 +153,7 @@ class Uploader:
                 try:
                     buf = self.arena.destination(dst, offset + size)
                     if self.staged:
+                        self.ring.left = size
                         self._stage_file(buf, offset, source, file_offset, size)
                     else:
                         self._write_mapped(buf, offset, size,
@@ -314,6 +315,9 @@ class Uploader:
         handoff = self._signal(signal)
         with self._call():
             try:
+                # The bytes staged through the slots (not those of staging arrays), counted down by the loops below.
+                self.ring.left = sum(as_bytes(data).size for _, _, data in items
+                                     if self._array_of(as_bytes(data)) is None) if self.staged else 0
                 for i, (dst, offset, data) in enumerate(items):
                     if group and i == 1 and self.faults.hit("commit"):
                         raise UploadFailed("commit", "injected after the first tensor", injected=True)
@@ -398,6 +402,7 @@ class Uploader:
             slot.keep.append(source)
             ring.submit_sealed()
             pos += take
+            ring.left -= take
             if ring.room() <= 0:
                 ring.seal()
 
@@ -422,6 +427,7 @@ class Uploader:
             ring.record_copy(ring.staging, start + skew, buf, offset + pos, take, "read from a file")
             ring.submit_sealed()
             pos += take
+            ring.left -= take
             if ring.room() <= 0:
                 ring.seal()
 
