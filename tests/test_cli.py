@@ -227,6 +227,24 @@ def test_an_ignored_finding_is_suppressed_not_counted(tmp_path, capsys):
     assert (s["kind"], s["first"], s["second"], s["reason"]) == ("raw", "cb0[0]", "cb0[1]", IGNORE_RAW["reason"])
 
 
+@pytest.mark.parametrize("comment, suppressed", [("# vkverify: ignore[raw]", True), ("#vkverify:ignore", True),
+                                                  ("# vkverify: ignore[war, waw]", False), ("# ignore[raw]", False)])
+def test_a_comment_on_the_recording_line_accepts_the_finding(tmp_path, monkeypatch, capsys, comment, suppressed):
+    """A program's `# vkverify: ignore[kind]` on the line that recorded either operation (the `source` the
+    runtime writes), read where the stream is checked."""
+    monkeypatch.chdir(tmp_path)
+    Path("engine.py").write_text(f"upload(a)\ndispatch(a)  {comment}\n")
+    doc = json.loads(RAW.read_text())
+    first, second = doc["command_buffers"]["cb0"][:2]
+    first["source"], second["source"] = "engine.py:1", "engine.py:2"
+    Path("s.json").write_text(json.dumps(doc))
+    code, out, _ = run(capsys, "check", "s.json")
+    if suppressed:
+        assert code == 0 and f"suppressed raw A [0, 4096): {comment} at engine.py:2" in out, out
+    else:
+        assert code == 1 and "suppressed" not in out, out
+
+
 def test_an_ignore_entry_that_matches_nothing_is_a_warning(tmp_path, capsys):
     path = stream_with(tmp_path, source=CLEAN, ignore=[IGNORE_RAW])
     code, out, _ = run(capsys, "check", path)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from dataclasses import dataclass
 
 from ..model import ir
@@ -68,15 +70,45 @@ class Suppression:
 
 
 def suppress(stream: ir.Stream, findings: list[Finding]) -> Suppression:
-    """A finding an `ignore` entry matches (the way an `expect` entry does) is suppressed, not reported."""
+    """A finding an `ignore` entry matches (the way an `expect` entry does), or that a `# vkverify: ignore[kind]`
+    comment on the program line recording one of its operations accepts, is suppressed, not reported."""
     # A params stream's findings are about one instance: its own `ignore`, references resolved there.
     at = instance(stream, findings[0].params if findings else None)
     kept, suppressed, used = [], [], set()
+    lines: dict[str, list[str]] = {}  # read once per check: the program may change between two
     for f in findings:
         hit = next((i for i, ig in enumerate(at.ignore) if matches(ig.finding, f, at)), None)
-        if hit is None:
-            kept.append(f)
-        else:
+        comment = commented_ignore(at, f, lines) if hit is None else None
+        if hit is not None:
             suppressed.append((f, at.ignore[hit].reason))
             used.add(hit)
+        elif comment is not None:
+            suppressed.append((f, comment))
+        else:
+            kept.append(f)
     return Suppression(tuple(kept), tuple(suppressed), tuple(i for i in range(len(at.ignore)) if i not in used))
+
+
+IGNORE_COMMENT = re.compile(r"#\s*vkverify:\s*ignore(?:\[([\w\s,]*)\])?")
+
+
+def commented_ignore(stream: ir.Stream, f: Finding, lines: dict[str, list[str]]) -> str | None:
+    """Where the program line that recorded one of `f`'s operations (its `source`, docs/format.md) carries a
+    `# vkverify: ignore[kind, ...]` comment naming f's kind (or `# vkverify: ignore`, any kind), the reason
+    suppress() reports: the comment and its place; else None (also where the file cannot be read here).
+    `lines`: the files read so far, by path."""
+    for ref in (f.first, f.second, *(f.ops or ())):
+        where = stream.index.source(ref) if ref else None
+        path, _, number = (where or "").rpartition(":")
+        if not number.isdigit():
+            continue
+        if path not in lines:
+            try:
+                lines[path] = Path(path).read_text(errors="replace").splitlines()
+            except OSError:
+                lines[path] = []
+        text = lines[path][int(number) - 1] if 0 < int(number) <= len(lines[path]) else ""
+        found = IGNORE_COMMENT.search(text)
+        if found and (found[1] is None or f.kind in {k.strip() for k in found[1].split(",")}):
+            return f"{found[0]} at {where}"
+    return None
