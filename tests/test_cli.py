@@ -44,6 +44,15 @@ def test_version(capsys):
     assert e.value.code == 0 and capsys.readouterr().out == f"vkverify {__version__}\n"
 
 
+def test_python_dash_m_is_the_command():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "vkverify", "check", str(RAW)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120, check=False)
+    assert done.returncode == 1 and "raw A" in done.stdout, done.stdout + done.stderr
+
+
 # ---- arguments -----------------------------------------------------------------
 
 
