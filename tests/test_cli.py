@@ -341,3 +341,55 @@ def test_help_and_readme_cite_files_the_repository_has(capsys):
         assert "docs/format.md" in capsys.readouterr().out
     cited = set(re.findall(r"\b[\w/]+\.md\b", readme))
     assert cited and all((ROOT / p).exists() for p in cited), cited
+
+
+# ---- the conventions of ruff, mypy and pytest (issue 28) --------------------------------------------------
+
+
+def test_select_and_ignore_leave_kinds_out_of_the_report_and_the_exit_code(capsys):
+    code, out, _ = run(capsys, "check", "--ignore", "raw", RAW)
+    assert code == 0 and "no findings" in out
+    code, out, _ = run(capsys, "check", "--select", "war,waw", RAW)
+    assert code == 0 and "no findings" in out
+    code, out, _ = run(capsys, "check", "--select", "raw", "--ignore", "war", RAW)
+    assert code == 1 and "#1 raw A" in out
+    with pytest.raises(SystemExit) as e:
+        main(["check", "--select", "rw", str(RAW)])
+    assert e.value.code == 2 and "rw: expected finding kinds, comma-separated, of raw, war" in capsys.readouterr().err
+
+
+def test_exit_zero_reports_findings_and_exits_0(tmp_path, capsys):
+    code, out, _ = run(capsys, "check", "--exit-zero", RAW)
+    assert code == 0 and "#1 raw A" in out
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    assert run(capsys, "check", "--exit-zero", broken)[0] == 2
+
+
+def test_statistics_count_each_kind_over_every_file(capsys):
+    files = sorted(CORPUS_DIR.glob("0*.json"))
+    code, out, _ = run(capsys, "check", "--statistics", *files)
+    counts = {line.split()[2]: int(line.split()[0]) for line in out.splitlines()}
+    (doc,) = [json.loads(run(capsys, "check", "--format", "json", *files)[1])]
+    expected: dict[str, int] = {}
+    for result in doc:
+        for f in result["findings"]:
+            expected[f["kind"]] = expected.get(f["kind"], 0) + 1
+    assert code == 1 and counts == expected and counts, out
+    assert run(capsys, "check", "--statistics", "--format", "json", RAW)[0] == 2
+
+
+def test_a_dash_reads_the_stream_from_stdin(monkeypatch, capsys):
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(RAW.read_bytes())))
+    code, out, _ = run(capsys, "check", "-")
+    assert code == 1 and out.startswith("-: copy-then-dispatch-no-barrier: 1 finding")
+
+
+@pytest.mark.parametrize("color, no_color, painted", [("always", "", True), ("never", "", False),
+                                                      ("auto", "", False), ("auto", "1", False)])
+def test_color_on_request_or_on_a_terminal_unless_no_color(monkeypatch, capsys, color, no_color, painted):
+    monkeypatch.setenv("NO_COLOR", no_color)
+    code, out, _ = run(capsys, "check", "--color", color, RAW)  # auto: capsys is no terminal
+    assert code == 1 and ("\x1b[1;31m  #1 raw A" in out) == painted and ("\x1b[" in out) == painted

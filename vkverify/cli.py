@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import __version__
 from .check import WITNESS_MODES
-from .model import load
+from .model import load, loads
 from .model.errors import OutputError, StreamError, UsageError, VkverifyError
 from .model.files import check_directory, check_output, write_atomic
 from .report import FORMATTERS
@@ -35,11 +35,16 @@ examples:
   vkverify check --format sarif stream.json > vkverify.sarif
   vkverify check --format github streams/        # annotations in a GitHub Actions log
   vkverify check --expect tests/corpus/*.json   # a corpus with `expect` blocks is a test suite
+  vkverify check --select raw,war --statistics streams/   # how many of these kinds, per kind
+  vkverify import run.gfxr | vkverify check -   # `-`: the stream on stdin
 
-A finding the stream's author accepts is listed in its "ignore" (docs/format.md, ignore):
-reported as suppressed, not counted.
-exit codes: 0 no findings (with --expect: all as expected), 1 findings (with
---expect: a difference), 2 bad input (one line per error: FILE: JSON.path: what)
+A finding the stream's author accepts is listed in its "ignore" (docs/format.md, ignore), or
+accepted by a `# vkverify: ignore[kind]` comment on the program line that recorded it:
+reported as suppressed, not counted. --select/--ignore leave kinds out of the report.
+Colour: --color auto (a terminal, unless NO_COLOR is set), always or never.
+exit codes: 0 no findings (with --expect: all as expected; with --exit-zero: also with
+findings), 1 findings (with --expect: a difference), 2 bad input (one line per error:
+FILE: JSON.path: what)
 """
 
 
@@ -56,17 +61,55 @@ def cmd_check(args: argparse.Namespace) -> int:
             continue
         stream, partial = loaded
         found = suppress(stream, check(stream, args.readings or DEFAULT, args.witness, args.witnesses))
+        kept = [f for f in found.kept if f.kind in args.kinds]
         agreement = compare(stream, list(found.kept)) if args.expect else None
-        results.append(FileResult(file, stream.name, list(found.kept), agreement, partial, found.suppressed,
+        results.append(FileResult(file, stream.name, kept, agreement, partial, found.suppressed,
                                   found.warnings, loaded=stream))
     shown = [r for r in results if says_something(r)] if args.quiet and args.format == "text" else results
-    text = FORMATTERS[args.format](shown, expand=args.expand)
+    if args.statistics:
+        text = statistics(results)
+    elif args.format == "text":
+        text = FORMATTERS["text"](shown, expand=args.expand, color=_colored(args.color, args.output))
+    else:
+        text = FORMATTERS[args.format](shown, expand=args.expand)
     emit(text + "\n" if text else "", args.output)
     if any(r.errors for r in results):
         return 2
     if args.expect:
-        return 0 if all(r.agreement.agrees for r in results) else 1
-    return 1 if any(r.findings for r in results) else 0
+        failed = not all(r.agreement.agrees for r in results)
+    else:
+        failed = any(r.findings for r in results)
+    return int(failed and not args.exit_zero)
+
+
+def statistics(results: list[FileResult]) -> str:
+    """`--statistics`: the number of findings of each kind over every file, the most frequent first."""
+    from collections import Counter
+
+    from .check.findings import KINDS
+
+    counts = Counter(f.kind for r in results for f in r.findings)
+    return "\n".join(f"{n:>8}  {KINDS[kind].rule_id}  {kind:<24} {KINDS[kind].title}"
+                     for kind, n in sorted(counts.items(), key=lambda kn: (-kn[1], kn[0])))
+
+
+def _colored(color: str, output: str | None) -> bool:
+    """--color: always, never, or auto: on a terminal (not into -o) unless NO_COLOR is set (no-color.org)."""
+    if color != "auto":
+        return color == "always"
+    return output is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _kinds(text: str) -> frozenset[str]:
+    """An argparse type: finding kinds, comma-separated (docs/format.md, Finding kinds)."""
+    from .check.findings import KINDS
+
+    kinds = frozenset(k.strip() for k in text.split(",") if k.strip())
+    unknown = sorted(kinds - set(KINDS))
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(f"{', '.join(unknown) or 'nothing'}: expected finding kinds, "
+                                         f"comma-separated, of {', '.join(KINDS)}")
+    return kinds
 
 
 class _ReadingAction(argparse.Action):
@@ -214,6 +257,8 @@ def emit(text: str | Iterable[str], output: str | None = None) -> None:
 def _load_any(file: str):
     """A stream file, or a GFXReconstruct capture (.gfxr/.jsonl) through the importer; with why a verdict on
     it is partial (the dispatches the import could not resolve, events, a capture cut short)."""
+    if file == "-":  # a stream piped in (`vkverify import run.gfxr | vkverify check -`)
+        return loads(sys.stdin.buffer.read(), "<stdin>"), ()
     if not file.endswith(CAPTURES):
         return load(file), ()
     from .importer import import_capture
@@ -498,6 +543,16 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--witnesses", type=_natural, default=None, metavar="N",
                    help="compute at most N witnesses per stream, one per buffer and pair of queues or threads; "
                         "the findings beyond name the one that stands for them (default 5)")
+    c.add_argument("--select", type=_kinds, metavar="KINDS",
+                   help="report only findings of these kinds (comma-separated, e.g. raw,war)")
+    c.add_argument("--ignore", type=_kinds, metavar="KINDS", default=frozenset(),
+                   help="leave findings of these kinds out of the report and the exit code")
+    c.add_argument("--exit-zero", action="store_true", help="exit 0 even where findings are reported (bad input "
+                                                             "still exits 2)")
+    c.add_argument("--statistics", action="store_true",
+                   help="print the number of findings of each kind over all files instead of the findings")
+    c.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="colour the text report: auto (a terminal, unless NO_COLOR is set), always, never")
     c.set_defaults(run=cmd_check)
     _add_simulate(sub)
     _add_replay(sub)
@@ -576,6 +631,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
         args.cmd = cmd
     if hasattr(args, "files"):
         args.files = expand(args.files)
+    if command == "check":
+        from .check.findings import KINDS
+
+        args.kinds = (args.select or frozenset(KINDS)) - args.ignore
+        if args.statistics and args.format != "text":
+            raise _Usage("check: --statistics prints text; leave out --format")
     return args
 
 

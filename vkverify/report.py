@@ -119,22 +119,32 @@ def _verdict(r: FileResult, expand: bool) -> str:
     return verdict
 
 
-def format_text(results: list[FileResult], expand: bool = False) -> str:
+# ANSI SGR codes of the text report's colours (--color): a finding's or group's first line, a file with no
+# findings, a fix, what is suppressed or said in passing.
+RED, GREEN, CYAN, DIM = "1;31", "32", "36", "2"
+
+
+def format_text(results: list[FileResult], expand: bool = False, color: bool = False) -> str:
     """A line per file, then each group of findings (a finding alone as itself: its operations, fix, witness);
-    `expand`: every finding."""
+    `expand`: every finding; `color`: ANSI colours for a terminal."""
+    def paint(text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if color else text
+
     lines = []
     for r in results:
         if r.errors:  # already said on stderr
             continue
-        lines.append(f"{r.file}: {r.stream or '(unnamed)'}: {_verdict(r, expand)}"
+        verdict = _verdict(r, expand)
+        lines.append(f"{r.file}: {r.stream or '(unnamed)'}: {paint(verdict, RED if r.findings else GREEN)}"
                      f"{' (partial verdict)' if r.partial else ''}")
         lines += [f"  {why}" for why in r.partial]
         lines += [f"  warning: {w}" for w in r.warnings]
         for f, reason in r.suppressed:
-            lines.append(f"  suppressed {_headline(f)}: {reason}")
+            lines.append(paint(f"  suppressed {_headline(f)}: {reason}", DIM))
         for number, f, g in r.reported(expand):
-            lines += _finding_lines(r, number, f) if g is None else _group_lines(r, g)
-            lines.append(f"    fix:    {f.fix}")
+            first, *rest = _finding_lines(r, number, f) if g is None else _group_lines(r, g)
+            lines += [paint(first, RED), *rest]
+            lines.append(f"    {paint('fix:', CYAN)}    {f.fix}")
             if f.params is not None:
                 lines.append(f"    params: {', '.join(f'{k}={v}' for k, v in f.params)} (smallest failing values)")
             lines += _witness_lines(f)
