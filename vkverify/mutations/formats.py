@@ -11,10 +11,9 @@ from .kills import BEHAVIOURAL, KILLERS
 from .load_bearing import Redundancy, pair_name
 from .runner import Outcome, Stats
 
-__all__ = ["COMMAND", "SCORES", "Report", "junit", "redundancy_text", "text", "to_json"]
+__all__ = ["COMMAND", "Report", "junit", "redundancy_text", "text", "to_json"]
 
 COMMAND = "command"  # the one reader of a command's runtime mutants: its verdicts say what killed each
-SCORES = ("structural", "behavioural")  # what --require picks --fail-under to apply to
 
 
 @dataclass
@@ -27,7 +26,7 @@ class Report:
     equivalent: list[Equivalent] = field(default_factory=list)
     redundant: dict[str, list[Redundancy]] = field(default_factory=dict)  # file -> ops; with --report-redundant
     stopped: str | None = None  # why the gate gave no verdict (exit 2): the outcomes, if any, are partial
-    require: str = "structural"  # the score --fail-under applies to (SCORES)
+    require: str = "structural"  # the score --fail-under applies to (--require): or "behavioural"
 
     @property
     def judged(self) -> list[Outcome]:
