@@ -40,6 +40,7 @@ from hypothesis import strategies as st
 from tests._bad_inputs import Outcome, broken, mutate, run_main
 from tests._processes import alive, sleeper
 from vkverify.mutations.gate import Candidate, _cached_listing, chosen, read_list
+from vkverify.mutations.kills import KILLERS
 from vkverify.mutations.runner import Cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -235,7 +236,8 @@ CANDIDATE = st.fixed_dictionaries({
     "where": st.sampled_from(["t.py::a", "t.py::b"]), "source": st.none() | st.sampled_from(["e.py:3", "e.py:4"]),
     "label": st.none() | st.text(max_size=5), "description": st.text(max_size=12)})
 # What a cache entry may hold: anything, or a verdict or a listing with a part of the wrong shape.
-ENTRIES = st.one_of(st.binary(max_size=40), JSON.map(json.dumps), st.tuples(st.none() | st.booleans(), JSON, JSON)
+ENTRIES = st.one_of(st.binary(max_size=40), JSON.map(json.dumps), st.tuples(st.none() | st.booleans(), JSON, JSON,
+                                                                      JSON | st.sampled_from(KILLERS))
                     .map(lambda v: json.dumps(list(v))),
                     st.fixed_dictionaries({"candidates": st.lists(CANDIDATE | JSON, max_size=3),
                                            "runtimes": st.integers() | JSON, "imports": st.lists(st.text()) | JSON,

@@ -24,6 +24,7 @@ from tests._processes import alive
 from tests.conftest import ROOT
 from vkverify.mutations import live
 from vkverify.mutations.gate import listing, read_list
+from vkverify.mutations.kills import kill_detail, killed_by, read_hazards
 from vkverify.mutations.live import Selection, environment
 from vkverify.runtime import HazardError, Runtime
 
@@ -69,10 +70,76 @@ def test_the_good_test_kills_every_mutant(project):
     report = json.loads(done.stdout)
     assert {(m["operator"], m["source"]) for m in report["mutants"]} == SITES
     assert report["score"] == 100.0 and all(m["killed"] for m in report["mutants"])
+    # Its own assertions (assert_race_free, the online check off) kill each: the failing test is named.
+    assert report["scores"] == {"structural": 100.0, "behavioural": 100.0} and report["require"] == "structural"
+    assert {m["killed_by"] for m in report["mutants"]} == {"assertion"}
+    # assert_race_free's failure, or (the fence wait dropped, where the read races the device) the values'.
+    assert all(re.match(r"exit 1: check_good\.py::test_frames: (Failed: <recorded>: vk_runtime: |assert False "
+                        r"\(check_good\.py:14: assert np\.array_equal)", m["verdicts"]["command"]["detail"])
+               for m in report["mutants"]), report["mutants"]
     # One progress line per mutant, after the listing's.
     assert done.stderr.startswith("vkverify mutate: listing candidates")
-    assert len(re.findall(r"^vkverify mutate: \[\d/9\] \w+ engine\.py:3[026] \w+ killed [\d.]+ s$", done.stderr,
-                          re.MULTILINE)) == 9, done.stderr
+    assert len(re.findall(r"^vkverify mutate: \[\d/9\] \w+ engine\.py:3[026] \w+ killed by assertion [\d.]+ s$",
+                          done.stderr, re.MULTILINE)) == 9, done.stderr
+
+
+def test_the_weak_test_scores_full_structurally_and_nothing_behaviourally(project, tmp_path):
+    """The user's case: the online check on (vk_runtime's default) kills every mutant of the weak test, which
+    checks only shapes, so it scores 100% structurally; its own assertions kill none (the online check only
+    wrote what it found, the run went on), so `--require behavioural` fails it. JSON and JUnit hold the kill
+    table: what killed each mutant and how."""
+    junit, report = tmp_path / "weak.xml", tmp_path / "weak.json"
+    options = ("--target", "all", "-j", "2", "--junit", str(junit), "--json", str(report))
+    done = mutate(project, *options, "--require", "behavioural", "--fail-under", "100", test="check_weak.py",
+                  VKVERIFY_CHECK="1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "structural 100.0%, behavioural 0.0% (0/9 killed by the command's own assertions); killed by: " \
+           "online_check 9, assertion 0, crash 0, hang 0; --fail-under applies to behavioural" in done.stdout
+    judged = json.loads(report.read_text())
+    assert judged["score"] == 100.0 and judged["scores"] == {"structural": 100.0, "behavioural": 0.0}
+    assert judged["require"] == "behavioural"
+    assert {(m["operator"], m["source"], m["killed_by"]) for m in judged["mutants"]} == \
+        {(operator, source, "online_check") for operator, source in SITES}
+    assert all(re.match(r"exit 0; online check: main\[\d\] at engine\.py:3[57]: \d hazard\(s\), first: raw ",
+                        m["verdicts"]["command"]["detail"]) for m in judged["mutants"]), judged["mutants"]
+    root = ET.parse(junit).getroot()
+    assert root.get("failures") == "9"
+    suite = root.find("testsuite")
+    assert {p.get("name"): p.get("value") for p in suite.findall("properties/property")} == \
+        {"score.structural": "100.0", "score.behavioural": "0.0", "require": "behavioural"}
+    for case in suite.iter("testcase"):
+        properties = {p.get("name"): p.get("value") for p in case.findall("properties/property")}
+        assert properties["killed_by"] == "online_check" and "online check: main[" in properties["detail"]
+        assert case.find("failure").get("message").startswith(
+            "not caught by the command's own assertions (killed by online_check) at engine.py:3")
+
+    # Gated structurally (the default), the same verdicts (from the cache) pass.
+    again = mutate(project, *options, test="check_weak.py", VKVERIFY_CHECK="1")
+    assert again.returncode == 0 and "0 reader runs, 9 from the cache" in again.stdout, again.stdout + again.stderr
+    assert ET.parse(junit).getroot().get("failures") == "0"
+
+
+def test_a_failing_test_is_named_with_its_assertion(tmp_path):
+    """The kill detail from pytest's output: the first failing test, its message and the assertion's line;
+    from another command's, its last line."""
+    (tmp_path / "test_values.py").write_text(
+        "def helper(x):\n    assert x == 2, 'x is not two'\n\n\ndef test_ok():\n    pass\n\n\n"
+        "def test_values():\n    helper(3)\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_values.py"],
+                          cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert killed_by(done.returncode, []) == "assertion"
+    assert kill_detail("assertion", done.returncode, done.stdout + done.stderr, []) == \
+        "exit 1: test_values.py::test_values: AssertionError: x is not two (test_values.py:2: " \
+        "assert x == 2, 'x is not two')"
+    assert kill_detail("assertion", 3, "Traceback ...\nValueError: bad frame\n", []) == "exit 3: ValueError: bad frame"
+
+
+def test_what_killed_a_run():
+    """A signal is a crash; a failure with a HazardError raised to it is the online check's, as is a pass
+    that the check wrote hazards of; any other failure is the command's own assertions."""
+    written, raised = {"hazard": "h", "raised": False}, {"hazard": "h", "raised": True}
+    assert [killed_by(-11, []), killed_by(1, [written]), killed_by(1, [written, raised]), killed_by(0, [written]),
+            killed_by(0, [])] == ["crash", "assertion", "online_check", "online_check", None]
 
 
 def test_the_weak_test_leaves_survivors_named_by_their_line(project):
@@ -225,19 +292,40 @@ def test_a_host_signal_a_recorded_batch_waits_for_is_a_runtime_candidate(device_
     assert signals == [("semaphore", "drop_signal", "main[2]")]
 
 
-def test_a_dropped_host_signal_is_killed_at_the_wait_it_blocks(device_name, monkeypatch):
+def test_a_dropped_host_signal_is_killed_at_the_wait_it_blocks(device_name, monkeypatch, tmp_path):
     """The mutant of the test above: its fence wait, behind the batch that waits for the dropped signal, ends
     the run at once with the blocked waits as findings (not after the runtime's 60 s wait limit); the device,
-    given the signal back, drains at the close."""
+    given the signal back, drains at the close. The gate's hazards file says it was raised."""
     where = os.environ["PYTEST_CURRENT_TEST"].rsplit(" ", 1)[0]
     chosen = Selection("semaphore", where, site=("drop_signal", "program:signal", "", ""))
-    monkeypatch.setenv(live.ENV, environment(chosen)[live.ENV])
+    hazards = tmp_path / "hazards.jsonl"
+    for name, value in environment(chosen, hazards=str(hazards)).items():
+        monkeypatch.setenv(name, value)
     with pytest.raises(HazardError) as raised, Runtime(check=False, name="signal", hooks=[live.mutator]) as rt:
         host_signal_program(rt)
     assert raised.value.submit == "main[2]"  # the fence wait, the signal at main[2] dropped
     assert {(f.kind, f.ops) for f in raised.value.findings} == {("wait_never_satisfied", ("main[0]",)),
                                                                 ("deadlock", ("main[2]",))}
     assert rt.device is not None and rt.device.handle is None  # closed: the device drained
+    assert read_hazards(str(hazards)) == [{"hazard": str(raised.value), "raised": True}]
+
+
+def test_the_online_check_writes_hazards_to_the_file_named_and_goes_on(device_name, tmp_path, monkeypatch):
+    """VKVERIFY_HAZARDS (set by the gate for each mutant's run): the online check writes each hazard it finds
+    and lets the op run, so the program's own assertions decide; the stream records the op."""
+    hazards = tmp_path / "hazards.jsonl"
+    monkeypatch.setenv(live.HAZARDS, str(hazards))
+    with Runtime(check=True, name="racy") as rt:
+        rt.create_buffer("B", 256, "host_coherent")
+        rt.command_buffer("cb").cmd_fill_buffer("B")
+        rt.submit("q0", ["cb"])
+        rt.host_read("B")  # no wait: each read races the fill
+        rt.host_read("B")
+        recorded = len(rt.stream().threads[0].ops)
+    found = read_hazards(str(hazards))
+    assert [(h["hazard"].split(":")[0], h["raised"]) for h in found] == [("main[1] at tests/test_gate.py", False),
+                                                                          ("main[2] at tests/test_gate.py", False)]
+    assert all("first: raw on B" in h["hazard"] for h in found) and recorded == 3
 
 
 def test_two_shards_at_once_on_one_cache_lose_no_verdict(project, tmp_path):

@@ -18,10 +18,10 @@ import pytest
 from tests._processes import alive, sleeper
 from tests.conftest import ROOT
 from vkverify.cli import main
-from vkverify.mutations import live
 from vkverify.mutations.gate import listing, read_list
 from vkverify.mutations.processes import CLEAN_TIMEOUT_S
 from vkverify.mutations.runner import Cache
+from vkverify.model.files import append_line
 
 STREAM = str(ROOT / "tests" / "corpus" / "13-barrier-chain.json")  # a few mutants, each killed by the checker
 NO_SYNC = str(ROOT / "tests" / "corpus" / "01-copy-then-dispatch-no-barrier.json")  # nothing to mutate
@@ -156,7 +156,7 @@ def test_a_torn_candidates_line_is_skipped_with_a_warning(tmp_path):
     another shape: the others are read, each bad one warned of."""
     path = tmp_path / "candidates.jsonl"
     for line in ({"runtime": "rt", "where": "t.py::test"}, candidate_line(0), candidate_line(1), {"imports": ["a.py"]}):
-        live._append(str(path), line)
+        append_line(path, json.dumps(line))
     lines = path.read_text().splitlines()
     lines[1] = lines[1][:40]
     path.write_text("\n".join([*lines, '{"k": "0", "target": 1}', "[]"]) + "\n")

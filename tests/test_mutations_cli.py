@@ -129,8 +129,8 @@ def test_cmd_reader_kills_when_the_command_fails(capsys, tmp_path):
     code, report = mutate(capsys, "--no-cache", "-j", "2", "--target", "semaphore", SMALL[2],
                           "--", sys.executable, "-c", script)
     assert code == 0 and report["readers"] == ["checker", "cmd"]
-    assert report["mutants"] and all(m["verdicts"]["cmd"] == {"killed": True, "detail": "exit 1",
-                                                              "value_coinciding": False} for m in report["mutants"])
+    killed = {"killed": True, "detail": "exit 1", "value_coinciding": False, "killed_by": None}
+    assert report["mutants"] and all(m["verdicts"]["cmd"] == killed for m in report["mutants"])
     n = len(report["mutants"])
     assert report["matrix"]["semaphore"] == {"mutants": n, "checker": n, "checker/judged": n, "cmd": n, "cmd/judged": n}
 

@@ -413,6 +413,10 @@ def _add_mutate(sub) -> None:
     c.add_argument("--shard", type=shard, help="run only shard K of N (by sorted mutant id)")
     c.add_argument("--fail-under", type=percent, default=100.0,
                    help="exit 1 when the kill score (%%, 0 to 100) is below (default 100)")
+    c.add_argument("--require", choices=["structural", "behavioural"], default="structural",
+                   help="the score --fail-under applies to, with only a command: structural (killed by anything: "
+                        "the online check, the command's assertions, a crash or a hang; default) or behavioural "
+                        "(killed by the command's own assertions)")
     # The default is mutations.processes.CLEAN_TIMEOUT_S, not imported: every command builds this parser.
     c.add_argument("--timeout", type=_seconds_up_to(math.inf), default=None, metavar="SECONDS",
                    help="the command's unmutated run is stopped after this, exit 2 (default 3600; a mutant's run "

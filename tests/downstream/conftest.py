@@ -1,5 +1,5 @@
-"""The downstream engine's tests run on the plugin's vk_runtime without the online check: they
-check the recorded stream at the end (assert_race_free), or not at all."""
+"""The downstream engine's tests run on the plugin's vk_runtime without the online check unless
+VKVERIFY_CHECK=1: they check the recorded stream at the end (assert_race_free), or not at all."""
 
 import importlib
 import os
@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-os.environ["VKVERIFY_CHECK"] = "0"
+os.environ.setdefault("VKVERIFY_CHECK", "0")
 
 
 def pytest_configure(config):

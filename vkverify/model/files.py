@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .errors import OutputError, UsageError
 
-__all__ = ["check_directory", "check_output", "write_atomic"]
+__all__ = ["append_line", "check_directory", "check_output", "write_atomic"]
 
 
 def check_output(path: str | Path, argument: str) -> None:
@@ -59,6 +59,16 @@ def write_atomic(path: str | Path, text: str | Iterable[str]) -> None:
             raise
     except OSError as e:
         raise OutputError(str(path), e) from None
+
+
+def append_line(path: str | Path, line: str) -> None:
+    """`line` and a newline appended in one write: processes writing one file at once (pytest-xdist workers)
+    never split each other's lines, as a buffered file's writes of a long line might be."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        os.write(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)
 
 
 def _umask() -> int:

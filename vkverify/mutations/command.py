@@ -14,7 +14,7 @@ from ..check import check
 from ..model import InvalidStream, ir, load
 from ..model.errors import OutputError, UsageError
 from ..model.files import check_output, write_atomic
-from .formats import Report, junit, text, to_json
+from .formats import COMMAND, Report, junit, text, to_json
 from .generate import Equivalent, Mutant, mutants, plain
 from .load_bearing import Redundancy, analyze
 from .processes import CLEAN_TIMEOUT_S, CannotStart, Interrupted, Processes
@@ -67,7 +67,7 @@ def command_mode(args: argparse.Namespace, argv: list[str]) -> int:
     for o in outcomes:
         tests[o.mutant.file] = tests.get(o.mutant.file, 0) + 1
     summary = [{"file": test, "clean": True, "mutants": n} for test, n in tests.items()]
-    report = Report(outcomes, ["command"], {}, stats, summary, stopped=stopped)
+    report = Report(outcomes, [COMMAND], {}, stats, summary, stopped=stopped, require=args.require)
     return stop(stopped, args, report) if stopped else finish(report, args)
 
 
@@ -117,11 +117,12 @@ def write_reports(report: Report, args: argparse.Namespace) -> bool:
 
 
 def finish(report: Report, args: argparse.Namespace) -> int:
-    """Print the report, write its files; exit 1 below --fail-under, 2 where a file cannot be written."""
+    """Print the report, write its files; exit 1 where the score --require names is below --fail-under, 2
+    where a file cannot be written."""
     print(text(report) if args.format == "text" else json.dumps(to_json(report), indent=1))
     if not write_reports(report, args):
         return 2
-    return 1 if report.score < args.fail_under else 0
+    return 1 if report.gated < args.fail_under else 0
 
 
 def stop(why: str, args: argparse.Namespace, report: Report | None = None) -> int:
@@ -138,8 +139,10 @@ def stop(why: str, args: argparse.Namespace, report: Report | None = None) -> in
 
 def main(args: argparse.Namespace) -> int:
     files, argv = args.files, args.cmd  # FILES... [-- CMD ARGS...]
-    if files and args.per_iteration or not files and not argv:
-        print("vkverify mutate: " + ("--per-iteration concerns a command's runtime mutants (no FILES)" if files
+    own = [flag for flag, given in (("--per-iteration", args.per_iteration),
+                                    ("--require behavioural", args.require == "behavioural")) if given]
+    if files and own or not files and not argv:
+        print("vkverify mutate: " + (f"{' and '.join(own)} concern a command's runtime mutants (no FILES)" if files
                                       else "give stream files, or a command after --"), file=sys.stderr)
         return 2
     check_outputs(args)

@@ -7,10 +7,13 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 from .generate import TARGETS, Equivalent
+from .kills import BEHAVIOURAL, KILLERS
 from .load_bearing import Redundancy, pair_name
 from .runner import Outcome, Stats
 
-__all__ = ["Report", "junit", "redundancy_text", "text", "to_json"]
+__all__ = ["COMMAND", "Report", "junit", "redundancy_text", "text", "to_json"]
+
+COMMAND = "command"  # the one reader of a command's runtime mutants: its verdicts say what killed each
 
 
 @dataclass
@@ -23,6 +26,7 @@ class Report:
     equivalent: list[Equivalent] = field(default_factory=list)
     redundant: dict[str, list[Redundancy]] = field(default_factory=dict)  # file -> ops; with --report-redundant
     stopped: str | None = None  # why the gate gave no verdict (exit 2): the outcomes, if any, are partial
+    require: str = "structural"  # the score --fail-under applies to (--require): or "behavioural"
 
     @property
     def judged(self) -> list[Outcome]:
@@ -30,8 +34,31 @@ class Report:
 
     @property
     def score(self) -> float:
+        """The structural score: the share of judged mutants killed, by anything."""
         judged = self.judged
         return 100.0 * sum(o.killed for o in judged) / len(judged) if judged else 100.0
+
+    @property
+    def behavioural(self) -> float | None:
+        """The share of judged mutants the command's own assertions killed (kills.py); None with streams,
+        whose readers say nothing of the program's assertions."""
+        if self.readers != [COMMAND]:
+            return None
+        judged = self.judged
+        return 100.0 * sum(o.killed_by == BEHAVIOURAL for o in judged) / len(judged) if judged else 100.0
+
+    @property
+    def gated(self) -> float:
+        """The score --fail-under applies to."""
+        return self.behavioural if self.require == "behavioural" else self.score
+
+    def caught(self, o: Outcome) -> bool:
+        """Whether a judged mutant counts for the required score."""
+        return o.killed_by == BEHAVIOURAL if self.require == "behavioural" else o.killed
+
+    def killers(self) -> dict[str, int]:
+        """How many judged mutants each of kills.KILLERS killed."""
+        return {k: sum(o.killed_by == k for o in self.judged) for k in KILLERS}
 
     def matrix(self) -> dict[str, dict[str, int | None]]:
         """Per target (and `all`): mutants, and per reader how many it killed (`<reader>`) and judged
@@ -76,6 +103,16 @@ def text(report: Report) -> str:
     lines.append("reader cells: killed/judged")
     lines.append(f"score {report.score:.1f}% ({sum(o.killed for o in judged)}/{len(judged)} mutants killed by a reader)"
                  f"; {report.stats.executed} reader runs, {report.stats.cached} from the cache")
+    if report.behavioural is not None:
+        killers = report.killers()
+        lines.append(f"structural {report.score:.1f}%, behavioural {report.behavioural:.1f}% "
+                     f"({killers[BEHAVIOURAL]}/{len(judged)} killed by the command's own assertions); killed by: "
+                     + ", ".join(f"{k} {n}" for k, n in killers.items())
+                     + f"; --fail-under applies to {report.require}")
+        kills = [o for o in judged if o.killed]
+        if kills:
+            lines.append("kills:")
+            lines += [f"  {o.mutant.id}: {o.killed_by}: {o.verdicts[COMMAND].detail}" for o in kills]
     for name, why in report.skipped.items():
         lines.append(f"reader {name} skipped: {why}")
     for name in report.readers:
@@ -106,6 +143,9 @@ def text(report: Report) -> str:
 def to_json(report: Report) -> dict:
     out = {
         "score": None if report.stopped else report.score,
+        "scores": {"structural": None if report.stopped else report.score,
+                   "behavioural": None if report.stopped else report.behavioural},
+        "require": report.require,
         "stopped": report.stopped,
         "readers": report.readers,
         "skipped": report.skipped,
@@ -116,7 +156,9 @@ def to_json(report: Report) -> dict:
                      "targets": list(o.mutant.targets),
                      "operator": o.mutant.operator, "op": o.mutant.op, "description": o.mutant.description,
                      "predicted": [list(h) for h in o.mutant.predicted], "killed": o.killed,
-                     "verdicts": {r: {"killed": v.killed, "detail": v.detail, "value_coinciding": v.coinciding}
+                     "killed_by": o.killed_by,
+                     "verdicts": {r: {"killed": v.killed, "detail": v.detail, "value_coinciding": v.coinciding,
+                                      "killed_by": v.killed_by}
                                   for r, v in o.verdicts.items()}}
                     for o in report.outcomes],
         "equivalent": [{"file": e.file, "operator": e.operator, "op": e.op, "description": e.description}
@@ -131,13 +173,15 @@ def to_json(report: Report) -> dict:
 
 def junit(report: Report) -> str:
     """One testsuite per stream file (or test, for a command's runtime mutants), one testcase per
-    mutant with the program's file and line where known; a survivor is a failure, a mutant not run is
-    skipped. A gate that stopped with no verdict adds a testsuite `vkverify mutate` whose one testcase
-    is an error saying why."""
+    mutant with the program's file and line where known; a mutant the required score does not count
+    (a survivor; with --require behavioural, also one the command's own assertions did not kill) is a
+    failure, a mutant not run is skipped, a killed one has the properties `killed_by` and `detail`.
+    Each testsuite's properties hold the gate's scores. A gate that stopped with no verdict adds a
+    testsuite `vkverify mutate` whose one testcase is an error saying why."""
     by_file: dict[str, list[Outcome]] = {}
     for o in report.outcomes:
         by_file.setdefault(o.mutant.file, []).append(o)
-    failures = sum(o.judged and not o.killed for o in report.outcomes)
+    failures = sum(o.judged and not report.caught(o) for o in report.outcomes)
     stopped = report.stopped is not None
     root = ET.Element("testsuites", name="vkverify mutate", tests=str(len(report.outcomes) + stopped),
                       failures=str(failures), errors=str(int(stopped)))
@@ -145,10 +189,13 @@ def junit(report: Report) -> str:
         suite = ET.SubElement(root, "testsuite", name="vkverify mutate", tests="1", failures="0", errors="1")
         case = ET.SubElement(suite, "testcase", classname="vkverify mutate", name="gate")
         ET.SubElement(case, "error", message=_xml(f"stopped, no verdict: {report.stopped}")).text = _xml(report.stopped)
+    scores = {"score.structural": report.score, "score.behavioural": report.behavioural, "require": report.require}
     for file, outcomes in by_file.items():
         suite = ET.SubElement(root, "testsuite", name=file, tests=str(len(outcomes)),
-                              failures=str(sum(o.judged and not o.killed for o in outcomes)),
+                              failures=str(sum(o.judged and not report.caught(o) for o in outcomes)),
                               skipped=str(sum(not o.judged for o in outcomes)))
+        if not stopped:
+            _properties(suite, {k: v for k, v in scores.items() if v is not None})
         for o in outcomes:
             case = ET.SubElement(suite, "testcase", classname=file, name=f"{o.mutant.operator}:{o.mutant.op}")
             if o.mutant.source:
@@ -156,12 +203,24 @@ def junit(report: Report) -> str:
                 case.set("file", path)
                 case.set("line", line)
             details = _xml("; ".join(f"{r}: {v.detail}" for r, v in o.verdicts.items()))
+            if o.killed:
+                _properties(case, {"killed_by": o.killed_by, "detail": details})
+            where = f" at {o.mutant.source}" if o.mutant.source else ""
             if not o.judged:
                 ET.SubElement(case, "skipped", message=details)
             elif not o.killed:
-                where = f" at {o.mutant.source}" if o.mutant.source else ""
                 ET.SubElement(case, "failure", message=f"survived{where}: {o.mutant.description}").text = details
+            elif not report.caught(o):
+                ET.SubElement(case, "failure", message=f"not caught by the command's own assertions (killed by "
+                                                       f"{o.killed_by}){where}: {o.mutant.description}").text = details
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
+
+
+def _properties(parent: ET.Element, values: dict) -> None:
+    properties = ET.SubElement(parent, "properties")
+    for name, value in values.items():
+        ET.SubElement(properties, "property", name=name, value=_xml(f"{value:.1f}" if isinstance(value, float)
+                                                                   else str(value)))
 
 
 def _xml(text: str) -> str:

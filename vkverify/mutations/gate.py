@@ -1,7 +1,8 @@
 """`vkverify mutate -- CMD`: the command's own Runtimes mutate themselves (live.py), once per mutant.
 
-CMD runs once listing the candidates (it must pass), then once per mutant; a non-zero exit or a
-timeout kills. Candidates at one call site (the program's file:line) fold into one mutant that
+CMD runs once listing the candidates (it must pass), then once per mutant, its online check writing
+the hazards it finds to a file instead of raising (kills.py: what killed the mutant); a hazard, a
+non-zero exit or a timeout kills. Candidates at one call site (the program's file:line) fold into one mutant that
 changes every iteration of it, unless `per_iteration`. The cache keeps the listing and each verdict
 under a key of vkverify's code, the command, the working directory and a hash of the user files
 the command imported (live.user_files): a rerun with nothing changed runs nothing.
@@ -19,6 +20,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, fields
 
 from ..errors import VkverifyError
+from .formats import COMMAND
+from .kills import kill_detail, killed_by, read_hazards
 from .live import Selection, environment, site
 from .processes import CLEAN_TIMEOUT_S, Interrupted, Processes
 from .readers import CleanRunFailed, MutantVerdict
@@ -243,7 +246,7 @@ def run_command(argv: list[str], target: str = "all", jobs: int = 1, per_iterati
         except Interrupted as e:
             done = sum(o.judged for o in outcomes.values())
             for o in outcomes.values():
-                o.verdicts.setdefault("command", MutantVerdict(None, "not run: the gate stopped"))
+                o.verdicts.setdefault(COMMAND, MutantVerdict(None, "not run: the gate stopped"))
             raise Interrupted(f"{e.why} after {done} of {len(mutants)} mutants: the report is partial",
                               ([outcomes[m.id] for m in mutants], stats)) from None
     return [outcomes[m.id] for m in mutants], stats
@@ -257,7 +260,7 @@ def _judge(argv: list[str], mutants: list[RuntimeMutant], outcomes: dict[str, Ou
     for m in mutants:
         verdict = cache.get(keys[m.id]) if cache is not None else None
         if verdict is not None:
-            outcomes[m.id].verdicts["command"] = verdict
+            outcomes[m.id].verdicts[COMMAND] = verdict
             stats.cached += 1
         else:
             todo.append(m)
@@ -266,21 +269,26 @@ def _judge(argv: list[str], mutants: list[RuntimeMutant], outcomes: dict[str, Ou
 
     def one(m: RuntimeMutant) -> tuple[RuntimeMutant, MutantVerdict, float]:
         began = time.monotonic()
-        try:
-            done = processes.run(argv, environment(m.selection), timeout)
-        except subprocess.TimeoutExpired:
-            return m, MutantVerdict(True, f"timed out after {timeout:.0f} s"), time.monotonic() - began
-        tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or [""]
-        verdict = MutantVerdict(done.returncode != 0, f"exit {done.returncode}: {tail[0][:200]}")
+        with tempfile.TemporaryDirectory(prefix="vkverify-mutant-") as tmp:
+            path = os.path.join(tmp, "hazards.jsonl")
+            try:
+                done = processes.run(argv, environment(m.selection, hazards=path), timeout)
+            except subprocess.TimeoutExpired:
+                return m, MutantVerdict(True, f"timed out after {timeout:.0f} s", killed_by="hang"), \
+                    time.monotonic() - began
+            hazards = read_hazards(path)
+        killer = killed_by(done.returncode, hazards)
+        verdict = MutantVerdict(killer is not None, kill_detail(killer, done.returncode, done.stdout + done.stderr,
+                                                                hazards), killed_by=killer)
         return m, verdict, time.monotonic() - began
 
     # On a signal the pool's exit waits for its threads, which stop at once: stop() killed their runs.
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for i, future in enumerate(as_completed([pool.submit(one, m) for m in todo]), 1):
             m, verdict, seconds = future.result()
-            outcomes[m.id].verdicts["command"] = verdict
+            outcomes[m.id].verdicts[COMMAND] = verdict
             stats.executed += 1
             if cache is not None:
                 cache.put(keys[m.id], verdict)
             log(f"[{i}/{len(todo)}] {m.targets[0]} {m.source or m.op} {m.operator} "
-                f"{'killed' if verdict.killed else 'survived'} {seconds:.1f} s")
+                f"{f'killed by {verdict.killed_by}' if verdict.killed else 'survived'} {seconds:.1f} s")

@@ -68,12 +68,14 @@ from dataclasses import asdict, dataclass, replace
 
 from ..model import ir
 from ..model.dump import host_op_to_dict
+from ..model.files import append_line
 from ..model.refs import format_ref, parse_ref, split_ref, without_submit
 
 __all__ = ["Found", "Mutator", "Selection", "Shadow", "environment", "mutator", "selection", "site", "user_files"]
 
 ENV = "VKVERIFY_RUNTIME_MUTATE"
 HOOK = "vkverify.mutations.live:mutator"
+HAZARDS = "VKVERIFY_HAZARDS"  # runtime.online.HAZARDS, not imported: the runtime needs a Vulkan loader
 HOST_WAITS = (ir.WaitFences, ir.WaitSemaphores, ir.QueueWaitIdle, ir.DeviceWaitIdle)
 DROPPED = ("drop_host_wait", "drop_flush", "drop_invalidate", "drop_signal")  # the operators that drop a host op
 HOST_VISIBLE = ("host_coherent", "host_cached", "device_host_visible")
@@ -93,9 +95,10 @@ class Selection:
     file: str = ""
 
 
-def environment(chosen: Selection) -> dict[str, str]:
-    """The variables that make a command's Runtimes run `chosen`."""
-    return {ENV: json.dumps(asdict(chosen)), "VKVERIFY_HOOKS": HOOK}
+def environment(chosen: Selection, hazards: str | None = None) -> dict[str, str]:
+    """The variables that make a command's Runtimes run `chosen`; `hazards`: the file their online checks
+    write each hazard to instead of raising it (runtime.online.HAZARDS)."""
+    return {ENV: json.dumps(asdict(chosen)), "VKVERIFY_HOOKS": HOOK} | ({HAZARDS: hazards} if hazards else {})
 
 
 def selection() -> Selection | None:
@@ -144,7 +147,7 @@ class Mutator:
         self._settled_at = 0  # how many ops of the recorded stream _advance has looked at for host waits
         self._dropped = None  # (thread, the signal) this mutant dropped: waits it blocks end the run (_unsatisfied)
         if chosen.target == "list":
-            _append(chosen.file, {"runtime": rt.name, "where": self.where})
+            append_line(chosen.file, json.dumps({"runtime": rt.name, "where": self.where}))
 
     @property
     def where(self) -> str:
@@ -248,7 +251,8 @@ class Mutator:
         self._dropped = None
         ref = format_ref(thread, position)
         self.rt.vk_signal_semaphore(ref, signal)  # the device drains: the program's teardown waits for it
-        raise HazardError(ref, mutant.ended().findings_since(mark), {ref: wait.source} if wait.source else {})
+        raise self.rt.online.noted(HazardError(ref, mutant.ended().findings_since(mark),
+                                               {ref: wait.source} if wait.source else {}), raised=True)
 
     def _origin(self, ref: str, op: ir.HostOp) -> tuple[str | None, str | None]:
         """The program's line and the label of the command or op `ref` names (`op`: the op about to run)."""
@@ -281,7 +285,7 @@ class Mutator:
         listed, self._listed = self._listed, []
         if self.chosen.target != "list":
             return
-        _append(self.chosen.file, {"imports": user_files()})
+        append_line(self.chosen.file, json.dumps({"imports": user_files()}))
         if not listed:
             return
         from .generate import borne_out
@@ -297,9 +301,9 @@ class Mutator:
                 self._stop(key)
         for k, target, m, thread, position, source, label, where in listed:
             if target in borne_out(m, self._borne.get(id(m), set())):
-                _append(self.chosen.file, {"k": k, "target": target, "operator": m.operator, "op": m.op,
-                                           "where": where, "source": source, "label": label,
-                                           "description": m.description})
+                append_line(self.chosen.file, json.dumps({"k": k, "target": target, "operator": m.operator,
+                                                          "op": m.op, "where": where, "source": source,
+                                                          "label": label, "description": m.description}))
         self._borne.clear()
 
     def _stop(self, key: int) -> None:
@@ -609,16 +613,6 @@ def _same_waits(a, b) -> bool:
 def _with_command(cb: ir.CommandBuffer, i: int, new: ir.Command | None) -> ir.CommandBuffer:
     """`cb` with its i-th command replaced by `new` (None: dropped)."""
     return ir.CommandBuffer(cb.id, cb.commands[:i] + ((new,) if new is not None else ()) + cb.commands[i + 1:])
-
-
-def _append(path: str, line: dict) -> None:
-    """One write of the whole line, appended: the processes of one list run (pytest-xdist workers) write
-    the same file, and a buffered file may split a long line into writes that theirs come between."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-    try:
-        os.write(fd, (json.dumps(line) + "\n").encode())
-    finally:
-        os.close(fd)
 
 
 def user_files() -> list[str]:

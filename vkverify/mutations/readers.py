@@ -36,6 +36,7 @@ class MutantVerdict:
     killed: bool | None  # None: this reader cannot judge this mutant (detail says why)
     detail: str
     coinciding: bool = False  # not judged because the values coincide (the simulator's verdict, detail: why)
+    killed_by: str | None = None  # a command's runtime mutant: what killed it (kills.KILLERS)
 
 
 class CleanRunFailed(VkverifyError):

@@ -15,6 +15,7 @@ from ..model import dumps, ir
 from ..model.errors import OutputError
 from ..model.files import write_atomic
 from .generate import Mutant
+from .kills import KILLERS
 from .readers import Reader, MutantVerdict
 
 __all__ = ["Cache", "Outcome", "Stats", "cache_key", "code_hash", "files_hash", "run", "shard"]
@@ -34,6 +35,11 @@ class Outcome:
     @property
     def killed(self) -> bool:
         return any(v.killed for v in self.verdicts.values())
+
+    @property
+    def killed_by(self) -> str | None:
+        """What killed it: for a command's runtime mutant, kills.KILLERS; else the first reader that did."""
+        return next((v.killed_by or reader for reader, v in self.verdicts.items() if v.killed), None)
 
 
 @dataclass
@@ -126,14 +132,14 @@ class Cache:
         found = self.read(key)
         if found is None:
             return None
-        if isinstance(found, list) and len(found) == 3 and (found[0] is None or isinstance(found[0], bool)) and \
-                isinstance(found[1], str) and isinstance(found[2], bool):
+        if isinstance(found, list) and len(found) == 4 and (found[0] is None or isinstance(found[0], bool)) and \
+                isinstance(found[1], str) and isinstance(found[2], bool) and found[3] in (None, *KILLERS):
             return MutantVerdict(*found)
         self.warn(key, "is not a verdict; the mutant is judged again")
         return None
 
     def put(self, key: str, verdict: MutantVerdict) -> None:
-        self.write(key, [verdict.killed, verdict.detail, verdict.coinciding])
+        self.write(key, [verdict.killed, verdict.detail, verdict.coinciding, verdict.killed_by])
 
 
 def run(mutants: list[Mutant], readers: list[Reader], originals: dict[str, ir.Stream], jobs: int,

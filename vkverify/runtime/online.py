@@ -1,15 +1,27 @@
 """The checker's state over a runtime's recorded stream, kept between ops, and the online check: a
 hook (the runtime's hooks protocol: `before(thread, op)`, `close()`) that checks each submit, host
-read and host write with everything recorded before it and raises HazardError before it runs."""
+read and host write with everything recorded before it and raises HazardError before it runs.
+
+Where a hazards file is named (VKVERIFY_HAZARDS, which the mutation gate sets for each mutant's run)
+the check writes each HazardError to it as a JSON line and lets the op run: the program's own
+assertions then decide whether it fails, and the gate reads from the file whether the check saw the
+mutant. A HazardError raised all the same (a mutant's dropped signal leaves a wait blocked) is
+written too, marked raised.
+"""
 
 from __future__ import annotations
 
+import json
+
 from ..model import from_dict, ir
 from ..model.dump import host_op_to_dict
+from ..model.files import append_line
 from .errors import HazardError
 from .stream_record import StreamRecord
 
-__all__ = ["ONLINE_KINDS", "OnlineCheck"]
+__all__ = ["HAZARDS", "ONLINE_KINDS", "OnlineCheck"]
+
+HAZARDS = "VKVERIFY_HAZARDS"  # the file the check writes its hazards to, going on (vkverify mutate sets it)
 
 # Findings that a partial stream cannot produce by being partial.
 ONLINE_KINDS = frozenset({"raw", "war", "waw", "use_after_destroy", "uninitialized_read", "ownership_missing",
@@ -20,8 +32,9 @@ class OnlineCheck:
     """check.incremental.Incremental over `record`, fed the ops recorded since it was last asked
     (happens_before); as a hook, the online check. It costs the op, not the stream recorded so far."""
 
-    def __init__(self, record: StreamRecord) -> None:
+    def __init__(self, record: StreamRecord, hazards: str | None = None) -> None:
         self.record = record
+        self.hazards = hazards  # a file: each hazard is written to it, not raised
         self._hb = None  # check.incremental.Incremental over the recorded stream
         self._fed: dict[str, int] = {}  # thread -> how many of its recorded ops it was fed
         self._resources: tuple = ()  # how many buffers, semaphores, fences and shaders it knows
@@ -49,14 +62,24 @@ class OnlineCheck:
         new = [f for f in hb.findings_since(self._reported) if f.kind in ONLINE_KINDS]
         self._reported = hb.mark()
         if new:
-            # It holds the op, which is not recorded: built again from the stream when next asked, with what it
-            # finds then taken as raised.
-            self._hb, self._reported = None, None
             stream = from_dict(self.record.document({thread: self.record.threads.get(thread, []) + [entry]}),
                                "<runtime>")
             new = exact.refine(stream, new, hb.walk.shared)
-            raise HazardError(ref, new, {r: line for r in (new[0].first, new[0].second, ref)
-                                         if r and (line := stream.index.source(r))})
+            error = HazardError(ref, new, {r: line for r in (new[0].first, new[0].second, ref)
+                                           if r and (line := stream.index.source(r))})
+            if self.hazards is not None:  # the op runs and is recorded: the state holds it rightly
+                self.noted(error, raised=False)
+                return
+            # It holds the op, which is not recorded: built again from the stream when next asked, with what it
+            # finds then taken as raised.
+            self._hb, self._reported = None, None
+            raise error
+
+    def noted(self, error: HazardError, raised: bool) -> HazardError:
+        """`error`, written first to the hazards file where one is named; `raised`: the program sees it."""
+        if self.hazards is not None:
+            append_line(self.hazards, json.dumps({"hazard": str(error), "raised": raised}))
+        return error
 
     def happens_before(self):
         """The checker's state over everything recorded so far (check/incremental.py), fed the ops recorded

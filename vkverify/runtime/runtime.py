@@ -37,7 +37,7 @@ from .caller import caller
 from .device import LogicalDevice, Instance, QueueRequest, pick_physical
 from .errors import DeviceFault, Unsupported
 from .memory import Allocator, DeviceBuffer
-from .online import OnlineCheck
+from .online import HAZARDS, OnlineCheck
 from .pipelines import Pipelines
 from .record import Recorder, global_barrier
 from .stream_record import StreamRecord
@@ -87,7 +87,8 @@ class Runtime:
         requests = [queues[q] if isinstance(queues, Mapping) else QueueRequest(q) for q in queues]
         self.check = os.environ.get("VKVERIFY_CHECK") == "1" if check is None else check
         self.record = StreamRecord(name, [{"id": r.id, "family": r.group} for r in requests], device_id=device_id)
-        self.online = OnlineCheck(self.record)  # its state serves the runtime mutation too; a hook with `check`
+        # Its state serves the runtime mutation too; a hook with `check`.
+        self.online = OnlineCheck(self.record, os.environ.get(HAZARDS) or None)
         self._lock = self.record.lock
         self._submitted = threading.Condition(self._lock)
         self.aborted = threading.Event()
