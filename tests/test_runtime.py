@@ -248,3 +248,26 @@ def test_indirect_dispatch_recorded_and_run(device_name, tmp_path):
     del doc["command_buffers"]["cb0"][1]
     raw = [(f.kind, f.buffer, f.first, f.second, f.range) for f in check(from_dict(doc))]
     assert raw == [("raw", "Args", "cb0[0]", "cb0[1]", (16, 28))]
+
+
+def test_a_comment_on_the_recording_line_accepts_an_online_finding(device_name):
+    """`# vkverify: ignore[raw]` on the line that recorded the racing dispatch: the online check raises nothing
+    and rt.findings() leaves it out; the same program without the comment raises HazardError."""
+    from vkverify.runtime import HazardError
+
+    def record(rt, accepted: bool) -> None:
+        rt.create_buffer("A", 256)
+        rt.create_buffer("B", 256)
+        cb = rt.command_buffer("c")
+        cb.cmd_fill_buffer("A", value=1)
+        if accepted:
+            cb.cmd_copy_buffer("A", "B")  # vkverify: ignore[raw]
+        else:
+            cb.cmd_copy_buffer("A", "B")
+        rt.submit("q0", ["c"])
+
+    with runtime.Runtime(check=True) as rt:
+        record(rt, accepted=True)
+        assert rt.findings() == [] and [f.kind for f in check(rt.stream())] == ["raw"]
+    with runtime.Runtime(check=True) as rt, pytest.raises(HazardError, match="raw"):
+        record(rt, accepted=False)

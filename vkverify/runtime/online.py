@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+from ..check.expect import suppress
 from ..model import from_dict, ir
 from ..model.dump import host_op_to_dict
 from ..model.files import append_line
@@ -64,7 +65,8 @@ class OnlineCheck:
         if new:
             stream = from_dict(self.record.document({thread: self.record.threads.get(thread, []) + [entry]}),
                                "<runtime>")
-            new = exact.refine(stream, new, hb.walk.shared)
+            new = list(suppress(stream, exact.refine(stream, new, hb.walk.shared)).kept)
+        if new:
             error = HazardError(ref, new, {r: line for r in (new[0].first, new[0].second, ref)
                                            if r and (line := stream.index.source(r))})
             if self.hazards is not None:  # the op runs and is recorded: the state holds it rightly
@@ -109,11 +111,13 @@ class OnlineCheck:
             return self._hb
 
     def findings(self) -> list:
-        """What `check(record.stream())` finds, from the incremental state."""
+        """What `check(record.stream())` finds, from the incremental state, less what a `# vkverify: ignore[kind]`
+        comment on a recording line accepts (check/expect.py)."""
         from ..check import exact
 
         hb = self.happens_before()
         findings = hb.findings_at_end()
-        # exact.refine reads the whole stream, where it has anything to decide.
-        return exact.refine(self.record.stream(), findings, hb.walk.shared) if findings or hb.walk.shared \
-            else findings
+        if not findings and not hb.walk.shared:
+            return findings
+        stream = self.record.stream()  # exact.refine reads the whole stream, where it has anything to decide
+        return list(suppress(stream, exact.refine(stream, findings, hb.walk.shared)).kept)
