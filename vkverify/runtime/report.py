@@ -39,7 +39,8 @@ def replay_text(result: ReplayResult) -> str:
                      "  reference: MISMATCH " + ", ".join(result.reference))
     if result.agreement is not None:
         a = result.agreement
-        lines += [f"  syncval shared: {f.kind} {f.buffer} {f.first} -> {f.second}" for f, _ in a.shared]
+        lines += [f"  found by both vkverify and syncval: {f.kind} {f.buffer} {f.first} -> {f.second}"
+                  for f, _ in a.shared]
         lines += [f"  DISAGREE only vkverify: {f.kind} {f.buffer} {f.first} -> {f.second}" for f in a.only_vkverify]
         lines += [f"  DISAGREE only layer: {lf.kind} {lf.buffer or ''} at {lf.second}" for lf in a.only_layer]
     return "\n".join(lines)
