@@ -38,7 +38,7 @@ def test_one_node_per_submission_and_sync_op(capsys):
     host_ops = {f"{t.id}[{i}]" for t in stream.threads for i in range(len(t.ops))}
     batches = {"sub main[1] 0", "sub main[2] 0"}
     syncs = {"sig main[1] 0 0", "fence main[2]"}
-    finding_ops = {"upload[0]", "run[0]"}  # the only commands drawn: those the finding names
+    finding_ops = {"upload[0]", "run[0]"}  # the example's two commands, both named by its finding
     assert set(nodes) == host_ops | batches | syncs | finding_ops
     edges = {(a, b): attrs for a, b, attrs in EDGE.findall(text)}
     assert {a for e in edges for a in e} <= set(nodes)
@@ -46,6 +46,22 @@ def test_one_node_per_submission_and_sync_op(capsys):
     assert 'label="T"' in edges[("sig main[1] 0 0", "main[4]")]
     assert 'label="fence F"' in edges[("fence main[2]", "main[3]")]
     assert ("main[0]", "main[1]") in edges and ("upload[0]", "sig main[1] 0 0") in edges  # program order
+
+
+def test_every_command_is_drawn_with_its_recording_line(tmp_path, capsys):
+    """A dispatch that no finding names is drawn too, unhighlighted; a label carries the program's file:line."""
+    doc = json.loads((CORPUS[1]).read_text())
+    assert check(from_dict(doc)) == [], CORPUS[1].name
+    for i, command in enumerate(doc["command_buffers"]["cb0"]):
+        command["source"] = f"engine.py:{10 + i}"
+    path = tmp_path / "clean.json"
+    path.write_text(json.dumps(doc))
+    text = dot_text(capsys, path)
+    commands = [f"cb0[{i}]" for i, c in enumerate(doc["command_buffers"]["cb0"]) if c["cmd"] != "barrier"]
+    assert commands and set(commands) <= set(NODE.findall(text))
+    for ref in commands:
+        line = next(x for x in text.splitlines() if x.startswith(f'    "{ref}" [label='))
+        assert f"at engine.py:{10 + int(ref[4:-1])}" in line and "#d62728" not in line, line
 
 
 def test_the_finding_is_highlighted_with_a_dashed_red_edge(capsys):

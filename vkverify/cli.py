@@ -497,7 +497,8 @@ def _add_graph(sub) -> None:
 
     c = sub.add_parser("graph", help="draw the happens-before graph of submissions and synchronizations",
                        description="One node per host op, submitted batch, semaphore wait and signal, fence or idle "
-                                   "release and barrier; every finding's two operations highlighted and the missing "
+                                   "release, barrier and command that accesses memory, with its label and the program "
+                                   "line that recorded it; every finding's two operations highlighted and the missing "
                                    "edge dashed red, labelled with the finding's kind.",
                        epilog="exit codes: 0 written, 2 bad input, Graphviz `dot` missing or past its time limit "
                               "(svg)")

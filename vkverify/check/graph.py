@@ -1,11 +1,12 @@
 """The happens-before graph of submissions and synchronizations, as DOT or SVG (`vkverify graph`).
 
 One node per host op, submitted batch, semaphore wait and signal, fence or idle release and
-barrier (the nodes of check/hb.py, a barrier's entries merged), not one per access: the
-graph stays as small as the synchronization. Only the operations that findings name are drawn
-as well, in their place on their queue, highlighted, with the missing edge between them dashed
-red and labelled with the finding's kind and the number of its fix: findings that one synchronization
-fixes (the same smallest single fix) share a number, listed with that fix beside a legend of the edges.
+barrier (the nodes of check/hb.py, a barrier's entries merged), and one per command that accesses
+memory as executed, in its place on its queue; each labelled with its label and the program line that
+recorded it where the stream has them. The operations findings name are highlighted, with the missing
+edge between them dashed red and labelled with the finding's kind and the number of its fix: findings
+that one synchronization fixes (the same smallest single fix) share a number, listed with that fix
+beside a legend of the edges.
 """
 
 from __future__ import annotations
@@ -83,12 +84,12 @@ def build(stream: ir.Stream, findings: list[Finding]) -> Drawn:
             if node_id not in g:  # a barrier's entries share one node
                 g.add_node(node_id, agent=agent, seq=n.seq, label=_queue_label(model, n.key),
                            shape="box" if n.kind == "bar" else "ellipse", highlight=False)
-    # The operations findings name that are commands: drawn at their position on their queue.
-    for ref in sorted(named):
-        accesses = model.accesses.get(ref)
+    # Every command that accesses memory (a dispatch, copy, fill or update as executed), at its position on its
+    # queue; those findings name highlighted.
+    for ref, accesses in sorted(model.accesses.items()):
         if ref not in g and accesses and not accesses[0].host:
             g.add_node(ref, agent=accesses[0].agent, seq=accesses[0].seq, label=f"{ref}{_tag_ref(stream, ref)}",
-                       shape="note", highlight=True)
+                       shape="note", highlight=ref in named)
     for agent in {d["agent"] for _, d in g.nodes(data=True)}:
         chain = sorted((d["seq"], n) for n, d in g.nodes(data=True) if d["agent"] == agent)
         for (_, a), (_, b) in pairwise(chain):
@@ -115,7 +116,8 @@ def _id(key: tuple) -> str:
 
 
 def _tag(op) -> str:
-    return f' "{op.label}"' if op.label else ""
+    """The op's label and the program line that recorded it, where the stream has them."""
+    return (f' "{op.label}"' if op.label else "") + (f"\nat {op.source}" if op.source else "")
 
 
 def _tag_ref(stream: ir.Stream, ref: str) -> str:
