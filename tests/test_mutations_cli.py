@@ -89,6 +89,22 @@ def test_a_survivor_is_a_junit_failure_and_fails_the_run(capsys, tmp_path):
     assert len(root.findall("testsuite/testcase/failure")) == int(root.get("tests"))
 
 
+def test_survivors_as_github_annotations_and_sarif(capsys, tmp_path):
+    """Each survivor is one `::error` annotation and one SARIF result (valid 2.1.0) at its stream file."""
+    from tests.test_sarif import VALIDATOR
+
+    sarif = tmp_path / "m.sarif"
+    code = main(["mutate", "--no-cache", "-j", "1", "--readers", "", "--format", "github", "--sarif", str(sarif),
+                 SMALL[0], "--", sys.executable, "-c", "0"])
+    lines = capsys.readouterr().out.splitlines()
+    doc = json.loads(sarif.read_text())
+    VALIDATOR.validate(doc)
+    results = doc["runs"][0]["results"]
+    assert code == 1 and lines and all(x.startswith(f"::error file={SMALL[0]},title=VKM001 ") for x in lines)
+    assert len(results) == len(lines) and all(r["ruleId"] == "VKM001" and "survived" in r["message"]["text"]
+                                              for r in results)
+
+
 def test_shards_together_run_exactly_the_unsharded_mutants(capsys, tmp_path):
     ids = {}
     for shard in (None, "1/2", "2/2"):

@@ -11,7 +11,7 @@ from .check.groups import Group
 from .results import FileResult
 from .sarif import locator, operations, repeated, reported_at
 
-__all__ = ["format_github", "format_junit"]
+__all__ = ["annotation", "format_github", "format_junit"]
 
 
 def _data(text: str) -> str:
@@ -23,7 +23,8 @@ def _property(text: str) -> str:
     return _data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _command(level: str, file: str, text: str, region: dict | None = None, title: str | None = None) -> str:
+def annotation(level: str, file: str, text: str, region: dict | None = None, title: str | None = None) -> str:
+    """One workflow command: `::level file=...,line=...,title=...::text`, escaped as GitHub Actions reads it."""
     props = {"file": file}
     if region and "startLine" in region:
         props.update(line=region["startLine"], col=region["startColumn"], endLine=region["endLine"],
@@ -44,15 +45,15 @@ def format_github(results: list[FileResult], expand: bool = False) -> str:
     suppressed finding, `::warning` per warning."""
     lines = []
     for r in results:
-        lines += [_command("error", r.file, e) for e in r.errors]
-        lines += [_command("warning", r.file, w) for w in r.warnings]
+        lines += [annotation("error", r.file, e) for e in r.errors]
+        lines += [annotation("warning", r.file, w) for w in r.warnings]
         region = locator(r)
         for _, f, g in r.reported(expand):
             title = f"{KINDS[f.kind].rule_id} {f.kind}: {_where(f, g)}"
-            lines.append(_command("error", r.file, f"{f.message}. Fix: {f.fix}{repeated(r, g)}",
+            lines.append(annotation("error", r.file, f"{f.message}. Fix: {f.fix}{repeated(r, g)}",
                                   region(reported_at(f)), title))
         for f, reason in r.suppressed:
-            lines.append(_command("notice", r.file, f"suppressed: {reason}", region(reported_at(f)),
+            lines.append(annotation("notice", r.file, f"suppressed: {reason}", region(reported_at(f)),
                                   f"{KINDS[f.kind].rule_id} {f.kind}: {_where(f)}"))
     return "\n".join(lines)
 

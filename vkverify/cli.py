@@ -421,9 +421,12 @@ def _add_mutate(sub) -> None:
     c.add_argument("--timeout", type=_seconds_up_to(math.inf), default=None, metavar="SECONDS",
                    help="the command's unmutated run is stopped after this, exit 2 (default 3600; a mutant's run "
                         "after 10 times the unmutated run's time)")
-    c.add_argument("--format", choices=["text", "json"], default="text")
+    c.add_argument("--format", choices=["text", "json", "github", "sarif"], default="text",
+                   help="text (the kill matrix), json (docs/format.md), github (an annotation per mutant the gate "
+                        "counts against, at its call site) or sarif (2.1.0, a result per such mutant)")
     c.add_argument("--junit", metavar="FILE", help="also write JUnit XML: one testcase per mutant, survivors fail")
     c.add_argument("--json", metavar="FILE", help="also write the JSON report (as --format json prints it)")
+    c.add_argument("--sarif", metavar="FILE", help="also write SARIF 2.1.0 (as --format sarif prints it)")
     c.add_argument("--report-redundant", action="store_true",
                    help="list the synchronization operations no pair depends on alone, and what else orders their "
                         "pairs")

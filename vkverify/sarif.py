@@ -23,13 +23,13 @@ from .model.refs import parse_ref, without_submit
 from .check.groups import Group
 from .results import CAPTURES, FileResult
 
-__all__ = ["format_sarif", "locator", "operations", "repeated", "reported_at"]
+__all__ = ["artifact", "document", "format_sarif", "locator", "operations", "repeated", "reported_at"]
 
 DOCS = "docs/format.md"  # each rule's helpUri is an anchor there: the heading of its kind
 SRCROOT = "SRCROOT"  # artifact URIs are relative to it: the working directory
 
 
-def _artifact(file: str) -> dict:
+def artifact(file: str) -> dict:
     """A relative URI against SRCROOT for a file below the working directory, else an absolute one."""
     path = Path(file).resolve()
     try:
@@ -131,14 +131,14 @@ def _result(r: FileResult, f: Finding, region: Callable[[str], dict | None], rul
     regions = [region(ref) for ref in refs]
 
     def located(ref: str, where: dict | None) -> dict:
-        return {"physicalLocation": {"artifactLocation": _artifact(r.file), **({"region": where} if where else {})},
+        return {"physicalLocation": {"artifactLocation": artifact(r.file), **({"region": where} if where else {})},
                 "logicalLocations": [{"fullyQualifiedName": ref, "kind": "member"}]}
 
     out = {
         "ruleId": KINDS[f.kind].rule_id, "ruleIndex": rule_index[f.kind], "level": "error",
         "message": {"text": f"{f.message}. Fix: {f.fix}{repeated(r, g)}"},
         "locations": [located(refs[0], regions[0])] if refs else [
-            {"physicalLocation": {"artifactLocation": _artifact(r.file)}}],
+            {"physicalLocation": {"artifactLocation": artifact(r.file)}}],
         "partialFingerprints": {"vkverify/v2": "|".join(
             [f.kind, r.stream, f.buffer or ""] + [_stable(r.loaded, x) for x in sorted(refs)])},
         "properties": {"buffer": f.buffer, "range": list(f.range) if f.range else None, "racing": f.racing},
@@ -155,7 +155,7 @@ def _result(r: FileResult, f: Finding, region: Callable[[str], dict | None], rul
 
 def _notification(r: FileResult, text: str, level: str) -> dict:
     return {"level": level, "message": {"text": text},
-            "locations": [{"physicalLocation": {"artifactLocation": _artifact(r.file)}}]}
+            "locations": [{"physicalLocation": {"artifactLocation": artifact(r.file)}}]}
 
 
 def _rule(kind) -> dict:
@@ -177,12 +177,18 @@ def format_sarif(results: list[FileResult], expand: bool = False) -> str:
         sarif_results += [_result(r, f, region, rule_index, reason) for f, reason in r.suppressed]
         notifications += [_notification(r, line, "error") for line in r.errors]
         notifications += [_notification(r, f"{r.file}: {w}", "warning") for w in r.warnings]
+    return document([_rule(k) for k in kinds], sarif_results, [r.file for r in results],
+                    not any(r.errors for r in results), notifications)
+
+
+def document(rules: list[dict], results: list[dict], files: list[str], successful: bool,
+             notifications: list[dict] = ()) -> str:
+    """A SARIF 2.1.0 log of one vkverify run: its rules, results, the files it read, how it ended."""
     doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [{
-        "tool": {"driver": {"name": "vkverify", "version": __version__, "rules": [_rule(k) for k in kinds]}},
+        "tool": {"driver": {"name": "vkverify", "version": __version__, "rules": rules}},
         "originalUriBaseIds": {SRCROOT: {"uri": Path.cwd().resolve().as_uri().rstrip("/") + "/"}},
-        "invocations": [{"executionSuccessful": not any(r.errors for r in results),
-                         "toolExecutionNotifications": notifications}],
-        "artifacts": [{"location": _artifact(r.file)} for r in results],
+        "invocations": [{"executionSuccessful": successful, "toolExecutionNotifications": list(notifications)}],
+        "artifacts": [{"location": artifact(file)} for file in files],
         "columnKind": "unicodeCodePoints",
-        "results": sarif_results}]}
+        "results": results}]}
     return json.dumps(doc, indent=2)

@@ -14,7 +14,7 @@ from ..check import check
 from ..model import InvalidStream, ir, load
 from ..model.errors import OutputError, UsageError
 from ..model.files import check_output, write_atomic
-from .formats import COMMAND, Report, junit, text, to_json
+from .formats import COMMAND, Report, github, junit, sarif, text, to_json
 from .generate import Equivalent, Mutant, mutants, plain
 from .load_bearing import Redundancy, analyze
 from .processes import CLEAN_TIMEOUT_S, CannotStart, Interrupted, Processes
@@ -79,8 +79,13 @@ def _cache(args: argparse.Namespace) -> Cache | None:
     return None if args.no_cache else Cache(args.cache or Path.cwd() / ".vkverify-cache")
 
 
+def _json(report: Report) -> str:
+    return json.dumps(to_json(report), indent=1)
+
+
 # The files a report is written to: (the option's dest, its name, how the report is written there).
-OUTPUTS = (("junit", "--junit", junit), ("json", "--json", lambda report: json.dumps(to_json(report), indent=1)))
+OUTPUTS = (("junit", "--junit", junit), ("json", "--json", _json), ("sarif", "--sarif", sarif))
+PRINTED = {"text": text, "json": _json, "github": github, "sarif": sarif}  # what --format prints on stdout
 
 
 def check_outputs(args: argparse.Namespace) -> None:
@@ -119,7 +124,7 @@ def write_reports(report: Report, args: argparse.Namespace) -> bool:
 def finish(report: Report, args: argparse.Namespace) -> int:
     """Print the report, write its files; exit 1 where the score --require names is below --fail-under, 2
     where a file cannot be written."""
-    print(text(report) if args.format == "text" else json.dumps(to_json(report), indent=1))
+    print(PRINTED[args.format](report))
     if not write_reports(report, args):
         return 2
     return 1 if report.gated < args.fail_under else 0
@@ -132,7 +137,7 @@ def stop(why: str, args: argparse.Namespace, report: Report | None = None) -> in
     report = report or Report([], [], {}, Stats(), [])
     report.stopped = why
     if report.outcomes:
-        print(text(report) if args.format == "text" else json.dumps(to_json(report), indent=1))
+        print(PRINTED[args.format](report))
     write_reports(report, args)
     return 2
 

@@ -1,4 +1,4 @@
-"""The mutation report as text (the kill matrix), JSON and JUnit XML."""
+"""The mutation report as text (the kill matrix), JSON, JUnit XML, GitHub annotations and SARIF."""
 
 from __future__ import annotations
 
@@ -6,12 +6,14 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
+from ..annotations import annotation
+from ..sarif import artifact, document
 from .generate import TARGETS, Equivalent
 from .kills import BEHAVIOURAL, KILLERS
 from .load_bearing import Redundancy, pair_name
 from .runner import Outcome, Stats
 
-__all__ = ["COMMAND", "Report", "junit", "redundancy_text", "text", "to_json"]
+__all__ = ["COMMAND", "Report", "github", "junit", "redundancy_text", "sarif", "text", "to_json"]
 
 COMMAND = "command"  # the one reader of a command's runtime mutants: its verdicts say what killed each
 
@@ -202,18 +204,73 @@ def junit(report: Report) -> str:
                 path, _, line = o.mutant.source.rpartition(":")
                 case.set("file", path)
                 case.set("line", line)
-            details = _xml("; ".join(f"{r}: {v.detail}" for r, v in o.verdicts.items()))
+            details = _xml(_details(o))
             if o.killed:
                 _properties(case, {"killed_by": o.killed_by, "detail": details})
-            where = f" at {o.mutant.source}" if o.mutant.source else ""
             if not o.judged:
                 ET.SubElement(case, "skipped", message=details)
-            elif not o.killed:
-                ET.SubElement(case, "failure", message=f"survived{where}: {o.mutant.description}").text = details
             elif not report.caught(o):
-                ET.SubElement(case, "failure", message=f"not caught by the command's own assertions (killed by "
-                                                       f"{o.killed_by}){where}: {o.mutant.description}").text = details
+                ET.SubElement(case, "failure", message=_uncaught(report, o)).text = details
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
+
+
+def _details(o: Outcome) -> str:
+    return "; ".join(f"{r}: {v.detail}" for r, v in o.verdicts.items())
+
+
+def _uncaught(report: Report, o: Outcome) -> str:
+    """Why the gate counts a judged mutant against the score: it survived, or (--require behavioural) the
+    command's own assertions did not kill it."""
+    where = f" at {o.mutant.source}" if o.mutant.source else ""
+    if not o.killed:
+        return f"survived{where}: {o.mutant.description}"
+    return f"not caught by the command's own assertions (killed by {o.killed_by}){where}: {o.mutant.description}"
+
+
+def _site(o: Outcome) -> tuple[str, int | None]:
+    """The mutated call site: the program's file and line where known, else the stream file (or test)."""
+    path, _, line = (o.mutant.source or "").rpartition(":")
+    return (path, int(line)) if path and line.isdigit() else (o.mutant.file, None)
+
+
+def _counted_against(report: Report) -> list[Outcome]:
+    return [o for o in report.outcomes if o.judged and not report.caught(o)]
+
+
+def github(report: Report) -> str:
+    """GitHub Actions annotations: `::error` per mutant the gate counts against, at its call site's line; one
+    for a gate that stopped with no verdict."""
+    lines = [annotation("error", "vkverify mutate", f"stopped, no verdict: {report.stopped}")] \
+        if report.stopped else []
+    for o in _counted_against(report):
+        path, line = _site(o)
+        region = {"startLine": line, "startColumn": 1, "endLine": line, "endColumn": 1} if line else None
+        lines.append(annotation("error", path, f"{_uncaught(report, o)}. {_details(o)}", region,
+                                f"{MUTANT_RULE['id']} {o.mutant.operator}"))
+    return "\n".join(lines)
+
+
+MUTANT_RULE = {"id": "VKM001", "name": "mutant_not_caught",
+               "shortDescription": {"text": "a synchronization mutant the tests did not catch"},
+               "fullDescription": {"text": "Dropping or weakening this synchronization (a barrier, a semaphore or "
+                                           "fence wait, a keep-alive) left the tests green: they would not notice "
+                                           "the bug on a device that races."},
+               "helpUri": "docs/testing.md", "defaultConfiguration": {"level": "error"}}
+
+
+def sarif(report: Report) -> str:
+    """SARIF 2.1.0: a result per mutant the gate counts against, located at its call site."""
+    results = []
+    for o in _counted_against(report):
+        path, line = _site(o)
+        results.append({"ruleId": MUTANT_RULE["id"], "ruleIndex": 0, "level": "error",
+                        "message": {"text": f"{_uncaught(report, o)}. {_details(o)}"},
+                        "locations": [{"physicalLocation": {"artifactLocation": artifact(path),
+                                                            **({"region": {"startLine": line}} if line else {})}}]})
+    stopped = [{"level": "error", "message": {"text": f"stopped, no verdict: {report.stopped}"}}] \
+        if report.stopped else []
+    files = sorted({o.mutant.file for o in report.outcomes})
+    return document([MUTANT_RULE], results, files, report.stopped is None, stopped)
 
 
 def _properties(parent: ET.Element, values: dict) -> None:
