@@ -2,8 +2,10 @@
 
 Writes decode-shaped streams (benchmarks/decode_stream.py) of about 10^5 and 10^6 commands as vkverify writes a
 stream (model.dumps), then for each size, in a fresh process: the load's seconds, time per command and peak
-memory (the process's peak RSS, VmHWM, less its RSS before loading); schedule.check's seconds on the loaded stream and
-the ratio load/check (target: at most 1.0 at 10^6); and the seconds vkverify.check.check() spends validating the
+memory (the process's peak RSS, VmHWM, less its RSS before loading); schedule.check's seconds and peak memory on the
+loaded stream, measured the same way (VmHWM reset after the load, less the RSS before checking: what the check adds
+to the loaded stream), the ratios load/check of time (target: at most 1.0 at 10^6) and of peak memory (target: at
+most 3 at 10^6); and the seconds vkverify.check.check() spends validating the
 same stream built in memory (loader.validate: dumped and loaded again), and their ratio to the check's. The
 ratios are printed of wall-clock seconds and of the process's CPU seconds: on a machine shared with other work,
 the CPU time is the steadier of the two.
@@ -40,12 +42,16 @@ def measure(file: str, n: int) -> dict:
     with _timed("load") as load_time:
         stream = load(file)
     peak = _status_kib("VmHWM")
+    _reset_peak()
+    before_check = _status_kib("VmRSS")
     with _timed("check") as check_time:
         findings = check(stream)
+    check_peak = _status_kib("VmHWM")
     built = decode_stream(n)
     with _timed("validate") as validate_time:
         validate(built)
-    return {"commands": command_count(stream), "peak_mib": (peak - before) / 1024, "findings": len(findings),
+    return {"commands": command_count(stream), "peak_mib": (peak - before) / 1024,
+            "check_peak_mib": (check_peak - before_check) / 1024, "findings": len(findings),
             **load_time, **check_time, **validate_time}
 
 
@@ -64,6 +70,11 @@ def _status_kib(field: str) -> int:
     return int(line.split()[1])
 
 
+def _reset_peak() -> None:
+    """VmHWM back to the current RSS (Linux 4.0 and later), so that a later phase's peak is its own."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
 def run_one(file: Path, n: int, code: Path | None = None) -> dict:
     """One file in a fresh process, loaded by the `vkverify` under `code` (None: this checkout's)."""
     from check_scaling import fresh_process
@@ -73,8 +84,9 @@ def run_one(file: Path, n: int, code: Path | None = None) -> dict:
 
 def row(label: str, r: dict) -> str:
     return (f"{label:>9} {r['commands']:>9} {r['load']:>7.2f} {r['load'] / r['commands'] * 1e6:>7.2f} "
-            f"{r['peak_mib']:>8.0f} {r['check']:>7.2f} {r['validate']:>10.2f} {r['load'] / r['check']:>5.2f} "
-            f"{r['load_cpu'] / r['check_cpu']:>5.2f} {r['validate'] / r['check']:>5.2f} "
+            f"{r['peak_mib']:>8.0f} {r['check']:>7.2f} {r['check_peak_mib']:>8.0f} {r['validate']:>10.2f} "
+            f"{r['load'] / r['check']:>5.2f} {r['load_cpu'] / r['check_cpu']:>5.2f} "
+            f"{r['peak_mib'] / r['check_peak_mib']:>5.2f} {r['validate'] / r['check']:>5.2f} "
             f"{r['validate_cpu'] / r['check_cpu']:>5.2f}")
 
 
@@ -100,9 +112,9 @@ def _compare(sizes: list[int], indent: int | None, tmp: Path, old: Path | None, 
 
     from vkverify.model import dumps
 
-    print(f"{'':>46} {'':>10} {'load/check':>11} {'validate/check':>11}")
-    print(f"{'code':>9} {'commands':>9} {'load s':>7} {'us/cmd':>7} {'peak MiB':>8} {'check s':>7} "
-          f"{'validate s':>10} {'wall':>5} {'cpu':>5} {'wall':>5} {'cpu':>5}", flush=True)
+    print(f"{'':>55} {'':>10} {'load/check':>17} {'validate/check':>11}")
+    print(f"{'code':>9} {'commands':>9} {'load s':>7} {'us/cmd':>7} {'peak MiB':>8} {'check s':>7} {'peak MiB':>8} "
+          f"{'validate s':>10} {'wall':>5} {'cpu':>5} {'peak':>5} {'wall':>5} {'cpu':>5}", flush=True)
     result = 0
     for n in sizes:
         file = tmp / f"decode-{n}.json"
