@@ -13,6 +13,7 @@ import marshal
 import math
 import os
 import re
+import stat
 import weakref
 from collections import defaultdict
 from collections.abc import Callable
@@ -38,10 +39,22 @@ def load(path: str | Path) -> ir.Stream:
         raise UsageError("path", f"expected a str or a Path, got {type(path).__name__}")
     path = str(path)
     try:
-        text = _decode(Path(path).read_bytes(), path)  # the bytes are let go here, not held while parsing
+        doc = _read(path)
+        # Text the reading a chunk at a time did not take: read whole, for json.loads's verdict and messages.
+        text = None if doc is not None else _decode(Path(path).read_bytes(), path)
     except OSError as e:
         raise InvalidStream(path, [InputError("$", f"cannot read: {e.strerror}")]) from None
-    return loads(text, path)
+    return from_dict(doc, path) if text is None else loads(text, path)
+
+
+def _read(path: str) -> Any | None:
+    """The document in a regular file, read a chunk at a time (jsontext.load: the whole text is never held);
+    None where the file is no regular one (a pipe cannot be read again) or jsontext.load did not take it."""
+    with open(path, encoding="utf-8-sig", newline="") as f:  # newline "": \r\n kept, as json.loads sees it
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        with cyclic_gc_paused():  # a stream's document is millions of objects and no cycle
+            return jsontext.load(f, _no_constant)
 
 
 def loads(text: str | bytes, file: str = "<string>") -> ir.Stream:
