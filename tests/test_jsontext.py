@@ -118,3 +118,14 @@ def test_a_value_longer_than_the_window_is_read_whole():
 def test_a_key_given_twice_keeps_the_last_value():
     text = '{\n "command_buffers": {\n  "cb0": [\n   {\n    "a": 1\n   }\n  ]\n },\n "command_buffers": {}\n}'
     assert loads(text, _no_constant) == json.loads(text) == {"command_buffers": {}}
+
+
+def test_distinct_operations_share_equal_parts():
+    """Bindings, names and masks that distinct operations repeat are one object each; 1 and 1.0 stay apart."""
+    a = {"cmd": "dispatch", "bindings": [{"buffer": "A", "offset": 0}], "groups": [1, 1, 1]}
+    b = {"cmd": "dispatch", "bindings": [{"buffer": "A", "offset": 0}, {"buffer": "A", "offset": 0.0}],
+         "groups": [1, 1, 1]}
+    doc = loads(json.dumps(stream([a, b], [0, 1]), indent=1), _no_constant)
+    x, y = doc["command_buffers"]["cb0"]
+    assert x["bindings"][0] is y["bindings"][0] is not y["bindings"][1] and x["groups"] is y["groups"]
+    assert x["bindings"][0]["buffer"] is y["bindings"][1]["buffer"] and typed(y) == typed(b)

@@ -18,6 +18,7 @@ its document a fourth of that.
 from __future__ import annotations
 
 import json
+import marshal
 import re
 from collections.abc import Callable
 from json.decoder import scanstring
@@ -29,6 +30,7 @@ __all__ = ["load", "loads"]
 _SPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace
 _BY_OWNER = ("command_buffers", "threads")  # objects of arrays of operations
 _ARRAY = "host"  # an array of operations
+_CONTAINERS = (dict, list)
 _ERRORS = (ValueError, StopIteration, IndexError, RecursionError)  # UnicodeDecodeError is a ValueError
 CHUNK = 1 << 22  # characters read from a file at a time: about the text held while reading it
 
@@ -68,6 +70,8 @@ class _Reader:
         self.chunk = chunk
         self.parsed: dict[str, dict] = {}  # an operation's text -> the object parsed from it
         self.longest = 0  # of those texts: no guess past it can be one of them
+        self.strings: dict[str, str] = {}  # each string in an operation, held once
+        self.values: dict[bytes, Any] = {}  # marshal.dumps(value) -> the value, for objects and arrays in one
 
     def more(self, i: int) -> int:
         """The window from text[i] on and the text after it, at least as much as it held (a long value is read
@@ -99,6 +103,24 @@ class _Reader:
                 if self.read is None:
                     raise
             i = self.more(i)
+
+    def shared(self, op: dict) -> dict:
+        """A new operation with each string, object and array in it that equals (types too) one read before
+        replaced by that one: the names, bindings and masks that distinct operations repeat are held once."""
+        strings, value = self.strings, self.value
+        return {strings.setdefault(k, k): value(v) if type(v) in _CONTAINERS else
+                strings.setdefault(v, v) if type(v) is str else v for k, v in op.items()}
+
+    def value(self, value: dict | list) -> dict | list:
+        if type(value) is dict:
+            value = self.shared(value)
+        else:
+            strings, inner = self.strings, self.value
+            value = [inner(v) if type(v) in _CONTAINERS else strings.setdefault(v, v) if type(v) is str else v
+                     for v in value]
+        # marshal writes the types (1, 1.0 and True apart): an exact key. Its back-references depend on
+        # reference counts: equal values may (rarely) differ, and are then held twice.
+        return self.values.setdefault(marshal.dumps(value), value)
 
     def document(self) -> Any:
         start = self.skip(0)
@@ -165,7 +187,8 @@ class _Reader:
                 item, first, end = self.whole(self.scan, first)
                 text = self.text
                 if text[first] == "{":
-                    item = parsed.setdefault(text[first:end], item)
+                    known = parsed.get(text[first:end])
+                    item = known if known is not None else parsed.setdefault(text[first:end], self.shared(item))
                     self.longest = max(self.longest, end - first)
                 guess = close is not None and text.endswith(close, first, end)
             items.append(item)

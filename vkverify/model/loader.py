@@ -431,9 +431,16 @@ class _Builder:
         self.doc = doc
         self.errors: list[InputError] = []
         self.made: dict[str, dict[int, Any]] = {}  # per kind, id of an operation's dict -> its IR, if no error
+        self.values: dict[Any, Any] = {}  # each binding, binding list and stage or access set made, held once
 
     def error(self, path: tuple, message: str) -> None:
         self.errors.append(InputError(json_path(path), message))
+
+    def one(self, value: Any) -> Any:
+        """The value made before that equals `value`, else `value`: distinct dispatches of a decode stream bind
+        the same few thousand ranges. Only for values of strings and integers (a stream holds no 1.0 nor True
+        where an integer goes: value_errors and the schema say so), whose equality is sameness."""
+        return self.values.setdefault(value, value)
 
     def operations(self, make: Callable[[tuple, dict], Any], where: tuple, items: list) -> tuple:
         """make(path, item) for each item of the list at `where`, made once for an object that gives no error:
@@ -570,7 +577,7 @@ class _Builder:
                 self.error(path if isinstance(value, str) else path + (j,), f"unknown {kind} name {name!r}")
             else:
                 out.add(canonical)
-        return frozenset(out)
+        return self.one(frozenset(out))
 
     def buffer_ref(self, path: tuple, buffer: str) -> int | None:
         """The buffer's size; None (after reporting it if unknown) when ranges cannot be checked."""
@@ -634,7 +641,7 @@ class _Builder:
             elif accesses and j < len(accesses) and not _access_covers(access, accesses[j]):
                 self.error(path + ("bindings", j, "access"),
                            f"declared {access!r} but shader {c['shader']!r} binding {j} is {accesses[j]!r}")
-            bindings.append(ir.Binding(b["buffer"], offset, size, access))
+            bindings.append(self.one(ir.Binding(b["buffer"], offset, size, access)))
         indirect = None
         if "indirect" in c:
             ind = c["indirect"]
@@ -644,7 +651,7 @@ class _Builder:
                                                  f"the end of {ind['buffer']!r} (size {total})")
             indirect = ir.IndirectRef(ind["buffer"], ind.get("offset", 0))
         groups = tuple(c.get("groups", [1])) + (1,) * (3 - len(c.get("groups", [1])))
-        return ir.Dispatch(c["shader"], tuple(bindings), groups, tuple(c.get("push", ())), indirect, **tag)
+        return ir.Dispatch(c["shader"], self.one(tuple(bindings)), groups, tuple(c.get("push", ())), indirect, **tag)
 
     def shader_accesses(self, path: tuple, shader: str, count: int) -> tuple[str, ...] | None:
         """Per binding access of a declared or library shader; None when unknown."""
