@@ -32,7 +32,7 @@ _BY_OWNER = ("command_buffers", "threads")  # objects of arrays of operations
 _ARRAY = "host"  # an array of operations
 _CONTAINERS = (dict, list)
 _ERRORS = (ValueError, StopIteration, IndexError, RecursionError)  # UnicodeDecodeError is a ValueError
-CHUNK = 1 << 22  # characters read from a file at a time: about the text held while reading it
+CHUNK = 1 << 20  # characters read from a file at a time: about the text held while reading it
 
 
 def loads(text: str, parse_constant: Callable[[str], Any]) -> Any:

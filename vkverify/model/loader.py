@@ -117,9 +117,9 @@ def from_dict(doc: Any, file: str = "<dict>", schema: bool = True) -> ir.Stream:
 
 def _shared_operations(doc: Any) -> Any:
     """`doc` with each command and host op that has the JSON value of an earlier one replaced by that
-    one (a copy: the caller's document is left as it was). Each check below runs once per operation
-    object that passed it, so once per distinct operation: a decode stream repeats a few ten thousand
-    commands a million times. An error is still reported at each of its paths: an operation with an
+    one (a copy where one is replaced: the caller's document is left as it was). Each check below runs once
+    per operation object that passed it, so once per distinct operation: a decode stream repeats a few ten
+    thousand commands a million times. An error is still reported at each of its paths: an operation with an
     error is checked again wherever it appears."""
     first: dict[bytes, Any] = {}  # the first operation of each value
     kept: dict[int, Any] = {}  # those by id: jsontext gives an operation's repeated text one object
@@ -132,11 +132,17 @@ def _shared_operations(doc: Any) -> Any:
             kept[id(op)] = op
         return known
 
+    def first_of(op: Any) -> Any:
+        return kept.get(id(op)) or one(op)  # an empty, falsy operation: one() again
+
     def shared(kind: str, ops: list | tuple) -> list | tuple:
         if type(ops) is not list:  # the same array type in the copy: jsonschema refuses a tuple
             return ops
         try:
-            return [kept.get(id(op)) or one(op) for op in ops]  # an empty, falsy operation: one() again
+            at = next((i for i, op in enumerate(ops) if first_of(op) is not op), None)
+            # Each operation the first of its value (jsontext shares them by their text): the list itself, not
+            # a copy of a million places.
+            return ops if at is None else ops[:at] + [first_of(op) for op in ops[at:]]
         except ValueError:  # an object that is no JSON value: the list as it is, for the checks to report
             return ops
 
