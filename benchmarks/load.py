@@ -2,11 +2,14 @@
 
 Writes decode-shaped streams (benchmarks/decode_stream.py) of about 10^5 and 10^6 commands as vkverify writes a
 stream (model.dumps), then for each size, in a fresh process: the load's seconds, time per command and peak
-memory (the process's peak RSS, VmHWM, less its RSS before loading); schedule.check's seconds on the loaded stream and
-the ratio load/check (target: at most 1.0 at 10^6); and the seconds vkverify.check.check() spends validating the
-same stream built in memory (loader.validate: dumped and loaded again), and their ratio to the check's. The
-ratios are printed of wall-clock seconds and of the process's CPU seconds: on a machine shared with other work,
-the CPU time is the steadier of the two.
+memory (the process's peak RSS, VmHWM, less its RSS before loading); schedule.check's seconds on the loaded
+stream, and its peak memory measured as the load's in a fresh process that holds only the loaded stream
+(unpickled; VmHWM during the check less the RSS before it: what the check adds to the stream; in the load's
+process the check would reuse the heap the load freed); the ratios load/check of time (target: at most 1.0
+at 10^6) and of peak memory (target: at most 3 at 10^6); and the seconds vkverify.check.check() spends
+validating the same stream built in memory (loader.validate: dumped and loaded again), and their ratio to the
+check's. The ratios of time are printed of wall-clock seconds and of the process's CPU seconds: on a machine
+shared with other work, the CPU time is the steadier of the two.
 
     python benchmarks/load.py                                # 1e5, 1e6
     python benchmarks/load.py --baseline 4b73e7b 1e5 1e6     # also the loader of that commit, on the same files
@@ -19,6 +22,7 @@ alternating with the current code, and the ratios current/baseline are printed: 
 from __future__ import annotations
 
 import json
+import pickle
 import sys
 import tempfile
 import time
@@ -29,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 
-def measure(file: str, n: int) -> dict:
+def measure(file: str, n: int, code: str | None) -> dict:
     from decode_stream import command_count, decode_stream
 
     from vkverify.check.schedule import check
@@ -42,11 +46,30 @@ def measure(file: str, n: int) -> dict:
     peak = _status_kib("VmHWM")
     with _timed("check") as check_time:
         findings = check(stream)
+    pickled = Path(file + ".pickle")
+    pickled.write_bytes(pickle.dumps(stream, pickle.HIGHEST_PROTOCOL))
+    try:
+        check_peak = run_one(pickled, n, code and Path(code), "--check-peak")["check_peak_mib"]
+    finally:
+        pickled.unlink()
     built = decode_stream(n)
     with _timed("validate") as validate_time:
         validate(built)
-    return {"commands": command_count(stream), "peak_mib": (peak - before) / 1024, "findings": len(findings),
+    return {"commands": command_count(stream), "peak_mib": (peak - before) / 1024,
+            "check_peak_mib": check_peak, "findings": len(findings),
             **load_time, **check_time, **validate_time}
+
+
+def check_peak(pickled: str) -> float:
+    """MiB: the peak RSS during schedule.check of the pickled stream less the RSS before it, unpickling's own
+    peak left out."""
+    from vkverify.check.schedule import check
+
+    stream = pickle.loads(Path(pickled).read_bytes())
+    _reset_peak()
+    before = _status_kib("VmRSS")
+    check(stream)
+    return (_status_kib("VmHWM") - before) / 1024
 
 
 @contextmanager
@@ -64,17 +87,24 @@ def _status_kib(field: str) -> int:
     return int(line.split()[1])
 
 
-def run_one(file: Path, n: int, code: Path | None = None) -> dict:
-    """One file in a fresh process, loaded by the `vkverify` under `code` (None: this checkout's)."""
+def _reset_peak() -> None:
+    """VmHWM back to the current RSS (Linux 4.0 and later), so that a later phase's peak is its own."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def run_one(file: Path, n: int, code: Path | None = None, what: str = "--one") -> dict:
+    """One file in a fresh process, loaded (--check-peak: unpickled and checked) by the `vkverify` under `code`
+    (None: this checkout's)."""
     from check_scaling import fresh_process
 
-    return fresh_process(__file__, ["--one", str(file), str(n)], code)
+    return fresh_process(__file__, [what, str(file), str(n)], code)
 
 
 def row(label: str, r: dict) -> str:
     return (f"{label:>9} {r['commands']:>9} {r['load']:>7.2f} {r['load'] / r['commands'] * 1e6:>7.2f} "
-            f"{r['peak_mib']:>8.0f} {r['check']:>7.2f} {r['validate']:>10.2f} {r['load'] / r['check']:>5.2f} "
-            f"{r['load_cpu'] / r['check_cpu']:>5.2f} {r['validate'] / r['check']:>5.2f} "
+            f"{r['peak_mib']:>8.0f} {r['check']:>7.2f} {r['check_peak_mib']:>8.0f} {r['validate']:>10.2f} "
+            f"{r['load'] / r['check']:>5.2f} {r['load_cpu'] / r['check_cpu']:>5.2f} "
+            f"{r['peak_mib'] / r['check_peak_mib']:>5.2f} {r['validate'] / r['check']:>5.2f} "
             f"{r['validate_cpu'] / r['check_cpu']:>5.2f}")
 
 
@@ -85,7 +115,10 @@ def main(argv: list[str]) -> int:
     if code:
         sys.path.insert(0, code)
     if argv[:1] == ["--one"]:
-        print(json.dumps(measure(argv[1], int(argv[2]))))
+        print(json.dumps(measure(argv[1], int(argv[2]), code)))
+        return 0
+    if argv[:1] == ["--check-peak"]:
+        print(json.dumps({"check_peak_mib": check_peak(argv[1])}))
         return 0
     baseline, argv = _option(argv, "--baseline", None)
     indent = None if "--compact" in argv else 1
@@ -100,9 +133,9 @@ def _compare(sizes: list[int], indent: int | None, tmp: Path, old: Path | None, 
 
     from vkverify.model import dumps
 
-    print(f"{'':>46} {'':>10} {'load/check':>11} {'validate/check':>11}")
-    print(f"{'code':>9} {'commands':>9} {'load s':>7} {'us/cmd':>7} {'peak MiB':>8} {'check s':>7} "
-          f"{'validate s':>10} {'wall':>5} {'cpu':>5} {'wall':>5} {'cpu':>5}", flush=True)
+    print(f"{'':>55} {'':>10} {'load/check':>17} {'validate/check':>11}")
+    print(f"{'code':>9} {'commands':>9} {'load s':>7} {'us/cmd':>7} {'peak MiB':>8} {'check s':>7} {'peak MiB':>8} "
+          f"{'validate s':>10} {'wall':>5} {'cpu':>5} {'peak':>5} {'wall':>5} {'cpu':>5}", flush=True)
     result = 0
     for n in sizes:
         file = tmp / f"decode-{n}.json"

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vkverify.model.jsontext import loads
+from vkverify.model.jsontext import load, loads
 from vkverify.model.loader import _no_constant
 
 SCALARS = st.one_of(st.integers(-2, 2), st.sampled_from([0.0, 1.0, 1.5, True, False, None]),
@@ -39,6 +40,19 @@ def ours(text: str):
         return type(e).__name__, str(e)
 
 
+def windowed(text: str, chunk: int):
+    """load() of `text` read `chunk` characters at a time: ("value", the typed value), or None where it leaves
+    the text to json.loads."""
+    doc = load(io.StringIO(text), _no_constant, chunk)
+    return None if doc is None else ("value", typed(doc))
+
+
+def taken(text: str):
+    """What windowed() should say: the value of any text json.loads reads as an object, else None."""
+    expected = reference(text)
+    return expected if expected[0] == "value" and text.lstrip(" \t\n\r").startswith("{") else None
+
+
 def stream(pool: list[dict], picks: list[int]) -> dict:
     ops = [pool[k % len(pool)] for k in picks]
     return {"format": "vkverify-stream/1", "command_buffers": {"cb0": ops, "cb1": ops[::-1]},
@@ -56,6 +70,8 @@ def test_as_json_loads_reads_it(pool, picks, indent, cuts):
         at %= len(text) + 1
         text = text[:at] + insert + text[at + (at % 2):]
     assert ours(text) == reference(text)
+    for chunk in (1, 3, 64):  # the window ends at every place, in a key, a number, a guessed operation
+        assert windowed(text, chunk) == taken(text)
 
 
 PRETTY = json.dumps(stream([{"cmd": "fill", "value": 1}, {"cmd": "copy"}], [0, 1, 0, 0]), indent=1)
@@ -80,17 +96,36 @@ def test_broken_pretty_text_as_json_loads(old, new):
     for count in (1, -1):  # the first place, or every place
         text = PRETTY.replace(old, new, count)
         assert ours(text) == reference(text), text
+        assert windowed(text, 5) == taken(text), text
 
 
 @pytest.mark.parametrize("indent", [None, 1, 2, "\t"])
 def test_repeated_operations_are_one_object(indent):
     fill, other = {"cmd": "fill", "dst": "A", "value": 1}, {"cmd": "fill", "dst": "A", "value": 1.0}
-    doc = loads(json.dumps(stream([fill, other], [0, 1, 0, 1, 0]), indent=indent), _no_constant)
-    ops = doc["command_buffers"]["cb0"]
-    assert ops[0] is ops[2] is ops[4] is doc["threads"]["main"][0] and ops[1] is ops[3]
-    assert ops[0] is not ops[1] and typed(ops[1]) == typed(other)  # 1.0 is not the integer 1
+    text = json.dumps(stream([fill, other], [0, 1, 0, 1, 0]), indent=indent)
+    for doc in (loads(text, _no_constant), load(io.StringIO(text), _no_constant, 16)):
+        ops = doc["command_buffers"]["cb0"]
+        assert ops[0] is ops[2] is ops[4] is doc["threads"]["main"][0] and ops[1] is ops[3]
+        assert ops[0] is not ops[1] and typed(ops[1]) == typed(other)  # 1.0 is not the integer 1
+
+
+def test_a_value_longer_than_the_window_is_read_whole():
+    big = {"cmd": "update", "data": {"base64": "QUJD" * 1000}, "size": 12345678}
+    text = json.dumps(stream([big, {"cmd": "fill", "value": 123456789}], [0, 1, 0]), indent=1)
+    assert windowed(text, 10) == windowed(text, 100000) == reference(text)
 
 
 def test_a_key_given_twice_keeps_the_last_value():
     text = '{\n "command_buffers": {\n  "cb0": [\n   {\n    "a": 1\n   }\n  ]\n },\n "command_buffers": {}\n}'
     assert loads(text, _no_constant) == json.loads(text) == {"command_buffers": {}}
+
+
+def test_distinct_operations_share_equal_parts():
+    """Bindings, names and masks that distinct operations repeat are one object each; 1 and 1.0 stay apart."""
+    a = {"cmd": "dispatch", "bindings": [{"buffer": "A", "offset": 0}], "groups": [1, 1, 1]}
+    b = {"cmd": "dispatch", "bindings": [{"buffer": "A", "offset": 0}, {"buffer": "A", "offset": 0.0}],
+         "groups": [1, 1, 1]}
+    doc = loads(json.dumps(stream([a, b], [0, 1]), indent=1), _no_constant)
+    x, y = doc["command_buffers"]["cb0"]
+    assert x["bindings"][0] is y["bindings"][0] is not y["bindings"][1] and x["groups"] is y["groups"]
+    assert x["bindings"][0]["buffer"] is y["bindings"][1]["buffer"] and typed(y) == typed(b)

@@ -13,6 +13,7 @@ import marshal
 import math
 import os
 import re
+import stat
 import weakref
 from collections import defaultdict
 from collections.abc import Callable
@@ -38,10 +39,22 @@ def load(path: str | Path) -> ir.Stream:
         raise UsageError("path", f"expected a str or a Path, got {type(path).__name__}")
     path = str(path)
     try:
-        text = _decode(Path(path).read_bytes(), path)  # the bytes are let go here, not held while parsing
+        doc = _read(path)
+        # Text the reading a chunk at a time did not take: read whole, for json.loads's verdict and messages.
+        text = None if doc is not None else _decode(Path(path).read_bytes(), path)
     except OSError as e:
         raise InvalidStream(path, [InputError("$", f"cannot read: {e.strerror}")]) from None
-    return loads(text, path)
+    return from_dict(doc, path) if text is None else loads(text, path)
+
+
+def _read(path: str) -> Any | None:
+    """The document in a regular file, read a chunk at a time (jsontext.load: the whole text is never held);
+    None where the file is no regular one (a pipe cannot be read again) or jsontext.load did not take it."""
+    with open(path, encoding="utf-8-sig", newline="") as f:  # newline "": \r\n kept, as json.loads sees it
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        with cyclic_gc_paused():  # a stream's document is millions of objects and no cycle
+            return jsontext.load(f, _no_constant)
 
 
 def loads(text: str | bytes, file: str = "<string>") -> ir.Stream:
@@ -104,9 +117,9 @@ def from_dict(doc: Any, file: str = "<dict>", schema: bool = True) -> ir.Stream:
 
 def _shared_operations(doc: Any) -> Any:
     """`doc` with each command and host op that has the JSON value of an earlier one replaced by that
-    one (a copy: the caller's document is left as it was). Each check below runs once per operation
-    object that passed it, so once per distinct operation: a decode stream repeats a few ten thousand
-    commands a million times. An error is still reported at each of its paths: an operation with an
+    one (a copy where one is replaced: the caller's document is left as it was). Each check below runs once
+    per operation object that passed it, so once per distinct operation: a decode stream repeats a few ten
+    thousand commands a million times. An error is still reported at each of its paths: an operation with an
     error is checked again wherever it appears."""
     first: dict[bytes, Any] = {}  # the first operation of each value
     kept: dict[int, Any] = {}  # those by id: jsontext gives an operation's repeated text one object
@@ -119,11 +132,17 @@ def _shared_operations(doc: Any) -> Any:
             kept[id(op)] = op
         return known
 
+    def first_of(op: Any) -> Any:
+        return kept.get(id(op)) or one(op)  # an empty, falsy operation: one() again
+
     def shared(kind: str, ops: list | tuple) -> list | tuple:
         if type(ops) is not list:  # the same array type in the copy: jsonschema refuses a tuple
             return ops
         try:
-            return [kept.get(id(op)) or one(op) for op in ops]  # an empty, falsy operation: one() again
+            at = next((i for i, op in enumerate(ops) if first_of(op) is not op), None)
+            # Each operation the first of its value (jsontext shares them by their text): the list itself, not
+            # a copy of a million places.
+            return ops if at is None else ops[:at] + [first_of(op) for op in ops[at:]]
         except ValueError:  # an object that is no JSON value: the list as it is, for the checks to report
             return ops
 
@@ -418,9 +437,16 @@ class _Builder:
         self.doc = doc
         self.errors: list[InputError] = []
         self.made: dict[str, dict[int, Any]] = {}  # per kind, id of an operation's dict -> its IR, if no error
+        self.values: dict[Any, Any] = {}  # each binding, binding list and stage or access set made, held once
 
     def error(self, path: tuple, message: str) -> None:
         self.errors.append(InputError(json_path(path), message))
+
+    def one(self, value: Any) -> Any:
+        """The value made before that equals `value`, else `value`: distinct dispatches of a decode stream bind
+        the same few thousand ranges. Only for values of strings and integers (a stream holds no 1.0 nor True
+        where an integer goes: value_errors and the schema say so), whose equality is sameness."""
+        return self.values.setdefault(value, value)
 
     def operations(self, make: Callable[[tuple, dict], Any], where: tuple, items: list) -> tuple:
         """make(path, item) for each item of the list at `where`, made once for an object that gives no error:
@@ -557,7 +583,7 @@ class _Builder:
                 self.error(path if isinstance(value, str) else path + (j,), f"unknown {kind} name {name!r}")
             else:
                 out.add(canonical)
-        return frozenset(out)
+        return self.one(frozenset(out))
 
     def buffer_ref(self, path: tuple, buffer: str) -> int | None:
         """The buffer's size; None (after reporting it if unknown) when ranges cannot be checked."""
@@ -621,7 +647,7 @@ class _Builder:
             elif accesses and j < len(accesses) and not _access_covers(access, accesses[j]):
                 self.error(path + ("bindings", j, "access"),
                            f"declared {access!r} but shader {c['shader']!r} binding {j} is {accesses[j]!r}")
-            bindings.append(ir.Binding(b["buffer"], offset, size, access))
+            bindings.append(self.one(ir.Binding(b["buffer"], offset, size, access)))
         indirect = None
         if "indirect" in c:
             ind = c["indirect"]
@@ -631,7 +657,7 @@ class _Builder:
                                                  f"the end of {ind['buffer']!r} (size {total})")
             indirect = ir.IndirectRef(ind["buffer"], ind.get("offset", 0))
         groups = tuple(c.get("groups", [1])) + (1,) * (3 - len(c.get("groups", [1])))
-        return ir.Dispatch(c["shader"], tuple(bindings), groups, tuple(c.get("push", ())), indirect, **tag)
+        return ir.Dispatch(c["shader"], self.one(tuple(bindings)), groups, tuple(c.get("push", ())), indirect, **tag)
 
     def shader_accesses(self, path: tuple, shader: str, count: int) -> tuple[str, ...] | None:
         """Per binding access of a declared or library shader; None when unknown."""
