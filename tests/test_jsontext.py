@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vkverify.model.dump import _expanded
 from vkverify.model.jsontext import load, loads
 from vkverify.model.loader import _no_constant
 
@@ -18,7 +19,12 @@ OPERATION = st.dictionaries(st.sampled_from(["cmd", "size", "bindings", "label"]
                             st.one_of(SCALARS, st.lists(st.dictionaries(st.sampled_from(["buffer", "offset"]),
                                                                         SCALARS, max_size=2), max_size=2)),
                             max_size=4)
-INDENTS = [None, 0, 1, 2, "\t"]
+INDENTS = [None, 0, 1, 2, "\t", "lines"]
+
+
+def dumped(doc: dict, indent) -> str:
+    """`doc` as JSON text: json.dumps's layouts, or ("lines") model/dump.py's, one operation a line."""
+    return "".join(_expanded(doc, 1, " ", "")) if indent == "lines" else json.dumps(doc, indent=indent)
 
 
 def typed(value) -> str:
@@ -65,7 +71,7 @@ def stream(pool: list[dict], picks: list[int]) -> dict:
            ["", ",", "]", "}", "{", " ", "\n", '"', "NaN", "1e400", "[", "x"])), max_size=2))
 def test_as_json_loads_reads_it(pool, picks, indent, cuts):
     """The same value (types too) or the same error as json.loads, on pretty-printed, compact and broken text."""
-    text = json.dumps(stream(pool, picks), indent=indent)
+    text = dumped(stream(pool, picks), indent)
     for at, insert in cuts:  # a character replaced, or text added: broken JSON, or other JSON
         at %= len(text) + 1
         text = text[:at] + insert + text[at + (at % 2):]
@@ -99,10 +105,10 @@ def test_broken_pretty_text_as_json_loads(old, new):
         assert windowed(text, 5) == taken(text), text
 
 
-@pytest.mark.parametrize("indent", [None, 1, 2, "\t"])
+@pytest.mark.parametrize("indent", [None, 1, 2, "\t", "lines"])
 def test_repeated_operations_are_one_object(indent):
     fill, other = {"cmd": "fill", "dst": "A", "value": 1}, {"cmd": "fill", "dst": "A", "value": 1.0}
-    text = json.dumps(stream([fill, other], [0, 1, 0, 1, 0]), indent=indent)
+    text = dumped(stream([fill, other], [0, 1, 0, 1, 0]), indent)
     for doc in (loads(text, _no_constant), load(io.StringIO(text), _no_constant, 16)):
         ops = doc["command_buffers"]["cb0"]
         assert ops[0] is ops[2] is ops[4] is doc["threads"]["main"][0] and ops[1] is ops[3]

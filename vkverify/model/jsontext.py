@@ -4,11 +4,11 @@ thousand commands a million times, and parsing them was the larger part of loadi
 
 The operations' arrays are walked here; every other value, and each new operation, is read by the
 standard library's own scanner, and an operation scanned whose text was scanned before is the object made
-then. In pretty-printed text an operation's end is guessed (its closing brace on a line of its own, indented
-as its opening one's line) and the guess is taken only when the text up to it is one already parsed, which
-spares the scan: an object's text ends where its own braces close, so the same text at another place is
-the same value. Anything this reading does not expect, an error included, is left to json.loads,
-whose result and messages are the contract.
+then. An operation's end is guessed (pretty-printed: its closing brace on a line of its own, indented as its
+opening one's line; one operation a line, as model/dump.py writes: where the next one starts) and the guess
+is taken only when the text up to it is one already parsed, which spares the scan: an object's text ends
+where its own braces close, so the same text at another place is the same value. Anything this reading does
+not expect, an error included, is left to json.loads, whose result and messages are the contract.
 
 A file is read a chunk at a time (load): only a window of its text is held, from the value being read
 on; a value longer than the window is read by growing it. A 10^6-command stream's text is about 380 MB,
@@ -160,6 +160,21 @@ class _Reader:
                 raise ValueError("',' expected")
             i = self.skip(i + 1)
 
+    def guessed(self, first: int, indent: str, next_one: str) -> tuple[Any, int] | None:
+        """(the operation parsed before whose text starts at text[first], its end), where its end can be guessed
+        without a scan: pretty-printed, its closing brace on a line of its own indented as its opening one;
+        one a line (model/dump.py), where the next operation starts. A guess counts only when the text up to
+        it is an operation's already parsed: an object's text ends where its own braces close, so the same
+        text here is the same value. None otherwise, or past the window read so far."""
+        text, limit = self.text, first + self.longest + len(next_one)
+        end = text.find(indent + "}", first, limit)
+        if end >= 0 and (item := self.parsed.get(text[first:end + len(indent) + 1])) is not None:
+            return item, end + len(indent) + 1
+        end = text.find(next_one, first, limit)
+        if end >= 0 and (item := self.parsed.get(text[first:end])) is not None:
+            return item, end
+        return None
+
     def operations(self, i: int) -> tuple[Any, int]:
         """The array of operations at text[i], each operation's text looked up or scanned."""
         if self.text[i] != "[":
@@ -173,16 +188,10 @@ class _Reader:
         text = self.text
         if text[first] == "]":
             return [], first + 1
-        close = indent + "}" if indent else None  # a pretty-printed operation's last line
         next_one = "," + indent + "{"  # the start of the next operation, laid out as this one
-        items, guess = [], close is not None  # guess: the operation before ended with `close`
+        items = []
         while True:
-            item = None
-            if guess and text[first] == "{":
-                end = text.find(close, first, first + self.longest)
-                if end >= 0:
-                    end += len(close)
-                    item = parsed.get(text[first:end])
+            item = self.guessed(first, indent, next_one) if indent and text[first] == "{" else None
             if item is None:
                 item, first, end = self.whole(self.scan, first)
                 text = self.text
@@ -190,7 +199,8 @@ class _Reader:
                     known = parsed.get(text[first:end])
                     item = known if known is not None else parsed.setdefault(text[first:end], self.shared(item))
                     self.longest = max(self.longest, end - first)
-                guess = close is not None and text.endswith(close, first, end)
+            else:
+                item, end = item
             items.append(item)
             if text.startswith(next_one, end):  # the common case, without the regular expression
                 first = end + len(next_one) - 1
