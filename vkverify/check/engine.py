@@ -112,6 +112,7 @@ class QueueAgent:
         # the host operations before them in its first scope (docs/format.md, "Readings").
         self.host_clock = zero
         self.last = {lane: 0 for lane in self.lanes}  # the latest release number on each semaphore lane
+        self.last_clock = zero  # the join of the clocks the latest signals of earlier batches carried
 
     def _release(self, scope: frozenset[str], lane: int) -> tuple[int, list[int]]:
         self.release_pos.append(self.pos)
@@ -130,22 +131,24 @@ class QueueAgent:
 
     def signal_semaphores(self, scopes: list[frozenset[str]]) -> list[Clock]:
         """The clocks the semaphore signals of one batch carry (first synchronization scopes `scopes`): spec
-        7.2, each happens-after every signal of earlier batches and is unordered with the others of its batch."""
-        earlier = dict(self.last)
+        7.4.1, each happens-after every signal of earlier batches, so after all that happened before them
+        (their clocks, not only their release numbers), and is unordered with the others of its batch."""
+        earlier = self.last_clock
         out = []
         for lane, scope in zip(self.lanes, scopes):
             k, clock = self._release(scope, lane)
-            for other, value in earlier.items():
-                clock[other] = max(clock[other], value)
+            clock = list(map(max, clock, earlier))
             clock[lane] = self.last[lane] = k
             out.append(tuple(clock))
+        if out:  # each holds the earlier ones: the batch's join is the new join
+            self.last_clock = _join_all(out)
         return out
 
     def signal_fence(self) -> Clock:
-        """A fence signal or an idle wait: spec 7.2, ordered after every semaphore signal of the queue so far."""
+        """A fence signal or an idle wait: spec 7.2, ordered after every semaphore signal of the queue so far, and so
+        after all that happened before them."""
         k, clock = self._release(FENCE_SCOPE, self.fence_lane)
-        for lane, value in self.last.items():
-            clock[lane] = max(clock[lane], value)
+        clock = list(map(max, clock, self.last_clock))
         clock[self.fence_lane] = k
         return tuple(clock)
 
