@@ -42,6 +42,8 @@ from .rules import chains, in_release_access_scope, makes_host_writes_available
 from .scopes import second_execution_scope, signal_first_scope
 from .walk import Consumer, Misuse, PendingBatch, Walk
 
+__all__ = ["SINK", "AccessNode", "Model", "Pair", "SyncNode", "conflicts", "signal_order"]
+
 ALL_DEVICE = frozenset(DEVICE_STAGES)
 HOST_READ = ("host", "host_read")
 # Either in a destination: the domain operation to the host.
