@@ -58,7 +58,6 @@ def measure(n: int, kv_history: bool, shape: str) -> dict:
     from vkverify.check.schedule import check
 
     if shape in RANGE_SHAPES:
-        from range_shapes import command_count
         stream = RANGE_SHAPES[shape](n)
     else:
         stream = decode_stream(n, kv_history=kv_history, **SHAPES[shape])

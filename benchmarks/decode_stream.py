@@ -125,5 +125,4 @@ SHAPES = {"tokens": {}, "resubmitted": {"layers": 48, "slots": 4, "resubmitted":
 def command_count(stream: ir.Stream) -> int:
     """Commands executed: each command buffer's commands once per submission of it."""
     sizes = {cb.id: len(cb.commands) for cb in stream.command_buffers}
-    return sum(sizes[cb] for t in stream.threads for op in t.ops if isinstance(op, ir.Submit)
-               for b in op.batches for cb in b.command_buffers)
+    return sum(sizes[cb] for _, b in ir.batches(stream) for cb in b.command_buffers)

@@ -91,10 +91,3 @@ SHAPES = {"fragmented": fragmented, "range_entries": range_entries, "kv_slices":
           "racing_submits": racing_submits}
 SIZES = {"fragmented": (100, 1000), "range_entries": (1000, 10_000), "kv_slices": (1000, 10_000),
          "racing_submits": (10_000, 100_000)}
-
-
-def command_count(stream: ir.Stream) -> int:
-    """Commands executed: each submitted command buffer's commands, at each submission."""
-    sizes = {cb.id: len(cb.commands) for cb in stream.command_buffers}
-    return sum(sizes[cb] for t in stream.threads for op in t.ops if isinstance(op, ir.Submit)
-               for b in op.batches for cb in b.command_buffers)

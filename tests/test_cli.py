@@ -132,6 +132,15 @@ def test_junit_a_testcase_per_finding(tmp_path, capsys):
     assert "A is rewritten before use" in ignored.find("testcase/skipped").get("message")
 
 
+def test_junit_holds_a_file_name_xml_cannot(tmp_path, capsys):
+    """check's JUnit goes through the writer mutate's does (model/junit.py): a control character in a file's
+    name becomes U+FFFD, and the document still parses."""
+    path = stream_with(tmp_path, "raw\x1b[0m.json")
+    code, out, _ = run(capsys, "check", "--format", "junit", path)
+    suite = ET.fromstring(out).find("testsuite")
+    assert code == 1 and suite.get("name") == str(tmp_path / "raw\ufffd[0m.json") and suite.get("failures") == "1"
+
+
 def test_simulate_schedules_past_the_bound_is_exit_2(capsys):
     """Issue 30 point 10: --schedules 10**20 ran (practically) forever."""
     code, out, err = run(capsys, "simulate", RAW, "--schedules", 10 ** 20)

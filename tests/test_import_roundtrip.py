@@ -113,8 +113,7 @@ def _without_teardown(original: ir.Stream, stream: ir.Stream) -> ir.Stream:
 def _device(stream: ir.Stream, ref: str) -> frozenset[str]:
     """The devices whose queues run the command `ref` names (none for a host op)."""
     owner = parse_ref(without_submit(ref)).owner
-    return frozenset(stream.index.queues[op.queue][0] for t in stream.threads for op in t.ops
-                     if isinstance(op, ir.Submit) and any(owner in b.command_buffers for b in op.batches))
+    return frozenset(stream.index.queues[op.queue][0] for op, b in ir.batches(stream) if owner in b.command_buffers)
 
 
 def _host_op(stream: ir.Stream, ref: str | None) -> str | None:

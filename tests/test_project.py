@@ -67,8 +67,10 @@ def test_md_reference_finder_sees_what_it_must():
 # ---- the public surface: `__all__` ---------------------------------------------------------------
 
 PACKAGE = ROOT / "vkverify"
-# Packages whose modules do not declare `__all__` yet, and why. Delete an entry once its modules do.
-ALL_PENDING = {"vkverify/check": "issue 26 splits the checker's modules; that work adds their __all__"}
+# Modules that do not declare `__all__` yet, and why. Delete an entry once its module does.
+ALL_PENDING = {f"vkverify/check/{m}.py": "issue 26 splits the checker (Checker, Schedule), the reference learns "
+               "host threads; that work adds their __all__"
+               for m in ("barriers", "engine", "exact", "findings", "fixes", "incremental", "reference", "schedule")}
 
 
 def module_name(path: Path) -> str:
@@ -109,7 +111,7 @@ def imported_by_name(path: Path):
 
 
 def pending(path: Path) -> bool:
-    return any(path.relative_to(ROOT).as_posix().startswith(p + "/") for p in ALL_PENDING)
+    return path.relative_to(ROOT).as_posix() in ALL_PENDING
 
 
 def test_every_public_module_declares_all():

@@ -138,6 +138,10 @@ RULE_BODIES = {
     "in_release_access_scope": (r"not \w+\.host and \w+\.agent == \w+\.agent",
                                 "return not e.host and e.agent == n.agent and e.stage in n.ins"),
     "transfers_ownership": (r"src_family is not None and", "return bb.src_family is not None and bb.src_family != x"),
+    "in_synchronization_scope": (r"\.stage (not )?in [\w.]*\.(outs|ins|src_exec|dst_exec)\b",
+                                 "if node is None or x.stage not in node.outs:"),
+    "second_access_scope_gap": (r"\(\w+\.stage, \w+\) (not )?in [\w.]*dst_scope",
+                                "all((x.stage, a) in n.entry.dst_scope for a in pair.need)"),
 }
 CHECK = ROOT / "vkverify" / "check"
 RULE_CALLERS = [p for p in sorted(CHECK.glob("*.py")) if p.name not in ("rules.py", "reference.py")] + \

@@ -217,8 +217,8 @@ def test_witnesses_per_stream_are_limited_and_shared_by_class(limit):
     computed = [i for i, f in enumerate(findings) if f.witness is not None]
     assert len(computed) == limit
     queues = {}
-    for b in (p for t in stream.threads for p in t.ops if isinstance(p, ir.Submit)):
-        queues.update({cb: b.queue for batch in b.batches for cb in batch.command_buffers})
+    for op, batch in ir.batches(stream):
+        queues.update({cb: op.queue for cb in batch.command_buffers})
     agents = [(f.buffer, queues[parse_ref(f.first).owner], queues[parse_ref(f.second).owner]) for f in findings]
     for i, f in enumerate(findings):
         if f.witness_same_as is not None:

@@ -3,35 +3,16 @@ its first finding's operation) and `--format junit` (one testsuite per file, one
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from functools import partial
 
 from .check.findings import KINDS, Finding
 from .check.groups import Group
+from .model.junit import JUnit
 from .results import FileResult
+from .model.ci import annotation
 from .sarif import locator, operations, repeated, reported_at
 
-__all__ = ["annotation", "format_github", "format_junit"]
-
-
-def _data(text: str) -> str:
-    """A workflow command's message: `%`, CR and LF escaped (GitHub Actions, workflow commands)."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _property(text: str) -> str:
-    return _data(text).replace(":", "%3A").replace(",", "%2C")
-
-
-def annotation(level: str, file: str, text: str, region: dict | None = None, title: str | None = None) -> str:
-    """One workflow command: `::level file=...,line=...,title=...::text`, escaped as GitHub Actions reads it."""
-    props = {"file": file}
-    if region and "startLine" in region:
-        props.update(line=region["startLine"], col=region["startColumn"], endLine=region["endLine"],
-                     endColumn=region["endColumn"])
-    if title:
-        props["title"] = title
-    return f"::{level} " + ",".join(f"{k}={_property(str(v))}" for k, v in props.items()) + f"::{_data(text)}"
+__all__ = ["format_github", "format_junit"]
 
 
 def _where(f: Finding, g: Group | None = None) -> str:
@@ -58,25 +39,12 @@ def format_github(results: list[FileResult], expand: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _testcase(suite: ET.Element, counts: dict[str, int], classname: str, name: str, outcome: str | None = None,
-              message: str = "", text: str = "") -> None:
-    """A <testcase> of `suite`, counted in `counts`; `outcome` failure, error or skipped (None: passed)."""
-    counts["tests"] += 1
-    c = ET.SubElement(suite, "testcase", classname=classname, name=name)
-    if outcome is not None:
-        counts[{"failure": "failures", "error": "errors", "skipped": "skipped"}[outcome]] += 1
-        ET.SubElement(c, outcome, message=message).text = text or None
-
-
 def format_junit(results: list[FileResult], expand: bool = False) -> str:
     """A failing testcase per group of findings (`expand`: per finding), a skipped one per suppressed finding,
     an erroring one per file that could not be loaded, a passing `no findings` for a clean file."""
-    root = ET.Element("testsuites", name="vkverify check")
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    doc = JUnit("vkverify check")
     for r in results:
-        suite = ET.SubElement(root, "testsuite", name=r.file)
-        counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-        case = partial(_testcase, suite, counts, r.file)
+        case = partial(doc.suite(r.file).case, r.file)
         if r.errors:
             case("load", "error", "bad input", "\n".join(r.errors))
         for _, f, g in r.reported(expand):
@@ -86,9 +54,4 @@ def format_junit(results: list[FileResult], expand: bool = False) -> str:
             case(f"{f.kind} {_where(f)}", "skipped", f"suppressed: {reason}")
         if not r.errors and not r.findings and not r.suppressed:
             case("no findings")
-        for k, v in counts.items():
-            suite.set(k, str(v))
-            totals[k] += v
-    for k, v in totals.items():
-        root.set(k, str(v))
-    return ET.tostring(root, encoding="unicode", xml_declaration=True)
+    return doc.xml()

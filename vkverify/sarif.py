@@ -12,30 +12,19 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import quote
 
-from . import __version__
 from .check.explain import op_at
 from .check.findings import KINDS, Finding
 from .model import ir
+from .model.ci import artifact, document
 from .model.positions import spans
 from .model.refs import parse_ref, without_submit
 from .check.groups import Group
 from .results import CAPTURES, FileResult
 
-__all__ = ["artifact", "document", "format_sarif", "locator", "operations", "repeated", "reported_at"]
+__all__ = ["format_sarif", "locator", "operations", "repeated", "reported_at"]
 
 DOCS = "docs/format.md"  # each rule's helpUri is an anchor there: the heading of its kind
-SRCROOT = "SRCROOT"  # artifact URIs are relative to it: the working directory
-
-
-def artifact(file: str) -> dict:
-    """A relative URI against SRCROOT for a file below the working directory, else an absolute one."""
-    path = Path(file).resolve()
-    try:
-        return {"uri": quote(path.relative_to(Path.cwd().resolve()).as_posix()), "uriBaseId": SRCROOT}
-    except ValueError:
-        return {"uri": path.as_uri()}
 
 
 def _refs(f: Finding) -> list[str]:
@@ -179,16 +168,3 @@ def format_sarif(results: list[FileResult], expand: bool = False) -> str:
         notifications += [_notification(r, f"{r.file}: {w}", "warning") for w in r.warnings]
     return document([_rule(k) for k in kinds], sarif_results, [r.file for r in results],
                     not any(r.errors for r in results), notifications)
-
-
-def document(rules: list[dict], results: list[dict], files: list[str], successful: bool,
-             notifications: list[dict] = ()) -> str:
-    """A SARIF 2.1.0 log of one vkverify run: its rules, results, the files it read, how it ended."""
-    doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [{
-        "tool": {"driver": {"name": "vkverify", "version": __version__, "rules": rules}},
-        "originalUriBaseIds": {SRCROOT: {"uri": Path.cwd().resolve().as_uri().rstrip("/") + "/"}},
-        "invocations": [{"executionSuccessful": successful, "toolExecutionNotifications": list(notifications)}],
-        "artifacts": [{"location": artifact(file)} for file in files],
-        "columnKind": "unicodeCodePoints",
-        "results": results}]}
-    return json.dumps(doc, indent=2)

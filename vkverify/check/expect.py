@@ -12,6 +12,8 @@ from ..model.refs import split_submit, without_submit
 from .findings import Finding
 from .params import instance
 
+__all__ = ["Agreement", "Suppression", "compare", "suppress"]
+
 
 @dataclass(frozen=True)
 class Agreement:

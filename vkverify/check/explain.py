@@ -22,7 +22,7 @@ from ..model.loader import validate
 from ..model.refs import owner_of, parse_ref, split_submit, without_submit
 from .barriers import ALIAS, FULL, NONE, OWN, coverage
 from .hb import SINK, AccessNode, Model, SyncNode, Pair, conflicts
-from .rules import first_access_scope_gap, in_first_access_scope
+from .rules import first_access_scope_gap, in_first_access_scope, in_synchronization_scope, second_access_scope_gap
 
 __all__ = ["ExplainError", "Explanation", "PairExplanation", "explain", "format_text", "host_op_text", "name",
            "names", "op_at", "resolve"]
@@ -359,7 +359,7 @@ def _no_execution_dependency(model: Model, pair: Pair, reached: dict) -> list[st
     e, x = pair.first, pair.second
     reasons = []
     for n in _between(model, pair):
-        if n.key in reached and not x.host and x.stage not in n.outs:
+        if n.key in reached and not x.host and not in_synchronization_scope(x.stage, n.outs):
             if n.kind == "bar":
                 b, _ = _barrier_masks(model, n.key)
                 reasons.append(f"the barrier {n.key[1]} has dst_stage {names(b.dst_stage)}, the {_what(x)} {x.ref} "
@@ -395,8 +395,9 @@ def _no_memory_dependency(model: Model, pair: Pair, seg: tuple[int, int], reache
     makers = [model.nodes[k] for k, toks in reached.items() if k[0] == "bar" and any(t.available for t in toks)]
     reasons = []
     for n in _between(model, pair):
-        if n.kind == "bar" and x.stage in n.outs and all((x.stage, a) in n.entry.dst_scope for a in pair.need) \
-                and _gap(model, n, x, seg) is None and not any(t.available for t in reached.get(n.key, ())):
+        if n.kind == "bar" and in_synchronization_scope(x.stage, n.outs) and \
+                not second_access_scope_gap(x.stage, pair.need, n.entry.dst_scope) and _gap(model, n, x, seg) is None \
+                and not any(t.available for t in reached.get(n.key, ())):
             b, _ = _barrier_masks(model, n.key)
             for m in makers:
                 a, _ = _barrier_masks(model, m.key)
@@ -408,13 +409,13 @@ def _no_memory_dependency(model: Model, pair: Pair, seg: tuple[int, int], reache
         return reasons
     for n in _between(model, pair):
         toks = reached.get(n.key, ())
-        if n.kind == "bar" and x.stage in n.outs and any(t.available for t in toks) and \
+        if n.kind == "bar" and in_synchronization_scope(x.stage, n.outs) and any(t.available for t in toks) and \
                 (gap := _gap(model, n, x, seg)) != "":
             b, _ = _barrier_masks(model, n.key)
             if gap:
                 reasons.append(gap)
             else:
-                lacking = [a for a in pair.need if (x.stage, a) not in n.entry.dst_scope]
+                lacking = second_access_scope_gap(x.stage, pair.need, n.entry.dst_scope)
                 reasons.append(f"the barrier {n.key[1]} makes {e.ref}'s write available but its dst_access "
                                f"{names(b.dst_access)} lacks {names(lacking)}: not visible to "
                                f"{x.stage}/{'+'.join(pair.need)}")
@@ -435,7 +436,8 @@ def _not_made_available(model: Model, pair: Pair, seg: tuple[int, int], executed
     for n in model.on_agent.get(e.agent, ()):
         if n.seq <= e.seq or n.key not in executed:
             continue
-        if n.kind == "bar" and e.stage in n.entry.src_exec and (gap := _gap(model, n, e, seg)) != "":
+        if n.kind == "bar" and in_synchronization_scope(e.stage, n.entry.src_exec) and \
+                (gap := _gap(model, n, e, seg)) != "":
             b, _ = _barrier_masks(model, n.key)
             if gap:
                 reasons.append(gap)
@@ -445,7 +447,7 @@ def _not_made_available(model: Model, pair: Pair, seg: tuple[int, int], executed
             else:
                 reasons.append(f"the barrier {n.key[1]} chains with {e.ref} only as a stage logically earlier than its "
                                f"src_stage {names(b.src_stage)}: its access scope holds only the stages it names")
-        elif n.kind == "rel" and n.key[0] == "sig" and e.stage not in n.ins:
+        elif n.kind == "rel" and n.key[0] == "sig" and not in_synchronization_scope(e.stage, n.ins):
             s = op_at(model.stream, n.key[1]).batches[n.key[2]].signals[n.key[3]]
             reasons.append(f"the {name(model, n.key)} has stage {names(s.stage)}, which excludes {e.stage}: "
                            f"{e.ref} reaches it only through a chain whose first barrier made nothing available")

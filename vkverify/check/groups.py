@@ -18,6 +18,8 @@ from .explain import op_at
 from .findings import Finding
 from .params import instance
 
+__all__ = ["Group", "group"]
+
 
 @dataclass(frozen=True)
 class Group:

@@ -38,9 +38,11 @@ from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, compile_b
 from ..model.accesses import command_accesses
 from .engine import FENCE_SCOPE
 from .readings import DEFAULT, Readings
-from .rules import chains, in_release_access_scope, makes_host_writes_available
+from .rules import chains, in_release_access_scope, in_synchronization_scope, makes_host_writes_available
 from .scopes import second_execution_scope, signal_first_scope
 from .walk import Consumer, Misuse, PendingBatch, Walk
+
+__all__ = ["SINK", "AccessNode", "Model", "Pair", "SyncNode", "conflicts", "signal_order"]
 
 ALL_DEVICE = frozenset(DEVICE_STAGES)
 HOST_READ = ("host", "host_read")
@@ -381,7 +383,7 @@ class Model(Consumer):
         if n.kind != "rel":
             return None  # waits and submissions are entered only by cross edges
         if node is None:
-            ordered = e.stage in n.ins
+            ordered = in_synchronization_scope(e.stage, n.ins)
         else:
             # 7.1 chain: a host barrier counts only where it meets the release; 7.2 signal operation order.
             ordered = chains(node.outs, n.ins) or signal_order(node, n)
@@ -424,7 +426,7 @@ class Model(Consumer):
             if x.write:  # memory model "Location-Ordered": a write needs only the domain operation
                 return tok.host_domain
             return tok.host_visible and (x.memory != "host_cached" or tok.invalidated)
-        if node is None or x.stage not in node.outs:
+        if node is None or not in_synchronization_scope(x.stage, node.outs):
             return False
         if not pair.memory:
             return True

@@ -8,6 +8,8 @@ from dataclasses import replace
 from ..model import ir
 from .findings import Finding
 
+__all__ = ["check_params", "instance"]
+
 
 def check_params(stream: ir.Stream, check: Callable[[ir.Stream], list[Finding]]) -> list[Finding]:
     """No findings: the stream is race- and deadlock-free for every value in range (each combination is

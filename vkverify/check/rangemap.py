@@ -6,6 +6,8 @@ from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+__all__ = ["RangeMap", "Segment"]
+
 
 @dataclass(slots=True)
 class Segment:

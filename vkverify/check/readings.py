@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+__all__ = ["DEFAULT", "Readings", "parse_reading"]
+
 
 @dataclass(frozen=True)
 class Readings:

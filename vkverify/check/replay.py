@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from .rangemap import RangeMap
 
+__all__ = ["ALWAYS", "DOMINATED", "NEVER", "PlanStep", "replay_plan"]
+
 NEVER, DOMINATED, ALWAYS = 0, 1, 2
 
 # One command of a plan: its index in the command buffer, the command, None for a barrier or

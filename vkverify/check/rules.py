@@ -9,13 +9,19 @@ with the logically earlier or later stages, access scopes with only the stages n
 from __future__ import annotations
 
 __all__ = ["chains", "first_access_scope_gap", "in_first_access_scope", "in_release_access_scope",
-           "makes_host_writes_available", "transfers_ownership"]
+           "in_synchronization_scope", "makes_host_writes_available", "second_access_scope_gap", "transfers_ownership"]
 
 
 def chains(earlier_second_scope: frozenset[str], later_first_scope: frozenset[str]) -> bool:
     """7.1 "execution dependency chain": an earlier dependency's second synchronization scope meets a later
     one's first (an access's own stage stands for the scope of the access)."""
     return bool(earlier_second_scope & later_first_scope)
+
+
+def in_synchronization_scope(stage: str, scope: frozenset[str]) -> bool:
+    """7.1: an access is in a synchronization scope (an expanded execution scope) that holds its own stage; a
+    chain reaches the access, or starts from it, only so."""
+    return stage in scope
 
 
 def first_access_scope_gap(stage: str, write: str | None, src_stages: frozenset[str],
@@ -31,6 +37,13 @@ def in_first_access_scope(stage: str, write: str | None, src_stages: frozenset[s
                           src_access: frozenset[str]) -> bool:
     """7.1.2: the write is made available by the barrier (its stage named, its access type named)."""
     return first_access_scope_gap(stage, write, src_stages, src_access) is None
+
+
+def second_access_scope_gap(stage: str, accesses: tuple[str, ...],
+                            dst_scope: frozenset[tuple[str, str]]) -> list[str]:
+    """The access types of `accesses` at `stage` a barrier's second access scope (7.1.2, its expanded
+    (stage, access) pairs) lacks: the write is made visible to the access only where none is lacking."""
+    return [a for a in accesses if (stage, a) not in dst_scope]
 
 
 def makes_host_writes_available(src_stages: frozenset[str], src_access: frozenset[str]) -> bool:

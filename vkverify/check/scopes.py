@@ -15,6 +15,9 @@ from functools import cache
 from ..model.names import ACCESS_SETS, STAGE_SETS
 from ..model.stages import COMMAND_STAGES, EXECUTING_STAGES, STAGES
 
+__all__ = ["HOST", "access_scope", "accesses", "explicit_stages", "first_execution_scope", "second_execution_scope",
+           "signal_first_scope"]
+
 # Logically earlier and later stages (spec 7.6.1 "Pipeline stage ordering"), each stage with
 # itself, kept to the stages commands execute at: TOP_OF_PIPE is then NONE in a first scope and
 # ALL_COMMANDS in a second, BOTTOM_OF_PIPE the reverse (7.6.1).

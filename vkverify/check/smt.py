@@ -25,6 +25,8 @@ import z3
 from ..model import ir
 from ..model.refs import batch_ref, format_ref
 
+__all__ = ["BatchNode", "HostNode", "Order", "Plan", "Semantics", "SignalNode", "Wait", "plan"]
+
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,8 @@ from typing import NamedTuple
 from ..model import ir
 from ..model.refs import format_ref, sort_key
 
+__all__ = ["BinarySignal", "Consumer", "FenceState", "Misuse", "PendingBatch", "Walk", "shared_timelines", "signals"]
+
 
 @dataclass(eq=False)
 class BinarySignal:

@@ -36,6 +36,8 @@ from ..model import ir
 from ..model.refs import batch_ref, format_ref, split_ref
 from .walk import Consumer, PendingBatch, Walk
 
+__all__ = ["ScheduleNode", "Scope", "Witness", "in_order", "overlap", "steps"]
+
 Witness = tuple[str, ...]
 Scope = Literal["slice", "full"]
 

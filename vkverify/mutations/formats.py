@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import re
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
-from ..annotations import annotation
-from ..sarif import artifact, document
+from ..model.ci import annotation, artifact, document
+from ..model.junit import JUnit
 from .generate import TARGETS, Equivalent
 from .kills import BEHAVIOURAL, KILLERS
 from .load_bearing import Redundancy, pair_name
@@ -183,35 +181,22 @@ def junit(report: Report) -> str:
     by_file: dict[str, list[Outcome]] = {}
     for o in report.outcomes:
         by_file.setdefault(o.mutant.file, []).append(o)
-    failures = sum(o.judged and not report.caught(o) for o in report.outcomes)
-    stopped = report.stopped is not None
-    root = ET.Element("testsuites", name="vkverify mutate", tests=str(len(report.outcomes) + stopped),
-                      failures=str(failures), errors=str(int(stopped)))
-    if stopped:
-        suite = ET.SubElement(root, "testsuite", name="vkverify mutate", tests="1", failures="0", errors="1")
-        case = ET.SubElement(suite, "testcase", classname="vkverify mutate", name="gate")
-        ET.SubElement(case, "error", message=_xml(f"stopped, no verdict: {report.stopped}")).text = _xml(report.stopped)
+    doc = JUnit("vkverify mutate")
+    if report.stopped is not None:
+        doc.suite("vkverify mutate").case("vkverify mutate", "gate", "error", f"stopped, no verdict: {report.stopped}",
+                                          report.stopped)
     scores = {"score.structural": report.score, "score.behavioural": report.behavioural, "require": report.require}
     for file, outcomes in by_file.items():
-        suite = ET.SubElement(root, "testsuite", name=file, tests=str(len(outcomes)),
-                              failures=str(sum(o.judged and not report.caught(o) for o in outcomes)),
-                              skipped=str(sum(not o.judged for o in outcomes)))
-        if not stopped:
-            _properties(suite, {k: v for k, v in scores.items() if v is not None})
+        suite = doc.suite(file, None if report.stopped is not None else {k: v for k, v in scores.items()
+                                                                         if v is not None})
         for o in outcomes:
-            case = ET.SubElement(suite, "testcase", classname=file, name=f"{o.mutant.operator}:{o.mutant.op}")
-            if o.mutant.source:
-                path, _, line = o.mutant.source.rpartition(":")
-                case.set("file", path)
-                case.set("line", line)
-            details = _xml(_details(o))
-            if o.killed:
-                _properties(case, {"killed_by": o.killed_by, "detail": details})
-            if not o.judged:
-                ET.SubElement(case, "skipped", message=details)
-            elif not report.caught(o):
-                ET.SubElement(case, "failure", message=_uncaught(report, o)).text = details
-    return ET.tostring(root, encoding="unicode", xml_declaration=True)
+            details = _details(o)
+            outcome, message = ("skipped", details) if not o.judged else \
+                ("failure", _uncaught(report, o)) if not report.caught(o) else (None, "")
+            suite.case(file, f"{o.mutant.operator}:{o.mutant.op}", outcome, message,
+                       details if outcome == "failure" else "", o.mutant.source,
+                       {"killed_by": o.killed_by, "detail": details} if o.killed else None)
+    return doc.xml()
 
 
 def _details(o: Outcome) -> str:
@@ -271,15 +256,3 @@ def sarif(report: Report) -> str:
         if report.stopped else []
     files = sorted({o.mutant.file for o in report.outcomes})
     return document([MUTANT_RULE], results, files, report.stopped is None, stopped)
-
-
-def _properties(parent: ET.Element, values: dict) -> None:
-    properties = ET.SubElement(parent, "properties")
-    for name, value in values.items():
-        ET.SubElement(properties, "property", name=name, value=_xml(f"{value:.1f}" if isinstance(value, float)
-                                                                   else str(value)))
-
-
-def _xml(text: str) -> str:
-    """`text` with what XML 1.0 cannot hold (a command's terminal escapes, NULs) replaced by U+FFFD."""
-    return re.sub("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]", "\ufffd", text)
