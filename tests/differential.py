@@ -235,26 +235,33 @@ def _host_access(draw, visible: list[str], kinds: list[str]) -> dict:
     return {"op": draw(st.sampled_from(kinds)), "buffer": draw(st.sampled_from(visible)), **draw(_range(32))}
 
 
+# The barrier a readback ends with (docs/format.md rule 7): device writes made visible to host reads.
+TO_HOST = {"cmd": "barrier", "src_stage": ["all_commands"], "src_access": ["memory_write"], "dst_stage": ["host"],
+           "dst_access": ["host_read"]}
+
+
 @st.composite
 def _thread_submit(draw, doc: dict, queue: str, waits: dict[str, int], signal: str | None,
                    values: dict[str, int]) -> dict:
-    """A submit of 1-3 commands to `queue`, the thread's own (now and then another), perhaps waiting on the device
-    for one of `waits` (semaphore -> the highest value signalled) and signalling `signal` one higher."""
+    """A submit of 1-3 commands (now and then a readback's barrier to the host after them) to `queue`, the
+    thread's own (now and then another), perhaps waiting on the device for one of `waits` (semaphore -> the highest
+    value signalled) and signalling `signal` one higher."""
     sizes = {b["id"]: b["size"] for b in doc["buffers"]}
     cb = f"cb{len(doc['command_buffers'])}"
-    doc["command_buffers"][cb] = draw(st.lists(_command(sizes), min_size=1, max_size=3))
+    doc["command_buffers"][cb] = draw(st.lists(_command(sizes), min_size=1, max_size=3)) + \
+        [TO_HOST] * (draw(st.integers(0, 2)) == 0)
     queues = [q["id"] for q in doc["devices"][0]["queues"]]
+    stage = st.sampled_from(["all_commands"] * len(SEMAPHORE_STAGES) + SEMAPHORE_STAGES)
     op: dict = {"op": "submit", "queue": queue if draw(st.integers(0, 4)) else draw(st.sampled_from(queues)),
                 "command_buffers": [cb]}
     ready = sorted(k for k, v in waits.items() if v)
     if ready and draw(st.booleans()):
         sem = draw(st.sampled_from(ready))
-        op["wait"] = [{"semaphore": sem, "value": draw(st.integers(1, waits[sem])),
-                       "stage": [draw(st.sampled_from(SEMAPHORE_STAGES))]}]
+        op["wait"] = [{"semaphore": sem, "value": draw(st.sampled_from([waits[sem]]) | st.integers(1, waits[sem])),
+                       "stage": [draw(stage)]}]
     if signal is not None and draw(st.integers(0, 2)):
         values[signal] += 1
-        op["signal"] = [{"semaphore": signal, "value": values[signal],
-                         "stage": [draw(st.sampled_from(SEMAPHORE_STAGES))]}]
+        op["signal"] = [{"semaphore": signal, "value": values[signal], "stage": [draw(stage)]}]
     return op
 
 
@@ -308,8 +315,8 @@ def thread_streams(draw) -> dict:
             if fenced and (not values["T"] or draw(st.booleans())):
                 use.append({"op": "wait_fences", "fences": ["F0"]})
             else:
-                use.append({"op": "wait_semaphores",
-                                "waits": [{"semaphore": "T", "value": draw(st.integers(1, values["T"]))}]})
+                use.append({"op": "wait_semaphores", "waits": [
+                    {"semaphore": "T", "value": draw(st.sampled_from([values["T"]]) | st.integers(1, values["T"]))}]})
         elif kind == "submit":
             op = draw(_thread_submit(doc, own, {"T": values["T"]}, "U", values))
             if draw(st.integers(0, 3)) == 0:
