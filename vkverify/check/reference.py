@@ -20,8 +20,8 @@ objects (a semaphore signal before the waits it satisfies, a fence signal before
 the queue's completion before an idle wait returns). What the spec leaves to the schedule is read so:
 - submission order (7.2: "the order in which vkQueueSubmit commands are executed on the host, for a single
   queue") of a queue fed by several threads is any interleaving of theirs (the queue is externally
-  synchronized, in an order the stream does not record); an idle wait is a fence submitted in that order
-  (5.3.4). Each order no schedule runs (its calls and waits form a cycle, under the z3 model's batches
+  synchronized, in an order the stream does not record, by means that order nothing else); an idle wait is a
+  fence submitted in that order (5.3.4). Each order no schedule runs (its calls and waits form a cycle, under the z3 model's batches
   beginning and ending in submission order) is left out, and the verdict is what any other order gives:
   `references` reads every one, `Reference` one;
 - a timeline wait for v synchronizes with the signal of the smallest value >= v, whoever makes it (signals
