@@ -438,7 +438,10 @@ def disagreements(doc: dict, readings: Readings = DEFAULT, own_order: bool = Fal
             newer = kind != "war" and any(f.kind != "war" and f.second == second and f.first != first
                                           and stream.index.root(f.buffer)[0] == root
                                           for f in findings if f.kind in ACCESS_KINDS)
-            if not newer and not _shadowed(stream, findings, oracle, first, second, root) and not any(
+            # Neither side of a racing pair comes first: the reference names it in whichever order it met it.
+            shadowed = any(_shadowed(stream, findings, oracle, a, b, root)
+                           for a, b in ((first, second), (second, first))[:1 + racing])
+            if not newer and not shadowed and not any(
                     f.racing and {f.first, f.second} & sides and stream.index.root(f.buffer)[0] == root
                     for f in findings if f.kind in ACCESS_KINDS):
                 out.append(f"missed: {kind} {first} -> {second} on {buffer!r}")
