@@ -105,8 +105,9 @@ def _threads(up: list, use: list, memory: str = "host_coherent") -> dict:
             "threads": {"up": up, "use": use}}
 
 
-def _submit(cb: str, queue: str = "q0", **kw) -> dict:
-    return {"op": "submit", "queue": queue, "command_buffers": [cb], **kw}
+def _submit(cb: str | None, queue: str = "q0", **kw) -> dict:
+    """A submit of command buffer `cb` (None: none) to `queue`."""
+    return {"op": "submit", "queue": queue, "command_buffers": [cb] if cb else [], **kw}
 
 
 SIGNAL = {"op": "signal_semaphore", "semaphore": "T", "value": 1}
@@ -173,3 +174,32 @@ def test_what_the_interleaving_decides_beyond_submission_order_is_outside(change
     change(doc)
     with pytest.raises(OutsideReference, match=reason):
         references(from_dict(doc))
+
+
+def signal_after_signal() -> dict:
+    """q0 reads B and signals T; q1 waits T and signals U = 1, then, in a batch of its own, U = 2 at top_of_pipe
+    (a stage mask that holds no command); q0 waits U >= 2 and writes B."""
+    cb = {k: [{"cmd": "dispatch", "shader": k, "bindings": [{"buffer": "B"}]}] for k in ("r", "w")}
+    return {"format": "vkverify-stream/1", "name": "signal-after-signal",
+            "devices": [{"id": "gpu0", "queues": [{"id": "q0"}, {"id": "q1"}]}],
+            "buffers": [{"id": "B", "size": 64, "memory": "device_local"}],
+            "semaphores": [{"id": "T", "type": "timeline"}, {"id": "U", "type": "timeline"}],
+            "shaders": {"r": {"bindings": ["read"]}, "w": {"bindings": ["write"]}}, "command_buffers": cb,
+            "threads": {"main": [
+                _submit("r", signal=[{"semaphore": "T", "value": 1}]),
+                _submit(None, "q1", wait=[{"semaphore": "T", "value": 1}], signal=[{"semaphore": "U", "value": 1}]),
+                _submit(None, "q1", signal=[{"semaphore": "U", "value": 2, "stage": ["top_of_pipe"]}]),
+                _submit("w", wait=[{"semaphore": "U", "value": 2}])]}}
+
+
+def test_a_semaphore_signal_happens_after_the_signals_of_earlier_batches_and_what_they_follow():
+    """Spec 7.4.1 note: "all semaphore signal operations contained in any given batch are guaranteed to happen-after
+    all semaphore signal operations contained in any previous batches", whatever its stage mask; happens-before is
+    transitive (7.1), so the write is ordered after the read."""
+    assert not verdict(from_dict(signal_after_signal())).hazards
+
+
+@pytest.mark.xfail(strict=True, reason="the checker carries an earlier signal's lane into a later signal's clock, "
+                                       "not that signal's clock (checker_disagreements.jsonl, branch mtref)")
+def test_the_checker_agrees_on_a_signal_after_signal():
+    assert not disagreements(signal_after_signal())
