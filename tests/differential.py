@@ -438,9 +438,9 @@ def disagreements(doc: dict, readings: Readings = DEFAULT, own_order: bool = Fal
             newer = kind != "war" and any(f.kind != "war" and f.second == second and f.first != first
                                           and stream.index.root(f.buffer)[0] == root
                                           for f in findings if f.kind in ACCESS_KINDS)
-            # Neither side of a racing pair comes first: the reference names it in whichever order it met it.
-            shadowed = any(_shadowed(stream, findings, oracle, a, b, root)
-                           for a, b in ((first, second), (second, first))[:1 + racing])
+            # Neither side of an unordered pair comes first: the reference names it in whichever order it met it.
+            sides_first = ((first, second), (second, first))[:1 + (frozenset((first, second)) in unordered)]
+            shadowed = any(_shadowed(stream, findings, oracle, a, b, root) for a, b in sides_first)
             if not newer and not shadowed and not any(
                     f.racing and {f.first, f.second} & sides and stream.index.root(f.buffer)[0] == root
                     for f in findings if f.kind in ACCESS_KINDS):
