@@ -21,9 +21,9 @@ the queue's completion before an idle wait returns). What the spec leaves to the
 - submission order (7.2: "the order in which vkQueueSubmit commands are executed on the host, for a single
   queue") of a queue fed by several threads is any interleaving of theirs (the queue is externally
   synchronized, in an order the stream does not record, by means that order nothing else); an idle wait is a
-  fence submitted in that order (5.3.4). Each order no schedule runs (its calls and waits form a cycle, under the z3 model's batches
-  beginning and ending in submission order) is left out, and the verdict is what any other order gives:
-  `references` reads every one, `Reference` one;
+  fence submitted in that order (5.3.4). Each order no schedule runs (its calls and waits form a cycle, under
+  the z3 model's batches beginning and ending in submission order) is left out, and the verdict is what any
+  other order gives: `references` reads every one, `Reference` one;
 - a timeline wait for v synchronizes with the signal of the smallest value >= v, whoever makes it (signals
   strictly increase in time: docs/format.md, "Schedules");
 - a host thread sees another's write to host_cached memory only through the writer's flush and, for a read,
@@ -406,16 +406,15 @@ class Reference:
         users: dict[str, set[str]] = {}
         submits: dict[str, list[Operation]] = {}
         reset = set()
-        for h in self.fence_of:
-            submits.setdefault(h.op.fence, []).append(h)
-        for t in self.stream.threads:
-            for op in t.ops:
-                named = [op.fence] if isinstance(op, ir.Submit) and op.fence else \
-                    list(op.fences) if isinstance(op, (ir.WaitFences, ir.ResetFences)) else []
-                for f in named:
-                    users.setdefault(f, set()).add(t.id)
-                    if isinstance(op, ir.ResetFences):
-                        reset.add(f)
+        for h in (n for n in self.nodes if n.kind == "host"):
+            op = h.op
+            if isinstance(op, ir.Submit) and op.fence is not None:
+                submits.setdefault(op.fence, []).append(h)
+            for f in [op.fence] if isinstance(op, ir.Submit) and op.fence else \
+                    op.fences if isinstance(op, (ir.WaitFences, ir.ResetFences)) else ():
+                users.setdefault(f, set()).add(h.agent)
+                if isinstance(op, ir.ResetFences):
+                    reset.add(f)
         out = {}
         for f, threads in users.items():
             if len(threads) > 1:
@@ -425,6 +424,7 @@ class Reference:
                                            f"the schedule")
                 out[f] = ("pending", self.fence_of[submits[f][0]])
         return out
+
     def _fence_node(self, queue: str, ref: str, batch: int | None) -> Operation:
         """A fence signal after the batch number `batch` (None: the queue's first) ends."""
         n = self._node("fence", queue, first=COMMAND_STAGES | HOST_STAGE, batch=next(self.batches), ref=ref)
