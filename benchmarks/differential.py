@@ -1,19 +1,23 @@
 """Long differential runs: two readings of happens-before compared on many generated streams.
 
     python benchmarks/differential.py --examples 5000 [--seed 7] [--out disagreements.jsonl]
-        [--resubmit | --timelines | --batched]
+        [--resubmit | --timelines | --batched | --threads]
         [--mode reference|consumers|explain|fixes|incremental|replay|witness|sim]
         [--reading NAME=VALUE ...]
 
-Prints how many streams were compared, skipped (not completing, or outside what the reference reads) and
-how many disagreed; each disagreeing stream goes to --out as one JSON line (with what differed), the
-smallest first on the terminal. The suite runs each comparison with fewer examples (the test named below).
+Prints how many streams were compared, skipped (not completing, or outside what the reference reads: each
+reason counted) and how many disagreed; each disagreeing stream goes to --out as one JSON line (with what
+differed), the smallest first on the terminal. In --mode reference a stream of several threads is compared with
+the reference's verdict over every submission order its threads allow (docs/format.md, "Several host threads");
+each disagreement says whether it stands against the reference in the checker's own submission order too
+(`own_order`: a rule the checker gets wrong) or only in another (a verdict that depends on its schedule). The
+suite runs each comparison with fewer examples (the test named below).
 
 Modes (what is compared with what):
 - reference: the fast checker against the slow reference (tests/test_reference.py), both under the readings
   --reading sets (check/readings.py; default: the defaults);
 - consumers: explain and the mutation analysis against both (tests/test_consumers_agree.py);
-- explain: explain against the checker alone, so also on streams of several host threads (--timelines);
+- explain: explain against the checker alone;
 - fixes: the barrier a finding between two commands of one command buffer gives as its fix, recorded, orders
   the pair by the reference (tests/test_reference.py);
 - incremental: the checker fed op by op against a check of each prefix, and a fork without each op against
@@ -25,15 +29,19 @@ Modes (what is compared with what):
 Streams (tests/differential.py): `streams` by default; --resubmit: their command buffers submitted again
 (resubmitting_streams); --batched: adjacent submits to one queue merged into one submit of several batches
 or command buffers (batched_streams); --timelines: several host threads signalling shared timelines
-(tests/test_semaphores.py timeline_streams; not for reference, consumers or incremental).
+(tests/test_semaphores.py timeline_streams); --threads: a producer and a consumer thread, on their own queues
+or sharing one (thread_streams); neither of the last two for incremental. consumers and fixes read a stream
+of several threads where its submission order is the only one (Reference), and skip it otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
+from collections import Counter
 from functools import partial
 from pathlib import Path
 
@@ -42,7 +50,8 @@ from hypothesis import HealthCheck, given, seed, settings
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.differential import (batched_streams, completes, consumer_disagreements, disagreements,
-                                explain_disagreements, fix_disagreements, resubmitting_streams, streams)
+                                explain_disagreements, fix_disagreements, resubmitting_streams, streams,
+                                thread_streams)
 from tests.test_incremental import incremental_disagreements
 from tests.test_replay import replay_disagreements
 from tests.test_semaphores import timeline_streams
@@ -71,6 +80,7 @@ def main() -> int:
     generator.add_argument("--resubmit", action="store_true", help="command buffers submitted again")
     generator.add_argument("--timelines", action="store_true", help="host threads signalling shared timelines")
     generator.add_argument("--batched", action="store_true", help="submits of several batches and command buffers")
+    generator.add_argument("--threads", action="store_true", help="a producer and a consumer thread")
     ap.add_argument("--reading", action="append", default=[], metavar="NAME=VALUE",
                     help="a reading of what the spec leaves open (--mode reference)")
     args = ap.parse_args()
@@ -82,39 +92,50 @@ def main() -> int:
             ap.error(f"--reading: {e}")
     if args.reading and args.mode != "reference":
         ap.error("--reading applies to --mode reference")
-    if args.timelines and args.mode in ("reference", "consumers", "fixes", "incremental"):
-        ap.error(f"--timelines draws streams of several threads, which --mode {args.mode} does not read")
+    if (args.timelines or args.threads) and args.mode == "incremental":
+        ap.error("--timelines and --threads draw streams of several threads, which --mode incremental does not read")
     compare, complete_only = MODES[args.mode]
     if args.mode == "reference":
         compare = partial(disagreements, readings=readings)
     counts = {"compared": 0, "skipped": 0, "disagreed": 0}
+    reasons: Counter[str] = Counter()
     found: list[tuple[list[str], dict]] = []
     start = time.perf_counter()
 
     @seed(args.seed)
     @settings(max_examples=args.examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-    @given(timeline_streams() if args.timelines else resubmitting_streams() if args.resubmit
-           else batched_streams() if args.batched else streams())
+    @given(timeline_streams() if args.timelines else thread_streams() if args.threads
+           else resubmitting_streams() if args.resubmit else batched_streams() if args.batched else streams())
     def run(doc: dict) -> None:
         try:
             if complete_only and not completes(check(from_dict(doc), readings)):
                 counts["skipped"] += 1
+                reasons["does not complete (deadlock, wait never satisfied, timeline or binary misuse)"] += 1
                 return
             differ = compare(doc)
-        except OutsideReference:
+        except OutsideReference as e:
             counts["skipped"] += 1
+            reasons[re.sub(r"'[^']*'|\S*\[\d+\]|\d+", "_", str(e))] += 1
             return
         counts["compared"] += 1
         if differ:
             counts["disagreed"] += 1
             found.append((differ, doc))
+            if args.mode == "reference":
+                own = disagreements(doc, readings, own_order=True)
+                counts["own_order"] = counts.get("own_order", 0) + bool(own)
+                differ.append(f"own_order: {own}")
         done = sum(counts.values()) - counts["disagreed"]
         if done % 500 == 0:
             print(f"  {done} streams, {counts['disagreed']} disagreed", file=sys.stderr)
 
     run()
+    own = f" ({counts.get('own_order', 0)} in the checker's own submission order too)" if counts["disagreed"] and \
+        args.mode == "reference" else ""
     print(f"{args.mode}: {counts['compared']} compared, {counts['skipped']} skipped, {counts['disagreed']} "
-          f"disagreed ({time.perf_counter() - start:.0f} s, seed {args.seed})")
+          f"disagreed{own} ({time.perf_counter() - start:.0f} s, seed {args.seed})")
+    for reason, n in reasons.most_common():
+        print(f"  skipped {n}: {reason}")
     if found:
         found.sort(key=lambda f: len(json.dumps(f[1])))
         with args.out.open("w") as out:

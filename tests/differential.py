@@ -1,7 +1,7 @@
 """Small random streams and the comparison of the fast checker with the slow reference.
 
 Shared by tests/test_reference.py (hypothesis, in the suite) and benchmarks/differential.py (long runs
-with many more examples). A stream here has one host thread and 1-3 queues: barriers with random stage
+with many more examples). A stream of `streams()` has one host thread and 1-3 queues: barriers with random stage
 and access masks over whole buffers or byte-precise partial ranges, binary and timeline semaphores (a host-signalled
 timeline among them, waited before its signal), fences and their resets, host writes and reads of
 coherent and non-coherent memory with flushes and invalidates, an alias, idle waits and a destroy.
@@ -20,8 +20,8 @@ from vkverify.check import check
 from vkverify.check.explain import explain
 from vkverify.check.findings import ACCESS_KINDS
 from vkverify.check.readings import DEFAULT, Readings
-from vkverify.check.reference import Reference, OutsideReference
-from vkverify.check.walk import signals
+from vkverify.check.reference import OutsideReference, Reference, joined, references
+from vkverify.check.walk import Consumer, Walk, signals
 from vkverify.model import from_dict, ir
 from vkverify.model.refs import format_ref, parse_ref, split_ref
 from vkverify.mutations import analyze
@@ -230,6 +230,125 @@ def batched_streams(draw) -> dict:
     return {**doc, "threads": {"main": ops}}
 
 
+@st.composite
+def _host_access(draw, visible: list[str], kinds: list[str]) -> dict:
+    return {"op": draw(st.sampled_from(kinds)), "buffer": draw(st.sampled_from(visible)), **draw(_range(32))}
+
+
+# The barrier a readback ends with (docs/format.md rule 7): device writes made visible to host reads.
+TO_HOST = {"cmd": "barrier", "src_stage": ["all_commands"], "src_access": ["memory_write"], "dst_stage": ["host"],
+           "dst_access": ["host_read"]}
+
+
+@st.composite
+def _thread_submit(draw, doc: dict, queue: str, waits: dict[str, int], signal: str | None,
+                   values: dict[str, int]) -> dict:
+    """A submit of 1-3 commands (now and then a readback's barrier to the host after them) to `queue`, the
+    thread's own (now and then another), perhaps waiting on the device for one of `waits` (semaphore -> the highest
+    value signalled) and signalling `signal` one higher."""
+    sizes = {b["id"]: b["size"] for b in doc["buffers"]}
+    cb = f"cb{len(doc['command_buffers'])}"
+    doc["command_buffers"][cb] = draw(st.lists(_command(sizes), min_size=1, max_size=3)) + \
+        [TO_HOST] * (draw(st.integers(0, 2)) == 0)
+    queues = [q["id"] for q in doc["devices"][0]["queues"]]
+    stage = st.sampled_from(["all_commands"] * len(SEMAPHORE_STAGES) + SEMAPHORE_STAGES)
+    op: dict = {"op": "submit", "queue": queue if draw(st.integers(0, 4)) else draw(st.sampled_from(queues)),
+                "command_buffers": [cb]}
+    ready = sorted(k for k, v in waits.items() if v)
+    if ready and draw(st.booleans()):
+        sem = draw(st.sampled_from(ready))
+        op["wait"] = [{"semaphore": sem, "value": draw(st.sampled_from([waits[sem]]) | st.integers(1, waits[sem])),
+                       "stage": [draw(stage)]}]
+    if signal is not None and draw(st.integers(0, 2)):
+        values[signal] += 1
+        op["signal"] = [{"semaphore": signal, "value": values[signal], "stage": [draw(stage)]}]
+    return op
+
+
+@st.composite
+def thread_streams(draw) -> dict:
+    """A stream of two host threads in the patterns users write. A producer `up` uploads (host writes and
+    flushes, a submit of copies, fills or dispatches on its queue) and signals timeline T, by its submits or by
+    vkSignalSemaphore, perhaps with fence F0 on one submit; a consumer `use` waits for it (a host wait on T, a
+    queue wait on T, F0 waited, an idle wait), or forgets to, then reads (host reads and invalidates, submits)
+    and signals U on the device or H from the host; then the producer may wait for U or H (on the host or the
+    device), or not, and write again. Each thread has its own queue, or the two share q0; byte-precise ranges
+    and memories as in `streams()`; a fence F1 and a destroy of the consumer's own."""
+    shared = draw(st.booleans())
+    queues = ["q0", "q1", "q2"]
+    memories = [draw(st.sampled_from(["device_local", "host_coherent", "host_cached"])) for _ in range(2)]
+    buffers = [{"id": f"B{i}", "size": SIZE, "memory": m} for i, m in enumerate(memories)]
+    if draw(st.booleans()):
+        buffers.append({"id": "Al", "alias_of": draw(st.sampled_from(["B0", "B1"])),
+                        "offset": draw(st.sampled_from([0, 1, 31, 32])), "size": 32})
+    visible = [b["id"] for b in buffers if b.get("memory") in HOST_VISIBLE or
+               b.get("alias_of") and memories[int(b["alias_of"][1])] in HOST_VISIBLE]
+    doc = {"format": "vkverify-stream/1", "name": "threads",
+           "devices": [{"id": "gpu0", "queues": [{"id": q, "family": 0} for q in queues]}],
+           "buffers": buffers, "semaphores": [{"id": s, "type": "timeline"} for s in ("T", "U", "H")],
+           "fences": [{"id": "F0", "signaled": False}, {"id": "F1", "signaled": draw(st.booleans())}],
+           "shaders": {k: {"bindings": v} for k, v in SHADERS.items()}, "command_buffers": {}}
+    up, use = [], []  # the two threads' ops; up's queue is q0, use's q1 or q0
+    own = "q0" if shared else "q1"
+    values = {"T": 0, "U": 0, "H": 0}
+    host = ["host_write", "host_write", "flush"] if visible else []
+    for _ in range(draw(st.integers(1, 4))):  # the producer
+        kind = draw(st.sampled_from(["submit", "submit", "signal", "idle"] + ["host"] * (len(host) > 0) * 2))
+        if kind == "submit":
+            op = draw(_thread_submit(doc, "q0", {}, "T", values))
+            if not any(o.get("fence") for o in up) and draw(st.integers(0, 3)) == 0:
+                op["fence"] = "F0"
+            up.append(op)
+        elif kind == "signal":
+            values["T"] += 1
+            up.append({"op": "signal_semaphore", "semaphore": "T", "value": values["T"]})
+        elif kind == "idle":
+            up.append({"op": "queue_wait_idle", "queue": "q0"})
+        else:
+            up.append(draw(_host_access(visible, host)))
+    fenced = any(o.get("fence") == "F0" for o in up)
+    destroyed = False
+    for _ in range(draw(st.integers(1, 4))):  # the consumer
+        kind = draw(st.sampled_from(["wait", "wait", "submit", "submit", "host", "host", "signal", "idle", "fence",
+                                     "destroy"]))
+        if kind == "wait" and (values["T"] or fenced):
+            if fenced and (not values["T"] or draw(st.booleans())):
+                use.append({"op": "wait_fences", "fences": ["F0"]})
+            else:
+                use.append({"op": "wait_semaphores", "waits": [
+                    {"semaphore": "T", "value": draw(st.sampled_from([values["T"]]) | st.integers(1, values["T"]))}]})
+        elif kind == "submit":
+            op = draw(_thread_submit(doc, own, {"T": values["T"]}, "U", values))
+            if draw(st.integers(0, 3)) == 0:
+                op["fence"] = "F1"
+            use.append(op)
+        elif kind == "host" and visible:
+            use.append(draw(_host_access(visible, ["host_read", "host_read", "invalidate", "host_write"])))
+        elif kind == "signal":
+            values["H"] += 1
+            use.append({"op": "signal_semaphore", "semaphore": "H", "value": values["H"]})
+        elif kind == "idle":
+            use.append(draw(st.sampled_from([{"op": "queue_wait_idle", "queue": draw(st.sampled_from(queues))},
+                                                 {"op": "device_wait_idle"}])))
+        elif kind == "fence" and any(o.get("fence") == "F1" for o in use):
+            use.append({"op": draw(st.sampled_from(["wait_fences", "reset_fences"])), "fences": ["F1"]})
+        elif kind == "destroy" and not destroyed:
+            destroyed = True
+            use.append({"op": "destroy", "buffer": draw(st.sampled_from([b["id"] for b in buffers]))})
+    for _ in range(draw(st.integers(0, 2))):  # the producer again, after the consumer or not
+        kind = draw(st.sampled_from(["wait", "submit", "host"]))
+        ready = sorted(k for k in ("U", "H") if values[k])
+        if kind == "wait" and ready:
+            sem = draw(st.sampled_from(ready))
+            up.append({"op": "wait_semaphores", "waits": [{"semaphore": sem,
+                                                               "value": draw(st.integers(1, values[sem]))}]})
+        elif kind == "submit":
+            up.append(draw(_thread_submit(doc, "q0", {"U": values["U"], "H": values["H"]}, "T", values)))
+        elif kind == "host" and visible:
+            up.append(draw(_host_access(visible, ["host_write", "host_read", "flush"])))
+    return {**doc, "threads": {name: ops for name, ops in (("up", up), ("use", use)) if ops}}
+
+
 def completes(findings) -> bool:
     return not any(f.kind in NOT_COMPARED for f in findings)
 
@@ -245,23 +364,52 @@ def assert_agree(doc: dict, compare) -> None:
     assert not found, "\n".join(found) + "\n" + json.dumps(doc)
 
 
-def disagreements(doc: dict, readings: Readings = DEFAULT) -> list[str]:
+class _Calls(Consumer):
+    """The walk's submission order: each queue's submits and idle waits as (thread, op position), as it calls them."""
+
+    def __init__(self, stream: ir.Stream) -> None:
+        self.threads = [t.id for t in stream.threads]
+        self.calls: dict[str, list] = {q: [] for q in stream.index.queues}
+
+    def submit(self, thread: int, pc: int, op: ir.Submit) -> None:
+        self.calls[op.queue].append((self.threads[thread], pc))
+
+    def wait_idle(self, thread: int, pc: int, op: ir.HostOp, queues: list[str]) -> None:
+        for q in queues:
+            self.calls[q].append((self.threads[thread], pc))
+
+
+def walk_order(stream: ir.Stream) -> dict[str, tuple]:
+    """The submission order of the checker's own schedule (walk.Walk.run), one of the reference's orders."""
+    calls = _Calls(stream)
+    Walk(stream, calls).run()
+    return {q: tuple(c) for q, c in calls.calls.items()}
+
+
+def disagreements(doc: dict, readings: Readings = DEFAULT, own_order: bool = False) -> list[str]:
     """How the fast checker's findings differ from the reference's verdict on the stream `doc`, both under
-    `readings` (empty: they agree). Racing pairs compare as unordered pairs: which side comes first, and so
-    whether the pair is called raw or war, depends on the schedule; whether a pair is racing (no execution
-    dependency either way, which decides its witness) is compared too."""
+    `readings` (empty: they agree); the reference's verdict is a hazard of any submission order the threads
+    allow. Racing pairs compare as unordered pairs: which side comes first, and so whether the pair is called
+    raw or war, depends on the schedule; so do pairs racing in some submission order, and pairs on a queue that
+    several threads feed that come in either order in two submission orders (`unordered`). Whether a pair is
+    racing (no execution dependency either way, which decides its witness) is compared too. `own_order`: the
+    reference in the checker's own submission order alone (walk_order), which tells a rule the checker gets
+    wrong from a verdict that depends on its schedule."""
     stream = from_dict(doc)
     findings = check(stream, readings)
-    oracle = Reference(stream, readings)
-    verdict = oracle.verdict()
+    oracles = [Reference(stream, readings, walk_order(stream))] if own_order else references(stream, readings)
+    oracle, verdict = oracles[0], joined(oracles)
     out = []
     fast = {(f.kind, f.first, f.second) for f in findings if f.kind in ACCESS_KINDS}
     reference = {(h.kind, h.first, h.second) for h in verdict.hazards}
     loose = {frozenset((h.first, h.second)) for h in verdict.hazards}
+    directions = {(h.first, h.second) for h in verdict.hazards}
+    unordered = {frozenset(pair) for pair in directions if pair[::-1] in directions} | \
+        {frozenset((h.first, h.second)) for h in verdict.hazards if h.racing}
     for kind, first, second in sorted(fast - reference):
         if frozenset((first, second)) not in loose:
             out.append(f"false positive: {kind} {first} -> {second} (the reference orders it)")
-        elif not any(h.racing for h in verdict.hazards if {h.first, h.second} == {first, second}):
+        elif frozenset((first, second)) not in unordered:
             out.append(f"wrong kind or order: {kind} {first} -> {second}")
     racing = {}  # the reference's racing verdicts per unordered pair
     for h in verdict.hazards:
@@ -290,11 +438,14 @@ def disagreements(doc: dict, readings: Readings = DEFAULT) -> list[str]:
             newer = kind != "war" and any(f.kind != "war" and f.second == second and f.first != first
                                           and stream.index.root(f.buffer)[0] == root
                                           for f in findings if f.kind in ACCESS_KINDS)
-            if not newer and not _shadowed(stream, findings, oracle, first, second, root) and not any(
+            # Neither side of an unordered pair comes first: the reference names it in whichever order it met it.
+            sides_first = ((first, second), (second, first))[:1 + (frozenset((first, second)) in unordered)]
+            shadowed = any(_shadowed(stream, findings, oracle, a, b, root) for a, b in sides_first)
+            if not newer and not shadowed and not any(
                     f.racing and {f.first, f.second} & sides and stream.index.root(f.buffer)[0] == root
                     for f in findings if f.kind in ACCESS_KINDS):
                 out.append(f"missed: {kind} {first} -> {second} on {buffer!r}")
-        elif not racing and not any((k, first, second) in fast for k in ACCESS_KINDS):
+        elif frozenset((first, second)) not in unordered and not any((k, first, second) in fast for k in ACCESS_KINDS):
             out.append(f"reported in the other order: {kind} {first} -> {second}")
     uses = {(f.first, f.second) for f in findings if f.kind == "use_after_destroy"}
     for pair in sorted(uses - verdict.use_after_destroy):

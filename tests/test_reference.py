@@ -16,11 +16,12 @@ from hypothesis import given, settings
 
 from vkverify.check import check
 from vkverify.check.readings import Readings
-from vkverify.check.reference import Reference, OutsideReference
-from vkverify.model import load
+from vkverify.check.reference import OutsideReference, Reference, references, submission_orders, verdict
+from vkverify.model import from_dict, load
 
 from .conftest import CORPUS, EXAMPLES
-from .differential import SETTINGS, assert_agree, batched_streams, completes, disagreements, fix_disagreements, streams
+from .differential import (SETTINGS, assert_agree, batched_streams, completes, disagreements, fix_disagreements,
+                           streams, thread_streams)
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
 
@@ -51,10 +52,19 @@ def test_the_barrier_a_finding_gives_as_its_fix_orders_its_pair(doc):
     assert_agree(doc, fix_disagreements)
 
 
+@settings(max_examples=EXAMPLES_RUN // 4, **SETTINGS)
+@given(thread_streams())
+def test_fast_checker_agrees_with_the_reference_in_its_own_submission_order_on_several_threads(doc):
+    """Two host threads: the checker against the reference in the submission order the checker's walk takes. Over
+    every order the threads allow, `benchmarks/differential.py --threads` (the checker runs one: docs/format.md,
+    "Several host threads")."""
+    assert_agree(doc, partial(disagreements, own_order=True))
+
+
 def _readable(path):
     stream = load(path)
     try:
-        Reference(stream)
+        references(stream)
     except OutsideReference:
         return False
     return completes(check(stream))
@@ -75,3 +85,121 @@ def test_reference_follows_the_spec_on_a_chain_through_top_of_pipe():
     assert {(h.kind, h.first, h.second) for h in Reference(load(broken)).verdict().hazards} == \
         {("raw", "cb0[0]", "cb0[3]")}
     assert not Reference(load(fixed)).verdict().hazards
+
+
+# ---- several host threads (docs/format.md, "Several host threads") --------------------------------------------
+
+def _threads(up: list, use: list, memory: str = "host_coherent") -> dict:
+    """Threads up and use over host-visible B and queues q0, q1; a dispatch writes B (w), reads it (r), or writes it
+    and makes the write visible to the host (readback)."""
+    write = {"cmd": "dispatch", "shader": "w", "bindings": [{"buffer": "B"}]}
+    return {"format": "vkverify-stream/1", "name": "threads",
+            "devices": [{"id": "gpu0", "queues": [{"id": "q0"}, {"id": "q1"}]}],
+            "buffers": [{"id": "B", "size": 64, "memory": memory}],
+            "semaphores": [{"id": "T", "type": "timeline"}], "fences": [{"id": "F", "signaled": False}],
+            "shaders": {"r": {"bindings": ["read"]}, "w": {"bindings": ["write"]}},
+            "command_buffers": {"w": [write], "r": [{"cmd": "dispatch", "shader": "r", "bindings": [{"buffer": "B"}]}],
+                                "readback": [write, {"cmd": "barrier", "src_stage": ["compute_shader"],
+                                                     "src_access": ["shader_write"], "dst_stage": ["host"],
+                                                     "dst_access": ["host_read"]}]},
+            "threads": {"up": up, "use": use}}
+
+
+def _submit(cb: str | None, queue: str = "q0", **kw) -> dict:
+    """A submit of command buffer `cb` (None: none) to `queue`."""
+    return {"op": "submit", "queue": queue, "command_buffers": [cb] if cb else [], **kw}
+
+
+SIGNAL = {"op": "signal_semaphore", "semaphore": "T", "value": 1}
+WAIT = {"op": "wait_semaphores", "waits": [{"semaphore": "T", "value": 1}]}
+READ = {"op": "host_read", "buffer": "B"}
+
+
+def _hazards(doc: dict) -> set:
+    return {(h.kind, h.first, h.second) for h in verdict(from_dict(doc)).hazards}
+
+
+@pytest.mark.parametrize("up, use, hazards", [
+    # 7.9: a host write that happens-before a submit (through a host signal and wait) is visible to its commands...
+    ([{"op": "host_write", "buffer": "B"}, SIGNAL], [WAIT, _submit("r", "q1")], set()),
+    # ... not through a queue wait alone: a host signal makes nothing available (Checker conventions).
+    ([{"op": "host_write", "buffer": "B"}, SIGNAL], [_submit("r", "q1", wait=[{"semaphore": "T", "value": 1}])],
+     {("raw", "up[0]", "r[0]")}),
+    # 7.3: a fence another thread waits for orders the readback before its host read; nothing orders it without.
+    ([_submit("readback", fence="F")], [{"op": "wait_fences", "fences": ["F"]}, READ], set()),
+    ([_submit("readback")], [READ], {("raw", "readback[0]", "use[0]")}),
+    # A wait on the host that comes before its signal in the stream, in another thread.
+    ([WAIT, READ], [_submit("readback", signal=[{"semaphore": "T", "value": 1}])], set()),
+    # 5.3.4: an idle wait covers the submits of another thread only where they happen-before it.
+    ([_submit("readback"), SIGNAL], [WAIT, {"op": "queue_wait_idle", "queue": "q0"}, READ], set()),
+    ([_submit("readback")], [{"op": "queue_wait_idle", "queue": "q0"}, READ], {("raw", "readback[0]", "use[1]")}),
+])
+def test_the_reference_orders_threads_only_through_vulkan_objects(up, use, hazards):
+    assert _hazards(_threads(up, use)) == hazards
+
+
+def test_the_reference_reads_every_submission_order_of_a_queue_two_threads_feed():
+    """Spec 7.2: the order of two threads' submits to q0 is the order their calls run in, which nothing here fixes:
+    a read that a barrier orders after the other thread's write where that write is submitted first races it,
+    as a WAR, where the read is submitted first."""
+    doc = _threads([_submit("w")], [_submit("br")])
+    doc["command_buffers"]["br"] = [{"cmd": "barrier", "src_stage": ["compute_shader"], "src_access": ["shader_write"],
+                                     "dst_stage": ["compute_shader"], "dst_access": ["shader_read"]},
+                                    *doc["command_buffers"]["r"]]
+    stream = from_dict(doc)
+    assert submission_orders(stream) == [{"q0": (("up", 0), ("use", 0)), "q1": ()},
+                                         {"q0": (("use", 0), ("up", 0)), "q1": ()}]
+    first, second = references(stream)
+    assert not first.verdict().hazards
+    war = {("war", "br[1]", "w[0]")}
+    assert {(h.kind, h.first, h.second) for h in second.verdict().hazards} == _hazards(doc) == war
+    with pytest.raises(OutsideReference, match="references"):
+        Reference(stream)
+
+
+def test_an_order_no_schedule_runs_is_left_out():
+    """use submits to q0 only after waiting for what up signals after its own submit to q0: up's submit comes first."""
+    doc = _threads([_submit("w"), SIGNAL], [WAIT, _submit("r")])
+    assert len(submission_orders(from_dict(doc))) == 2 and len(references(from_dict(doc))) == 1
+    assert _hazards(doc) == {("raw", "w[0]", "r[0]")}
+
+
+@pytest.mark.parametrize("change, reason", [
+    (lambda d: d["semaphores"].append({"id": "S", "type": "binary"}) or d["threads"]["up"][0].update(
+        signal=[{"semaphore": "S"}]) or d["threads"]["use"][0].update(wait=[{"semaphore": "S"}]), "binary"),
+    (lambda d: d["fences"][0].update(signaled=True), "fence"),
+])
+def test_what_the_interleaving_decides_beyond_submission_order_is_outside(change, reason):
+    doc = _threads([_submit("w", fence="F")], [_submit("r", "q1"), {"op": "wait_fences", "fences": ["F"]}])
+    change(doc)
+    with pytest.raises(OutsideReference, match=reason):
+        references(from_dict(doc))
+
+
+def signal_after_signal() -> dict:
+    """q0 reads B and signals T; q1 waits T and signals U = 1, then, in a batch of its own, U = 2 at top_of_pipe
+    (a stage mask that holds no command); q0 waits U >= 2 and writes B."""
+    cb = {k: [{"cmd": "dispatch", "shader": k, "bindings": [{"buffer": "B"}]}] for k in ("r", "w")}
+    return {"format": "vkverify-stream/1", "name": "signal-after-signal",
+            "devices": [{"id": "gpu0", "queues": [{"id": "q0"}, {"id": "q1"}]}],
+            "buffers": [{"id": "B", "size": 64, "memory": "device_local"}],
+            "semaphores": [{"id": "T", "type": "timeline"}, {"id": "U", "type": "timeline"}],
+            "shaders": {"r": {"bindings": ["read"]}, "w": {"bindings": ["write"]}}, "command_buffers": cb,
+            "threads": {"main": [
+                _submit("r", signal=[{"semaphore": "T", "value": 1}]),
+                _submit(None, "q1", wait=[{"semaphore": "T", "value": 1}], signal=[{"semaphore": "U", "value": 1}]),
+                _submit(None, "q1", signal=[{"semaphore": "U", "value": 2, "stage": ["top_of_pipe"]}]),
+                _submit("w", wait=[{"semaphore": "U", "value": 2}])]}}
+
+
+def test_a_semaphore_signal_happens_after_the_signals_of_earlier_batches_and_what_they_follow():
+    """Spec 7.4.1 note: "all semaphore signal operations contained in any given batch are guaranteed to happen-after
+    all semaphore signal operations contained in any previous batches", whatever its stage mask; happens-before is
+    transitive (7.1), so the write is ordered after the read."""
+    assert not verdict(from_dict(signal_after_signal())).hazards
+
+
+@pytest.mark.xfail(strict=True, reason="the checker carries an earlier signal's lane into a later signal's clock, "
+                                       "not that signal's clock (checker_disagreements.jsonl, branch mtref)")
+def test_the_checker_agrees_on_a_signal_after_signal():
+    assert not disagreements(signal_after_signal())

@@ -13,9 +13,25 @@ accesses from the definitions of "Execution and Memory Dependencies" (spec 7.1) 
   dependency": "the availability operation happens-before the visibility operation").
 
 Nothing here is fast: it is the rule the fast checker is tested against (tests/test_reference.py), on
-streams of a few dozen operations. It reads streams whose order is fixed by one host thread (every
-queue is fed by that thread, so submission order and semaphore pairing are known without a schedule)
-and that complete (no deadlock); `OutsideReference` says when a stream is outside that.
+streams of a few dozen operations.
+
+Several host threads: each thread's ops are in program order; threads are ordered only through Vulkan
+objects (a semaphore signal before the waits it satisfies, a fence signal before vkWaitForFences returns,
+the queue's completion before an idle wait returns). What the spec leaves to the schedule is read so:
+- submission order (7.2: "the order in which vkQueueSubmit commands are executed on the host, for a single
+  queue") of a queue fed by several threads is any interleaving of theirs (the queue is externally
+  synchronized, in an order the stream does not record, by means that order nothing else); an idle wait is a
+  fence submitted in that order (5.3.4). Each order no schedule runs (its calls and waits form a cycle, under
+  the z3 model's batches beginning and ending in submission order) is left out, and the verdict is what any
+  other order gives: `references` reads every one, `Reference` one;
+- a timeline wait for v synchronizes with the signal of the smallest value >= v, whoever makes it (signals
+  strictly increase in time: docs/format.md, "Schedules");
+- a host thread sees another's write to host_cached memory only through the writer's flush and, for a read,
+  its own invalidate after acquiring that flush (the reading `host_threads_coherent` off).
+`OutsideReference` says when a stream is outside what the reference reads: params; a deadlock (no order
+completes, or a wait no signal satisfies); a binary semaphore or a fence whose pairing depends on how
+threads interleave (a binary semaphore used by several threads; a fence several threads use that is not
+submitted exactly once, unsignaled, and never reset); more than MAX_ORDERS submission orders.
 
 Readings of what the spec leaves open, applied here and in the checker alike (docs/format.md,
 "Readings"):
@@ -32,28 +48,34 @@ Readings of what the spec leaves open, applied here and in the checker alike (do
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from graphlib import CycleError, TopologicalSorter
-from itertools import count, pairwise
+from itertools import count, pairwise, product
+from math import factorial, prod
 
 from ..errors import VkverifyError
 from ..model import ir
 from ..model.accesses import command_accesses
+from ..model.refs import format_ref
 from ..model.stages import ACCESS, COMMAND_STAGES, EXECUTING_STAGES, STAGE
 from .readings import DEFAULT, Readings
 
 COHERENT = ("host_coherent", "device_host_visible")
+MAX_ORDERS = 64  # the submission orders one stream is read in, at most
 
 
 class OutsideReference(VkverifyError):
-    """The stream is outside what the reference reads (several threads, a deadlock, params). Seen by
-    the tests that compare the checker with the reference, which skip that stream."""
+    """The stream is outside what the reference reads (a deadlock, params, an interleaving of threads it does
+    not enumerate: the module's docstring). Seen by the tests that compare the checker with the reference, which
+    skip that stream."""
 
 
 @dataclass(eq=False)
 class Operation:
-    """One operation on a queue or the host thread. `first`/`second`: the stages of its first and second
-    synchronization scopes on its own queue (7.1.2); an access node has its own stage in both."""
+    """One operation on a queue or a host thread (`pos`: its position on the queue, or in the thread's program).
+    `first`/`second`: the stages of its first and second synchronization scopes on its own queue (7.1.2); an
+    access node has its own stage in both."""
 
     kind: str  # access | barrier | wait | submission | signal | fence | host
     agent: str
@@ -204,17 +226,68 @@ def _covers(n: Operation, x: OperationAccess, by_buffer: bool) -> bool:
                               and (not by_buffer or n.barrier.buffer == x.buffer))
 
 
+# ---- submission orders -------------------------------------------------------------------------------
+
+def _idle_queues(index: ir.StreamIndex, op: ir.QueueWaitIdle | ir.DeviceWaitIdle) -> list[str]:
+    """Spec 5.3.4: vkQueueWaitIdle waits for one queue, vkDeviceWaitIdle for every queue of the device."""
+    if isinstance(op, ir.QueueWaitIdle):
+        return [op.queue]
+    return [q for q, (device, _) in index.queues.items() if device == op.device]
+
+
+def _interleavings(calls: list[tuple]) -> Iterator[tuple]:
+    """Every merge of the sequences `calls` that keeps each one's order."""
+    calls = [c for c in calls if c]
+    if len(calls) <= 1:
+        yield tuple(x for c in calls for x in c)
+        return
+    for i, c in enumerate(calls):
+        for rest in _interleavings(calls[:i] + [c[1:]] + calls[i + 1:]):
+            yield (c[0], *rest)
+
+
+def submission_orders(stream: ir.Stream) -> list[dict[str, tuple[tuple[str, int], ...]]]:
+    """Spec 7.2 submission order, "the order in which vkQueueSubmit commands are executed on the host, for a
+    single queue": per queue, its submits and idle waits as (thread, op position). One thread's calls come in
+    its program order; those of several threads to one queue in every interleaving (the queue is externally
+    synchronized, in an order the stream does not record), each queue's independently."""
+    if stream.params:
+        raise OutsideReference("the reference reads streams without params")
+    calls: dict[str, dict[str, list]] = {q: {} for q in stream.index.queues}
+    for t in stream.threads:
+        for pc, op in enumerate(t.ops):
+            queues = [op.queue] if isinstance(op, ir.Submit) else \
+                _idle_queues(stream.index, op) if isinstance(op, (ir.QueueWaitIdle, ir.DeviceWaitIdle)) else []
+            for q in queues:
+                calls[q].setdefault(t.id, []).append((t.id, pc))
+    n = prod(factorial(sum(map(len, by.values()))) // prod(factorial(len(c)) for c in by.values())
+             for by in calls.values())
+    if n > MAX_ORDERS:
+        raise OutsideReference(f"{n} submission orders of queues fed by several threads (the reference reads at "
+                               f"most {MAX_ORDERS})")
+    return [dict(orders) for orders in product(*([(q, order) for order in _interleavings(list(by.values()))]
+                                                 for q, by in calls.items()))]
+
+
 # ---- building the operations ------------------------------------------------------------------------
 
 class Reference:
-    def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT) -> None:
-        if stream.params or len(stream.threads) != 1:
-            raise OutsideReference("the reference reads streams of one host thread without params")
+    """The operations of a stream and their happens-before in one submission order (submission_orders; None:
+    the stream's only one, OutsideReference where its threads leave one open)."""
+
+    def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT,
+                 order: dict[str, tuple[tuple[str, int], ...]] | None = None) -> None:
+        if order is None:
+            orders = submission_orders(stream)
+            if len(orders) > 1:
+                raise OutsideReference("threads submit to one queue in an order the stream leaves open: "
+                                       "references() reads each")
+            order = orders[0]
         self.stream = stream
         self.readings = readings
+        self.order = order
         self.by_buffer = not readings.buffer_barrier_covers_aliases
         self.index = stream.index
-        self.thread = stream.threads[0]
         self.nodes: list[Operation] = []
         self.queue_nodes: dict[str, list[Operation]] = {q: [] for q in self.index.queues}
         self.accesses: list[OperationAccess] = []
@@ -223,15 +296,23 @@ class Reference:
         self.fence_misuse: set[str] = set()
         self.destroys: list[tuple[Operation, ir.Destroy]] = []
         self.resets: list[tuple[Operation, Operation]] = []  # (reset, the fence signal it may not precede)
+        # What happens before what in time, coarser than happens-before: host ops and batch begins and ends
+        # (("begin" | "end", batch number)), each with the events that come before it (docs/format.md, "Schedules").
+        self.time: dict[object, set] = {}
+        self.fence_of: dict[Operation, Operation] = {}  # a submit with a fence -> its fence signal
+        self.timeline_signals: dict[str, list[tuple[int, Operation]]] = {
+            s.id: [] for s in stream.semaphores if s.type == "timeline"}
+        self.timeline_waits: list[tuple[Operation, str, int]] = []
+        # binary semaphore -> [(thread, program key, wait or signal node)]
+        self.binary: dict[str, list[tuple[str, tuple, Operation]]] = {
+            s.id: [] for s in stream.semaphores if s.type == "binary"}
         self._build()
         self.reach = self._closure()
 
     def _node(self, kind: str, agent: str, **kw) -> Operation:
-        pos = len(self.queue_nodes[agent]) if agent in self.queue_nodes else len(self.nodes)
-        n = Operation(kind, agent, pos, **kw)
+        n = Operation(kind, agent, len(self.queue_nodes[agent]), **kw)
         self.nodes.append(n)
-        if agent in self.queue_nodes:
-            self.queue_nodes[agent].append(n)
+        self.queue_nodes[agent].append(n)
         return n
 
     def _access(self, node: Operation, submit: Operation, uid: int, ref: str, stage: str, reads, write, buffer: str,
@@ -241,105 +322,169 @@ class Reference:
         self.accesses.append(OperationAccess(node, uid, ref, stage, tuple(reads), write, buffer, root, base + lo,
                                     base + hi, memory, submit))
 
+    @staticmethod
+    def _when(n: Operation) -> object:
+        """The time event at which n happens: a host op itself, a wait at its batch's begin, a signal at its end."""
+        return n if n.kind == "host" else ("begin" if n.kind == "wait" else "end", n.batch)
+
+    def _after(self, event: object, *before: object) -> None:
+        self.time.setdefault(event, set()).update(b for b in before if b is not None)
+
+    def _synchronizes(self, signal: Operation, wait: Operation) -> None:
+        """Spec 7.4.2, 7.3: a signal happens-before the wait it satisfies (and comes before it in time)."""
+        signal.after.append(wait)
+        self._after(self._when(wait), self._when(signal))
+
     def _build(self) -> None:
-        t = self.thread
-        fences = {f.id: ("signaled" if f.signaled else "unsignaled", None) for f in self.stream.fences}
-        binary: dict[str, list[Operation]] = {s.id: [] for s in self.stream.semaphores if s.type == "binary"}
-        timeline: dict[str, list[tuple[int, Operation]]] = {s.id: [] for s in self.stream.semaphores
-                                                       if s.type == "timeline"}
-        pending_waits: list[tuple[Operation, str, int]] = []  # queue waits for host signals not yet made
-        last_host: Operation | None = None
-        for pc, op in enumerate(t.ops):
-            ref = f"{t.id}[{pc}]"
-            h = self._node("host", t.id, ref=ref, op=op)
-            if last_host is not None:
-                last_host.after.append(h)  # host program order
-            last_host = h
-            if isinstance(op, ir.Submit):
-                self._submit(h, op, ref, fences, binary, timeline, pending_waits)
+        host: dict[tuple[str, int], Operation] = {}
+        for t in self.stream.threads:
+            last = None
+            for pc, op in enumerate(t.ops):
+                h = host[t.id, pc] = Operation("host", t.id, pc, ref=format_ref(t.id, pc), op=op)
+                self.nodes.append(h)
+                if last is not None:
+                    last.after.append(h)  # host program order
+                    self._after(h, last)
+                last = h
+        for q, calls in self.order.items():
+            call, batch = None, None
+            for key in calls:
+                h = host[key]
+                self._after(h, call)  # the calls run in this order
+                call = h
+                if isinstance(h.op, ir.Submit):
+                    batch = self._submit(h, h.op, batch)
+                else:
+                    # Spec 5.3.4 vkQueueWaitIdle: a fence submitted after every earlier submission, waited.
+                    self._synchronizes(self._fence_node(q, f"{h.ref}:idle {q}", batch), h)
+        shared = self._shared_fences()
+        for t in self.stream.threads:
+            self._host_ops([host[t.id, pc] for pc in range(len(t.ops))], shared)
+        self._pair_binary()
+        for node, semaphore, value in self.timeline_waits:
+            source = self._timeline_source(semaphore, value)
+            if source is not None:
+                self._synchronizes(source, node)
+
+    def _host_ops(self, ops: list[Operation], shared: dict[str, tuple[str, Operation]]) -> None:
+        """What each host op of one thread waits for, signals and accesses, in program order (`shared`: the
+        fences several threads use)."""
+        fences = {f.id: ("signaled" if f.signaled else "unsignaled", None) for f in self.stream.fences} | shared
+        for h in ops:
+            op = h.op
+            if isinstance(op, ir.Submit) and op.fence is not None and op.fence not in shared:
+                if fences[op.fence][0] != "unsignaled":
+                    self.fence_misuse.add(h.ref)  # VUID-vkQueueSubmit2-fence-04894: unsignaled, not pending
+                fences[op.fence] = ("pending", self.fence_of[h])
             elif isinstance(op, ir.WaitFences):
                 for f in op.fences:
                     state, signal = fences[f]
                     if state == "unsignaled":
-                        raise OutsideReference(f"{ref} waits for a fence nothing signals")
+                        raise OutsideReference(f"{h.ref} waits for a fence nothing signals")
                     if signal is not None:
-                        signal.after.append(h)
+                        self._synchronizes(signal, h)
             elif isinstance(op, ir.ResetFences):
                 for f in op.fences:
                     if fences[f][0] == "pending":
                         self.resets.append((h, fences[f][1]))
                     fences[f] = ("unsignaled", None)
             elif isinstance(op, ir.WaitSemaphores):
-                for w in op.waits:
-                    source = self._timeline_source(timeline, w.semaphore, w.value)
-                    if source is not None:
-                        source.after.append(h)
-                    elif w.value > self.index.semaphores[w.semaphore].initial:
-                        raise OutsideReference(f"{ref} waits for a value nothing signalled yet")
+                self.timeline_waits += [(h, w.semaphore, w.value) for w in op.waits]
             elif isinstance(op, ir.SignalSemaphore):
-                self._signal_timeline(timeline, pending_waits, op.semaphore, op.value, h)
+                self.timeline_signals[op.semaphore].append((op.value, h))
             elif isinstance(op, ir.HostAccess):
                 if op.op in ("host_write", "host_read"):
                     write = op.op == "host_write"
-                    self._access(h, h, next(self.uids), ref, "host", () if write else ("host_read",),
+                    self._access(h, h, next(self.uids), h.ref, "host", () if write else ("host_read",),
                                  "host_write" if write else None, op.buffer, op.offset, op.offset + op.size)
-            elif isinstance(op, (ir.QueueWaitIdle, ir.DeviceWaitIdle)):
-                queues = [op.queue] if isinstance(op, ir.QueueWaitIdle) else \
-                    [q for q, (d, _) in self.index.queues.items() if d == op.device]
-                for q in queues:
-                    # Spec 5.3.4 vkQueueWaitIdle: a fence submitted after every earlier submission, waited.
-                    self._fence_node(q, f"{ref}:idle {q}").after.append(h)
             elif isinstance(op, ir.Destroy):
                 self.destroys.append((h, op))
-        if pending_waits:
-            raise OutsideReference("a queue waits for a host signal that never comes")
 
-    def _fence_node(self, queue: str, ref: str) -> Operation:
-        return self._node("fence", queue, first=COMMAND_STAGES | HOST_STAGE, batch=next(self.batches), ref=ref)
+    def _shared_fences(self) -> dict[str, tuple[str, Operation]]:
+        """Fences several threads use: which signal a wait observes is fixed only for one submitted once,
+        unsignaled, and never reset; every wait then observes that submit's (spec 7.3)."""
+        users: dict[str, set[str]] = {}
+        submits: dict[str, list[Operation]] = {}
+        reset = set()
+        for h in (n for n in self.nodes if n.kind == "host"):
+            op = h.op
+            if isinstance(op, ir.Submit) and op.fence is not None:
+                submits.setdefault(op.fence, []).append(h)
+            for f in [op.fence] if isinstance(op, ir.Submit) and op.fence else \
+                    op.fences if isinstance(op, (ir.WaitFences, ir.ResetFences)) else ():
+                users.setdefault(f, set()).add(h.agent)
+                if isinstance(op, ir.ResetFences):
+                    reset.add(f)
+        out = {}
+        for f, threads in users.items():
+            if len(threads) > 1:
+                if self.index.fences[f].signaled or f in reset or len(submits.get(f, ())) != 1:
+                    raise OutsideReference(f"fence {f!r} is used by several threads and not submitted exactly once, "
+                                           f"unsignaled and never reset: which signal a wait observes depends on "
+                                           f"the schedule")
+                out[f] = ("pending", self.fence_of[submits[f][0]])
+        return out
 
-    @staticmethod
-    def _signal_timeline(timeline, pending_waits, semaphore: str, value: int, node: Operation) -> None:
-        """Spec 7.4.2: a queue wait submitted before its signal is satisfied by the first signal >= its value."""
-        timeline[semaphore].append((value, node))
-        for wait in [p for p in pending_waits if p[1] == semaphore and p[2] <= value]:
-            node.after.append(wait[0])
-            pending_waits.remove(wait)
+    def _fence_node(self, queue: str, ref: str, batch: int | None) -> Operation:
+        """A fence signal after the batch number `batch` (None: the queue's first) ends."""
+        n = self._node("fence", queue, first=COMMAND_STAGES | HOST_STAGE, batch=next(self.batches), ref=ref)
+        self._after(self._when(n), None if batch is None else ("end", batch))
+        return n
 
-    def _timeline_source(self, timeline, semaphore: str, value: int) -> Operation | None:
-        """Spec 7.4.2: a wait for `value` is satisfied by a signal >= value; with one signalling agent the
-        first such signal happens-before every other, so ordering after it is what every choice gives."""
+    def _pair_binary(self) -> None:
+        """Spec 7.4.2: a binary semaphore wait consumes the oldest signal pending when it is submitted; in
+        several threads' submits that order is the schedule's."""
+        for semaphore, uses in self.binary.items():
+            if len({thread for thread, _, _ in uses}) > 1:
+                raise OutsideReference(f"binary semaphore {semaphore!r} is used by several threads: which signal "
+                                       f"a wait consumes depends on the order of their submits")
+            pending: list[Operation] = []
+            for _, _, node in sorted(uses, key=lambda use: use[1]):
+                if node.kind == "signal":
+                    pending.append(node)
+                elif not pending:
+                    raise OutsideReference(f"{node.ref} waits on binary {semaphore!r} with no pending signal")
+                else:
+                    self._synchronizes(pending.pop(0), node)
+
+    def _timeline_source(self, semaphore: str, value: int) -> Operation | None:
+        """Spec 7.4.2: a wait for `value` is satisfied by a signal >= value; signals strictly increase in time,
+        so the first is the one of the smallest such value, whoever makes it (docs/format.md, "Schedules")."""
         if value <= self.index.semaphores[semaphore].initial:
             return None
-        for v, node in timeline[semaphore]:
-            if v >= value:
-                return node
-        return None
+        found = [(v, n) for v, n in self.timeline_signals[semaphore] if v >= value]
+        if not found:
+            raise OutsideReference(f"a wait for {semaphore!r} >= {value} that no signal satisfies")
+        least = min(v for v, _ in found)
+        first = [n for v, n in found if v == least]
+        if len(first) > 1:
+            raise OutsideReference(f"{semaphore!r} is signalled to {least} twice")
+        return first[0]
 
-    def _submit(self, h: Operation, op: ir.Submit, ref: str, fences, binary, timeline, pending_waits) -> None:
+    def _submit(self, h: Operation, op: ir.Submit, last: int | None) -> int:
+        """The submission, batches and fence of submit h on its queue, after the batch number `last` (None: the
+        queue's first); the number of its last batch."""
         q = op.queue
-        if op.fence is not None and fences[op.fence][0] != "unsignaled":
-            self.fence_misuse.add(ref)  # VUID-vkQueueSubmit2-fence-04894: unsignaled, not pending
+        thread = h.agent
         # 7.9 host write ordering: the submission orders earlier host operations before its commands.
-        sub = self._node("submission", q, second=COMMAND_STAGES, ref=ref)
+        sub = self._node("submission", q, second=COMMAND_STAGES, ref=h.ref)
         h.after.append(sub)
-        batches = op.batches or (ir.Batch(),)
-        for bi, batch in enumerate(batches):
+        for bi, batch in enumerate(op.batches or (ir.Batch(),)):
             number = next(self.batches)
-            for w in batch.waits:
-                node = self._node("wait", q, second=second_scope(w.stage), ref=ref, batch=number)
-                if w.semaphore in binary:
-                    if not binary[w.semaphore]:
-                        raise OutsideReference(f"{ref} waits on binary {w.semaphore!r} with no pending signal")
-                    binary[w.semaphore].pop(0).after.append(node)
+            # docs/format.md "Schedules": a batch begins after its submit and the queue's earlier batches begin,
+            # and ends after it begins and they end.
+            self._after(("begin", number), h, None if last is None else ("begin", last))
+            self._after(("end", number), ("begin", number), None if last is None else ("end", last))
+            last = number
+            for k, w in enumerate(batch.waits):
+                node = self._node("wait", q, second=second_scope(w.stage), ref=h.ref, batch=number)
+                if w.semaphore in self.binary:
+                    self.binary[w.semaphore].append((thread, (h.pos, bi, 0, k), node))
                 else:
-                    source = self._timeline_source(timeline, w.semaphore, w.value)
-                    if source is not None:
-                        source.after.append(node)
-                    elif w.value > self.index.semaphores[w.semaphore].initial:
-                        pending_waits.append((node, w.semaphore, w.value))
+                    self.timeline_waits.append((node, w.semaphore, w.value))
             for cb in batch.command_buffers:
                 for i, cmd in enumerate(self.index.command_buffers[cb].commands):
-                    cref = self.index.command_ref(cb, i, ref)
+                    cref = self.index.command_ref(cb, i, h.ref)
                     if isinstance(cmd, ir.Barrier):
                         self._barrier(q, cmd, cref)
                         continue
@@ -347,15 +492,16 @@ class Reference:
                     for stage, reads, write, buffer, lo, hi in command_accesses(cmd):
                         n = self._node("access", q, first=frozenset({stage}), second=frozenset({stage}), ref=cref)
                         self._access(n, h, uid, cref, stage, reads, write, buffer, lo, hi)
-            for s in batch.signals:
+            for k, s in enumerate(batch.signals):
                 n = self._node("signal", q, first=signal_scope(s.stage, self.readings.all_commands_includes_host),
-                               batch=number, ref=ref)
-                if s.semaphore in binary:
-                    binary[s.semaphore].append(n)
+                               batch=number, ref=h.ref)
+                if s.semaphore in self.binary:
+                    self.binary[s.semaphore].append((thread, (h.pos, bi, 1, k), n))
                 else:
-                    self._signal_timeline(timeline, pending_waits, s.semaphore, s.value, n)
+                    self.timeline_signals[s.semaphore].append((s.value, n))
         if op.fence is not None:
-            fences[op.fence] = ("pending", self._fence_node(q, ref))
+            self.fence_of[h] = self._fence_node(q, h.ref, last)
+        return last
 
     def _barrier(self, q: str, cmd: ir.Barrier, ref: str) -> None:
         """Spec 7.6 vkCmdPipelineBarrier2: one node per memory barrier; they share a position, so the
@@ -387,9 +533,11 @@ class Reference:
         self._ids = {id(n): i for i, n in enumerate(self.nodes)}
         graph = {i: {self._ids[id(b)] for b in n.after} for i, n in enumerate(self.nodes)}
         try:
+            TopologicalSorter(self.time).prepare()
             order = list(TopologicalSorter(graph).static_order())  # successors first
         except CycleError as e:
-            raise OutsideReference("the stream's waits form a cycle") from e
+            raise OutsideReference("no schedule completes in this submission order: its calls and waits form a "
+                                   "cycle") from e
         reach: dict[int, int] = {}
         for i in order:
             bits = 0
@@ -432,12 +580,13 @@ class Reference:
         return out
 
     def _host_domain_point(self, w: OperationAccess) -> Operation | None:
-        """The host op at which host write w is available to the host domain."""
+        """The host op at which host write w is available to the host domain: the writer's own flush (7.1.3)."""
         if w.memory in COHERENT:
             return w.node
         for n in self.nodes:
             op = n.op
-            if n.kind == "host" and n.pos > w.node.pos and isinstance(op, ir.HostAccess) and op.op == "flush":
+            if n.agent == w.node.agent and n.kind == "host" and n.pos > w.node.pos and isinstance(op, ir.HostAccess) \
+                    and op.op == "flush":
                 root, base = self.index.root(op.buffer)
                 if root == w.root and base + op.offset <= w.lo and w.hi <= base + op.offset + op.size:
                     return n
@@ -458,18 +607,28 @@ class Reference:
         accesses `needs`; a host read of host_cached memory also needs an invalidate of its bytes after that
         (11.2.2)."""
         if w.host and x.host:
-            return self.hb(w.node, x.node)
+            return self.hb(w.node, x.node) and self._host_threads_share(w, x)
         visible = [m for m in self.visibility(x, needs)
                    if any(self.hb_or_same(n, m) for n in self.availability(w))]
         if not (x.host and x.reads and x.memory == "host_cached"):
             return bool(visible)
         return any(self._invalidated_between(m, x) for m in visible)
 
+    def _host_threads_share(self, w: OperationAccess, x: OperationAccess) -> bool:
+        """Memory model "Location-Ordered": another host thread is another agent; under the reading
+        host_threads_coherent off, its write to host_cached memory reaches x only through the writer's flush,
+        which happens-before x, and for a read x's thread's invalidate after that flush (7.1.3)."""
+        if w.node.agent == x.node.agent or self.readings.host_threads_coherent or w.memory != "host_cached":
+            return True
+        flush = self._host_domain_point(w)
+        return flush is not None and self.hb(flush, x.node) and (not x.reads or self._invalidated_between(flush, x))
+
     def _invalidated_between(self, m: Operation, x: OperationAccess) -> bool:
+        """Spec 7.1.3: an invalidate of x's bytes by x's thread, after m and before x."""
         for n in self.nodes:
             op = n.op
-            if n.kind == "host" and n.pos < x.node.pos and isinstance(op, ir.HostAccess) and \
-                    op.op == "invalidate" and self.hb(m, n):
+            if n.agent == x.node.agent and n.kind == "host" and n.pos < x.node.pos and \
+                    isinstance(op, ir.HostAccess) and op.op == "invalidate" and self.hb(m, n):
                 root, base = self.index.root(op.buffer)
                 if root == x.root and base + op.offset <= x.lo and x.hi <= base + op.offset + op.size:
                     return True
@@ -498,7 +657,7 @@ class Reference:
         first is the one that happens-before the other (either, when neither does)."""
         # A use after its buffer's destroy is use_after_destroy alone: its bytes are no longer the buffer's.
         live = [a for a in self.accesses
-                if not any(op.buffer == a.buffer and a.submit.pos > d.pos for d, op in self.destroys)]
+                if not any(op.buffer == a.buffer and self.hb(d, a.submit) for d, op in self.destroys)]
         for root, cuts in self._segments().items():
             for lo, hi in pairwise(cuts):
                 on = [replace(a, lo=lo, hi=hi) for a in live if a.root == root and a.lo <= lo and hi <= a.hi]
@@ -533,17 +692,38 @@ class Reference:
                 yield Hazard(c.kind, a.buffer, a.ref, b.ref, racing, a.lo, a.hi)
 
     def _use_after_destroy(self):
-        """Spec 12.7 vkDestroyBuffer: every submitted use must have completed; no use after it."""
+        """Spec 12.7 vkDestroyBuffer: every submitted use must have completed; no use after it (its submit, or
+        host access, happens after the destroy)."""
         for d, op in self.destroys:
             for a in self.accesses:
                 if a.buffer != op.buffer:
                     continue
-                if a.submit.pos > d.pos:
+                if self.hb(d, a.submit):
                     yield d.ref, a.ref
                 elif not a.host and not self.hb(a.node, d):
                     yield a.ref, d.ref
 
 
+def references(stream: ir.Stream, readings: Readings = DEFAULT) -> list[Reference]:
+    """The stream in each submission order its threads allow (submission_orders), but those no schedule runs."""
+    out, outside = [], []
+    for order in submission_orders(stream):
+        try:
+            out.append(Reference(stream, readings, order))
+        except OutsideReference as e:
+            outside.append(e)
+    if not out:
+        raise outside[0]
+    return out
+
+
+def joined(refs: list[Reference]) -> Verdict:
+    """What the program may do: each hazard, use after destroy and fence misuse of some submission order."""
+    verdicts = [r.verdict() for r in refs]
+    return Verdict(*(frozenset().union(*(getattr(v, name) for v in verdicts))
+                     for name in ("hazards", "use_after_destroy", "fence_misuse")))
+
+
 def verdict(stream: ir.Stream, readings: Readings = DEFAULT) -> Verdict:
-    """The reference verdict of a one-thread stream (raises OutsideReference otherwise)."""
-    return Reference(stream, readings).verdict()
+    """The reference verdict of a stream (raises OutsideReference for one outside what it reads)."""
+    return joined(references(stream, readings))
