@@ -230,29 +230,3 @@ def test_bad_params_exit_2_with_the_json_path(tmp_path, capsys, changes, path, w
     assert f": {path}: " in err and words in err, err
     with pytest.raises(InvalidStream):
         from_dict(_template(**changes))
-
-
-def test_a_signal_after_an_earlier_batch_signal_carries_what_that_one_followed():
-    """Spec 7.4.1 note: the signals of a batch happen-after every signal of earlier batches, whatever their stage
-    mask; happens-before is transitive. q0 reads B and signals T; q1 waits T, signals U = 1, then in a batch of its
-    own U = 2 at top_of_pipe (a scope holding no command); q0 waits U >= 2 and writes B: ordered after the read
-    (the checker carried only U = 1's release number, not what it followed: a false war)."""
-    from vkverify.check.explain import explain
-
-    def submit(cb, queue="q0", **kw):
-        return {"op": "submit", "queue": queue, "command_buffers": [cb] if cb else [], **kw}
-    doc = {"format": "vkverify-stream/1", "name": "signal-after-signal",
-           "devices": [{"id": "gpu0", "queues": [{"id": "q0"}, {"id": "q1"}]}],
-           "buffers": [{"id": "B", "size": 64, "memory": "device_local"}],
-           "semaphores": [{"id": "T", "type": "timeline"}, {"id": "U", "type": "timeline"}],
-           "shaders": {"r": {"bindings": ["read"]}, "w": {"bindings": ["write"]}},
-           "command_buffers": {k: [{"cmd": "dispatch", "shader": k, "bindings": [{"buffer": "B"}]}] for k in "rw"},
-           "threads": {"main": [
-               submit("r", signal=[{"semaphore": "T", "value": 1}]),
-               submit(None, "q1", wait=[{"semaphore": "T", "value": 1}], signal=[{"semaphore": "U", "value": 1}]),
-               submit(None, "q1", signal=[{"semaphore": "U", "value": 2, "stage": ["top_of_pipe"]}]),
-               submit("w", wait=[{"semaphore": "U", "value": 2}])]}}
-    stream = from_dict(doc)
-    assert [f.kind for f in check(stream)] == ["uninitialized_read"]  # B is read before anything wrote it
-    (pair,) = explain(stream, "r[0]", "w[0]").pairs
-    assert pair.kind == "war" and pair.chains and not pair.reasons  # ordered, by the chain through U = 1
