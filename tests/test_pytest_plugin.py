@@ -92,3 +92,15 @@ def test_a_failing_tests_stream_is_written_for_explain_and_graph(run, capsys):
     assert "cb0[0]" in capsys.readouterr().out
     assert vkverify(["graph", stream]) == 0
     assert "digraph" in capsys.readouterr().out
+
+
+def test_every_tests_stream_is_written_on_request(tmp_path, device_name):
+    """--vk-streams-all: the passing test's stream too, into the directory --vk-streams names."""
+    (tmp_path / "test_prog.py").write_text(PROGRAM)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_") and k != "PYTEST_CURRENT_TEST"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--vk-streams-all",
+                           "--vk-streams", "out", "test_prog.py"], cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 1, done.stdout
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "test_prog.py_test_fails.json", "test_prog.py_test_racing.json", "test_prog.py_test_unchecked.json"]

@@ -6,7 +6,8 @@
 
 The device: `--vk-device`, else the ini key `vk_device`, else VKVERIFY_DEVICE, else Lavapipe (an
 index or a part of the name); the report header names it. A failing test's recorded stream is
-written to `--vk-streams` (default .vkverify/streams) for `vkverify explain` and `vkverify graph`.
+written to `--vk-streams` (default .vkverify/streams) for `vkverify explain` and `vkverify graph`;
+with `--vk-streams-all`, every test's (CI artifacts).
 Vulkan is imported only when `vk_runtime` is used, so loading the plugin costs nothing.
 """
 
@@ -33,6 +34,8 @@ def pytest_addoption(parser) -> None:
                          f"VKVERIFY_DEVICE, else {DEFAULT_DEVICE})")
     group.addoption("--vk-streams", default=None,
                     help="directory for the recorded streams of failing tests (default .vkverify/streams)")
+    group.addoption("--vk-streams-all", action="store_true",
+                    help="write every test's recorded stream there, the passing ones too (CI artifacts)")
     parser.addini("vk_device", "Vulkan device of vk_runtime (as --vk-device)", default=None)
 
 
@@ -77,7 +80,8 @@ def vk_runtime(request):
         yield rt
     finally:
         try:
-            if any(r.failed for r in request.node.stash.get(REPORTS, [])):
+            if request.config.getoption("vk_streams_all") or any(r.failed for r in request.node.stash.get(REPORTS,
+                                                                                                           [])):
                 _write_stream(request, rt)
         finally:
             rt.close()
