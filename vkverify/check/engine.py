@@ -361,11 +361,14 @@ class Checker:
             if x.family is None:
                 return []  # host program order
             # Most pairs are ordered by the first barrier after e alone; states only grow after it.
-            log = self.agents[x.agent].log
-            if e.first_barrier < len(log.all_kinds) and \
-                    log.orders_alone(e.first_barrier, e.stage, e.write, root, lo, hi, x.stage, need,
-                                     self.through(e), self.through(x)):
-                return []
+            queue = self.agents[x.agent]
+            log = queue.log
+            if e.first_barrier < len(log.all_kinds):
+                if log.orders_alone(e.first_barrier, e.stage, e.write, root, lo, hi, x.stage, need,
+                                    self.through(e), self.through(x)):
+                    return []
+            elif not queue.release_pos or queue.release_pos[-1] < e.pos:
+                return [(lo, hi)]  # neither a barrier nor a signal since e on its queue: nothing orders them
         key = (x.agent, x.stage, need, lo, hi)
         if e.ordered is not None and key in e.ordered:
             return []
