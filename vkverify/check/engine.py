@@ -275,22 +275,25 @@ class Checker:
     # ---- findings ----------------------------------------------------------
 
     def report(self, kind: str, buffer: str | None, lo: int | None, hi: int | None, first: Access | None,
-               second: Access | None, scope: int | None, words: tuple[str, str] | None, racing: bool = False,
-               hosts_ordered: bool = False, ops: tuple[str, ...] | None = None) -> None:
-        """A finding of the operation `scope` (the uid of the access being checked; None: a misuse), with its
-        message and fix (`words`; None: an access hazard's, worded when read: findings.Findings)."""
+               second: Access | None, scope: int | None, words: tuple[str, str], racing: bool = False,
+               ops: tuple[str, ...] | None = None) -> None:
+        """A finding of the operation `scope` (the uid of the access being checked; None: a misuse) and its
+        message and fix (`words`)."""
         self.reported += 1
-        self.findings.add(kind, buffer, lo, hi, first, second, scope, racing, hosts_ordered, words, ops)
+        self.findings.add(kind, buffer, lo, hi, first, second, scope, racing, False, words, ops)
 
     def hazard(self, kind: str, buf: ir.Buffer, lo: int, hi: int, e: Access, x: Access) -> None:
-        """A RAW, WAW or WAR of e then x on bytes [lo, hi) of buf. A racing pair (ordered neither way) is named
-        in stream order, earlier submitted first, whichever of the two this schedule ran first."""
-        racing, scope = self.racing(e, x), x.uid
+        """A RAW, WAW or WAR of e then x on bytes [lo, hi) of buf, worded when read (findings.Findings). A racing
+        pair (ordered neither way) is named in stream order, earlier submitted first, whichever of the two this
+        schedule ran first."""
+        scope = x.uid
+        racing = e.agent != x.agent and self.racing(e, x)  # most hazards are of one queue: no call
         if racing and _stream_order(x) < _stream_order(e):
             e, x, kind = x, e, {"raw": "war", "war": "raw"}.get(kind, kind)
         # The fix of two host threads' accesses depends on whether they are ordered now (fixes.memory_dependency).
         hosts_ordered = e.family is None and x.family is None and self.agents[x.agent].clock[e.agent] > e.pos
-        self.report(kind, buf.id, lo, hi, e, x, scope, None, racing, hosts_ordered)
+        self.reported += 1
+        self.findings.add(kind, buf.id, lo, hi, e, x, scope, racing, hosts_ordered)
 
     def result(self) -> Findings:
         return self.findings

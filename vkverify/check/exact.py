@@ -38,7 +38,7 @@ def refine(stream: ir.Stream, findings: Sequence[Finding], shared: frozenset[str
         return findings  # nothing to decide: no model, no plan (keeps clean streams as fast as before)
     # Racing: two queues or threads with no execution dependency at all. Any dependency orders the two
     # batches too, so then no schedule overlaps them: no witness to look for.
-    cross = [i for i, kind in enumerate(kinds) if kind in ACCESS_KINDS and findings.racing(i)]
+    cross = findings.racing_hazards()
     if not shared and not cross:
         return findings
     nodes = _NodeIndex(stream)

@@ -127,6 +127,9 @@ class Finding:
 
 RACING, HOSTS_ORDERED = 1, 2  # flags: ordered neither way; two host threads ordered (fixes.memory_dependency)
 ABSENT = -1
+# A finding's numbers in Findings.rows: its two accesses' facts (indexes in Findings.facts, ABSENT: none), the
+# bytes of its first report (its message's), all its reports' bytes merged (its range; ABSENT: none), its flags.
+FIRST, SECOND, LO, HI, RANGE_LO, RANGE_HI, FLAGS, ROW = range(8)
 
 
 class Findings(Sequence[Finding]):
@@ -142,9 +145,7 @@ class Findings(Sequence[Finding]):
         self.buffers: list[str | None] = []
         self.firsts: list[str | None] = []
         self.seconds: list[str | None] = []
-        self.accesses = array("i")  # per finding its two accesses' facts: indexes in `facts` (ABSENT: none)
-        self.spans = array("q")  # per finding the first report's bytes (the message's), then all reported, merged
-        self.flags = bytearray()
+        self.rows = array("q")  # ROW numbers per finding: one array, one append per finding
         self.words: dict[int, tuple[str, str, tuple[str, ...] | None]] = {}  # message, fix, ops worded when found
         self.settled: dict[int, Finding] = {}  # findings as exact.refine left them
         self.facts: list[tuple] = []  # (agent, family, stage, reads, write, buffer, label): few per stream
@@ -159,7 +160,7 @@ class Findings(Sequence[Finding]):
         """A finding of the operation `scope` (an access uid; None: a misuse): a new one, or bytes of an earlier
         one with the same key. `words`: its message and fix (None: an access hazard's, worded when read);
         `described`: whether the accesses' facts are kept (their stages and accesses, labels)."""
-        key = (kind, buffer, first.ref if first else None, second.ref if second else None, ops)
+        key = (kind, buffer, first and first.ref, second and second.ref, ops)
         if ops is not None:
             keys = self.lasting
         else:
@@ -170,29 +171,35 @@ class Findings(Sequence[Finding]):
         at = keys.get(key)
         if at is not None:
             if lo is not None:
-                spans = self.spans
-                spans[4 * at + 2], spans[4 * at + 3] = min(spans[4 * at + 2], lo), max(spans[4 * at + 3], hi)
+                rows, at = self.rows, ROW * at
+                merged = rows[at + RANGE_LO]
+                rows[at + RANGE_LO] = lo if merged == ABSENT else min(merged, lo)
+                rows[at + RANGE_HI] = max(rows[at + RANGE_HI], hi)
             return
-        keys[key] = len(self.kinds)
+        keys[key] = n = len(self.kinds)
         if words is not None:
-            self.words[len(self.kinds)] = (*words, ops)
+            self.words[n] = (*words, ops)
         self.kinds.append(kind)
         self.buffers.append(buffer)
         self.firsts.append(key[2])
         self.seconds.append(key[3])
-        self.accesses.extend((self._fact(first, described), self._fact(second, described)))
-        self.spans.extend((lo, hi, lo, hi) if lo is not None else (ABSENT,) * 4)
-        self.flags.append(racing * RACING | hosts_ordered * HOSTS_ORDERED)
+        if lo is None:
+            lo = hi = ABSENT
+        self.rows.extend((self._fact(first, described), self._fact(second, described), lo, hi, lo, hi,
+                          racing * RACING | hosts_ordered * HOSTS_ORDERED))
 
     def _fact(self, a: Access | None, described: bool) -> int:
+        """The index of a's facts in `facts`, kept on `a`: most accesses are in several findings."""
         if a is None or not described:
             return ABSENT
-        fact = (a.agent, a.family, a.stage, a.reads, a.write, a.buffer, a.label)
-        at = self.fact_index.get(fact)
-        if at is None:
-            at = self.fact_index[fact] = len(self.facts)
-            self.facts.append(fact)
-        return at
+        if a.fact == ABSENT:
+            fact = (a.agent, a.family, a.stage, a.reads, a.write, a.buffer, a.label)
+            at = self.fact_index.get(fact)
+            if at is None:
+                at = self.fact_index[fact] = len(self.facts)
+                self.facts.append(fact)
+            a.fact = at
+        return a.fact
 
     def __len__(self) -> int:
         return len(self.kinds)
@@ -214,8 +221,10 @@ class Findings(Sequence[Finding]):
     def __repr__(self) -> str:
         return repr(list(self))
 
-    def racing(self, i: int) -> bool:
-        return bool(self.flags[i] & RACING)
+    def racing_hazards(self) -> list[int]:
+        """The numbers (from 0) of the RAW, WAR and WAW findings whose accesses are ordered neither way."""
+        kinds = self.kinds
+        return [i for i, flags in enumerate(self.rows[FLAGS::ROW]) if flags & RACING and kinds[i] in ACCESS_KINDS]
 
     @classmethod
     def of(cls, findings: Iterable[Finding]) -> Findings:
@@ -232,23 +241,20 @@ class Findings(Sequence[Finding]):
             self.buffers.append(f.buffer)
             self.firsts.append(f.first)
             self.seconds.append(f.second)
-            self.accesses.extend((ABSENT,) * 2)
-            self.spans.extend((ABSENT,) * 4)
-            self.flags.append(f.racing * RACING)
+            self.rows.extend((ABSENT,) * FLAGS + (f.racing * RACING,))
         self.settled[i] = f
 
     def finding(self, i: int) -> Finding:
         """Finding i, worded."""
         if i in self.settled:
             return self.settled[i]
-        first, second = (self._access(self.firsts[i], self.accesses[2 * i]),
-                         self._access(self.seconds[i], self.accesses[2 * i + 1]))
-        lo, hi, span_lo, span_hi = self.spans[4 * i:4 * i + 4]
-        racing = self.racing(i)
-        words = self.words.get(i)
-        message, fix, ops = words or self._hazard_words(i, first, second, lo, hi)
-        return Finding(self.kinds[i], message, fix, self.buffers[i], None if lo == ABSENT else (span_lo, span_hi),
-                       self.firsts[i], self.seconds[i], _described(first), _described(second), racing, ops,
+        e, x, lo, hi, range_lo, range_hi, flags = self.rows[ROW * i:ROW * (i + 1)]
+        first, second = self._access(self.firsts[i], e), self._access(self.seconds[i], x)
+        message, fix, ops = self.words.get(i) or self._hazard_words(i, first, second, lo, hi,
+                                                                    bool(flags & HOSTS_ORDERED))
+        span = None if range_lo == ABSENT else (range_lo, range_hi)
+        return Finding(self.kinds[i], message, fix, self.buffers[i], span, self.firsts[i], self.seconds[i],
+                       _described(first), _described(second), bool(flags & RACING), ops,
                        (first and first.label, second and second.label))
 
     def _access(self, ref: str | None, fact: int) -> Access | None:
@@ -258,7 +264,8 @@ class Findings(Sequence[Finding]):
         agent, family, stage, reads, write, buffer, label = self.facts[fact]
         return Access(agent, 0, stage, reads, write, ref, buffer, 0, label, family)
 
-    def _hazard_words(self, i: int, e: Access, x: Access, lo: int, hi: int) -> tuple[str, str, None]:
+    def _hazard_words(self, i: int, e: Access, x: Access, lo: int, hi: int,
+                      hosts_ordered: bool) -> tuple[str, str, None]:
         """A RAW, WAR or WAW: its message and the smallest synchronization that orders the two accesses."""
         kind, span = self.kinds[i], f"{self.buffers[i]!r} bytes [{lo}, {hi})"
         if kind == "war":
@@ -266,12 +273,12 @@ class Findings(Sequence[Finding]):
                     fixes.execution_dependency(self.wording, e, x), None)
         verb = "reads" if kind == "raw" else "writes"
         message = f"{x.ref} {verb} {span} that {e.ref} wrote, without a memory dependency"
-        return message, fixes.memory_dependency(self.wording, e, x, bool(self.flags[i] & HOSTS_ORDERED)), None
+        return message, fixes.memory_dependency(self.wording, e, x, hosts_ordered), None
 
     def fork(self, wording: fixes.Wording) -> Findings:
         """A copy that grows apart from this one, worded by `wording`."""
         new = Findings(wording, self.refs_repeat)
-        for name in ("kinds", "buffers", "firsts", "seconds", "accesses", "spans", "flags", "facts"):
+        for name in ("kinds", "buffers", "firsts", "seconds", "rows", "facts"):
             setattr(new, name, getattr(self, name)[:])
         new.words, new.settled, new.fact_index = dict(self.words), dict(self.settled), dict(self.fact_index)
         new.keys, new.lasting, new.scope = dict(self.keys), dict(self.lasting), self.scope
