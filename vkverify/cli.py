@@ -57,7 +57,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         stream, partial = loaded
         found = suppress(stream, check(stream, args.readings or DEFAULT, args.witness, args.witnesses))
         agreement = compare(stream, list(found.kept)) if args.expect else None
-        results.append(FileResult(file, stream.name, list(found.kept), agreement, partial, found.suppressed,
+        results.append(FileResult(file, stream.name, found.kept, agreement, partial, found.suppressed,
                                   found.warnings, loaded=stream))
     shown = [r for r in results if says_something(r)] if args.quiet and args.format == "text" else results
     text = FORMATTERS[args.format](shown, expand=args.expand)

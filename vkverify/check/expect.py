@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..model import ir
@@ -58,7 +59,7 @@ def compare(stream: ir.Stream, findings: list[Finding]) -> Agreement:
 class Suppression:
     """Findings split by the stream's `ignore` entries (docs/format.md, ignore)."""
 
-    kept: tuple[Finding, ...]
+    kept: Sequence[Finding]
     suppressed: tuple[tuple[Finding, str], ...]  # (finding, the reason its ignore entry gives)
     unused: tuple[int, ...]  # indices of the ignore entries that matched no finding
 
@@ -67,10 +68,12 @@ class Suppression:
         return tuple(f"ignore[{i}]: matches no finding" for i in self.unused)
 
 
-def suppress(stream: ir.Stream, findings: list[Finding]) -> Suppression:
+def suppress(stream: ir.Stream, findings: Sequence[Finding]) -> Suppression:
     """A finding an `ignore` entry matches (the way an `expect` entry does) is suppressed, not reported."""
     # A params stream's findings are about one instance: its own `ignore`, references resolved there.
     at = instance(stream, findings[0].params if findings else None)
+    if not at.ignore:  # every finding kept, as it is: the checker's are worded only when read
+        return Suppression(findings, (), ())
     kept, suppressed, used = [], [], set()
     for f in findings:
         hit = next((i for i, ig in enumerate(at.ignore) if matches(ig.finding, f, at)), None)
