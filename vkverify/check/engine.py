@@ -213,8 +213,10 @@ class Checker:
         threads = stream.threads
         queues = [(d, q) for d in stream.devices for q in d.queues]
         widest = {q.id: 1 for _, q in queues}
-        refs_repeat = False  # a command's reference names one execution unless its command buffer runs twice
-        for t in threads:  # in one submit (ir.StreamIndex.command_ref)
+        # A command's reference names one execution unless its command buffer runs twice in one submit
+        # (ir.StreamIndex.command_ref), which the loader refuses and a stream made by hand may still do.
+        refs_repeat = False
+        for t in threads:
             for op in t.ops:
                 if isinstance(op, ir.Submit):
                     widest[op.queue] = max(widest[op.queue], *(len(b.signals) for b in op.batches), 1)

@@ -66,15 +66,15 @@ class _Budget:
 
     def __init__(self, limit: int) -> None:
         self.limit, self.spent = limit, 0
-        self.findings: dict[tuple, int] = {}  # class -> number of the finding holding its witness
+        self.found: dict[tuple, int] = {}  # class -> number of the finding holding its witness
         self.none: set[tuple] = set()  # pairs of nodes the walk found no witness for
 
     def witness(self, key: tuple, pair: tuple, number: int, compute) -> dict:
         """The witness fields of finding `number` of class `key` about nodes `pair`. The walk's answer
         depends on the nodes only, so a pair without a witness is not walked again; a class without one
         tries again with its next pair."""
-        if key in self.findings:
-            return {"witness_same_as": self.findings[key]}
+        if key in self.found:
+            return {"witness_same_as": self.found[key]}
         if pair in self.none:
             return {}
         if self.spent >= self.limit:
@@ -84,7 +84,7 @@ class _Budget:
         if found is None:
             self.none.add(pair)
         else:
-            self.findings[key] = number
+            self.found[key] = number
         return {"witness": found}
 
 

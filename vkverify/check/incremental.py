@@ -205,7 +205,7 @@ class Incremental:
 
     def fork(self, worded: bool = True) -> Incremental:
         """An independent copy: feeding it leaves this one as it was. `worded` False: the access hazards it
-        finds from now on are named (kind, buffer, first, second), not worded, for questions asked often."""
+        finds from now on are named (kind, buffer, first, second) only, for questions asked often."""
         new = copy.copy(self)
         s = self.schedule
         new.fed = list(self.fed)
@@ -251,8 +251,8 @@ class Incremental:
 
 
 class _Unworded(Schedule):
-    """Names access hazards without wording them (Checker.hazard writes a message and a fix): the earlier
-    recorded access first."""
+    """Names access hazards without wording or describing them, the earlier recorded access first, without their
+    bytes: Checker.hazard asks whether the two race, to name them in stream order."""
 
     def hazard(self, kind: str, buf: ir.Buffer, lo: int, hi: int, e, x) -> None:
         self.findings.add(kind, buf.id, None, None, e, x, x.uid, words=("", ""), described=False)
