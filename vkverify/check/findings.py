@@ -127,9 +127,9 @@ class Finding:
 
 RACING, HOSTS_ORDERED = 1, 2  # flags: ordered neither way; two host threads ordered (fixes.memory_dependency)
 ABSENT = -1
-# A finding's numbers in Findings.rows: its two accesses' facts (indexes in Findings.facts, ABSENT: none), the
+# A finding's ROW numbers in Findings.rows: its two accesses' facts (indexes in Findings.facts, ABSENT: none), the
 # bytes of its first report (its message's), all its reports' bytes merged (its range; ABSENT: none), its flags.
-FIRST, SECOND, LO, HI, RANGE_LO, RANGE_HI, FLAGS, ROW = range(8)
+RANGE_LO, RANGE_HI, FLAGS, ROW = 4, 5, 6, 7
 
 
 class Findings(Sequence[Finding]):
@@ -145,7 +145,7 @@ class Findings(Sequence[Finding]):
         self.buffers: list[str | None] = []
         self.firsts: list[str | None] = []
         self.seconds: list[str | None] = []
-        self.rows = array("q")  # ROW numbers per finding: one array, one append per finding
+        self.rows = array("q")  # ROW numbers per finding (above): one array, one append per finding
         self.words: dict[int, tuple[str, str, tuple[str, ...] | None]] = {}  # message, fix, ops worded when found
         self.settled: dict[int, Finding] = {}  # findings as exact.refine left them
         self.facts: list[tuple] = []  # (agent, family, stage, reads, write, buffer, label): few per stream
@@ -179,14 +179,17 @@ class Findings(Sequence[Finding]):
         keys[key] = n = len(self.kinds)
         if words is not None:
             self.words[n] = (*words, ops)
-        self.kinds.append(kind)
-        self.buffers.append(buffer)
-        self.firsts.append(key[2])
-        self.seconds.append(key[3])
         if lo is None:
             lo = hi = ABSENT
-        self.rows.extend((self._fact(first, described), self._fact(second, described), lo, hi, lo, hi,
-                          racing * RACING | hosts_ordered * HOSTS_ORDERED))
+        self._append(kind, buffer, key[2], key[3], (self._fact(first, described), self._fact(second, described),
+                                                    lo, hi, lo, hi, racing * RACING | hosts_ordered * HOSTS_ORDERED))
+
+    def _append(self, kind: str, buffer: str | None, first: str | None, second: str | None, numbers: tuple) -> None:
+        self.kinds.append(kind)
+        self.buffers.append(buffer)
+        self.firsts.append(first)
+        self.seconds.append(second)
+        self.rows.extend(numbers)
 
     def _fact(self, a: Access | None, described: bool) -> int:
         """The index of a's facts in `facts`, kept on `a`: most accesses are in several findings."""
@@ -237,11 +240,7 @@ class Findings(Sequence[Finding]):
     def settle(self, i: int, f: Finding) -> None:
         """Finding i is `f` from now on; i == len(self): `f` is added after the others."""
         if i == len(self):
-            self.kinds.append(f.kind)
-            self.buffers.append(f.buffer)
-            self.firsts.append(f.first)
-            self.seconds.append(f.second)
-            self.rows.extend((ABSENT,) * FLAGS + (f.racing * RACING,))
+            self._append(f.kind, f.buffer, f.first, f.second, (ABSENT,) * FLAGS + (f.racing * RACING,))
         self.settled[i] = f
 
     def finding(self, i: int) -> Finding:
