@@ -7,6 +7,11 @@ checking) and the ratio of the time per command at each larger size to that
 at the smallest. Targets: 10^6 commands in at most 20 s and 2 GiB; the ratio
 within 1.5.
 
+The default run then checks, for both decode shapes, the stream of 10^5 commands with every barrier
+dropped (decode_stream.barriers_dropped: every access a barrier ordered races, some 170k findings) against
+the clean one, each in a fresh process, and prints the ratios of time and peak memory. Target (issue 29):
+at most 3x each, findings recorded compactly and worded only when read (check/findings.py, Findings).
+
     python benchmarks/check_scaling.py                  # 1e4, 1e5, 1e6
     python benchmarks/check_scaling.py 1e4 1e5          # other sizes
     python benchmarks/check_scaling.py --kv-history     # attention reads the whole KV cache
@@ -48,8 +53,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 
-def measure(n: int, kv_history: bool, shape: str) -> dict:
-    from decode_stream import SHAPES, command_count, decode_stream
+def measure(n: int, kv_history: bool, shape: str, dropped: bool = False) -> dict:
+    from decode_stream import SHAPES, barriers_dropped, command_count, decode_stream
     from range_shapes import SHAPES as RANGE_SHAPES
 
     # The checker itself: vkverify.check.check() first validates a stream built by hand, as the loader does a
@@ -61,6 +66,8 @@ def measure(n: int, kv_history: bool, shape: str) -> dict:
         stream = RANGE_SHAPES[shape](n)
     else:
         stream = decode_stream(n, kv_history=kv_history, **SHAPES[shape])
+    if dropped:
+        stream = barriers_dropped(stream)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     findings = check(stream)
@@ -95,9 +102,11 @@ def fresh_process(script: str, args: list[str], code: Path | None, patience: flo
     return json.loads(out.stdout)
 
 
-def run_one(n: int, kv_history: bool, shape: str, code: Path | None = None) -> dict:
-    """One size in a fresh process, checked by the `vkverify` under `code` (None: this checkout's)."""
-    return fresh_process(__file__, ["--one", str(n), "--shape", shape] + ["--kv-history"] * kv_history, code)
+def run_one(n: int, kv_history: bool, shape: str, code: Path | None = None, dropped: bool = False) -> dict:
+    """One size in a fresh process, checked by the `vkverify` under `code` (None: this checkout's); `dropped`:
+    the stream without its barriers."""
+    return fresh_process(__file__, ["--one", str(n), "--shape", shape] + ["--kv-history"] * kv_history
+                         + ["--dropped"] * dropped, code)
 
 
 def row(label: str, r: dict) -> str:
@@ -106,14 +115,14 @@ def row(label: str, r: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    kv_history = "--kv-history" in argv
-    argv = [a for a in argv if a != "--kv-history"]
+    kv_history, dropped = "--kv-history" in argv, "--dropped" in argv
+    argv = [a for a in argv if a not in ("--kv-history", "--dropped")]
     shape, argv = _option(argv, "--shape", "tokens")
     code, argv = _option(argv, "--code", None)
     if code:
         sys.path.insert(0, code)
     if argv[:1] == ["--one"]:
-        print(json.dumps(measure(int(float(argv[1])), kv_history, shape)))
+        print(json.dumps(measure(int(float(argv[1])), kv_history, shape, dropped)))
         return 0
     baseline = None
     if argv[:1] == ["--baseline"]:
@@ -123,7 +132,39 @@ def main(argv: list[str]) -> int:
     with (worktree(baseline) if baseline else _nothing()) as old:
         if shape == "ranges":
             return _growth(old, baseline)
-        return _compare(sizes, kv_history, shape, old, baseline)
+        failed = _compare(sizes, kv_history, shape, old, baseline)
+    if failed or argv or kv_history:
+        return failed
+    return _dropped_against_clean()
+
+
+DROPPED_SIZE = 10**5
+DROPPED_RUNS = 3  # fresh processes per stream, alternating, the least time and memory kept: others' work slows one
+
+
+def _dropped_against_clean() -> int:
+    """Each decode shape at 10^5 commands, clean and with every barrier dropped: the ratios of time and memory."""
+    from decode_stream import SHAPES
+
+    print(f"\nevery barrier dropped against clean, {DROPPED_SIZE} commands generated, least of {DROPPED_RUNS} runs "
+          f"(target <= 3x time and memory):", flush=True)
+    print(f"{'shape':>11} {'stream':>8} {'commands':>10} {'seconds':>9} {'peak MiB':>9} {'findings':>8}", flush=True)
+    for shape in SHAPES:
+        try:
+            runs = [[run_one(DROPPED_SIZE, False, shape, dropped=dropped) for dropped in (False, True)]
+                    for _ in range(DROPPED_RUNS)]
+        except RuntimeError as error:
+            print(error, file=sys.stderr)
+            return 1
+        rows = [{**r[0], "seconds": min(x["seconds"] for x in r), "peak_mib": min(x["peak_mib"] for x in r)}
+                for r in zip(*runs)]
+        for label, r in zip(("clean", "dropped"), rows):
+            print(f"{shape:>11} {label:>8} {r['commands']:>10} {r['seconds']:>9.2f} {r['peak_mib']:>9.1f} "
+                  f"{r['findings']:>8}", flush=True)
+        clean, dropped = rows
+        print(f"{shape:>11} dropped/clean: time {dropped['seconds'] / clean['seconds']:.2f}x, memory "
+              f"{dropped['peak_mib'] / max(clean['peak_mib'], 1.0):.2f}x", flush=True)
+    return 0
 
 
 BASELINE_PATIENCE_S = 300  # a quadratic baseline at the larger size may take hours: it is stopped and said so

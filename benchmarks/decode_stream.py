@@ -15,6 +15,8 @@ Shapes (`SHAPES`, by name):
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from vkverify.model import ir
 
 MIB = 1 << 20
@@ -120,6 +122,13 @@ def decode_stream(n_commands: int, layers: int = 30, weights_per_layer: int = 10
 
 # Named shapes: decode_stream's keyword arguments.
 SHAPES = {"tokens": {}, "resubmitted": {"layers": 48, "slots": 4, "resubmitted": True}}
+
+
+def barriers_dropped(stream: ir.Stream) -> ir.Stream:
+    """The stream without its barrier commands: every access that a barrier ordered races (issue 29)."""
+    return replace(stream, command_buffers=tuple(
+        replace(cb, commands=tuple(c for c in cb.commands if not isinstance(c, ir.Barrier)))
+        for cb in stream.command_buffers))
 
 
 def command_count(stream: ir.Stream) -> int:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from . import __version__
 from .check import WITNESS_MODES
+from .check.findings import KINDS
 from .model import load, loads
 from .model.errors import OutputError, StreamError, UsageError, VkverifyError
 from .model.files import check_directory, check_output, write_atomic
@@ -61,7 +62,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             continue
         stream, partial = loaded
         found = suppress(stream, check(stream, args.readings or DEFAULT, args.witness, args.witnesses))
-        kept = [f for f in found.kept if f.kind in args.kinds]
+        # Left as they are where every kind is reported: the checker's findings are worded only when read.
+        kept = found.kept if args.kinds == ALL_KINDS else [f for f in found.kept if f.kind in args.kinds]
         agreement = compare(stream, list(found.kept)) if args.expect else None
         results.append(FileResult(file, stream.name, kept, agreement, partial, found.suppressed,
                                   found.warnings, loaded=stream))
@@ -82,11 +84,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     return int(failed and not args.exit_zero)
 
 
+ALL_KINDS = frozenset(KINDS)
+
+
 def statistics(results: list[FileResult]) -> str:
     """`--statistics`: the number of findings of each kind over every file, the most frequent first."""
     from collections import Counter
-
-    from .check.findings import KINDS
 
     counts = Counter(f.kind for r in results for f in r.findings)
     return "\n".join(f"{n:>8}  {KINDS[kind].rule_id}  {kind:<24} {KINDS[kind].title}"
@@ -102,8 +105,6 @@ def _colored(color: str, output: str | None) -> bool:
 
 def _kinds(text: str) -> frozenset[str]:
     """An argparse type: finding kinds, comma-separated (docs/format.md, Finding kinds)."""
-    from .check.findings import KINDS
-
     kinds = frozenset(k.strip() for k in text.split(",") if k.strip())
     unknown = sorted(kinds - set(KINDS))
     if unknown or not kinds:
@@ -640,9 +641,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if hasattr(args, "files"):
         args.files = expand(args.files)
     if command == "check":
-        from .check.findings import KINDS
-
-        args.kinds = (args.select or frozenset(KINDS)) - args.ignore
+        args.kinds = (args.select or ALL_KINDS) - args.ignore
         if args.statistics and args.format != "text":
             raise _Usage("check: --statistics prints text; leave out --format")
     return args

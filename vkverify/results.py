@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -18,7 +19,7 @@ CAPTURES = (".gfxr", ".jsonl")  # files read through the importer, not as stream
 class FileResult:
     file: str
     stream: str
-    findings: list[Finding]
+    findings: Sequence[Finding]  # check/findings.py Findings: each worded as a format reads it
     agreement: Agreement | None = None  # with --expect
     partial: tuple[str, ...] = ()  # why the verdict covers only part of the program (ImportSummary.partial_lines)
     suppressed: tuple[tuple[Finding, str], ...] = ()  # (finding, reason) the stream's `ignore` accepts

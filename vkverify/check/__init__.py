@@ -1,5 +1,7 @@
 """The happens-before checker: `check(stream)` returns every finding."""
 
+from collections.abc import Sequence
+
 from ..model import ir
 from ..model.errors import UsageError, choice_argument, integer_argument
 from ..model.loader import validate
@@ -13,10 +15,10 @@ WITNESS_MODES = ("slice", "full")  # docs/format.md, Schedules, z3 and witnesses
 
 
 def check(stream: ir.Stream, readings: Readings = DEFAULT, witness: str = "slice",
-          witnesses: int | None = None) -> list[Finding]:
-    """Every synchronization finding of `stream` (schedule.check); a stream the loader did not make is
-    first validated as a file would be (InvalidStream naming each error); a bad argument is a UsageError
-    naming it."""
+          witnesses: int | None = None) -> Sequence[Finding]:
+    """Every synchronization finding of `stream` (schedule.check), each worded as it is read; a stream the
+    loader did not make is first validated as a file would be (InvalidStream naming each error); a bad
+    argument is a UsageError naming it."""
     stream = validate(stream)
     if not isinstance(readings, Readings):
         raise UsageError("readings", f"expected a vkverify.check.readings.Readings, got {type(readings).__name__}")

@@ -25,3 +25,4 @@ class Access:
     issued: tuple[int, int] = (0, 0)  # the thread and op position of its submit (or of itself, on the host)
     memo: tuple | None = None  # (lo, hi, end, pieces, write) of the last `Checker.states` query
     ordered: set | None = None  # (agent, stage, need, lo, hi) already ordered after this access
+    fact: int = -1  # its facts' index in the run's findings (findings.Findings), once it is in one; -1 before

@@ -29,7 +29,7 @@ from ..model.stages import DEVICE_STAGES
 from . import fixes
 from .access import Access
 from .barriers import BarrierEntry, BarrierLog, compile_barrier, sees
-from .findings import Finding
+from .findings import Findings
 from .rangemap import RangeMap, Segment
 from .readings import DEFAULT, Readings
 from .replay import ALWAYS, DOMINATED, replay_plan
@@ -53,11 +53,6 @@ def join(a: Clock, b: Clock) -> Clock:
 def _minus(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
     """`ranges` less the bytes [lo, hi)."""
     return [piece for a, b in ranges for piece in ((a, min(b, lo)), (max(a, hi), b)) if piece[0] < piece[1]]
-
-
-def _described(a: Access) -> str:
-    """An access as a finding words it: its stage and accesses (compute_shader/shader_storage_read)."""
-    return f"{a.stage}/{'+'.join(a.reads + ((a.write,) if a.write else ()))}"
 
 
 def _join_all(clocks) -> Clock:
@@ -221,8 +216,13 @@ class Checker:
         threads = stream.threads
         queues = [(d, q) for d in stream.devices for q in d.queues]
         widest = {q.id: 1 for _, q in queues}
-        for op, b in ir.batches(stream):
-            widest[op.queue] = max(widest[op.queue], len(b.signals))
+        # A command's reference names one execution unless its command buffer runs twice in one submit
+        # (ir.StreamIndex.command_ref), which the loader refuses and a stream made by hand may still do.
+        refs_repeat = False
+        for _, op in ir.submits(stream):
+            widest[op.queue] = max(widest[op.queue], *(len(b.signals) for b in op.batches), 1)
+            submitted = ir.submitted(op)
+            refs_repeat = refs_repeat or len(set(submitted)) < len(submitted)
         # Clock entries: each queue's first semaphore lane and each thread's ops (both at the agent's index),
         # each queue's fence lane, each thread's host writes made available to the device, the other lanes.
         n_queues, n_threads = len(queues), len(threads)
@@ -249,11 +249,11 @@ class Checker:
         # execution, () where none may be made, what its reads met (_replay)]; the command buffer held keeps its
         # id from being reused.
         self.compiled: dict[int, list] = {}
-        self.findings: dict[tuple, Finding] = {}
+        self.wording = fixes.Wording(tuple(a.id for a in self.agents), self.memory_kind, readings, self.by_buffer)
+        self.findings = Findings(self.wording, refs_repeat)
         self.reported = 0  # calls of report(): an execution that made none compared cleanly
         # host write uid -> [(proxy access at a barrier that made it available, lo, hi)] (run_barrier)
         self.host_available: dict[int, list[tuple[Access, int, int]]] = {}
-        self.ranges: dict[tuple, list[int]] = {}
         self.destroyed: dict[str, Access] = {}  # buffer -> its destroy
         # Spec 12.7: a destroy waits for every device use of the buffer, also those a later access
         # replaced in the range map; the latest use per (agent, stage) stands for the earlier ones there.
@@ -277,43 +277,29 @@ class Checker:
 
     # ---- findings ----------------------------------------------------------
 
-    def report(self, kind: str, buffer: str | None, lo: int | None, hi: int | None,
-               first: Access | None, second: Access | None, fix: str, message: str,
-               racing: bool = False, ops: tuple[str, ...] | None = None) -> None:
+    def report(self, kind: str, buffer: str | None, lo: int | None, hi: int | None, first: Access | None,
+               second: Access | None, scope: int | None, words: tuple[str, str], racing: bool = False,
+               ops: tuple[str, ...] | None = None) -> None:
+        """A finding of the operation `scope` (the uid of the access being checked; None: a misuse) and its
+        message and fix (`words`)."""
         self.reported += 1
-        key = (kind, buffer, first.ref if first else None, second.ref if second else None, ops)
-        if lo is not None:
-            span = self.ranges.setdefault(key, [lo, hi])
-            span[0], span[1] = min(span[0], lo), max(span[1], hi)
-        if key in self.findings:
-            return
-        self.findings[key] = Finding(
-            kind, message, fix, buffer, None, first.ref if first else None, second.ref if second else None,
-            _described(first) if first else None, _described(second) if second else None, racing, ops,
-            (first.label if first else None, second.label if second else None))
+        self.findings.add(kind, buffer, lo, hi, first, second, scope, racing, False, words, ops)
 
     def hazard(self, kind: str, buf: ir.Buffer, lo: int, hi: int, e: Access, x: Access) -> None:
-        """A RAW, WAW or WAR of e then x on bytes [lo, hi) of buf. A racing pair (ordered neither way) is named
-        in stream order, earlier submitted first, whichever of the two this schedule ran first."""
-        racing = self.racing(e, x)
+        """A RAW, WAW or WAR of e then x on bytes [lo, hi) of buf, worded when read (findings.Findings). A racing
+        pair (ordered neither way) is named in stream order, earlier submitted first, whichever of the two this
+        schedule ran first."""
+        scope = x.uid
+        racing = e.agent != x.agent and self.racing(e, x)  # most hazards are of one queue: no call
         if racing and _stream_order(x) < _stream_order(e):
             e, x, kind = x, e, {"raw": "war", "war": "raw"}.get(kind, kind)
-        span = f"{buf.id!r} bytes [{lo}, {hi})"
-        if kind == "war":
-            self.report(kind, buf.id, lo, hi, e, x, fixes.execution_dependency(self, e, x),
-                        f"{x.ref} writes {span} that {e.ref} may still be reading", racing)
-        else:
-            self.report(kind, buf.id, lo, hi, e, x, fixes.memory_dependency(self, e, x),
-                        f"{x.ref} {'reads' if kind == 'raw' else 'writes'} {span} that {e.ref} wrote, without a "
-                        f"memory dependency", racing)
+        # The fix of two host threads' accesses depends on whether they are ordered now (fixes.memory_dependency).
+        hosts_ordered = e.family is None and x.family is None and self.agents[x.agent].clock[e.agent] > e.pos
+        self.reported += 1
+        self.findings.add(kind, buf.id, lo, hi, e, x, scope, racing, hosts_ordered)
 
-    def result(self) -> list[Finding]:
-        from dataclasses import replace
-        out = []
-        for key, f in self.findings.items():
-            span = self.ranges.get(key)
-            out.append(replace(f, range=tuple(span)) if span else f)
-        return out
+    def result(self) -> Findings:
+        return self.findings
 
     # ---- ordering ----------------------------------------------------------
 
@@ -364,9 +350,7 @@ class Checker:
         return pieces
 
     def through(self, a: Access | BarrierEntry) -> str | None:
-        """The buffer through which a buffer barrier covers an access (an access's or a barrier's); None: any
-        buffer over its bytes (readings.buffer_barrier_covers_aliases, or no aliases)."""
-        return a.buffer if self.by_buffer else None
+        return self.wording.through(a)
 
     def _root_range(self, e: Access) -> tuple[str, int, int]:
         root, _ = self.index.root(e.buffer)
@@ -383,11 +367,14 @@ class Checker:
             if x.family is None:
                 return []  # host program order
             # Most pairs are ordered by the first barrier after e alone; states only grow after it.
-            log = self.agents[x.agent].log
-            if e.first_barrier < len(log.all_kinds) and \
-                    log.orders_alone(e.first_barrier, e.stage, e.write, root, lo, hi, x.stage, need,
-                                     self.through(e), self.through(x)):
-                return []
+            queue = self.agents[x.agent]
+            log = queue.log
+            if e.first_barrier < len(log.all_kinds):
+                if log.orders_alone(e.first_barrier, e.stage, e.write, root, lo, hi, x.stage, need,
+                                    self.through(e), self.through(x)):
+                    return []
+            elif not queue.release_pos or queue.release_pos[-1] < e.pos:
+                return [(lo, hi)]  # neither a barrier nor a signal since e on its queue: nothing orders them
         key = (x.agent, x.stage, need, lo, hi)
         if e.ordered is not None and key in e.ordered:
             return []
@@ -545,13 +532,14 @@ class Checker:
             destroyed = self.destroyed and self.destroyed.get(x.buffer)
             if destroyed:
                 if self.issued_after(x, destroyed):
-                    self.report("use_after_destroy", x.buffer, lo, hi, destroyed, x,
-                                f"remove {x.ref} or move the destroy of {x.buffer!r} ({destroyed.ref}) after it",
-                                f"{x.ref} uses {x.buffer!r} after {destroyed.ref} destroyed it")
+                    self.report("use_after_destroy", x.buffer, lo, hi, destroyed, x, x.uid,
+                                (f"{x.ref} uses {x.buffer!r} after {destroyed.ref} destroyed it",
+                                 f"remove {x.ref} or move the destroy of {x.buffer!r} ({destroyed.ref}) after it"))
                     return False
                 # Submitted before the destroy, run after it in this schedule: pending at the destroy.
-                self.report("use_after_destroy", x.buffer, lo, hi, x, destroyed, fixes.destroy(x, destroyed.ref),
-                            f"{destroyed.ref} destroys {x.buffer!r} while {x.ref} may still use it", racing=True)
+                self.report("use_after_destroy", x.buffer, lo, hi, x, destroyed, x.uid,
+                            (f"{destroyed.ref} destroys {x.buffer!r} while {x.ref} may still use it",
+                             fixes.destroy(x, destroyed.ref)), racing=True)
             if self.uses is not None and x.family is not None:
                 self.uses.setdefault(x.buffer, {})[(x.agent, x.stage)] = x
         if hi <= lo:
@@ -583,16 +571,16 @@ class Checker:
         w = seg.write
         if w is None:
             if not seg.initialized:
-                self.report("uninitialized_read", x.buffer, seg.lo - base, seg.hi - base, None, x,
-                            fixes.uninitialized(x), f"{x.ref} reads bytes of {x.buffer!r} that nothing wrote")
+                self.report("uninitialized_read", x.buffer, seg.lo - base, seg.hi - base, None, x, x.uid,
+                            (f"{x.ref} reads bytes of {x.buffer!r} that nothing wrote", fixes.uninitialized(x)))
             return False
         if w.uid == x.uid:
             return False
         if x.family is not None and buf.sharing == "exclusive" and seg.owner not in (None, x.family):
-            self.report("ownership_missing", x.buffer, seg.lo - base, seg.hi - base, w, x,
-                        fixes.ownership(w, x, seg.owner),
-                        f"{x.ref} on family {x.family} reads bytes of exclusive {x.buffer!r} owned by family "
-                        f"{seg.owner} without an ownership transfer")
+            message = (f"{x.ref} on family {x.family} reads bytes of exclusive {x.buffer!r} owned by family "
+                       f"{seg.owner} without an ownership transfer")
+            self.report("ownership_missing", x.buffer, seg.lo - base, seg.hi - base, w, x, x.uid,
+                        (message, fixes.ownership(w, x, seg.owner)))
         bad = self.after_write(w, x, root, seg, x.reads)
         if not bad and x.family is None and w.family is not None and self.memory_kind[x.buffer] == "host_cached":
             thread = self.agents[x.agent]  # 7.1.3: a host read of non-coherent memory needs an invalidate too

@@ -13,46 +13,50 @@ have one signaller and that have no cross-queue hazard do no more work:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
 
 from ..model import ir
 from ..model.refs import owner_of, sort_key, split_submit
 from . import smt, witness
-from .findings import ACCESS_KINDS, Finding
+from .findings import ACCESS_KINDS, Finding, Findings
 
 WITNESSES = 5  # computed per stream by default: a handful to read, at the cost of one walk each
 
 
-def refine(stream: ir.Stream, findings: list[Finding], shared: frozenset[str],
-           scope: witness.Scope = "slice", limit: int = WITNESSES) -> list[Finding]:
-    if not shared and not any(f.kind in ACCESS_KINDS for f in findings):
+def refine(stream: ir.Stream, findings: Sequence[Finding], shared: frozenset[str],
+           scope: witness.Scope = "slice", limit: int = WITNESSES) -> Findings:
+    """The findings with witnesses and named deadlocks, and the non-increasing timeline signals; those it
+    changes are settled in `findings` (findings.Findings), the others left to be worded when read."""
+    if not isinstance(findings, Findings):
+        findings = Findings.of(findings)
+    kinds = findings.kinds
+    if not shared and not any(kind in ACCESS_KINDS for kind in kinds):
         return findings  # nothing to decide: no model, no plan (keeps clean streams as fast as before)
     # Racing: two queues or threads with no execution dependency at all. Any dependency orders the two
     # batches too, so then no schedule overlaps them: no witness to look for.
-    cross = {i for i, f in enumerate(findings) if f.kind in ACCESS_KINDS and f.racing}
+    cross = findings.racing_hazards()
     if not shared and not cross:
         return findings
     nodes = _NodeIndex(stream)
     semantics = smt.Semantics(stream) if shared else None
     budget = _Budget(limit)
-    out = []
-    for i, f in enumerate(findings):
-        if i in cross:
-            first, second = nodes.node(f.first), nodes.node(f.second)
-            f = _named_steps(stream, replace(f, **budget.witness(
-                (f.buffer, nodes.agent(first), nodes.agent(second)), (first, second), i + 1,
-                partial(witness.overlap, stream, first, f.first, second, f.second, scope))))
-        elif f.kind == "deadlock" and semantics is not None:
-            f = _named_deadlock(f, semantics, stream)
-        out.append(f)
+    for i in cross:
+        f = findings[i]
+        first, second = nodes.node(f.first), nodes.node(f.second)
+        findings.settle(i, _named_steps(stream, replace(f, **budget.witness(
+            (f.buffer, nodes.agent(first), nodes.agent(second)), (first, second), i + 1,
+            partial(witness.overlap, stream, first, f.first, second, f.second, scope)))))
     if semantics is not None:
+        for i in [i for i, kind in enumerate(kinds) if kind == "deadlock"]:
+            findings.settle(i, _named_deadlock(findings[i], semantics, stream))
         for a, b in semantics.non_increasing(shared):
             first, second = nodes.signal_node(a), nodes.signal_node(b)
-            out.append(_named_steps(stream, replace(_not_increasing(a, b), **budget.witness(
-                (a.semaphore, a.agent, b.agent), (first, second), len(out) + 1,
+            findings.settle(len(findings), _named_steps(stream, replace(_not_increasing(a, b), **budget.witness(
+                (a.semaphore, a.agent, b.agent), (first, second), len(findings) + 1,
                 partial(witness.in_order, stream, first, second, scope)))))
-    return out
+    return findings
 
 
 class _Budget:

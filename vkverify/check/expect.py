@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from dataclasses import dataclass
 
@@ -62,7 +63,7 @@ def compare(stream: ir.Stream, findings: list[Finding]) -> Agreement:
 class Suppression:
     """Findings split by the stream's `ignore` entries (docs/format.md, ignore)."""
 
-    kept: tuple[Finding, ...]
+    kept: Sequence[Finding]
     suppressed: tuple[tuple[Finding, str], ...]  # (finding, the reason its ignore entry gives)
     unused: tuple[int, ...]  # indices of the ignore entries that matched no finding
 
@@ -71,11 +72,13 @@ class Suppression:
         return tuple(f"ignore[{i}]: matches no finding" for i in self.unused)
 
 
-def suppress(stream: ir.Stream, findings: list[Finding]) -> Suppression:
+def suppress(stream: ir.Stream, findings: Sequence[Finding]) -> Suppression:
     """A finding an `ignore` entry matches (the way an `expect` entry does), or that a `# vkverify: ignore[kind]`
     comment on the program line recording one of its operations accepts, is suppressed, not reported."""
     # A params stream's findings are about one instance: its own `ignore`, references resolved there.
     at = instance(stream, findings[0].params if findings else None)
+    if not at.ignore and not _recorded(at):  # every finding kept, as it is: the checker's are worded only when read
+        return Suppression(findings, (), ())
     kept, suppressed, used = [], [], set()
     lines: dict[str, list[str]] = {}  # read once per check: the program may change between two
     for f in findings:
@@ -89,6 +92,12 @@ def suppress(stream: ir.Stream, findings: list[Finding]) -> Suppression:
         else:
             kept.append(f)
     return Suppression(tuple(kept), tuple(suppressed), tuple(i for i in range(len(at.ignore)) if i not in used))
+
+
+def _recorded(stream: ir.Stream) -> bool:
+    """Whether any operation carries the program line that recorded it (where a comment may accept a finding)."""
+    return any(op.source for t in stream.threads for op in t.ops) or \
+        any(c.source for cb in stream.command_buffers for c in cb.commands)
 
 
 IGNORE_COMMENT = re.compile(r"#\s*vkverify:\s*ignore(?:\[([\w\s,]*)\])?")

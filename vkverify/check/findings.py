@@ -1,8 +1,15 @@
-"""Findings: what the checker reports, with one stable id per kind."""
+"""Findings: what the checker reports, with one stable id per kind; a run's, recorded in columns and worded as
+they are read (Findings: a stream where every access races then costs a few dozen bytes per finding, not a
+Finding with its text; issue 29)."""
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+from . import fixes
+from .access import Access
 
 
 @dataclass(frozen=True)
@@ -116,3 +123,167 @@ class Finding:
         if self.params is not None:
             out["params"] = dict(self.params)
         return out
+
+
+RACING, HOSTS_ORDERED = 1, 2  # flags: ordered neither way; two host threads ordered (fixes.memory_dependency)
+ABSENT = -1
+# A finding's ROW numbers in Findings.rows: its two accesses' facts (indexes in Findings.facts, ABSENT: none), the
+# bytes of its first report (its message's), all its reports' bytes merged (its range; ABSENT: none), its flags.
+RANGE_LO, RANGE_HI, FLAGS, ROW = 4, 5, 6, 7
+
+
+class Findings(Sequence[Finding]):
+    """Findings in the order found, deduplicated by (kind, buffer, first, second, ops) with their bytes merged.
+    A key names the operation being checked (the second access, or the first of a racing pair named in stream
+    order), so while each operation's reference names one execution (`refs_repeat` False) only the keys of the
+    operation being checked are kept to find repeats; the ops of misuse findings are kept all along."""
+
+    def __init__(self, wording: fixes.Wording | None, refs_repeat: bool = False) -> None:
+        self.wording = wording
+        self.refs_repeat = refs_repeat
+        self.kinds: list[str] = []
+        self.buffers: list[str | None] = []
+        self.firsts: list[str | None] = []
+        self.seconds: list[str | None] = []
+        self.rows = array("q")  # ROW numbers per finding (above): one array, one append per finding
+        self.words: dict[int, tuple[str, str, tuple[str, ...] | None]] = {}  # message, fix, ops worded when found
+        self.settled: dict[int, Finding] = {}  # findings as exact.refine left them
+        self.facts: list[tuple] = []  # (agent, family, stage, reads, write, buffer, label): few per stream
+        self.fact_index: dict[tuple, int] = {}
+        self.keys: dict[tuple, int] = {}  # key -> finding, of the operation `scope` (all, where refs repeat)
+        self.lasting: dict[tuple, int] = {}  # key -> finding, of misuse findings
+        self.scope: int | None = None
+
+    def add(self, kind: str, buffer: str | None, lo: int | None, hi: int | None, first: Access | None,
+            second: Access | None, scope: int | None, racing: bool = False, hosts_ordered: bool = False,
+            words: tuple[str, str] | None = None, ops: tuple[str, ...] | None = None, described: bool = True) -> None:
+        """A finding of the operation `scope` (an access uid; None: a misuse): a new one, or bytes of an earlier
+        one with the same key. `words`: its message and fix (None: an access hazard's, worded when read);
+        `described`: whether the accesses' facts are kept (their stages and accesses, labels)."""
+        key = (kind, buffer, first and first.ref, second and second.ref, ops)
+        if ops is not None:
+            keys = self.lasting
+        else:
+            keys = self.keys
+            if scope != self.scope and not self.refs_repeat:
+                keys.clear()
+                self.scope = scope
+        at = keys.get(key)
+        if at is not None:
+            if lo is not None:
+                rows, at = self.rows, ROW * at
+                merged = rows[at + RANGE_LO]
+                rows[at + RANGE_LO] = lo if merged == ABSENT else min(merged, lo)
+                rows[at + RANGE_HI] = max(rows[at + RANGE_HI], hi)
+            return
+        keys[key] = n = len(self.kinds)
+        if words is not None:
+            self.words[n] = (*words, ops)
+        if lo is None:
+            lo = hi = ABSENT
+        self._append(kind, buffer, key[2], key[3], (self._fact(first, described), self._fact(second, described),
+                                                    lo, hi, lo, hi, racing * RACING | hosts_ordered * HOSTS_ORDERED))
+
+    def _append(self, kind: str, buffer: str | None, first: str | None, second: str | None, numbers: tuple) -> None:
+        self.kinds.append(kind)
+        self.buffers.append(buffer)
+        self.firsts.append(first)
+        self.seconds.append(second)
+        self.rows.extend(numbers)
+
+    def _fact(self, a: Access | None, described: bool) -> int:
+        """The index of a's facts in `facts`, kept on `a`: most accesses are in several findings."""
+        if a is None or not described:
+            return ABSENT
+        if a.fact == ABSENT:
+            fact = (a.agent, a.family, a.stage, a.reads, a.write, a.buffer, a.label)
+            at = self.fact_index.get(fact)
+            if at is None:
+                at = self.fact_index[fact] = len(self.facts)
+                self.facts.append(fact)
+            a.fact = at
+        return a.fact
+
+    def __len__(self) -> int:
+        return len(self.kinds)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self.finding(j) for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self.finding(i)
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
+
+    __hash__ = None  # a sequence that grows
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+    def racing_hazards(self) -> list[int]:
+        """The numbers (from 0) of the RAW, WAR and WAW findings whose accesses are ordered neither way."""
+        kinds = self.kinds
+        return [i for i, flags in enumerate(self.rows[FLAGS::ROW]) if flags & RACING and kinds[i] in ACCESS_KINDS]
+
+    @classmethod
+    def of(cls, findings: Iterable[Finding]) -> Findings:
+        """Findings already worded (those of runtime/online.py), in a Findings."""
+        new = cls(None)
+        for f in findings:
+            new.settle(len(new), f)
+        return new
+
+    def settle(self, i: int, f: Finding) -> None:
+        """Finding i is `f` from now on; i == len(self): `f` is added after the others."""
+        if i == len(self):
+            self._append(f.kind, f.buffer, f.first, f.second, (ABSENT,) * FLAGS + (f.racing * RACING,))
+        self.settled[i] = f
+
+    def finding(self, i: int) -> Finding:
+        """Finding i, worded."""
+        if i in self.settled:
+            return self.settled[i]
+        e, x, lo, hi, range_lo, range_hi, flags = self.rows[ROW * i:ROW * (i + 1)]
+        first, second = self._access(self.firsts[i], e), self._access(self.seconds[i], x)
+        message, fix, ops = self.words.get(i) or self._hazard_words(i, first, second, lo, hi,
+                                                                    bool(flags & HOSTS_ORDERED))
+        span = None if range_lo == ABSENT else (range_lo, range_hi)
+        return Finding(self.kinds[i], message, fix, self.buffers[i], span, self.firsts[i], self.seconds[i],
+                       _described(first), _described(second), bool(flags & RACING), ops,
+                       (first and first.label, second and second.label))
+
+    def _access(self, ref: str | None, fact: int) -> Access | None:
+        """The access as its finding words it: its facts, without its place in the run."""
+        if fact == ABSENT:
+            return None
+        agent, family, stage, reads, write, buffer, label = self.facts[fact]
+        return Access(agent, 0, stage, reads, write, ref, buffer, 0, label, family)
+
+    def _hazard_words(self, i: int, e: Access, x: Access, lo: int, hi: int,
+                      hosts_ordered: bool) -> tuple[str, str, None]:
+        """A RAW, WAR or WAW: its message and the smallest synchronization that orders the two accesses."""
+        kind, span = self.kinds[i], f"{self.buffers[i]!r} bytes [{lo}, {hi})"
+        if kind == "war":
+            return (f"{x.ref} writes {span} that {e.ref} may still be reading",
+                    fixes.execution_dependency(self.wording, e, x), None)
+        verb = "reads" if kind == "raw" else "writes"
+        message = f"{x.ref} {verb} {span} that {e.ref} wrote, without a memory dependency"
+        return message, fixes.memory_dependency(self.wording, e, x, hosts_ordered), None
+
+    def fork(self, wording: fixes.Wording) -> Findings:
+        """A copy that grows apart from this one, worded by `wording`."""
+        new = Findings(wording, self.refs_repeat)
+        for name in ("kinds", "buffers", "firsts", "seconds", "rows", "facts"):
+            setattr(new, name, getattr(self, name)[:])
+        new.words, new.settled, new.fact_index = dict(self.words), dict(self.settled), dict(self.fact_index)
+        new.keys, new.lasting, new.scope = dict(self.keys), dict(self.lasting), self.scope
+        return new
+
+
+def _described(a: Access | None) -> str | None:
+    """An access as a finding words it: its stage and accesses (compute_shader/shader_storage_read)."""
+    return a and f"{a.stage}/{'+'.join(a.reads + ((a.write,) if a.write else ()))}"

@@ -2,27 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from dataclasses import dataclass
 
 from .access import Access
 from .readings import Readings
 
 
-class CheckerFacts(Protocol):
-    """What a fix is worded from: the checker's agents (queues and host threads, by index: `id`, `clock`), each
-    buffer's memory kind, the readings, and through which buffer a buffer barrier covers an access."""
+@dataclass(frozen=True)
+class Wording:
+    """What a fix is worded from, apart from the checker's state: the agents' ids (queues and host threads, by
+    index), each buffer's memory kind, the readings, and whether a buffer barrier covers only accesses through
+    its own buffer (Checker.by_buffer)."""
 
-    agents: Sequence
+    agent_ids: tuple[str, ...]
     memory_kind: dict[str, str]
     readings: Readings
+    by_buffer: bool
 
-    def through(self, a: Access) -> str | None: ...
+    def through(self, a: Access) -> str | None:
+        """The buffer through which a buffer barrier covers `a` (an access's or a barrier's); None: any buffer over
+        its bytes (readings.buffer_barrier_covers_aliases, or no aliases)."""
+        return a.buffer if self.by_buffer else None
 
 
-def _where(checker: CheckerFacts, a: Access) -> str:
-    agent = checker.agents[a.agent]
-    return f"queue {agent.id}" if a.family is not None else f"thread {agent.id}"
+def _where(wording: Wording, a: Access) -> str:
+    agent = wording.agent_ids[a.agent]
+    return f"queue {agent}" if a.family is not None else f"thread {agent}"
 
 
 def _masks(a: Access) -> str:
@@ -30,47 +35,48 @@ def _masks(a: Access) -> str:
     return f"{a.stage}/{'|'.join(accesses)}"
 
 
-def memory_dependency(checker: CheckerFacts, w: Access, x: Access) -> str:
-    """RAW and WAW: spec 7.1 memory dependency, made available by w's stage and visible to x's."""
+def memory_dependency(wording: Wording, w: Access, x: Access, hosts_ordered: bool) -> str:
+    """RAW and WAW: spec 7.1 memory dependency, made available by w's stage and visible to x's. `hosts_ordered`:
+    w and x are on host threads, x's having acquired w's op when the checker met the pair."""
     src = f"{w.stage}/{w.write}"
-    noncoherent = checker.memory_kind[x.buffer] == "host_cached"  # coherence is the memory's: an alias follows it
+    noncoherent = wording.memory_kind[x.buffer] == "host_cached"  # coherence is the memory's: an alias follows it
     if w.agent == x.agent and x.family is not None:
         # Spec 7.7.2: a buffer barrier covers accesses through its own buffer (readings): both must name it.
-        one = checker.through(w) == checker.through(x)
+        one = wording.through(w) == wording.through(x)
         return (f"vkCmdPipelineBarrier2 between {w.ref} and {x.ref}: src {src} -> dst {_masks(x)}"
                 + (f" (a buffer barrier on {x.buffer!r} suffices)" if one else " (a global memory barrier)"))
     if w.family is not None and x.family is not None:
-        return (f"signal a semaphore after {w.ref} on {_where(checker, w)} and wait on it before {x.ref} "
-                f"on {_where(checker, x)} with a stage mask that includes {x.stage}")
+        return (f"signal a semaphore after {w.ref} on {_where(wording, w)} and wait on it before {x.ref} "
+                f"on {_where(wording, x)} with a stage mask that includes {x.stage}")
     if w.family is not None:  # device write, host read or write
         host = "host_write" if x.write else "host_read"
         cached = " then vkInvalidateMappedMemoryRanges over the range," if noncoherent and not x.write else ""
         # Spec 7.4.1: a semaphore signal holds the host barrier only at all_commands, and only under that reading.
-        signal = " or a semaphore signalled at all_commands" if checker.readings.all_commands_includes_host else ""
+        signal = " or a semaphore signalled at all_commands" if wording.readings.all_commands_includes_host else ""
         return (f"vkCmdPipelineBarrier2 after {w.ref}: src {src} -> dst host/{host}, then wait for its "
-                f"fence{signal} on {_where(checker, x)},{cached} before {x.ref}")
+                f"fence{signal} on {_where(wording, x)},{cached} before {x.ref}")
     if x.family is not None:  # host write, device read
         if noncoherent:
             return f"vkFlushMappedMemoryRanges over the range after {w.ref}, before the submit of {x.ref}"
-        return (f"submit {x.ref} after {w.ref} on {_where(checker, w)} (order the threads with a semaphore if "
+        return (f"submit {x.ref} after {w.ref} on {_where(wording, w)} (order the threads with a semaphore if "
                 f"they differ), or record vkCmdPipelineBarrier2 before {x.ref}: src host/host_write -> dst "
                 f"{_masks(x)}, in a batch that waits for a signal made after {w.ref}")
-    if noncoherent and checker.agents[x.agent].clock[w.agent] > w.pos:  # ordered host threads, non-coherent memory
+    if noncoherent and hosts_ordered:  # non-coherent memory
         return (f"vkFlushMappedMemoryRanges over the range after {w.ref}, before the signal {x.ref} waits for"
                 + ("" if x.write else f", and vkInvalidateMappedMemoryRanges after that wait, before {x.ref}"))
-    return f"order {_where(checker, w)} before {x.ref} with a semaphore or fence the host waits on"
+    return f"order {_where(wording, w)} before {x.ref} with a semaphore or fence the host waits on"
 
 
-def execution_dependency(checker: CheckerFacts, r: Access, x: Access) -> str:
+def execution_dependency(wording: Wording, r: Access, x: Access) -> str:
     """WAR: spec 7.1 an execution dependency suffices."""
     if r.agent == x.agent and x.family is not None:
         return f"vkCmdPipelineBarrier2 between {r.ref} and {x.ref}: src_stage {r.stage} -> dst_stage {x.stage}"
     if r.family is not None and x.family is None:
         return f"wait for the fence or semaphore signalled after {r.ref} before {x.ref}"
     if r.family is not None:
-        return (f"signal a semaphore after {r.ref} on {_where(checker, r)} and wait on it before {x.ref} "
-                f"on {_where(checker, x)} with a stage mask that includes {x.stage}")
-    return f"submit {x.ref} only after {r.ref} on {_where(checker, r)}"
+        return (f"signal a semaphore after {r.ref} on {_where(wording, r)} and wait on it before {x.ref} "
+                f"on {_where(wording, x)} with a stage mask that includes {x.stage}")
+    return f"submit {x.ref} only after {r.ref} on {_where(wording, r)}"
 
 
 def uninitialized(x: Access) -> str:

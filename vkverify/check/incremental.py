@@ -22,7 +22,7 @@ import copy
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import fields, replace
-from itertools import count, islice
+from itertools import count
 from operator import attrgetter
 
 from ..model import ir
@@ -132,19 +132,17 @@ class Incremental:
 
     def findings_since(self, mark: int = 0) -> list[Finding]:
         """The findings first found after `mark` (a `mark()`), their ranges as grown since."""
-        s = self.schedule
-        return [replace(f, range=tuple(s.ranges[key])) if key in s.ranges else f
-                for key, f in islice(s.findings.items(), mark, None)]
+        return self.schedule.findings[mark:]
 
     def hazards_since(self, mark: int = 0) -> set[tuple]:
         """The findings after `mark` as the mutation analysis names hazards (hb.Model.all_hazards): (kind, first,
         second), or (kind, *ops) for misuse. A pair of writes whose second reads too is a RAW and a WAW
         (hb.conflicts), of which the checker reports the RAW alone."""
         out = set()
-        for (kind, _, first, second, ops), f in islice(self.schedule.findings.items(), mark, None):
-            out.add((kind, first, second) if first or second else (kind, *(ops or ())))
-            if kind == "raw" and "write" in (f.first_access or "") and "write" in (f.second_access or ""):
-                out.add(("waw", first, second))
+        for f in self.findings_since(mark):
+            out.add((f.kind, f.first, f.second) if f.first or f.second else (f.kind, *(f.ops or ())))
+            if f.kind == "raw" and "write" in (f.first_access or "") and "write" in (f.second_access or ""):
+                out.add(("waw", f.first, f.second))
         return out
 
     def findings_at_end(self) -> list[Finding]:
@@ -191,6 +189,7 @@ class Incremental:
         index.threads = {t.id: t for t in shape.threads}
         index.resubmitted = frozenset()
         self.schedule = Schedule(sized, shared, self.readings)
+        self.schedule.findings.refs_repeat = True  # a command's reference names every submission of it (above)
         self.schedule.threads.pop()  # the sizing thread: clock entries only, never run
         self.schedule.agents.pop()
         self.schedule.uses = {}  # destroys may come later
@@ -206,7 +205,7 @@ class Incremental:
 
     def fork(self, worded: bool = True) -> Incremental:
         """An independent copy: feeding it leaves this one as it was. `worded` False: the access hazards it
-        finds from now on are named (kind, buffer, first, second), not worded, for questions asked often."""
+        finds from now on are named (kind, buffer, first, second) only, for questions asked often."""
         new = copy.copy(self)
         s = self.schedule
         new.fed = list(self.fed)
@@ -226,10 +225,10 @@ class Incremental:
         t.memories = {root: _fork_memory(m, accesses) for root, m in s.memories.items()}
         t.placement = {b: (buf, root, offset, t.memories[root]) for b, (buf, root, offset, _) in s.placement.items()}
         t.memory_kind = dict(s.memory_kind)
+        t.wording = replace(s.wording, memory_kind=t.memory_kind)
+        t.findings = s.findings.fork(t.wording)
         t.barriers = dict(s.barriers)
         t.compiled = {k: [cb, steps, plan, dict(met)] for k, (cb, steps, plan, met) in s.compiled.items()}
-        t.findings = dict(s.findings)
-        t.ranges = {k: list(v) for k, v in s.ranges.items()}
         t.host_available = {uid: [(_fork_access(p, accesses), lo, hi) for p, lo, hi in v]
                             for uid, v in s.host_available.items()}
         t.destroyed = {b: _fork_access(a, accesses) for b, a in s.destroyed.items()}
@@ -252,13 +251,11 @@ class Incremental:
 
 
 class _Unworded(Schedule):
-    """Names access hazards without wording them (Checker.hazard writes a message and a fix): the earlier
-    recorded access first."""
+    """Names access hazards without wording or describing them, the earlier recorded access first, without their
+    bytes: Checker.hazard asks whether the two race, to name them in stream order."""
 
     def hazard(self, kind: str, buf: ir.Buffer, lo: int, hi: int, e, x) -> None:
-        key = (kind, buf.id, e.ref, x.ref, None)
-        if key not in self.findings:
-            self.findings[key] = Finding(kind, "", "", buf.id, None, e.ref, x.ref)
+        self.findings.add(kind, buf.id, None, None, e, x, x.uid, words=("", ""), described=False)
 
 
 def _fork_access(a, memo: dict):

@@ -7,12 +7,14 @@ Waits that never become satisfiable end the run with `deadlock`, `wait_never_sat
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..model import ir
 from ..model.gcpause import cyclic_gc_paused
 from ..model.stages import DEVICE_STAGES
 from . import fixes
 from .engine import Access, Checker, ThreadAgent
-from .findings import Finding
+from .findings import Finding, Findings
 from .readings import DEFAULT, Readings
 from .scopes import second_execution_scope, signal_first_scope
 from .walk import Consumer, Misuse, PendingBatch, Walk, shared_timelines
@@ -21,7 +23,7 @@ ALL_DEVICE = frozenset(DEVICE_STAGES)
 
 
 def check(stream: ir.Stream, readings: Readings = DEFAULT, witness: str = "slice",
-          witnesses: int | None = None) -> list[Finding]:
+          witnesses: int | None = None) -> Sequence[Finding]:
     """Every synchronization finding of `stream` under `readings` of what the spec leaves open, in the order
     found; for a `params` stream, those of the smallest parameter values that have any. Witnesses
     (check/witness.py): `witness` "slice" or "full", at most `witnesses` computed (default exact.WITNESSES)."""
@@ -45,7 +47,7 @@ class Schedule(Checker, Consumer):
         super().__init__(stream, readings, replay)
         self.shared = shared
 
-    def run(self) -> list[Finding]:
+    def run(self) -> Findings:
         # The walk refers to the checker, not the reverse: no cycle keeps the checker's millions of objects
         # alive once check() returns (the cyclic collector is paused, and would then scan them all).
         walk = Walk(self.stream, self, self.shared)
@@ -54,7 +56,7 @@ class Schedule(Checker, Consumer):
         return self.result()
 
     def misuse(self, m: Misuse) -> None:
-        self.report(m.kind, None, None, None, None, None, m.fix, m.message, ops=m.ops)
+        self.report(m.kind, None, None, None, None, None, None, (m.message, m.fix), ops=m.ops)
 
     # ---- queues ------------------------------------------------------------
 
@@ -129,6 +131,7 @@ class Schedule(Checker, Consumer):
         probe = Access(t.index, t.pc, "host", (), None, ref, op.buffer, next(self.uids), op.label, None)
         for e in self.uses.get(op.buffer, {}).values():
             if self.unordered(e, probe, *self._root_range(e), None):
-                self.report("use_after_destroy", op.buffer, None, None, e, probe, fixes.destroy(e, ref),
-                            f"{ref} destroys {op.buffer!r} while {e.ref} may still use it", racing=True)
+                self.report("use_after_destroy", op.buffer, None, None, e, probe, probe.uid,
+                            (f"{ref} destroys {op.buffer!r} while {e.ref} may still use it", fixes.destroy(e, ref)),
+                            racing=True)
         self.destroyed[op.buffer] = probe
