@@ -179,3 +179,29 @@ def test_why_not_names_the_missing_link(capsys, prefix, first, second, why):
     code, out, _ = run(capsys, corpus(prefix), first, second)
     reasons = [line.split("why not: ", 1)[1] for line in out.splitlines() if "why not: " in line]
     assert code == 1 and len(reasons) == len(whys) and all(map(str.startswith, reasons, whys)), out
+
+
+@pytest.mark.parametrize("flush, invalidate, why", [
+    (False, False, "no flush by up of the bytes up[0] wrote"), (True, False, "no invalidate of the bytes by use"),
+    (True, True, None)])
+def test_another_threads_write_to_host_cached_memory_needs_flush_and_invalidate(flush, invalidate, why):
+    """rules.host_write_needs_flush (reading host_threads_coherent, default off): explain agrees with the checker
+    on a host write of one thread and a host read of another ordered by a host semaphore signal, and says which
+    of the two it lacks; under the reading, the signal alone orders them."""
+    from dataclasses import replace
+
+    from vkverify.check.readings import DEFAULT
+    from vkverify.model import from_dict
+
+    up = [{"op": "host_write", "buffer": "B", "size": 12}, *([{"op": "flush", "buffer": "B"}] * flush),
+          {"op": "signal_semaphore", "semaphore": "T", "value": 1}]
+    use = [{"op": "wait_semaphores", "waits": [{"semaphore": "T", "value": 1}]},
+           *([{"op": "invalidate", "buffer": "B"}] * invalidate), {"op": "host_read", "buffer": "B", "size": 4}]
+    stream = from_dict({"format": "vkverify-stream/1", "name": "threads", "devices": [{"id": "gpu0"}],
+                        "buffers": [{"id": "B", "size": 64, "memory": "host_cached"}],
+                        "semaphores": [{"id": "T", "type": "timeline"}], "threads": {"up": up, "use": use}})
+    read = f"use[{len(use) - 1}]"
+    (pair,) = explain(stream, "up[0]", read).pairs
+    assert [(f.kind, f.first, f.second) for f in check(stream)] == ([] if why is None else [("raw", "up[0]", read)])
+    assert bool(pair.chains) == (why is None) and (why is None or why in pair.reasons[0]), pair
+    assert check(stream, replace(DEFAULT, host_threads_coherent=True)) == []

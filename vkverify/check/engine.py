@@ -33,7 +33,7 @@ from .findings import Findings
 from .rangemap import RangeMap, Segment
 from .readings import DEFAULT, Readings
 from .replay import ALWAYS, DOMINATED, replay_plan
-from .rules import makes_host_writes_available, transfers_ownership
+from .rules import host_write_needs_flush, makes_host_writes_available, transfers_ownership
 from .scopes import HOST
 
 Clock = tuple[int, ...]
@@ -612,7 +612,8 @@ class Checker:
         (readings.host_threads_coherent off) a host write to non-coherent memory reaches its access only through
         the writer's flush before it (availability to the host domain, 7.1.3) and, for a read, the reader's
         invalidate after that flush (visibility)."""
-        if w.agent == x.agent or self.readings.host_threads_coherent or self.memory_kind[x.buffer] != "host_cached":
+        if not host_write_needs_flush(w.agent == x.agent, self.memory_kind[x.buffer],
+                                      self.readings.host_threads_coherent):
             return False
         thread = self.agents[x.agent]
         if seg.flushed is None or thread.clock[w.agent] <= seg.flushed:

@@ -154,7 +154,7 @@ def _pairs(model: Model, firsts: list[AccessNode], seconds: list[AccessNode]) ->
         for x in seconds:
             if e.uid == x.uid or e.root != x.root or max(e.lo, x.lo) >= min(e.hi, x.hi):
                 continue
-            kinds = conflicts(e, x)
+            kinds = conflicts(e, x, model.readings)
             if not x.reads and not x.write and not e.host:
                 kinds.append(("keepalive", False, ()))  # x is a destroy: the use must complete first
             for kind, memory, need in kinds:
@@ -385,6 +385,8 @@ def _no_memory_dependency(model: Model, pair: Pair, seg: tuple[int, int], reache
     """Ordered by execution: spec 7.1, a memory dependency needs an availability operation for the write that
     happens-before a visibility operation for the access (for the host, a domain operation to it, 7.1.3)."""
     e, x = pair.first, pair.second
+    if e.host and x.host:
+        return _unshared_between_threads(pair, reached)
     available = any(t.available for toks in reached.values() for t in toks)
     if e.host and not available:
         return _host_write_not_available(model, pair, executed)
@@ -464,6 +466,18 @@ def _host_write_not_available(model: Model, pair: Pair, executed: dict) -> list[
         return [f"{e.buffer} is host_cached: no flush of the bytes {e.ref} wrote {where}"]
     return [(f"{e.ref} comes after the submission of {x.ref}: no barrier with src_stage host and src_access "
              f"host_write before {x.ref} makes it available")]
+
+
+def _unshared_between_threads(pair: Pair, reached: dict) -> list[str]:
+    """Spec 7.1.3 (rules.host_write_needs_flush): another thread's write to host_cached memory reaches a host access
+    through the writer's flush before the release the reader acquires, and for a read, the reader's invalidate
+    after that acquire."""
+    e, x = pair.first, pair.second
+    if not any(t.host_written for toks in reached.values() for t in toks):
+        return [(f"{e.buffer} is host_cached and {x.ref} is on another thread: no flush by {e.agent} of the bytes "
+                f"{e.ref} wrote before a release {x.agent} acquires (reading host_threads_coherent)")]
+    return [(f"{x.buffer} is host_cached and {e.ref} is on another thread: no invalidate of the bytes by {x.agent} "
+            f"after it acquires the flush, before {x.ref} (reading host_threads_coherent)")]
 
 
 def _not_made_visible_to_host(model: Model, pair: Pair, reached: dict) -> list[str]:

@@ -38,7 +38,8 @@ from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, compile_b
 from ..model.accesses import command_accesses
 from .engine import FENCE_SCOPE
 from .readings import DEFAULT, Readings
-from .rules import chains, in_release_access_scope, in_synchronization_scope, makes_host_writes_available
+from .rules import (chains, host_write_needs_flush, in_release_access_scope, in_synchronization_scope,
+                    makes_host_writes_available)
 from .scopes import second_execution_scope, signal_first_scope
 from .walk import Consumer, Misuse, PendingBatch, Walk
 
@@ -277,7 +278,7 @@ class Model(Consumer):
             key = (x.root, seg)
             w = self._last_write.get(key)
             if w is not None and w.uid != x.uid:
-                for kind, memory, need in conflicts(w, x):
+                for kind, memory, need in conflicts(w, x, self.readings):
                     if kind != "war":
                         self._pair(kind, w, x, seg, memory, need)
             if x.write:
@@ -411,7 +412,8 @@ class Model(Consumer):
             return tok
         if n.op.op == "flush" and pair.first.host and pair.first.agent == n.agent:
             return tok._replace(host_written=True)
-        if n.op.op == "invalidate" and tok.host_visible:
+        if n.op.op == "invalidate" and (tok.host_visible or tok.host_written and pair.second.host
+                                        and n.agent == pair.second.agent):
             return tok._replace(invalidated=True)
         return tok
 
@@ -423,6 +425,8 @@ class Model(Consumer):
                 return False
             if not pair.memory:
                 return True
+            if pair.first.host:  # another thread's write to host_cached memory (rules.host_write_needs_flush)
+                return tok.host_written and (x.write is not None or tok.invalidated)
             if x.write:  # memory model "Location-Ordered": a write needs only the domain operation
                 return tok.host_domain
             return tok.host_visible and (x.memory != "host_cached" or tok.invalidated)
@@ -483,15 +487,18 @@ def _boundaries(stream: ir.Stream) -> dict[str, list[int]]:
     return {root: sorted(c) for root, c in cuts.items()}
 
 
-def conflicts(e: AccessNode, x: AccessNode) -> list[tuple[str, bool, tuple[str, ...]]]:
+def conflicts(e: AccessNode, x: AccessNode, readings: Readings) -> list[tuple[str, bool, tuple[str, ...]]]:
     """Spec 7.1 note: what e then x on common bytes need, as (kind, memory dependency needed, the accesses of
-    x it must reach). A host access after a host write needs only order; every other write a memory
-    dependency (for a host second access, into the host domain)."""
+    x it must reach). A host access after a host write needs only order, but after another thread's write to
+    non-coherent memory (rules.host_write_needs_flush); every other write a memory dependency (for a host
+    second access, into the host domain)."""
+    host = x.host and e.host
+    memory = not host or host_write_needs_flush(e.agent == x.agent, e.memory, readings.host_threads_coherent)
     out = []
     if e.write and x.reads:
-        out.append(("raw", not (x.host and e.host), () if x.host else x.reads))
+        out.append(("raw", memory, () if x.host else x.reads))
     if e.write and x.write:
-        out.append(("waw", not (x.host and e.host), () if x.host else (x.write,)))
+        out.append(("waw", memory, () if x.host else (x.write,)))
     if e.reads and x.write:
         out.append(("war", False, ()))
     return out

@@ -8,8 +8,9 @@ with the logically earlier or later stages, access scopes with only the stages n
 
 from __future__ import annotations
 
-__all__ = ["chains", "first_access_scope_gap", "in_first_access_scope", "in_release_access_scope",
-           "in_synchronization_scope", "makes_host_writes_available", "second_access_scope_gap", "transfers_ownership"]
+__all__ = ["chains", "first_access_scope_gap", "host_write_needs_flush", "in_first_access_scope",
+           "in_release_access_scope", "in_synchronization_scope", "makes_host_writes_available",
+           "second_access_scope_gap", "transfers_ownership"]
 
 
 def chains(earlier_second_scope: frozenset[str], later_first_scope: frozenset[str]) -> bool:
@@ -62,3 +63,11 @@ def in_release_access_scope(same_queue: bool, stage: str, first_scope: frozenset
 def transfers_ownership(src_family: int | None, dst_family: int | None) -> bool:
     """7.7.4 queue family ownership transfer: a buffer barrier between two queue families."""
     return src_family is not None and src_family != dst_family
+
+
+def host_write_needs_flush(same_thread: bool, memory: str, host_threads_coherent: bool) -> bool:
+    """7.1.3 host access and the memory model's "Location-Ordered": another host thread is another agent, so a
+    host write to non-coherent memory reaches its access only through the writer's vkFlushMappedMemoryRanges
+    (available to the host domain) and, for a read, the reader's vkInvalidateMappedMemoryRanges after it
+    (visible), unless the reading host_threads_coherent takes the host's threads to share a cache."""
+    return not same_thread and memory == "host_cached" and not host_threads_coherent
