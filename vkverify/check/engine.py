@@ -1,11 +1,6 @@
 """The happens-before checker: runs a stream in one legal order and compares accesses.
 
-Queues and host threads are agents with vector clocks (syncval's and
-ThreadSanitizer's approach): a clock entry counts the *releases* of an
-agent (semaphore or fence signals and submit ends on a queue, every op on a
-host thread) that an agent has acquired. On a queue, clocks are kept per
-stage (execution) and per (stage, access) (visibility), since semaphore
-waits and barriers only reach the stages in their scopes. Ordering on one
+Queues and host threads are agents with vector clocks (agents.py). Ordering on one
 queue comes from its barriers (barriers.BarrierLog). Each memory keeps a
 RangeMap of the last write and the reads since it, so a new access is
 compared with a handful of earlier ones. A resubmitted command buffer, once
@@ -18,191 +13,32 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
 from itertools import count
 
 from ..model import ir
-from ..model.accesses import ACCESSES_BY_KIND, DEVICE_ACCESSES
+from ..model.accesses import ACCESSES_BY_KIND
 from ..model.refs import format_ref
-from ..model.stages import DEVICE_STAGES
 from . import fixes
 from .access import Access
-from .barriers import BarrierEntry, BarrierLog, compile_barrier, sees
+from .agents import EPOCHS, Clock, QueueAgent, ThreadAgent, acquired_releases, join, join_all
+from .barriers import BarrierEntry, compile_barrier, sees
 from .findings import Findings
 from .rangemap import RangeMap, Segment
 from .readings import DEFAULT, Readings
 from .replay import ALWAYS, DOMINATED, replay_plan
 from .rules import host_write_needs_flush, makes_host_writes_available, transfers_ownership
-from .scopes import HOST
 
-Clock = tuple[int, ...]
 HOST_VISIBLE = ("host_coherent", "host_cached")
 HOST_ACCESSES = ("host_read", "host_write")  # a destination with either: device -> host domain
-# Spec 7.3 fence signal: every command earlier in submission order, no stage mask (host-stage barriers too).
-FENCE_SCOPE = frozenset(DEVICE_STAGES) | HOST
-EPOCHS = count(1)  # QueueAgent.epoch
-
-
-def join(a: Clock, b: Clock) -> Clock:
-    if a is b or a == b:
-        return a
-    return tuple(map(max, a, b))
-
-
 def _minus(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
     """`ranges` less the bytes [lo, hi)."""
     return [piece for a, b in ranges for piece in ((a, min(b, lo)), (max(a, hi), b)) if piece[0] < piece[1]]
 
 
-def _join_all(clocks) -> Clock:
-    clocks = list(clocks)
-    return tuple(map(max, *clocks)) if len(clocks) > 1 else clocks[0]
-
-
 def _stream_order(a: Access) -> tuple[tuple[int, int], int]:
     """Where a comes in the stream: its submit's (or host op's) thread and position, then its queue position."""
     return a.issued, a.pos if a.family is not None else 0
-
-
-@dataclass(eq=False)
-class QueueAgent:
-    """A queue's clock entries: one per signal of its widest batch (`lanes`, the first is `index`) for what
-    its semaphore signals release, and `fence_lane` for what its fence signals and idle waits release (all
-    numbered on one counter of releases). Spec 7.2 "signal operation order": a fence signal orders every
-    earlier signal of its queue; a semaphore signal orders the semaphore signals of earlier batches, never a
-    fence signal nor another signal of its own batch; one entry could not tell them apart."""
-
-    index: int
-    id: str
-    device: str
-    family: int
-    clock_width: int
-    lanes: tuple[int, ...]
-    fence_lane: int
-    log: BarrierLog = field(default_factory=BarrierLog)
-    pos: int = 0
-    release_pos: list[int] = field(default_factory=list)
-    release_scope: list[frozenset[str]] = field(default_factory=list)
-    release_lane: list[int] = field(default_factory=list)
-    lane_releases: dict[int, list[int]] = field(default_factory=dict)  # lane -> its releases' indexes, ascending
-    # Spec 7.7.2: what a buffer memory barrier made visible of other agents' releases, per (root, lo, hi, buffer):
-    # buffer None, or the only buffer through which accesses see it (readings.buffer_barrier_covers_aliases).
-    range_vis: dict = field(default_factory=dict)
-    # Spec 7.1.3 host access: (host access, (root, lo, hi, buffer) or None) -> {stage: clock}: the releases of others
-    # whose writes a barrier here made visible to that host access, by the stages the barrier's chain reaches.
-    host_vis: dict = field(default_factory=dict)
-    host_releases: list = field(default_factory=list)  # (release number, {(host access, range): clock carried})
-    # The clocks' version (exec_clock, vis_clock, range_vis, host_vis), and per barrier command the version at
-    # which it last changed nothing (Checker._barrier_clocks). Versions come from one counter (EPOCHS), so that
-    # a copy of the agent sharing `settled` never takes a version for other clocks.
-    epoch: int = 0
-    settled: dict = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        zero = (0,) * self.clock_width
-        self.exec_clock = {s: zero for s in DEVICE_STAGES}
-        self.vis_clock = {pair: zero for pair in DEVICE_ACCESSES}
-        # Everything its waits and submissions acquired: a barrier with `host` in its source stage mask has
-        # the host operations before them in its first scope (docs/format.md, "Readings").
-        self.host_clock = zero
-        self.last = {lane: 0 for lane in self.lanes}  # the latest release number on each semaphore lane
-        self.last_clock = zero  # the join of the clocks the latest signals of earlier batches carried
-
-    def _release(self, scope: frozenset[str], lane: int) -> tuple[int, list[int]]:
-        self.release_pos.append(self.pos)
-        self.release_scope.append(scope)
-        self.release_lane.append(lane)
-        self.lane_releases.setdefault(lane, []).append(len(self.release_pos) - 1)
-        clock = (0,) * self.clock_width
-        for s in scope & self.exec_clock.keys():
-            clock = join(clock, self.exec_clock[s])
-        k = len(self.release_pos)
-        carried = {key: _join_all(by_stage[s] for s in scope if s in by_stage)
-                   for key, by_stage in self.host_vis.items() if scope & by_stage.keys()}
-        if carried:
-            self.host_releases.append((k, carried))
-        return k, list(clock)
-
-    def signal_semaphores(self, scopes: list[frozenset[str]]) -> list[Clock]:
-        """The clocks the semaphore signals of one batch carry (first synchronization scopes `scopes`): spec
-        7.4.1, each happens-after every signal of earlier batches, so after all that happened before them
-        (their clocks, not only their release numbers), and is unordered with the others of its batch."""
-        earlier = self.last_clock
-        out = []
-        for lane, scope in zip(self.lanes, scopes):
-            k, clock = self._release(scope, lane)
-            clock = list(map(max, clock, earlier))
-            clock[lane] = self.last[lane] = k
-            out.append(tuple(clock))
-        if out:  # each holds the earlier ones: the batch's join is the new join
-            self.last_clock = _join_all(out)
-        return out
-
-    def signal_fence(self) -> Clock:
-        """A fence signal or an idle wait: spec 7.2, ordered after every semaphore signal of the queue so far, and so
-        after all that happened before them."""
-        k, clock = self._release(FENCE_SCOPE, self.fence_lane)
-        clock = list(map(max, clock, self.last_clock))
-        clock[self.fence_lane] = k
-        return tuple(clock)
-
-    def visible_clock(self, stage: str, need: tuple[str, ...]) -> Clock:
-        """What is visible to every access of `need` at `stage`: the least of their visibility clocks."""
-        clock = self.vis_clock[(stage, need[0])]
-        for acc in need[1:]:
-            clock = tuple(map(min, clock, self.vis_clock[(stage, acc)]))
-        return clock
-
-    def acquire(self, clock: Clock, stages: frozenset[str]) -> None:
-        """Spec 7.4.2: a semaphore wait is a memory dependency for the stages in its scope."""
-        self.epoch = next(EPOCHS)
-        self.host_clock = join(self.host_clock, clock)
-        for s in stages:
-            if s in self.exec_clock:
-                self.exec_clock[s] = join(self.exec_clock[s], clock)
-        for pair in DEVICE_ACCESSES:
-            if pair[0] in stages:
-                self.vis_clock[pair] = join(self.vis_clock[pair], clock)
-
-
-@dataclass(eq=False)
-class ThreadAgent:
-    index: int
-    id: str
-    ops: tuple[ir.HostOp, ...]
-    clock: Clock
-    memory_lane: int  # its clock entry for its host writes made available to the device domain
-    pc: int = 0
-    acquired: dict = field(default_factory=dict)  # agent -> [(clock value, op position)]
-
-    def acquire(self, clock: Clock) -> None:
-        new = join(self.clock, clock)
-        if new is not self.clock:
-            for agent, (old, value) in enumerate(zip(self.clock, new)):
-                if value > old:
-                    self.acquired.setdefault(agent, []).append((value, self.pc))
-            self.clock = new
-
-    def acquired_at(self, needs: list[tuple[int, int]]) -> int:
-        """The op position at which this thread first acquired one of `needs` ((clock entry, value) pairs)."""
-        return min((pc for agent, least in needs for value, pc in self.acquired.get(agent, ()) if value >= least),
-                   default=self.pc)
-
-
-def _acquired_releases(queue: QueueAgent, clock: Clock, pos: int) -> list[int]:
-    """Indexes of the releases of `queue` from position `pos` on that `clock` acquired (spec 7.2 "signal operation
-    order": acquiring one acquires those its lanes hold). Of the fence signals only the last: its first scope
-    holds every earlier release and barrier. Looked up per lane, not walked: a long run releases at every submit."""
-    start = bisect_left(queue.release_pos, pos)
-    out = []
-    for lane, indexes in queue.lane_releases.items():
-        if lane == queue.fence_lane:
-            if clock[lane] > start:  # its last acquired: clock[lane] - 1
-                out.append(clock[lane] - 1)
-        else:
-            out += indexes[bisect_left(indexes, start):bisect_left(indexes, clock[lane])]
-    return sorted(out)
 
 
 class Checker:
@@ -440,7 +276,7 @@ class Checker:
         if self._host_visible_through_releases(e, x, reach, root, lo, hi):
             return []
         queue, bad = self.agents[e.agent], [(lo, hi)]
-        for i in _acquired_releases(queue, clock, e.pos):
+        for i in acquired_releases(queue, clock, e.pos):
             scope = queue.release_scope[i]
             bad = [(a, b) for lo2, hi2 in bad for a, b, s in self.states(e, root, lo2, hi2, queue.release_pos[i])
                    if not any(access in reach and stage in scope and through in (None, x.buffer)
@@ -812,7 +648,7 @@ class Checker:
             for key, by_stage in queue.host_vis.items():
                 reached = [by_stage[s] for s in entry.src_exec if s in by_stage]
                 if reached:
-                    updates.append((key, entry.dst_exec, _join_all(reached)))
+                    updates.append((key, entry.dst_exec, join_all(reached)))
             updates += [((access, limit), entry.dst_exec, clock) for access in accesses]
         for key, stages, clock in updates:
             by_stage = queue.host_vis.setdefault(key, {})

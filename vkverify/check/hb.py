@@ -36,7 +36,7 @@ from ..model.stages import DEVICE_STAGES
 from ..model.refs import format_ref, parse_ref
 from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, compile_barrier, coverage, sees
 from ..model.accesses import command_accesses
-from .engine import FENCE_SCOPE
+from .agents import FENCE_SCOPE
 from .readings import DEFAULT, Readings
 from .rules import (chains, host_write_needs_flush, in_release_access_scope, in_synchronization_scope,
                     makes_host_writes_available)

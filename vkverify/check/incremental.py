@@ -26,7 +26,8 @@ from itertools import count
 from operator import attrgetter
 
 from ..model import ir
-from .engine import Access, QueueAgent, ThreadAgent
+from .agents import QueueAgent, ThreadAgent
+from .engine import Access
 from .findings import Finding
 from .rangemap import RangeMap, Segment
 from .readings import DEFAULT, Readings

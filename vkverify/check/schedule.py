@@ -13,7 +13,8 @@ from ..model import ir
 from ..model.gcpause import cyclic_gc_paused
 from ..model.stages import DEVICE_STAGES
 from . import fixes
-from .engine import Access, Checker, ThreadAgent
+from .agents import ThreadAgent
+from .engine import Access, Checker
 from .findings import Finding, Findings
 from .readings import DEFAULT, Readings
 from .scopes import second_execution_scope, signal_first_scope
