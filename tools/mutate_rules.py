@@ -114,8 +114,7 @@ MUTANTS = [
      "waited - 1:")),
     ("check/engine.py", ("if x.family is not None and buf.sharing == \"exclusive\" and seg.owner not in (None, "
      "x.family):"), "if x.family is not None and seg.owner not in (None, x.family):"),
-    ("check/engine.py", "return e.agent != x.agent and bool(self.unordered(e, x, *self._root_range(x), None))",
-     "return bool(self.unordered(e, x, *self._root_range(x), None))"),
+    ("check/engine.py", "racing = e.agent != x.agent and self.racing(e, x)", "racing = self.racing(e, x)"),
     # the range map
     ("check/rangemap.py", "if seg.lo == at or at >= seg.hi:", "if seg.lo == at or at > seg.hi:",
      ("at == seg.hi happens only at the memory's end (elsewhere the next segment starts there): the split adds an "

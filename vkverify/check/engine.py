@@ -264,7 +264,8 @@ class Checker:
         return pending
 
     def racing(self, e: Access, x: Access) -> bool:
-        return e.agent != x.agent and bool(self.unordered(e, x, *self._root_range(x), None))
+        """Whether the accesses of two agents are ordered neither way: no execution dependency (7.1)."""
+        return bool(self.unordered(e, x, *self._root_range(x), None))
 
     def host_visible_missing(self, e: Access, x: Access, root: str, lo: int, hi: int) -> list[tuple[int, int]]:
         """Spec 7.1.3 host access and the memory model's "Location-Ordered": a device write the host then reads
