@@ -157,6 +157,17 @@ def test_each_rule_body_lives_in_rules_alone(rule):
     assert [p.name for p in RULE_CALLERS if body.search(p.read_text())] == []
 
 
+# The walk's rule of when a timeline wait is satisfied (spec 7.4.2: a signal of at least its value), restated as it
+# was in runtime/create.py: the runtime asks the walk (check/walk.py) instead.
+WALK_BODY = r"\.value\s*>=?\s*\w+\.value\b|\.value\s*>\s*reached\b"
+
+
+def test_the_runtime_asks_the_walk_when_a_wait_is_satisfied():
+    body = re.compile(WALK_BODY)
+    assert body.search("op.value >= w.value") and body.search("w.value > reached[w.semaphore]")
+    assert [p.name for p in sorted((ROOT / "vkverify" / "runtime").rglob("*.py")) if body.search(p.read_text())] == []
+
+
 @pytest.mark.parametrize("caller", ["barriers.py", "engine.py", "hb.py", "explain.py"])
 def test_the_deciders_call_the_rules(caller):
     """The fast checker (barriers, engine), hb.Model and explain import their predicates from check/rules.py."""

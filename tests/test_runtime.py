@@ -190,6 +190,15 @@ def test_host_signal_releases_a_wait_on_a_shared_queue(device_name):
         runtime.replay(held_up)
 
 
+def test_a_host_wait_the_shared_queue_does_not_hold_up_runs(device_name):
+    """A host wait between the blocked wait's submit and the host signal that releases it blocks forever only
+    where it waits for the blocked VkQueue (the walk decides): one for a value the timeline already has runs."""
+    corpus = {p.stem.split("-")[0]: p for p in CORPUS}
+    doc = json.loads(corpus["117"].read_text())
+    doc["threads"]["main"].insert(1, {"op": "wait_semaphores", "waits": [{"semaphore": "T", "value": 0}]})
+    assert runtime.replay(from_dict(doc)).reference == {}
+
+
 def test_unknown_device_is_a_clear_error(device_name):
     with pytest.raises(runtime.NoDevice, match="no device matches"):
         runtime.Runtime(device="no-such-gpu")

@@ -136,13 +136,18 @@ def idle_queues(index: ir.StreamIndex, op: ir.QueueWaitIdle | ir.DeviceWaitIdle)
 class Walk:
     """The state of the walk: each thread's next op, each queue's pending batches, fences, semaphores."""
 
-    def __init__(self, stream: ir.Stream, consumer: Consumer, shared: frozenset[str] | None = None) -> None:
+    def __init__(self, stream: ir.Stream, consumer: Consumer, shared: frozenset[str] | None = None,
+                 runs_on: dict[str, object] | None = None) -> None:
+        """`runs_on`: stream queue -> the device queue it is submitted to, where stream queues share one (a
+        device with fewer queues than the stream): their batches then form one submission order (spec 7.2)."""
         self.stream = stream
         self.index = stream.index
         self.consumer = consumer
         self.threads = [(t.id, t.ops) for t in stream.threads]
         self.pc = [0] * len(self.threads)
-        self.pending: dict[str, deque[PendingBatch]] = {q: deque() for q in self.index.queues}
+        device_queues: dict[object, deque[PendingBatch]] = {}
+        self.pending: dict[str, deque[PendingBatch]] = {
+            q: device_queues.setdefault((runs_on or {}).get(q, q), deque()) for q in self.index.queues}
         self.fences: dict[str, FenceState] = {}
         self.binary: dict[str, deque[BinarySignal]] = {}
         # Timeline -> [(value, release, ref)] in signal order, and its current value.

@@ -60,13 +60,14 @@ class ScheduleNode(NamedTuple):
 
 class _Recorder(Consumer):
     """Names every release after the event that makes it, so each wait's acquired releases are the events
-    it needs; keeps the events in the order run, what each needs, and each queue's submission order."""
+    it needs; keeps the events in the order run, what each needs, and each queue's order as the walk runs its
+    batches (its submission order, spec 7.2: the slice does not restate it)."""
 
     def __init__(self, stream: ir.Stream) -> None:
         self.threads = [t.id for t in stream.threads]
         self.events: list[str] = []
         self.needs: dict[str, tuple[str, ...]] = {}
-        self.queue_order: dict[str, list[str]] = {}  # queue -> batch keys in submission order
+        self.queue_order: dict[str, list[str]] = {}  # queue -> batch keys in the order the walk ran them
         self.submit_of: dict[str, str] = {}  # batch key -> its submit's ref
         self.batch_count: dict[str, int] = {}  # submit ref -> its number of batches
         self.waits_on: dict[str, set[str]] = {}  # begin event -> the semaphores whose signals its waits acquired
@@ -83,9 +84,7 @@ class _Recorder(Consumer):
         parts = op.batches or (ir.Batch(),)
         self.batch_count[ref] = len(parts)
         for k in range(len(parts)):
-            key = batch_ref(ref, k, len(parts))
-            self.queue_order.setdefault(op.queue, []).append(key)
-            self.submit_of[key] = ref
+            self.submit_of[batch_ref(ref, k, len(parts))] = ref
 
     def begin(self, p: PendingBatch, acquired: list) -> None:
         """The batch begins: its waits acquired `acquired` (each an event's name, or None)."""
@@ -94,6 +93,7 @@ class _Recorder(Consumer):
 
     def batch(self, queue: str, p: PendingBatch, acquired: list) -> tuple[list, str]:
         key = self.key(p)
+        self.queue_order.setdefault(queue, []).append(key)
         if f"{key} begin" not in self.needs:
             self.begin(p, acquired)
         end = f"{key} end"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
+from ..check.walk import Consumer, Walk
 from ..model import ir
-from ..model.refs import format_ref
 from .device import QueueRequest
 from .errors import Unsupported
 from .runtime import Runtime
@@ -62,41 +62,34 @@ def create_objects(stream: ir.Stream, runtimes: Mapping[str, Runtime], home: Map
 
 
 def shared_queue_deadlock(stream: ir.Stream, rt: Runtime) -> str | None:
-    """Where the device has fewer queues than the stream, stream queues share a
-    VkQueue; a timeline wait submitted there before its signal (legal across
-    stream queues) would block that VkQueue, and with it the signal, forever.
-    Not where the host signals it, from another thread (a multidevice replay's
-    proxy threads end their mirror timelines' waits so) or later in the same one
-    with no host wait in between that the blocked VkQueue could hold up: that
-    signal does not queue behind the wait."""
-    shared = {q for q, (_, _, lock) in rt.device.queues.items()
-              if sum(other is lock for _, _, other in rt.device.queues.values()) > 1}
-    initial = {s.id: s.initial for s in stream.semaphores if s.type == "timeline"}
-    host_signals = [(t.id, op) for t in stream.threads for op in t.ops if isinstance(op, ir.SignalSemaphore)]
-
-    def signalled_by_host(t: ir.Thread, i: int, w: ir.SemaphoreOp) -> bool:
-        if any(other != t.id and op.semaphore == w.semaphore and op.value >= w.value for other, op in host_signals):
-            return True
-        for op in t.ops[i + 1:]:
-            if isinstance(op, ir.SignalSemaphore) and op.semaphore == w.semaphore and op.value >= w.value:
-                return True
-            if isinstance(op, (ir.WaitFences, ir.WaitSemaphores, ir.QueueWaitIdle, ir.DeviceWaitIdle)):
-                return False
-        return False
-    for t in stream.threads:
-        reached = dict(initial)
-        for i, op in enumerate(t.ops):
-            if isinstance(op, ir.SignalSemaphore):
-                reached[op.semaphore] = max(reached[op.semaphore], op.value)
-            if not isinstance(op, ir.Submit):
-                continue
-            for b in op.batches:
-                for w in b.waits:
-                    if w.semaphore in reached and w.value > reached[w.semaphore] and op.queue in shared \
-                            and not signalled_by_host(t, i, w):
-                        return (f"{format_ref(t.id, i)} waits {w.semaphore} >= {w.value} before its signal is "
-                                "submitted, on a queue the device shares between stream queues: it would block forever")
-                for sig in b.signals:
-                    if sig.semaphore in reached:
-                        reached[sig.semaphore] = max(reached[sig.semaphore], sig.value)
+    """Where the device has fewer queues than the stream, stream queues share a VkQueue and so one
+    submission order (spec 7.2): a timeline wait submitted there before its signal (legal across stream
+    queues) would block that VkQueue, and with it the signal, forever. The walk runs the stream with
+    its queues so shared, each thread in turn first (host threads run concurrently: its submits may
+    come before the others'), and names a wait left blocking a shared queue."""
+    lock = {q: lock for q, (_, _, lock) in rt.device.queues.items()}
+    shared = sorted(q for q in lock if sum(other is lock[q] for other in lock.values()) > 1)
+    for first in range(len(stream.threads) if shared else 0):
+        walk = Walk(stream, Consumer(), runs_on={q: lock[q] for q in shared})
+        _run_first(walk, first)
+        for q in shared:
+            if walk.pending[q]:
+                p = walk.pending[q][0]
+                for w in p.batch.waits:
+                    if w.value is not None and walk.timeline_signal(w.semaphore, w.value) is None:
+                        return (f"{p.submit} waits {w.semaphore} >= {w.value} before its signal is submitted, "
+                                "on a queue the device shares between stream queues: it would block forever")
     return None
+
+
+def _run_first(walk: Walk, first: int) -> None:
+    """The walk with thread `first`'s ops as early as it lets them: another thread runs one op only while
+    `first` blocks (or is done), each op followed by every queue drained."""
+    others = [t for t in range(len(walk.threads)) if t != first]
+    while True:
+        if not (walk.host_ready(first) and walk.step_host(first)):
+            ready = next((t for t in others if walk.host_ready(t)), None)
+            if ready is None:
+                return
+            walk.step_host(ready)
+        walk.drain()
