@@ -230,6 +230,7 @@ class Incremental:
         t.findings = s.findings.fork(t.wording)
         t.barriers = dict(s.barriers)
         t.compiled = {k: [cb, steps, plan, dict(met)] for k, (cb, steps, plan, met) in s.compiled.items()}
+        t.batch_ends = None if s.batch_ends is None else {q: list(ends) for q, ends in s.batch_ends.items()}
         t.host_available = {uid: [(_fork_access(p, accesses), lo, hi) for p, lo, hi in v]
                             for uid, v in s.host_available.items()}
         t.destroyed = {b: _fork_access(a, accesses) for b, a in s.destroyed.items()}

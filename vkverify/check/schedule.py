@@ -47,6 +47,9 @@ class Schedule(Checker, Consumer):
                  replay: bool = True) -> None:
         super().__init__(stream, readings, replay)
         self.shared = shared
+        # With several host threads, an idle wait covers only the batches whose submit happens-before it (below):
+        # per queue, each batch's submit (its thread's clock entry, position) and the release at its end.
+        self.batch_ends: dict[str, list] | None = {} if len(stream.threads) > 1 else None
 
     def run(self) -> Findings:
         # The walk refers to the checker, not the reverse: no cycle keeps the checker's millions of objects
@@ -84,7 +87,10 @@ class Schedule(Checker, Consumer):
             self.run_command_buffer(queue, self.index.command_buffers[cb], p.submit)
         releases = queue.signal_semaphores([signal_first_scope(s.stage, self.readings.all_commands_includes_host)
                                             for s in p.batch.signals])
-        return releases, queue.signal_fence() if p.fence is not None else None
+        end = queue.signal_fence() if p.fence is not None or self.batch_ends is not None else None
+        if self.batch_ends is not None:
+            self.batch_ends.setdefault(queue_id, []).append((issued, end))
+        return releases, end if p.fence is not None else None
 
     # ---- host ops ----------------------------------------------------------
 
@@ -96,7 +102,16 @@ class Schedule(Checker, Consumer):
                 t.acquire(clock)
 
     def wait_idle(self, thread: int, pc: int, op: ir.HostOp, queues: list[str]) -> None:
-        self.host_wait(thread, pc, op, [self.queues[q].signal_fence() for q in queues])
+        """Spec 5.3.4: an idle wait is "equivalent to having submitted a valid fence to every previously executed
+        queue submission": of another thread's submits, only those that happen-before it on the host were
+        (threads are ordered only through Vulkan objects; docs/format.md, Several host threads)."""
+        if self.batch_ends is None:
+            self.host_wait(thread, pc, op, [self.queues[q].signal_fence() for q in queues])
+            return
+        t = self.threads[thread]
+        covered = [next((end for (agent, at), end in reversed(self.batch_ends.get(q, []))
+                         if (at < pc if agent == t.index else t.clock[agent] > at)), None) for q in queues]
+        self.host_wait(thread, pc, op, covered)
 
     def signal_semaphore(self, thread: int, pc: int, op: ir.SignalSemaphore) -> tuple:
         return self.own_clock(thread, pc)  # execution only: a host signal is no domain operation
