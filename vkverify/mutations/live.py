@@ -376,7 +376,7 @@ class Mutator:
         from .operators import _positions
 
         op, cbs = self._loaded(thread, op)
-        fresh = [cb for cb in cbs if not any(key[0] == cb.id for key in self.rt.recorded)]
+        fresh = [cb for cb in cbs if not self.rt.was_recorded(cb.id)]
         touched = sorted({a[3] for cb in fresh for cmd in cb.commands for a in command_accesses(cmd)})
         probe = ir.CommandBuffer(PROBE, (ir.Dispatch(PROBE, tuple(ir.Binding(b, 0, self._size(b), "read_write")
                                                                  for b in touched)),))
