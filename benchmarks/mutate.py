@@ -5,7 +5,11 @@ run plainly (VKVERIFY_CHECK=0), with the online check on (VKVERIFY_CHECK=1) and 
 `vkverify mutate -- CMD` (a list Selection in VKVERIFY_RUNTIME_MUTATE, online check off), side by side in one run; it
 prints online / plain (target at most 2x) and listing / plain (target at most 3x).
 
-    python benchmarks/mutate.py [--frames 10,30,100] [--runtime-only]
+Then command mode (issue 28): the gate `vkverify mutate --target all --no-cache -- pytest ...` over the
+downstream project's suite (tests/downstream, both tests) against the plain pytest run of that suite,
+printed as gate / plain (target at most 3x).
+
+    python benchmarks/mutate.py [--frames 10,30,100] [--runtime-only | --command-only]
 
 Each run is a fresh process, so the figures include generating the mutants (stream mode: the
 happens-before analysis and the equivalence filter, which no cache or worker count speeds up;
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -105,14 +110,39 @@ def runtime_mode(counts: list[int]) -> None:
                   f"{listed / plain:12.2f}x  {lines:10d}")
 
 
+def command_mode() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp) / "project"
+        shutil.copytree(ROOT / "tests" / "downstream", project, ignore=shutil.ignore_patterns("__pycache__"))
+        suite = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "check_good.py", "check_weak.py"]
+        environ = {**{k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_")}, "PYTHONPATH": str(ROOT)}
+
+        def seconds(argv: list[str]) -> tuple[float, str]:
+            began = time.perf_counter()
+            done = subprocess.run(argv, env=environ, cwd=project, capture_output=True, text=True, check=True)
+            return time.perf_counter() - began, done.stdout
+
+        plain, _ = seconds(suite)
+        gate, out = seconds([sys.executable, "-m", "vkverify.cli", "mutate", "--target", "all", "--no-cache",
+                             "--fail-under", "0", "--format", "json", "--", *suite])
+    mutants = len(json.loads(out)["mutants"])
+    print(f"command mode, tests/downstream: plain {plain:.2f} s, gate {gate:.2f} s ({mutants} mutants, "
+          f"-j {os.cpu_count()}); gate / plain {gate / plain:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--frames", default="10,30,100", help="frame counts of the runtime rows")
-    parser.add_argument("--runtime-only", action="store_true", help="skip the stream-mode rows")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--runtime-only", action="store_true", help="only the runtime rows")
+    only.add_argument("--command-only", action="store_true", help="only the command-mode row")
     ns = parser.parse_args()
-    if not ns.runtime_only:
+    if not (ns.runtime_only or ns.command_only):
         stream_mode()
-    runtime_mode([int(n) for n in ns.frames.split(",")])
+    if not ns.command_only:
+        runtime_mode([int(n) for n in ns.frames.split(",")])
+    if not ns.runtime_only:
+        command_mode()
 
 
 if __name__ == "__main__":

@@ -64,6 +64,9 @@ class QueueAgent:
     # whose writes a barrier here made visible to that host access, by the stages the barrier's chain reaches.
     host_vis: dict = field(default_factory=dict)
     host_releases: list = field(default_factory=list)  # (release number, {(host access, range): clock carried})
+    # Per host release, the join of what it and every earlier one carried: ascending in each lane, so the first
+    # that can carry a given release is found by bisection, not by walking a long run's releases.
+    host_reach: list[Clock] = field(default_factory=list)
     # The clocks' version (exec_clock, vis_clock, range_vis, host_vis), and per barrier command the version at
     # which it last changed nothing (Checker._barrier_clocks). Versions come from one counter (EPOCHS), so that
     # a copy of the agent sharing `settled` never takes a version for other clocks.
@@ -93,6 +96,8 @@ class QueueAgent:
                    for key, by_stage in self.host_vis.items() if scope & by_stage.keys()}
         if carried:
             self.host_releases.append((k, carried))
+            reach = join_all(carried.values())
+            self.host_reach.append(join(self.host_reach[-1], reach) if self.host_reach else reach)
         return k, list(clock)
 
     def signal_semaphores(self, scopes: list[frozenset[str]]) -> list[Clock]:

@@ -15,6 +15,7 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from heapq import heapify, heappop, heappush
 from itertools import count
+from operator import itemgetter
 
 from ..model import ir
 from ..model.accesses import ACCESSES_BY_KIND
@@ -292,7 +293,10 @@ class Checker:
         before the barrier), the host having acquired a release that the barrier's chain reaches."""
         needs, clock = self.covering_release(e, (root, lo, hi)), self.agents[x.agent].clock
         for q in self.queues.values():
-            for k, carried in q.host_releases:
+            # A release before the first whose reach holds one of `needs` carries none of them.
+            start = min((bisect_left(q.host_reach, least, key=itemgetter(lane)) for lane, least in needs),
+                        default=len(q.host_releases))
+            for k, carried in q.host_releases[start:]:
                 if clock[q.release_lane[k - 1]] < k:
                     continue
                 for (access, limit), c in carried.items():

@@ -347,9 +347,10 @@ class Mutator:
                 self._stop(key)
 
     def _everything(self, main) -> list[list]:
-        """The probes of _settle, each (thread, op, command buffers) to feed: the device's accesses then the
-        destroys, and apart the host's (the device probe's writes would hide an earlier device write from a
-        host read: one made available to the host by a barrier into the host stage, or not)."""
+        """The probes of _settle, each (thread, op, command buffers) to feed: the host's, and apart the device's
+        accesses then the destroys (the device probe's writes would hide an earlier device write from a host
+        read: one made available to the host by a barrier into the host stage, or not). The host's come first:
+        they cost less and tell most shadows from the stream."""
         buffers = [b for b in self.rt.doc["buffers"] if "alias_of" not in b]
         cb = ir.CommandBuffer(PROBE, (ir.Dispatch(shader=PROBE, bindings=tuple(
             ir.Binding(b["id"], 0, b["size"], "read_write") for b in buffers)),) +
@@ -361,7 +362,7 @@ class Mutator:
         destroys = [(threads[0], ir.Destroy(buffer=b), []) for b in main.schedule.uses]
         host = [(t, ir.HostAccess(kind, b["id"], 0, b["size"]), []) for t in threads
                 for kind in ("host_read", "host_write") for b in buffers if b.get("memory") in HOST_VISIBLE]
-        return [device + destroys, host]
+        return [host, device + destroys]
 
     def _submit_candidates(self, thread: str, position: int, op: ir.Submit) -> list:
         """The mutants of the barriers `op` records for the first time and of its semaphore waits, where
@@ -375,7 +376,7 @@ class Mutator:
         from .operators import _positions
 
         op, cbs = self._loaded(thread, op)
-        fresh = [cb for cb in cbs if not any(key[0] == cb.id for key in self.rt.recorded)]
+        fresh = [cb for cb in cbs if not self.rt.was_recorded(cb.id)]
         touched = sorted({a[3] for cb in fresh for cmd in cb.commands for a in command_accesses(cmd)})
         probe = ir.CommandBuffer(PROBE, (ir.Dispatch(PROBE, tuple(ir.Binding(b, 0, self._size(b), "read_write")
                                                                  for b in touched)),))
@@ -594,13 +595,16 @@ def _probed(state, probe: list) -> bool:
     probe's own accesses race each other, as they may)."""
     state = state.fork(worded=False)
     mark, lengths = state.mark(), {t: state.thread_length(t) for t in state.thread_index}
-    for thread, op, cbs in probe:
-        state.feed(thread, op, cbs)
 
     def earlier(ref: str | None) -> bool:
         head = parse_ref(without_submit(ref)) if ref else None
         return head is not None and head.owner != PROBE and head.index < lengths.get(head.owner, head.index + 1)
-    return any(len(h) == 3 and earlier(h[1]) for h in state.hazards_since(mark))
+    for thread, op, cbs in probe:
+        state.feed(thread, op, cbs)
+        if any(len(h) == 3 and earlier(h[1]) for h in state.hazards_since(mark)):
+            return True  # the rest of the probe cannot take it back
+        mark = state.mark()
+    return False
 
 
 def _same_waits(a, b) -> bool:

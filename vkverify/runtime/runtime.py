@@ -100,6 +100,7 @@ class Runtime:
         self.armed: dict[str, bool] = {}  # fence -> signaled at creation, or submitted, since its last reset
         self.pools: dict[int, object] = {}
         self.recorded: dict[tuple[str, str | None], object] = {}
+        self._recorded_ids: set[str] = set()  # the stream command buffers of `recorded`: asked at every submit
         self.abstract_shaders: dict[str, tuple[str, ...]] = {}
         self.uploader = None  # uploads.Uploader: deferred copies join submits; closed before the device
         self.hooks: list = []
@@ -474,7 +475,12 @@ class Runtime:
                 recorder.command(index, command)
             vk.vkEndCommandBuffer(cb)  # vkEndCommandBuffer
             self.recorded[key] = cb
+            self._recorded_ids.add(cb_id)
         return self.recorded[key]
+
+    def was_recorded(self, cb_id: str) -> bool:
+        """Whether a submit recorded `cb_id` into a VkCommandBuffer already (its commands can no longer change)."""
+        return cb_id in self._recorded_ids
 
     def _submit(self, ref: str, op: ir.Submit, at: Mapping[str, str]) -> None:
         vk, sync2 = self.vk, self.device.synchronization2
@@ -609,6 +615,7 @@ class Runtime:
             for pool in pools.values():
                 vk.vkDestroyCommandPool(device.handle, pool, None)  # vkDestroyCommandPool (frees its buffers)
             self.recorded.clear()
+            self._recorded_ids.clear()
             semaphores, self.semaphores = self.semaphores, {}
             for handle, _ in semaphores.values():
                 vk.vkDestroySemaphore(device.handle, handle, None)  # vkDestroySemaphore

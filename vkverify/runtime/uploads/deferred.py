@@ -51,7 +51,7 @@ class DeferredCopies:
         waiting = [d for d in self.copies if not d.consumed]
         consumed = []
         for cb_id in (c for b in op.batches for c in b.command_buffers):
-            if any(key[0] == cb_id for key in self.rt.recorded):
+            if self.rt.was_recorded(cb_id):
                 continue
             reads = reads_of(self.rt.record.commands(cb_id))
             head = []
