@@ -132,6 +132,8 @@ def barriers_dropped(stream: ir.Stream) -> ir.Stream:
 
 
 def command_count(stream: ir.Stream) -> int:
-    """Commands executed: each command buffer's commands once per submission of it."""
+    """Commands executed: each command buffer's commands once per submission of it. Written against the IR's
+    oldest form (no ir.batches): check_scaling.py --baseline REV runs it with an older commit's package."""
     sizes = {cb.id: len(cb.commands) for cb in stream.command_buffers}
-    return sum(sizes[cb] for _, b in ir.batches(stream) for cb in b.command_buffers)
+    return sum(sizes[cb] for t in stream.threads for op in t.ops if isinstance(op, ir.Submit)
+               for b in op.batches for cb in b.command_buffers)
