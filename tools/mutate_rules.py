@@ -133,6 +133,12 @@ MUTANTS = [
     ("check/walk.py", "return next((s for s in history if s[0] >= value), None)",
      "return next((s for s in history if s[0] > value), None)"),
     ("check/walk.py", "if value <= current:", "if value < current:"),
+    # the agents' clocks and the schedule's host waits (7.4.1 signal order, 5.3.4 idle waits, 7.1.3 host threads)
+    ("check/agents.py", "clock = list(map(max, clock, earlier))", "clock = list(clock)"),
+    ("check/schedule.py", "if (at < pc if agent == t.index else t.clock[agent] > at)",
+     "if (at < pc if agent == t.index else t.clock[agent] >= at)"),
+    ("check/rules.py", "return not same_thread and memory == \"host_cached\" and not host_threads_coherent",
+     "return memory == \"host_cached\" and not host_threads_coherent"),
     # the reference's own reading of the scopes (the oracle)
     ("check/reference.py", "if any(s == t or s in STAGE[t].earlier for t in named))",
      "if any(s in STAGE[t].earlier for t in named))"),
