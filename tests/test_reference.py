@@ -213,3 +213,16 @@ def test_a_semaphore_signal_happens_after_the_signals_of_earlier_batches_and_wha
 def test_the_checker_agrees_on_a_signal_after_signal():
     """The checker carried only the earlier signal's release number into the later signal's clock: a false war."""
     assert not disagreements(signal_after_signal())
+
+
+@pytest.mark.parametrize("up, use, read", [(THREAD_CASES[-2][0], THREAD_CASES[-2][1], "use[2]"),
+                                           (THREAD_CASES[-1][0], THREAD_CASES[-1][1], "use[1]")])
+def test_explain_reads_an_idle_wait_of_another_thread_as_the_checker_does(up, use, read):
+    """hb.Model (explain): the idle wait's release stands after the last batch whose submit happens-before it, so a
+    submit of another thread that nothing orders before the wait is outside it (it stood after every batch)."""
+    from vkverify.check.explain import explain
+
+    stream = from_dict(_threads(up, use))
+    (pair,) = [p for p in explain(stream, "readback[0]", read).pairs if p.kind == "raw"]
+    ordered = not any(f.kind == "raw" and f.second == read for f in check(stream))
+    assert bool(pair.chains) == ordered and ordered == (read == "use[2]")

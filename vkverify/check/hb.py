@@ -25,6 +25,7 @@ checker do). Streams mutated are small, so every query is a plain graph search.
 
 from __future__ import annotations
 
+from functools import partial
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import NamedTuple
@@ -135,6 +136,9 @@ class Model(Consumer):
         self._issuing = ""  # the host op of the access being compared: its submit, or itself
         self._uses: dict[str, dict] | None = {} if any(
             isinstance(op, ir.Destroy) for t in stream.threads for op in t.ops) else None
+        # With several host threads, an idle wait covers only the batches whose submit happens-before it (5.3.4;
+        # docs/format.md, Several host threads): per queue, each batch's submit and the position its end takes.
+        self._batch_ends: dict[str, list[tuple[str, int]]] | None = {} if len(stream.threads) > 1 else None
         self._run()
 
     # ---- building ----------------------------------------------------------
@@ -204,6 +208,8 @@ class Model(Consumer):
                               ops=(f"{submit}.batches[{bi}].signal[{si}]",)).key
                     for si, sig in enumerate(batch.signals)]
         fence = self._add(("fence", submit), "rel", queue, ins=FENCE_SCOPE).key if p.fence is not None else None
+        if self._batch_ends is not None:
+            self._batch_ends.setdefault(queue, []).append((submit, self._seq.get(queue, 0)))
         return releases, fence
 
     def host_wait(self, thread: int, pc: int, op: ir.HostOp, acquired: list) -> None:
@@ -215,7 +221,31 @@ class Model(Consumer):
     def wait_idle(self, thread: int, pc: int, op: ir.HostOp, queues: list[str]) -> None:
         node = self._host(thread, pc, op)
         for q in queues:
-            self._edge(self._add(("idle", node.key[1], q), "rel", q, ins=FENCE_SCOPE, ops=node.ops).key, node.key)
+            key = ("idle", node.key[1], q)
+            if self._batch_ends is None:
+                self._edge(self._add(key, "rel", q, ins=FENCE_SCOPE, ops=node.ops).key, node.key)
+                continue
+            # The release stands right after the last batch whose submit happens-before the wait: later ones of
+            # other threads (their submits unordered with it) stay outside its scope.
+            end = next((at for submit, at in reversed(self._batch_ends.get(q, []))
+                        if self._host_before(submit, node)), None)
+            if end is not None:
+                release = SyncNode(key, "rel", q, end + 0.5, ins=FENCE_SCOPE, ops=node.ops)
+                self.nodes[key] = release
+                self.on_agent.setdefault(q, []).append(release)
+                self._edge(key, node.key)
+
+    def _host_before(self, submit: str, node: SyncNode) -> bool:
+        """Whether the host op `submit` happens-before the host node `node` (program order, or a path of
+        synchronizations built so far: execution dependencies only)."""
+        before = self.nodes[("host", submit)]
+        if before.agent == node.agent:
+            return before.seq < node.seq
+        probe = partial(AccessNode, stage="host", reads=(), write=None, buffer="", root="", lo=0, hi=1, uid=-1,
+                        host=True, memory="")
+        pair = Pair("order", probe(submit, before.agent, before.seq - 0.5), probe(node.key[1], node.agent, node.seq),
+                    False, ())
+        return SINK in self.graph(pair, (0, 1))
 
     def signal_semaphore(self, thread: int, pc: int, op: ir.SignalSemaphore) -> tuple:
         return self._host(thread, pc, op).key
