@@ -24,7 +24,6 @@ FENCE_SCOPE = frozenset(DEVICE_STAGES) | HOST
 EPOCHS = count(1)  # QueueAgent.epoch
 
 
-
 def join(a: Clock, b: Clock) -> Clock:
     if a is b or a == b:
         return a
@@ -80,7 +79,6 @@ class QueueAgent:
         # Everything its waits and submissions acquired: a barrier with `host` in its source stage mask has
         # the host operations before them in its first scope (docs/format.md, "Readings").
         self.host_clock = zero
-        self.last = {lane: 0 for lane in self.lanes}  # the latest release number on each semaphore lane
         self.last_clock = zero  # the join of the clocks the latest signals of earlier batches carried
 
     def _release(self, scope: frozenset[str], lane: int) -> tuple[int, list[int]]:
@@ -109,7 +107,7 @@ class QueueAgent:
         for lane, scope in zip(self.lanes, scopes):
             k, clock = self._release(scope, lane)
             clock = list(map(max, clock, earlier))
-            clock[lane] = self.last[lane] = k
+            clock[lane] = k
             out.append(tuple(clock))
         if out:  # each holds the earlier ones: the batch's join is the new join
             self.last_clock = join_all(out)

@@ -295,7 +295,7 @@ def _fork_queue(q: QueueAgent) -> QueueAgent:
     new.range_vis = {k: dict(v) for k, v in q.range_vis.items()}
     new.host_vis = {k: dict(v) for k, v in q.host_vis.items()}
     new.host_releases, new.host_reach = list(q.host_releases), list(q.host_reach)
-    new.exec_clock, new.vis_clock, new.last = dict(q.exec_clock), dict(q.vis_clock), dict(q.last)
+    new.exec_clock, new.vis_clock = dict(q.exec_clock), dict(q.vis_clock)
     new.settled = dict(q.settled)
     return new
 
