@@ -97,5 +97,6 @@ def test_a_signal_that_names_no_timeline_is_refused(device_name, env):
             with pytest.raises(UsageError, match=r"signal") as raised:
                 up.upload("W", 0, b"\0" * 16, signal=signal)
             assert said in str(raised.value)
-    with runtime.Runtime(("compute",)) as rt, pytest.raises(UsageError, match="its queues: compute"):
+    with runtime.Runtime(("compute",)) as rt, \
+            pytest.raises(UsageError, match="expected one of 'compute', got 'upload'"):
         uploads.Uploader(rt, queue="upload")

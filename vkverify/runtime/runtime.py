@@ -29,6 +29,7 @@ from dataclasses import replace
 from typing import Self
 
 from ..model import UsageError, builder, ir
+from ..model.errors import choice_argument
 from ..model.data import data_bytes
 from ..model.dump import command_to_dict, host_op_to_dict
 from ..model.refs import with_submit
@@ -146,10 +147,10 @@ class Runtime:
                       alias_of: str | None = None, offset: int = 0, sharing: str = "concurrent") -> None:
         """A buffer of `memory` kind, zero-filled (an alias: bytes of `alias_of`). UsageError for a memory kind,
         sharing mode or alias root that is not one, naming the argument and what it takes."""
-        _one_of("memory", memory, ir.MEMORY_KINDS)
-        _one_of("sharing", sharing, ("concurrent", "exclusive"))
+        choice_argument("memory", memory, ir.MEMORY_KINDS)
+        choice_argument("sharing", sharing, ("concurrent", "exclusive"))
         if alias_of is not None:
-            _one_of("alias_of", alias_of, self.buffers)
+            choice_argument("alias_of", alias_of, tuple(self.buffers))
         usage = (self.vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | self.vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
                  | self.vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT | self.vk.VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT
                  | self.vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT)
@@ -296,12 +297,12 @@ class Runtime:
                signal: Iterable[dict] = (), fence: str | None = None, thread: str = "main", **tag) -> None:
         """vkQueueSubmit2 with one batch; wait/signal: {"semaphore", "value"?, "stage"?}. UsageError for a queue
         or semaphore the runtime does not have, or a wait/signal entry with another key."""
-        _one_of("queue", queue, self.device.queues)
+        choice_argument("queue", queue, tuple(self.device.queues))
 
         def sem(d: dict) -> ir.SemaphoreOp:
             if not isinstance(d, Mapping) or set(d) - {"semaphore", "value", "stage"} or "semaphore" not in d:
                 raise UsageError("wait/signal", f"expected {{'semaphore', 'value'?, 'stage'?}}, got {d!r}")
-            _one_of("semaphore", d["semaphore"], self.semaphores)
+            choice_argument("semaphore", d["semaphore"], tuple(self.semaphores))
             stage = d.get("stage", ["all_commands"])
             stages = frozenset([stage] if isinstance(stage, str) else stage)
             return ir.SemaphoreOp(d["semaphore"], d.get("value"), stages)
@@ -413,7 +414,7 @@ class Runtime:
     def _host_visible(self, op: ir.HostAccess) -> None:
         """Refuse a host access to memory the stream's kind does not make host-visible, before it is recorded: on
         every device, though Lavapipe maps device_local memory too (a program passing here would fail on a GPU)."""
-        _one_of("buffer", op.buffer, self.buffers)
+        choice_argument("buffer", op.buffer, tuple(self.buffers))
         buffer = self.buffers[op.buffer]
         if buffer.kind == "device_local" or buffer.block.mapped is None:
             raise Unsupported(f"{op.op} on {op.buffer!r}, whose memory ({buffer.kind}) is not host-visible: use "
@@ -637,9 +638,3 @@ class Runtime:
     def __del__(self) -> None:
         if getattr(self, "instance", None) is not None and self.instance.handle is not None:
             self.close()
-
-
-def _one_of(argument: str, value, accepted) -> None:
-    """UsageError naming `argument` and the values it accepts, unless `value` is one of them."""
-    if value not in accepted:
-        raise UsageError(argument, f"{value!r} is not one of {', '.join(map(repr, accepted)) or 'none'}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from ...model import UsageError
+from ...model.errors import choice_argument
 from ..device import LogicalDevice, vulkan
 from ..memory import Allocator
 from .placement import choose_queue
@@ -60,9 +60,8 @@ class Site:
         placement's choice)."""
         if isinstance(target, EngineDevice):
             return cls.engine(target, thread)
-        if queue is not None and queue not in target.device.queues:
-            raise UsageError("queue", f"{queue!r} is no queue of the runtime (its queues: "
-                                      f"{', '.join(target.device.queues)})")
+        if queue is not None:
+            choice_argument("queue", queue, tuple(target.device.queues))
         queue_id, kind = (queue, "given") if queue is not None else choose_queue(target.vk, target.device)
         family, queue, lock = target.device.queues[queue_id]
         return cls(target.vk, target.device, target.allocator, UploadRecording.of_runtime(target, thread), queue_id,
