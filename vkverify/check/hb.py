@@ -25,8 +25,8 @@ checker do). Streams mutated are small, so every query is a plain graph search.
 
 from __future__ import annotations
 
-from functools import partial
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import pairwise
 from typing import NamedTuple
 
@@ -147,8 +147,9 @@ class Model(Consumer):
         self._seq[agent] = self._seq.get(agent, 0) + 1
         return self._seq[agent]
 
-    def _add(self, key: tuple, kind: str, agent: str, **kw) -> SyncNode:
-        node = SyncNode(key, kind, agent, self._next(agent), **kw)
+    def _add(self, key: tuple, kind: str, agent: str, seq: float | None = None, **kw) -> SyncNode:
+        """A node at `seq` on its agent (default: after every node there so far)."""
+        node = SyncNode(key, kind, agent, self._next(agent) if seq is None else seq, **kw)
         self.nodes[key] = node
         self.on_agent.setdefault(agent, []).append(node)
         return node
@@ -230,10 +231,7 @@ class Model(Consumer):
             end = next((at for submit, at in reversed(self._batch_ends.get(q, []))
                         if self._host_before(submit, node)), None)
             if end is not None:
-                release = SyncNode(key, "rel", q, end + 0.5, ins=FENCE_SCOPE, ops=node.ops)
-                self.nodes[key] = release
-                self.on_agent.setdefault(q, []).append(release)
-                self._edge(key, node.key)
+                self._edge(self._add(key, "rel", q, end + 0.5, ins=FENCE_SCOPE, ops=node.ops).key, node.key)
 
     def _host_before(self, submit: str, node: SyncNode) -> bool:
         """Whether the host op `submit` happens-before the host node `node` (program order, or a path of

@@ -189,12 +189,10 @@ class Incremental:
         index = sized.index
         index.threads = {t.id: t for t in shape.threads}
         index.resubmitted = frozenset()
-        self.schedule = Schedule(sized, shared, self.readings)
+        self.schedule = Schedule(sized, shared, self.readings, host_threads=len(shape.threads))
         self.schedule.findings.refs_repeat = True  # a command's reference names every submission of it (above)
         self.schedule.threads.pop()  # the sizing thread: clock entries only, never run
         self.schedule.agents.pop()
-        if len(shape.threads) < 2:  # Schedule counted the sizing thread: one thread's idle waits cover every batch
-            self.schedule.batch_ends = None
         self.schedule.uses = {}  # destroys may come later
         self.walk = Walk(shape, self.schedule, shared)
         self.walk.index = index

@@ -44,12 +44,14 @@ class Schedule(Checker, Consumer):
     """The checker as the walk's consumer: a release is the clock it carries."""
 
     def __init__(self, stream: ir.Stream, shared: frozenset[str] = frozenset(), readings: Readings = DEFAULT,
-                 replay: bool = True) -> None:
+                 replay: bool = True, host_threads: int | None = None) -> None:
+        """host_threads: how many of the stream's threads run ops (default: all of them)."""
         super().__init__(stream, readings, replay)
         self.shared = shared
         # With several host threads, an idle wait covers only the batches whose submit happens-before it (below):
         # per queue, each batch's submit (its thread's clock entry, position) and the release at its end.
-        self.batch_ends: dict[str, list] | None = {} if len(stream.threads) > 1 else None
+        several = (len(stream.threads) if host_threads is None else host_threads) > 1
+        self.batch_ends: dict[str, list] | None = {} if several else None
 
     def run(self) -> Findings:
         # The walk refers to the checker, not the reverse: no cycle keeps the checker's millions of objects
