@@ -80,8 +80,8 @@ def vk_runtime(request):
         yield rt
     finally:
         try:
-            if request.config.getoption("vk_streams_all") or any(r.failed for r in request.node.stash.get(REPORTS,
-                                                                                                           [])):
+            failed = any(r.failed for r in request.node.stash.get(REPORTS, []))
+            if failed or request.config.getoption("vk_streams_all"):
                 _write_stream(request, rt)
         finally:
             rt.close()

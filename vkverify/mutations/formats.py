@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..model.ci import annotation, artifact, document
@@ -183,8 +184,7 @@ def junit(report: Report) -> str:
         by_file.setdefault(o.mutant.file, []).append(o)
     doc = JUnit("vkverify mutate")
     if report.stopped is not None:
-        doc.suite("vkverify mutate").case("vkverify mutate", "gate", "error", f"stopped, no verdict: {report.stopped}",
-                                          report.stopped)
+        doc.suite("vkverify mutate").case("vkverify mutate", "gate", "error", _stopped(report), report.stopped)
     scores = {"score.structural": report.score, "score.behavioural": report.behavioural, "require": report.require}
     for file, outcomes in by_file.items():
         suite = doc.suite(file, None if report.stopped is not None else {k: v for k, v in scores.items()
@@ -218,20 +218,24 @@ def _site(o: Outcome) -> tuple[str, int | None]:
     return (path, int(line)) if path and line.isdigit() else (o.mutant.file, None)
 
 
-def _counted_against(report: Report) -> list[Outcome]:
-    return [o for o in report.outcomes if o.judged and not report.caught(o)]
+def _stopped(report: Report) -> str:
+    return f"stopped, no verdict: {report.stopped}"
+
+
+def _counted_against(report: Report) -> Iterator[tuple[Outcome, str, int | None, str]]:
+    """Each mutant the gate counts against: it, its call site (file, line or None) and what to say of it."""
+    for o in report.outcomes:
+        if o.judged and not report.caught(o):
+            yield o, *_site(o), f"{_uncaught(report, o)}. {_details(o)}"
 
 
 def github(report: Report) -> str:
     """GitHub Actions annotations: `::error` per mutant the gate counts against, at its call site's line; one
     for a gate that stopped with no verdict."""
-    lines = [annotation("error", "vkverify mutate", f"stopped, no verdict: {report.stopped}")] \
-        if report.stopped else []
-    for o in _counted_against(report):
-        path, line = _site(o)
+    lines = [annotation("error", "vkverify mutate", _stopped(report))] if report.stopped else []
+    for o, path, line, message in _counted_against(report):
         region = {"startLine": line, "startColumn": 1, "endLine": line, "endColumn": 1} if line else None
-        lines.append(annotation("error", path, f"{_uncaught(report, o)}. {_details(o)}", region,
-                                f"{MUTANT_RULE['id']} {o.mutant.operator}"))
+        lines.append(annotation("error", path, message, region, f"{MUTANT_RULE['id']} {o.mutant.operator}"))
     return "\n".join(lines)
 
 
@@ -245,14 +249,10 @@ MUTANT_RULE = {"id": "VKM001", "name": "mutant_not_caught",
 
 def sarif(report: Report) -> str:
     """SARIF 2.1.0: a result per mutant the gate counts against, located at its call site."""
-    results = []
-    for o in _counted_against(report):
-        path, line = _site(o)
-        results.append({"ruleId": MUTANT_RULE["id"], "ruleIndex": 0, "level": "error",
-                        "message": {"text": f"{_uncaught(report, o)}. {_details(o)}"},
-                        "locations": [{"physicalLocation": {"artifactLocation": artifact(path),
-                                                            **({"region": {"startLine": line}} if line else {})}}]})
-    stopped = [{"level": "error", "message": {"text": f"stopped, no verdict: {report.stopped}"}}] \
-        if report.stopped else []
+    results = [{"ruleId": MUTANT_RULE["id"], "ruleIndex": 0, "level": "error", "message": {"text": message},
+                "locations": [{"physicalLocation": {"artifactLocation": artifact(path),
+                                                    **({"region": {"startLine": line}} if line else {})}}]}
+               for _, path, line, message in _counted_against(report)]
+    stopped = [{"level": "error", "message": {"text": _stopped(report)}}] if report.stopped else []
     files = sorted({o.mutant.file for o in report.outcomes})
     return document([MUTANT_RULE], results, files, report.stopped is None, stopped)
