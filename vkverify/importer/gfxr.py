@@ -18,19 +18,23 @@ buffer out) is read up to its last whole block, as the converter reads it.
 
 from __future__ import annotations
 
+import os
 import resource
 import shutil
 import struct
 import signal
 import subprocess
+from array import array
+from bisect import bisect_right
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from .errors import CaptureError
 
-__all__ = ["Blocks", "FillMemory", "capture_env", "converting", "decompress", "extract", "read_blocks"]
+__all__ = ["Blocks", "CallThreads", "FillMemory", "capture_env", "converting", "decompress", "extract", "read_blocks"]
 
 _COMPRESSED = 0x80000000
 _META_DATA_BLOCK = 3
@@ -53,13 +57,37 @@ class FillMemory:
     memory: int
     offset: int
     size: int
-    data: bytes | None  # None where the payload is compressed
+    at: int | None  # where its bytes lie in `Blocks.path`; None where the payload is compressed
+
+    def data(self, capture: BinaryIO) -> bytes | None:
+        """The bytes written, read from `capture` (`Blocks.path` open) when translated: not held all run."""
+        return None if self.at is None else os.pread(capture.fileno(), self.size, self.at)
+
+
+@dataclass
+class CallThreads:
+    """Call index -> capture thread id, as the runs of calls on one thread: a program's calls change thread
+    seldom, and a dict of every call's was most of a long capture's import memory."""
+
+    starts: array = field(default_factory=lambda: array("Q"))  # the first block index of each run
+    tids: list[int] = field(default_factory=list)  # the thread of each run
+
+    def add(self, index: int, thread: int) -> None:
+        """Block `index` (past those added) is on `thread`; the blocks between are on the one before."""
+        if not self.tids or self.tids[-1] != thread:
+            self.starts.append(index)
+            self.tids.append(thread)
+
+    def get(self, index: int, default: int = 0) -> int:
+        at = bisect_right(self.starts, index) - 1
+        return self.tids[at] if at >= 0 else default
 
 
 @dataclass(frozen=True)
 class Blocks:
+    path: Path  # the file the blocks were read from (uncompressed)
     fills: tuple[FillMemory, ...]
-    threads: dict[int, int]  # call index -> capture thread id
+    threads: CallThreads  # the capture thread of each call and fill-memory record
     push_constants: dict[int, bytes]  # vkCmdPushConstants call index -> pValues; empty where compressed
     compressed: bool
     parameters: dict[int, bytes]  # call index -> the encoded parameters of a call in _KEPT_CALLS, where plain
@@ -75,15 +103,15 @@ def read_blocks(path: Path, shown_as: Path | None = None) -> Blocks:
     if 16 + 8 * count > len(data):
         raise CaptureError(shown, f"truncated: the file header's {count} options are cut off")
     try:
-        return _blocks(data, count, shown)
+        return _blocks(path, data, count, shown)
     except struct.error:  # a block too short for the header its type promises
         raise CaptureError(shown, "corrupted: a block is shorter than its type's header") from None
 
 
-def _blocks(data: bytes, count: int, shown: str) -> Blocks:
+def _blocks(path: Path, data: bytes, count: int, shown: str) -> Blocks:
     options = dict(struct.unpack_from("<II", data, 16 + 8 * i) for i in range(count))
     pos, index = 16 + 8 * count, 0
-    fills, threads, pushes, kept = [], {}, {}, {}
+    fills, threads, pushes, kept = [], CallThreads(), {}, {}
     truncated = None
     while pos < len(data):
         if pos + 12 > len(data):
@@ -97,7 +125,8 @@ def _blocks(data: bytes, count: int, shown: str) -> Blocks:
         plain = not kind & _COMPRESSED
         kind &= ~_COMPRESSED
         if kind == _FUNCTION_CALL_BLOCK and size >= 12:
-            api, threads[index] = struct.unpack_from("<IQ", data, pos + 12)
+            api, thread = struct.unpack_from("<IQ", data, pos + 12)
+            threads.add(index, thread)
             if api == _PUSH_CONSTANTS and plain:
                 # Parameters: command buffer, layout (u64 ids), stage flags, offset, size (u32), then
                 # pValues as an encoded array that ends with its `size` bytes.
@@ -108,10 +137,10 @@ def _blocks(data: bytes, count: int, shown: str) -> Blocks:
         elif kind == _META_DATA_BLOCK and size >= 36 and \
                 struct.unpack_from("<I", data, pos + 12)[0] & 0xFFFF == _FILL_MEMORY:
             thread, memory, offset, length = struct.unpack_from("<QQQQ", data, pos + 16)
-            written = data[pos + 48:pos + 48 + length] if plain else None
-            fills.append(FillMemory(index, thread, memory, offset, length, written))
+            threads.add(index, thread)
+            fills.append(FillMemory(index, thread, memory, offset, length, pos + 48 if plain else None))
         pos, index = end, index + 1
-    return Blocks(tuple(fills), threads, pushes, options.get(_COMPRESSION_OPTION, 0) != 0, kept, truncated)
+    return Blocks(path, tuple(fills), threads, pushes, options.get(_COMPRESSION_OPTION, 0) != 0, kept, truncated)
 
 
 def capture_env(capture: Path, env: Mapping[str, str]) -> dict[str, str]:

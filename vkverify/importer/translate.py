@@ -16,6 +16,8 @@ from __future__ import annotations
 import base64
 import re
 from collections import Counter
+from contextlib import nullcontext
+from typing import BinaryIO
 
 from ..errors import VkverifyError
 from ..model.ir import MEMORY_KINDS
@@ -67,6 +69,7 @@ class Translator(Commands, Queues):
         self.res = resources
         self.assume_reads = assume_reads
         self.fills = None if blocks is None else blocks.fills  # None: no fill records
+        self.capture = None if blocks is None else blocks.path  # where the fill records' bytes are read from
         self.flushed_fills: set[int] = set()  # the fill records made at a flush: writes the program declared
         self.flushes: list[tuple[int, int, int, int]] = []  # (call index, memory, lo, hi) of each range flushed
         self.push_data = None if blocks is None else blocks.push_constants  # None: push constants unknown
@@ -100,13 +103,18 @@ class Translator(Commands, Queues):
     # ---- the walk ----------------------------------------------------------
 
     def run(self, calls) -> None:
+        with nullcontext() if self.capture is None else self.capture.open("rb") as capture:
+            self.walk(calls, capture)
+
+    def walk(self, calls, capture: BinaryIO | None) -> None:
+        """capture: the .gfxr open, that the fill-memory records' bytes are read from."""
         fills = iter(self.fills or ())
         pending = next(fills, None)
         for call in calls:
             while pending is not None and pending.index < call.index:
                 if call.name == "vkFlushMappedMemoryRanges":  # the call that made the layer write the record
                     self.flushed_fills.add(pending.index)
-                self.fill_memory(pending)
+                self.fill_memory(pending, pending.data(capture))
                 pending = next(fills, None)
             self.summary.calls += 1
             self.last = call
@@ -128,7 +136,7 @@ class Translator(Commands, Queues):
                     self.warn(call.name, f"{call.name} (first at #{call.index}) is not in the stream format: "
                                          "the ordering or accesses it makes are missing from the stream")
         for rest in fills:
-            self.fill_memory(rest)
+            self.fill_memory(rest, rest.data(capture))
         self.note_ending()
 
     def note_ending(self) -> None:
@@ -414,18 +422,17 @@ class Translator(Commands, Queues):
                                    "taken as a host write of the whole mapped range just before the first submit, "
                                    "flush or unmap after the map")
 
-    def fill_memory(self, fill: FillMemory) -> None:
+    def fill_memory(self, fill: FillMemory, data: bytes | None) -> None:
+        """data: the bytes the record wrote; None where they are not in the capture (compressed)."""
         mem = self.res.memories.get(fill.memory)
         if mem is None:
             return
         start = (mem.mapped[0] if mem.mapped is not None else 0) + fill.offset  # the offset is in the mapped range
-        if self.call_threads is not None:
-            self.call_threads.setdefault(fill.index, fill.thread)
         for buf, off, n in self.res.buffers_over(mem, start, fill.size):
             op = {"op": "host_write", "buffer": buf.id, "offset": off, "size": n}
-            if fill.data is not None:  # the bytes written, so that a replay writes them too
+            if data is not None:  # the bytes written, so that a replay writes them too
                 at = buf.offset + off - start
-                op["data"] = {"base64": base64.b64encode(fill.data[at:at + n]).decode()}
+                op["data"] = {"base64": base64.b64encode(data[at:at + n]).decode()}
             self.add_op(fill.index, {**op, "label": f"fill memory #{fill.index}"})
 
     def _ranges(self, call: Call, op: str, ranges: list[dict], then: str | None = None) -> None:
