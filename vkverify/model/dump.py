@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from . import ir
@@ -83,7 +84,28 @@ def host_op_to_dict(op: ir.HostOp) -> dict:
     return {**out, **_tag(op)}
 
 
+@dataclass(frozen=True)
+class _Each:
+    """The list of `convert` of each of `items`, made an item at a time as it is written: a long run's
+    operations as dicts all at once were most of an import's memory."""
+
+    convert: Callable[[Any], dict]
+    items: Sequence[Any]
+
+    def __iter__(self) -> Iterator[dict]:
+        return map(self.convert, self.items)
+
+
+def _listed(convert: Callable[[Any], dict], items: Sequence[Any]) -> list[dict]:
+    return [convert(x) for x in items]
+
+
 def to_dict(s: ir.Stream) -> dict:
+    return _doc(s, _listed)
+
+
+def _doc(s: ir.Stream, each: Callable[[Callable[[Any], dict], Sequence[Any]], Any]) -> dict:
+    """The document of `s`, its operations' lists made by `each` (a list, or an _Each to write)."""
     out: dict[str, Any] = {"format": ir.FORMAT, "name": s.name}
     if s.description is not None:
         out["description"] = s.description
@@ -94,8 +116,8 @@ def to_dict(s: ir.Stream) -> dict:
     out["semaphores"] = [{"id": x.id, "type": x.type, "initial": x.initial} for x in s.semaphores]
     out["fences"] = [{"id": f.id, "signaled": f.signaled} for f in s.fences]
     out["shaders"] = {x.id: {"bindings": list(x.bindings)} for x in s.shaders}
-    out["command_buffers"] = {cb.id: [command_to_dict(c) for c in cb.commands] for cb in s.command_buffers}
-    out["threads"] = {t.id: [host_op_to_dict(op) for op in t.ops] for t in s.threads}
+    out["command_buffers"] = {cb.id: each(command_to_dict, cb.commands) for cb in s.command_buffers}
+    out["threads"] = {t.id: each(host_op_to_dict, t.ops) for t in s.threads}
     if s.params:
         out["params"] = {p.name: {"min": p.min, "max": p.max} for p in s.params}
     if s.expect is not None:
@@ -125,16 +147,17 @@ def dump_chunks(s: ir.Stream, indent: int | None = 1) -> Iterator[str]:
     With an indent, one operation (command, host op), buffer or shader per line: a diff or grep shows whole
     operations, and each line is written by json's C encoder (the pure-Python one, which any indent needs,
     was most of an import's writing time)."""
-    doc = to_dict(s)
     if indent is None:
-        yield json.dumps(doc)
+        yield json.dumps(to_dict(s))
         return
-    yield from _expanded(doc, 1, " " * indent, "")
+    yield from _expanded(_doc(s, _Each), 1, " " * indent, "")
 
 
 def _expanded(value: Any, levels: int, step: str, pad: str) -> Iterator[str]:
     """`value` with `levels` levels of containers laid out one item per line, and each item below on one line."""
-    if levels == 0 or not isinstance(value, (dict, list)) or not value:
+    if isinstance(value, _Each) and (levels == 0 or not value.items):
+        value = list(value)
+    if levels == 0 or not isinstance(value, (dict, list, _Each)) or not value:
         yield json.dumps(value)
         return
     inner = pad + step
