@@ -48,6 +48,15 @@ class Commands:
         for descriptor_set, layout in zip(a["pDescriptorSets"], a["pAllocateInfo"]["pSetLayouts"]):
             self.res.set_layout_of[descriptor_set] = layout
             self.res.sets[descriptor_set] = {}
+        self.res.pool_sets.setdefault(a["pAllocateInfo"]["descriptorPool"], []).extend(a["pDescriptorSets"])
+
+    def vkFreeDescriptorSets(self, call: Call, a: dict) -> None:
+        self.res.free_sets(a["pDescriptorSets"] or [])  # left in the pool's list: freed again at its reset
+
+    def vkResetDescriptorPool(self, call: Call, a: dict) -> None:
+        self.res.free_sets(self.res.pool_sets.pop(a["descriptorPool"], []))
+
+    vkDestroyDescriptorPool = vkResetDescriptorPool
 
     def vkUpdateDescriptorSets(self, call: Call, a: dict) -> None:
         for write in a["pDescriptorWrites"] or []:

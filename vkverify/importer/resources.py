@@ -95,6 +95,7 @@ class Resources:
         self.set_layout_of: dict[int, int] = {}  # descriptor set -> its layout
         self.sets: dict[int, dict[tuple[int, int], Descriptor]] = {}  # set -> (binding, element) -> descriptor
         self.unknown_sets: set[int] = set()  # sets written by a template whose data the capture lacks
+        self.pool_sets: dict[int, list[int]] = {}  # descriptor pool -> the sets allocated from it
         self.pipeline_layouts: dict[int, list[int]] = {}  # pipeline layout -> its set layouts
         self.templates: dict[int, dict] = {}  # descriptor update template -> its VkDescriptorUpdateTemplateCreateInfo
         # compute pipeline -> (shader module, entry point, the values of its specialization constants: None
@@ -177,6 +178,13 @@ class Resources:
                 contents[binding, element] = Descriptor(info["buffer"], info["offset"], info["range"],
                                                         BUFFER_DESCRIPTORS[kind], kind in DYNAMIC)
             element += 1
+
+    def free_sets(self, sets: list[int]) -> None:
+        """Forget freed descriptor sets: a long run allocates a set per dispatch, from pools it destroys."""
+        for descriptor_set in sets:
+            self.sets.pop(descriptor_set, None)
+            self.set_layout_of.pop(descriptor_set, None)
+            self.unknown_sets.discard(descriptor_set)
 
     def write_template(self, descriptor_set: int, template: int, data: TemplateData) -> None:
         """A descriptor update template's data, as VkWriteDescriptorSets: each buffer entry takes its
