@@ -52,6 +52,7 @@ def interface(name: str) -> ShaderInterface:
 
 
 
+@functools.cache  # the loader asks once per dispatch: a long run's stream holds hundreds of thousands
 def binding_accesses(name: str) -> tuple[str, ...] | None:
     """Per binding (in binding order), the stream format's access for a library shader, from its
     reflected SPIR-V; None when the library has no such shader."""
