@@ -18,6 +18,10 @@ import pytest
 from tests.conftest import ROOT, require_gfxreconstruct
 from vkverify.check import check
 from vkverify.importer import CaptureError, capture_env, import_capture
+from vkverify.importer.gfxr import CallThreads
+from vkverify.importer.records import Call
+from vkverify.importer.resources import Resources
+from vkverify.importer.translate import Translator
 from vkverify.model import ir
 from vkverify.model.builder import Stream
 from vkverify.model.dump import dumps
@@ -171,3 +175,30 @@ def test_the_summary_names_a_few_read_back_buffers_and_counts_the_rest():
     translator.note_reads(walk)
     (line,) = translator.summary.assumed
     assert line.startswith("12 host reads (S00, S01, S02, S03, S04, S05, S06, S07 and 4 more): "), line
+
+
+def test_call_threads_are_runs_that_answer_each_block_index():
+    threads = CallThreads()
+    for index, thread in [(0, 7), (1, 7), (2, 9), (5, 9), (6, 7)]:  # blocks 3, 4: other meta-data, not added
+        threads.add(index, thread)
+    assert list(threads.starts) == [0, 2, 6]  # one run per change of thread, not an entry per call
+    assert [threads.get(i) for i in range(8)] == [7, 7, 9, 9, 9, 9, 7, 7]
+    assert CallThreads().get(3, 0) == 0
+
+
+def test_a_freed_descriptor_set_is_forgotten_and_the_others_kept():
+    """A long run allocates a set per dispatch: the import keeps only the live ones."""
+    translator = Translator(Resources(None), None, False, True)
+    layout = [("vkCreateDescriptorSetLayout", {"pSetLayout": 1, "pCreateInfo": {"pBindings": [
+        {"binding": 0, "descriptorType": "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER", "descriptorCount": 1}]}})]
+    allocations = [("vkAllocateDescriptorSets", {"pAllocateInfo": {"descriptorPool": pool, "pSetLayouts": [1, 1]},
+                                                 "pDescriptorSets": sets}) for pool, sets in ((10, [11, 12]),
+                                                                                              (20, [21, 22]))]
+    writes = [("vkUpdateDescriptorSets", {"pDescriptorCopies": None, "pDescriptorWrites": [
+        {"dstSet": s, "dstBinding": 0, "dstArrayElement": 0, "descriptorType": "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER",
+         "pBufferInfo": [{"buffer": 5, "offset": 0, "range": 64}]} for s in (11, 12, 21, 22)]})]
+    frees = [("vkDestroyDescriptorPool", {"descriptorPool": 10}), ("vkFreeDescriptorSets", {"pDescriptorSets": [21]})]
+    translator.run(Call(i, name, args, "VK_SUCCESS" if name.startswith("vkAllocate") else None)
+                   for i, (name, args) in enumerate(layout + allocations + writes + frees))
+    assert set(translator.res.sets) == set(translator.res.set_layout_of) == {22}
+    assert translator.res.sets[22][0, 0].buffer == 5
