@@ -110,13 +110,13 @@ def test_the_differential_streams_reach_the_quick_lane():
 
 
 def test_decode_stream_takes_the_quick_lane_and_finds_its_missing_barrier():
-    """The decode shape: all but a few accesses in a hundred answered by the lane (those that meet a barrier
-    kind's first answer, and the KV cache's slices, a segment of several); with the last token's barrier missing, the
-    hazard it leaves is found the same way as by the general comparison."""
+    """The decode shape: all but about one access in a hundred answered by the lane (those that meet a barrier
+    kind's first answer, and the first token's), the KV cache's slices too; with the last token's barrier missing,
+    the hazards it leaves are found as the general comparison finds them."""
     stream = decode_stream(2e4)
     quick, found, general = _both(stream)
     assert found == general == []
-    assert quick.general < _device_accesses(stream) // 20
+    assert quick.general < _device_accesses(stream) // 50
     quick, found, general = _both(decode_stream(2e4, hazard=True))
     assert found == general
     assert found and {f.kind for f in found} <= {"raw", "waw", "war"}

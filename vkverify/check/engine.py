@@ -554,7 +554,7 @@ class Checker:
     def _run_quick(self, queue: QueueAgent, accesses: tuple, ref: str, uid: int, label: str | None) -> None:
         """`access` of each of a command's accesses (uid, its reference and label) on separate memories, no buffer
         destroyed or to be, answered without the general comparison in the common case of one queue's clean
-        work: the bytes one whole segment of a buffer not exclusive (no ownership), initialized, and every
+        work: the bytes one segment of a buffer not exclusive (no ownership), initialized, and every
         access there to compare with (the write; a write's, the reads too) of the queue and ordered before it
         by the first barrier after it alone, a global barrier whose answer is known (unordered's first test,
         BarrierLog.alone, which the general comparison fills). Any other access takes `access`, which would
@@ -568,7 +568,10 @@ class Checker:
             buf, _, base, memory = placement[buffer]
             segments = memory.segments
             seg = segments[0]
-            if len(segments) != 1 or seg.lo != base + lo or seg.hi != base + hi or buf.sharing == "exclusive":
+            if len(segments) != 1 or seg.lo != base + lo or seg.hi != base + hi:  # not the whole memory
+                segments = memory.span(base + lo, base + hi)
+                seg = segments[0] if len(segments) == 1 else None
+            if seg is None or buf.sharing == "exclusive":
                 self.access(x, lo, hi)
                 continue
             # Spec 7.1: a barrier whose scopes hold both accesses orders them (BarrierLog.orders_alone decided it).
