@@ -6,7 +6,9 @@ RangeMap of the last write and the reads since it, so a new access is
 compared with a handful of earlier ones. A resubmitted command buffer, once
 an execution of it reported nothing, replays a plan (replay.py): only its
 accesses that meet earlier work are compared, only those something sees are
-recorded; a barrier that changed no clock is skipped until the clocks change.
+recorded; a barrier that changed no clock is skipped until the clocks change. A command's access that meets
+only earlier accesses of its queue, each ordered before it by the global barrier after it alone (an answer
+already known), is recorded without the general comparison (Checker._run_quick).
 """
 
 from __future__ import annotations
