@@ -2,7 +2,7 @@
 
     python benchmarks/differential.py --examples 5000 [--seed 7] [--out disagreements.jsonl]
         [--resubmit | --timelines | --batched | --threads]
-        [--mode reference|consumers|explain|fixes|incremental|replay|witness|sim]
+        [--mode reference|consumers|explain|fixes|incremental|replay|quick|witness|sim]
         [--reading NAME=VALUE ...]
 
 Prints how many streams were compared, skipped (not completing, or outside what the reference reads: each
@@ -23,6 +23,7 @@ Modes (what is compared with what):
 - incremental: the checker fed op by op against a check of each prefix, and a fork without each op against
   a check of the stream without it (tests/test_incremental.py); one-thread streams only;
 - replay: resubmitted command buffers replayed from a plan against running every command (tests/test_replay.py);
+- quick: the checker's quick lane against the general comparison of every access (tests/test_quick.py);
 - witness: each witness schedule replayed by the walk shows its finding, and needs every step
   (tests/test_witness.py);
 - sim: the simulator's adversarial schedules against the checker's findings (tests/test_sim_properties.py).
@@ -51,9 +52,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.differential import (batched_streams, completes, consumer_disagreements, disagreements,
                                 explain_disagreements, fix_disagreements, resubmitting_streams, streams,
-                                thread_streams)
+                                thread_streams, variant_disagreements)
 from tests.test_incremental import incremental_disagreements
-from tests.test_replay import replay_disagreements
 from tests.test_semaphores import timeline_streams
 from tests.test_sim_properties import sim_doc_disagreements
 from tests.test_witness import witness_disagreements
@@ -66,7 +66,9 @@ from vkverify.model import from_dict
 MODES = {"reference": (disagreements, True), "consumers": (consumer_disagreements, True),
          "explain": (explain_disagreements, True),
          "fixes": (fix_disagreements, True),
-         "incremental": (incremental_disagreements, False), "replay": (replay_disagreements, False),
+         "incremental": (incremental_disagreements, False),
+         "replay": (partial(variant_disagreements, replay=False), False),
+         "quick": (partial(variant_disagreements, quick=False), False),
          "witness": (witness_disagreements, False), "sim": (sim_doc_disagreements, False)}
 
 

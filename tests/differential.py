@@ -21,7 +21,8 @@ from vkverify.check.explain import explain
 from vkverify.check.findings import ACCESS_KINDS
 from vkverify.check.readings import DEFAULT, Readings
 from vkverify.check.reference import OutsideReference, Reference, joined, references
-from vkverify.check.walk import Consumer, Walk, signals
+from vkverify.check.schedule import Schedule
+from vkverify.check.walk import Consumer, Walk, shared_timelines, signals
 from vkverify.model import from_dict, ir
 from vkverify.model.refs import format_ref, parse_ref, split_ref
 from vkverify.mutations import analyze
@@ -347,6 +348,16 @@ def thread_streams(draw) -> dict:
         elif kind == "host" and visible:
             up.append(draw(_host_access(visible, ["host_write", "host_read", "flush"])))
     return {**doc, "threads": {name: ops for name, ops in (("up", up), ("use", use)) if ops}}
+
+
+def variant_disagreements(doc: dict, **variant) -> list[str]:
+    """How the checker's findings with `variant` (Schedule's keywords: replay=False, quick=False) differ from its
+    own (empty: the same, in order)."""
+    stream = from_dict(doc)
+    shared = shared_timelines(stream)
+    own, other = Schedule(stream, shared).run(), Schedule(stream, shared, **variant).run()
+    return [] if own == other else [(f"own {[(f.kind, f.first, f.second) for f in own]}, {variant} "
+                                     f"{[(f.kind, f.first, f.second) for f in other]}")]
 
 
 def completes(findings) -> bool:

@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from vkverify.check.replay import ALWAYS, DOMINATED, NEVER, replay_plan
 from vkverify.check.schedule import Schedule
 from vkverify.check.walk import shared_timelines
-from vkverify.model import from_dict, ir
+from vkverify.model import ir
 
-from .differential import SETTINGS, resubmitting_streams
+from .differential import SETTINGS, resubmitting_streams, variant_disagreements
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from decode_stream import SHAPES, decode_stream
@@ -33,17 +33,10 @@ def _both(stream: ir.Stream) -> tuple[Schedule, list, list]:
     return replayed, replayed.run(), Schedule(stream, shared, replay=False).run()
 
 
-def replay_disagreements(doc: dict) -> list[str]:
-    """How the findings with replay differ from those running every command (empty: the same, in order)."""
-    _, replayed, full = _both(from_dict(doc))
-    return [] if replayed == full else [(f"replayed {[(f.kind, f.first, f.second) for f in replayed]}, "
-                                         f"every command {[(f.kind, f.first, f.second) for f in full]}")]
-
-
 @settings(max_examples=EXAMPLES_RUN, **SETTINGS)
 @given(resubmitting_streams())
 def test_replay_finds_what_every_command_finds(doc):
-    found = replay_disagreements(doc)
+    found = variant_disagreements(doc, replay=False)
     assert not found, found
 
 

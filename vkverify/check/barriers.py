@@ -174,12 +174,13 @@ class BarrierLog:
         self._chains: dict = {}
         self._entry_index: dict = {}
         self._moving: dict = {}
-        self._alone: dict = {}
+        # orders_alone's answers by its memo key: Checker._run_quick reads a global barrier's without the call
+        self.alone: dict = {}
 
     def fork(self) -> BarrierLog:
         """An independent copy (check/incremental.py's speculative checks)."""
         new = copy.copy(self)
-        for name in ("kind_ids", "_kind_of_command", "_transitions", "_chains", "_entry_index", "_alone"):
+        for name in ("kind_ids", "_kind_of_command", "_transitions", "_chains", "_entry_index", "alone"):
             setattr(new, name, dict(getattr(self, name)))
         for name in ("kinds", "all_positions", "all_kinds", "global_kind", "has_global", "signature", "global_kinds"):
             setattr(new, name, list(getattr(self, name)))
@@ -235,12 +236,12 @@ class BarrierLog:
         # A global barrier's answer does not depend on the bytes: one memo entry serves every range.
         memo = (kind, stage, write, later_stage, need) if self.global_kind[kind] else \
             (kind, stage, write, later_stage, need, root, lo, hi, buffer, later_buffer)
-        found = self._alone.get(memo)
+        found = self.alone.get(memo)
         if found is None:
             after = self._step(EMPTY, kind, (stage, write, root, lo, hi, buffer))
             found = not isinstance(after, list) and later_stage in after.chain and \
                 all(sees(after, later_stage, acc, later_buffer) for acc in need or ())
-            self._alone[memo] = found
+            self.alone[memo] = found
         return found
 
     def _step(self, state: State, kind: int, key: tuple) -> State | list[int]:

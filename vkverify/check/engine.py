@@ -6,7 +6,9 @@ RangeMap of the last write and the reads since it, so a new access is
 compared with a handful of earlier ones. A resubmitted command buffer, once
 an execution of it reported nothing, replays a plan (replay.py): only its
 accesses that meet earlier work are compared, only those something sees are
-recorded; a barrier that changed no clock is skipped until the clocks change.
+recorded; a barrier that changed no clock is skipped until the clocks change. A command's access that meets
+only earlier accesses of its queue, each ordered before it by the global barrier after it alone (an answer
+already known), is recorded without the general comparison (Checker._run_quick).
 """
 
 from __future__ import annotations
@@ -37,18 +39,29 @@ def _minus(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, i
     return [piece for a, b in ranges for piece in ((a, min(b, lo)), (max(a, hi), b)) if piece[0] < piece[1]]
 
 
+def _with_read(reads: tuple[Access, ...], x: Access) -> tuple[Access, ...]:
+    """The reads since a write after read x: one per agent and stage, the latest (a later access ordered after it
+    is ordered after the earlier ones there)."""
+    if not reads or len(reads) == 1 and reads[0].agent == x.agent and reads[0].stage == x.stage:
+        return (x,)  # the common cases, without a generator
+    return (*(r for r in reads if r.agent != x.agent or r.stage != x.stage), x)
+
+
 def _stream_order(a: Access) -> tuple[tuple[int, int], int]:
     """Where a comes in the stream: its submit's (or host op's) thread and position, then its queue position."""
     return a.issued, a.pos if a.family is not None else 0
 
 
 class Checker:
-    def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT, replay: bool = True) -> None:
+    def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT, replay: bool = True,
+                 quick: bool = True) -> None:
         """`replay`: whether resubmitted command buffers replay a plan (run_command_buffer); without it every
-        execution runs every command, which the tests compare it with."""
+        execution runs every command. `quick`: whether a command's clean accesses of one queue are answered
+        without the general comparison (_run_quick). The tests compare each with the checker without it."""
         self.stream = stream
         self.readings = readings
         self.replay = replay
+        self.quick = quick
         self.index = stream.index
         threads = stream.threads
         queues = [(d, q) for d in stream.devices for q in d.queues]
@@ -398,13 +411,8 @@ class Checker:
         if x.write:
             memory.overwrite(rlo, rhi, segments, x, x.family if buf.sharing == "exclusive" else None)
         else:
-            agent, stage = x.agent, x.stage
             for seg in segments:
-                reads = seg.reads
-                if not reads or len(reads) == 1 and reads[0].agent == agent and reads[0].stage == stage:
-                    seg.reads = (x,)  # the common cases, without a generator
-                else:
-                    seg.reads = (*(r for r in reads if r.agent != agent or r.stage != stage), x)
+                seg.reads = _with_read(seg.reads, x)
         return True
 
     def check_read(self, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment) -> bool:
@@ -528,10 +536,12 @@ class Checker:
         index, pos, label, family, first_barrier, issued = \
             queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds), self.issuing_order
         if not sharing:  # no access sees another's record: compare and record each
-            access = self.access
+            if self.quick and not self.destroyed and self.uses is None:
+                self._run_quick(queue, accesses, ref, uid, label)
+                return
             for stage, reads, write, buffer, lo, hi in accesses:
-                access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier, issued),
-                       lo, hi)
+                self.access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier,
+                                   issued), lo, hi)
             return
         # Every access of the command is compared before any is recorded (syncval's detect, then update): a
         # write through one binding is compared with the reads before another binding's read replaced them.
@@ -542,6 +552,51 @@ class Checker:
                 compared.append((x, lo, hi))
         for x, lo, hi in compared:
             self.access(x, lo, hi, compare=False)
+
+    def _run_quick(self, queue: QueueAgent, accesses: tuple, ref: str, uid: int, label: str | None) -> None:
+        """`access` of each of a command's accesses (uid, its reference and label) on separate memories, no buffer
+        destroyed or to be, answered without the general comparison in the common case of one queue's clean
+        work: the bytes one segment of a buffer not exclusive (no ownership), initialized, and every
+        access there to compare with (the write; a write's, the reads too) of the queue and ordered before it
+        by the first barrier after it alone, a global barrier whose answer is known (unordered's first test,
+        BarrierLog.alone, which the general comparison fills). Any other access takes `access`, which would
+        answer these the same: Checker(quick=False), which the tests compare with."""
+        placement, log, agent, pos, family, issued = \
+            self.placement, queue.log, queue.index, queue.pos, queue.family, self.issuing_order
+        kinds, memo, is_global = log.all_kinds, log.alone, log.global_kind
+        n = len(kinds)
+        for stage, reads, write, buffer, lo, hi in accesses:
+            x = Access(agent, pos, stage, reads, write, ref, buffer, uid, label, family, n, issued)
+            buf, _, base, memory = placement[buffer]
+            segments = memory.segments
+            seg = segments[0]
+            if len(segments) != 1 or seg.lo != base + lo or seg.hi != base + hi:  # not the whole memory
+                segments = memory.span(base + lo, base + hi)
+                seg = segments[0] if len(segments) == 1 else None
+            if seg is None or buf.sharing == "exclusive":
+                self.access(x, lo, hi)
+                continue
+            # Spec 7.1: a barrier whose scopes hold both accesses orders them (BarrierLog.orders_alone decided it).
+            w = seg.write
+            if w is None:
+                quiet = not reads or seg.initialized
+            elif w.agent != agent or w.first_barrier >= n or not is_global[kind := kinds[w.first_barrier]]:
+                quiet = False
+            else:
+                quiet = (not reads or memo.get((kind, w.stage, w.write, stage, reads)) is True) and \
+                    (not write or memo.get((kind, w.stage, w.write, stage, (write,))) is True)
+            if quiet and write:
+                for r in seg.reads:
+                    if r.agent != agent or r.first_barrier >= n or not is_global[kind := kinds[r.first_barrier]] \
+                            or memo.get((kind, r.stage, r.write, stage, None)) is not True:
+                        quiet = False
+                        break
+            if not quiet:
+                self.access(x, lo, hi)
+            elif write:
+                memory.overwrite(seg.lo, seg.hi, segments, x)
+            else:
+                seg.reads = _with_read(seg.reads, x)
 
     def _replay(self, queue: QueueAgent, cb: ir.CommandBuffer, plan: tuple, met: dict, submit: str) -> None:
         """One execution of cb by its replay plan: every barrier, and only the accesses the plan names. `met`:

@@ -44,9 +44,10 @@ class Schedule(Checker, Consumer):
     """The checker as the walk's consumer: a release is the clock it carries."""
 
     def __init__(self, stream: ir.Stream, shared: frozenset[str] = frozenset(), readings: Readings = DEFAULT,
-                 replay: bool = True, host_threads: int | None = None) -> None:
-        """host_threads: how many of the stream's threads run ops (default: all of them)."""
-        super().__init__(stream, readings, replay)
+                 replay: bool = True, host_threads: int | None = None, quick: bool = True) -> None:
+        """host_threads: how many of the stream's threads run ops (default: all of them); `replay`, `quick`: as
+        Checker's."""
+        super().__init__(stream, readings, replay, quick)
         self.shared = shared
         # With several host threads, an idle wait covers only the batches whose submit happens-before it (below):
         # per queue, each batch's submit (its thread's clock entry, position) and the release at its end.
