@@ -19,6 +19,7 @@ handful of times.
 from __future__ import annotations
 
 import copy
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import fields, replace
@@ -92,10 +93,11 @@ class Incremental:
         for s in signals(op):
             if s.value is not None:
                 self.signallers.setdefault(s.semaphore, set()).add(agent)
-                values = self.walk.signal_values.get(s.semaphore)
-                if values is not None and s.value not in values:
-                    values.append(s.value)
-                    values.sort()
+                values = self.walk.signal_values.get(s.semaphore)  # ascending, without repeats
+                if values is not None:
+                    i = bisect_left(values, s.value)
+                    if i == len(values) or values[i] != s.value:
+                        values.insert(i, s.value)
 
     def _count_submits(self, op: ir.Submit) -> None:
         """Spec references: a command buffer submitted more than once names its commands by submit too."""
@@ -248,7 +250,7 @@ class Incremental:
         w.timeline = {k: list(v) for k, v in self.walk.timeline.items()}
         w.timeline_value = dict(self.walk.timeline_value)
         w.unsorted = set(self.walk.unsorted)
-        w.signal_values = {k: list(v) for k, v in self.walk.signal_values.items()}
+        w.signal_values = {k: v[:] for k, v in self.walk.signal_values.items()}
         return new
 
 
@@ -287,9 +289,8 @@ def _fork_memory(m: RangeMap, accesses: dict) -> RangeMap:
 def _fork_queue(q: QueueAgent) -> QueueAgent:
     new = copy.copy(q)
     new.log = q.log.fork()
-    new.release_pos, new.release_scope, new.release_lane = list(q.release_pos), list(q.release_scope), \
-        list(q.release_lane)
-    new.lane_releases = {lane: list(indexes) for lane, indexes in q.lane_releases.items()}
+    new.release_pos, new.release_scope, new.release_lane = q.release_pos[:], q.release_scope[:], q.release_lane[:]
+    new.lane_releases = {lane: indexes[:] for lane, indexes in q.lane_releases.items()}
     new.range_vis = {k: dict(v) for k, v in q.range_vis.items()}
     new.host_vis = {k: dict(v) for k, v in q.host_vis.items()}
     new.host_releases, new.host_reach = list(q.host_releases), list(q.host_reach)
