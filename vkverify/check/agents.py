@@ -162,8 +162,14 @@ class ThreadAgent:
 
     def acquired_at(self, needs: list[tuple[int, int]]) -> int:
         """The op position at which this thread first acquired one of `needs` ((clock entry, value) pairs)."""
-        return min((pc for agent, least in needs for value, pc in self.acquired.get(agent, ()) if value >= least),
-                   default=self.pc)
+        found = self.pc
+        for agent, least in needs:
+            # Per agent, values strictly increase (acquire): the first >= least is found by bisection.
+            history = self.acquired.get(agent, ())
+            i = bisect_left(history, (least,))
+            if i < len(history):
+                found = min(found, history[i][1])
+        return found
 
 
 def acquired_releases(queue: QueueAgent, clock: Clock, pos: int) -> list[int]:
