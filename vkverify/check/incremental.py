@@ -47,7 +47,6 @@ class Incremental:
     def __init__(self, shape: ir.Stream, readings: Readings = DEFAULT) -> None:
         """`shape`: the stream's devices, resources and command buffers (its threads' ops are fed here)."""
         self.readings = readings
-        self.fed: list[tuple[str, int, ir.HostOp]] = []  # (thread, position, op) in the order fed
         self._build(replace(shape, params=(), instances=()), [(t.id, op) for t in shape.threads for op in t.ops])
 
     # ---- feeding -------------------------------------------------------------
@@ -68,7 +67,7 @@ class Incremental:
     def _append(self, thread: str, op: ir.HostOp) -> None:
         index = self.thread_index[thread]
         ops = self.walk.threads[index][1]
-        self.fed.append((thread, len(ops), op))
+        self._fed.append((thread, len(ops), op))
         ops.append(op)
         self._note_signals(thread, op)
         if isinstance(op, ir.Submit):
@@ -129,6 +128,13 @@ class Incremental:
         self.resources = shape
 
     # ---- reading -------------------------------------------------------------
+
+    @property
+    def fed(self) -> list[tuple[str, int, ir.HostOp]]:
+        """(thread, position, op) in the order fed (a fork's: a new list, read rarely)."""
+        if not self._before:
+            return self._fed
+        return [x for ops, n in self._before for x in ops[:n]] + self._fed
 
     def mark(self) -> int:
         return len(self.schedule.findings)
@@ -202,7 +208,10 @@ class Incremental:
         self.thread_index = {t.id: i for i, t in enumerate(shape.threads)}
         self.submitted: dict[str, int] = {}
         self.signallers = {}
-        self.fed = []
+        # (thread, position, op) in the order fed: those fed before a fork stay in its parent's lists (append-only,
+        # never changed), `_before` (each list and how many of it), so a fork does not copy them.
+        self._before: list[tuple[list, int]] = []
+        self._fed: list[tuple[str, int, ir.HostOp]] = []
         for thread, op in ops:
             self._append(thread, op)
 
@@ -211,7 +220,7 @@ class Incremental:
         finds from now on are named (kind, buffer, first, second) only, for questions asked often."""
         new = copy.copy(self)
         s = self.schedule
-        new.fed = list(self.fed)
+        new._before, new._fed = [*self._before, (self._fed, len(self._fed))], []
         new.signallers = {k: set(v) for k, v in self.signallers.items()}
         new.submitted = dict(self.submitted)
         index = copy.copy(s.index)
