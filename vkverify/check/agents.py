@@ -6,6 +6,7 @@ operation order). The checker (engine.py) walks a stream over these; what they o
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from itertools import count
@@ -52,10 +53,11 @@ class QueueAgent:
     fence_lane: int
     log: BarrierLog = field(default_factory=BarrierLog)
     pos: int = 0
-    release_pos: list[int] = field(default_factory=list)
+    # Numbers as arrays: check/incremental.py's forks copy them as memory, not as one int object each.
+    release_pos: array = field(default_factory=lambda: array("q"))
     release_scope: list[frozenset[str]] = field(default_factory=list)
-    release_lane: list[int] = field(default_factory=list)
-    lane_releases: dict[int, list[int]] = field(default_factory=dict)  # lane -> its releases' indexes, ascending
+    release_lane: array = field(default_factory=lambda: array("q"))
+    lane_releases: dict[int, array] = field(default_factory=dict)  # lane -> its releases' indexes, ascending
     # Spec 7.7.2: what a buffer memory barrier made visible of other agents' releases, per (root, lo, hi, buffer):
     # buffer None, or the only buffer through which accesses see it (readings.buffer_barrier_covers_aliases).
     range_vis: dict = field(default_factory=dict)
@@ -85,7 +87,7 @@ class QueueAgent:
         self.release_pos.append(self.pos)
         self.release_scope.append(scope)
         self.release_lane.append(lane)
-        self.lane_releases.setdefault(lane, []).append(len(self.release_pos) - 1)
+        self.lane_releases.setdefault(lane, array("q")).append(len(self.release_pos) - 1)
         clock = (0,) * self.clock_width
         for s in scope & self.exec_clock.keys():
             clock = join(clock, self.exec_clock[s])
@@ -160,8 +162,14 @@ class ThreadAgent:
 
     def acquired_at(self, needs: list[tuple[int, int]]) -> int:
         """The op position at which this thread first acquired one of `needs` ((clock entry, value) pairs)."""
-        return min((pc for agent, least in needs for value, pc in self.acquired.get(agent, ()) if value >= least),
-                   default=self.pc)
+        found = self.pc
+        for agent, least in needs:
+            # Per agent, values strictly increase (acquire): the first >= least is found by bisection.
+            history = self.acquired.get(agent, ())
+            i = bisect_left(history, (least,))
+            if i < len(history):
+                found = min(found, history[i][1])
+        return found
 
 
 def acquired_releases(queue: QueueAgent, clock: Clock, pos: int) -> list[int]:

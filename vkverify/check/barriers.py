@@ -11,6 +11,7 @@ of barrier kinds makes this independent of the distance).
 from __future__ import annotations
 
 import copy
+from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import pairwise
@@ -157,16 +158,17 @@ class BarrierLog:
     def __init__(self) -> None:
         self.kind_ids: dict[tuple[BarrierEntry, ...], int] = {}
         self.kinds: list[tuple[BarrierEntry, ...]] = []
-        self.positions: list[list[int]] = []  # per kind, increasing
-        self.all_positions: list[int] = []  # every barrier, increasing, with its kind
-        self.all_kinds: list[int] = []
+        # Numbers as arrays: a fork (check/incremental.py) copies them as memory, not as one int object each.
+        self.positions: list[array] = []  # per kind, increasing
+        self.all_positions = array("q")  # every barrier, increasing, with its kind
+        self.all_kinds = array("q")
         self.global_kind: list[bool] = []  # every entry global: the bytes do not matter
         self.has_global: list[bool] = []  # some entry global: it holds every access's bytes
         self.signature: list[frozenset] = []  # per kind, its entries' (src_exec, dst_exec)
         # Per signature, the barriers of every kind (`exec_*`: for chains) and of the kinds without a global entry
         # (`buffer_*`: for accesses outside their ranges): positions, increasing, and the kind at each.
-        self.exec_positions: dict[frozenset, tuple[list[int], list[int]]] = {}
-        self.buffer_positions: dict[frozenset, tuple[list[int], list[int]]] = {}
+        self.exec_positions: dict[frozenset, tuple[array, array]] = {}
+        self.buffer_positions: dict[frozenset, tuple[array, array]] = {}
         self.global_kinds: list[int] = []
         self.ranges: dict[str, RangeIndex] = {}
         self._kind_of_command: dict[int, int] = {}
@@ -183,10 +185,10 @@ class BarrierLog:
         for name in ("kind_ids", "_kind_of_command", "_transitions", "_chains", "_entry_index", "alone"):
             setattr(new, name, dict(getattr(self, name)))
         for name in ("kinds", "all_positions", "all_kinds", "global_kind", "has_global", "signature", "global_kinds"):
-            setattr(new, name, list(getattr(self, name)))
-        new.positions = [list(p) for p in self.positions]
+            setattr(new, name, getattr(self, name)[:])
+        new.positions = [p[:] for p in self.positions]
         for name in ("exec_positions", "buffer_positions"):
-            setattr(new, name, {k: (list(p), list(q)) for k, (p, q) in getattr(self, name).items()})
+            setattr(new, name, {k: (p[:], q[:]) for k, (p, q) in getattr(self, name).items()})
         new._moving = {}  # its entries hold the position lists themselves, which the fork replaces
         new.ranges = {}
         for root, index in self.ranges.items():
@@ -208,14 +210,14 @@ class BarrierLog:
         self.all_kinds.append(kind)
         signature = self.signature[kind]
         for table in (self.exec_positions,) + (() if self.has_global[kind] else (self.buffer_positions,)):
-            positions, kinds = table.setdefault(signature, ([], []))
+            positions, kinds = table.setdefault(signature, (array("q"), array("q")))
             positions.append(pos)
             kinds.append(kind)
 
     def _new_kind(self, entries: tuple[BarrierEntry, ...]) -> int:
         kind = self.kind_ids[entries] = len(self.kinds)
         self.kinds.append(entries)
-        self.positions.append([])
+        self.positions.append(array("q"))
         self.global_kind.append(all(e.root is None for e in entries))
         self.has_global.append(any(e.root is None for e in entries))
         self.signature.append(frozenset((e.src_exec, e.dst_exec) for e in entries))

@@ -160,7 +160,8 @@ class Findings(Sequence[Finding]):
         """A finding of the operation `scope` (an access uid; None: a misuse): a new one, or bytes of an earlier
         one with the same key. `words`: its message and fix (None: an access hazard's, worded when read);
         `described`: whether the accesses' facts are kept (their stages and accesses, labels)."""
-        key = (kind, buffer, first and first.ref, second and second.ref, ops)
+        first_ref, second_ref = first and first.ref, second and second.ref
+        key = (kind, buffer, first_ref, second_ref, ops)
         if ops is not None:
             keys = self.lasting
         else:
@@ -181,8 +182,12 @@ class Findings(Sequence[Finding]):
             self.words[n] = (*words, ops)
         if lo is None:
             lo = hi = ABSENT
-        self._append(kind, buffer, key[2], key[3], (self._fact(first, described), self._fact(second, described),
-                                                    lo, hi, lo, hi, racing * RACING | hosts_ordered * HOSTS_ORDERED))
+        # Most accesses are in several findings: their facts' index is kept on them (Access.fact).
+        e = ABSENT if first is None or not described else first.fact if first.fact != ABSENT else self._fact(first)
+        x = ABSENT if second is None or not described else second.fact if second.fact != ABSENT else \
+            self._fact(second)
+        self._append(kind, buffer, first_ref, second_ref,
+                     (e, x, lo, hi, lo, hi, racing * RACING | hosts_ordered * HOSTS_ORDERED))
 
     def _append(self, kind: str, buffer: str | None, first: str | None, second: str | None, numbers: tuple) -> None:
         self.kinds.append(kind)
@@ -191,18 +196,15 @@ class Findings(Sequence[Finding]):
         self.seconds.append(second)
         self.rows.extend(numbers)
 
-    def _fact(self, a: Access | None, described: bool) -> int:
-        """The index of a's facts in `facts`, kept on `a`: most accesses are in several findings."""
-        if a is None or not described:
-            return ABSENT
-        if a.fact == ABSENT:
-            fact = (a.agent, a.family, a.stage, a.reads, a.write, a.buffer, a.label)
-            at = self.fact_index.get(fact)
-            if at is None:
-                at = self.fact_index[fact] = len(self.facts)
-                self.facts.append(fact)
-            a.fact = at
-        return a.fact
+    def _fact(self, a: Access) -> int:
+        """The index of a's facts in `facts`, kept on `a`."""
+        fact = (a.agent, a.family, a.stage, a.reads, a.write, a.buffer, a.label)
+        at = self.fact_index.get(fact)
+        if at is None:
+            at = self.fact_index[fact] = len(self.facts)
+            self.facts.append(fact)
+        a.fact = at
+        return at
 
     def __len__(self) -> int:
         return len(self.kinds)

@@ -19,6 +19,7 @@ handful of times.
 from __future__ import annotations
 
 import copy
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import fields, replace
@@ -46,7 +47,6 @@ class Incremental:
     def __init__(self, shape: ir.Stream, readings: Readings = DEFAULT) -> None:
         """`shape`: the stream's devices, resources and command buffers (its threads' ops are fed here)."""
         self.readings = readings
-        self.fed: list[tuple[str, int, ir.HostOp]] = []  # (thread, position, op) in the order fed
         self._build(replace(shape, params=(), instances=()), [(t.id, op) for t in shape.threads for op in t.ops])
 
     # ---- feeding -------------------------------------------------------------
@@ -67,7 +67,7 @@ class Incremental:
     def _append(self, thread: str, op: ir.HostOp) -> None:
         index = self.thread_index[thread]
         ops = self.walk.threads[index][1]
-        self.fed.append((thread, len(ops), op))
+        self._fed.append((thread, len(ops), op))
         ops.append(op)
         self._note_signals(thread, op)
         if isinstance(op, ir.Submit):
@@ -92,10 +92,11 @@ class Incremental:
         for s in signals(op):
             if s.value is not None:
                 self.signallers.setdefault(s.semaphore, set()).add(agent)
-                values = self.walk.signal_values.get(s.semaphore)
-                if values is not None and s.value not in values:
-                    values.append(s.value)
-                    values.sort()
+                values = self.walk.signal_values.get(s.semaphore)  # ascending, without repeats
+                if values is not None:
+                    i = bisect_left(values, s.value)
+                    if i == len(values) or values[i] != s.value:
+                        values.insert(i, s.value)
 
     def _count_submits(self, op: ir.Submit) -> None:
         """Spec references: a command buffer submitted more than once names its commands by submit too."""
@@ -127,6 +128,13 @@ class Incremental:
         self.resources = shape
 
     # ---- reading -------------------------------------------------------------
+
+    @property
+    def fed(self) -> list[tuple[str, int, ir.HostOp]]:
+        """(thread, position, op) in the order fed (a fork's: a new list, read rarely)."""
+        if not self._before:
+            return self._fed
+        return [x for ops, n in self._before for x in ops[:n]] + self._fed
 
     def mark(self) -> int:
         return len(self.schedule.findings)
@@ -200,7 +208,10 @@ class Incremental:
         self.thread_index = {t.id: i for i, t in enumerate(shape.threads)}
         self.submitted: dict[str, int] = {}
         self.signallers = {}
-        self.fed = []
+        # (thread, position, op) in the order fed: those fed before a fork stay in its parent's lists (append-only,
+        # never changed), `_before` (each list and how many of it), so a fork does not copy them.
+        self._before: list[tuple[list, int]] = []
+        self._fed: list[tuple[str, int, ir.HostOp]] = []
         for thread, op in ops:
             self._append(thread, op)
 
@@ -209,7 +220,7 @@ class Incremental:
         finds from now on are named (kind, buffer, first, second) only, for questions asked often."""
         new = copy.copy(self)
         s = self.schedule
-        new.fed = list(self.fed)
+        new._before, new._fed = [*self._before, (self._fed, len(self._fed))], []
         new.signallers = {k: set(v) for k, v in self.signallers.items()}
         new.submitted = dict(self.submitted)
         index = copy.copy(s.index)
@@ -248,7 +259,7 @@ class Incremental:
         w.timeline = {k: list(v) for k, v in self.walk.timeline.items()}
         w.timeline_value = dict(self.walk.timeline_value)
         w.unsorted = set(self.walk.unsorted)
-        w.signal_values = {k: list(v) for k, v in self.walk.signal_values.items()}
+        w.signal_values = {k: v[:] for k, v in self.walk.signal_values.items()}
         return new
 
 
@@ -287,9 +298,8 @@ def _fork_memory(m: RangeMap, accesses: dict) -> RangeMap:
 def _fork_queue(q: QueueAgent) -> QueueAgent:
     new = copy.copy(q)
     new.log = q.log.fork()
-    new.release_pos, new.release_scope, new.release_lane = list(q.release_pos), list(q.release_scope), \
-        list(q.release_lane)
-    new.lane_releases = {lane: list(indexes) for lane, indexes in q.lane_releases.items()}
+    new.release_pos, new.release_scope, new.release_lane = q.release_pos[:], q.release_scope[:], q.release_lane[:]
+    new.lane_releases = {lane: indexes[:] for lane, indexes in q.lane_releases.items()}
     new.range_vis = {k: dict(v) for k, v in q.range_vis.items()}
     new.host_vis = {k: dict(v) for k, v in q.host_vis.items()}
     new.host_releases, new.host_reach = list(q.host_releases), list(q.host_reach)

@@ -15,6 +15,7 @@ acquire). Misuse the walk meets, and the waits left blocked at its end, reach th
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable
@@ -157,8 +158,9 @@ class Walk:
         self.unsorted: set[str] = set()  # timelines whose signals so far did not strictly increase
         # Timelines several queues or threads signal: z3 (exact.refine) reports their ordering problems.
         self.shared = shared_timelines(stream) if shared is None else shared
-        self.signal_values = {sem: sorted({s.value for t in stream.threads for op in t.ops
-                                           for s in signals(op) if s.semaphore == sem})
+        # Ascending, as an array: check/incremental.py's forks copy it as memory, not as one int object each.
+        self.signal_values = {sem: array("Q", sorted({s.value for t in stream.threads for op in t.ops
+                                                      for s in signals(op) if s.semaphore == sem}))
                               for sem in self.shared}
 
     def add_syncs(self, semaphores: Iterable[ir.Semaphore], fences: Iterable[ir.FenceState]) -> None:
@@ -201,16 +203,20 @@ class Walk:
         if value <= self.index.semaphores[semaphore].initial:
             return ()
         history = self.timeline[semaphore]
-        if semaphore in self.shared:
+        exact = semaphore in self.shared
+        if exact:
             # Signals of a timeline strictly increase in time, so in every legal schedule the first signal
             # >= value is the one of the smallest such value, whichever queue or thread performs it.
-            least = next((v for v in self.signal_values[semaphore] if v >= value), None)
-            return next((s for s in history if s[0] == least), None)
-        if semaphore not in self.unsorted:
-            # Values so far strictly increase: bisection, so many signals are not quadratic.
-            i = bisect_left(history, value, key=lambda s: s[0])
-            return history[i] if i < len(history) else None
-        return next((s for s in history if s[0] >= value), None)
+            values = self.signal_values[semaphore]
+            i = bisect_left(values, value)
+            if i == len(values):
+                return None
+            value = values[i]
+        if semaphore in self.unsorted:
+            return next((s for s in history if (s[0] == value if exact else s[0] >= value)), None)
+        # Values so far strictly increase: bisection, so many signals are not quadratic.
+        i = bisect_left(history, value, key=lambda s: s[0])
+        return history[i] if i < len(history) and (not exact or history[i][0] == value) else None
 
     def signal_timeline(self, semaphore: str, value: int, release: object, ref: str) -> None:
         """Spec 7.4.2: a signal's value must be greater than the timeline's current value."""
