@@ -68,6 +68,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import traceback
 from dataclasses import asdict, dataclass, replace
 
 from ..model import ir
@@ -655,11 +656,7 @@ def user_files() -> list[str]:
 
 def stack_files() -> set[str]:
     """The user's files (_user) on the call stack: the code that issues the op about to run."""
-    found, frame = set(), sys._getframe(1)
-    while frame is not None:
-        found.add(_user(frame.f_code.co_filename))
-        frame = frame.f_back
-    return found - {None}
+    return {_user(frame.f_code.co_filename) for frame, _ in traceback.walk_stack(None)} - {None}
 
 
 def list_tests(file: str, tests: dict[str, str]) -> None:
