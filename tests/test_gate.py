@@ -190,6 +190,94 @@ def test_candidates_are_numbered_per_test(project, monkeypatch):
     assert good == weak and min(k for _, k, *_ in good) == 0
 
 
+ROUNDTRIP = '''
+def roundtrip(rt):
+    rt.create_buffer("B", 256, "host_coherent")
+    rt.create_fence("F")
+    rt.command_buffer("cb").cmd_fill_buffer("B").cmd_pipeline_barrier2("clear", "transfer_write", "host", "host_read")
+    rt.submit("q0", ["cb"], fence="F")
+    rt.wait_fences(["F"])
+    return rt.host_read("B")
+'''
+
+# Each test logs its pid and name: which tests each run of the command ran.
+TEST_OF = '''
+import os
+
+from lib_{x} import roundtrip
+
+
+def test_{x}(vk_runtime, assert_race_free):
+    with open("ran.log", "a") as log:
+        log.write(f"{{os.getpid()}} {x}\\n")
+    assert roundtrip(vk_runtime) == bytes(256)
+    assert_race_free(vk_runtime)
+'''
+
+
+def runs(project) -> list[str]:
+    """The tests each run of the command ran, since the last call (sorted)."""
+    log = project / "ran.log"
+    by_pid: dict[str, str] = {}
+    for line in log.read_text().splitlines():
+        pid, test = line.split()
+        by_pid[pid] = by_pid.get(pid, "") + test
+    log.unlink()
+    return sorted(by_pid.values())
+
+
+def test_a_mutant_runs_the_tests_that_reach_its_site_and_keeps_its_verdict_while_they_are_unchanged(tmp_path,
+                                                                                                    device_name):
+    """Two tests, each reaching the fence wait of a module of its own (lib_a.py:7, lib_b.py:7): each mutant's
+    run runs only the test that reached its site, which its kill detail names. An edit to lib_b.py reruns only
+    lib_b's mutant; an edit to test_a.py only lib_a's (each listing again, which runs both tests)."""
+    for x in "ab":
+        (tmp_path / f"lib_{x}.py").write_text(ROUNDTRIP)
+        (tmp_path / f"test_{x}.py").write_text(TEST_OF.format(x=x))
+    options = ("--target", "fence", "-j", "1", "--format", "json", "--cache", str(tmp_path / "cache"))
+    command = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_a.py", "test_b.py")
+
+    def gate(rerun: str | None) -> dict:
+        done = mutate(tmp_path, *options, command=command, VKVERIFY_CHECK="0")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "no test selection" not in done.stderr
+        report = json.loads(done.stdout)
+        assert report["stats"] == ({"executed": 2, "cached": 0} if rerun is None else {"executed": 1, "cached": 1})
+        ran = re.findall(r"^vkverify mutate: \[\d/\d\] fence (\S+) drop_host_wait", done.stderr, re.MULTILINE)
+        assert ran == ([rerun] if rerun else ["lib_a.py:7", "lib_b.py:7"] if ran[0] < ran[1] else
+                       ["lib_b.py:7", "lib_a.py:7"]), done.stderr
+        return report
+
+    report = gate(None)
+    assert {(m["source"], m["file"], m["killed_by"]) for m in report["mutants"]} == \
+        {("lib_a.py:7", "test_a.py::test_a", "assertion"), ("lib_b.py:7", "test_b.py::test_b", "assertion")}
+    assert all(m["verdicts"]["command"]["detail"].startswith(f"exit 1: {m['file']}: Failed: <recorded>: ")
+               for m in report["mutants"]), report["mutants"]
+    assert runs(tmp_path) == ["a", "ab", "b"]  # the listing, then each mutant
+    with open(tmp_path / "lib_b.py", "a") as f:
+        f.write("# an edit\n")
+    gate("lib_b.py:7")
+    assert runs(tmp_path) == ["ab", "b"]
+    with open(tmp_path / "test_a.py", "a") as f:
+        f.write("# an edit\n")
+    gate("lib_a.py:7")
+    assert runs(tmp_path) == ["a", "ab"]
+
+
+def test_without_the_plugin_each_mutant_runs_the_whole_command_and_the_gate_says_so(tmp_path, device_name):
+    """A command that is not pytest gives no test to select: its one mutant runs it whole, said once."""
+    (tmp_path / "lib_a.py").write_text(ROUNDTRIP)
+    (tmp_path / "main.py").write_text("from lib_a import roundtrip\nfrom vkverify.runtime import Runtime\n\n"
+                                      "with Runtime() as rt:\n    roundtrip(rt)\n")
+    done = mutate(tmp_path, "--target", "fence", "--no-cache", "--format", "json", command=(sys.executable, "main.py"),
+                  VKVERIFY_CHECK="1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr.count("vkverify mutate: no test selection: the listing run loaded no vkverify pytest plugin, "
+                             "so each mutant runs the whole command") == 1, done.stderr
+    mutants = json.loads(done.stdout)["mutants"]
+    assert [(m["source"], m["killed_by"]) for m in mutants] == [("lib_a.py:7", "online_check")], mutants
+
+
 HOST_OPS = '''
 def test_host_ops(vk_runtime):
     rt = vk_runtime
@@ -221,26 +309,46 @@ def test_flushes_and_invalidates_are_runtime_mutants(tmp_path, device_name):
 
 
 def test_call_sites_fold_unless_per_iteration():
-    """Two frames' instances of one barrier line fold into one mutant that changes both; the fence wait
-    of another line stays apart; `all` counts a candidate of two targets once."""
-    from vkverify.mutations.gate import Candidate, chosen
+    """Two frames' instances of one barrier line, in two tests, fold into one mutant that changes all four and
+    runs both tests; the fence wait of another line, reached by one test, stays apart and runs that test only;
+    `all` counts a candidate of two targets once. Per iteration, a mutant is one candidate of one test."""
+    from vkverify.mutations.gate import Candidate, Coverage, chosen
     from vkverify.mutations.live import Selection
 
-    def candidate(k, target, operator, op, line):
-        return Candidate(k, target, operator, op, "t.py::test", f"engine.py:{line}", None, "")
+    def candidate(k, target, operator, op, line, test="t.py::test"):
+        return Candidate(k, target, operator, op, test, f"engine.py:{line}", None, "")
     listed = [candidate(0, "raw", "drop_barrier", "frame0[1]", 30),
               candidate(1, "raw", "drop_barrier", "frame1[1]", 30),
+              candidate(0, "raw", "drop_barrier", "frame0[1]", 30, "u.py::test"),
+              candidate(1, "raw", "drop_barrier", "frame1[1]", 30, "u.py::test"),
               candidate(0, "fence", "drop_host_wait", "main[2]", 36),
               candidate(0, "war", "drop_host_wait", "main[2]", 36)]
-    folded = chosen(listed, "all")
-    assert [(m.operator, m.source, m.selection) for m in folded] == [
-        ("drop_barrier", "engine.py:30", Selection("raw", "t.py::test", site=("drop_barrier", "engine.py:30", "", ""))),
-        ("drop_host_wait", "engine.py:36",
-         Selection("fence", "t.py::test", site=("drop_host_wait", "engine.py:36", "", "")))]
-    assert "2 iterations" in folded[0].description
-    assert [m.selection for m in chosen(listed, "raw", per_iteration=True)] == [
-        Selection("raw", "t.py::test", k=0), Selection("raw", "t.py::test", k=1)]
+    coverage = Coverage({"t.py::test": "t.py", "v.py::test": "v.py", "u.py::test": "u.py"},
+                        [{"t.py::test": ["t.py", "engine.py"]}, {"u.py::test": ["u.py", "engine.py"]}])
+    folded = chosen(listed, "all", coverage=coverage)
+    assert [(m.operator, m.source, m.file, m.selection) for m in folded] == [
+        ("drop_barrier", "engine.py:30", "t.py::test, u.py::test",
+         Selection("raw", site=("drop_barrier", "engine.py:30", "", ""), tests=("t.py::test", "u.py::test"))),
+        ("drop_host_wait", "engine.py:36", "t.py::test",
+         Selection("fence", site=("drop_host_wait", "engine.py:36", "", ""), tests=("t.py::test",)))]
+    assert "4 iterations" in folded[0].description
+    assert [m.selection for m in chosen(listed, "raw", per_iteration=True, coverage=coverage)][:2] == [
+        Selection("raw", "t.py::test", k=0, tests=("t.py::test",)),
+        Selection("raw", "t.py::test", k=1, tests=("t.py::test",))]
     assert [m.selection.target for m in chosen(listed, "war")] == ["war"]
+    # Without the plugin's list of tests, or for a site reached outside a test, a mutant runs every test.
+    assert chosen(listed, "fence")[0].selection.tests == ()
+    assert Coverage({"t.py::test": "t.py"}).selected({"t.py::test", "rt"}) == ()
+
+
+def test_tests_sharing_a_runtime_are_selected_together():
+    """What a test ran before in a Runtime it shares shapes what a later test's op sees: a site reached in one
+    selects every test its Runtime served, and so on across Runtimes."""
+    from vkverify.mutations.gate import Coverage
+
+    runtimes = [{"a": [], "b": []}, {"b": [], "c": []}, {"d": []}]  # per Runtime, the tests it served
+    coverage = Coverage(dict.fromkeys(["a", "b", "c", "d"], "x.py"), runtimes)
+    assert coverage.selected({"c"}) == ("a", "b", "c") and coverage.selected({"d"}) == ("d",)
 
 
 def test_a_labelled_fence_wait_is_analysed_once(device_name, tmp_path, monkeypatch):

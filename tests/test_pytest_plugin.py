@@ -104,3 +104,42 @@ def test_every_tests_stream_is_written_on_request(tmp_path, device_name):
     assert done.returncode == 1, done.stdout
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
         "test_prog.py_test_fails.json", "test_prog.py_test_racing.json", "test_prog.py_test_unchecked.json"]
+
+
+THREE = '''
+def test_one():
+    assert False, "one"
+
+
+def test_two():
+    assert False, "two"
+
+
+def test_three():
+    pass
+'''
+
+
+def test_under_the_gate_a_mutants_run_keeps_its_tests_and_stops_at_the_first_failure(tmp_path):
+    """The listing run names every test collected, with its file; a mutant's run deselects the tests its
+    selection does not name and stops at its first failing test (its verdict needs no more)."""
+    from vkverify.mutations.gate import read_list
+    from vkverify.mutations.live import Selection, environment
+
+    (tmp_path / "test_three.py").write_text(THREE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_") and k != "PYTEST_CURRENT_TEST"}
+
+    def pytest_with(chosen: Selection) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_three.py"],
+                              cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT), **environment(chosen)},
+                              capture_output=True, text=True, timeout=300, check=False)
+    listed = tmp_path / "list.jsonl"
+    pytest_with(Selection("list", file=str(listed)))
+    assert read_list(str(listed)).coverage.tests == {f"test_three.py::test_{n}": str(tmp_path / "test_three.py")
+                                                     for n in ("one", "two", "three")}
+    site = ("drop_barrier", "lib.py:1", "", "")
+    done = pytest_with(Selection("raw", site=site, tests=("test_three.py::test_two", "test_three.py::test_one")))
+    assert done.returncode == 1 and "1 failed, 1 deselected" in done.stdout, done.stdout
+    assert "FAILED test_three.py::test_one" in done.stdout and "test_two" not in done.stdout, done.stdout
+    done = pytest_with(Selection("raw", site=site, tests=("test_three.py::test_three",)))
+    assert done.returncode == 0 and "1 passed, 2 deselected" in done.stdout, done.stdout

@@ -9,6 +9,11 @@ index or a part of the name); the report header names it. A failing test's recor
 written to `--vk-streams` (default .vkverify/streams) for `vkverify explain` and `vkverify graph`;
 with `--vk-streams-all`, every test's (CI artifacts).
 Vulkan is imported only when `vk_runtime` is used, so loading the plugin costs nothing.
+
+Under `vkverify mutate -- CMD` (VKVERIFY_RUNTIME_MUTATE, vkverify/mutations/live.py): the listing run
+names the tests collected and their files; a mutant's run keeps only the tests its selection names
+(those that reached its call site), and stops at its first failing test, as -x does: the command has
+then failed, which is all the mutant's verdict needs.
 """
 
 from __future__ import annotations
@@ -19,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["assert_race_free", "device", "pytest_addoption", "pytest_configure", "pytest_report_header",
-           "pytest_runtest_makereport", "pytest_terminal_summary", "vk_runtime"]
+__all__ = ["assert_race_free", "device", "pytest_addoption", "pytest_collection_modifyitems", "pytest_configure",
+           "pytest_report_header", "pytest_runtest_makereport", "pytest_terminal_summary", "vk_runtime"]
 
 DEFAULT_DEVICE = "llvmpipe"
 REPORTS = pytest.StashKey[list]()  # a test's reports: its runtime's teardown reads whether it failed
@@ -57,10 +62,39 @@ def pytest_report_header(config) -> str:
     return f"vkverify: vk_runtime device {name!r} ({origin})"
 
 
+def _mutation():
+    """The gate's selection for this run (live.Selection), None outside `vkverify mutate`."""
+    if not os.environ.get("VKVERIFY_RUNTIME_MUTATE"):  # live.ENV, not imported unless set: loading stays cheap
+        return None
+    from vkverify.mutations.live import selection
+
+    return selection()
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected theirs
+def pytest_collection_modifyitems(config, items) -> None:
+    chosen = _mutation()
+    if chosen is None:
+        return
+    if chosen.target == "list":
+        from vkverify.mutations.live import list_tests
+
+        list_tests(chosen.file, {item.nodeid: str(item.path) for item in items})
+    elif chosen.tests:
+        keep = set(chosen.tests)
+        config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in keep])
+        items[:] = [item for item in items if item.nodeid in keep]
+        if not items:
+            raise pytest.UsageError(f"vkverify mutate: none of the tests this mutant runs was collected: "
+                                    f"{', '.join(chosen.tests)}")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
     item.stash.setdefault(REPORTS, []).append(report)
+    if report.failed and (chosen := _mutation()) is not None and chosen.target != "list":
+        item.session.shouldfail = "vkverify mutate: the mutant's first failing test ends its run"
     return report
 
 

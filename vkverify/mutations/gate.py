@@ -2,10 +2,24 @@
 
 CMD runs once listing the candidates (it must pass), then once per mutant, its online check writing
 the hazards it finds to a file instead of raising (kills.py: what killed the mutant); a hazard, a
-non-zero exit or a timeout kills. Candidates at one call site (the program's file:line) fold into one mutant that
-changes every iteration of it, unless `per_iteration`. The cache keeps the listing and each verdict
-under a key of vkverify's code, the command, the working directory and a hash of the user files
-the command imported (live.user_files): a rerun with nothing changed runs nothing.
+non-zero exit or a timeout kills. Candidates at one call site (the program's file:line, operator and
+label) fold into one mutant that changes every iteration of it in every test, unless `per_iteration`
+(one mutant per candidate of one test).
+
+Test selection: where the listing run loaded the pytest plugin, it names the tests it collected, and
+each Runtime the tests whose ops it ran (live.py); a mutant's run then keeps only the tests that
+reached its call site, with every test that shares a Runtime with one of them (what ran before in a
+Runtime shapes what the site's op sees), the plugin deselecting the others (Coverage.selected). A
+site reached outside any test (a Runtime opened at import), or a command whose listing run did not
+load the plugin, runs the whole command (said once).
+
+The cache keeps the listing under a key of vkverify's code, the command, the working directory and
+a hash of the user files the command imported (live.user_files), and each verdict under the same
+first three, the mutant's selection and a hash of the files that reach its call site
+(Coverage.files): the files of the tests it runs, the user files on the call stack of any op those
+tests ran, and every conftest.py imported. An edit elsewhere lists again (one run) but keeps the
+verdict; a rerun with nothing changed runs nothing. Code a test reaches only as data (a module whose
+constants it reads, no op issued from it) is outside the key: clear the cache after such an edit.
 """
 
 from __future__ import annotations
@@ -17,7 +31,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 
 from ..errors import VkverifyError
 from .formats import COMMAND
@@ -28,8 +42,8 @@ from .readers import CleanRunFailed, MutantVerdict
 from .runner import Cache, Outcome, Stats, cache_key, files_hash
 from .runner import shard as shard_of
 
-__all__ = ["Candidate", "Listing", "NoMutants", "RuntimeMutant", "chosen", "listing", "no_runtime_reason", "read_list",
-           "run_command"]
+__all__ = ["Candidate", "Coverage", "Listing", "NoMutants", "RuntimeMutant", "chosen", "listing", "no_runtime_reason",
+           "read_list", "run_command"]
 
 TIMEOUT_FACTOR, TIMEOUT_FLOOR_S = 10.0, 30.0  # a mutant that hangs is killed; start-up noise needs a floor
 
@@ -83,55 +97,99 @@ class RuntimeMutant:
 
 
 @dataclass(frozen=True)
+class Coverage:
+    """What a listing run tells of the tests: each test the pytest plugin collected and its file (none: the
+    command's tests cannot be selected), and per Runtime, by each test it served, the user files on the call
+    stacks of the ops it ran (live.stack_files)."""
+    tests: dict[str, str] = field(default_factory=dict)
+    reached: list[dict[str, list[str]]] = field(default_factory=list)
+
+    def selected(self, wheres: set[str]) -> tuple[str, ...]:
+        """The tests a mutant reached in `wheres` runs: those and every test that shares a Runtime with one, in
+        the order collected; () (the whole command) where one is no test the plugin collected."""
+        keep, grown = set(wheres), True
+        while grown:
+            more = keep.union(*(r.keys() for r in self.reached if keep & r.keys()))
+            grown, keep = more != keep, more
+        return tuple(t for t in self.tests if t in keep) if self.tests and keep <= self.tests.keys() else ()
+
+    def files(self, tests: tuple[str, ...], imports: list[str]) -> list[str]:
+        """The files that reach a mutant run on `tests` (its cache key): each test's file, the files on the call
+        stacks of its ops and every conftest.py imported (its fixtures and hooks shape each test); with no tests
+        (the whole command), every user file the command imported."""
+        if not tests:
+            return imports
+        found = {self.tests[t] for t in tests} | {f for r in self.reached for t in tests for f in r.get(t, ())}
+        return sorted(found | {f for f in imports if os.path.basename(f) == "conftest.py"})
+
+
+@dataclass(frozen=True)
 class Listing:
     candidates: list[Candidate]
     runtimes: int  # Runtimes the command opened
     imports: list[str]  # the user files it imported
     seconds: float  # the clean run's duration
     skipped: int = 0  # lines of the candidates file that could not be read (warned of)
+    coverage: Coverage = field(default_factory=Coverage)
+
+
+def _strings(value, nested: bool = False) -> bool:
+    """Whether `value` is a dict of strings (`nested`: of lists of strings)."""
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and (isinstance(v, list) and all(isinstance(f, str) for f in v) if nested else
+                                isinstance(v, str)) for k, v in value.items())
 
 
 def read_list(path: str, warn=None) -> Listing:
     """The candidates file of a list run. A line that is not one of live.py's (torn by a process killed
     while writing it, say) is skipped, with a warning through `warn`."""
-    candidates, runtimes, imports, skipped = [], 0, set(), 0
+    candidates, runtimes, imports, skipped, tests, reached = [], 0, set(), 0, {}, []
     with open(path, encoding="utf-8", errors="replace") as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
                 entry = json.loads(line)
-                if isinstance(entry, dict) and entry.keys() == {"runtime", "where"}:
+                keys = entry.keys() if isinstance(entry, dict) else None
+                if keys == {"runtime", "where"}:
                     runtimes += 1
-                elif isinstance(entry, dict) and entry.keys() == {"imports"} and isinstance(entry["imports"], list) \
+                elif keys == {"imports"} and isinstance(entry["imports"], list) \
                         and all(isinstance(i, str) for i in entry["imports"]):
                     imports.update(entry["imports"])
+                elif keys == {"tests"} and _strings(entry["tests"]):
+                    tests.update(entry["tests"])
+                elif keys == {"reached"} and _strings(entry["reached"], nested=True):
+                    reached.append(entry["reached"])
                 else:
                     candidates.append(Candidate.parse(entry))
             except (ValueError, RecursionError):
                 skipped += 1
                 if warn is not None:
                     warn(f"warning: line {number} of the candidates file is not a candidate (torn?): skipped")
-    return Listing(candidates, runtimes, sorted(imports), 0.0, skipped)
+    return Listing(candidates, runtimes, sorted(imports), 0.0, skipped, Coverage(tests, reached))
 
 
 def _cached_listing(found) -> tuple[Listing, str]:
     """A listing from its cache entry and the hash of its imports then; ValueError unless it has that shape."""
     try:
         listed = Listing([Candidate.parse(c) for c in found["candidates"]], found["runtimes"], found["imports"],
-                         found["seconds"])
+                         found["seconds"], coverage=Coverage(found["tests"], found["reached"]))
         shapes = ((listed.runtimes, int), (listed.seconds, (int, float)), (found["hash"], str))
         if all(isinstance(v, t) for v, t in shapes) and isinstance(listed.imports, list) and \
-                all(isinstance(i, str) for i in listed.imports):
+                all(isinstance(i, str) for i in listed.imports) and _strings(listed.coverage.tests) and \
+                isinstance(listed.coverage.reached, list) and \
+                all(_strings(r, nested=True) for r in listed.coverage.reached):
             return listed, found["hash"]
     except (KeyError, TypeError):
         pass
     raise ValueError("not a listing")
 
 
-def chosen(candidates: list[Candidate], target: str, per_iteration: bool = False) -> list[RuntimeMutant]:
-    """The mutants of `target` (`all`: each candidate once, under its first target); the candidates
-    of one test at one call site fold into one, unless `per_iteration`."""
+def chosen(candidates: list[Candidate], target: str, per_iteration: bool = False,
+           coverage: Coverage | None = None) -> list[RuntimeMutant]:
+    """The mutants of `target` (`all`: each candidate once, under its first target); the candidates at one
+    call site fold into one across iterations and tests, unless `per_iteration` (one per candidate of one
+    test). Each runs the tests `coverage` says reach it."""
     seen, lines = set(), []
     for c in candidates:
         if target in ("all", c.target) and (c.where, c.op, c.operator) not in seen:
@@ -139,22 +197,23 @@ def chosen(candidates: list[Candidate], target: str, per_iteration: bool = False
             lines.append(c)
     groups: dict[tuple, list[Candidate]] = {}
     for c in lines:
-        groups.setdefault((c.where, c.target, c.k) if per_iteration else (c.where, c.site), []).append(c)
-    return [_mutant(cs, per_iteration) for cs in groups.values()]
+        groups.setdefault((c.where, c.target, c.k) if per_iteration else c.site, []).append(c)
+    return [_mutant(cs, per_iteration, coverage or Coverage()) for cs in groups.values()]
 
 
-def _mutant(cs: list[Candidate], per_iteration: bool) -> RuntimeMutant:
+def _mutant(cs: list[Candidate], per_iteration: bool, coverage: Coverage) -> RuntimeMutant:
     first = cs[0]
     where = first.source or first.op
+    tests = list(dict.fromkeys(c.where for c in cs))  # where the site was reached, in order
     if per_iteration:
-        selection = Selection(first.target, first.where, k=first.k)
-        name = f"{first.target}:{first.k} {first.operator} {first.op} at {where}"
+        selection = Selection(first.target, first.where, k=first.k, tests=coverage.selected({first.where}))
+        name = f"{first.where}::{first.target}:{first.k} {first.operator} {first.op} at {where}"
     else:
-        selection = Selection(first.target, first.where, site=first.site)
+        selection = Selection(first.target, site=first.site, tests=coverage.selected(set(tests)))
         name = f"{first.target} {first.operator}{first.site[3]} at {where}" + \
             (f" ({first.label})" if first.label else "")
     times = f" ({len(cs)} iterations, the first {first.op})" if len(cs) > 1 else ""
-    return RuntimeMutant(f"{first.where}::{name}", first.where, (first.target,), first.operator, first.op,
+    return RuntimeMutant(name, ", ".join(tests), (first.target,), first.operator, first.op,
                          first.description + times, first.source, selection)
 
 
@@ -195,10 +254,12 @@ def listing(argv: list[str], cache: Cache | None, log, timeout: float = CLEAN_TI
             tail = "\n  ".join((clean.stdout + clean.stderr).strip().splitlines()[-10:])
             raise CleanRunFailed(f"the command fails unmutated (exit {clean.returncode}):\n  {tail}")
         found = read_list(path, lambda line: print(f"vkverify mutate: {line}", file=sys.stderr))  # -q or not
-    result = Listing(found.candidates, found.runtimes, found.imports, time.monotonic() - began, found.skipped)
+    result = Listing(found.candidates, found.runtimes, found.imports, time.monotonic() - began, found.skipped,
+                     found.coverage)
     if cache is not None and not result.skipped:  # a listing that lost lines is not kept: the next run lists again
         cache.write(key, {"candidates": [asdict(c) for c in result.candidates], "runtimes": result.runtimes,
-                          "imports": result.imports, "hash": files_hash(result.imports), "seconds": result.seconds})
+                          "imports": result.imports, "hash": files_hash(result.imports), "seconds": result.seconds,
+                          "tests": result.coverage.tests, "reached": result.coverage.reached})
     return result, False
 
 
@@ -232,7 +293,10 @@ def run_command(argv: list[str], target: str = "all", jobs: int = 1, per_iterati
             raise Interrupted(f"{e.why} during the unmutated run: no mutant was run") from None
         if not found.runtimes:
             raise NoMutants(no_runtime_reason())
-        mutants = chosen(found.candidates, target, per_iteration)
+        if not found.coverage.tests:
+            log("no test selection: the listing run loaded no vkverify pytest plugin, so each mutant runs the "
+                "whole command")
+        mutants = chosen(found.candidates, target, per_iteration, found.coverage)
         if not mutants:
             raise NoMutants(f"nothing load-bearing for target {target} in the {found.runtimes} Runtime(s) the "
                             "command opened: no synchronization whose removal the model sees as a new hazard")
@@ -242,7 +306,7 @@ def run_command(argv: list[str], target: str = "all", jobs: int = 1, per_iterati
         stats = Stats()
         try:
             _judge(argv, mutants, outcomes, stats, jobs, max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * found.seconds),
-                   files_hash(found.imports), cache, processes, log)
+                   found, cache, processes, log)
         except Interrupted as e:
             done = sum(o.judged for o in outcomes.values())
             for o in outcomes.values():
@@ -253,9 +317,10 @@ def run_command(argv: list[str], target: str = "all", jobs: int = 1, per_iterati
 
 
 def _judge(argv: list[str], mutants: list[RuntimeMutant], outcomes: dict[str, Outcome], stats: Stats, jobs: int,
-           timeout: float, imports: str, cache: Cache | None, processes: Processes, log) -> None:
+           timeout: float, found: Listing, cache: Cache | None, processes: Processes, log) -> None:
     """Each mutant's verdict into `outcomes`, from the cache or a run of its own (cached as it comes)."""
-    keys = {m.id: _key(json.dumps(argv), imports, json.dumps(asdict(m.selection))) for m in mutants}
+    keys = {m.id: _key(json.dumps(argv), files_hash(found.coverage.files(m.selection.tests, found.imports)),
+                       json.dumps(asdict(m.selection))) for m in mutants}
     todo = []
     for m in mutants:
         verdict = cache.get(keys[m.id]) if cache is not None else None

@@ -53,10 +53,14 @@ shows the mutant. Candidates are numbered per target and per `where` (the pytest
 runtime's name outside pytest) in the order they are found: the same in the list run and in each
 mutated run because both run the same test up to the mutated operation, whichever process (a
 pytest-xdist worker) runs it; a mutated run analyses nothing outside its own test (for a call site,
-only the ops of that line). A list line is a JSON object: a candidate (k, target, operator, op,
-where, source, label, description; one line per target of a candidate of several), a runtime that
-opened ({"runtime", "where"}), or the user files the process imported ({"imports"}, at each
-Runtime's close: the cache's key, gate.py).
+only the ops of that line; a call site's selection with no `where` changes it in every test). A
+list line is a JSON object: a candidate (k, target, operator, op, where, source, label,
+description; one line per target of a candidate of several), a runtime that opened ({"runtime",
+"where"}), the user files the process imported ({"imports"}, at each Runtime's close), the user
+files on the call stack of each op a Runtime ran, by the test that ran it ({"reached": {where:
+files}}, at its close: a Runtime that served several tests names them all), or the tests the pytest
+plugin collected ({"tests": {node id: file}}). The gate (gate.py) selects per call site the tests
+that reached it and keys its cache on the files that reach it.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import traceback
 from dataclasses import asdict, dataclass, replace
 
 from ..model import ir
@@ -71,7 +76,8 @@ from ..model.dump import host_op_to_dict
 from ..model.files import append_line
 from ..model.refs import format_ref, parse_ref, split_ref, without_submit
 
-__all__ = ["Found", "Mutator", "Selection", "Shadow", "environment", "mutator", "selection", "site", "user_files"]
+__all__ = ["Found", "Mutator", "Selection", "Shadow", "environment", "list_tests", "mutator", "selection", "site",
+           "stack_files", "user_files"]
 
 ENV = "VKVERIFY_RUNTIME_MUTATE"
 HOOK = "vkverify.mutations.live:mutator"
@@ -87,12 +93,15 @@ _counts: dict[tuple[str, str], int] = {}  # (where, target) -> candidates found 
 @dataclass(frozen=True)
 class Selection:
     """Which mutant a process runs: `target` "list" (write candidates to `file`), or a target with
-    `where` and either `k` (one candidate) or `site` (every candidate of one call site, site())."""
+    either `where` and `k` (one candidate of one test) or `site` (every candidate of one call site,
+    site(): in the test `where`, or in every test where it is empty). `tests`: the pytest node ids the
+    run keeps, the plugin deselecting the others (empty: every test runs)."""
     target: str
     where: str = ""
     k: int | None = None
     site: tuple[str, str, str, str] | None = None
     file: str = ""
+    tests: tuple[str, ...] = ()
 
 
 def environment(chosen: Selection, hazards: str | None = None) -> dict[str, str]:
@@ -109,11 +118,13 @@ def selection() -> Selection | None:
     from . import TARGETS
     try:
         fields = json.loads(spec)
-        chosen = Selection(**{**fields, "site": tuple(fields["site"]) if fields.get("site") else None})
+        chosen = Selection(**{**fields, "site": tuple(fields["site"]) if fields.get("site") else None,
+                              "tests": tuple(fields.get("tests", ()))})
     except (ValueError, TypeError, KeyError):
         chosen = None
     if chosen is None or not (bool(chosen.file) if chosen.target == "list" else chosen.target in TARGETS and
-                              bool(chosen.where) and (chosen.k is None) != (chosen.site is None)):
+                              (chosen.site is not None if chosen.k is None else chosen.site is None and
+                               bool(chosen.where))):
         raise ValueError(f"{ENV}={spec!r} is not a selection (vkverify.mutations.live.environment writes one)")
     return chosen
 
@@ -146,6 +157,7 @@ class Mutator:
         self._base = None  # (the op analysed and its probe, the hazards of both): shared by its candidates
         self._settled_at = 0  # how many ops of the recorded stream _advance has looked at for host waits
         self._dropped = None  # (thread, the signal) this mutant dropped: waits it blocks end the run (_unsatisfied)
+        self._reached: dict[str, set[str]] = {self.where: set()}  # list mode: test -> user files on its ops' stacks
         if chosen.target == "list":
             append_line(chosen.file, json.dumps({"runtime": rt.name, "where": self.where}))
 
@@ -163,7 +175,7 @@ class Mutator:
         chosen = self.chosen
         if chosen.target == "list":
             return False
-        if chosen.where != self.where:
+        if chosen.where and chosen.where != self.where:
             return True
         if chosen.k is not None:
             return _counts.get((self.where, chosen.target), 0) > chosen.k
@@ -182,6 +194,8 @@ class Mutator:
                                "give each test its own Runtime, or run the command without -n")
         if self._dropped is not None and isinstance(op, HOST_WAITS):
             self._unsatisfied(thread, op)
+        if self.chosen.target == "list":
+            self._reached.setdefault(self.where, set()).update(stack_files())
         if self._skips(op):
             return op
         self._advance()
@@ -286,6 +300,7 @@ class Mutator:
         if self.chosen.target != "list":
             return
         append_line(self.chosen.file, json.dumps({"imports": user_files()}))
+        append_line(self.chosen.file, json.dumps({"reached": {w: sorted(f) for w, f in self._reached.items()}}))
         if not listed:
             return
         from .generate import borne_out
@@ -619,10 +634,31 @@ def _with_command(cb: ir.CommandBuffer, i: int, new: ir.Command | None) -> ir.Co
     return ir.CommandBuffer(cb.id, cb.commands[:i] + ((new,) if new is not None else ()) + cb.commands[i + 1:])
 
 
+_OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_users: dict[str, str | None] = {}  # a code object's file name -> its absolute path where it is the user's, else None
+
+
+def _user(path: str) -> str | None:
+    """`path` made absolute where it is the user's: an existing file outside the interpreter's prefixes (the
+    standard library, installed packages) and outside vkverify."""
+    if path not in _users:
+        full = os.path.abspath(path)
+        prefixes = (sys.prefix, sys.base_prefix, sys.exec_prefix, _OWN)
+        _users[path] = full if not full.startswith(prefixes) and os.path.isfile(full) else None
+    return _users[path]
+
+
 def user_files() -> list[str]:
-    """The Python files this process imported that are the user's: outside the interpreter's
-    prefixes (the standard library, installed packages) and outside vkverify."""
-    own = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    prefixes = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix, own})
-    found = {os.path.abspath(f) for f in (getattr(m, "__file__", None) for m in list(sys.modules.values())) if f}
-    return sorted(f for f in found if not f.startswith(prefixes) and os.path.isfile(f))
+    """The Python files this process imported that are the user's (_user)."""
+    found = {_user(f) for f in (getattr(m, "__file__", None) for m in list(sys.modules.values())) if f}
+    return sorted(f for f in found if f)
+
+
+def stack_files() -> set[str]:
+    """The user's files (_user) on the call stack: the code that issues the op about to run."""
+    return {_user(frame.f_code.co_filename) for frame, _ in traceback.walk_stack(None)} - {None}
+
+
+def list_tests(file: str, tests: dict[str, str]) -> None:
+    """List mode: the tests the pytest plugin collected (node id -> its file), which a mutant's run can select."""
+    append_line(file, json.dumps({"tests": tests}))
