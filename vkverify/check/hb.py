@@ -120,6 +120,8 @@ class Model(Consumer):
     def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT) -> None:
         self.stream = stream
         self.readings = readings
+        # The nodes before a barrier with host in its source stages through which it holds host ops (readings).
+        self.host_barrier_reaches = ("wait", "sub") if readings.host_barrier_after_wait else ("sub",)
         self.index = stream.index
         self.nodes: dict[tuple, SyncNode] = {}
         self.on_agent: dict[str, list[SyncNode]] = {}
@@ -388,7 +390,7 @@ class Model(Consumer):
         if node is not None and node.kind == "host":
             return None  # a host op reaches a queue only through a submit or a signal (cross edges)
         if n.kind == "bar":
-            if tok.host_written and node is not None and node.kind in ("wait", "sub") and \
+            if tok.host_written and node is not None and node.kind in self.host_barrier_reaches and \
                     makes_host_writes_available(n.entry.src_stages, n.entry.src_access) and \
                     coverage(n.entry, pair.first.root, *seg) == FULL:
                 # A barrier with host/host_write in its first access scope: the domain operation from host to

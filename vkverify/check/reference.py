@@ -287,6 +287,8 @@ class Reference:
         self.readings = readings
         self.order = order
         self.by_buffer = not readings.buffer_barrier_covers_aliases
+        # 7.6: the host ops a barrier with host in its source stages holds, through these earlier nodes (readings)
+        self.host_barrier_reaches = ("wait", "submission") if readings.host_barrier_after_wait else ("submission",)
         self.index = stream.index
         self.nodes: list[Operation] = []
         self.queue_nodes: dict[str, list[Operation]] = {q: [] for q in self.index.queues}
@@ -575,7 +577,7 @@ class Reference:
                 submitted = n.kind == "submission" and self.hb(reached, n)
                 if submitted or n.kind == "barrier" and ("host", "host_write") in access_pairs(
                         n.barrier.src_stage, n.barrier.src_access) and _covers(n, w, self.by_buffer) and any(
-                        m.kind in ("wait", "submission") and m.pos < n.pos and self.hb(reached, m) for m in nodes):
+                        m.kind in self.host_barrier_reaches and m.pos < n.pos and self.hb(reached, m) for m in nodes):
                     out.append(n)
         return out
 
