@@ -99,7 +99,7 @@ def apply_barrier(state: State, entries: tuple[BarrierEntry, ...], covers: tuple
         if chains(state.released, e.src_exec):
             # 7.1: a chain from the availability operation goes on through any barrier, whatever bytes it holds
             # (7.7.2: a buffer barrier limits only the access scopes to its range).
-            released = released | e.dst_exec
+            released |= e.dst_exec
         if write is None or cover in (NONE, PARTIAL):
             continue
         # Availability from this entry's first access scope, or from an earlier barrier this one chains after:
