@@ -41,7 +41,8 @@ Readings of what the spec leaves open, applied here and in the checker alike (do
   only at all_commands or bottom_of_pipe, and only under the reading `all_commands_includes_host` (the default);
 - `host` in a barrier's source stage mask puts in its first scope the host operations that happen
   before a semaphore wait or submission earlier on its queue (it holds their writes; an access still
-  needs the write to happen-before it, corpus 144);
+  needs the write to happen-before it, corpus 144); only before a submission under the reading
+  `host_barrier_after_wait` off;
 - a buffer memory barrier covers only accesses through its own buffer (or, under the reading
   `buffer_barrier_covers_aliases`, any access to its bytes).
 """
