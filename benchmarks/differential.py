@@ -1,7 +1,7 @@
 """Long differential runs: two readings of happens-before compared on many generated streams.
 
     python benchmarks/differential.py --examples 5000 [--seed 7] [--out disagreements.jsonl]
-        [--resubmit | --timelines | --batched | --threads]
+        [--resubmit | --timelines | --batched | --threads | --patterns]
         [--mode reference|consumers|explain|fixes|incremental|replay|quick|witness|sim]
         [--reading NAME=VALUE ...]
 
@@ -31,7 +31,8 @@ Streams (tests/differential.py): `streams` by default; --resubmit: their command
 (resubmitting_streams); --batched: adjacent submits to one queue merged into one submit of several batches
 or command buffers (batched_streams); --timelines: several host threads signalling shared timelines
 (tests/test_semaphores.py timeline_streams); --threads: a producer and a consumer thread, on their own queues
-or sharing one (thread_streams); neither of the last two for incremental. consumers and fixes read a stream
+or sharing one (thread_streams); neither of the last two for incremental; --patterns: the patterns issue 25 found
+the checker wrong on, with drawn stages and masks (pattern_streams). consumers and fixes read a stream
 of several threads where its submission order is the only one (Reference), and skip it otherwise.
 """
 
@@ -51,8 +52,8 @@ from hypothesis import HealthCheck, given, seed, settings
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.differential import (batched_streams, completes, consumer_disagreements, disagreements,
-                                explain_disagreements, fix_disagreements, resubmitting_streams, streams,
-                                thread_streams, variant_disagreements)
+                                explain_disagreements, fix_disagreements, pattern_streams, resubmitting_streams,
+                                streams, thread_streams, variant_disagreements)
 from tests.test_incremental import incremental_disagreements
 from tests.test_semaphores import timeline_streams
 from tests.test_sim_properties import sim_doc_disagreements
@@ -83,6 +84,7 @@ def main() -> int:
     generator.add_argument("--timelines", action="store_true", help="host threads signalling shared timelines")
     generator.add_argument("--batched", action="store_true", help="submits of several batches and command buffers")
     generator.add_argument("--threads", action="store_true", help="a producer and a consumer thread")
+    generator.add_argument("--patterns", action="store_true", help="the patterns of issue 25 (pattern_streams)")
     ap.add_argument("--reading", action="append", default=[], metavar="NAME=VALUE",
                     help="a reading of what the spec leaves open (--mode reference)")
     args = ap.parse_args()
@@ -107,7 +109,8 @@ def main() -> int:
     @seed(args.seed)
     @settings(max_examples=args.examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(timeline_streams() if args.timelines else thread_streams() if args.threads
-           else resubmitting_streams() if args.resubmit else batched_streams() if args.batched else streams())
+           else resubmitting_streams() if args.resubmit else batched_streams() if args.batched
+           else pattern_streams() if args.patterns else streams())
     def run(doc: dict) -> None:
         try:
             if complete_only and not completes(check(from_dict(doc), readings)):

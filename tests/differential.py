@@ -360,6 +360,135 @@ def variant_disagreements(doc: dict, **variant) -> list[str]:
                                      f"{[(f.kind, f.first, f.second) for f in other]}")]
 
 
+# The patterns issue 25 found the checker wrong on, which `streams()` rarely or never draws.
+PATTERNS = ("uniform", "chain", "signal_order", "host_barrier", "invalidate", "ownership", "host_after_submit")
+DEVICE_WRITES = {"dispatch": {"cmd": "dispatch", "shader": "w", "bindings": [{"buffer": "B"}]},
+                 "fill": {"cmd": "fill", "dst": "B", "value": 7},
+                 "copy": {"cmd": "copy", "src": "S", "dst": "B"}}
+WRITE_STAGE = {"dispatch": "compute_shader", "fill": "clear", "copy": "copy"}
+
+
+# Masks that chain and make writes available and visible often: the chain pattern needs three in a row.
+CHAIN_STAGES = ["copy", "clear", "compute_shader", "transfer", "all_commands"]
+CHAIN_ACCESSES = ["memory_write", "memory_read", "shader_write", "transfer_write", "shader_read", "uniform_read"]
+
+
+def _barrier(draw, src_stage: list[str] | None = None, dst_stage: list[str] | None = None, narrow: bool = False,
+             **fields) -> dict:
+    """A barrier with drawn masks where not given (`narrow`: of CHAIN_STAGES and CHAIN_ACCESSES); `fields`: its
+    buffers and the like."""
+    stages, accesses = (CHAIN_STAGES, CHAIN_ACCESSES) if narrow else (STAGES, ACCESSES)
+    return {"cmd": "barrier", "src_stage": src_stage if src_stage is not None else draw(_masks(stages)),
+            "src_access": draw(_masks(accesses, 3)), "dst_stage": dst_stage if dst_stage is not None else
+            draw(_masks(stages)), "dst_access": draw(_masks(accesses, 3)), **fields}
+
+
+def _access(draw, buffer: str = "B", uniform: bool = True) -> dict:
+    """A device access to `buffer`: a read (as a uniform buffer too), a write, a fill or a copy from it."""
+    kind = draw(st.sampled_from(["read", "write", "fill", "copy"] + ["uniform"] * uniform))
+    if kind in ("read", "write", "uniform"):
+        return {"cmd": "dispatch", "shader": "w" if kind == "write" else "r",
+                "bindings": [{"buffer": buffer, **({"access": "uniform"} if kind == "uniform" else {})}]}
+    return {"cmd": "fill", "dst": buffer, "value": 1} if kind == "fill" else \
+        {"cmd": "copy", "src": buffer, "dst": "C"}
+
+
+@st.composite
+def pattern_streams(draw) -> dict:
+    """A stream of one of PATTERNS with drawn stages and access masks (each a corpus pair 145-158 in general form):
+    a write then a uniform read across a barrier (uniform); a global barrier, a buffer barrier on another buffer
+    or part of B, a global barrier (chain); a read signalled on q0, a wait of drawn stage on q1 whose batch
+    signals, a later batch's signal, a wait on it before an overwrite (signal_order); a write signalled, waited on
+    another queue, a barrier to the host there, an idle wait or fence, a host read (host_barrier); a write of
+    host_cached memory, invalidates before and after a later submit's host barrier, a host read (invalidate); an
+    exclusive buffer released on family 1 and acquired on family 0 with drawn stages (ownership); a host write
+    after the submit, a host signal, a barrier with host in its source (host_after_submit)."""
+    pattern = draw(st.sampled_from(PATTERNS))
+    stage = st.sampled_from(SEMAPHORE_STAGES)
+    memory = "host_cached" if pattern == "invalidate" else "host_coherent" if pattern in (
+        "host_barrier", "host_after_submit") else draw(st.sampled_from(["device_local", "host_coherent"]))
+    sharing = {"sharing": "exclusive"} if pattern == "ownership" else {}
+    buffers = [{"id": "B", "size": SIZE, "memory": memory, **sharing},
+               {"id": "C", "size": SIZE, "memory": "device_local"},
+               {"id": "S", "size": SIZE, "memory": "host_coherent"}]
+    families, cbs = [0, 0], {}
+    write = DEVICE_WRITES[draw(st.sampled_from(sorted(DEVICE_WRITES)))]
+    if pattern == "uniform":
+        cbs["cb0"] = [write, _barrier(draw), _access(draw)]
+        ops = [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"]}, {"op": "device_wait_idle"}]
+    elif pattern == "chain":
+        middle = {"buffer": draw(st.sampled_from(["C", "B"])), **draw(_range())}
+        if draw(st.booleans()):  # availability, a middle barrier of drawn stages, visibility: chained or not
+            one = st.sampled_from(CHAIN_STAGES)
+            barriers = [{"cmd": "barrier", "src_stage": [WRITE_STAGE[write["cmd"]]], "src_access": ["memory_write"],
+                         "dst_stage": [draw(one)], "dst_access": []},
+                        {"cmd": "barrier", "src_stage": [draw(one)], "src_access": [], "dst_stage": [draw(one)],
+                         "dst_access": [], "buffers": [middle]},
+                        {"cmd": "barrier", "src_stage": [draw(one)], "src_access": [], "dst_stage": ["all_commands"],
+                         "dst_access": ["memory_read", "memory_write"]}]
+        else:
+            barriers = [_barrier(draw, narrow=True), _barrier(draw, narrow=True, buffers=[middle]),
+                        _barrier(draw, narrow=True)]
+        cbs["cb0"] = [write, *barriers, _access(draw)]
+        ops = [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"]}, {"op": "device_wait_idle"}]
+    elif pattern == "signal_order":
+        cbs.update(init=[write], r=[_access(draw, uniform=False)], w=[_access(draw, uniform=False)])
+        later = {"signal": [{"semaphore": "U", "value": 2, "stage": [draw(stage)]}]}
+        first = {"wait": [{"semaphore": "T", "value": 1, "stage": [draw(stage)]}],
+                 "signal": [{"semaphore": "U", "value": 1, "stage": [draw(stage)]}]}
+        if draw(st.booleans()):
+            first["command_buffers"] = ["init"]
+        q1 = [{"op": "submit", "queue": "q1", "batches": [first, later]}] if draw(st.booleans()) else \
+            [{"op": "submit", "queue": "q1", **first}, {"op": "submit", "queue": "q1", **later}]
+        ops = [{"op": "submit", "queue": "q0", "command_buffers": ["init"]}, {"op": "queue_wait_idle", "queue": "q0"},
+               {"op": "submit", "queue": "q0", "command_buffers": ["r"],
+                "signal": [{"semaphore": "T", "value": 1, "stage": [draw(stage)]}]}, *q1,
+               {"op": "submit", "queue": draw(st.sampled_from(["q0", "q1"])), "command_buffers": ["w"],
+                "wait": [{"semaphore": "U", "value": draw(st.integers(1, 2)), "stage": [draw(stage)]}]},
+               {"op": "device_wait_idle"}]
+    elif pattern == "host_barrier":
+        to_host = _barrier(draw, dst_stage=draw(st.sampled_from([["host"], ["host", "compute_shader"]])))
+        cbs.update(w=[write], h=[to_host] + [_access(draw)] * draw(st.booleans()))
+        ops = [{"op": "submit", "queue": "q0", "command_buffers": ["w"],
+                "signal": [{"semaphore": "T", "value": 1, "stage": [draw(stage)]}]},
+               {"op": "submit", "queue": "q1", "command_buffers": ["h"],
+                "wait": [{"semaphore": "T", "value": 1, "stage": [draw(stage)]}]},
+               draw(st.sampled_from([{"op": "queue_wait_idle", "queue": "q1"}, {"op": "device_wait_idle"}])),
+               {"op": "host_read", "buffer": "B", **draw(_range(32))}]
+    elif pattern == "invalidate":
+        invalidate = {"op": "invalidate", "buffer": "B", **draw(_range())}
+        cbs.update(w=[write], h=[_barrier(draw, dst_stage=["host"])])
+        steps = [{"op": "submit", "queue": "q0", "command_buffers": ["w"]}, {"op": "queue_wait_idle", "queue": "q0"},
+                 {"op": "submit", "queue": draw(st.sampled_from(["q0", "q1"])), "command_buffers": ["h"]},
+                 {"op": "device_wait_idle"}]
+        at = sorted(draw(st.lists(st.integers(1, len(steps)), min_size=1, max_size=2)), reverse=True)
+        ops = steps
+        for i in at:
+            ops = ops[:i] + [invalidate] + ops[i:]
+        ops.append({"op": "host_read", "buffer": "B", **draw(_range(32))})
+    elif pattern == "ownership":
+        families = [0, 1]
+        transfer = {"buffer": "B", "src_family": 1, "dst_family": 0, **draw(_range())}
+        cbs.update(w=[write, _barrier(draw, buffers=[transfer])],
+                   a=[_barrier(draw, buffers=[transfer])] + [_barrier(draw)] * draw(st.booleans()) + [_access(draw)])
+        ops = [{"op": "submit", "queue": "q1", "command_buffers": ["w"],
+                "signal": [{"semaphore": "T", "value": 1, "stage": [draw(stage)]}]},
+               {"op": "submit", "queue": "q0", "command_buffers": ["a"],
+                "wait": [{"semaphore": "T", "value": 1, "stage": [draw(stage)]}]}, {"op": "device_wait_idle"}]
+    else:  # host_after_submit
+        cbs["cb0"] = [_barrier(draw, src_stage=draw(st.sampled_from([["host"], ["host", "copy"], ["compute_shader"]]))),
+                      _access(draw)]
+        ops = [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"],
+                "wait": [{"semaphore": "T", "value": 1, "stage": [draw(stage)]}]},
+               {"op": "host_write", "buffer": "B", **draw(_range(32))},
+               {"op": "signal_semaphore", "semaphore": "T", "value": 1}, {"op": "device_wait_idle"}]
+    return {"format": "vkverify-stream/1", "name": pattern,
+            "devices": [{"id": "gpu0", "queues": [{"id": f"q{i}", "family": f} for i, f in enumerate(families)]}],
+            "buffers": buffers, "semaphores": [{"id": x, "type": "timeline"} for x in ("T", "U")],
+            "shaders": {k: {"bindings": v} for k, v in SHADERS.items()},
+            "command_buffers": cbs, "threads": {"main": ops}}
+
+
 def completes(findings) -> bool:
     return not any(f.kind in NOT_COMPARED for f in findings)
 

@@ -12,7 +12,8 @@ import os
 
 from hypothesis import given, settings
 
-from .differential import SETTINGS, assert_agree, consumer_disagreements, explain_disagreements, streams
+from .differential import (SETTINGS, assert_agree, consumer_disagreements, explain_disagreements, pattern_streams,
+                           streams)
 from .test_semaphores import timeline_streams
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_CONSUMER_EXAMPLES", "1000"))
@@ -21,6 +22,12 @@ EXAMPLES_RUN = int(os.environ.get("VKVERIFY_CONSUMER_EXAMPLES", "1000"))
 @settings(max_examples=EXAMPLES_RUN, **SETTINGS)
 @given(streams())
 def test_explain_and_mutations_agree_with_the_reference_and_the_checker(doc):
+    assert_agree(doc, consumer_disagreements)
+
+
+@settings(max_examples=EXAMPLES_RUN // 4, **SETTINGS)
+@given(pattern_streams())
+def test_explain_and_mutations_agree_on_the_patterns_of_issue_25(doc):
     assert_agree(doc, consumer_disagreements)
 
 

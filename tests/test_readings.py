@@ -48,22 +48,28 @@ def noncoherent_between_threads(invalidate: bool) -> dict:
 def test_defaults():
     """Strict but where the spec says otherwise (docs/format.md): an all_commands signal holds a host barrier."""
     assert DEFAULT == Readings(all_commands_includes_host=True, host_threads_coherent=False,
-                               buffer_barrier_covers_aliases=False)
+                               buffer_barrier_covers_aliases=False, host_barrier_after_wait=True)
 
 
-def test_all_commands_signal_and_a_host_barrier():
-    stream = from_dict(all_commands_signal())
-    assert _hazards(stream, DEFAULT) == (set(), set())
-    raw = {("raw", "cb0[0]", "main[2]")}
-    assert _hazards(stream, Readings(all_commands_includes_host=False)) == (raw, raw)
+RAW_TO_HOST = {("raw", "cb0[0]", "main[2]")}
+RAW_FROM_HOST = {("raw", "main[1]", "cb0[1]")}
 
 
-def test_a_signal_at_other_stages_never_holds_the_host_barrier():
-    """Corpus 129: T signalled at compute_shader orders the write, not the barrier, under either reading."""
-    stream = from_dict(_corpus("129"))
-    raw = {("raw", "cb0[0]", "main[2]")}
-    for readings in (DEFAULT, Readings(all_commands_includes_host=False)):
-        assert _hazards(stream, readings) == (raw, raw)
+@pytest.mark.parametrize(("prefix", "switched", "default", "other"), [
+    # A host barrier, T signalled at all_commands, a host wait on T, a host read.
+    ("130", Readings(all_commands_includes_host=False), set(), RAW_TO_HOST),
+    # T signalled at compute_shader orders the write, not the barrier, under either reading.
+    ("129", Readings(all_commands_includes_host=False), RAW_TO_HOST, RAW_TO_HOST),
+    # A host write after the submit, a host signal the batch waits on, a barrier host/host_write.
+    ("157", Readings(host_barrier_after_wait=False), set(), RAW_FROM_HOST),
+    # Without host_write in the source access mask the barrier makes nothing available either way.
+    ("158", Readings(host_barrier_after_wait=False), RAW_FROM_HOST, RAW_FROM_HOST),
+], ids=["all-commands-holds-host", "other-stages-never", "host-barrier-after-wait", "no-host-write-never"])
+def test_a_reading_on_its_corpus_stream(prefix, switched, default, other):
+    """The checker and the reference alike: the hazards under the default and under the other reading."""
+    stream = from_dict(_corpus(prefix))
+    assert _hazards(stream, DEFAULT) == (default, default)
+    assert _hazards(stream, switched) == (other, other)
 
 
 def test_noncoherent_memory_between_host_threads():

@@ -21,7 +21,7 @@ from vkverify.model import from_dict, load
 
 from .conftest import CORPUS, EXAMPLES
 from .differential import (SETTINGS, assert_agree, batched_streams, completes, disagreements, fix_disagreements,
-                           streams, thread_streams)
+                           pattern_streams, streams, thread_streams)
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
 
@@ -38,10 +38,21 @@ def test_fast_checker_agrees_with_the_reference_on_submits_of_several_batches(do
     assert_agree(doc, disagreements)
 
 
+@settings(max_examples=EXAMPLES_RUN // 2, **SETTINGS)
+@given(pattern_streams())
+def test_fast_checker_agrees_with_the_reference_on_the_patterns_of_issue_25(doc):
+    """Uniform reads after shader_read barriers, buffer barriers on other buffers inside chains, stage-limited
+    waits before later batches' signals, host barriers after waits, invalidates before host barriers, narrow
+    acquires, host writes after the submit (benchmarks/differential.py --patterns runs many more)."""
+    assert_agree(doc, disagreements)
+
+
 @pytest.mark.parametrize("readings", [Readings(all_commands_includes_host=False),
-                                      Readings(buffer_barrier_covers_aliases=True)], ids=["no-host-in-all", "aliases"])
+                                      Readings(buffer_barrier_covers_aliases=True),
+                                      Readings(host_barrier_after_wait=False)],
+                         ids=["no-host-in-all", "aliases", "no-host-after-wait"])
 @settings(max_examples=EXAMPLES_RUN // 4, **SETTINGS)
-@given(doc=streams() | batched_streams())
+@given(doc=streams() | batched_streams() | pattern_streams())
 def test_fast_checker_agrees_with_the_reference_under_other_readings(readings, doc):
     assert_agree(doc, partial(disagreements, readings=readings))
 

@@ -356,3 +356,19 @@ def test_a_concurrent_buffer_needs_no_ownership_transfer():
          "signal": [{"semaphore": "S2"}]},
         {"op": "submit", "queue": "q0", "command_buffers": ["cb2"], "wait": [{"semaphore": "S2", **wait}]}]
     assert findings_of(doc) == set() and check(from_dict(doc)) == []
+
+
+@pytest.mark.parametrize("threads, found", [
+    ({"main": ["host_write", "host_read"]}, set()),
+    ({"writer": ["host_write"], "reader": ["host_read"]}, {("raw", "writer[0]", "reader[1]", (0, 64))}),
+])
+def test_a_host_thread_sees_its_own_write_to_host_cached_memory_without_a_flush(threads, found):
+    """Memory model "Location-Ordered": one agent sees its own write; another host thread needs the writer's flush
+    (rules.host_write_needs_flush; here the reader waits on the writer's signal, so only the flush is missing)."""
+    ops = {name: [{"op": op, "buffer": "H"} for op in kinds] for name, kinds in threads.items()}
+    if "writer" in ops:
+        ops["writer"].append({"op": "signal_semaphore", "semaphore": "T", "value": 1})
+        ops["reader"].insert(0, {"op": "wait_semaphores", "waits": [{"semaphore": "T", "value": 1}]})
+    doc = {"format": "vkverify-stream/1", "name": "host", "buffers": [{"id": "H", "size": 64, "memory": "host_cached"}],
+           "semaphores": [{"id": "T", "type": "timeline"}], "threads": ops}
+    assert findings_of(doc) == found

@@ -65,8 +65,9 @@ def test_all_graphics_decodes_but_is_no_name_of_the_format():
     assert stage_names("VK_PIPELINE_STAGE_2_ALL_GRAPHICS_BIT") == ["draw_indirect"]
     assert stage_name("VK_PIPELINE_STAGE_2_ALL_GRAPHICS_BIT") is None and "all_graphics" not in STAGE_SETS
     assert stage_name("VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT") == "all_transfer"
+    # vk.xml: SHADER_READ is sampled, storage and binding table reads, never a uniform buffer's (UNIFORM_READ).
     assert access_name("VK_ACCESS_SHADER_READ_BIT") == "shader_read" and ACCESS_SETS["shader_read"] == {
-        "shader_storage_read", "uniform_read"}
+        "shader_storage_read"}
 
 
 def test_execution_scopes_follow_the_pipeline_orders():

@@ -76,6 +76,8 @@ MUTANTS = [
     ("check/barriers.py", "if chains(state.released, e.src_exec) or (", "if state.available or ("),
     ("check/barriers.py", "cover != ALIAS and in_first_access_scope(", "in_first_access_scope("),
     ("check/barriers.py", "released = released | e.dst_exec", "released = released"),
+    ("check/barriers.py", "if chains(state.released, e.src_exec):", ("if cover not in (NONE, PARTIAL) and "
+     "chains(state.released, e.src_exec):")),
     ("check/barriers.py", "return (stage, access) in state.visible or (stage, access, buffer) in state.visible",
      "return (stage, access) in state.visible"),
     ("check/barriers.py", "through = None if cover == FULL else e.buffer", "through = None"),
@@ -110,6 +112,13 @@ MUTANTS = [
      "seg.reads = (*(r for r in reads if r.agent != agent), x)"),
     ("check/engine.py", "if not reads or len(reads) == 1 and reads[0].agent == agent and reads[0].stage == stage:",
      "if not reads or len(reads) == 1 and reads[0].agent == agent:"),
+    ("check/engine.py", "self.host_visibility(w, x, root, seg.lo, seg.hi, every=True)[1]", "self.covering_release(w)"),
+    ("check/engine.py", "return all(x.stage in s.chain for _, _, s in states)", "return True"),
+    ("check/agents.py", "        if host_ops:\n", "        if True:\n"),
+    ("check/reference.py", "(\"wait\", \"submission\") if readings.host_barrier_after_wait else (\"submission\",)",
+     "(\"wait\", \"submission\")"),
+    ("model/stages.py", "AccessType(\"shader_read\", 0x20, 0x20, frozenset({\"shader_storage_read\"})),",
+     "AccessType(\"shader_read\", 0x20, 0x20, frozenset({\"shader_storage_read\", \"uniform_read\"})),"),
     ("check/engine.py", "if seg.invalidated.get(x.agent, -1) < waited:", ("if seg.invalidated.get(x.agent, -1) < "
      "waited - 1:")),
     ("check/engine.py", ("if x.family is not None and buf.sharing == \"exclusive\" and seg.owner not in (None, "

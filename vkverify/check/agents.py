@@ -130,10 +130,13 @@ class QueueAgent:
             clock = tuple(map(min, clock, self.vis_clock[(stage, acc)]))
         return clock
 
-    def acquire(self, clock: Clock, stages: frozenset[str]) -> None:
-        """Spec 7.4.2: a semaphore wait is a memory dependency for the stages in its scope."""
+    def acquire(self, clock: Clock, stages: frozenset[str], host_ops: bool = True) -> None:
+        """Spec 7.4.2: a semaphore wait is a memory dependency for the stages in its scope. `host_ops`: a later
+        barrier with `host` in its source stages holds the host operations before it (the reading
+        host_barrier_after_wait)."""
         self.epoch = next(EPOCHS)
-        self.host_clock = join(self.host_clock, clock)
+        if host_ops:
+            self.host_clock = join(self.host_clock, clock)
         for s in stages:
             if s in self.exec_clock:
                 self.exec_clock[s] = join(self.exec_clock[s], clock)

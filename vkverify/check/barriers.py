@@ -97,6 +97,10 @@ def apply_barrier(state: State, entries: tuple[BarrierEntry, ...], covers: tuple
             continue
         chain = chain | e.dst_exec
         host = host | {(acc, s, b) for acc, t, b in state.host if t in e.src_exec for s in e.dst_exec}
+        if chains(state.released, e.src_exec):
+            # 7.1: a chain from the availability operation goes on through any barrier, whatever bytes it holds
+            # (7.7.2: a buffer barrier limits only the access scopes to its range).
+            released |= e.dst_exec
         if write is None or cover in (NONE, PARTIAL):
             continue
         # Availability from this entry's first access scope, or from an earlier barrier this one chains after:

@@ -14,7 +14,7 @@ already known), is recorded without the general comparison (Checker._run_quick).
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from heapq import heapify, heappop, heappush
 from itertools import count
 from operator import itemgetter
@@ -25,12 +25,13 @@ from ..model.refs import format_ref
 from . import fixes
 from .access import Access
 from .agents import EPOCHS, Clock, QueueAgent, ThreadAgent, acquired_releases, join, join_all
-from .barriers import BarrierEntry, compile_barrier, sees
+from .barriers import BarrierEntry, State, compile_barrier, sees
 from .findings import Findings
 from .rangemap import RangeMap, Segment
 from .readings import DEFAULT, Readings
 from .replay import ALWAYS, DOMINATED, replay_plan
 from .rules import host_write_needs_flush, makes_host_writes_available, transfers_ownership
+from .scopes import second_execution_scope
 
 HOST_VISIBLE = ("host_coherent", "host_cached")
 HOST_ACCESSES = ("host_read", "host_write")  # a destination with either: device -> host domain
@@ -286,24 +287,40 @@ class Checker:
         must be made visible to host_read by a barrier whose chain reaches a release the host acquired (7.1);
         one the host then overwrites needs only the domain operation to the host, which host_read or host_write
         in a barrier's destination performs. A fence or an idle wait alone makes nothing available to the host."""
+        return self.host_visibility(e, x, root, lo, hi)[0]
+
+    def host_visibility(self, e: Access, x: Access, root: str, lo: int, hi: int,
+                        every: bool = False) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """(the sub-ranges of [lo, hi) that no barrier made visible to host access x (host_visible_missing), the
+        releases (clock entry, value) x's thread acquired that carry that visibility: the first found, or with
+        `every` all of them)."""
         reach = HOST_ACCESSES if x.write else ("host_read",)
         clock = self.agents[x.agent].clock
-        if self._host_visible_through_releases(e, x, reach, root, lo, hi):
-            return []
+        carriers = []
+        for carrier in self._host_visible_through_releases(e, x, reach, root, lo, hi):
+            carriers.append(carrier)
+            if not every:
+                return [], carriers
+        if carriers:
+            return [], carriers
         queue, bad = self.agents[e.agent], [(lo, hi)]
         for i in acquired_releases(queue, clock, e.pos):
             scope = queue.release_scope[i]
-            bad = [(a, b) for lo2, hi2 in bad for a, b, s in self.states(e, root, lo2, hi2, queue.release_pos[i])
-                   if not any(access in reach and stage in scope and through in (None, x.buffer)
-                              for access, stage, through in s.host)]
-            if not bad:
+            left = [(a, b) for lo2, hi2 in bad for a, b, s in self.states(e, root, lo2, hi2, queue.release_pos[i])
+                    if not any(access in reach and stage in scope and through in (None, x.buffer)
+                               for access, stage, through in s.host)]
+            if sum(b - a for a, b in left) < sum(b - a for a, b in bad):
+                carriers.append((queue.release_lane[i], i + 1))
+            bad = left
+            if not bad and not every:
                 break
-        return bad
+        return bad, carriers
 
     def _host_visible_through_releases(self, e: Access, x: Access, reach: tuple[str, ...], root: str, lo: int,
-                                       hi: int) -> bool:
-        """Whether a barrier made e visible to the host access x after e's release reached it (a semaphore wait
-        before the barrier), the host having acquired a release that the barrier's chain reaches."""
+                                       hi: int) -> Iterator[tuple[int, int]]:
+        """The releases (clock entry, value) through which a barrier made e visible to the host access x after e's
+        release reached it (a semaphore wait before the barrier), the host having acquired a release that the
+        barrier's chain reaches."""
         needs, clock = self.covering_release(e, (root, lo, hi)), self.agents[x.agent].clock
         for q in self.queues.values():
             # A release before the first whose reach holds one of `needs` carries none of them.
@@ -316,8 +333,8 @@ class Checker:
                     if access in reach and (limit is None or limit[0] == root and limit[1] <= lo and hi <= limit[2]
                                             and limit[3] in (None, x.buffer)) \
                             and any(c[lane] >= least for lane, least in needs):
-                        return True
-        return False
+                        yield q.release_lane[k - 1], k
+                        break
 
     def submission_clock(self, clock: Clock) -> Clock:
         """A submission's clock: spec "Availability, Visibility, and Domain Operations", vkQueueSubmit performs a
@@ -430,10 +447,18 @@ class Checker:
                        f"{seg.owner} without an ownership transfer")
             self.report("ownership_missing", x.buffer, seg.lo - base, seg.hi - base, w, x, x.uid,
                         (message, fixes.ownership(w, x, seg.owner)))
+        elif x.family is not None and buf.sharing == "exclusive" and not self.after_acquire(x, root, seg):
+            message = (f"{x.ref} reads bytes of exclusive {x.buffer!r} at {x.stage}, outside the second "
+                       f"synchronization scope of the acquire that gave family {x.family} those bytes")
+            self.report("ownership_missing", x.buffer, seg.lo - base, seg.hi - base, w, x, x.uid,
+                        (message, fixes.acquire_stage(x)))
         bad = self.after_write(w, x, root, seg, x.reads)
         if not bad and x.family is None and w.family is not None and self.memory_kind[x.buffer] == "host_cached":
-            thread = self.agents[x.agent]  # 7.1.3: a host read of non-coherent memory needs an invalidate too
-            waited = thread.acquired_at(self.covering_release(w))
+            # 7.1.3 and the vkInvalidateMappedMemoryRanges note: a host read of non-coherent memory needs an
+            # invalidate too, after the host acquired a release that carries the barrier making w visible to it
+            # (an invalidate before that barrier's domain operation makes nothing visible).
+            thread = self.agents[x.agent]
+            waited = thread.acquired_at(self.host_visibility(w, x, root, seg.lo, seg.hi, every=True)[1])
             if seg.invalidated.get(x.agent, -1) < waited:
                 bad = [(seg.lo, seg.hi)]
         if not bad:
@@ -441,6 +466,17 @@ class Checker:
         for a, b in bad:
             self.hazard("raw", buf, a - base, b - base, w, x)
         return True
+
+    def after_acquire(self, x: Access, root: str, seg: Segment) -> bool:
+        """Spec 7.7.4: the acquire operation happens-before the second synchronization scope of its barrier, so an
+        access on the acquiring queue is ordered after it only at a stage of that scope or one a chain from it
+        reaches (7.1). An access on another queue of the family is not judged here."""
+        if seg.acquired is None or seg.acquired[0] != x.agent:
+            return True
+        _, pos, scope = seg.acquired
+        states = self.agents[x.agent].log.state_at("", None, root, seg.lo, seg.hi, pos, x.pos,
+                                                   State(scope, False, frozenset()))
+        return all(x.stage in s.chain for _, _, s in states)
 
     def after_write(self, w: Access, x: Access, root: str, seg: Segment,
                     need: tuple[str, ...] | None) -> list[tuple[int, int]]:
@@ -723,3 +759,4 @@ class Checker:
                 seg.released_to = bb.dst_family
             elif queue.family == bb.dst_family and seg.released_to == bb.dst_family:
                 seg.owner, seg.released_to = bb.dst_family, None
+                seg.acquired = (queue.index, queue.pos, second_execution_scope(bb.dst_stage))

@@ -89,5 +89,9 @@ def ownership(w: Access, x: Access, owner: int) -> str:
             f"a queue of family {x.family} before {x.ref}")
 
 
+def acquire_stage(x: Access) -> str:
+    return f"add {x.stage} to the dst_stage of the acquire barrier of {x.buffer!r} before {x.ref}"
+
+
 def destroy(e: Access, destroy_ref: str) -> str:
     return f"wait for the fence or semaphore signalled after {e.ref} (or vkDeviceWaitIdle) before {destroy_ref}"

@@ -120,6 +120,8 @@ class Model(Consumer):
     def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT) -> None:
         self.stream = stream
         self.readings = readings
+        # The nodes before a barrier with host in its source stages through which it holds host ops (readings).
+        self.host_barrier_reaches = ("wait", "sub") if readings.host_barrier_after_wait else ("sub",)
         self.index = stream.index
         self.nodes: dict[tuple, SyncNode] = {}
         self.on_agent: dict[str, list[SyncNode]] = {}
@@ -388,11 +390,14 @@ class Model(Consumer):
         if node is not None and node.kind == "host":
             return None  # a host op reaches a queue only through a submit or a signal (cross edges)
         if n.kind == "bar":
-            if tok.host_written and node is not None and node.kind in ("wait", "sub") and \
+            if tok.host_written and node is not None and node.kind in self.host_barrier_reaches and \
+                    (chains(node.outs, n.entry.src_exec) or node.outs >= n.entry.dst_exec) and \
                     makes_host_writes_available(n.entry.src_stages, n.entry.src_access) and \
                     coverage(n.entry, pair.first.root, *seg) == FULL:
                 # A barrier with host/host_write in its first access scope: the domain operation from host to
-                # device for host writes before an earlier wait or submission on its queue (docs/format.md).
+                # device for host writes before an earlier wait or submission on its queue (docs/format.md). It
+                # holds them without waiting for them (corpus 144): what it orders after them is what the wait
+                # does, through it (a chain, 7.1) or because the wait's stages already hold its second scope.
                 state = apply_barrier(EMPTY, (n.entry,), (FULL,), "host", "host_write")
             elif node is None:
                 state = apply_barrier(EMPTY, (n.entry,), (self.coverage(n.entry, pair, seg),), e.stage, e.write)

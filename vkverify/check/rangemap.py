@@ -22,6 +22,8 @@ class Segment:
     invalidated: dict = field(default_factory=dict)  # thread agent -> position of its last invalidate
     owner: int | None = None  # queue family owning the bytes (exclusive sharing)
     released_to: int | None = None
+    # The acquire that gave `owner` the bytes: (queue agent, its position, its second execution scope), 7.7.4.
+    acquired: tuple | None = None
 
 
 class RangeMap:

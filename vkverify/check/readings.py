@@ -26,6 +26,14 @@ class Readings:
     # Spec 7.7.2 "access to memory through the specified buffer range": does a buffer memory barrier on B cover
     # an access through another buffer aliasing B's bytes?
     buffer_barrier_covers_aliases: bool = False
+    # A host write made after the submit, then a host signal the batch waits on, then a barrier with source
+    # host/host_write. Spec 7.6 vkCmdPipelineBarrier2: the first synchronization scope "includes all commands that
+    # occur earlier in submission order" (a host write is no command, and the host signal makes nothing available:
+    # 7.4.1), so read strictly the write never reaches the device. But 7.1.2 HOST_BIT is "execution on the host of
+    # reads/writes of device memory", which a barrier may name only to hold host operations, and the wait makes
+    # those before the signal happen-before the barrier (7.4.2). Does the barrier hold them? Yes by default (the
+    # reading vkverify always took, corpus 144): without it, host in a barrier's source stage would hold nothing.
+    host_barrier_after_wait: bool = True
 
 
 DEFAULT = Readings()

@@ -41,7 +41,8 @@ Readings of what the spec leaves open, applied here and in the checker alike (do
   only at all_commands or bottom_of_pipe, and only under the reading `all_commands_includes_host` (the default);
 - `host` in a barrier's source stage mask puts in its first scope the host operations that happen
   before a semaphore wait or submission earlier on its queue (it holds their writes; an access still
-  needs the write to happen-before it, corpus 144);
+  needs the write to happen-before it, corpus 144); only before a submission under the reading
+  `host_barrier_after_wait` off;
 - a buffer memory barrier covers only accesses through its own buffer (or, under the reading
   `buffer_barrier_covers_aliases`, any access to its bytes).
 """
@@ -287,6 +288,8 @@ class Reference:
         self.readings = readings
         self.order = order
         self.by_buffer = not readings.buffer_barrier_covers_aliases
+        # 7.6: the host ops a barrier with host in its source stages holds, through these earlier nodes (readings)
+        self.host_barrier_reaches = ("wait", "submission") if readings.host_barrier_after_wait else ("submission",)
         self.index = stream.index
         self.nodes: list[Operation] = []
         self.queue_nodes: dict[str, list[Operation]] = {q: [] for q in self.index.queues}
@@ -575,7 +578,7 @@ class Reference:
                 submitted = n.kind == "submission" and self.hb(reached, n)
                 if submitted or n.kind == "barrier" and ("host", "host_write") in access_pairs(
                         n.barrier.src_stage, n.barrier.src_access) and _covers(n, w, self.by_buffer) and any(
-                        m.kind in ("wait", "submission") and m.pos < n.pos and self.hb(reached, m) for m in nodes):
+                        m.kind in self.host_barrier_reaches and m.pos < n.pos and self.hb(reached, m) for m in nodes):
                     out.append(n)
         return out
 

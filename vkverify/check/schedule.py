@@ -84,7 +84,7 @@ class Schedule(Checker, Consumer):
         queue.acquire(submission, ALL_DEVICE)
         for w, clock in zip(p.batch.waits, acquired):
             if clock is not None:
-                queue.acquire(clock, second_execution_scope(w.stage))
+                queue.acquire(clock, second_execution_scope(w.stage), self.readings.host_barrier_after_wait)
         self.issuing, self.issuing_order = submission, issued
         for cb in p.batch.command_buffers:
             self.run_command_buffer(queue, self.index.command_buffers[cb], p.submit)

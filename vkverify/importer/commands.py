@@ -303,7 +303,7 @@ class Commands:
                 extra = offsets[slot] if slot < len(offsets) else 0
             offset, size = buf.range(d.offset + extra, d.range)
             out.append({"buffer": buf.id, "offset": offset, "size": size,
-                        "access": "uniform" if d.uniform else (access or "read_write")})
+                        "access": d.access or access or "read_write"})
         for number, binding in sorted({(b.set, b.binding) for b in used} - resolved):
             self.unresolved(f"shader module {module} uses set {number}, binding {binding}, where no descriptor of a "
                             "bound buffer is: that access is left out")

@@ -22,11 +22,13 @@ from .flags import memory_kind
 __all__ = ["PUSH_EVALUATIONS", "WHOLE_SIZE", "CapturedBuffer", "Descriptor", "Memory", "Resources", "Specialization"]
 
 WHOLE_SIZE = 2**64 - 1
+# Descriptor type -> the binding access it fixes (None: the shader's). 7.7: a uniform buffer is read as UNIFORM_READ,
+# a uniform texel buffer as SHADER_SAMPLED_READ, which SHADER_READ covers: of the format's accesses, a plain read.
 BUFFER_DESCRIPTORS = {
-    "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER": False, "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC": False,
-    "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER": True, "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC": True,
-    "VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER": False, "VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER": True,
-}  # descriptor type -> uniform (read-only) or not
+    "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER": None, "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC": None,
+    "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER": "uniform", "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC": "uniform",
+    "VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER": None, "VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER": "read",
+}
 DYNAMIC = ("VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC", "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC")
 Specialization = tuple[tuple[int, bytes], ...]  # (constant id, its bytes) of a VkSpecializationInfo, by id
 Push = tuple[tuple[int, bytes], ...]  # (offset, bytes) of the push-constant loads a branch depends on
@@ -78,7 +80,7 @@ class Descriptor:
     buffer: int
     offset: int
     range: int
-    uniform: bool
+    access: str | None  # the access its type fixes (BUFFER_DESCRIPTORS), None: the shader's
     dynamic: bool
 
 

@@ -99,8 +99,9 @@ ACCESSES: tuple[AccessType, ...] = (
     _access("uniform_read", 0x8, 0x8, stages={"compute_shader"}),
     _access("shader_storage_read", 0x2_0000_0000, None, stages={"compute_shader"}),
     _access("shader_storage_write", 0x4_0000_0000, None, stages={"compute_shader"}),
-    # 7.7: shader reads include storage and uniform buffer reads.
-    AccessType("shader_read", 0x20, 0x20, frozenset({"shader_storage_read", "uniform_read"})),
+    # 7.7 (vk.xml): SHADER_READ "is equivalent to the logical OR of" SHADER_SAMPLED_READ, SHADER_STORAGE_READ and
+    # SHADER_BINDING_TABLE_READ; of those the format has storage reads. Not UNIFORM_READ ("uniform buffer").
+    AccessType("shader_read", 0x20, 0x20, frozenset({"shader_storage_read"})),
     AccessType("shader_write", 0x40, 0x40, frozenset({"shader_storage_write"})),
     # 7.7.1: transfer reads at copy (blit, resolve), not at clear; transfer writes at both.
     _access("transfer_read", 0x800, 0x800, stages={"copy"}),
