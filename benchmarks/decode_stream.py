@@ -131,6 +131,25 @@ def barriers_dropped(stream: ir.Stream) -> ir.Stream:
         for cb in stream.command_buffers))
 
 
+# What an engine that cannot prove a hazard absent records before every dispatch (issue 27).
+FULL_BARRIER = ir.Barrier(frozenset({"compute_shader", "copy"}), frozenset({"memory_write"}),
+                          frozenset({"compute_shader", "copy", "host"}), frozenset({"memory_read", "memory_write"}),
+                          label="full barrier")
+
+
+def full_barriers(stream: ir.Stream) -> ir.Stream:
+    """The stream with a FULL_BARRIER before every dispatch in place of its compute barriers (those to the host
+    stage and the upload's stay)."""
+    def commands(cb: ir.CommandBuffer):
+        for c in cb.commands:
+            if isinstance(c, ir.Dispatch):
+                yield FULL_BARRIER
+            if not (isinstance(c, ir.Barrier) and c.src_stage == COMPUTE and "host" not in c.dst_stage):
+                yield c
+    return replace(stream, command_buffers=tuple(replace(cb, commands=tuple(commands(cb)))
+                                                 for cb in stream.command_buffers))
+
+
 def command_count(stream: ir.Stream) -> int:
     """Commands executed: each command buffer's commands once per submission of it. Written against the IR's
     oldest form (no ir.batches): check_scaling.py --baseline REV runs it with an older commit's package."""

@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import ROOT, require_gfxreconstruct
 
-GUIDES = ("runtime.md", "testing.md", "capture.md")
+GUIDES = ("runtime.md", "testing.md", "capture.md", "optimize.md")
 FENCE = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 EXIT = re.compile(r"\s+#\s*exit (\d+)\s*$")
 

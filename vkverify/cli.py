@@ -472,6 +472,51 @@ def _add_explain(sub) -> None:
     c.set_defaults(run=run)
 
 
+def _add_optimize(sub) -> None:
+    def run(args: argparse.Namespace) -> int:
+        import json
+        from itertools import chain
+
+        from .check.optimize import optimize
+        from .model.dump import dump_chunks
+
+        stream = _load_or_report(args.file)
+        if stream is None:
+            return 2
+        result = optimize(stream, budget_s=args.z3_budget,
+                          progress=None if args.quiet else lambda line: print(f"optimize: {line}", file=sys.stderr))
+        if args.output is not None:
+            emit(chain(dump_chunks(result.stream), ["\n"]), args.output)
+        if args.format == "json":
+            emit(json.dumps({"file": args.file, **result.to_json()}, indent=1) + "\n")
+        else:
+            emit(result.text(args.file, args.all) + "\n")
+        return 0
+
+    c = sub.add_parser("optimize", help="the fewest and narrowest barriers that order what the stream's order, "
+                                        "proved by checking",
+                       description="Find the global pipeline barriers a stream (or capture) can do without, and the "
+                                   "narrowest stages and accesses of those it keeps, such that every conflicting "
+                                   "pair its barriers order stays ordered; the optimized stream is checked and must "
+                                   "give exactly the original's findings (docs/optimize.md).",
+                       epilog="examples:\n"
+                              "  vkverify optimize run.json                  # what to remove and narrow, each barrier "
+                              "by reference and file:line\n"
+                              "  vkverify optimize run.gfxr -o fewer.json    # write the optimized stream\n"
+                              "  vkverify optimize run.json --format json    # for tools\n"
+                              "exit codes: 0 done (the optimized stream gives the original's findings: checked), "
+                              "2 bad input",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("file", metavar="FILE", help="stream file (JSON), or a capture (.gfxr, .jsonl)")
+    c.add_argument("-o", "--output", metavar="OUT", help="write the optimized stream here")
+    c.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json")
+    c.add_argument("--all", action="store_true", help="text: list every barrier kept as written too")
+    c.add_argument("--z3-budget", type=_seconds_up_to(MAX_TIMEOUT), default=10.0, metavar="SECONDS",
+                   help="time z3 may take to find a minimum before the greedy choice is used (default 10)")
+    _add_quiet(c, "no progress lines on stderr")
+    c.set_defaults(run=run)
+
+
 # dot's layout time grows about as the cube of the nodes: 800 take seconds, 1600 a minute, 8000 hours.
 MAX_SVG_NODES = 1000
 
@@ -571,6 +616,7 @@ def parser() -> argparse.ArgumentParser:
     _add_mutate(sub)
     _add_explain(sub)
     _add_graph(sub)
+    _add_optimize(sub)
     for name, command in sub.choices.items():
         if name != "mutate":  # whose --timeout limits each run of the command it tests
             command.add_argument("--timeout", dest="budget", type=_seconds_up_to(MAX_TIMEOUT), metavar="SECONDS",

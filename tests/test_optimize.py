@@ -1,0 +1,206 @@
+"""vkverify optimize (check/optimize.py): fewer and narrower barriers, each result checked against the fast checker
+by the optimizer itself and here against the slow reference, which shares no rule code with it."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import sys
+from dataclasses import replace
+
+import pytest
+from hypothesis import assume, given, settings
+
+from vkverify.check import check
+from vkverify.check.optimize import optimize
+from vkverify.check.reference import OutsideReference, verdict
+from vkverify.check.scopes import access_scope, first_execution_scope, second_execution_scope
+from vkverify.cli import main
+from vkverify.model import from_dict, ir, load
+from vkverify.model.refs import format_ref, map_positions
+
+from .conftest import CORPUS, EXAMPLES, ROOT
+from .differential import SETTINGS, batched_streams, resubmitting_streams, streams, thread_streams
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from decode_stream import decode_stream, full_barriers
+
+# As tests/test_reference.py: VKVERIFY_DIFFERENTIAL_EXAMPLES sets how many generated streams (a campaign: thousands).
+EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
+def barriers(stream: ir.Stream) -> list[tuple[str, int, ir.Barrier]]:
+    return [(cb.id, i, c) for cb in stream.command_buffers for i, c in enumerate(cb.commands)
+            if isinstance(c, ir.Barrier) and not c.buffers]
+
+
+def findings(stream: ir.Stream, back=lambda text: text) -> set[tuple]:
+    return {(f.kind, f.buffer, f.first and back(f.first), f.second and back(f.second), f.range) for f in check(stream)}
+
+
+def reference_hazards(stream: ir.Stream, back=lambda text: text) -> set[tuple] | None:
+    try:
+        return {(h.kind, h.buffer, back(h.first), back(h.second), h.lo, h.hi) for h in verdict(stream).hazards}
+    except OutsideReference:
+        return None
+
+
+def assert_no_wider(result) -> None:
+    """Every kept barrier's scopes lie within the original's (spec 7.1.2: the expanded scopes)."""
+    for s in result.suggestions:
+        if s.after is None:
+            continue
+        before, after = ({k: frozenset(v) for k, v in masks.items()} for masks in (s.before, s.after))
+        assert first_execution_scope(after["src_stage"]) <= first_execution_scope(before["src_stage"]), s
+        assert second_execution_scope(after["dst_stage"]) <= second_execution_scope(before["dst_stage"]), s
+        assert access_scope(after["src_stage"], after["src_access"]) <= \
+            access_scope(before["src_stage"], before["src_access"]), s
+        assert access_scope(after["dst_stage"], after["dst_access"]) <= \
+            access_scope(before["dst_stage"], before["dst_access"]), s
+
+
+def test_a_full_barrier_before_every_dispatch_comes_down_to_the_hazards():
+    """A decode loop with a full barrier before each of its dispatches keeps no more than the hand-placed stream
+    (barriers only on proven hazards) optimized does, which keeps fewer than it has (a barrier before a group is
+    chosen where the hand placed one per hazard), each narrowed."""
+    placed = decode_stream(1200, layers=2)
+    hand = optimize(placed)
+    full = full_barriers(placed)
+    result = optimize(full)
+    assert len(barriers(full)) > 2 * len(barriers(placed))
+    kept = len(barriers(result.stream))
+    assert kept <= len(barriers(hand.stream)) < len(barriers(placed)), (kept, len(barriers(placed)))
+    assert result.counts["remove"] == len(barriers(full)) - kept
+    assert findings(result.stream, result.original_ref) == findings(full)
+    assert_no_wider(result)
+    narrowed = [s for s in result.suggestions if s.action == "narrow"]
+    assert narrowed and all("host" not in s.after["dst_stage"] or s.example.second_stage == "host" for s in narrowed)
+
+
+def test_the_example_keeps_two_barriers_the_slow_reference_needs():
+    """examples/decode-full-barriers.json: six full barriers, two kept; by the slow reference (no rule code shared
+    with the checker) the optimized step has no hazard and each kept barrier is load-bearing."""
+    stream = load(ROOT / "examples" / "decode-full-barriers.json")
+    result = optimize(stream)
+    assert result.counts == {"remove": 4, "narrow": 2, "keep": 0} and result.method.startswith("z3")
+    assert reference_hazards(result.stream) == set()
+    [cb] = result.stream.command_buffers
+    for k in [i for i, c in enumerate(cb.commands) if isinstance(c, ir.Barrier)]:
+        fewer = replace(result.stream, command_buffers=(replace(cb, commands=cb.commands[:k] + cb.commands[k + 1:]),))
+        assert reference_hazards(fewer), f"the barrier at {k} is not needed"
+
+
+def test_what_a_barrier_orders_is_named():
+    """The corpus's three-slot staging ring: no later command reads what the landing barriers make visible, so
+    each is removable, and says so; a barrier that orders a RAW keeps it, naming the pair."""
+    ring = load(next(p for p in CORPUS if p.name.startswith("93-")))
+    result = optimize(ring)
+    assert result.counts == {"remove": 7, "narrow": 0, "keep": 0}
+    assert all(s.orders == 0 and "orders none" in s.why for s in result.suggestions)
+    raw = load(next(p for p in CORPUS if p.name.startswith("04-")))
+    [kept] = optimize(raw).suggestions
+    assert kept.action in ("keep", "narrow") and kept.orders >= 1 and kept.example.kind == "raw"
+
+
+@pytest.mark.parametrize("path", [p for p in [*CORPUS, *EXAMPLES] if '"params"' not in p.read_text()],
+                         ids=lambda p: p.name)
+def test_the_corpus_keeps_its_findings(path):
+    stream = load(path)
+    result = optimize(stream)
+    assert findings(result.stream, result.original_ref) == findings(stream)
+    assert len(barriers(result.stream)) <= len(barriers(stream))
+    assert_no_wider(result)
+
+
+@settings(max_examples=EXAMPLES_RUN, **SETTINGS)
+@given(streams() | resubmitting_streams() | batched_streams() | thread_streams())
+def test_generated_streams_keep_every_hazard_and_every_ordering(doc):
+    """The optimized stream: no more barriers, no wider masks, the same findings by the fast checker, and by the slow
+    reference the same hazards where the original has none (every conflicting pair ordered stays ordered), the same
+    kinds on the same buffers where it has some. (The reference compares two writes with a write between them only
+    where that write is not ordered between them: a barrier with no memory dependency that orders the writes'
+    execution hides such a pair there, and without it the pair is one more hazard of the same kind.)"""
+    stream = from_dict(doc)
+    result = optimize(stream, budget_s=2)
+    assert len(barriers(result.stream)) <= len(barriers(stream))
+    assert_no_wider(result)
+    assert findings(result.stream, result.original_ref) == findings(stream)
+    before = reference_hazards(stream)
+    if before is not None:
+        after = reference_hazards(result.stream, result.original_ref)
+        assert after == before if not before else {h[:2] for h in after} == {h[:2] for h in before}
+
+
+def _one_queue(doc: dict) -> bool:
+    return len(doc["devices"][0]["queues"]) == 1 and not any(
+        op["op"] in ("host_read", "host_write", "signal_semaphore") for op in doc["threads"]["main"])
+
+
+@settings(max_examples=EXAMPLES_RUN // 8, **SETTINGS)
+@given(streams())
+def test_on_small_streams_the_choice_is_minimal(doc):
+    """One queue, no host access, up to 6 barriers: z3's count equals the brute-force minimum (the fewest barriers,
+    as written, that leave the findings as they were), and removing any barrier it kept adds a finding."""
+    assume(_one_queue(doc))
+    stream = from_dict(doc)
+    every = barriers(stream)
+    assume(1 <= len(every) <= 6)
+    result = optimize(stream)
+    assert result.method.startswith("z3")
+    kept = {(cb, i) for cb, i, _ in every} - {_parse(s.barrier) for s in result.suggestions if s.action == "remove"}
+    original = findings(stream)
+
+    def without(drop) -> ir.Stream:
+        cbs = [replace(cb, commands=tuple(c for i, c in enumerate(cb.commands) if (cb.id, i) not in drop))
+               for cb in stream.command_buffers]
+        return replace(stream, command_buffers=tuple(cbs))
+
+    def same(drop) -> bool:
+        positions = {cb.id: [i for i in range(len(cb.commands)) if (cb.id, i) not in drop]
+                     for cb in stream.command_buffers}
+        return findings(without(drop), lambda t: map_positions(
+            t, lambda owner, i: format_ref(owner, positions[owner][i]) if owner in positions else None)) == original
+
+    sites = [(cb, i) for cb, i, _ in every]
+    least = next(k for k in range(len(sites) + 1)
+                 if any(same(set(sites) - set(keep)) for keep in itertools.combinations(sites, k)))
+    assert len(kept) == least, (kept, least)
+    for b in kept:
+        assert not same((set(sites) - kept) | {b}), f"{b} kept but not needed"
+
+
+def _parse(ref: str) -> tuple[str, int]:
+    owner, index = ref.rstrip("]").split("[")
+    return owner, int(index)
+
+
+def test_cli_writes_the_optimized_stream_and_json(tmp_path, capsys):
+    full = full_barriers(decode_stream(1500, layers=2))
+    from vkverify.model.dump import dumps
+    src = tmp_path / "full.json"
+    src.write_text(dumps(full))
+    out = tmp_path / "fewer.json"
+    assert main(["optimize", str(src), "-o", str(out), "-q"]) == 0
+    text = capsys.readouterr().out
+    assert ": remove" in text and ": narrow: " in text and "proved:" in text
+    optimized = load(out)
+    assert len(barriers(optimized)) < len(barriers(full))
+    assert sorted((f.kind, f.buffer) for f in check(optimized)) == sorted((f.kind, f.buffer) for f in check(full))
+    assert main(["optimize", str(src), "--format", "json", "-q"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["remove"] == len(barriers(full)) - len(barriers(optimized))
+    assert {s["action"] for s in doc["suggestions"]} >= {"remove", "narrow"}
+    assert main(["optimize", str(tmp_path / "missing.json")]) == 2
+
+
+def test_the_guides_transcript_is_what_optimize_prints(capsys, monkeypatch):
+    """docs/optimize.md shows the example's output: it is the output (but the time it took)."""
+    monkeypatch.chdir(ROOT)
+    from .test_docs import blocks
+    [shown] = [body for language, _, body in blocks((ROOT / "docs" / "optimize.md").read_text()) if language == "text"]
+    assert main(["optimize", "examples/decode-full-barriers.json", "-q"]) == 0
+    printed = capsys.readouterr().out
+
+    def untimed(text: str) -> str:
+        return re.sub(r", [0-9.]+ s\)", ")", text).strip()
+    assert untimed(printed) == untimed(shown)

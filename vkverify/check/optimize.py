@@ -1,0 +1,498 @@
+"""`vkverify optimize`: the fewest and narrowest global pipeline barriers that order what a stream's barriers order.
+
+How it decides (docs/optimize.md):
+1. The orderings: the checker runs on the stream without its global memory barriers (buffer barriers stay: they
+   are left as they are); each pair of accesses it then reports that the stream itself does not is a conflicting
+   pair the global barriers order. One check, not one per barrier.
+2. The candidates of an ordering: the global barriers executed between its two accesses on their queue that
+   order it alone (spec 7.1: the first access in the barrier's first synchronization and access scopes, the second
+   in its second ones), with the barrier's masks as written; an optimized barrier is never wider.
+   An ordering no single barrier gives (a chain), or one between queues or with the host, keeps every barrier
+   that may be on its path as it is.
+3. The choice: every ordering keeps one of its candidates. A minimum number of barriers is found with z3's
+   optimizer within a time budget; past it, or on large streams, a greedy choice that says it is one.
+4. The masks: each kept barrier is narrowed to the stages and accesses of the orderings assigned to it.
+5. The proof: the optimized stream is checked; its findings, by the original's references, must be the original's
+   exactly (every pair ordered before is ordered after; no hazard hidden, none fixed). Where a finding differs,
+   the barriers around it (then every barrier next to a semaphore or the host) are kept as written and the choice
+   is made again; the last of ROUNDS rounds keeps every barrier as written, saying so.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from ..model import ir
+from ..model.errors import UsageError
+from ..model.refs import Ref, format_ref, map_positions, parse_ref
+from .readings import DEFAULT, Readings
+from .rules import in_first_access_scope, in_synchronization_scope, second_access_scope_gap
+from .schedule import check
+from .scopes import access_scope, accesses, explicit_stages, first_execution_scope, second_execution_scope
+from .walk import Consumer, Walk
+
+__all__ = ["Optimization", "Ordering", "Suggestion", "optimize"]
+
+ROUNDS = 5  # the last keeps every barrier as written
+Z3_BARRIERS = 400  # z3 is asked for the minimum up to this many barriers; the greedy choice beyond
+Z3_BUDGET_S = 10.0
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """A conflicting pair of accesses that the stream's global barriers order (the checker reports it once they
+    are gone): the finding's kind, buffer and references, and each access's stage and access types."""
+
+    kind: str
+    buffer: str
+    first: str
+    second: str
+    first_stage: str
+    first_write: str | None  # the first access's write (None: it only reads, a WAR: no memory dependency)
+    second_stage: str
+    second_accesses: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """What optimize does with one barrier command: `remove`, `narrow` (to `after`) or `keep` as written."""
+
+    barrier: str  # its reference, cb[i]
+    action: str
+    label: str | None
+    source: str | None  # the recording program's file:line
+    before: dict[str, tuple[str, ...]]
+    after: dict[str, tuple[str, ...]] | None  # None: removed
+    orders: int  # orderings assigned to it (0 where removed)
+    example: Ordering | None  # one of them
+    why: str  # why kept as written, or why removable
+
+    def to_json(self) -> dict:
+        out = {"barrier": self.barrier, "action": self.action, "label": self.label, "source": self.source,
+               "before": {k: list(v) for k, v in self.before.items()},
+               "after": None if self.after is None else {k: list(v) for k, v in self.after.items()},
+               "orders": self.orders, "why": self.why}
+        if self.example is not None:
+            e = self.example
+            out["example"] = {"kind": e.kind, "buffer": e.buffer, "first": e.first, "second": e.second}
+        return out
+
+
+@dataclass(frozen=True)
+class Optimization:
+    original: ir.Stream
+    stream: ir.Stream  # the optimized stream (the original where the proof failed)
+    suggestions: tuple[Suggestion, ...]
+    method: str  # how the kept barriers were chosen
+    orderings: int
+    rounds: int
+    seconds: float
+    original_ref: Callable[[str], str] = field(compare=False)  # a reference of `stream` in the original's positions
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = {"remove": 0, "narrow": 0, "keep": 0}
+        for s in self.suggestions:
+            out[s.action] += 1
+        return out
+
+    def to_json(self) -> dict:
+        """The `optimize --format json` document (docs/optimize.md)."""
+        return {"method": self.method, "barriers": len(self.suggestions), **self.counts,
+                "orderings": self.orderings, "rounds": self.rounds, "seconds": round(self.seconds, 3),
+                "suggestions": [s.to_json() for s in self.suggestions]}
+
+    def text(self, file: str, every: bool = False) -> str:
+        """One line per barrier to remove or narrow (`every`: kept ones too), then the totals and the proof."""
+        lines = []
+        for s in self.suggestions:
+            if s.action == "keep" and not every:
+                continue
+            where = " ".join(x for x in (s.source and f"({s.source})", s.label and repr(s.label)) if x)
+            head = f"{file}: {s.barrier}{' ' + where if where else ''}: {s.action}"
+            if s.action == "narrow":
+                changed = [f"{m} {'|'.join(s.before[m]) or 'none'} -> {'|'.join(s.after[m]) or 'none'}"
+                           for m in _MASKS if s.before[m] != s.after[m]]
+                head += ": " + "; ".join(changed)
+            elif s.action == "keep":
+                head += f": {s.why}"
+            if s.example is not None:
+                e = s.example
+                head += f" (orders {s.orders} pair{'s' if s.orders != 1 else ''}, e.g. {e.kind} {e.first} -> " \
+                        f"{e.second} on {e.buffer})"
+            lines.append(head)
+        c = self.counts
+        lines.append(f"{file}: {len(self.suggestions)} global barriers: {c['remove']} to remove, {c['narrow']} to "
+                     f"narrow, {c['keep']} kept as written; {self.orderings} conflicting pairs they order; "
+                     f"{self.method}")
+        lines.append(f"{file}: proved: the optimized stream gives the original's findings, every pair ordered "
+                     f"({self.rounds} round{'s' if self.rounds != 1 else ''}, {self.seconds:.2f} s)")
+        return "\n".join(lines)
+
+
+_MASKS = ("src_stage", "src_access", "dst_stage", "dst_access")
+
+
+def optimize(stream: ir.Stream, readings: Readings = DEFAULT, budget_s: float = Z3_BUDGET_S,
+             progress: Callable[[str], None] | None = None) -> Optimization:
+    """The optimized stream and a suggestion per global barrier, proved by checking (module docstring)."""
+    if stream.params:
+        raise UsageError("stream", "optimize reads a stream without `params`: run it on each instance")
+    began = time.perf_counter()
+    say = progress or (lambda _: None)
+    executions = _Executions(stream)
+    barriers = executions.barriers
+    original = check(stream, readings, witnesses=0)
+    original_keys = {_key(f, None) for f in original}
+    say(f"checked the stream: {len(original)} findings, {len(barriers)} global barriers")
+    dropped, back = _edit(stream, {b: None for b in barriers})
+    orderings = _orderings(check(dropped, readings, witnesses=0), back, original_keys)
+    say(f"checked it without them: {len(orderings)} orderings the barriers give")
+    forced: set[Ref] = set()
+    for o in orderings:
+        forced |= executions.fixed(o)
+    rounds = 0
+    while True:
+        rounds += 1
+        if rounds == ROUNDS:  # every barrier as written: the original stream, which proves itself
+            forced = set(barriers)
+        kept, method = _choose(executions, orderings, forced, budget_s)
+        assigned = _assign(executions, orderings, kept)
+        edits = {b: _narrowed(stream, b, assigned.get(b, []), b in forced) if b in kept else None for b in barriers}
+        optimized, back = _edit(stream, edits)
+        differ = {_key(f, back) for f in check(optimized, readings, witnesses=0)} ^ original_keys
+        say(f"round {rounds}: {len(kept)} of {len(barriers)} barriers kept ({method}); {len(differ)} findings differ")
+        if not differ:
+            if rounds == ROUNDS:
+                method = f"every barrier as written: no smaller set proved in {ROUNDS - 1} rounds"
+            return Optimization(stream, optimized, _suggestions(stream, edits, assigned, forced), method,
+                                len(orderings), rounds, time.perf_counter() - began, back)
+        if rounds == ROUNDS:
+            raise AssertionError(f"the stream with its barriers as written gives other findings: {sorted(differ)}")
+        grown = set(forced)
+        for _, _, first, second, *_ in differ:
+            grown |= executions.around(first, second)
+        # A path through other queues' barriers (after a semaphore wait, say): every barrier that may chain to a
+        # semaphore or the host.
+        forced = grown if grown != forced else forced | executions.linked
+
+
+# ---- where each command runs -----------------------------------------------------------------------------------
+
+
+class _Order(Consumer):
+    """Each queue's submits in the walk's order (the checker's own schedule)."""
+
+    def __init__(self, stream: ir.Stream) -> None:
+        self.threads = [t.id for t in stream.threads]
+        self.submits: list[tuple[str, ir.Submit]] = []
+
+    def submit(self, thread: int, pc: int, op: ir.Submit) -> None:
+        self.submits.append((format_ref(self.threads[thread], pc), op))
+
+
+class _Executions:
+    """Every command execution numbered in its queue's submission order; the global barriers among them."""
+
+    def __init__(self, stream: ir.Stream) -> None:
+        order = _Order(stream)
+        Walk(stream, order).run()
+        self.stream, index = stream, stream.index
+        self.queue: dict[tuple[str, str | None], str] = {}  # (cb, submit ref) -> queue
+        self.start: dict[tuple[str, str | None], int] = {}  # (cb, submit ref) -> position of its first command
+        self.submit_of: dict[tuple[str, str | None], str] = {}
+        self.span: dict[str, tuple[int, int]] = {}  # submit ref -> [first, last] positions
+        self.runs: dict[str, tuple[list[int], list[Ref]]] = {}  # queue -> barrier positions, the barriers
+        self.runs_of: dict[Ref, list[tuple[str, int]]] = {}  # barrier -> (queue, position) of each execution
+        self.at: dict[tuple[str, int], Ref] = {}
+        self.masks: dict[Ref, tuple] = {}  # barrier -> its four masks
+        self.of_masks: dict[tuple, ir.Barrier] = {}  # the four masks -> a barrier with them
+        times: dict[str, int] = {}
+        for _, op in order.submits:
+            for batch in op.batches:
+                for cb in batch.command_buffers:
+                    times[cb] = times.get(cb, 0) + 1
+        position = 0
+        barriers: dict[Ref, None] = {}
+        self.linked: set[Ref] = set()  # in a submit that waits for or signals a semaphore, or to the host stage
+        for ref, op in order.submits:
+            first = position
+            linked = any(batch.waits or batch.signals for batch in op.batches)
+            for batch in op.batches:
+                for cb in batch.command_buffers:
+                    key = (cb, ref if times[cb] > 1 else None)
+                    self.queue[key], self.start[key], self.submit_of[key] = op.queue, position, ref
+                    for i, cmd in enumerate(index.command_buffers[cb].commands):
+                        if isinstance(cmd, ir.Barrier) and not cmd.buffers:
+                            barrier = Ref(cb, i)
+                            barriers[barrier] = None
+                            if linked or "host" in second_execution_scope(cmd.dst_stage):
+                                self.linked.add(barrier)
+                            positions, refs = self.runs.setdefault(op.queue, ([], []))
+                            positions.append(position + i)
+                            refs.append(barrier)
+                            self.runs_of.setdefault(barrier, []).append((op.queue, position + i))
+                            self.at[op.queue, position + i] = barrier
+                            self.masks[barrier] = masks = tuple(getattr(cmd, m) for m in _MASKS)
+                            self.of_masks.setdefault(masks, cmd)
+                    position += len(index.command_buffers[cb].commands)
+            self.span[ref] = (first, position - 1)
+        self.barriers = list(barriers)
+        self.every = _Index(self, self.barriers)
+        self._covering: dict[tuple, tuple[tuple, ...]] = {}
+
+    def covering(self, o: Ordering) -> tuple[tuple, ...]:
+        """The masks (of the stream's barriers) with which a barrier orders the pair alone."""
+        key = (o.first_stage, o.first_write, o.second_stage, o.second_accesses)
+        if key not in self._covering:
+            self._covering[key] = tuple(m for m, b in self.of_masks.items() if _orders(b, o))
+        return self._covering[key]
+
+    def place(self, text: str) -> tuple[str, int, str] | None:
+        """(queue, position, submit) of a command reference; None for a host op."""
+        ref = parse_ref(text)
+        if ref is None:
+            return None
+        key = (ref.owner, None if ref.submit is None else format_ref(ref.submit.owner, ref.submit.index))
+        if key not in self.start:
+            return None
+        return self.queue[key], self.start[key] + ref.index, self.submit_of[key]
+
+    def interval(self, o: Ordering) -> tuple[str, int, int] | None:
+        """(queue, lo, hi): the barrier executions strictly between lo and hi may order the pair alone; None for a
+        pair between queues."""
+        a, x = self.place(o.first), self.place(o.second)
+        if a is not None and x is not None:
+            return (a[0], min(a[1], x[1]), max(a[1], x[1])) if a[0] == x[0] else None
+        if a is not None and o.second_stage == "host":  # 7.1.3: a barrier to the host stage after the write
+            return a[0], a[1], self.span[a[2]][1] + 1
+        if x is not None and o.first_stage == "host":  # and one from the host stage before the access
+            return x[0], self.span[x[2]][0] - 1, x[1]
+        return None
+
+    def between(self, queue: str, lo: int, hi: int) -> list[tuple[int, Ref]]:
+        """The barrier executions of `queue` strictly between positions lo and hi."""
+        positions, refs = self.runs.get(queue, ((), ()))
+        lo, hi = bisect.bisect_right(positions, lo), bisect.bisect_left(positions, hi)
+        return list(zip(positions[lo:hi], refs[lo:hi]))
+
+    def fixed(self, o: Ordering) -> set[Ref]:
+        """Barriers a pair between queues needs as written: those after the first access in its submit, and before
+        the second in its own (either way round: a racing pair is named in the order the checker met it)."""
+        return set() if self.interval(o) is not None else self.around(o.first, o.second)
+
+    def around(self, first: str | None, second: str | None) -> set[Ref]:
+        """Every barrier that may be on a path between `first` and `second` (references, or None), either way."""
+        places = [p for p in (self.place(first) if first else None, self.place(second) if second else None) if p]
+        if len(places) == 2 and places[0][0] == places[1][0]:
+            (queue, lo, _), (_, hi, _) = sorted(places, key=lambda p: p[1])
+            return {b for _, b in self.between(queue, lo, hi)}
+        out: set[Ref] = set()
+        for queue, position, submit in places:  # after it in its submit, and before it
+            first_position, last_position = self.span[submit]
+            out |= {b for _, b in self.between(queue, position, last_position + 1)}
+            out |= {b for _, b in self.between(queue, first_position - 1, position)}
+        return out
+
+
+class _Index:
+    """Barrier executions by queue and masks, each in submission order: the latest in an interval is a bisection."""
+
+    def __init__(self, executions: _Executions, barriers) -> None:
+        self.executions = executions
+        self.positions: dict[tuple[str, tuple], list[int]] = {}
+        for b in barriers:
+            self.add(b)
+
+    def add(self, b: Ref) -> None:
+        for queue, position in self.executions.runs_of[b]:
+            bisect.insort(self.positions.setdefault((queue, self.executions.masks[b]), []), position)
+
+    def latest(self, interval: tuple[str, int, int], masks: tuple[tuple, ...]) -> Ref | None:
+        """The barrier of the latest execution strictly inside `interval` with one of `masks`; None if none."""
+        queue, lo, hi = interval
+        best = None
+        for m in masks:
+            positions = self.positions.get((queue, m), ())
+            i = bisect.bisect_left(positions, hi) - 1
+            if i >= 0 and positions[i] > lo and (best is None or positions[i] > best):
+                best = positions[i]
+        return None if best is None else self.executions.at[queue, best]
+
+
+# ---- the orderings ---------------------------------------------------------------------------------------------
+
+
+def _orderings(findings, back, hazards: set[tuple]) -> list[Ordering]:
+    """The pairs the dropped stream reports and the stream does not (`hazards`: the stream's own findings; one of
+    them on fewer bytes is a pair the barriers order in part)."""
+    out = []
+    for f in findings:
+        if f.first is None or f.second is None or f.first_access is None or f.second_access is None:
+            continue
+        key = _key(f, back)
+        if key in hazards:
+            continue
+        first_stage, first_types = f.first_access.split("/")
+        second_stage, second_types = f.second_access.split("/")
+        writes = [t for t in first_types.split("+") if t.endswith("write")]
+        out.append(Ordering(f.kind, f.buffer, key[2], key[3], first_stage, writes[0] if writes else None,
+                            second_stage, tuple(second_types.split("+"))))
+    return out
+
+
+def _orders(b: ir.Barrier, o: Ordering) -> bool:
+    """Spec 7.1 and 7.1.2: `b` alone orders the pair: an execution dependency from the first access to the second,
+    and, after a write, the write available in the first access scope and visible in the second."""
+    if not (in_synchronization_scope(o.first_stage, first_execution_scope(b.src_stage))
+            and in_synchronization_scope(o.second_stage, second_execution_scope(b.dst_stage))):
+        return False
+    if o.first_write is None:
+        return True
+    return (in_first_access_scope(o.first_stage, o.first_write, explicit_stages(b.src_stage), accesses(b.src_access))
+            and not second_access_scope_gap(o.second_stage, o.second_accesses, access_scope(b.dst_stage, b.dst_access)))
+
+
+def _choose(executions: _Executions, orderings: list[Ordering], forced: set[Ref],
+            budget_s: float) -> tuple[set[Ref], str]:
+    """The barriers to keep: `forced` and, for each ordering on one queue or with the host, one barrier that orders
+    it alone (one that none does keeps every barrier between its accesses: a chain may)."""
+    kept = set(forced)
+    alone = []
+    for o in orderings:
+        interval = executions.interval(o)
+        if interval is None:
+            continue
+        masks = executions.covering(o)
+        if executions.every.latest(interval, masks) is None:
+            kept |= executions.around(o.first, o.second)
+        else:
+            alone.append((interval, masks))
+    free = set(executions.barriers) - kept
+    if len(free) <= Z3_BARRIERS:
+        needs = {frozenset(b for p, b in executions.between(*interval) if executions.masks[b] in masks)
+                 for interval, masks in alone}
+        chosen = _minimum([n for n in needs if not n & kept], kept, free, budget_s)
+        if chosen is not None:
+            return chosen, "z3: a minimum number of barriers"
+        why = f"greedy: z3 found no minimum in {budget_s:g} s"
+    else:
+        why = f"greedy: {len(free)} barriers to choose among, z3 is asked up to {Z3_BARRIERS}"
+    return _greedy(executions, alone, kept), why
+
+
+def _minimum(needs: list[frozenset[Ref]], kept: set[Ref], free: set[Ref], budget_s: float) -> set[Ref] | None:
+    """z3.Optimize: the fewest barriers that leave every need one; None past the budget."""
+    import z3
+
+    keep = {b: z3.Bool(f"{b.owner}[{b.index}]") for b in free}
+    opt = z3.Optimize()
+    opt.set("timeout", int(budget_s * 1000))
+    for need in needs:
+        opt.add(z3.Or([keep[b] for b in need]))
+    opt.minimize(z3.Sum([z3.If(v, 1, 0) for v in keep.values()] + [z3.IntVal(0)]))
+    if opt.check() != z3.sat:
+        return None
+    model = opt.model()
+    return kept | {b for b, v in keep.items() if z3.is_true(model.eval(v, model_completion=True))}
+
+
+def _greedy(executions: _Executions, alone: list[tuple[tuple[str, int, int], tuple]], kept: set[Ref]) -> set[Ref]:
+    """Interval stabbing: the pairs by where they end; one that no kept barrier orders keeps its latest barrier
+    that does, which orders the most of the pairs still to come (the fewest where each barrier runs once)."""
+    kept = set(kept)
+    index = _Index(executions, kept)
+    for interval, masks in sorted(alone, key=lambda item: item[0][2]):
+        if index.latest(interval, masks) is None:
+            b = executions.every.latest(interval, masks)
+            kept.add(b)
+            index.add(b)
+    return kept
+
+
+def _assign(executions: _Executions, orderings: list[Ordering], kept: set[Ref]) -> dict[Ref, list[Ordering]]:
+    """Each ordering on one queue or with the host to the latest kept barrier that orders it alone."""
+    index = _Index(executions, kept)
+    out: dict[Ref, list[Ordering]] = {}
+    for o in orderings:
+        interval = executions.interval(o)
+        b = None if interval is None else index.latest(interval, executions.covering(o))
+        if b is not None:
+            out.setdefault(b, []).append(o)
+    return out
+
+
+# ---- the edit ----------------------------------------------------------------------------------------------------
+
+
+def _command(stream: ir.Stream, b: Ref) -> ir.Barrier:
+    return stream.index.command_buffers[b.owner].commands[b.index]
+
+
+def _narrowed(stream: ir.Stream, b: Ref, orderings: list[Ordering], as_written: bool) -> ir.Barrier:
+    """`b` with the stages and accesses of its orderings only (as written where something needs it so)."""
+    barrier = _command(stream, b)
+    if as_written or not orderings:
+        return barrier
+    writes = [o for o in orderings if o.first_write is not None]
+    return replace(barrier, src_stage=frozenset(o.first_stage for o in orderings),
+                   src_access=frozenset(o.first_write for o in writes),
+                   dst_stage=frozenset(o.second_stage for o in orderings),
+                   dst_access=frozenset(a for o in writes for a in o.second_accesses))
+
+
+def _edit(stream: ir.Stream, edits: dict[Ref, ir.Barrier | None]) -> tuple[ir.Stream, Callable[[str], str]]:
+    """`stream` with each barrier in `edits` replaced (None: removed), and a function taking a reference of the new
+    stream back to the original's positions."""
+    by_cb: dict[str, dict[int, ir.Barrier | None]] = {}
+    for b, new in edits.items():
+        by_cb.setdefault(b.owner, {})[b.index] = new
+    positions: dict[str, list[int]] = {}
+    cbs = []
+    for cb in stream.command_buffers:
+        changes = by_cb.get(cb.id)
+        if not changes:
+            cbs.append(cb)
+            continue
+        kept = [(i, changes.get(i, c)) for i, c in enumerate(cb.commands)]
+        kept = [(i, c) for i, c in kept if c is not None]
+        positions[cb.id] = [i for i, _ in kept]
+        cbs.append(replace(cb, commands=tuple(c for _, c in kept)))
+
+    def back(text: str) -> str:
+        return map_positions(text, lambda owner, i: format_ref(owner, positions[owner][i]) if owner in positions
+                             else None)
+    return replace(stream, command_buffers=tuple(cbs), expect=None), back
+
+
+def _key(f, back: Callable[[str], str] | None) -> tuple:
+    """A finding by the original stream's references."""
+    def ref(text):
+        return text if text is None or back is None else back(text)
+    return (f.kind, f.buffer, ref(f.first), ref(f.second), tuple(map(ref, f.ops)) if f.ops else None, f.range)
+
+
+def _masks(b: ir.Barrier) -> dict[str, tuple[str, ...]]:
+    return {m: tuple(sorted(getattr(b, m))) for m in _MASKS}
+
+
+def _suggestions(stream: ir.Stream, edits: dict[Ref, ir.Barrier | None], assigned: dict[Ref, list[Ordering]],
+                 forced: set[Ref]) -> tuple[Suggestion, ...]:
+    out = []
+    for b, new in edits.items():
+        old = _command(stream, b)
+        mine = assigned.get(b, [])
+        if new is None:
+            action, why = "remove", "every pair it orders is ordered by a barrier kept, or it orders none"
+        elif new == old:
+            action = "keep"
+            why = ("a pair between queues or with the host, or one ordered only by a chain of barriers, may need it "
+                   "as written" if b in forced else "its masks are already the narrowest that order its pairs")
+        else:
+            action, why = "narrow", "the stages and accesses of the pairs it orders"
+        out.append(Suggestion(format_ref(b.owner, b.index), action, old.label, old.source, _masks(old),
+                              None if new is None else _masks(new), len(mine), mine[0] if mine else None, why))
+    return tuple(out)
