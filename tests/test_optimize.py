@@ -116,10 +116,12 @@ def test_the_corpus_keeps_its_findings(path):
 @given(streams() | resubmitting_streams() | batched_streams() | thread_streams())
 def test_generated_streams_keep_every_hazard_and_every_ordering(doc):
     """The optimized stream: no more barriers, no wider masks, the same findings by the fast checker, and by the slow
-    reference the same hazards where the original has none (every conflicting pair ordered stays ordered), the same
-    kinds on the same buffers where it has some. (The reference compares two writes with a write between them only
-    where that write is not ordered between them: a barrier with no memory dependency that orders the writes'
-    execution hides such a pair there, and without it the pair is one more hazard of the same kind.)"""
+    reference the same hazards where the original has none (every conflicting pair ordered stays ordered), and no
+    new pair of racing operations where it has some. (Where the original has hazards, the reference may name more
+    of them after: it compares two writes with a write between them only where that write is not ordered between
+    them, which an execution-only barrier can do; and an operation already racing on a buffer may lose an ordering
+    with an earlier access the checker no longer compares it with: docs/optimize.md, Limits.) So a new pair is
+    allowed only where its second operation already races on that buffer."""
     stream = from_dict(doc)
     result = optimize(stream, budget_s=2)
     assert len(barriers(result.stream)) <= len(barriers(stream))
@@ -128,7 +130,15 @@ def test_generated_streams_keep_every_hazard_and_every_ordering(doc):
     before = reference_hazards(stream)
     if before is not None:
         after = reference_hazards(result.stream, result.original_ref)
-        assert after == before if not before else {h[:2] for h in after} == {h[:2] for h in before}
+        racing = {(h[1], h[3]) for h in before}
+        new = {h for h in after if h[2:4] not in {g[2:4] for g in before} | _chained(before)}
+        assert after == before if not before else all((h[1], h[3]) in racing for h in new), new
+
+
+def _chained(hazards: set[tuple]) -> set[tuple]:
+    """The pairs (first, third) of racing writes first -> second -> third on one buffer: the reference compares them
+    only where the middle write is not ordered between them."""
+    return {(a, d) for _, buffer, a, b, *_ in hazards for _, other, c, d, *_ in hazards if buffer == other and b == c}
 
 
 def _one_queue(doc: dict) -> bool:
