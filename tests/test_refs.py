@@ -43,3 +43,12 @@ def test_map_positions_rewrites_every_reference_in_text():
     change = lambda owner, i: format_ref(owner, moved[owner][i]) if owner in moved else None  # noqa: E731
     assert map_positions("cb0[0]@main[4]", change) == "cb0[0]@main[5]"
     assert map_positions("read main[2].batches[0]", change) == "read main[3].batches[0]"
+
+
+def test_map_positions_reads_owners_with_dots():
+    """The uploader's command buffers are `upload.cb0`: their references in text map as a whole (optimize maps
+    findings back through this; read as `cb0`, a pair inside one upload was taken as ordered by nothing)."""
+    moved = {"upload.cb0": {1: 2}}
+    change = lambda owner, i: format_ref(owner, moved[owner][i]) if owner in moved else None  # noqa: E731
+    assert map_positions("waw upload.cb0[1]@main[3]", change) == "waw upload.cb0[2]@main[3]"
+    assert map_positions("upload.cb0[1].x[1]", change) == "upload.cb0[2].x[1]"

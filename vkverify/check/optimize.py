@@ -388,16 +388,21 @@ def _minimum(needs: list[frozenset[Ref]], kept: set[Ref], free: set[Ref], budget
     """z3.Optimize: the fewest barriers that leave every need one; None past the budget."""
     import z3
 
-    keep = {b: z3.Bool(f"{b.owner}[{b.index}]") for b in free}
+    # In one order whatever the hash seed: z3's choice among equal minima follows the order it is told things.
+    keep = {b: z3.Bool(f"{b.owner}[{b.index}]") for b in sorted(free, key=_place)}
     opt = z3.Optimize()
     opt.set("timeout", int(budget_s * 1000))
-    for need in needs:
-        opt.add(z3.Or([keep[b] for b in need]))
+    for need in sorted(sorted(map(_place, need)) for need in needs):
+        opt.add(z3.Or([keep[Ref(*b)] for b in need]))
     opt.minimize(z3.Sum([z3.If(v, 1, 0) for v in keep.values()] + [z3.IntVal(0)]))
     if opt.check() != z3.sat:
         return None
     model = opt.model()
     return kept | {b for b, v in keep.items() if z3.is_true(model.eval(v, model_completion=True))}
+
+
+def _place(b: Ref) -> tuple[str, int]:
+    return b.owner, b.index
 
 
 def _greedy(executions: _Executions, alone: list[tuple[tuple[str, int, int], tuple]], kept: set[Ref]) -> set[Ref]:

@@ -16,8 +16,9 @@ __all__ = ["Ref", "batch_ref", "format_ref", "map_positions", "owner_of", "parse
 _OWNER = r"[^\[\]@]+"  # a command buffer or thread id: anything but the reference's own punctuation
 _POSITIONAL = re.compile(rf"({_OWNER})\[(\d+)\]")
 _WHOLE = re.compile(rf"({_OWNER})\[(\d+)\](?:@({_OWNER})\[(\d+)\])?")
-# Inside longer text (`read cb0[1]`, `main[3].batches[0].wait[1]`): no spaces or dots in the owner.
-_IN_TEXT = re.compile(r"([^\[\]@\s.]+)\[(\d+)\]")
+# Inside longer text (`read cb0[1]`, `main[3].batches[0].wait[1]`): no spaces in the owner, and dots only between
+# its other characters (the uploader's `upload.cb0[1]`; `.batches[0]` after a reference is no owner's).
+_IN_TEXT = re.compile(r"([^\[\]@\s.]+(?:\.[^\[\]@\s.]+)*)\[(\d+)\]")
 
 
 @dataclass(frozen=True)
