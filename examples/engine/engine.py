@@ -8,6 +8,8 @@ Per frame f (factor a):
   host: wait F, read Out and Sum.
 Frame f + 1's q0 submit waits T >= 2f + 2: q1 must finish reading S before q0 overwrites it (WAR).
 On a device with one queue (Lavapipe) q0 and q1 share it; the stream keeps them apart.
+Under Runtime(barriers="auto") the engine records no pipeline barrier: the runtime places them (docs/runtime.md);
+the semaphores and the fence stay the engine's.
 """
 
 from __future__ import annotations
@@ -39,18 +41,22 @@ class Engine:
         rt, n, f = self.rt, self.n, self.frames
         self.frames += 1
         a = rt.command_buffer(f"a{f}")
+        hand = rt.barriers == "manual"
         a.cmd_dispatch("add", ["X", "Y", "S"], GROUPS, push=[n])
-        a.cmd_pipeline_barrier2(*COMPUTE_RW)
+        if hand:
+            a.cmd_pipeline_barrier2(*COMPUTE_RW)
         a.cmd_dispatch("scale", ["S"], GROUPS, push=[n, factor])
         previous = [{"semaphore": "T", "value": 2 * f, "stage": "compute_shader"}] if f else []
         rt.submit("q0", [f"a{f}"], wait=previous, signal=[{"semaphore": "T", "value": 2 * f + 1}])
 
         b = rt.command_buffer(f"b{f}")
         b.cmd_dispatch("fill", ["Sum"], (1, 1, 1), push=[1, 0])
-        b.cmd_pipeline_barrier2(*COMPUTE_RW)
+        if hand:
+            b.cmd_pipeline_barrier2(*COMPUTE_RW)
         b.cmd_dispatch("reduce_sum", ["S", "Sum"], GROUPS, push=[n, 0])
         b.cmd_dispatch("add", ["S", "X", "Out"], GROUPS, push=[n])
-        b.cmd_pipeline_barrier2("compute_shader", "shader_storage_write", "host", "host_read")
+        if hand:
+            b.cmd_pipeline_barrier2("compute_shader", "shader_storage_write", "host", "host_read")
         if f:
             rt.reset_fences(["F"])
         rt.submit("q1", [f"b{f}"], wait=[{"semaphore": "T", "value": 2 * f + 1, "stage": "compute_shader"}],

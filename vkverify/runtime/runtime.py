@@ -34,6 +34,7 @@ from ..model.data import data_bytes
 from ..model.dump import command_to_dict, host_op_to_dict
 from ..model.refs import with_submit
 from ..model.stages import stage_mask
+from .auto_barriers import AutoBarriers
 from .caller import caller
 from .device import LogicalDevice, Instance, QueueRequest, pick_physical
 from .errors import DeviceFault, Unsupported
@@ -79,12 +80,15 @@ class Runtime:
     transfer-only one). device: name part or index (default VKVERIFY_DEVICE).
     extensions: device extensions to enable (the caller checked the device has them).
     device_id: the device's id in the recorded stream (a replay keeps its stream's).
+    barriers: "manual" (the program records its pipeline barriers) or "auto": each command buffer's are placed at
+    its first submit, the fewest and narrowest the recorded stream needs (auto_barriers.py; docs/runtime.md).
     """
 
     def __init__(self, queues: Iterable[str] | Mapping[str, QueueRequest] = ("q0",), device: str | None = None,
                  validation: bool = False, syncval: bool = False, check: bool | None = None,
                  name: str = "runtime", extensions: tuple[str, ...] = (),
-                 hooks: Iterable[Callable] | None = None, device_id: str = "gpu0") -> None:
+                 hooks: Iterable[Callable] | None = None, device_id: str = "gpu0", barriers: str = "manual") -> None:
+        self.barriers = choice_argument("barriers", barriers, ("manual", "auto"))
         requests = [queues[q] if isinstance(queues, Mapping) else QueueRequest(q) for q in queues]
         self.check = os.environ.get("VKVERIFY_CHECK") == "1" if check is None else check
         self.record = StreamRecord(name, [{"id": r.id, "family": r.group} for r in requests], device_id=device_id)
@@ -101,6 +105,7 @@ class Runtime:
         self.armed: dict[str, bool] = {}  # fence -> signaled at creation, or submitted, since its last reset
         self.pools: dict[int, object] = {}
         self.recorded: dict[tuple[str, str | None], object] = {}
+        self.recorders: set[str] = set()  # the command buffers the program records (command_buffer)
         self._recorded_ids: set[str] = set()  # the stream command buffers of `recorded`: asked at every submit
         self.abstract_shaders: dict[str, tuple[str, ...]] = {}
         self.uploader = None  # uploads.Uploader: deferred copies join submits; closed before the device
@@ -117,7 +122,9 @@ class Runtime:
             raise
         self.group_of = {r.id: r.group for r in requests}
         factories = env_hooks() if hooks is None else hooks
-        self.hooks = [h for h in (factory(self) for factory in factories) if h is not None]
+        # Placed barriers are part of what every other hook and the online check see.
+        self.hooks = [AutoBarriers(self)] * (barriers == "auto") + [
+            h for h in (factory(self) for factory in factories) if h is not None]
 
     @property
     def vk(self):
@@ -285,6 +292,7 @@ class Runtime:
 
     def command_buffer(self, id: str) -> CommandBuffer:
         """The recorder for command buffer `id` (builder method names)."""
+        self.recorders.add(id)
         return CommandBuffer(self.record.commands_of(id))
 
     def load_command_buffer(self, cb: ir.CommandBuffer) -> None:
