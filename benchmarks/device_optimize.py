@@ -1,0 +1,53 @@
+"""The decode-shaped stream with a full barrier before every dispatch, and what `vkverify optimize` makes of it,
+replayed side by side on this machine's device (issue 27): host wall time of each replay (the whole replay:
+resources, recording, submits and waits; no GPU timestamps), the time per token, their ratio, and whether each
+replay's digests equal the simulator's reference.
+
+    python benchmarks/device_optimize.py [TOKENS] [RUNS]      # default 10 tokens, 3 runs each, alternating
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE)]
+LAYERS = 4  # decode_stream: 41 commands a layer
+
+
+def main(argv: list[str]) -> int:
+    from decode_stream import decode_stream, full_barriers
+
+    from vkverify.check.optimize import optimize
+    from vkverify.runtime import replay
+
+    tokens = int(argv[0]) if argv else 10
+    runs = int(argv[1]) if len(argv) > 1 else 3
+    full = full_barriers(decode_stream(tokens * LAYERS * 41, layers=LAYERS))
+    result = optimize(full)
+    streams = {"full": full, "optimized": result.stream}
+    barriers = {name: sum(c.__class__.__name__ == "Barrier" for cb in s.command_buffers for c in cb.commands)
+                for name, s in streams.items()}
+    print(f"{tokens} tokens: barriers full {barriers['full']}, optimized {barriers['optimized']} "
+          f"({result.counts}, {result.method})", flush=True)
+    seconds: dict[str, list[float]] = {name: [] for name in streams}
+    device = "-"
+    for _ in range(runs):
+        for name, stream in streams.items():
+            start = time.perf_counter()
+            replayed = replay(stream)
+            seconds[name].append(time.perf_counter() - start)
+            device = replayed.device
+            print(f"  {name:>9}: {seconds[name][-1]:.3f} s, digests vs simulator: "
+                  f"{'equal' if replayed.reference == {} else replayed.reference}", flush=True)
+    full_s, optimized_s = (statistics.median(seconds[n]) for n in streams)
+    print(f"{device}: median per token full {1000 * full_s / tokens:.2f} ms, optimized "
+          f"{1000 * optimized_s / tokens:.2f} ms, optimized/full {optimized_s / full_s:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
