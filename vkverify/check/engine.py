@@ -33,8 +33,10 @@ from .replay import ALWAYS, DOMINATED, replay_plan
 from .rules import host_write_needs_flush, makes_host_writes_available, transfers_ownership
 from .scopes import second_execution_scope
 
-HOST_VISIBLE = ("host_coherent", "host_cached")
-HOST_ACCESSES = ("host_read", "host_write")  # a destination with either: device -> host domain
+__all__ = ["Checker"]
+
+_HOST_VISIBLE = ("host_coherent", "host_cached")
+_HOST_ACCESSES = ("host_read", "host_write")  # a destination with either: device -> host domain
 def _minus(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
     """`ranges` less the bytes [lo, hi)."""
     return [piece for a, b in ranges for piece in ((a, min(b, lo)), (max(a, hi), b)) if piece[0] < piece[1]]
@@ -120,7 +122,7 @@ class Checker:
         buffers = list(buffers)
         for b in buffers:
             if b.alias_of is None:
-                self.memories[b.id] = RangeMap(b.size, b.memory in HOST_VISIBLE)
+                self.memories[b.id] = RangeMap(b.size, b.memory in _HOST_VISIBLE)
         for b in buffers:
             root, offset = self.index.root(b.id)
             self.memory_kind[b.id] = self.index.buffers[root].memory
@@ -294,7 +296,7 @@ class Checker:
         """(the sub-ranges of [lo, hi) that no barrier made visible to host access x (host_visible_missing), the
         releases (clock entry, value) x's thread acquired that carry that visibility: the first found, or with
         `every` all of them)."""
-        reach = HOST_ACCESSES if x.write else ("host_read",)
+        reach = _HOST_ACCESSES if x.write else ("host_read",)
         clock = self.agents[x.agent].clock
         carriers = []
         for carrier in self._host_visible_through_releases(e, x, reach, root, lo, hi):

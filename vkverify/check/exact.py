@@ -22,6 +22,8 @@ from ..model.refs import owner_of, sort_key, split_submit
 from . import smt, witness
 from .findings import ACCESS_KINDS, Finding, Findings
 
+__all__ = ["WITNESSES", "refine"]
+
 WITNESSES = 5  # computed per stream by default: a handful to read, at the cost of one walk each
 
 

@@ -28,17 +28,19 @@ from operator import attrgetter
 
 from ..model import ir
 from .agents import QueueAgent, ThreadAgent
-from .engine import Access
+from .access import Access
 from .findings import Finding
 from .rangemap import RangeMap, Segment
 from .readings import DEFAULT, Readings
 from .schedule import Schedule
 from .walk import BinarySignal, PendingBatch, Walk, shared_timelines, signals
 
+__all__ = ["Incremental"]
+
 # Copies field by field (copy.copy is three times slower): a fork copies every live access and segment.
 _ACCESS_FIELDS = attrgetter(*(f.name for f in fields(Access)))
 _SEGMENT_FIELDS = attrgetter(*(f.name for f in fields(Segment)))
-SPARE_LANES = 4  # semaphore lanes reserved per queue beyond the widest batch so far: fewer rebuilds
+_SPARE_LANES = 4  # semaphore lanes reserved per queue beyond the widest batch so far: fewer rebuilds
 
 
 class Incremental:
@@ -190,7 +192,7 @@ class Incremental:
         """Fresh clocks for `shape` (its threads' ops size them), then `ops` fed again in order."""
         shared = shared_timelines(shape)
         widened = ir.Thread("", tuple(ir.Submit(q.id, (ir.Batch(signals=tuple(
-            ir.SemaphoreOp("", 1, frozenset()) for _ in range(SPARE_LANES))),)) for d in shape.devices
+            ir.SemaphoreOp("", 1, frozenset()) for _ in range(_SPARE_LANES))),)) for d in shape.devices
             for q in d.queues))
         sized = replace(shape, threads=shape.threads + (widened,))
         self.resources = replace(shape, threads=(), command_buffers=())

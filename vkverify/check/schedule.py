@@ -14,13 +14,16 @@ from ..model.gcpause import cyclic_gc_paused
 from ..model.stages import DEVICE_STAGES
 from . import fixes
 from .agents import ThreadAgent
-from .engine import Access, Checker
+from .access import Access
+from .engine import Checker
 from .findings import Finding, Findings
 from .readings import DEFAULT, Readings
 from .scopes import second_execution_scope, signal_first_scope
 from .walk import Consumer, Misuse, PendingBatch, Walk, shared_timelines
 
-ALL_DEVICE = frozenset(DEVICE_STAGES)
+__all__ = ["Schedule", "check"]
+
+_ALL_DEVICE = frozenset(DEVICE_STAGES)
 
 
 def check(stream: ir.Stream, readings: Readings = DEFAULT, witness: str = "slice",
@@ -81,7 +84,7 @@ class Schedule(Checker, Consumer):
         queue = self.queues[queue_id]
         submission, issued = p.context
         # Spec 7.9 host write ordering: the submission makes earlier host writes visible to the device.
-        queue.acquire(submission, ALL_DEVICE)
+        queue.acquire(submission, _ALL_DEVICE)
         for w, clock in zip(p.batch.waits, acquired):
             if clock is not None:
                 queue.acquire(clock, second_execution_scope(w.stage), self.readings.host_barrier_after_wait)
