@@ -518,6 +518,33 @@ class Checker:
             for a, b in self.unordered(r, x, root, seg.lo, seg.hi, None):
                 self.hazard("war", buf, a - base, b - base, r, x)
 
+    # ---- host ops ----------------------------------------------------------
+
+    def host_access(self, t: ThreadAgent, op: ir.HostAccess, ref: str) -> None:
+        """Thread t's host access, flush or invalidate at t.pc, named `ref`."""
+        root, base = self.index.root(op.buffer)
+        if op.op in ("flush", "invalidate"):
+            for seg in self.memories[root].span(base + op.offset, base + op.offset + op.size):
+                if op.op == "invalidate":
+                    seg.invalidated[t.index] = t.pc
+                elif seg.write is not None and seg.write.agent == t.index:
+                    seg.flushed = t.pc
+            return
+        write = op.op == "host_write"
+        access = Access(t.index, t.pc, "host", () if write else ("host_read",), "host_write" if write else None,
+                        ref, op.buffer, next(self.uids), op.label, None, issued=(t.index, t.pc))
+        self.access(access, op.offset, op.offset + op.size)
+
+    def destroy(self, t: ThreadAgent, op: ir.Destroy, ref: str) -> None:
+        """Spec 12.7 vkDestroyBuffer: all submitted commands that refer to it must have completed."""
+        probe = Access(t.index, t.pc, "host", (), None, ref, op.buffer, next(self.uids), op.label, None)
+        for e in self.uses.get(op.buffer, {}).values():
+            if self.unordered(e, probe, *self._root_range(e), None):
+                self.report("use_after_destroy", op.buffer, None, None, e, probe, probe.uid,
+                            (f"{ref} destroys {op.buffer!r} while {e.ref} may still use it", fixes.destroy(e, ref)),
+                            racing=True)
+        self.destroyed[op.buffer] = probe
+
     # ---- commands ----------------------------------------------------------
 
     def run_command_buffer(self, queue: QueueAgent, cb: ir.CommandBuffer, submit: str) -> None:
