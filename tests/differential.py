@@ -21,6 +21,7 @@ from vkverify.check.explain import explain
 from vkverify.check.findings import ACCESS_KINDS
 from vkverify.check.readings import DEFAULT, Readings
 from vkverify.check.reference import OutsideReference, Reference, joined, references
+from vkverify.check.engine import Checker
 from vkverify.check.schedule import Schedule
 from vkverify.check.walk import Consumer, Walk, shared_timelines, signals
 from vkverify.model import from_dict, ir
@@ -351,11 +352,11 @@ def thread_streams(draw) -> dict:
 
 
 def variant_disagreements(doc: dict, **variant) -> list[str]:
-    """How the checker's findings with `variant` (Schedule's keywords: replay=False, quick=False) differ from its
+    """How the checker's findings with `variant` (Checker's keywords: replay=False, quick=False) differ from its
     own (empty: the same, in order)."""
     stream = from_dict(doc)
     shared = shared_timelines(stream)
-    own, other = Schedule(stream, shared).run(), Schedule(stream, shared, **variant).run()
+    own, other = Schedule(Checker(stream), shared).run(), Schedule(Checker(stream, **variant), shared).run()
     return [] if own == other else [(f"own {[(f.kind, f.first, f.second) for f in own]}, {variant} "
                                      f"{[(f.kind, f.first, f.second) for f in other]}")]
 

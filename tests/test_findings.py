@@ -8,6 +8,7 @@ import pytest
 
 from vkverify.check import check
 from vkverify.check.findings import Findings
+from vkverify.check.engine import Checker
 from vkverify.check.schedule import Schedule
 from vkverify.check.walk import shared_timelines
 from vkverify.model import load
@@ -20,10 +21,10 @@ CORPUS_01 = next(p for p in CORPUS if p.name.startswith("01-"))  # cb0: a copy t
 def _run(stream, refs_repeat: bool | None = None) -> list:
     """The schedule's findings before exact.refine; `refs_repeat` True: every key kept all run long to find
     repeats, as before the keys of the operation being checked sufficed."""
-    schedule = Schedule(stream, shared_timelines(stream))
+    checker = Checker(stream)
     if refs_repeat is not None:
-        schedule.findings.refs_repeat = refs_repeat
-    return list(schedule.run())
+        checker.findings.refs_repeat = refs_repeat
+    return list(Schedule(checker, shared_timelines(stream)).run())
 
 
 @pytest.mark.parametrize("path", CORPUS + EXAMPLES, ids=lambda p: p.name)

@@ -15,6 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from vkverify.check.incremental import Incremental
+from vkverify.check.engine import Checker
 from vkverify.check.schedule import Schedule
 from vkverify.model import from_dict, ir
 from vkverify.model.refs import without_submit
@@ -43,7 +44,7 @@ def named(findings) -> list[tuple]:
 
 
 def scratch(stream: ir.Stream) -> list:
-    return named(Schedule(stream).run())
+    return named(Schedule(Checker(stream)).run())
 
 
 def resubmits(stream: ir.Stream) -> bool:
@@ -61,7 +62,7 @@ def prefix_disagreements(doc: dict) -> list[str]:
         prefix = replace(stream, threads=(ir.Thread(thread.id, thread.ops[:k + 1]),))
         if named(state.findings_at_end()) != scratch(prefix):
             out.append(f"after op {k}: fed {named(state.findings_at_end())}, checked {scratch(prefix)}")
-    if not resubmits(stream) and state.findings_at_end() != Schedule(stream).run():
+    if not resubmits(stream) and state.findings_at_end() != Schedule(Checker(stream)).run():
         out.append("nothing renamed, yet the findings differ in message or fix")  # the very same findings
     return out
 
@@ -134,7 +135,7 @@ def test_a_wait_on_a_later_signal_resumes_when_the_signal_is_fed():
     state.feed("main", ops[1])
     assert not state.walk.pending["q1"]  # the signal came: the wait ran after it, ordered
     state.feed("main", ops[2])
-    assert state.findings_at_end() == Schedule(stream).run() == []
+    assert state.findings_at_end() == Schedule(Checker(stream)).run() == []
 
 
 def test_a_forked_barrier_log_sees_the_barriers_recorded_after_the_fork():

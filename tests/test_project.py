@@ -67,10 +67,6 @@ def test_md_reference_finder_sees_what_it_must():
 # ---- the public surface: `__all__` ---------------------------------------------------------------
 
 PACKAGE = ROOT / "vkverify"
-# Modules that do not declare `__all__` yet, and why. Delete an entry once its module does.
-ALL_PENDING = {f"vkverify/check/{m}.py": "issue 26 splits the checker (Checker, Schedule), the reference learns "
-               "host threads; that work adds their __all__"
-               for m in ("barriers", "engine", "exact", "findings", "fixes", "incremental", "reference", "schedule")}
 
 
 def module_name(path: Path) -> str:
@@ -79,9 +75,9 @@ def module_name(path: Path) -> str:
 
 
 def public_modules() -> list[Path]:
-    """The modules whose name does not start with `_` (a package's __init__.py is the package's)."""
-    return [p for p in sorted(PACKAGE.rglob("*.py"))
-            if p.name == "__init__.py" or not p.name.startswith("_")]
+    """Every module of the package but a `__main__.py` (a script, imported by no one); a package's
+    __init__.py is the package's."""
+    return [p for p in sorted(PACKAGE.rglob("*.py")) if p.name != "__main__.py"]
 
 
 def top_level(tree: ast.Module) -> tuple[list[str] | None, set[str]]:
@@ -110,13 +106,9 @@ def imported_by_name(path: Path):
             yield from ((module, a.name) for a in node.names)
 
 
-def pending(path: Path) -> bool:
-    return path.relative_to(ROOT).as_posix() in ALL_PENDING
-
-
 def test_every_public_module_declares_all():
     missing = [p.relative_to(ROOT).as_posix() for p in public_modules()
-               if not pending(p) and top_level(ast.parse(p.read_text()))[0] is None]
+               if top_level(ast.parse(p.read_text()))[0] is None]
     assert not missing, f"no __all__: {missing}"
 
 

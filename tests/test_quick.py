@@ -15,6 +15,7 @@ from pathlib import Path
 from hypothesis import find, given, settings
 
 from vkverify.check.access import Access
+from vkverify.check.engine import Checker
 from vkverify.check.schedule import Schedule
 from vkverify.check.walk import shared_timelines
 from vkverify.model import from_dict, ir
@@ -29,7 +30,7 @@ from decode_stream import decode_stream
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400")) // 2
 
 
-class _Counted(Schedule):
+class _Counted(Checker):
     """The checker, counting the accesses that took the general comparison (`access` with its compare)."""
 
     general = 0
@@ -41,8 +42,8 @@ class _Counted(Schedule):
 
 def _both(stream: ir.Stream) -> tuple[_Counted, list, list]:
     shared = shared_timelines(stream)
-    quick = _Counted(stream, shared)
-    return quick, quick.run(), Schedule(stream, shared, quick=False).run()
+    quick = _Counted(stream)
+    return quick, Schedule(quick, shared).run(), Schedule(Checker(stream, quick=False), shared).run()
 
 
 def _whole(doc: dict) -> dict:

@@ -14,6 +14,7 @@ from pathlib import Path
 from hypothesis import given, settings
 
 from vkverify.check.replay import ALWAYS, DOMINATED, NEVER, replay_plan
+from vkverify.check.engine import Checker
 from vkverify.check.schedule import Schedule
 from vkverify.check.walk import shared_timelines
 from vkverify.model import ir
@@ -27,10 +28,10 @@ from decode_stream import SHAPES, decode_stream
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400")) // 2
 
 
-def _both(stream: ir.Stream) -> tuple[Schedule, list, list]:
+def _both(stream: ir.Stream) -> tuple[Checker, list, list]:
     shared = shared_timelines(stream)
-    replayed = Schedule(stream, shared)
-    return replayed, replayed.run(), Schedule(stream, shared, replay=False).run()
+    replayed = Checker(stream)
+    return replayed, Schedule(replayed, shared).run(), Schedule(Checker(stream, replay=False), shared).run()
 
 
 @settings(max_examples=EXAMPLES_RUN, **SETTINGS)
@@ -58,7 +59,7 @@ def _plan(commands: list, placement_sizes: dict[str, int]) -> tuple:
     stream = ir.Stream("plan", (ir.Device("gpu0", (ir.Queue("q0"),)),),
                        tuple(ir.Buffer(b, n) for b, n in placement_sizes.items()),
                        command_buffers=(ir.CommandBuffer("cb", tuple(commands)),))
-    checker = Schedule(stream)
+    checker = Checker(stream)
     return replay_plan([checker._step(c) for c in commands], checker.placement)
 
 

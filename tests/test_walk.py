@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 
 from vkverify.check import smt
 from vkverify.check.hb import Model
+from vkverify.check.engine import Checker
 from vkverify.check.schedule import Schedule
 from vkverify.check.walk import Consumer, Misuse, PendingBatch, Walk
 from vkverify.model import from_dict, ir
@@ -150,8 +151,8 @@ def test_a_wait_for_a_value_nothing_signals_is_never_satisfied():
 def test_the_consumers_walk_one_order(doc):
     """The checker, hb.Model and the simulator's reference order run and block the same operations."""
     stream = from_dict(doc)
-    checker = Schedule(stream)
-    walk = Walk(stream, checker)
+    checker = Checker(stream)
+    walk = Walk(stream, Schedule(checker))
     walk.run()
     walk.report_blocked()
     findings = checker.result()

@@ -21,6 +21,9 @@ from ..model import ir
 from .rules import chains, in_first_access_scope
 from .scopes import access_scope, accesses, explicit_stages, first_execution_scope, second_execution_scope
 
+__all__ = ["ALIAS", "EMPTY", "FULL", "NONE", "OWN", "BarrierEntry", "BarrierLog", "State", "apply_barrier",
+           "compile_barrier", "coverage", "sees"]
+
 
 @dataclass(frozen=True)
 class BarrierEntry:
@@ -117,7 +120,7 @@ def apply_barrier(state: State, entries: tuple[BarrierEntry, ...], covers: tuple
     return State(chain, available, visible, host, released)
 
 
-MANY_ENTRIES = 16  # a barrier with more buffer barriers than this finds those that hold an access by their bytes
+_MANY_ENTRIES = 16  # a barrier with more buffer barriers than this finds those that hold an access by their bytes
 
 
 def _execution_only(signature: frozenset) -> tuple[BarrierEntry, ...]:
@@ -126,7 +129,7 @@ def _execution_only(signature: frozenset) -> tuple[BarrierEntry, ...]:
                  for src, dst in signature)
 
 
-class RangeIndex:
+class _RangeIndex:
     """The kinds whose buffer barriers touch a root memory's bytes, found without looking at the others: each
     range [lo, hi) sits at the level L where hi - lo <= 2**L, in its (at most two) buckets of 2**L bytes."""
 
@@ -174,7 +177,7 @@ class BarrierLog:
         self.exec_positions: dict[frozenset, tuple[array, array]] = {}
         self.buffer_positions: dict[frozenset, tuple[array, array]] = {}
         self.global_kinds: list[int] = []
-        self.ranges: dict[str, RangeIndex] = {}
+        self.ranges: dict[str, _RangeIndex] = {}
         self._kind_of_command: dict[int, int] = {}
         self._transitions: dict = {}
         self._chains: dict = {}
@@ -196,7 +199,7 @@ class BarrierLog:
         new._moving = {}  # its entries hold the position lists themselves, which the fork replaces
         new.ranges = {}
         for root, index in self.ranges.items():
-            new.ranges[root] = fork = RangeIndex()
+            new.ranges[root] = fork = _RangeIndex()
             fork.levels = {level: {b: list(kinds) for b, kinds in buckets.items()}
                            for level, buckets in index.levels.items()}
         return new
@@ -229,7 +232,7 @@ class BarrierLog:
             self.global_kinds.append(kind)
         for e in entries:
             if e.root is not None and e.hi > e.lo:
-                self.ranges.setdefault(e.root, RangeIndex()).add(e.lo, e.hi, kind)
+                self.ranges.setdefault(e.root, _RangeIndex()).add(e.lo, e.hi, kind)
         return kind
 
     def orders_alone(self, i: int, stage: str, write: str | None, root: str, lo: int, hi: int,
@@ -271,7 +274,7 @@ class BarrierLog:
         """The kind's entries, or for a barrier of many buffer barriers: those that may hold [lo, hi) of root,
         and one execution-only entry per execution scope of the others (their whole effect on the access)."""
         entries = self.kinds[kind]
-        if len(entries) <= MANY_ENTRIES:
+        if len(entries) <= _MANY_ENTRIES:
             return entries
         index = self._entry_index.get(kind)
         if index is None:
@@ -279,7 +282,7 @@ class BarrierLog:
                                                _execution_only(self.signature[kind]))
             for i, e in enumerate(entries):
                 if e.root is not None and e.hi > e.lo:
-                    index[0].setdefault(e.root, RangeIndex()).add(e.lo, e.hi, i)
+                    index[0].setdefault(e.root, _RangeIndex()).add(e.lo, e.hi, i)
         by_root, global_entries, execution = index
         near = by_root[root].near(lo, hi) if root in by_root else ()
         return execution + global_entries + tuple(entries[i] for i in sorted(near))

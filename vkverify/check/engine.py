@@ -33,8 +33,10 @@ from .replay import ALWAYS, DOMINATED, replay_plan
 from .rules import host_write_needs_flush, makes_host_writes_available, transfers_ownership
 from .scopes import second_execution_scope
 
-HOST_VISIBLE = ("host_coherent", "host_cached")
-HOST_ACCESSES = ("host_read", "host_write")  # a destination with either: device -> host domain
+__all__ = ["Checker"]
+
+_HOST_VISIBLE = ("host_coherent", "host_cached")
+_HOST_ACCESSES = ("host_read", "host_write")  # a destination with either: device -> host domain
 def _minus(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
     """`ranges` less the bytes [lo, hi)."""
     return [piece for a, b in ranges for piece in ((a, min(b, lo)), (max(a, hi), b)) if piece[0] < piece[1]]
@@ -120,7 +122,7 @@ class Checker:
         buffers = list(buffers)
         for b in buffers:
             if b.alias_of is None:
-                self.memories[b.id] = RangeMap(b.size, b.memory in HOST_VISIBLE)
+                self.memories[b.id] = RangeMap(b.size, b.memory in _HOST_VISIBLE)
         for b in buffers:
             root, offset = self.index.root(b.id)
             self.memory_kind[b.id] = self.index.buffers[root].memory
@@ -294,7 +296,7 @@ class Checker:
         """(the sub-ranges of [lo, hi) that no barrier made visible to host access x (host_visible_missing), the
         releases (clock entry, value) x's thread acquired that carry that visibility: the first found, or with
         `every` all of them)."""
-        reach = HOST_ACCESSES if x.write else ("host_read",)
+        reach = _HOST_ACCESSES if x.write else ("host_read",)
         clock = self.agents[x.agent].clock
         carriers = []
         for carrier in self._host_visible_through_releases(e, x, reach, root, lo, hi):
@@ -515,6 +517,33 @@ class Checker:
                 continue
             for a, b in self.unordered(r, x, root, seg.lo, seg.hi, None):
                 self.hazard("war", buf, a - base, b - base, r, x)
+
+    # ---- host ops ----------------------------------------------------------
+
+    def host_access(self, t: ThreadAgent, op: ir.HostAccess, ref: str) -> None:
+        """Thread t's host access, flush or invalidate at t.pc, named `ref`."""
+        root, base = self.index.root(op.buffer)
+        if op.op in ("flush", "invalidate"):
+            for seg in self.memories[root].span(base + op.offset, base + op.offset + op.size):
+                if op.op == "invalidate":
+                    seg.invalidated[t.index] = t.pc
+                elif seg.write is not None and seg.write.agent == t.index:
+                    seg.flushed = t.pc
+            return
+        write = op.op == "host_write"
+        access = Access(t.index, t.pc, "host", () if write else ("host_read",), "host_write" if write else None,
+                        ref, op.buffer, next(self.uids), op.label, None, issued=(t.index, t.pc))
+        self.access(access, op.offset, op.offset + op.size)
+
+    def destroy(self, t: ThreadAgent, op: ir.Destroy, ref: str) -> None:
+        """Spec 12.7 vkDestroyBuffer: all submitted commands that refer to it must have completed."""
+        probe = Access(t.index, t.pc, "host", (), None, ref, op.buffer, next(self.uids), op.label, None)
+        for e in self.uses.get(op.buffer, {}).values():
+            if self.unordered(e, probe, *self._root_range(e), None):
+                self.report("use_after_destroy", op.buffer, None, None, e, probe, probe.uid,
+                            (f"{ref} destroys {op.buffer!r} while {e.ref} may still use it", fixes.destroy(e, ref)),
+                            racing=True)
+        self.destroyed[op.buffer] = probe
 
     # ---- commands ----------------------------------------------------------
 

@@ -22,6 +22,8 @@ from ..model.refs import owner_of, sort_key, split_submit
 from . import smt, witness
 from .findings import ACCESS_KINDS, Finding, Findings
 
+__all__ = ["WITNESSES", "refine"]
+
 WITNESSES = 5  # computed per stream by default: a handful to read, at the cost of one walk each
 
 
@@ -106,7 +108,7 @@ def _named_deadlock(f: Finding, semantics: smt.Semantics, stream: ir.Stream) -> 
     for wait in core:
         if not isinstance(wait, smt.Wait):
             continue  # a submission or program order: the waits name the operations
-        ops.add(wait.node.partition(".batches")[0])
+        ops.add(wait.op)
         if wait.waited in stream.index.fences:
             ops.update(b.submit for b in semantics.plan.batches if b.fence == wait.waited)
         else:

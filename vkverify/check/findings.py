@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from . import fixes
 from .access import Access
 
+__all__ = ["ACCESS_KINDS", "KINDS", "Finding", "Findings"]
+
 
 @dataclass(frozen=True)
 class FindingKind:
@@ -126,9 +128,9 @@ class Finding:
 
 
 RACING, HOSTS_ORDERED = 1, 2  # flags: ordered neither way; two host threads ordered (fixes.memory_dependency)
-ABSENT = -1
-# A finding's ROW numbers in Findings.rows: its two accesses' facts (indexes in Findings.facts, ABSENT: none), the
-# bytes of its first report (its message's), all its reports' bytes merged (its range; ABSENT: none), its flags.
+_ABSENT = -1
+# A finding's ROW numbers in Findings.rows: its two accesses' facts (indexes in Findings.facts, _ABSENT: none), the
+# bytes of its first report (its message's), all its reports' bytes merged (its range; _ABSENT: none), its flags.
 RANGE_LO, RANGE_HI, FLAGS, ROW = 4, 5, 6, 7
 
 
@@ -174,17 +176,17 @@ class Findings(Sequence[Finding]):
             if lo is not None:
                 rows, at = self.rows, ROW * at
                 merged = rows[at + RANGE_LO]
-                rows[at + RANGE_LO] = lo if merged == ABSENT else min(merged, lo)
+                rows[at + RANGE_LO] = lo if merged == _ABSENT else min(merged, lo)
                 rows[at + RANGE_HI] = max(rows[at + RANGE_HI], hi)
             return
         keys[key] = n = len(self.kinds)
         if words is not None:
             self.words[n] = (*words, ops)
         if lo is None:
-            lo = hi = ABSENT
+            lo = hi = _ABSENT
         # Most accesses are in several findings: their facts' index is kept on them (Access.fact).
-        e = ABSENT if first is None or not described else first.fact if first.fact != ABSENT else self._fact(first)
-        x = ABSENT if second is None or not described else second.fact if second.fact != ABSENT else \
+        e = _ABSENT if first is None or not described else first.fact if first.fact != _ABSENT else self._fact(first)
+        x = _ABSENT if second is None or not described else second.fact if second.fact != _ABSENT else \
             self._fact(second)
         self._append(kind, buffer, first_ref, second_ref,
                      (e, x, lo, hi, lo, hi, racing * RACING | hosts_ordered * HOSTS_ORDERED))
@@ -242,7 +244,7 @@ class Findings(Sequence[Finding]):
     def settle(self, i: int, f: Finding) -> None:
         """Finding i is `f` from now on; i == len(self): `f` is added after the others."""
         if i == len(self):
-            self._append(f.kind, f.buffer, f.first, f.second, (ABSENT,) * FLAGS + (f.racing * RACING,))
+            self._append(f.kind, f.buffer, f.first, f.second, (_ABSENT,) * FLAGS + (f.racing * RACING,))
         self.settled[i] = f
 
     def finding(self, i: int) -> Finding:
@@ -253,14 +255,14 @@ class Findings(Sequence[Finding]):
         first, second = self._access(self.firsts[i], e), self._access(self.seconds[i], x)
         message, fix, ops = self.words.get(i) or self._hazard_words(i, first, second, lo, hi,
                                                                     bool(flags & HOSTS_ORDERED))
-        span = None if range_lo == ABSENT else (range_lo, range_hi)
+        span = None if range_lo == _ABSENT else (range_lo, range_hi)
         return Finding(self.kinds[i], message, fix, self.buffers[i], span, self.firsts[i], self.seconds[i],
                        _described(first), _described(second), bool(flags & RACING), ops,
                        (first and first.label, second and second.label))
 
     def _access(self, ref: str | None, fact: int) -> Access | None:
         """The access as its finding words it: its facts, without its place in the run."""
-        if fact == ABSENT:
+        if fact == _ABSENT:
             return None
         agent, family, stage, reads, write, buffer, label = self.facts[fact]
         return Access(agent, 0, stage, reads, write, ref, buffer, 0, label, family)

@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from .access import Access
 from .readings import Readings
 
+__all__ = ["Wording", "acquire_stage", "destroy", "execution_dependency", "memory_dependency", "ownership",
+           "uninitialized"]
+
 
 @dataclass(frozen=True)
 class Wording:

@@ -1,11 +1,12 @@
 """The checker's state over a stream that grows: host ops fed one at a time, findings read as they appear.
 
-The same semantics as `check`: schedule.Schedule (the vector clocks) driven by walk.Walk (the legal
-order), kept between ops instead of re-run over the whole stream at each one. An op fed is appended to
-its thread and the walk runs on as far as it can: a wait on a signal not recorded yet stays blocked and
-resumes when the op that signals arrives. Fed in the order the program recorded them (one legal order),
-the findings after each op are those `check` finds on the stream recorded so far, less what only the
-end of a stream reports (waits left blocked) and the z3 refinement of exact.py.
+The same semantics as `check`: engine.Checker (the vector clocks) driven by walk.Walk (the legal
+order) through schedule.Schedule, kept between ops instead of re-run over the whole stream at each one.
+An op fed is appended to its thread and the walk runs on as far as it can: a wait on a signal not
+recorded yet stays blocked and resumes when the op that signals arrives. Fed in the order the program
+recorded them (one legal order), the findings after each op are those `check` finds on the stream
+recorded so far, less what only the end of a stream reports (waits left blocked) and the z3
+refinement of exact.py.
 
 `fork` copies the state for a question about a future that may not happen ("would this op, dropped or
 weakened, let a later access race?"): its cost is the live state (range maps, clocks, pending batches)
@@ -28,17 +29,20 @@ from operator import attrgetter
 
 from ..model import ir
 from .agents import QueueAgent, ThreadAgent
-from .engine import Access
+from .access import Access
+from .engine import Checker
 from .findings import Finding
 from .rangemap import RangeMap, Segment
 from .readings import DEFAULT, Readings
 from .schedule import Schedule
 from .walk import BinarySignal, PendingBatch, Walk, shared_timelines, signals
 
+__all__ = ["Incremental"]
+
 # Copies field by field (copy.copy is three times slower): a fork copies every live access and segment.
 _ACCESS_FIELDS = attrgetter(*(f.name for f in fields(Access)))
 _SEGMENT_FIELDS = attrgetter(*(f.name for f in fields(Segment)))
-SPARE_LANES = 4  # semaphore lanes reserved per queue beyond the widest batch so far: fewer rebuilds
+_SPARE_LANES = 4  # semaphore lanes reserved per queue beyond the widest batch so far: fewer rebuilds
 
 
 class Incremental:
@@ -53,7 +57,7 @@ class Incremental:
 
     def feed(self, thread: str, op: ir.HostOp, command_buffers: Iterable[ir.CommandBuffer] = ()) -> None:
         """Append `op` to `thread` (with the command buffers it submits, new or changed) and run the walk on."""
-        known, changed = self.schedule.index.command_buffers, False
+        known, changed = self.checker.index.command_buffers, False
         for cb in command_buffers:
             if known.get(cb.id) is not cb:
                 # Its commands already ran as they were: the stream has one content per command buffer.
@@ -80,7 +84,7 @@ class Incremental:
         if thread not in self.thread_index:
             return True
         if isinstance(op, ir.Submit):
-            lanes = len(self.schedule.queues[op.queue].lanes)
+            lanes = len(self.checker.queues[op.queue].lanes)
             if any(len(b.signals) > lanes for b in op.batches):
                 return True
         agent = op.queue if isinstance(op, ir.Submit) else thread
@@ -100,7 +104,7 @@ class Incremental:
 
     def _count_submits(self, op: ir.Submit) -> None:
         """Spec references: a command buffer submitted more than once names its commands by submit too."""
-        index = self.schedule.index
+        index = self.checker.index
         for b in op.batches:
             for cb in b.command_buffers:
                 n = self.submitted[cb] = self.submitted.get(cb, 0) + 1
@@ -109,7 +113,7 @@ class Incremental:
 
     def add_resources(self, shape: ir.Stream) -> None:
         """Buffers, semaphores and fences created since (the runtime creates them as it goes)."""
-        index = self.schedule.index
+        index = self.checker.index
         if any(b.alias_of is not None and b.id not in index.buffers for b in shape.buffers):
             self._build(replace(self._shape(), devices=shape.devices, buffers=shape.buffers,
                                 semaphores=shape.semaphores, fences=shape.fences, shaders=shape.shaders),
@@ -121,7 +125,7 @@ class Incremental:
         index.buffers.update((b.id, b) for b in buffers)
         index.semaphores.update((s.id, s) for s in semaphores)
         index.fences.update((f.id, f) for f in fences)
-        self.schedule.place(buffers)
+        self.checker.place(buffers)
         self.walk.add_syncs(semaphores, fences)
         for sh in shape.shaders:
             index.shaders.setdefault(sh.id, sh)
@@ -137,11 +141,11 @@ class Incremental:
         return [x for ops, n in self._before for x in ops[:n]] + self._fed
 
     def mark(self) -> int:
-        return len(self.schedule.findings)
+        return len(self.checker.findings)
 
     def findings_since(self, mark: int = 0) -> list[Finding]:
         """The findings first found after `mark` (a `mark()`), their ranges as grown since."""
-        return self.schedule.findings[mark:]
+        return self.checker.findings[mark:]
 
     def hazards_since(self, mark: int = 0) -> set[tuple]:
         """The findings after `mark` as the mutation analysis names hazards (hb.Model.all_hazards): (kind, first,
@@ -183,25 +187,26 @@ class Incremental:
             ops[t].append(op)
         if extra is not None:
             ops.setdefault(extra[0], []).append(extra[1])
-        return replace(self.resources, command_buffers=tuple(self.schedule.index.command_buffers.values()),
+        return replace(self.resources, command_buffers=tuple(self.checker.index.command_buffers.values()),
                        threads=tuple(ir.Thread(t, tuple(o)) for t, o in ops.items()))
 
     def _build(self, shape: ir.Stream, ops: list[tuple[str, ir.HostOp]]) -> None:
         """Fresh clocks for `shape` (its threads' ops size them), then `ops` fed again in order."""
         shared = shared_timelines(shape)
         widened = ir.Thread("", tuple(ir.Submit(q.id, (ir.Batch(signals=tuple(
-            ir.SemaphoreOp("", 1, frozenset()) for _ in range(SPARE_LANES))),)) for d in shape.devices
+            ir.SemaphoreOp("", 1, frozenset()) for _ in range(_SPARE_LANES))),)) for d in shape.devices
             for q in d.queues))
         sized = replace(shape, threads=shape.threads + (widened,))
         self.resources = replace(shape, threads=(), command_buffers=())
         index = sized.index
         index.threads = {t.id: t for t in shape.threads}
         index.resubmitted = frozenset()
-        self.schedule = Schedule(sized, shared, self.readings, host_threads=len(shape.threads))
-        self.schedule.findings.refs_repeat = True  # a command's reference names every submission of it (above)
-        self.schedule.threads.pop()  # the sizing thread: clock entries only, never run
-        self.schedule.agents.pop()
-        self.schedule.uses = {}  # destroys may come later
+        self.checker = Checker(sized, self.readings)
+        self.schedule = Schedule(self.checker, shared, host_threads=len(shape.threads))
+        self.checker.findings.refs_repeat = True  # a command's reference names every submission of it (above)
+        self.checker.threads.pop()  # the sizing thread: clock entries only, never run
+        self.checker.agents.pop()
+        self.checker.uses = {}  # destroys may come later
         self.walk = Walk(shape, self.schedule, shared)
         self.walk.index = index
         self.walk.threads = [(t.id, []) for t in shape.threads]  # fed again below
@@ -219,7 +224,7 @@ class Incremental:
         """An independent copy: feeding it leaves this one as it was. `worded` False: the access hazards it
         finds from now on are named (kind, buffer, first, second) only, for questions asked often."""
         new = copy.copy(self)
-        s = self.schedule
+        s = self.checker
         new._before, new._fed = [*self._before, (self._fed, len(self._fed))], []
         new.signallers = {k: set(v) for k, v in self.signallers.items()}
         new.submitted = dict(self.submitted)
@@ -227,7 +232,7 @@ class Incremental:
         for name in ("buffers", "semaphores", "fences", "shaders", "command_buffers", "threads"):
             setattr(index, name, dict(getattr(index, name)))
         accesses: dict[int, object] = {}
-        t = new.schedule = copy.copy(s)
+        t = new.checker = copy.copy(s)
         if not worded:
             t.__class__ = _Unworded
         t.index = index
@@ -241,15 +246,18 @@ class Incremental:
         t.findings = s.findings.fork(t.wording)
         t.barriers = dict(s.barriers)
         t.compiled = {k: [cb, steps, plan, dict(met)] for k, (cb, steps, plan, met) in s.compiled.items()}
-        t.batch_ends = None if s.batch_ends is None else {q: list(ends) for q, ends in s.batch_ends.items()}
         t.host_available = {uid: [(_fork_access(p, accesses), lo, hi) for p, lo, hi in v]
                             for uid, v in s.host_available.items()}
         t.destroyed = {b: _fork_access(a, accesses) for b, a in s.destroyed.items()}
         t.uses = {b: {k: _fork_access(a, accesses) for k, a in by.items()} for b, by in s.uses.items()}
         n = next(s.uids)  # a count cannot be copied: both go on from the same number
         s.uids, t.uids = count(n), count(n)
+        schedule = new.schedule = copy.copy(self.schedule)
+        schedule.checker = t
+        ends = self.schedule.batch_ends
+        schedule.batch_ends = None if ends is None else {q: list(e) for q, e in ends.items()}
         w = new.walk = copy.copy(self.walk)
-        w.consumer, w.index = t, index
+        w.consumer, w.index = schedule, index
         w.threads = [(name, list(ops)) for name, ops in self.walk.threads]
         w.pc = list(self.walk.pc)
         signals_: dict[int, BinarySignal] = {}
@@ -263,7 +271,7 @@ class Incremental:
         return new
 
 
-class _Unworded(Schedule):
+class _Unworded(Checker):
     """Names access hazards without wording or describing them, the earlier recorded access first, without their
     bytes: Checker.hazard asks whether the two race, to name them in stream order."""
 

@@ -62,7 +62,10 @@ from ..model.refs import format_ref
 from ..model.stages import ACCESS, COMMAND_STAGES, EXECUTING_STAGES, STAGE
 from .readings import DEFAULT, Readings
 
-COHERENT = ("host_coherent", "device_host_visible")
+__all__ = ["OutsideReference", "Reference", "access_pairs", "first_scope", "joined", "references", "second_scope",
+           "signal_scope", "submission_orders", "verdict"]
+
+_COHERENT = ("host_coherent", "device_host_visible")
 MAX_ORDERS = 64  # the submission orders one stream is read in, at most
 
 
@@ -148,7 +151,7 @@ class Verdict:
 
 # ---- scopes, read from the spec's stage and access tables (model/stages.py), apart from the checker's ------
 
-HOST_STAGE = frozenset({"host"})
+_HOST_STAGE = frozenset({"host"})
 
 
 def _named(mask: frozenset[str], table: dict) -> frozenset[str]:
@@ -179,12 +182,12 @@ def signal_scope(stage: frozenset[str], all_commands_includes_host: bool) -> fro
     """7.4.1: a semaphore signal's first scope by its stage mask; with every command stage, the host stage too
     under the reading all_commands_includes_host (check/readings.py)."""
     scope = first_scope(stage)
-    return scope | HOST_STAGE if all_commands_includes_host and scope >= COMMAND_STAGES else scope
+    return scope | _HOST_STAGE if all_commands_includes_host and scope >= COMMAND_STAGES else scope
 
 
 # ---- the rules, one function each ------------------------------------------------------------------
 
-def chains(a: Operation, b: Operation) -> bool:
+def _chains(a: Operation, b: Operation) -> bool:
     """Spec 7.1 "execution dependency chain": a's second scope meets b's first scope (a before b on one
     queue); 7.2 "signal operation order": a semaphore signal's first scope holds the semaphore signals
     of earlier batches, a fence's every earlier signal, never those of its own batch."""
@@ -197,7 +200,7 @@ def chains(a: Operation, b: Operation) -> bool:
     return bool(a.second & b.first)
 
 
-def in_first_access_pairs(n: Operation, w: OperationAccess, by_buffer: bool) -> bool:
+def _in_first_access_pairs(n: Operation, w: OperationAccess, by_buffer: bool) -> bool:
     """Spec 7.1.2 access scopes: does n make w available (w earlier than n on n's queue)?"""
     if n.kind == "barrier":
         b = n.barrier
@@ -206,7 +209,7 @@ def in_first_access_pairs(n: Operation, w: OperationAccess, by_buffer: bool) -> 
     return n.kind in ("signal", "fence") and w.stage in n.first
 
 
-def in_second_access_pairs(n: Operation, x: OperationAccess, needs: tuple[str, ...], by_buffer: bool) -> bool:
+def _in_second_access_pairs(n: Operation, x: OperationAccess, needs: tuple[str, ...], by_buffer: bool) -> bool:
     """Spec 7.1.2: does n make available writes visible to x's accesses `needs`? For a host write, the memory
     model asks only a domain operation to the host (appendix "Location-Ordered"), which a destination
     with host_read or host_write performs (its "Availability, Visibility, and Domain Operations")."""
@@ -430,7 +433,7 @@ class Reference:
 
     def _fence_node(self, queue: str, ref: str, batch: int | None) -> Operation:
         """A fence signal after the batch number `batch` (None: the queue's first) ends."""
-        n = self._node("fence", queue, first=COMMAND_STAGES | HOST_STAGE, batch=next(self.batches), ref=ref)
+        n = self._node("fence", queue, first=COMMAND_STAGES | _HOST_STAGE, batch=next(self.batches), ref=ref)
         self._after(self._when(n), None if batch is None else ("end", batch))
         return n
 
@@ -518,7 +521,7 @@ class Reference:
                 lo, hi = base + b.offset, base + b.offset + b.size
             first = first_scope(b.src_stage)
             if "host" in _named(b.src_stage, STAGE):
-                first = first | HOST_STAGE
+                first = first | _HOST_STAGE
             n = Operation("barrier", q, pos, first, second_scope(b.dst_stage), ref=ref, barrier=b,
                      root=root, lo=lo, hi=hi)
             self.nodes.append(n)
@@ -531,7 +534,7 @@ class Reference:
         for nodes in self.queue_nodes.values():
             for i, a in enumerate(nodes):
                 for b in nodes[i + 1:]:
-                    if b.pos > a.pos and chains(a, b):
+                    if b.pos > a.pos and _chains(a, b):
                         a.after.append(b)
         self._ids = {id(n): i for i, n in enumerate(self.nodes)}
         graph = {i: {self._ids[id(b)] for b in n.after} for i, n in enumerate(self.nodes)}
@@ -563,7 +566,7 @@ class Reference:
         if w.host:
             return self._host_availability(w)
         return [n for n in self.queue_nodes[w.node.agent]
-                if n.pos > w.node.pos and in_first_access_pairs(n, w, self.by_buffer)]
+                if n.pos > w.node.pos and _in_first_access_pairs(n, w, self.by_buffer)]
 
     def _host_availability(self, w: OperationAccess) -> list[Operation]:
         """Spec 7.9 host write ordering: a submission after the write reached the host domain (at once for
@@ -584,7 +587,7 @@ class Reference:
 
     def _host_domain_point(self, w: OperationAccess) -> Operation | None:
         """The host op at which host write w is available to the host domain: the writer's own flush (7.1.3)."""
-        if w.memory in COHERENT:
+        if w.memory in _COHERENT:
             return w.node
         for n in self.nodes:
             op = n.op
@@ -600,10 +603,10 @@ class Reference:
         if x.host:
             # 7.9 host access: a barrier whose second access scope holds host/host_read (or host_write).
             return [n for nodes in self.queue_nodes.values() for n in nodes
-                    if n.kind == "barrier" and in_second_access_pairs(n, x, needs, self.by_buffer)
+                    if n.kind == "barrier" and _in_second_access_pairs(n, x, needs, self.by_buffer)
                     and self.hb(n, x.node)]
         return [n for n in self.queue_nodes[x.node.agent]
-                if n.pos < x.node.pos and in_second_access_pairs(n, x, needs, self.by_buffer) and x.stage in n.second]
+                if n.pos < x.node.pos and _in_second_access_pairs(n, x, needs, self.by_buffer) and x.stage in n.second]
 
     def memory_dependency(self, w: OperationAccess, x: OperationAccess, needs: tuple[str, ...]) -> bool:
         """Spec 7.1: an availability operation for w happens-before (or is) a visibility operation for x's

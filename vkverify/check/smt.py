@@ -31,10 +31,12 @@ __all__ = ["BatchNode", "HostNode", "Order", "Plan", "Semantics", "SignalNode", 
 
 @dataclass(frozen=True)
 class Wait:
-    """An unsat core's wait: `node` (a batch key or host op reference) waits for `waited` (a semaphore or a
-    fence) to reach `value` (a timeline's; None for a binary semaphore or a fence)."""
+    """An unsat core's wait: `node` (a batch key or host op reference) of operation `op` (the submit or the host
+    op findings name) waits for `waited` (a semaphore or a fence) to reach `value` (a timeline's; None for a
+    binary semaphore or a fence)."""
 
     node: str
+    op: str
     waited: str
     value: int | None = None
 
@@ -200,9 +202,10 @@ def mk_waits(p: Plan, t: Times) -> list[Constraint]:
                 binary_taken[w.semaphore] += 1
                 signals = binary_signals[w.semaphore]
                 paired = t.at(signals[k].owner) < t.begin[b.key] if k < len(signals) else z3.BoolVal(False, t.ctx)
-                out.append((Wait(b.key, w.semaphore), paired))
+                out.append((Wait(b.key, b.submit, w.semaphore), paired))
             else:
-                out.append((Wait(b.key, w.semaphore, w.value), _reached(p, t, w.semaphore, w.value, t.begin[b.key])))
+                reached = _reached(p, t, w.semaphore, w.value, t.begin[b.key])
+                out.append((Wait(b.key, b.submit, w.semaphore, w.value), reached))
     for h in p.hosts:
         out += _host_wait(p, t, h)
     return out
@@ -212,7 +215,7 @@ def _host_wait(p: Plan, t: Times, h: HostNode) -> list[Constraint]:
     now = t.host[h.ref]
     op = h.op
     if isinstance(op, ir.WaitSemaphores):
-        return [(Wait(h.ref, w.semaphore, w.value), _reached(p, t, w.semaphore, w.value, now))
+        return [(Wait(h.ref, h.ref, w.semaphore, w.value), _reached(p, t, w.semaphore, w.value, now))
                 for w in op.waits]
     if isinstance(op, ir.WaitFences):
         out = []
@@ -220,9 +223,9 @@ def _host_wait(p: Plan, t: Times, h: HostNode) -> list[Constraint]:
             own = [b for b in p.batches if b.fence == f and b.thread == h.thread and b.pc < h.pc]
             others = [b for b in p.batches if b.fence == f and b.thread != h.thread]
             if own:
-                out.append((Wait(h.ref, f), t.end[own[-1].key] < now))
+                out.append((Wait(h.ref, h.ref, f), t.end[own[-1].key] < now))
             elif others:
-                out.append((Wait(h.ref, f), z3.Or(*[t.end[b.key] < now for b in others], t.ctx)))
+                out.append((Wait(h.ref, h.ref, f), z3.Or(*[t.end[b.key] < now for b in others], t.ctx)))
         return out
     if isinstance(op, (ir.QueueWaitIdle, ir.DeviceWaitIdle)):
         queues = {op.queue} if isinstance(op, ir.QueueWaitIdle) else \

@@ -373,8 +373,8 @@ class Mutator:
                 ir.Copy(src=b["id"], dst=b["id"], regions=(ir.Region(0, 0, b["size"]),)),
                 ir.Fill(dst=b["id"], offset=0, size=b["size"]))))
         threads = list(main.thread_index)
-        device = [(threads[0], ir.Submit(q, (ir.Batch(command_buffers=(PROBE,)),)), [cb]) for q in main.schedule.queues]
-        destroys = [(threads[0], ir.Destroy(buffer=b), []) for b in main.schedule.uses]
+        device = [(threads[0], ir.Submit(q, (ir.Batch(command_buffers=(PROBE,)),)), [cb]) for q in main.checker.queues]
+        destroys = [(threads[0], ir.Destroy(buffer=b), []) for b in main.checker.uses]
         host = [(t, ir.HostAccess(kind, b["id"], 0, b["size"]), []) for t in threads
                 for kind in ("host_read", "host_write") for b in buffers if b.get("memory") in HOST_VISIBLE]
         return [host, device + destroys]
@@ -578,11 +578,11 @@ class Shadow:
         main, state = self.main, self.state
         if state.resources is not main.resources:
             state.add_resources(main.resources)
-        known = state.schedule.index.command_buffers
+        known = state.checker.index.command_buffers
         for thread, position, op in main.fed[self.next:]:
             if (thread, position) not in self.skip:
                 # Its own version of a mutated command buffer stays.
-                state.feed(thread, op, [main.schedule.index.command_buffers[c] for c in ir.submitted(op)
+                state.feed(thread, op, [main.checker.index.command_buffers[c] for c in ir.submitted(op)
                                         if c not in known])
         self.next = len(main.fed)
 
