@@ -102,3 +102,20 @@ def test_barriers_must_be_manual_or_auto(device_name):
 
     with pytest.raises(UsageError, match="barriers"):
         Runtime(barriers="some")
+
+
+def test_the_gate_kills_every_mutant_of_a_placed_barrier(device_name, monkeypatch):
+    """`VKVERIFY_BARRIERS=auto vkverify mutate --target raw -- pytest examples/engine`: each barrier the runtime
+    placed (at three lines of the engine: a's, b's, b's to the host) is dropped, weakened and narrowed in turn,
+    and every such mutant is killed."""
+    from vkverify.mutations.gate import run_command
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv("VKVERIFY_BARRIERS", "auto")
+    engine = str(ROOT / "examples" / "engine")
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "match", engine]
+    outcomes, _ = run_command(argv, "raw", jobs=2, quiet=True)
+    placed = [o for o in outcomes if "auto barrier" in o.mutant.description]
+    assert len({o.mutant.source for o in placed}) == 3, sorted({o.mutant.source for o in placed})
+    assert {o.mutant.operator for o in placed} >= {"drop_barrier", "weaken_barrier"}
+    assert [o.mutant.id for o in placed if not o.killed] == []

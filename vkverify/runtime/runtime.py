@@ -81,13 +81,15 @@ class Runtime:
     extensions: device extensions to enable (the caller checked the device has them).
     device_id: the device's id in the recorded stream (a replay keeps its stream's).
     barriers: "manual" (the program records its pipeline barriers) or "auto": each command buffer's are placed at
-    its first submit, the fewest and narrowest the recorded stream needs (auto_barriers.py; docs/runtime.md).
+    its first submit, the fewest and narrowest the recorded stream needs (auto_barriers.py; docs/runtime.md);
+    None: VKVERIFY_BARRIERS, else "manual".
     """
 
     def __init__(self, queues: Iterable[str] | Mapping[str, QueueRequest] = ("q0",), device: str | None = None,
                  validation: bool = False, syncval: bool = False, check: bool | None = None,
                  name: str = "runtime", extensions: tuple[str, ...] = (),
-                 hooks: Iterable[Callable] | None = None, device_id: str = "gpu0", barriers: str = "manual") -> None:
+                 hooks: Iterable[Callable] | None = None, device_id: str = "gpu0", barriers: str | None = None) -> None:
+        barriers = os.environ.get("VKVERIFY_BARRIERS", "manual") if barriers is None else barriers
         self.barriers = choice_argument("barriers", barriers, ("manual", "auto"))
         requests = [queues[q] if isinstance(queues, Mapping) else QueueRequest(q) for q in queues]
         self.check = os.environ.get("VKVERIFY_CHECK") == "1" if check is None else check
