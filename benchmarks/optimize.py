@@ -6,6 +6,9 @@ barriers before and after, how many narrowed, the optimizer's time against the p
     python benchmarks/optimize.py                 # 1e4 and 1e5 commands, the per-token shape
     python benchmarks/optimize.py 2e5 --shape resubmitted
     python benchmarks/optimize.py --capture run.gfxr   # a capture, through the importer, instead
+
+A third-party program's capture: vkdispatch's FFT round trip looped 1250 times (about 10^5 calls, 5004 pipeline
+barriers), made by `python benchmarks/import.py --tokens 0 --rounds 1250 --keep DIR` (DIR/fft1251.gfxr).
 """
 
 from __future__ import annotations

@@ -102,6 +102,40 @@ def test_what_a_barrier_orders_is_named():
     assert kept.action in ("keep", "narrow") and kept.orders >= 1 and kept.example.kind == "raw"
 
 
+def test_a_barrier_to_the_host_in_a_later_submit_orders_the_read_after_its_wait():
+    """vkdispatch's shape: a dispatch's submit has no barrier; the next submit on the queue holds compute ->
+    transfer and transfer -> host (a chain), and the host reads after waiting for it. The chain is kept, the
+    full barrier that orders nothing goes, proved in one round (with the pair's barriers sought only in the
+    write's own submit, nothing ordered it alone, the proof failed and every barrier was kept)."""
+    stream = from_dict({
+        "format": "vkverify-stream/1", "name": "host-after-a-later-submit",
+        "devices": [{"id": "gpu0", "queues": [{"id": "q0", "family": 0}]}],
+        "buffers": [{"id": "B", "size": 256, "memory": "host_coherent"}, {"id": "C", "size": 256}],
+        "semaphores": [{"id": "T", "type": "timeline", "initial": 0}],
+        "shaders": {"produce": {"bindings": ["write"]}},
+        "command_buffers": {
+            "work": [{"cmd": "barrier", "src_stage": ["all_commands"], "src_access": ["memory_write"],
+                      "dst_stage": ["all_commands"], "dst_access": ["memory_read", "memory_write"], "label": "full"},
+                     {"cmd": "dispatch", "shader": "produce", "groups": [1, 1, 1],
+                      "bindings": [{"buffer": "B", "access": "write"}]}],
+            "down": [{"cmd": "barrier", "src_stage": ["compute_shader"], "src_access": ["shader_storage_write"],
+                      "dst_stage": ["copy"], "dst_access": ["transfer_read"], "label": "compute -> copy"},
+                     {"cmd": "copy", "src": "B", "dst": "C"},
+                     {"cmd": "barrier", "src_stage": ["copy"], "src_access": ["transfer_write"],
+                      "dst_stage": ["host"], "dst_access": ["host_read"], "label": "copy -> host"}]},
+        "threads": {"main": [
+            {"op": "submit", "queue": "q0", "command_buffers": ["work"], "signal": [{"semaphore": "T", "value": 1}]},
+            {"op": "submit", "queue": "q0", "command_buffers": ["down"],
+             "wait": [{"semaphore": "T", "value": 1, "stage": ["copy"]}], "signal": [{"semaphore": "T", "value": 2}]},
+            {"op": "wait_semaphores", "waits": [{"semaphore": "T", "value": 2}]},
+            {"op": "host_read", "buffer": "B"}]}})
+    assert findings(stream) == set()
+    result = optimize(stream)
+    assert result.rounds == 1 and findings(result.stream, result.original_ref) == set()
+    assert {s.barrier: s.action for s in result.suggestions} == {"work[0]": "remove", "down[0]": "keep",
+                                                                 "down[2]": "keep"}
+
+
 @pytest.mark.parametrize("path", [p for p in [*CORPUS, *EXAMPLES] if '"params"' not in p.read_text()],
                          ids=lambda p: p.name)
 def test_the_corpus_keeps_its_findings(path):

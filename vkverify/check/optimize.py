@@ -163,7 +163,8 @@ def optimize(stream: ir.Stream, readings: Readings = DEFAULT, budget_s: float = 
         assigned = _assign(executions, orderings, kept)
         edits = {b: _narrowed(stream, b, assigned.get(b, []), b in forced) if b in kept else None for b in barriers}
         optimized, back = _edit(stream, edits)
-        differ = {_key(f, back) for f in check(optimized, readings, witnesses=0)} ^ original_keys
+        found = {_key(f, back): f for f in check(optimized, readings, witnesses=0)}
+        differ = set(found) ^ original_keys
         say(f"round {rounds}: {len(kept)} of {len(barriers)} barriers kept ({method}); {len(differ)} findings differ")
         if not differ:
             if rounds == ROUNDS:
@@ -172,8 +173,10 @@ def optimize(stream: ir.Stream, readings: Readings = DEFAULT, budget_s: float = 
                                 len(orderings), rounds, time.perf_counter() - began, back)
         if rounds == ROUNDS:
             raise AssertionError(f"the stream with its barriers as written gives other findings: {sorted(differ)}")
-        grown = set(forced)
-        for _, _, first, second, *_ in differ:
+        grown = set(forced)  # each new finding's pair: every barrier that may order it
+        for o in _orderings([found[k] for k in differ if k in found], back, original_keys):
+            grown |= executions.chain(o)
+        for _, _, first, second, *_ in differ - set(found):  # a finding gone: what may order its pair
             grown |= executions.around(first, second)
         # A path through other queues' barriers (after a semaphore wait, say): every barrier that may chain to a
         # semaphore or the host.
@@ -242,6 +245,7 @@ class _Executions:
             self.span[ref] = (first, position - 1)
         self.barriers = list(barriers)
         self.every = _Index(self, self.barriers)
+        self.waits = {t.id: _host_waits(t, self.span, {ref: op for ref, op in order.submits}) for t in stream.threads}
         self._covering: dict[tuple, tuple[tuple, ...]] = {}
 
     def covering(self, o: Ordering) -> tuple[tuple, ...]:
@@ -267,17 +271,31 @@ class _Executions:
         a, x = self.place(o.first), self.place(o.second)
         if a is not None and x is not None:
             return (a[0], min(a[1], x[1]), max(a[1], x[1])) if a[0] == x[0] else None
-        if a is not None and o.second_stage == "host":  # 7.1.3: a barrier to the host stage after the write
-            return a[0], a[1], self.span[a[2]][1] + 1
+        if a is not None and o.second_stage == "host":  # 7.1.3: a barrier to the host stage after the write,
+            # in its submit or a later one on its queue that the host waited for before its access (7.4.1)
+            return a[0], a[1], max(self.span[a[2]][1], self.waited(o.second, a[0])) + 1
         if x is not None and o.first_stage == "host":  # and one from the host stage before the access
             return x[0], self.span[x[2]][0] - 1, x[1]
         return None
+
+    def waited(self, host_op: str, queue: str) -> int:
+        """The last position on `queue` that the latest host wait of `host_op`'s thread before it waited for
+        (-1: none)."""
+        ref = parse_ref(host_op)
+        waits = self.waits.get(ref.owner, ()) if ref is not None else ()
+        at = bisect.bisect_left(waits, (ref.index,)) if ref is not None else 0
+        return waits[at - 1][1].get(queue, -1) if at else -1
 
     def between(self, queue: str, lo: int, hi: int) -> list[tuple[int, Ref]]:
         """The barrier executions of `queue` strictly between positions lo and hi."""
         positions, refs = self.runs.get(queue, ((), ()))
         lo, hi = bisect.bisect_right(positions, lo), bisect.bisect_left(positions, hi)
         return list(zip(positions[lo:hi], refs[lo:hi]))
+
+    def chain(self, o: Ordering) -> set[Ref]:
+        """Every barrier that may be on a path ordering the pair (7.1: a chain of them where none does alone)."""
+        interval = self.interval(o)
+        return self.around(o.first, o.second) if interval is None else {b for _, b in self.between(*interval)}
 
     def fixed(self, o: Ordering) -> set[Ref]:
         """Barriers a pair between queues needs as written: those after the first access in its submit, and before
@@ -368,7 +386,7 @@ def _choose(executions: _Executions, orderings: list[Ordering], forced: set[Ref]
             continue
         masks = executions.covering(o)
         if executions.every.latest(interval, masks) is None:
-            kept |= executions.around(o.first, o.second)
+            kept |= executions.chain(o)
         else:
             alone.append((interval, masks))
     free = set(executions.barriers) - kept
@@ -399,6 +417,50 @@ def _minimum(needs: list[frozenset[Ref]], kept: set[Ref], free: set[Ref], budget
         return None
     model = opt.model()
     return kept | {b for b, v in keep.items() if z3.is_true(model.eval(v, model_completion=True))}
+
+
+def _host_waits(thread: ir.Thread, span: dict[str, tuple[int, int]],
+                submits: dict[str, ir.Submit]) -> list[tuple[int, dict[str, int]]]:
+    """(index, {queue: last position waited for}) of each host wait of `thread`, in order: what its fence,
+    semaphore (the submit that signals the least value reaching the one waited for) or idle wait covers among
+    the thread's own submits before it, each queue's submits in order."""
+    done: dict[str, int] = {}  # queue -> last position of the thread's submits so far
+    fence_of: dict[str, str] = {}
+    # semaphore -> the values signaled, and their submits (a timeline's values increase: bisection finds the one)
+    signals: dict[str, tuple[list[int], list[str]]] = {}
+    out = []
+    for i, op in enumerate(thread.ops):
+        ref = format_ref(thread.id, i)
+        if isinstance(op, ir.Submit) and ref in span:
+            done[op.queue] = span[ref][1]
+            if op.fence is not None:
+                fence_of[op.fence] = ref
+            for batch in op.batches:
+                for signal in batch.signals:
+                    values, refs = signals.setdefault(signal.semaphore, ([], []))
+                    values.append(signal.value or 0)
+                    refs.append(ref)
+            continue
+        if isinstance(op, ir.WaitFences):
+            covered = [fence_of[f] for f in op.fences if f in fence_of]
+        elif isinstance(op, ir.WaitSemaphores):
+            covered = []
+            for w in op.waits:
+                values, refs = signals.get(w.semaphore, ((), ()))
+                at = bisect.bisect_left(values, w.value)
+                covered += refs[at:at + 1]
+        elif isinstance(op, (ir.QueueWaitIdle, ir.DeviceWaitIdle)):
+            out.append((i, {q: end for q, end in done.items()
+                            if not isinstance(op, ir.QueueWaitIdle) or q == op.queue}))
+            continue
+        else:
+            continue
+        reached: dict[str, int] = {}
+        for submit in covered:
+            queue = submits[submit].queue
+            reached[queue] = max(reached.get(queue, -1), span[submit][1])
+        out.append((i, reached))
+    return out
 
 
 def _place(b: Ref) -> tuple[str, int]:
