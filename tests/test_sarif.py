@@ -208,3 +208,34 @@ def test_a_capture_result_is_located_by_call_index(tmp_path):
     assert res["locations"][0]["physicalLocation"]["region"] == {"properties": {"callIndex": index}}
     assert res["relatedLocations"][0]["physicalLocation"]["region"]["properties"]["callIndex"] > index
 
+
+
+def test_optimize_sarif_is_a_note_per_barrier_to_remove_or_narrow(tmp_path):
+    """`vkverify optimize --format sarif`: valid 2.1.0; a result per barrier removed (VKV101) or narrowed (VKV102),
+    at the program's line where the stream records one (the barrier's place in the stream beside it), else at the
+    barrier in the stream file; the masks before and after in its properties."""
+    doc = json.loads((ROOT / "examples" / "decode-full-barriers.json").read_text())
+    [steps] = doc["command_buffers"].values()
+    first = next(i for i, c in enumerate(steps) if c["cmd"] == "barrier")
+    steps[first]["source"] = "engine.py:12"
+    stream = tmp_path / "full.json"
+    stream.write_text(json.dumps(doc, indent=1))
+    done = subprocess.run([sys.executable, "-m", "vkverify.cli", "optimize", "full.json", "--format", "sarif", "-q"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    sarif_doc = json.loads(done.stdout)
+    assert_valid(sarif_doc)
+    [run] = sarif_doc["runs"]
+    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["VKV101", "VKV102"]
+    results = run["results"]
+    assert sorted(r["ruleId"] for r in results) == ["VKV101"] * 4 + ["VKV102"] * 2
+    by_barrier = {r["message"]["text"].split()[0]: r for r in results}
+    sourced = by_barrier[f"step[{first}]"]
+    assert sourced["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "engine.py"
+    assert sourced["locations"][0]["physicalLocation"]["region"] == {"startLine": 12}
+    assert sourced["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "full.json"
+    for r in results:
+        narrowed = r["ruleId"] == "VKV102"
+        assert (r["properties"]["after"] is not None) == narrowed and r["properties"]["before"]["src_stage"]
+        if r is not sourced:
+            assert r["locations"][0]["physicalLocation"]["region"]["startLine"] > 1

@@ -489,6 +489,10 @@ def _add_optimize(sub) -> None:
             emit(chain(dump_chunks(result.stream), ["\n"]), args.output)
         if args.format == "json":
             emit(json.dumps({"file": args.file, **result.to_json()}, indent=1) + "\n")
+        elif args.format == "sarif":
+            from .sarif import format_optimization
+
+            emit(format_optimization(args.file, result) + "\n")
         else:
             emit(result.text(args.file, args.all) + "\n")
         return 0
@@ -504,12 +508,14 @@ def _add_optimize(sub) -> None:
                               "by reference and file:line\n"
                               "  vkverify optimize run.gfxr -o fewer.json    # write the optimized stream\n"
                               "  vkverify optimize run.json --format json    # for tools\n"
+                              "  vkverify optimize run.json --format sarif > optimize.sarif   # code-scanning notes\n"
                               "exit codes: 0 done (the optimized stream gives the original's findings: checked), "
                               "2 bad input",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("file", metavar="FILE", help="stream file (JSON), or a capture (.gfxr, .jsonl)")
     c.add_argument("-o", "--output", metavar="OUT", help="write the optimized stream here")
-    c.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json")
+    c.add_argument("--format", choices=("text", "json", "sarif"), default="text",
+                   help="text (default), json, or sarif (a note per barrier to remove or narrow, at its program line)")
     c.add_argument("--all", action="store_true", help="text: list every barrier kept as written too")
     c.add_argument("--z3-budget", type=_seconds_up_to(MAX_TIMEOUT), default=10.0, metavar="SECONDS",
                    help="time z3 may take to find a minimum before the greedy choice is used (default 10)")

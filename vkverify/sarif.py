@@ -1,4 +1,4 @@
-"""`vkverify check --format sarif`: SARIF 2.1.0 for code-scanning UIs.
+"""`vkverify check --format sarif`: SARIF 2.1.0 for code-scanning UIs (and `vkverify optimize --format sarif`).
 
 One rule per finding kind (check/findings.py: stable id, descriptions, docs/format.md anchor); one result
 per group of findings (check/groups.py: a root cause repeated), its first finding's, located at the text of
@@ -22,7 +22,7 @@ from .model.refs import parse_ref, without_submit
 from .check.groups import Group
 from .results import CAPTURES, FileResult
 
-__all__ = ["format_sarif", "locator", "operations", "repeated", "reported_at"]
+__all__ = ["format_optimization", "format_sarif", "locator", "operations", "repeated", "reported_at"]
 
 DOCS = "docs/format.md"  # each rule's helpUri is an anchor there: the heading of its kind
 
@@ -168,3 +168,46 @@ def format_sarif(results: list[FileResult], expand: bool = False) -> str:
         notifications += [_notification(r, f"{r.file}: {w}", "warning") for w in r.warnings]
     return document([_rule(k) for k in kinds], sarif_results, [r.file for r in results],
                     not any(r.errors for r in results), notifications)
+
+
+# vkverify optimize's two suggestions, as rules: (action, id, title, description).
+OPTIMIZE_RULES = (
+    ("remove", "VKV101", "a global barrier that orders no conflicting pair",
+     ("Every conflicting pair this pipeline barrier orders is ordered without it (or it orders none): the stream "
+     "without it gives the same findings, proved by checking.")),
+    ("narrow", "VKV102", "a global barrier wider than the pairs it orders",
+     ("This pipeline barrier's stages and accesses can be narrowed to those of the pairs it orders: the stream with "
+     "the narrower masks gives the same findings, proved by checking.")),
+)
+
+
+def format_optimization(file: str, result) -> str:
+    """`vkverify optimize --format sarif`: a result (level note) per barrier to remove or narrow (check/optimize.py
+    Optimization), located at the program's line that recorded it where the stream says, else at the barrier in
+    the stream file; its masks before and after in the properties."""
+    stream = result.original
+    region = locator(FileResult(file, stream.name, (), loaded=stream))
+    rule_index = {action: i for i, (action, *_) in enumerate(OPTIMIZE_RULES)}
+    rules = [{"id": rule_id, "name": f"barrier_{action}", "shortDescription": {"text": title},
+              "fullDescription": {"text": description}, "helpUri": "docs/optimize.md",
+              "defaultConfiguration": {"level": "note"}} for action, rule_id, title, description in OPTIMIZE_RULES]
+    results = []
+    for s in result.suggestions:
+        if s.action not in rule_index:
+            continue
+        in_stream = {"physicalLocation": {"artifactLocation": artifact(file),
+                                          **({"region": where} if (where := region(s.barrier)) else {})},
+                     "logicalLocations": [{"fullyQualifiedName": s.barrier, "kind": "member"}]}
+        path, _, line = (s.source or "").rpartition(":")
+        location = {"physicalLocation": {"artifactLocation": artifact(path), "region": {"startLine": int(line)}}} \
+            if path and line.isdigit() else in_stream
+        results.append({
+            "ruleId": OPTIMIZE_RULES[rule_index[s.action]][1], "ruleIndex": rule_index[s.action], "level": "note",
+            "message": {"text": s.line() + (f": {s.why}" if s.action == "remove" else "")}, "locations": [location],
+            **({"relatedLocations": [{"id": 1, **in_stream, "message": {"text": s.barrier}}]}
+               if location is not in_stream else {}),
+            "partialFingerprints": {"vkverify/v2": f"{s.action}|{stream.name}|{_stable(stream, s.barrier)}"},
+            "properties": {"before": {k: list(v) for k, v in s.before.items()},
+                           "after": None if s.after is None else {k: list(v) for k, v in s.after.items()},
+                           "orders": s.orders}})
+    return document(rules, results, [file], True)

@@ -70,6 +70,21 @@ class Suggestion:
     example: Ordering | None  # one of them
     why: str  # why kept as written, or why removable
 
+    def line(self) -> str:
+        """`cb0[3] (file:line) 'label': narrow: src_stage a|b -> a (orders 2 pairs, e.g. raw ...)`."""
+        where = " ".join(x for x in (self.source and f"({self.source})", self.label and repr(self.label)) if x)
+        head = f"{self.barrier}{' ' + where if where else ''}: {self.action}"
+        if self.action == "narrow":
+            head += ": " + "; ".join(f"{m} {'|'.join(self.before[m]) or 'none'} -> {'|'.join(self.after[m]) or 'none'}"
+                                     for m in _MASKS if self.before[m] != self.after[m])
+        elif self.action == "keep":
+            head += f": {self.why}"
+        if self.example is not None:
+            e = self.example
+            head += f" (orders {self.orders} pair{'s' if self.orders != 1 else ''}, e.g. {e.kind} {e.first} -> " \
+                    f"{e.second} on {e.buffer})"
+        return head
+
     def to_json(self) -> dict:
         out = {"barrier": self.barrier, "action": self.action, "label": self.label, "source": self.source,
                "before": {k: list(v) for k, v in self.before.items()},
@@ -107,23 +122,7 @@ class Optimization:
 
     def text(self, file: str, every: bool = False) -> str:
         """One line per barrier to remove or narrow (`every`: kept ones too), then the totals and the proof."""
-        lines = []
-        for s in self.suggestions:
-            if s.action == "keep" and not every:
-                continue
-            where = " ".join(x for x in (s.source and f"({s.source})", s.label and repr(s.label)) if x)
-            head = f"{file}: {s.barrier}{' ' + where if where else ''}: {s.action}"
-            if s.action == "narrow":
-                changed = [f"{m} {'|'.join(s.before[m]) or 'none'} -> {'|'.join(s.after[m]) or 'none'}"
-                           for m in _MASKS if s.before[m] != s.after[m]]
-                head += ": " + "; ".join(changed)
-            elif s.action == "keep":
-                head += f": {s.why}"
-            if s.example is not None:
-                e = s.example
-                head += f" (orders {s.orders} pair{'s' if s.orders != 1 else ''}, e.g. {e.kind} {e.first} -> " \
-                        f"{e.second} on {e.buffer})"
-            lines.append(head)
+        lines = [f"{file}: {s.line()}" for s in self.suggestions if s.action != "keep" or every]
         c = self.counts
         lines.append(f"{file}: {len(self.suggestions)} global barriers: {c['remove']} to remove, {c['narrow']} to "
                      f"narrow, {c['keep']} kept as written; {self.orderings} conflicting pairs they order; "
