@@ -226,7 +226,7 @@ def test_optimize_sarif_is_a_note_per_barrier_to_remove_or_narrow(tmp_path):
     sarif_doc = json.loads(done.stdout)
     assert_valid(sarif_doc)
     [run] = sarif_doc["runs"]
-    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["VKV101", "VKV102"]
+    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["VKV101", "VKV102", "VKV103"]
     results = run["results"]
     assert sorted(r["ruleId"] for r in results) == ["VKV101"] * 4 + ["VKV102"] * 2
     by_barrier = {r["message"]["text"].split()[0]: r for r in results}
@@ -239,3 +239,17 @@ def test_optimize_sarif_is_a_note_per_barrier_to_remove_or_narrow(tmp_path):
         assert (r["properties"]["after"] is not None) == narrowed and r["properties"]["before"]["src_stage"]
         if r is not sourced:
             assert r["locations"][0]["physicalLocation"]["region"]["startLine"] > 1
+
+
+def test_optimize_sarif_names_a_semaphore_wait_to_narrow():
+    """Corpus 116: its wait at all_commands before a dispatch, narrowed to compute_shader (VKV103), at the submit
+    in the stream file."""
+    path = next(p for p in CORPUS if p.name.startswith("116-"))
+    done = subprocess.run([sys.executable, "-m", "vkverify.cli", "optimize", str(path), "--format", "sarif", "-q"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
+    doc = json.loads(done.stdout)
+    assert_valid(doc)
+    [result] = [r for r in doc["runs"][0]["results"] if r["ruleId"] == "VKV103"]
+    assert result["properties"] == {"before": ["all_commands"], "after": ["compute_shader"]}
+    assert result["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == "main[2].batches[0].wait[0]"
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] > 1

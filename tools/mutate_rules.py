@@ -108,10 +108,10 @@ MUTANTS = [
     ("check/engine.py", "return clock[destroyed.agent] > destroyed.pos + 1",
      "return clock[destroyed.agent] > destroyed.pos", ("a clock entry of the destroying thread reads pos + 1 only "
      "after an acquire of its op at pos, the destroy itself, which releases nothing")),
-    ("check/engine.py", "seg.reads = (*(r for r in reads if r.agent != agent or r.stage != stage), x)",
-     "seg.reads = (*(r for r in reads if r.agent != agent), x)"),
-    ("check/engine.py", "if not reads or len(reads) == 1 and reads[0].agent == agent and reads[0].stage == stage:",
-     "if not reads or len(reads) == 1 and reads[0].agent == agent:"),
+    ("check/engine.py", "return (*(r for r in reads if r.agent != x.agent or r.stage != x.stage), x)",
+     "return (*(r for r in reads if r.agent != x.agent), x)"),
+    ("check/engine.py", "if not reads or len(reads) == 1 and reads[0].agent == x.agent and reads[0].stage == x.stage:",
+     "if not reads or len(reads) == 1 and reads[0].agent == x.agent:"),
     ("check/engine.py", "self.host_visibility(w, x, root, seg.lo, seg.hi, every=True)[1]", "self.covering_release(w)"),
     ("check/engine.py", "return all(x.stage in s.chain for _, _, s in states)", "return True"),
     ("check/agents.py", "        if host_ops:\n", "        if True:\n"),
@@ -135,12 +135,12 @@ MUTANTS = [
     ("check/rangemap.py", ("seg.write, seg.reads, seg.initialized, seg.flushed, seg.released_to = write, (), True, "
      "None, None"), "seg.write, seg.initialized, seg.flushed, seg.released_to = write, True, None, None"),
     # the walk
-    ("check/walk.py", "least = next((v for v in self.signal_values[semaphore] if v >= value), None)",
-     "least = next((v for v in self.signal_values[semaphore] if v > value), None)"),
+    ("check/walk.py", "i = bisect_left(values, value)\n            if i == len(values):",
+     "i = bisect_left(values, value + 1)\n            if i == len(values):"),
     ("check/walk.py", "if value <= self.index.semaphores[semaphore].initial:",
      "if value < self.index.semaphores[semaphore].initial:"),
-    ("check/walk.py", "return next((s for s in history if s[0] >= value), None)",
-     "return next((s for s in history if s[0] > value), None)"),
+    ("check/walk.py", "i = bisect_left(history, value, key=lambda s: s[0])",
+     "i = bisect_left(history, value + 1, key=lambda s: s[0])"),
     ("check/walk.py", "if value <= current:", "if value < current:"),
     # the agents' clocks and the schedule's host waits (7.4.1 signal order, 5.3.4 idle waits, 7.1.3 host threads)
     ("check/agents.py", "clock = list(map(max, clock, earlier))", "clock = list(clock)"),

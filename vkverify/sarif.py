@@ -178,6 +178,9 @@ OPTIMIZE_RULES = (
     ("narrow", "VKV102", "a global barrier wider than the pairs it orders",
      ("This pipeline barrier's stages and accesses can be narrowed to those of the pairs it orders: the stream with "
      "the narrower masks gives the same findings, proved by checking.")),
+    ("narrow_wait", "VKV103", "a semaphore wait stage mask wider than its batch's commands",
+     ("This semaphore wait's stage mask can be narrowed to the stages of the commands of its batch: the stream with "
+      "the narrower mask gives the same findings, proved by checking.")),
 )
 
 
@@ -188,26 +191,28 @@ def format_optimization(file: str, result) -> str:
     stream = result.original
     region = locator(FileResult(file, stream.name, (), loaded=stream))
     rule_index = {action: i for i, (action, *_) in enumerate(OPTIMIZE_RULES)}
-    rules = [{"id": rule_id, "name": f"barrier_{action}", "shortDescription": {"text": title},
+    rules = [{"id": rule_id, "name": f"optimize_{action}", "shortDescription": {"text": title},
               "fullDescription": {"text": description}, "helpUri": "docs/optimize.md",
               "defaultConfiguration": {"level": "note"}} for action, rule_id, title, description in OPTIMIZE_RULES]
-    results = []
-    for s in result.suggestions:
-        if s.action not in rule_index:
-            continue
+    def note(action: str, ref: str, op: str, source: str | None, text: str, properties: dict) -> dict:
+        """A result at the program's line where `source` names one (the stream's place of `op` beside it)."""
         in_stream = {"physicalLocation": {"artifactLocation": artifact(file),
-                                          **({"region": where} if (where := region(s.barrier)) else {})},
-                     "logicalLocations": [{"fullyQualifiedName": s.barrier, "kind": "member"}]}
-        path, _, line = (s.source or "").rpartition(":")
+                                          **({"region": where} if (where := region(op)) else {})},
+                     "logicalLocations": [{"fullyQualifiedName": ref, "kind": "member"}]}
+        path, _, line = (source or "").rpartition(":")
         location = {"physicalLocation": {"artifactLocation": artifact(path), "region": {"startLine": int(line)}}} \
             if path and line.isdigit() else in_stream
-        results.append({
-            "ruleId": OPTIMIZE_RULES[rule_index[s.action]][1], "ruleIndex": rule_index[s.action], "level": "note",
-            "message": {"text": s.line() + (f": {s.why}" if s.action == "remove" else "")}, "locations": [location],
-            **({"relatedLocations": [{"id": 1, **in_stream, "message": {"text": s.barrier}}]}
-               if location is not in_stream else {}),
-            "partialFingerprints": {"vkverify/v2": f"{s.action}|{stream.name}|{_stable(stream, s.barrier)}"},
-            "properties": {"before": {k: list(v) for k, v in s.before.items()},
-                           "after": None if s.after is None else {k: list(v) for k, v in s.after.items()},
-                           "orders": s.orders}})
+        return {"ruleId": OPTIMIZE_RULES[rule_index[action]][1], "ruleIndex": rule_index[action], "level": "note",
+                "message": {"text": text}, "locations": [location],
+                **({"relatedLocations": [{"id": 1, **in_stream, "message": {"text": ref}}]}
+                   if location is not in_stream else {}),
+                "partialFingerprints": {"vkverify/v2": f"{action}|{stream.name}|{_stable(stream, op)}|{ref}"},
+                "properties": properties}
+    results = [note(s.action, s.barrier, s.barrier, s.source, s.line() + (f": {s.why}" if s.action == "remove" else ""),
+                    {"before": {k: list(v) for k, v in s.before.items()},
+                     "after": None if s.after is None else {k: list(v) for k, v in s.after.items()},
+                     "orders": s.orders})
+               for s in result.suggestions if s.action in rule_index]
+    results += [note("narrow_wait", w.wait, w.wait.split(".")[0], w.source, w.line(),
+                     {"before": list(w.before), "after": list(w.after)}) for w in result.waits]
     return document(rules, results, [file], True)

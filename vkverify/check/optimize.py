@@ -16,6 +16,8 @@ How it decides (docs/optimize.md):
    exactly (every pair ordered before is ordered after; no hazard hidden, none fixed). Where a finding differs,
    the barriers around it (then every barrier next to a semaphore or the host) are kept as written and the choice
    is made again; the last of ROUNDS rounds keeps every barrier as written, saying so.
+6. Semaphore waits: a wait's stage mask wider than its batch's commands' stages is narrowed to them, proved by a
+   check (all at once, else one at a time).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ..model import ir
+from ..model.accesses import command_accesses
 from ..model.errors import UsageError
 from ..model.refs import Ref, format_ref, map_positions, parse_ref
 from .readings import DEFAULT, Readings
@@ -97,6 +100,27 @@ class Suggestion:
 
 
 @dataclass(frozen=True)
+class WaitNarrowed:
+    """A semaphore wait whose stage mask optimize narrows to the stages of its batch's commands."""
+
+    wait: str  # main[3].batches[0].wait[1]
+    semaphore: str
+    label: str | None  # the submit's
+    source: str | None
+    before: tuple[str, ...]
+    after: tuple[str, ...]
+
+    def line(self) -> str:
+        where = " ".join(x for x in (self.source and f"({self.source})", self.label and repr(self.label)) if x)
+        return (f"{self.wait}{' ' + where if where else ''}: narrow: wait stage of {self.semaphore} "
+                f"{'|'.join(self.before)} -> {'|'.join(self.after)}")
+
+    def to_json(self) -> dict:
+        return {"wait": self.wait, "semaphore": self.semaphore, "label": self.label, "source": self.source,
+                "before": list(self.before), "after": list(self.after)}
+
+
+@dataclass(frozen=True)
 class Optimization:
     original: ir.Stream
     stream: ir.Stream  # the optimized stream (the original where the proof failed)
@@ -106,6 +130,7 @@ class Optimization:
     rounds: int
     seconds: float
     original_ref: Callable[[str], str] = field(compare=False)  # a reference of `stream` in the original's positions
+    waits: tuple[WaitNarrowed, ...] = ()  # semaphore waits narrowed
 
     @property
     def counts(self) -> dict[str, int]:
@@ -118,11 +143,12 @@ class Optimization:
         """The `optimize --format json` document (docs/optimize.md)."""
         return {"method": self.method, "barriers": len(self.suggestions), **self.counts,
                 "orderings": self.orderings, "rounds": self.rounds, "seconds": round(self.seconds, 3),
-                "suggestions": [s.to_json() for s in self.suggestions]}
+                "suggestions": [s.to_json() for s in self.suggestions], "waits": [w.to_json() for w in self.waits]}
 
     def text(self, file: str, every: bool = False) -> str:
         """One line per barrier to remove or narrow (`every`: kept ones too), then the totals and the proof."""
         lines = [f"{file}: {s.line()}" for s in self.suggestions if s.action != "keep" or every]
+        lines += [f"{file}: {w.line()}" for w in self.waits]
         c = self.counts
         lines.append(f"{file}: {len(self.suggestions)} global barriers: {c['remove']} to remove, {c['narrow']} to "
                      f"narrow, {c['keep']} kept as written; {self.orderings} conflicting pairs they order; "
@@ -168,8 +194,9 @@ def optimize(stream: ir.Stream, readings: Readings = DEFAULT, budget_s: float = 
         if not differ:
             if rounds == ROUNDS:
                 method = f"every barrier as written: no smaller set proved in {ROUNDS - 1} rounds"
+            optimized, waits = _narrowed_waits(optimized, readings, original_keys, back, say)
             return Optimization(stream, optimized, _suggestions(stream, edits, assigned, forced), method,
-                                len(orderings), rounds, time.perf_counter() - began, back)
+                                len(orderings), rounds, time.perf_counter() - began, back, waits)
         if rounds == ROUNDS:
             raise AssertionError(f"the stream with its barriers as written gives other findings: {sorted(differ)}")
         grown = set(forced)  # each new finding's pair: every barrier that may order it
@@ -180,6 +207,62 @@ def optimize(stream: ir.Stream, readings: Readings = DEFAULT, budget_s: float = 
         # A path through other queues' barriers (after a semaphore wait, say): every barrier that may chain to a
         # semaphore or the host.
         forced = grown if grown != forced else forced | executions.linked
+
+
+# ---- semaphore waits ------------------------------------------------------------------------------------------
+
+WAIT_TRIES = 32  # waits narrowed one at a time (one check each) where narrowing all at once changes a finding
+
+
+def _narrowed_waits(stream: ir.Stream, readings: Readings, original_keys: set[tuple], back: Callable[[str], str],
+                    say: Callable[[str], None]) -> tuple[ir.Stream, tuple[WaitNarrowed, ...]]:
+    """Each semaphore wait whose stage mask takes in more than its batch's commands' stages, narrowed to those
+    (7.4.2: the wait's second synchronization scope is its stage mask; the batch's commands and the later ones on
+    the queue at those stages): all at once where the findings stay the original's, else one at a time up to
+    WAIT_TRIES, each proved by a check."""
+    candidates = {}
+    for thread in stream.threads:
+        for i, op in enumerate(thread.ops):
+            if not isinstance(op, ir.Submit):
+                continue
+            for b, batch in enumerate(op.batches):
+                stages = frozenset(a[0] for cb in batch.command_buffers
+                                   for c in stream.index.command_buffers[cb].commands for a in command_accesses(c))
+                for w, wait in enumerate(batch.waits):
+                    if stages and second_execution_scope(stages) < second_execution_scope(wait.stage):
+                        candidates[(thread.id, i, b, w)] = stages
+
+    def same(chosen) -> bool:
+        edited = _with_wait_stages(stream, {k: candidates[k] for k in chosen})
+        return {_key(f, back) for f in check(edited, readings, witnesses=0)} == original_keys
+    if not candidates:
+        return stream, ()
+    chosen = list(candidates)
+    if not same(chosen):
+        chosen = [k for k in list(candidates)[:WAIT_TRIES] if same([k])]
+        chosen = chosen if same(chosen) else []  # each alone holds; together, as proved, or none
+    say(f"semaphore waits: {len(chosen)} of {len(candidates)} narrowed to their batches' stages")
+    narrowed = []
+    for thread_id, i, b, w in chosen:
+        op = stream.index.threads[thread_id].ops[i]
+        wait = op.batches[b].waits[w]
+        ref = f"{format_ref(thread_id, i)}.batches[{b}].wait[{w}]"
+        narrowed.append(WaitNarrowed(ref, wait.semaphore, op.label, op.source, tuple(sorted(wait.stage)),
+                                     tuple(sorted(candidates[thread_id, i, b, w]))))
+    return _with_wait_stages(stream, {k: candidates[k] for k in chosen}), tuple(narrowed)
+
+
+def _with_wait_stages(stream: ir.Stream, stages: dict[tuple[str, int, int, int], frozenset[str]]) -> ir.Stream:
+    """`stream` with the waits keyed (thread, op, batch, wait) given these stage masks."""
+    def submit(thread: str, i: int, op: ir.Submit) -> ir.Submit:
+        return replace(op, batches=tuple(replace(batch, waits=tuple(
+            replace(wait, stage=stages.get((thread, i, b, w), wait.stage)) for w, wait in enumerate(batch.waits)))
+            for b, batch in enumerate(op.batches)))
+    touched = {k[0] for k in stages}
+    threads = tuple(replace(t, ops=tuple(submit(t.id, i, op) if isinstance(op, ir.Submit) else op
+                                         for i, op in enumerate(t.ops))) if t.id in touched else t
+                    for t in stream.threads)
+    return replace(stream, threads=threads)
 
 
 # ---- where each command runs -----------------------------------------------------------------------------------
