@@ -23,7 +23,7 @@ import pytest
 from tests._processes import alive
 from tests.conftest import ROOT
 from vkverify.mutations import live
-from vkverify.mutations.forks import Server
+from vkverify.mutations.forks import Runs, Server
 from vkverify.mutations.gate import listing, read_list
 from vkverify.mutations.kills import kill_detail, killed_by, read_hazards
 from vkverify.mutations.live import Selection, environment
@@ -575,6 +575,19 @@ def test_a_forked_run_that_hangs_is_killed_at_its_timeout_and_the_server_goes_on
     finally:
         server.close()
     assert not alive(server.process.pid)
+
+
+def test_a_server_that_ends_leaves_each_run_to_a_fresh_process_said_once():
+    """A command whose process never serves (here it exits at once): each run falls back to a fresh process."""
+    said = []
+    runs = Runs([sys.executable, "-c", "print('fresh'); raise SystemExit(3)"], Processes(), said.append)
+    runs.serve([])
+    try:
+        done = [runs.run({}, 600) for _ in range(2)]
+        assert [(d.returncode, d.stdout) for d in done] == [(3, "fresh\n")] * 2
+    finally:
+        runs.close()
+    assert said == ["each mutant runs in a fresh process of the command: its serving process ended (exit 3)"]
 
 
 def test_a_runtime_opened_outside_the_tests_makes_each_run_a_fresh_process(tmp_path):
