@@ -177,18 +177,23 @@ def _redirect(ch: Channel, stdout: str, stderr: str) -> None:
         os.close(fd)
 
 
-def _collected(listing: str) -> bool | None:
-    """Whether the listing run's plugin has collected the tests (live.list_tests) before any Runtime was opened
-    (live.Mutator); None: neither line is there yet."""
-    with open(listing, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            try:
-                entry = json.loads(line)
-            except ValueError:  # a line being written
-                return None
-            if isinstance(entry, dict) and ("tests" in entry or "runtime" in entry):
-                return "tests" in entry
-    return None
+class _Lines:
+    """The JSON objects a file gains, line by line, as it is written."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.read, self.partial = path, 0, b""
+
+    def new(self) -> list[dict]:
+        with open(self.path, "rb") as f:
+            f.seek(self.read)
+            data = f.read()
+        self.read += len(data)
+        *complete, self.partial = (self.partial + data).split(b"\n")
+        entries = []
+        for line in complete:
+            with contextlib.suppress(ValueError):  # not one of live.py's: the gate's reading warns of it
+                entries.append(json.loads(line))
+        return [e for e in entries if isinstance(e, dict)]
 
 
 class Gone(Exception):
@@ -347,18 +352,25 @@ class Runs:
     @contextmanager
     def alongside(self, listing: str) -> Iterator[None]:
         """While the listing run writes `listing`: start the server as soon as its pytest plugin has collected the
-        tests with no Runtime opened (the line naming the tests, no Runtime's before it). Only a command that
-        loads the plugin then, which serves and runs no test, starts alongside the listing run."""
+        tests with no Runtime opened (the line naming the tests, no Runtime's before it), and have it import the
+        modules the run names at its end (live.list_modules) while the run exits. Only a command that loads the
+        plugin then, which serves and runs no test, starts alongside the listing run."""
         done = threading.Event()
 
         def watch() -> None:
+            lines, collected = _Lines(listing), None
             while not done.wait(WATCH_S):
-                collected = _collected(listing)
-                if collected is not None:
-                    if collected:
+                for entry in lines.new():
+                    if collected is None and ("tests" in entry or "runtime" in entry):
+                        collected = "tests" in entry
+                        if not collected:
+                            return
                         with contextlib.suppress(Interrupted, CannotStart):  # the listing run says so
                             self.start()
-                    return
+                    elif collected and "modules" in entry:
+                        if self._server is not None:
+                            self._server.warm(entry["modules"])
+                        return
         watcher = threading.Thread(target=watch, name="vkverify-listing", daemon=True)
         watcher.start()
         try:
