@@ -256,6 +256,8 @@ class Server:
                 status = self._answer(answers, deadline)["status"]
             except BaseException as e:  # a timeout, a signal, the server gone: the child must not outlive the run
                 kill_group(pid)
+                with contextlib.suppress(ProcessLookupError):  # still held in the server's group (not reaped: no reuse)
+                    os.kill(pid, signal.SIGKILL)
                 if isinstance(e, subprocess.TimeoutExpired):
                     try:
                         self._answer(answers, time.monotonic() + REAPED_S)  # the server reaps it
