@@ -398,7 +398,7 @@ def _add_mutate(sub) -> None:
                "With only a command, its own Runtimes mutate themselves (VKVERIFY_RUNTIME_MUTATE): it runs once "
                "listing the candidates (it must pass), then once per mutant, one per call site of the program "
                "(--per-iteration: per candidate); a line per mutant on stderr (-q: none). Where that run loaded "
-               "the pytest plugin, a pytest process per -j worker collects once and forks each mutant's run "
+               "the pytest plugin, one pytest process of the command collects once and forks each mutant's run "
                "(--no-fork: a fresh process each).\n"
                "Each run of the command is a session of its own: a timeout, Ctrl-C or SIGTERM kills all it started. "
                "With only a command, the verdicts before Ctrl-C or SIGTERM are kept in the cache, printed and "
