@@ -7,10 +7,11 @@ prints online / plain (target at most 2x) and listing / plain (target at most 3x
 
 Then command mode (issue 28): the gate `vkverify mutate --target all --no-cache -- pytest ...` over the
 downstream project's suite (tests/downstream, both tests) against the plain pytest run of that suite,
-printed as gate / plain (target at most 3x). Beside it, what any run of the command costs before its
-tests do anything: a pytest run of one test that only opens vk_runtime (the interpreter, pytest, the
-test modules' imports, the device); the gate runs the command 1 + mutants times, so that start-up
-over -j workers bounds its ratio from below.
+printed as gate / plain (target at most 3x), and the same gate with --no-fork (a fresh process per
+mutant). Beside it, what any run of the command costs before its tests do anything: a pytest run of
+one test that only opens vk_runtime (the interpreter, pytest, the test modules' imports, the device);
+with --no-fork the gate starts the command 1 + mutants times, so that start-up over -j workers bounds
+its ratio from below; forked, it starts it twice, at once (the listing run and the forking server).
 
     python benchmarks/mutate.py [--frames 10,30,100] [--runtime-only | --command-only]
 
@@ -126,15 +127,20 @@ def command_mode() -> None:
             return time.perf_counter() - began, done.stdout
 
         plain, _ = seconds(suite)
-        gate, out = seconds([sys.executable, "-m", "vkverify.cli", "mutate", "--target", "all", "--no-cache",
-                             "--fail-under", "0", "--format", "json", "--", *suite])
+        gate_argv = [sys.executable, "-m", "vkverify.cli", "mutate", "--target", "all", "--no-cache", "--fail-under",
+                     "0", "--format", "json"]
+        gate, out = seconds([*gate_argv, "--", *suite])
+        fresh, _ = seconds([*gate_argv, "--no-fork", "--", *suite])
         (project / "check_open.py").write_text("def test_open(vk_runtime):\n    pass\n")
         start, _ = seconds([*suite[:-2], "check_good.py", "check_weak.py", "check_open.py", "-k", "test_open"])
     mutants, jobs = len(json.loads(out)["mutants"]), os.cpu_count()
     print(f"command mode, tests/downstream: plain {plain:.2f} s, gate {gate:.2f} s ({mutants} mutants, "
-          f"-j {jobs}); gate / plain {gate / plain:.2f}x")
+          f"-j {jobs}); gate / plain {gate / plain:.2f}x (target at most 3x); with --no-fork {fresh:.2f} s, "
+          f"{fresh / plain:.2f}x")
+    floor = (1 + mutants) * start / jobs / plain
     print(f"  start-up of one run (pytest, imports, device; no test body): {start:.2f} s = {start / plain:.2f} of "
-          f"plain; {1 + mutants} runs over -j {jobs}: at least {(1 + mutants) * start / jobs / plain:.2f}x")
+          f"plain; --no-fork starts {1 + mutants} runs over -j {jobs}: at least {floor:.2f}x; forked, 2 at once (the "
+          "listing run, the server)")
 
 
 def main() -> None:

@@ -23,9 +23,11 @@ import pytest
 from tests._processes import alive
 from tests.conftest import ROOT
 from vkverify.mutations import live
+from vkverify.mutations.forks import Runs, Server
 from vkverify.mutations.gate import listing, read_list
 from vkverify.mutations.kills import kill_detail, killed_by, read_hazards
 from vkverify.mutations.live import Selection, environment
+from vkverify.mutations.processes import Processes
 from vkverify.runtime import HazardError, Runtime
 
 pytest.importorskip("vulkan")
@@ -452,20 +454,51 @@ def test_two_shards_at_once_on_one_cache_lose_no_verdict(project, tmp_path):
 
 
 
-def test_ctrl_c_stops_the_gate_kills_its_runs_and_writes_the_partial_report(project, tmp_path):
-    """SIGINT while a mutant runs: the gate kills that run, starts no other, and exits 2 promptly, its JUnit
-    and JSON reports written with the verdict it had, marked interrupted."""
-    pids = tmp_path / "pids"  # one line per run of the command: its pid (sh execs pytest)
-    command = ("sh", "-c", f'echo $$ >> {pids}; exec "$@"', "sh", sys.executable, "-m", "pytest", "-q", "-p",
-               "no:cacheprovider", "check_good.py")
+# A pytest plugin (-p pids) logging each process's pytest start and each test run: which processes ran what.
+PIDS = """
+import os
+
+
+def pytest_configure(config):
+    log("start")
+
+
+def pytest_runtest_setup(item):
+    log("test")
+
+
+def log(what):
+    with open(os.environ["PIDS"], "a") as f:
+        f.write(f"{what} {os.getpid()}\\n")
+"""
+
+
+def logged(path) -> dict[str, list[int]]:
+    """The pids of each kind of line the pids plugin wrote, in order, once each."""
+    found: dict[str, list[int]] = {}
+    for what, pid in (line.split() for line in path.read_text().splitlines()):
+        if int(pid) not in found.setdefault(what, []):
+            found[what].append(int(pid))
+    return found
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "fresh"])
+def test_ctrl_c_stops_the_gate_kills_its_runs_and_writes_the_partial_report(project, tmp_path, fork):
+    """SIGINT while a mutant runs: the gate kills that run (forked from the server, or a fresh process), the
+    server, and starts no other; it exits 2 promptly, its JUnit and JSON reports written with the verdict it
+    had, marked interrupted."""
+    (project / "pids.py").write_text(PIDS)
+    pids = tmp_path / "pids"
+    command = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pids", "check_good.py")
     junit, report = tmp_path / "m.xml", tmp_path / "m.json"
-    gate = start(project, "--no-cache", "-j", "1", "--junit", str(junit), "--json", str(report), command=command)
+    options = ("--no-cache", "-j", "1", "--junit", str(junit), "--json", str(report), *(() if fork else ("--no-fork",)))
+    gate = start(project, *options, command=command, PIDS=str(pids))
     try:
         lines = []
         while not any(line.startswith("vkverify mutate: [1/9]") for line in lines):  # the first verdict
             lines.append(gate.stderr.readline())
             assert lines[-1], "".join(lines)
-        while len(pids.read_text().split()) < 3:  # the listing's run, the first mutant's, the second's
+        while len(logged(pids)["test"]) < 3:  # the listing's run, the first mutant's, the second's
             time.sleep(0.05)
         gate.send_signal(signal.SIGINT)
         gate.wait(timeout=60)
@@ -475,11 +508,95 @@ def test_ctrl_c_stops_the_gate_kills_its_runs_and_writes_the_partial_report(proj
     err = gate.stderr.read()
     assert "Traceback" not in err and err.splitlines()[-1] == \
         "vkverify mutate: interrupted by SIGINT after 1 of 9 mutants: the report is partial", err
-    started = [int(p) for p in pids.read_text().split()]
-    assert len(started) == 3 and not any(map(alive, started))
+    started = logged(pids)
+    # Forked: pytest started twice (the listing run, the server), each mutant's run a child of the server.
+    assert len(started["start"]) == (2 if fork else 3) and len(started["test"]) == 3, started
+    assert not any(map(alive, started["start"] + started["test"]))
     judged = json.loads(report.read_text())
     assert judged["stopped"] == "interrupted by SIGINT after 1 of 9 mutants: the report is partial"
     assert [m["killed"] for m in judged["mutants"]].count(True) == 1 and len(judged["mutants"]) == 9
     root = ET.parse(junit).getroot()
     assert root.get("errors") == "1" and "interrupted by SIGINT" in root.find("testsuite/testcase/error").get("message")
     assert len(root.findall("testsuite/testcase/skipped")) == 8
+
+
+def test_forked_runs_give_the_table_fresh_runs_give(project, tmp_path):
+    """The weak test, the online check on: each mutant's run forked from one pytest process that collected once
+    (started twice in all: the listing run and the server) gives the verdicts, kill details and reports of a
+    fresh process per mutant (--no-fork: started once per run)."""
+    (project / "pids.py").write_text(PIDS)
+    command = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pids", "check_weak.py")
+    reports = {}
+    for fork in (True, False):
+        pids, junit = tmp_path / f"pids-{fork}", tmp_path / f"m-{fork}.xml"
+        done = mutate(project, "--target", "all", "-j", "2", "--no-cache", "--format", "json", "--junit", str(junit),
+                      *(() if fork else ("--no-fork",)), command=command, PIDS=str(pids), VKVERIFY_CHECK="1")
+        assert done.returncode == 0 and "fresh process" not in done.stderr, done.stdout + done.stderr
+        assert len(logged(pids)["start"]) == (2 if fork else 10) and len(logged(pids)["test"]) == 10
+        reports[fork] = json.loads(done.stdout), junit.read_text()
+    (forked, forked_junit), (fresh, fresh_junit) = reports[True], reports[False]
+    assert forked["mutants"] == fresh["mutants"] and forked["matrix"] == fresh["matrix"]
+    assert forked_junit == fresh_junit
+    assert all(m["killed_by"] == "online_check" and "online check: main[" in m["verdicts"]["command"]["detail"]
+               for m in forked["mutants"]), forked["mutants"]
+
+
+HANGS = """
+import os
+import subprocess
+import time
+
+
+def test_hangs():
+    if os.environ.get("HANG"):
+        sleeper = subprocess.Popen(["sleep", "600"])
+        with open("pids", "w") as f:
+            f.write(f"{os.getpid()} {sleeper.pid}")
+        time.sleep(600)
+"""
+
+
+def test_a_forked_run_that_hangs_is_killed_at_its_timeout_and_the_server_goes_on(tmp_path, monkeypatch):
+    """The child and what it started are killed (its process group); the server reaps it and forks the next."""
+    (tmp_path / "test_hangs.py").write_text(HANGS)
+    shutil.copy(DOWNSTREAM / "conftest.py", tmp_path)  # registers the plugin where no entry point does
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    server = Server([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_hangs.py"], Processes())
+    try:
+        server.warm([])
+        assert server.run({}, 600).returncode == 0  # collected, warm
+        with pytest.raises(subprocess.TimeoutExpired):
+            server.run({"HANG": "1"}, 10)
+        pids = [int(pid) for pid in (tmp_path / "pids").read_text().split()]
+        assert len(pids) == 2 and not any(map(alive, pids))
+        done = server.run({}, 600)
+        assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
+    finally:
+        server.close()
+    assert not alive(server.process.pid)
+
+
+def test_a_server_that_ends_leaves_each_run_to_a_fresh_process_said_once():
+    """A command whose process never serves (here it exits at once): each run falls back to a fresh process."""
+    said = []
+    runs = Runs([sys.executable, "-c", "print('fresh'); raise SystemExit(3)"], Processes(), said.append)
+    runs.serve([])
+    try:
+        done = [runs.run({}, 600) for _ in range(2)]
+        assert [(d.returncode, d.stdout) for d in done] == [(3, "fresh\n")] * 2
+    finally:
+        runs.close()
+    assert said == ["each mutant runs in a fresh process of the command: its serving process ended (exit 3)"]
+
+
+def test_a_runtime_opened_outside_the_tests_makes_each_run_a_fresh_process(tmp_path):
+    """Opened at collection (a module's import), it would be the server's, made before any mutant's variables."""
+    path = tmp_path / "candidates.jsonl"
+    lines = [{"tests": {"t.py::test": "t.py"}}, {"runtime": "rt", "where": "t.py::test"}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert read_list(str(path)).forkable
+    lines.append({"runtime": "module_rt", "where": "module_rt"})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    found = read_list(str(path))
+    assert not found.forkable and found.outside == ["module_rt"]

@@ -408,3 +408,17 @@ def test_operations_in_a_tuple_are_checked_as_in_a_list():
     assert from_dict(_repeated({"cb0": (fill, fill)})) == from_dict(_repeated({"cb0": [fill, fill]}))
     with pytest.raises(InvalidStream):
         from_dict(_repeated({"cb0": (fill, {**fill, "size": -1})}))
+
+
+def test_compile_schema_compiles_every_operations_schema_ahead():
+    """What the mutation gate's forking server does once for all its children: afterwards loading a stream
+    compiles nothing."""
+    from vkverify.model import loader
+
+    loader.compile_schema()
+    defs = loader.schema()["$defs"]
+    kinds = sum(len(defs[name]["properties"][kind]["enum"]) for kind, name in (("cmd", "command"), ("op", "host_op")))
+    compiled = loader._operation_validator.cache_info().currsize
+    assert compiled == kinds and loader._fast_validator.cache_info().currsize == 1
+    load(CORPUS[0])
+    assert loader._operation_validator.cache_info().currsize == compiled

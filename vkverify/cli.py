@@ -397,7 +397,9 @@ def _add_mutate(sub) -> None:
                "non-zero exit or a timeout kills.\n"
                "With only a command, its own Runtimes mutate themselves (VKVERIFY_RUNTIME_MUTATE): it runs once "
                "listing the candidates (it must pass), then once per mutant, one per call site of the program "
-               "(--per-iteration: per candidate); a line per mutant on stderr (-q: none).\n"
+               "(--per-iteration: per candidate); a line per mutant on stderr (-q: none). Where that run loaded "
+               "the pytest plugin, one pytest process of the command collects once and forks each mutant's run "
+               "(--no-fork: a fresh process each).\n"
                "Each run of the command is a session of its own: a timeout, Ctrl-C or SIGTERM kills all it started. "
                "With only a command, the verdicts before Ctrl-C or SIGTERM are kept in the cache, printed and "
                "written, marked stopped.\n"
@@ -438,6 +440,9 @@ def _add_mutate(sub) -> None:
     c.add_argument("--no-cache", action="store_true", help="neither read nor write the verdict cache")
     c.add_argument("--per-iteration", action="store_true",
                    help="with only a command: one mutant per candidate, not one per call site (file:line)")
+    c.add_argument("--no-fork", action="store_true",
+                   help="with only a command that is a pytest run: each mutant in a fresh process of the command, not "
+                        "forked from one that collected the tests once")
     _add_quiet(c, "with only a command: no progress lines on stderr")
     c.add_argument("files", nargs="*", metavar="FILES... [-- CMD ARGS...]",
                    help="stream files or directories; a command after --")

@@ -13,7 +13,8 @@ Vulkan is imported only when `vk_runtime` is used, so loading the plugin costs n
 Under `vkverify mutate -- CMD` (VKVERIFY_RUNTIME_MUTATE, vkverify/mutations/live.py): the listing run
 names the tests collected and their files; a mutant's run keeps only the tests its selection names
 (those that reached its call site), and stops at its first failing test, as -x does: the command has
-then failed, which is all the mutant's verdict needs.
+then failed, which is all the mutant's verdict needs. Under VKVERIFY_FORKS the run collects once, then
+forks a child per mutant after collection (vkverify/mutations/forks.py).
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from pathlib import Path
 import pytest
 
 __all__ = ["assert_race_free", "device", "pytest_addoption", "pytest_collection_modifyitems", "pytest_configure",
-           "pytest_report_header", "pytest_runtest_makereport", "pytest_terminal_summary", "vk_runtime"]
+           "pytest_report_header", "pytest_runtest_makereport", "pytest_terminal_summary", "pytest_unconfigure",
+           "vk_runtime"]
 
 DEFAULT_DEVICE = "llvmpipe"
 REPORTS = pytest.StashKey[list]()  # a test's reports: its runtime's teardown reads whether it failed
 WRITTEN = pytest.StashKey[list]()  # (test id, device, path) of each failing test's recorded stream
+SERVING = pytest.StashKey[object]()  # the gate's channel (forks.Channel) where this run forks the mutants' runs
 
 
 def pytest_addoption(parser) -> None:
@@ -55,6 +58,13 @@ def device(config) -> tuple[str, str]:
 
 def pytest_configure(config) -> None:
     config.stash[WRITTEN] = []
+    if os.environ.get("VKVERIFY_FORKS"):  # forks.FORKS, not imported unless set
+        from vkverify.mutations.forks import channel, refuse
+
+        serving = config.stash[SERVING] = channel()
+        if getattr(config.option, "numprocesses", None) or getattr(config.option, "dist", "no") != "no":
+            refuse(serving, "pytest-xdist runs the tests in processes of its own")
+            pytest.exit("vkverify mutate: pytest-xdist: no forks", returncode=0)
 
 
 def pytest_report_header(config) -> str:
@@ -73,6 +83,23 @@ def _mutation():
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected theirs
 def pytest_collection_modifyitems(config, items) -> None:
+    serving = config.stash.get(SERVING, None)
+    if serving is not None:
+        from vkverify.mutations.forks import serve
+
+        # Children run at once: each captures into files of its own, never the server's.
+        capture = config.pluginmanager.getplugin("capturemanager")
+        if capture is not None:
+            capture.stop_global_capturing()
+        if not serve(serving):  # the gate closed the channel: this process runs no test
+            items[:] = []
+            return
+        if capture is not None:
+            capture.start_global_capturing()
+            capture.suspend_global_capture()  # as collection left it
+        reporter = config.pluginmanager.getplugin("terminalreporter")
+        if hasattr(reporter, "_session_start"):  # its summary line times this run, not the server's (pytest >= 8.4)
+            reporter._session_start = type(reporter._session_start)()
     chosen = _mutation()
     if chosen is None:
         return
@@ -87,6 +114,23 @@ def pytest_collection_modifyitems(config, items) -> None:
         if not items:
             raise pytest.UsageError(f"vkverify mutate: none of the tests this mutant runs was collected: "
                                     f"{', '.join(chosen.tests)}")
+
+
+def pytest_unconfigure(config) -> None:
+    chosen = _mutation()
+    if chosen is not None and chosen.target == "list":
+        from vkverify.mutations.live import list_modules
+
+        list_modules(chosen.file, _runner_packages(config))
+
+
+def _runner_packages(config) -> set[str]:
+    """The test runner's top-level packages: pytest's, vkverify's and those of each plugin's distribution."""
+    found = {"_pytest", "pytest", "pluggy", "vkverify", "vulkan"}  # vulkan: the runtime's bindings
+    for _, dist in config.pluginmanager.list_plugin_distinfo():
+        found.update(name for name in (Path(f).parts[0].removesuffix(".py") for f in dist.files or ())
+                     if name.isidentifier())
+    return found
 
 
 @pytest.hookimpl(wrapper=True)

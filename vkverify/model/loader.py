@@ -31,7 +31,8 @@ from .names import access_name, stage_name
 from .refs import parse_ref, split_submit, with_submit
 from .schema import schema
 
-__all__ = ["from_dict", "load", "loads", "resolve_ref", "schema", "schema_errors", "validate", "value_errors"]
+__all__ = ["compile_schema", "from_dict", "load", "loads", "resolve_ref", "schema", "schema_errors", "validate",
+           "value_errors"]
 
 def load(path: str | Path) -> ir.Stream:
     """Read and validate one stream file."""
@@ -377,6 +378,15 @@ def _operation_validator(kind: str, name: str) -> Callable[[Any], Any] | None:
     branch = next((b["then"] for b in defs[_OPERATIONS[kind]]["allOf"]
                    if b["if"]["properties"][kind]["const"] == name), None)
     return None if branch is None else fastjsonschema.compile({**_DRAFT_07, "$defs": defs, "allOf": [branch]})
+
+
+def compile_schema() -> None:
+    """Compile the fast schema and every operation's now, not on first use: a process that forks workers (the
+    mutation gate's forking server, mutations/forks.py) compiles them once for all."""
+    _fast_validator()
+    for kind, name in _OPERATIONS.items():
+        for op in schema()["$defs"][name]["properties"][kind]["enum"]:
+            _operation_validator(kind, op)
 
 
 def _fast_schema_valid(doc: Any) -> bool:

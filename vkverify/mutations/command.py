@@ -53,7 +53,7 @@ def command_mode(args: argparse.Namespace, argv: list[str]) -> int:
         return 2
     try:
         outcomes, stats = run_command(argv, args.target, args.jobs, args.per_iteration, _cache(args), args.shard,
-                                      args.quiet, _timeout(args))
+                                      args.quiet, _timeout(args), not args.no_fork)
         stopped = None
     except NoMutants as e:
         return stop(f"0 mutants: {e}", args)
@@ -144,7 +144,7 @@ def stop(why: str, args: argparse.Namespace, report: Report | None = None) -> in
 
 def main(args: argparse.Namespace) -> int:
     files, argv = args.files, args.cmd  # FILES... [-- CMD ARGS...]
-    own = [flag for flag, given in (("--per-iteration", args.per_iteration),
+    own = [flag for flag, given in (("--per-iteration", args.per_iteration), ("--no-fork", args.no_fork),
                                     ("--require behavioural", args.require == "behavioural")) if given]
     if files and own or not files and not argv:
         print("vkverify mutate: " + (f"{' and '.join(own)} concern a command's runtime mutants (no FILES)" if files

@@ -6,6 +6,10 @@ non-zero exit or a timeout kills. Candidates at one call site (the program's fil
 label) fold into one mutant that changes every iteration of it in every test, unless `per_iteration`
 (one mutant per candidate of one test).
 
+Forks (forks.py): where the listing run loaded the pytest plugin and opened every Runtime in a test,
+each mutant's run is forked from one pytest process of the command that collected the tests once,
+started while the listing run runs; else (or with `fork` off) each is a fresh process.
+
 Test selection: where the listing run loaded the pytest plugin, it names the tests it collected, and
 each Runtime the tests whose ops it ran (live.py); a mutant's run then keeps only the tests that
 reached its call site, with every test that shares a Runtime with one of them (what ran before in a
@@ -24,6 +28,7 @@ constants it reads, no op issued from it) is outside the key: clear the cache af
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -31,12 +36,13 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 from ..errors import VkverifyError
 from .formats import COMMAND
 from .kills import kill_detail, killed_by, read_hazards
 from .live import Selection, environment, site
+from .forks import Runs
 from .processes import CLEAN_TIMEOUT_S, Interrupted, Processes
 from .readers import CleanRunFailed, MutantVerdict
 from .runner import Cache, Outcome, Stats, cache_key, files_hash
@@ -131,6 +137,14 @@ class Listing:
     seconds: float  # the clean run's duration
     skipped: int = 0  # lines of the candidates file that could not be read (warned of)
     coverage: Coverage = field(default_factory=Coverage)
+    modules: list[str] = field(default_factory=list)  # the test runner's modules it imported (forks.py warms them)
+    outside: list[str] = field(default_factory=list)  # the Runtimes it opened outside any test the plugin collected
+
+    @property
+    def forkable(self) -> bool:
+        """Whether a mutant's run can be forked after collection: the pytest plugin collected the tests and
+        every Runtime was opened in one (one opened at collection would be the server's, unmutated)."""
+        return bool(self.coverage.tests) and not self.outside
 
 
 def _strings(value, nested: bool = False) -> bool:
@@ -143,7 +157,7 @@ def _strings(value, nested: bool = False) -> bool:
 def read_list(path: str, warn=None) -> Listing:
     """The candidates file of a list run. A line that is not one of live.py's (torn by a process killed
     while writing it, say) is skipped, with a warning through `warn`."""
-    candidates, runtimes, imports, skipped, tests, reached = [], 0, set(), 0, {}, []
+    candidates, opened, imports, skipped, tests, reached, modules = [], [], set(), 0, {}, [], []
     with open(path, encoding="utf-8", errors="replace") as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
@@ -151,8 +165,8 @@ def read_list(path: str, warn=None) -> Listing:
             try:
                 entry = json.loads(line)
                 keys = entry.keys() if isinstance(entry, dict) else None
-                if keys == {"runtime", "where"}:
-                    runtimes += 1
+                if keys == {"runtime", "where"} and isinstance(entry["where"], str):
+                    opened.append(entry["where"])
                 elif keys == {"imports"} and isinstance(entry["imports"], list) \
                         and all(isinstance(i, str) for i in entry["imports"]):
                     imports.update(entry["imports"])
@@ -160,23 +174,29 @@ def read_list(path: str, warn=None) -> Listing:
                     tests.update(entry["tests"])
                 elif keys == {"reached"} and _strings(entry["reached"], nested=True):
                     reached.append(entry["reached"])
+                elif keys == {"modules"} and isinstance(entry["modules"], list) \
+                        and all(isinstance(m, str) for m in entry["modules"]):
+                    modules = entry["modules"]
                 else:
                     candidates.append(Candidate.parse(entry))
             except (ValueError, RecursionError):
                 skipped += 1
                 if warn is not None:
                     warn(f"warning: line {number} of the candidates file is not a candidate (torn?): skipped")
-    return Listing(candidates, runtimes, sorted(imports), 0.0, skipped, Coverage(tests, reached))
+    return Listing(candidates, len(opened), sorted(imports), 0.0, skipped, Coverage(tests, reached), modules,
+                   [where for where in opened if where not in tests])
 
 
 def _cached_listing(found) -> tuple[Listing, str]:
     """A listing from its cache entry and the hash of its imports then; ValueError unless it has that shape."""
     try:
         listed = Listing([Candidate.parse(c) for c in found["candidates"]], found["runtimes"], found["imports"],
-                         found["seconds"], coverage=Coverage(found["tests"], found["reached"]))
+                         found["seconds"], coverage=Coverage(found["tests"], found["reached"]),
+                         modules=found["modules"], outside=found["outside"])
         shapes = ((listed.runtimes, int), (listed.seconds, (int, float)), (found["hash"], str))
-        if all(isinstance(v, t) for v, t in shapes) and isinstance(listed.imports, list) and \
-                all(isinstance(i, str) for i in listed.imports) and _strings(listed.coverage.tests) and \
+        names = (listed.imports, listed.modules, listed.outside)
+        if all(isinstance(v, t) for v, t in shapes) and _strings(listed.coverage.tests) and \
+                all(isinstance(n, list) and all(isinstance(i, str) for i in n) for n in names) and \
                 isinstance(listed.coverage.reached, list) and \
                 all(_strings(r, nested=True) for r in listed.coverage.reached):
             return listed, found["hash"]
@@ -225,9 +245,10 @@ def _key(*parts: str) -> str:
 
 
 def listing(argv: list[str], cache: Cache | None, log, timeout: float = CLEAN_TIMEOUT_S,
-            processes: Processes | None = None) -> tuple[Listing, bool]:
+            processes: Processes | None = None, alongside=None) -> tuple[Listing, bool]:
     """(the candidates, whether the cache gave them): the clean run, or the cache's record of it where
-    the files it imported are unchanged. CleanRunFailed when the clean run fails or outlasts `timeout`,
+    the files it imported are unchanged; `alongside`, given the candidates file, a context the clean run
+    runs in (forks.Runs.alongside). CleanRunFailed when the clean run fails or outlasts `timeout`,
     CannotStart when it cannot start."""
     key = "listing-" + _key(json.dumps(argv))
     found = cache.read(key) if cache is not None else None
@@ -246,7 +267,8 @@ def listing(argv: list[str], cache: Cache | None, log, timeout: float = CLEAN_TI
         open(path, "w").close()
         began = time.monotonic()
         try:
-            clean = (processes or Processes()).run(argv, environment(Selection("list", file=path)), timeout)
+            with alongside(path) if alongside is not None else contextlib.nullcontext():
+                clean = (processes or Processes()).run(argv, environment(Selection("list", file=path)), timeout)
         except subprocess.TimeoutExpired:
             raise CleanRunFailed(f"the command did not finish unmutated within {timeout:g} s (--timeout): "
                                  "no mutant was run") from None
@@ -254,12 +276,12 @@ def listing(argv: list[str], cache: Cache | None, log, timeout: float = CLEAN_TI
             tail = "\n  ".join((clean.stdout + clean.stderr).strip().splitlines()[-10:])
             raise CleanRunFailed(f"the command fails unmutated (exit {clean.returncode}):\n  {tail}")
         found = read_list(path, lambda line: print(f"vkverify mutate: {line}", file=sys.stderr))  # -q or not
-    result = Listing(found.candidates, found.runtimes, found.imports, time.monotonic() - began, found.skipped,
-                     found.coverage)
+    result = replace(found, seconds=time.monotonic() - began)
     if cache is not None and not result.skipped:  # a listing that lost lines is not kept: the next run lists again
         cache.write(key, {"candidates": [asdict(c) for c in result.candidates], "runtimes": result.runtimes,
                           "imports": result.imports, "hash": files_hash(result.imports), "seconds": result.seconds,
-                          "tests": result.coverage.tests, "reached": result.coverage.reached})
+                          "tests": result.coverage.tests, "reached": result.coverage.reached,
+                          "modules": result.modules, "outside": result.outside})
     return result, False
 
 
@@ -276,48 +298,64 @@ def no_runtime_reason() -> str:
 
 def run_command(argv: list[str], target: str = "all", jobs: int = 1, per_iteration: bool = False,
                 cache: Cache | None = None, shard: tuple[int, int] | None = None,
-                quiet: bool = False, timeout: float = CLEAN_TIMEOUT_S) -> tuple[list[Outcome], Stats]:
+                quiet: bool = False, timeout: float = CLEAN_TIMEOUT_S,
+                fork: bool = True) -> tuple[list[Outcome], Stats]:
     """Each mutant of the command's runtimes and its verdict. NoMutants (with the reason) when there
     is none; CleanRunFailed when the command fails unmutated or outlasts `timeout` (its clean run's
     limit), CannotStart when it cannot start; Interrupted on SIGINT or SIGTERM, with the verdicts so far
-    (every run killed, those done kept in the cache)."""
+    (every run killed, those done kept in the cache). With `fork`, the mutants' runs are forked where the
+    listing run allows (forks.py)."""
     def log(line: str) -> None:
         if not quiet:
             print(f"vkverify mutate: {line}", file=sys.stderr, flush=True)
 
     processes = Processes()
+    runs = Runs(argv, processes, log)
     with processes.stopped_by_signals():
         try:
-            found, _ = listing(argv, cache, log, timeout, processes)
-        except Interrupted as e:
-            raise Interrupted(f"{e.why} during the unmutated run: no mutant was run") from None
-        if not found.runtimes:
-            raise NoMutants(no_runtime_reason())
-        if not found.coverage.tests:
-            log("no test selection: the listing run loaded no vkverify pytest plugin, so each mutant runs the "
-                "whole command")
-        mutants = chosen(found.candidates, target, per_iteration, found.coverage)
-        if not mutants:
-            raise NoMutants(f"nothing load-bearing for target {target} in the {found.runtimes} Runtime(s) the "
-                            "command opened: no synchronization whose removal the model sees as a new hazard")
-        if shard is not None:
-            mutants = shard_of(mutants, *shard)
-        outcomes = {m.id: Outcome(m) for m in mutants}
-        stats = Stats()
-        try:
-            _judge(argv, mutants, outcomes, stats, jobs, max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * found.seconds),
-                   found, cache, processes, log)
-        except Interrupted as e:
-            done = sum(o.judged for o in outcomes.values())
-            for o in outcomes.values():
-                o.verdicts.setdefault(COMMAND, MutantVerdict(None, "not run: the gate stopped"))
-            raise Interrupted(f"{e.why} after {done} of {len(mutants)} mutants: the report is partial",
-                              ([outcomes[m.id] for m in mutants], stats)) from None
+            return _run_command(argv, target, jobs, per_iteration, cache, shard, timeout, fork, processes, runs, log)
+        finally:
+            runs.close()
+
+
+def _run_command(argv: list[str], target: str, jobs: int, per_iteration: bool, cache: Cache | None,
+                 shard: tuple[int, int] | None, timeout: float, fork: bool, processes: Processes, runs: Runs,
+                 log) -> tuple[list[Outcome], Stats]:
+    try:
+        found, _ = listing(argv, cache, log, timeout, processes, runs.alongside if fork else None)
+    except Interrupted as e:
+        raise Interrupted(f"{e.why} during the unmutated run: no mutant was run") from None
+    runs.serve(found.modules if fork and found.forkable else None)
+    if fork and found.coverage.tests and found.outside:
+        log(f"each mutant runs in a fresh process of the command: {', '.join(found.outside)} opened outside its tests "
+            "(at collection) would be the forking process's, unmutated")
+    if not found.runtimes:
+        raise NoMutants(no_runtime_reason())
+    if not found.coverage.tests:
+        log("no test selection: the listing run loaded no vkverify pytest plugin, so each mutant runs the "
+            "whole command")
+    mutants = chosen(found.candidates, target, per_iteration, found.coverage)
+    if not mutants:
+        raise NoMutants(f"nothing load-bearing for target {target} in the {found.runtimes} Runtime(s) the "
+                        "command opened: no synchronization whose removal the model sees as a new hazard")
+    if shard is not None:
+        mutants = shard_of(mutants, *shard)
+    outcomes = {m.id: Outcome(m) for m in mutants}
+    stats = Stats()
+    try:
+        _judge(argv, mutants, outcomes, stats, jobs, max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * found.seconds),
+               found, cache, runs, log)
+    except Interrupted as e:
+        done = sum(o.judged for o in outcomes.values())
+        for o in outcomes.values():
+            o.verdicts.setdefault(COMMAND, MutantVerdict(None, "not run: the gate stopped"))
+        raise Interrupted(f"{e.why} after {done} of {len(mutants)} mutants: the report is partial",
+                          ([outcomes[m.id] for m in mutants], stats)) from None
     return [outcomes[m.id] for m in mutants], stats
 
 
 def _judge(argv: list[str], mutants: list[RuntimeMutant], outcomes: dict[str, Outcome], stats: Stats, jobs: int,
-           timeout: float, found: Listing, cache: Cache | None, processes: Processes, log) -> None:
+           timeout: float, found: Listing, cache: Cache | None, runs: Runs, log) -> None:
     """Each mutant's verdict into `outcomes`, from the cache or a run of its own (cached as it comes)."""
     keys = {m.id: _key(json.dumps(argv), files_hash(found.coverage.files(m.selection.tests, found.imports)),
                        json.dumps(asdict(m.selection))) for m in mutants}
@@ -337,7 +375,7 @@ def _judge(argv: list[str], mutants: list[RuntimeMutant], outcomes: dict[str, Ou
         with tempfile.TemporaryDirectory(prefix="vkverify-mutant-") as tmp:
             path = os.path.join(tmp, "hazards.jsonl")
             try:
-                done = processes.run(argv, environment(m.selection, hazards=path), timeout)
+                done = runs.run(environment(m.selection, hazards=path), timeout)
             except subprocess.TimeoutExpired:
                 return m, MutantVerdict(True, f"timed out after {timeout:.0f} s", killed_by="hang"), \
                     time.monotonic() - began

@@ -58,9 +58,10 @@ list line is a JSON object: a candidate (k, target, operator, op, where, source,
 description; one line per target of a candidate of several), a runtime that opened ({"runtime",
 "where"}), the user files the process imported ({"imports"}, at each Runtime's close), the user
 files on the call stack of each op a Runtime ran, by the test that ran it ({"reached": {where:
-files}}, at its close: a Runtime that served several tests names them all), or the tests the pytest
-plugin collected ({"tests": {node id: file}}). The gate (gate.py) selects per call site the tests
-that reached it and keys its cache on the files that reach it.
+files}}, at its close: a Runtime that served several tests names them all), the tests the pytest
+plugin collected ({"tests": {node id: file}}), or the test runner's modules the run imported
+({"modules"}, at its end). The gate (gate.py) selects per call site the tests that reached it and
+keys its cache on the files that reach it; forks.py imports those modules before forking.
 """
 
 from __future__ import annotations
@@ -76,8 +77,8 @@ from ..model.dump import host_op_to_dict
 from ..model.files import append_line
 from ..model.refs import format_ref, parse_ref, split_ref, without_submit
 
-__all__ = ["Found", "Mutator", "Selection", "Shadow", "environment", "list_tests", "mutator", "selection", "site",
-           "stack_files", "user_files"]
+__all__ = ["Found", "Mutator", "Selection", "Shadow", "environment", "list_modules", "list_tests", "mutator",
+           "selection", "site", "stack_files", "user_files"]
 
 ENV = "VKVERIFY_RUNTIME_MUTATE"
 HOOK = "vkverify.mutations.live:mutator"
@@ -657,6 +658,13 @@ def user_files() -> list[str]:
 def stack_files() -> set[str]:
     """The user's files (_user) on the call stack: the code that issues the op about to run."""
     return {_user(frame.f_code.co_filename) for frame, _ in traceback.walk_stack(None)} - {None}
+
+
+def list_modules(file: str, packages: set[str]) -> None:
+    """List mode, at the end of the run: the modules of `packages` (the test runner's) it imported, in that order,
+    which forks.py imports before forking each mutant's run."""
+    names = [name for name in list(sys.modules) if name.partition(".")[0] in packages]
+    append_line(file, json.dumps({"modules": names}))
 
 
 def list_tests(file: str, tests: dict[str, str]) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..errors import VkverifyError
 
-__all__ = ["CLEAN_TIMEOUT_S", "CannotStart", "Interrupted", "Processes"]
+__all__ = ["CLEAN_TIMEOUT_S", "CannotStart", "Interrupted", "Processes", "kill_group"]
 
 # The unmutated run's limit unless --timeout: generous, since it is a whole test suite, yet a hang ends.
 CLEAN_TIMEOUT_S = 3600.0
@@ -60,45 +60,69 @@ class Processes:
     def __init__(self) -> None:
         self._lock = threading.RLock()  # stop() may run in a signal handler while the main thread holds it
         self._live: set[subprocess.Popen] = set()
+        self._groups: set[int] = set()  # process groups of runs forked by a command's process (forks.py)
         self.stopped: str | None = None  # why, once stop() was called
 
     def run(self, argv: list[str], env: dict[str, str], timeout: float | None) -> subprocess.CompletedProcess:
         """`argv` with `env` added to the environment, its output captured. TimeoutExpired after `timeout` s,
         CannotStart, or Interrupted; each leaves nothing of the run alive."""
+        p = self.start(argv, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+        try:
+            out, err = p.communicate(timeout=timeout)
+        finally:  # ended or not (a timeout; KeyboardInterrupt in the main thread): what it left is killed
+            self.end(p)
+        if self.stopped:  # killed by stop(): its exit is no verdict
+            raise Interrupted(self.stopped)
+        return subprocess.CompletedProcess(argv, p.returncode, out, err)
+
+    def start(self, argv: list[str], env: dict[str, str], **popen) -> subprocess.Popen:
+        """`argv` started with `env` added to the environment (`popen`: Popen's other arguments) in a session of
+        its own, which stop() kills; end() it. CannotStart, or Interrupted (nothing left running)."""
         main = threading.current_thread() is threading.main_thread()
         with self._lock:  # stop() sees every process started
             if self.stopped:
                 raise Interrupted(self.stopped)
             # A signal handled in this thread before p is tracked would raise past it and leave it running:
-            # until the try below, a handler only stops (p, once tracked, is killed there).
+            # until p is tracked, a handler only stops (p is then killed below).
             if main:
                 _MAIN.holding = True
             try:
-                p = subprocess.Popen(argv, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, errors="replace", start_new_session=True)
+                p = subprocess.Popen(argv, env={**os.environ, **env}, start_new_session=True, **popen)
             except OSError as e:
                 if main and (deferred := _MAIN.release()) is not None:
                     raise Interrupted(deferred) from None
                 why = "a directory" if os.path.isdir(argv[0]) else e.strerror or e
                 raise CannotStart(f"cannot run {argv[0]}: {why}") from None
             self._live.add(p)
-        try:
-            if main and (deferred := _MAIN.release()) is not None:  # a signal came while p started
-                raise Interrupted(deferred)
-            out, err = p.communicate(timeout=timeout)
-        finally:  # ended or not (a timeout; KeyboardInterrupt in the main thread): what it left is killed
-            _kill(p)
-            with self._lock:
-                self._live.discard(p)
-        if self.stopped:  # killed by stop(): its exit is no verdict
-            raise Interrupted(self.stopped)
-        return subprocess.CompletedProcess(argv, p.returncode, out, err)
+        if main and (deferred := _MAIN.release()) is not None:  # a signal came while p started
+            self.end(p)
+            raise Interrupted(deferred)
+        return p
+
+    def end(self, p: subprocess.Popen) -> None:
+        """Kill what is left of a process start() began, and forget it."""
+        _kill(p)
+        with self._lock:
+            self._live.discard(p)
+
+    def adopt(self, group: int) -> None:
+        """A process group that stop() kills too, until let go; Interrupted (and not adopted) after stop()."""
+        with self._lock:
+            if self.stopped:
+                raise Interrupted(self.stopped)
+            self._groups.add(group)
+
+    def let_go(self, group: int) -> None:
+        with self._lock:
+            self._groups.discard(group)
 
     def stop(self, why: str) -> None:
         with self._lock:
             self.stopped = self.stopped or why
             for p in self._live:
-                _kill_group(p)
+                kill_group(p.pid)
+            for group in self._groups:
+                kill_group(group)
 
     @contextmanager
     def stopped_by_signals(self) -> Iterator[None]:
@@ -123,16 +147,18 @@ class Processes:
                 signal.signal(s, h)
 
 
-def _kill_group(p: subprocess.Popen) -> None:
+def kill_group(group: int) -> None:
+    """SIGKILL to every process of a process group (a session's one group is led by its first process)."""
     try:
-        os.killpg(p.pid, signal.SIGKILL)  # the session's one process group, led by p
+        os.killpg(group, signal.SIGKILL)
     except ProcessLookupError:  # nothing of it left
         pass
 
 
 def _kill(p: subprocess.Popen) -> None:
     """Kill what is left of p's group, reap p, close its pipes."""
-    _kill_group(p)
+    kill_group(p.pid)
     p.wait()
     for pipe in (p.stdout, p.stderr):
-        pipe.close()
+        if pipe is not None:
+            pipe.close()
