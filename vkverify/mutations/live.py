@@ -74,6 +74,7 @@ from dataclasses import asdict, dataclass, replace
 from ..model import ir
 from ..model.dump import host_op_to_dict
 from ..model.files import append_line
+from ..model.gcpause import cyclic_gc_paused
 from ..model.refs import format_ref, parse_ref, split_ref, without_submit
 
 __all__ = ["Found", "Mutator", "Selection", "Shadow", "environment", "list_tests", "mutator", "selection", "site",
@@ -188,7 +189,13 @@ class Mutator:
                                                       for c in self.rt.command_buffers.get(cb, ())))
 
     def before(self, thread: str, op: ir.HostOp) -> ir.HostOp | None:
-        """The op to record and run instead of `op` (None: drop it)."""
+        """The op to record and run instead of `op` (None: drop it). The forks of the checker's state that its
+        questions make are freed by reference counting once answered: collections meanwhile would only promote
+        them, to be scanned again by full collections of the whole program (a tenth of a list run)."""
+        with cyclic_gc_paused():
+            return self._decide(thread, op)
+
+    def _decide(self, thread: str, op: ir.HostOp) -> ir.HostOp | None:
         if os.environ.get("PYTEST_XDIST_WORKER") and self.where != self._first:
             raise RuntimeError(f"runtime mutation: a Runtime opened in {self._first} serves {self.where} under "
                                "pytest-xdist, where which tests ran before in the worker changes what it records: "
