@@ -75,6 +75,7 @@ from dataclasses import asdict, dataclass, replace
 from ..model import ir
 from ..model.dump import host_op_to_dict
 from ..model.files import append_line
+from ..model.gcpause import cyclic_gc_paused
 from ..model.refs import format_ref, parse_ref, split_ref, without_submit
 
 __all__ = ["Found", "Mutator", "Selection", "Shadow", "environment", "list_modules", "list_tests", "mutator",
@@ -155,7 +156,8 @@ class Mutator:
         self._listed: list = []  # list mode: (k, target, mutant, thread, position, source, label, where) until close()
         self._shadows: dict[int, Shadow] = {}  # list mode: id of a mutant -> its shadow, while it runs (_advance)
         self._borne: dict[int, set] = {}  # list mode: id of a mutant -> what its stopped shadow predicted
-        self._base = None  # (the op analysed and its probe, the hazards of both): shared by its candidates
+        self._base = None  # (the op analysed and its probe, the hazards of both, of the op alone): for its candidates
+        self._snapshot = None  # list mode: (the recorded stream's state, how many ops it had, a fork of it) for Shadow
         self._settled_at = 0  # how many ops of the recorded stream _advance has looked at for host waits
         self._dropped = None  # (thread, the signal) this mutant dropped: waits it blocks end the run (_unsatisfied)
         self._reached: dict[str, set[str]] = {self.where: set()}  # list mode: test -> user files on its ops' stacks
@@ -188,7 +190,13 @@ class Mutator:
                                                       for c in self.rt.command_buffers.get(cb, ())))
 
     def before(self, thread: str, op: ir.HostOp) -> ir.HostOp | None:
-        """The op to record and run instead of `op` (None: drop it)."""
+        """The op to record and run instead of `op` (None: drop it). The forks of the checker's state that its
+        questions make are freed by reference counting once answered: collections meanwhile would only promote
+        them, to be scanned again by full collections of the whole program (a tenth of a list run)."""
+        with cyclic_gc_paused():
+            return self._decide(thread, op)
+
+    def _decide(self, thread: str, op: ir.HostOp) -> ir.HostOp | None:
         if os.environ.get("PYTEST_XDIST_WORKER") and self.where != self._first:
             raise RuntimeError(f"runtime mutation: a Runtime opened in {self._first} serves {self.where} under "
                                "pytest-xdist, where which tests ran before in the worker changes what it records: "
@@ -331,7 +339,7 @@ class Mutator:
         the mutation breaks in what the program did next. A shadow whose every target is borne out stops."""
         if not self._shadows:
             return
-        from .generate import _translate, borne_out
+        from .generate import borne_out
 
         main = self.rt.happens_before()
         known = main.hazards_since(0)
@@ -339,11 +347,11 @@ class Mutator:
             if shadow.main is not main:  # rebuilt after a HazardError: the list run fails anyway
                 self._stop(key)
                 continue
-            shadow.catch_up()
-            refmap = shadow.refmap()
-            shadow.predicted |= {_translate(h, refmap) for h in shadow.state.hazards_since(shadow.mark)} - known
+            shadow.predicted |= shadow.found() - known
             if borne_out(shadow.mutant, shadow.predicted) == shadow.mutant.targets:
                 self._stop(key)
+            elif shadow.state is None:
+                shadow.materialize()
         waited = any(isinstance(op, HOST_WAITS) for _, _, op in main.fed[self._settled_at:])
         self._settled_at = len(main.fed)
         if waited:
@@ -486,7 +494,7 @@ class Mutator:
         `known_ops`: (op, operator) found already, by another probe."""
         from .generate import ACCESS_CLASSES, TARGETS, _translate, mutant_targets
 
-        known = self._baseline(main, original, probe, at_end)
+        known, alone = self._baseline(main, original, probe, at_end)
         out, classes = [], ()
         for n, group in enumerate(groups):
             for operator, description, change, ops, refmap in group:
@@ -494,7 +502,7 @@ class Mutator:
                 mark = state.mark()
                 for thread, op, cbs in ops:
                     state.feed(thread, op, cbs)
-                shadow = state.fork() if self.chosen.target == "list" else None
+                shadow = self._shadow(main, state, mark, refmap, ops, alone) if self.chosen.target == "list" else None
                 for thread, op, cbs in asked or probe:
                     state.feed(thread, op, cbs)
                 refmap_now = refmap(state) if callable(refmap) else refmap
@@ -515,7 +523,7 @@ class Mutator:
                     m = Found(mutant_targets(operator, targets, predicted), operator, name, description, change,
                               tuple(sorted(predicted, key=str)))
                     if shadow is not None:
-                        self._shadows[id(m)] = Shadow(m, main, shadow, mark, refmap, skip)
+                        self._shadows[id(m)] = Shadow(m, main, *shadow, mark, refmap, skip)
                     out.append(m)
                     break
         return out
@@ -524,17 +532,34 @@ class Mutator:
         with self.rt.record.lock:  # another thread may be recording into it
             return main.fork()
 
-    def _baseline(self, main, original: list, probe: list, at_end: bool = False) -> set:
+    def _shadow(self, main, state, mark: int, refmap, ops: list, alone: set) -> tuple:
+        """A candidate's shadow before the probe is fed to `state` (`ops` fed after `main`): (its state, None), or
+        (None, pending) where the ops make hazards that the original does not, which most often bear the candidate
+        out at the next _advance: the fork is then left to the few that they do not (Shadow.pending)."""
+        from .generate import _translate
+
+        refmap = refmap(state) if callable(refmap) else refmap
+        own = {_translate(h, refmap) for h in state.hazards_since(mark)}
+        if not own - alone:
+            return state.fork(), None
+        if self._snapshot is None or self._snapshot[0] is not main or self._snapshot[1] != len(main.fed):
+            self._snapshot = (main, len(main.fed), self._fork(main))
+        return None, (self._snapshot[2], ops, own)
+
+    def _baseline(self, main, original: list, probe: list, at_end: bool = False) -> tuple[set, set]:
         """The hazards of the original ops then the probe after `main` (`at_end`: and the waits they leave
-        blocked), once per op and probe analysed."""
+        blocked), and those of the original ops alone, once per op and probe analysed."""
         key = (id(main), len(main.fed), tuple(op for _, op, _ in original + probe), at_end)
         if self._base is None or self._base[0] != key:
             state = self._fork(main)
             mark = state.mark()
-            for thread, op, cbs in original + probe:
+            for thread, op, cbs in original:
                 state.feed(thread, op, cbs)
-            self._base = (key, _at_end(state, mark) if at_end else state.hazards_since(mark))
-        return self._base[1]
+            alone = state.hazards_since(mark)
+            for thread, op, cbs in probe:
+                state.feed(thread, op, cbs)
+            self._base = (key, _at_end(state, mark) if at_end else state.hazards_since(mark), alone)
+        return self._base[1:]
 
     def _loaded(self, thread: str, op: ir.HostOp) -> tuple[ir.HostOp, list[ir.CommandBuffer]]:
         """`op` as the loader reads it back from the stream, and the command buffers it submits."""
@@ -567,13 +592,36 @@ class Found:
 
 class Shadow:
     """List mode: the recorded stream's state with one candidate's mutation made (its op, or ops, `skip` are
-    not fed again), fed what the program records next; `predicted`: what it finds that the stream does not."""
+    not fed again), fed what the program records next; `predicted`: what it finds that the stream does not.
+    `state` is None while `pending` (a fork of the recorded stream's state when the shadow was made, the ops its
+    mutation feeds, what they found by the stream's references) stands for it: made only where the program
+    records more than the mutated ops before the next _advance, or they do not bear the candidate out."""
 
-    def __init__(self, mutant: Found, main, state, mark: int, refmap, skip: set) -> None:
-        self.mutant, self.main, self.state, self.mark, self.skip = mutant, main, state, mark, skip
-        self._refmap = refmap
+    def __init__(self, mutant: Found, main, state, pending: tuple | None, mark: int, refmap, skip: set) -> None:
+        self.mutant, self.main, self.state, self.pending = mutant, main, state, pending
+        self.mark, self.skip, self._refmap = mark, skip, refmap
         self.next = len(main.fed)
         self.predicted: set[tuple] = set()
+
+    def found(self) -> set[tuple]:
+        """What it finds since its mutation, by the recorded stream's references, caught up with the program."""
+        from .generate import _translate
+
+        if self.state is None:
+            if all((t, p) in self.skip for t, p, _ in self.main.fed[self.next:]):
+                return self.pending[2]
+            self.materialize()
+        self.catch_up()
+        refmap = self.refmap()
+        return {_translate(h, refmap) for h in self.state.hazards_since(self.mark)}
+
+    def materialize(self) -> None:
+        """Its state made from `pending`, then caught up."""
+        (main, ops, _), self.pending = self.pending, None
+        self.state = main.fork()
+        for thread, op, cbs in ops:
+            self.state.feed(thread, op, cbs)
+        self.catch_up()
 
     def catch_up(self) -> None:
         main, state = self.main, self.state
