@@ -77,7 +77,7 @@ def test_the_guides_examples_are_found():
     """The extraction the test above relies on: the blocks each guide is known to hold."""
     found = {guide: [(language, info) for language, info, _ in blocks((ROOT / "docs" / guide).read_text())]
              for guide in GUIDES}
-    assert found["runtime.md"].count(("python", "")) == 4 and ("sh", "") in found["runtime.md"]
+    assert found["runtime.md"].count(("python", "")) == 5 and ("sh", "") in found["runtime.md"]
     assert ("python", "file=test_frame.py") in found["testing.md"] and ("yaml", "") in found["testing.md"]
     yaml = next(body for language, _, body in blocks((ROOT / "docs" / "testing.md").read_text()) if language == "yaml")
     assert [line.split(" --")[0] for line in shell_lines("yaml", yaml)] == ["vkverify mutate"]

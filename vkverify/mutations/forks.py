@@ -36,6 +36,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
+from ..errors import VkverifyError
 from ..model.loader import compile_schema
 from .processes import CannotStart, Interrupted, Processes, kill_group
 
@@ -196,8 +197,9 @@ class _Lines:
         return [e for e in entries if isinstance(e, dict)]
 
 
-class Gone(Exception):
-    """The server cannot run a request (it refused, ended, or did not fork within the run's timeout)."""
+class Gone(VkverifyError):
+    """The server cannot run a request (it refused, ended, or did not fork within the run's timeout). Seen by the
+    gate only, which runs that mutant in a fresh process instead and says so once."""
 
 
 class Server:
