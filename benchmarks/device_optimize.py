@@ -22,6 +22,7 @@ def main(argv: list[str]) -> int:
     from decode_stream import decode_stream, full_barriers
 
     from vkverify.check.optimize import optimize
+    from vkverify.model import ir
     from vkverify.runtime import replay
 
     tokens = int(argv[0]) if argv else 10
@@ -29,7 +30,7 @@ def main(argv: list[str]) -> int:
     full = full_barriers(decode_stream(tokens * LAYERS * 41, layers=LAYERS))
     result = optimize(full)
     streams = {"full": full, "optimized": result.stream}
-    barriers = {name: sum(c.__class__.__name__ == "Barrier" for cb in s.command_buffers for c in cb.commands)
+    barriers = {name: sum(isinstance(c, ir.Barrier) for cb in s.command_buffers for c in cb.commands)
                 for name, s in streams.items()}
     print(f"{tokens} tokens: barriers full {barriers['full']}, optimized {barriers['optimized']} "
           f"({result.counts}, {result.method})", flush=True)

@@ -170,7 +170,7 @@ def format_sarif(results: list[FileResult], expand: bool = False) -> str:
                     not any(r.errors for r in results), notifications)
 
 
-# vkverify optimize's two suggestions, as rules: (action, id, title, description).
+# vkverify optimize's suggestions, as rules: (action, id, title, description).
 OPTIMIZE_RULES = (
     ("remove", "VKV101", "a global barrier that orders no conflicting pair",
      ("Every conflicting pair this pipeline barrier orders is ordered without it (or it orders none): the stream "
@@ -209,10 +209,8 @@ def format_optimization(file: str, result) -> str:
                 "partialFingerprints": {"vkverify/v2": f"{action}|{stream.name}|{_stable(stream, op)}|{ref}"},
                 "properties": properties}
     results = [note(s.action, s.barrier, s.barrier, s.source, s.line() + (f": {s.why}" if s.action == "remove" else ""),
-                    {"before": {k: list(v) for k, v in s.before.items()},
-                     "after": None if s.after is None else {k: list(v) for k, v in s.after.items()},
-                     "orders": s.orders})
+                    {k: v for k, v in s.to_json().items() if k in ("before", "after", "orders")})
                for s in result.suggestions if s.action in rule_index]
     results += [note("narrow_wait", w.wait, w.wait.split(".")[0], w.source, w.line(),
-                     {"before": list(w.before), "after": list(w.after)}) for w in result.waits]
+                     {k: v for k, v in w.to_json().items() if k in ("before", "after")}) for w in result.waits]
     return document(rules, results, [file], True)

@@ -559,12 +559,13 @@ class Checker:
         steps = map(self._step, cb.commands) if compiled is None else compiled[1]
         reported, owner = self.reported, cb.id
         submit = submit if owner in self.index.resubmitted else None  # ir.StreamIndex.command_ref
-        quick, uids = self._quick(), self.uids
+        # The common case, without _run_accesses's set-up: accesses on separate memories, nothing destroyed.
+        quick, uids = self.quick and not self.destroyed and self.uses is None, self.uids
         for i, (cmd, accesses, sharing) in enumerate(steps):
             queue.pos += 1
             if accesses is None:
                 self.run_barrier(queue, cmd, format_ref(owner, i, submit))
-            elif quick and not sharing:  # _run_accesses's common case, without its set-up
+            elif quick and not sharing:
                 self._run_quick(queue, accesses, format_ref(owner, i, submit), next(uids), cmd.label)
             else:
                 self._run_accesses(queue, cmd, format_ref(owner, i, submit), accesses, sharing)
@@ -604,9 +605,6 @@ class Checker:
         index, pos, label, family, first_barrier, issued = \
             queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds), self.issuing_order
         if not sharing:  # no access sees another's record: compare and record each
-            if self._quick():
-                self._run_quick(queue, accesses, ref, uid, label)
-                return
             for stage, reads, write, buffer, lo, hi in accesses:
                 self.access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier,
                                    issued), lo, hi)
@@ -620,10 +618,6 @@ class Checker:
                 compared.append((x, lo, hi))
         for x, lo, hi in compared:
             self.access(x, lo, hi, compare=False)
-
-    def _quick(self) -> bool:
-        """Whether _run_quick may answer a command's accesses that touch separate memories."""
-        return self.quick and not self.destroyed and self.uses is None
 
     def _run_quick(self, queue: QueueAgent, accesses: tuple, ref: str, uid: int, label: str | None) -> None:
         """`access` of each of a command's accesses (uid, its reference and label) on separate memories, no buffer

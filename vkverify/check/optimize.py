@@ -75,8 +75,7 @@ class Suggestion:
 
     def line(self) -> str:
         """`cb0[3] (file:line) 'label': narrow: src_stage a|b -> a (orders 2 pairs, e.g. raw ...)`."""
-        where = " ".join(x for x in (self.source and f"({self.source})", self.label and repr(self.label)) if x)
-        head = f"{self.barrier}{' ' + where if where else ''}: {self.action}"
+        head = f"{_named(self.barrier, self.source, self.label)}: {self.action}"
         if self.action == "narrow":
             head += ": " + "; ".join(f"{m} {'|'.join(self.before[m]) or 'none'} -> {'|'.join(self.after[m]) or 'none'}"
                                      for m in _MASKS if self.before[m] != self.after[m])
@@ -99,6 +98,11 @@ class Suggestion:
         return out
 
 
+def _named(ref: str, source: str | None, label: str | None) -> str:
+    """`cb0[3] (file:line) 'label'`: an operation, the program line that recorded it and its label where known."""
+    return " ".join(x for x in (ref, source and f"({source})", label and repr(label)) if x)
+
+
 @dataclass(frozen=True)
 class WaitNarrowed:
     """A semaphore wait whose stage mask optimize narrows to the stages of its batch's commands."""
@@ -111,8 +115,7 @@ class WaitNarrowed:
     after: tuple[str, ...]
 
     def line(self) -> str:
-        where = " ".join(x for x in (self.source and f"({self.source})", self.label and repr(self.label)) if x)
-        return (f"{self.wait}{' ' + where if where else ''}: narrow: wait stage of {self.semaphore} "
+        return (f"{_named(self.wait, self.source, self.label)}: narrow: wait stage of {self.semaphore} "
                 f"{'|'.join(self.before)} -> {'|'.join(self.after)}")
 
     def to_json(self) -> dict:

@@ -14,6 +14,7 @@ from functools import cached_property
 from .refs import format_ref, split_ref
 
 __all__ = [
+    "HOST_VISIBLE_KINDS",
     "MEMORY_KINDS",
     "Barrier",
     "Batch",
@@ -58,6 +59,7 @@ __all__ = [
 
 FORMAT = "vkverify-stream/1"
 MEMORY_KINDS = ("device_local", "host_coherent", "host_cached", "device_host_visible")
+HOST_VISIBLE_KINDS = ("host_coherent", "host_cached", "device_host_visible")  # the host can map them
 Stages = frozenset[str]
 Accesses = frozenset[str]
 

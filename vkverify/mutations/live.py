@@ -86,7 +86,7 @@ HOOK = "vkverify.mutations.live:mutator"
 HAZARDS = "VKVERIFY_HAZARDS"  # runtime.online.HAZARDS, not imported: the runtime needs a Vulkan loader
 HOST_WAITS = (ir.WaitFences, ir.WaitSemaphores, ir.QueueWaitIdle, ir.DeviceWaitIdle)
 DROPPED = ("drop_host_wait", "drop_flush", "drop_invalidate", "drop_signal")  # the operators that drop a host op
-HOST_VISIBLE = ("host_coherent", "host_cached", "device_host_visible")
+HOST_VISIBLE = ir.HOST_VISIBLE_KINDS
 PROBE = "vkverify.probe"  # the probe's command buffer and abstract shader (one read_write binding)
 
 _counts: dict[tuple[str, str], int] = {}  # (where, target) -> candidates found so far in this process

@@ -32,7 +32,6 @@ __all__ = ["FULL_BARRIER", "AutoBarriers"]
 # Spec 7.6.2: every command stage; memory_read / memory_write cover every access type of them.
 FULL_BARRIER = ir.Barrier(frozenset({"all_commands"}), frozenset({"memory_write"}), frozenset({"all_commands"}),
                           frozenset({"memory_read", "memory_write"}), label="auto barrier")
-HOST_VISIBLE = frozenset(ir.MEMORY_KINDS) - {"device_local"}
 
 
 class AutoBarriers:
@@ -72,8 +71,9 @@ class AutoBarriers:
 
 def _to_host(stream: ir.Stream, commands: tuple[ir.Command, ...]) -> tuple[ir.Barrier, ...]:
     """A barrier from the writes of `commands` to host-visible memory to the host's reads and writes, or none."""
-    writes = {(stage, write, c.source) for c in commands for stage, _, write, buffer, _, _ in command_accesses(c)
-              if write is not None and stream.index.buffers[stream.index.root(buffer)[0]].memory in HOST_VISIBLE}
+    index = stream.index
+    writes = {(stage, write) for c in commands for stage, _, write, buffer, _, _ in command_accesses(c)
+              if write is not None and index.buffers[index.root(buffer)[0]].memory in ir.HOST_VISIBLE_KINDS}
     if not writes:
         return ()
     return (ir.Barrier(frozenset(w[0] for w in writes), frozenset(w[1] for w in writes), frozenset({"host"}),
