@@ -64,19 +64,19 @@ Stages = frozenset[str]
 Accesses = frozenset[str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Queue:
     id: str
     family: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Device:
     id: str
     queues: tuple[Queue, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Buffer:
     id: str
     size: int
@@ -87,20 +87,20 @@ class Buffer:
     sharing: str = "concurrent"  # extension: "exclusive" enables ownership checks
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Semaphore:
     id: str
     type: str = "binary"  # "binary" | "timeline"
     initial: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fence:
     id: str
     signaled: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ShaderDecl:
     """An abstract shader: per binding, "read", "write" or "read_write"."""
 
@@ -108,7 +108,7 @@ class ShaderDecl:
     bindings: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Data:
     """Contents for host_write/update: a pattern or literal base64 bytes."""
 
@@ -118,7 +118,7 @@ class Data:
     base64: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Tagged:
     """What every command and host op may carry: an `id` to refer to it by, a `label` for people, and the
     `source` line (file:line) of the program that issued it; `source` is no part of the operation's value."""
@@ -131,21 +131,21 @@ class Tagged:
 # ---- commands ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Region:
     src_offset: int
     dst_offset: int
     size: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Copy(Tagged):
     src: str
     dst: str
     regions: tuple[Region, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fill(Tagged):
     dst: str
     offset: int
@@ -153,7 +153,7 @@ class Fill(Tagged):
     value: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Update(Tagged):
     dst: str
     offset: int
@@ -161,7 +161,7 @@ class Update(Tagged):
     data: Data | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Binding:
     buffer: str
     offset: int
@@ -169,13 +169,13 @@ class Binding:
     access: str  # "read" | "write" | "read_write" | "uniform"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class IndirectRef:
     buffer: str
     offset: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Dispatch(Tagged):
     shader: str
     bindings: tuple[Binding, ...]
@@ -184,7 +184,7 @@ class Dispatch(Tagged):
     indirect: IndirectRef | None = None  # set: dispatch_indirect
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BufferBarrier:
     buffer: str
     offset: int
@@ -197,7 +197,7 @@ class BufferBarrier:
     dst_family: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Barrier(Tagged):
     """vkCmdPipelineBarrier2: one global memory barrier, or buffer barriers."""
 
@@ -211,7 +211,7 @@ class Barrier(Tagged):
 Command = Copy | Fill | Update | Dispatch | Barrier
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CommandBuffer:
     id: str
     commands: tuple[Command, ...]
@@ -220,55 +220,55 @@ class CommandBuffer:
 # ---- host ops ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SemaphoreOp:
     semaphore: str
     value: int | None = None  # timeline only
     stage: Stages = frozenset({"all_commands"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Batch:
     waits: tuple[SemaphoreOp, ...] = ()
     command_buffers: tuple[str, ...] = ()
     signals: tuple[SemaphoreOp, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Submit(Tagged):
     queue: str
     batches: tuple[Batch, ...]
     fence: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WaitFences(Tagged):
     fences: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ResetFences(Tagged):
     fences: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SemaphoreValue:
     semaphore: str
     value: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WaitSemaphores(Tagged):
     waits: tuple[SemaphoreValue, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SignalSemaphore(Tagged):
     semaphore: str
     value: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HostAccess(Tagged):
     """host_write / host_read / flush / invalidate over a byte range."""
 
@@ -279,17 +279,17 @@ class HostAccess(Tagged):
     data: Data | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class QueueWaitIdle(Tagged):
     queue: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DeviceWaitIdle(Tagged):
     device: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Destroy(Tagged):
     buffer: str
 
@@ -298,7 +298,7 @@ HostOp = (Submit | WaitFences | ResetFences | WaitSemaphores | SignalSemaphore |
           DeviceWaitIdle | Destroy)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Thread:
     id: str
     ops: tuple[HostOp, ...]
@@ -307,14 +307,14 @@ class Thread:
 # ---- params and expect ------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Param:
     name: str
     min: int
     max: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ExpectedFinding:
     kind: str
     buffer: str | None = None
@@ -325,7 +325,7 @@ class ExpectedFinding:
     range: tuple[int, int] | None = None  # the finding's byte range [lo, hi) in its buffer, when given
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Ignore:
     """A finding the stream's author accepts (`ignore`): matched as an `expect` entry is, reported as suppressed."""
 

@@ -667,7 +667,8 @@ class _Builder:
                                                  f"the end of {ind['buffer']!r} (size {total})")
             indirect = ir.IndirectRef(ind["buffer"], ind.get("offset", 0))
         groups = tuple(c.get("groups", [1])) + (1,) * (3 - len(c.get("groups", [1])))
-        return ir.Dispatch(c["shader"], self.one(tuple(bindings)), groups, tuple(c.get("push", ())), indirect, **tag)
+        return ir.Dispatch(c["shader"], self.one(tuple(bindings)), self.one(groups), self.one(tuple(c.get("push", ()))),
+                           indirect, **tag)
 
     def shader_accesses(self, path: tuple, shader: str, count: int) -> tuple[str, ...] | None:
         """Per binding access of a declared or library shader; None when unknown."""
