@@ -131,6 +131,9 @@ def _cut(entries: list, lo: int, hi: int) -> list:
     """`entries` (Written or Snapshot) less the bytes [lo, hi)."""
     out = []
     for e in entries:
+        if e.hi <= lo or hi <= e.lo:  # untouched: kept as it is, not remade
+            out.append(e)
+            continue
         if e.lo < lo:
             out.append(e.part(e.lo, min(e.hi, lo)))
         if e.hi > hi:
@@ -144,7 +147,10 @@ def _clip(entries: list, lo: int, hi: int) -> list:
 
 
 def _marked(entries: list[Written], lo: int, hi: int, **change) -> list[Written]:
-    """`entries` with `change` made to their bytes within [lo, hi)."""
+    """`entries` with `change` made to their bytes within [lo, hi): `entries` itself where those bytes have it
+    already (a long run reads the same bytes at every step)."""
+    if all(getattr(e, name) == value for e in entries if e.lo < hi and lo < e.hi for name, value in change.items()):
+        return entries
     return _cut(entries, lo, hi) + [replace(e, **change) for e in _clip(entries, lo, hi)]
 
 

@@ -164,9 +164,21 @@ def _rows_of(rows: tuple[Row, ...], mask: int) -> list[Row]:
 def stage_names_of(mask: int) -> list[str]:
     """Stage names of a VkPipelineStageFlags(2) mask (7.6): a bit the format does not name is the
     stages it holds that the format does (all_graphics: draw_indirect); ["none"] for none."""
-    return sorted(set().union(*({s.name} if s.in_format else s.covers for s in _rows_of(STAGES, mask)))) or ["none"]
+    return list(_stage_names_of(mask))
 
 
 def access_names_of(mask: int) -> list[str]:
     """Access names of a VkAccessFlags(2) mask (7.7); ["none"] for none."""
-    return sorted(a.name for a in _rows_of(ACCESSES, mask)) or ["none"]
+    return list(_access_names_of(mask))
+
+
+# An imported capture names the same few masks in every barrier: each read once.
+@functools.lru_cache(maxsize=1024)
+def _stage_names_of(mask: int) -> tuple[str, ...]:
+    return tuple(sorted(set().union(*({s.name} if s.in_format else s.covers for s in _rows_of(STAGES, mask))))) \
+        or ("none",)
+
+
+@functools.lru_cache(maxsize=1024)
+def _access_names_of(mask: int) -> tuple[str, ...]:
+    return tuple(sorted(a.name for a in _rows_of(ACCESSES, mask))) or ("none",)
