@@ -52,9 +52,11 @@ def replayable(stream: ir.Stream) -> str | None:
     return None
 
 
-def replay(stream: ir.Stream, device: str | None = None, syncval: bool = False) -> ReplayResult:
+def replay(stream: ir.Stream, device: str | None = None, syncval: bool = False,
+           timestamps: bool = False) -> ReplayResult:
     """Run `stream` on `device` (default VKVERIFY_DEVICE, else the first GPU, else Lavapipe);
     a stream with several devices runs on one VkDevice each (multidevice.replay_devices).
+    timestamps: each command buffer timed on the GPU (`ReplayResult.gpu_ns`; one device only).
 
     Raises Unsupported for a stream that cannot run (see `replayable`),
     DeviceFault when a Vulkan call fails; what was created is freed either way.
@@ -63,9 +65,11 @@ def replay(stream: ir.Stream, device: str | None = None, syncval: bool = False) 
     if reason is not None:
         raise Unsupported(f"{stream.name}: {reason}")
     if len(stream.devices) > 1:
+        if timestamps:
+            raise Unsupported(f"{stream.name}: timestamps are taken on a stream of one device")
         return replay_devices(stream, device, syncval)
     with Runtime(queue_requests(stream, stream.devices[0]), device=device, validation=syncval, syncval=syncval,
-                 check=False, name=stream.name, device_id=stream.devices[0].id) as rt:
+                 check=False, name=stream.name, device_id=stream.devices[0].id, timestamps=timestamps) as rt:
         create_objects(stream, {stream.devices[0].id: rt})
         reads: dict[str, str] = {}
         run_concurrently([(lambda t: run_thread_ops(rt.execute, stream, t, reads), t, t.id) for t in stream.threads],
@@ -73,5 +77,6 @@ def replay(stream: ir.Stream, device: str | None = None, syncval: bool = False) 
         rt.device_idle()
         digests = {b.id: hashlib.sha256(rt.read_back(b.id)).hexdigest() for b in stream.buffers
                    if b.alias_of is None and rt.buffers[b.id].handle is not None}
-        result = ReplayResult(stream.name, rt.device.name, digests, reads, rt.stream())
+        result = ReplayResult(stream.name, rt.device.name, digests, reads, rt.stream(),
+                              gpu_ns=rt.gpu_nanoseconds() if timestamps else {})
     return finish(result, stream, list(rt.instance.messages), syncval)

@@ -17,6 +17,7 @@ class ReplayResult:
     digests: dict[str, str]  # buffer id -> sha256 hex of its final bytes
     reads: dict[str, str]  # host_read reference (`main[3]`) -> sha256 hex of the bytes it read
     recorded: ir.Stream  # what the runtime issued, as a stream
+    gpu_ns: dict[str, float] = field(default_factory=dict)  # command buffer -> GPU time, with replay(timestamps=True)
     messages: list = field(default_factory=list)  # device.Message, with validation on
     reference: dict | None = None  # from compare_reference: mismatches, or None without a simulator
     reference_note: str = ""

@@ -43,6 +43,7 @@ from .online import HAZARDS, OnlineCheck
 from .pipelines import Pipelines
 from .record import Recorder, global_barrier
 from .stream_record import StreamRecord
+from .timestamps import Timestamps
 
 __all__ = ["CommandBuffer", "Runtime", "env_hooks"]
 
@@ -83,12 +84,14 @@ class Runtime:
     barriers: "manual" (the program records its pipeline barriers) or "auto": each command buffer's are placed at
     its first submit, the fewest and narrowest the recorded stream needs (auto_barriers.py; docs/runtime.md);
     None: VKVERIFY_BARRIERS, else "manual".
+    timestamps: time each command buffer on the GPU (timestamps.py; read with gpu_nanoseconds once idle).
     """
 
     def __init__(self, queues: Iterable[str] | Mapping[str, QueueRequest] = ("q0",), device: str | None = None,
                  validation: bool = False, syncval: bool = False, check: bool | None = None,
                  name: str = "runtime", extensions: tuple[str, ...] = (),
-                 hooks: Iterable[Callable] | None = None, device_id: str = "gpu0", barriers: str | None = None) -> None:
+                 hooks: Iterable[Callable] | None = None, device_id: str = "gpu0", barriers: str | None = None,
+                 timestamps: bool = False) -> None:
         barriers = os.environ.get("VKVERIFY_BARRIERS", "manual") if barriers is None else barriers
         self.barriers = choice_argument("barriers", barriers, ("manual", "auto"))
         requests = [queues[q] if isinstance(queues, Mapping) else QueueRequest(q) for q in queues]
@@ -113,12 +116,13 @@ class Runtime:
         self.uploader = None  # uploads.Uploader: deferred copies join submits; closed before the device
         self.hooks: list = []
         self.name = name
-        self.device = self.allocator = self.pipelines = None
+        self.device = self.allocator = self.pipelines = self.timestamps = None
         self.instance = Instance(validation, syncval)
         try:
             self.device = LogicalDevice.open(self.instance, pick_physical(self.instance, device), requests, extensions)
             self.allocator = Allocator(self.device)
             self.pipelines = Pipelines(self.device)
+            self.timestamps = Timestamps(self.device) if timestamps else None
         except BaseException:
             self.close()
             raise
@@ -481,9 +485,13 @@ class Runtime:
             # Simultaneous use: a stream may submit a command buffer again while it is pending.
             begin = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT)
             vk.vkBeginCommandBuffer(cb, begin)  # vkBeginCommandBuffer
+            if self.timestamps is not None:
+                self.timestamps.begin(key, cb)
             recorder = Recorder(self, cb, cb_id, at)
             for index, command in enumerate(commands):
                 recorder.command(index, command)
+            if self.timestamps is not None:
+                self.timestamps.end(key, cb)
             vk.vkEndCommandBuffer(cb)  # vkEndCommandBuffer
             self.recorded[key] = cb
             self._recorded_ids.add(cb_id)
@@ -608,6 +616,13 @@ class Runtime:
         """Everything the program did so far, as a validated stream."""
         return self.record.stream()
 
+    def gpu_nanoseconds(self) -> dict[str, float]:
+        """With `timestamps`, once the device is idle: each recorded command buffer (`cb0`, `cb0@main[3]` where
+        recorded per submission) -> the GPU nanoseconds from before its first command to after its last."""
+        if self.timestamps is None:
+            raise UsageError("timestamps", "the runtime was made without timestamps=True")
+        return {with_submit(cb_id, at): ns for (cb_id, at), ns in self.timestamps.nanoseconds().items()}
+
     def close(self) -> None:
         """Wait for the device, then destroy everything created; idempotent."""
         if getattr(self, "uploader", None) is not None:
@@ -622,6 +637,8 @@ class Runtime:
                 self.allocator.destroy(b)
             self.allocator.release()
             self.pipelines.release()
+            if self.timestamps is not None:
+                self.timestamps.release()
             pools, self.pools = self.pools, {}
             for pool in pools.values():
                 vk.vkDestroyCommandPool(device.handle, pool, None)  # vkDestroyCommandPool (frees its buffers)
