@@ -13,6 +13,12 @@ CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.json"))
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
 
 
+def python_path() -> str:
+    """PYTHONPATH for a process a test starts: this checkout first, then the environment's (a machine whose
+    packages come through PYTHONPATH, as the device machines' do, needs them in the process too)."""
+    return os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
 @pytest.fixture(autouse=True)
 def imported_documents_valid(monkeypatch):
     """Every capture a test imports in this process: the translator's document passes the value and schema

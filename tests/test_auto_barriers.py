@@ -15,7 +15,7 @@ from vkverify.check import check
 from vkverify.model import UsageError, ir
 from vkverify.sim import reference
 
-from .conftest import ROOT
+from .conftest import ROOT, python_path
 
 sys.path.insert(0, str(ROOT / "examples" / "engine"))
 from engine import Engine, expected
@@ -110,7 +110,7 @@ def test_the_gate_kills_every_mutant_of_a_placed_barrier(device_name, monkeypatc
     and every such mutant is killed."""
     from vkverify.mutations.gate import run_command
 
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv("PYTHONPATH", python_path())
     monkeypatch.setenv("VKVERIFY_BARRIERS", "auto")
     engine = str(ROOT / "examples" / "engine")
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "match", engine]

@@ -39,6 +39,7 @@ from hypothesis import strategies as st
 
 from tests._bad_inputs import Outcome, broken, mutate, run_main
 from tests._processes import alive, sleeper
+from tests.conftest import python_path
 from vkverify.mutations.gate import Candidate, _cached_listing, chosen, read_list
 from vkverify.mutations.kills import KILLERS
 from vkverify.mutations.runner import Cache
@@ -305,7 +306,7 @@ def test_candidates_files(lines):
 def _gate(*args: str, cwd: Path, prefix: tuple[str, ...] = ()) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_")}
     return subprocess.Popen([*prefix, sys.executable, "-m", "vkverify.cli", "mutate", *args], cwd=cwd,
-                            env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**env, "PYTHONPATH": python_path()}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
 
 

@@ -7,13 +7,13 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, python_path
 
 
 def test_upload_table_runs(device_name, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_")}
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "uploads.py"), "--mib", "4", "--runs", "1",
-                           "--also", "2x1"], env={**env, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)},
+                           "--also", "2x1"], env={**env, "PYTHONPATH": python_path(), "TMPDIR": str(tmp_path)},
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()

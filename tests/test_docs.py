@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, require_gfxreconstruct
+from tests.conftest import ROOT, python_path, require_gfxreconstruct
 
 GUIDES = ("runtime.md", "testing.md", "capture.md", "optimize.md")
 FENCE = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
@@ -43,7 +43,7 @@ def run_guide(guide: str, folder: Path) -> list[str]:
     for name in ("examples", "tests"):
         (folder / name).symlink_to(ROOT / name)
     env = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_") and k != "PYTEST_CURRENT_TEST"}
-    env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(ROOT))
+    env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=python_path())
     ran = []
     for n, (language, info, body) in enumerate(blocks((ROOT / "docs" / guide).read_text())):
         if language == "python" and info.startswith("file="):

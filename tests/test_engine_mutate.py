@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, python_path
 from vkverify.mutations.gate import read_list, run_command
 from vkverify.mutations.live import Selection, environment
 
@@ -36,7 +36,7 @@ BARRIER_LINE, WAIT_LINE = _line("a.cmd_pipeline_barrier2(*COMPUTE_RW)"), _line('
 
 def _pytest(path, **env) -> subprocess.CompletedProcess:
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path), "-k", "match"]
-    return subprocess.run(argv, env={**os.environ, "PYTHONPATH": str(ROOT), **env}, cwd=ROOT, capture_output=True,
+    return subprocess.run(argv, env={**os.environ, "PYTHONPATH": python_path(), **env}, cwd=ROOT, capture_output=True,
                           text=True, timeout=120, check=False)
 
 
@@ -83,7 +83,7 @@ def survivors(argv: list[str]) -> tuple[int, list[tuple[str, str, str]]]:
 
 
 def test_every_mutant_dies_until_the_value_assertion_and_the_online_check_are_gone(tmp_path, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv("PYTHONPATH", python_path())
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "match"]
     assert survivors([*argv, str(ENGINE)]) == (1, [])
 

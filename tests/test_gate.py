@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from tests._processes import alive
-from tests.conftest import ROOT
+from tests.conftest import ROOT, python_path
 from vkverify.mutations import live
 from vkverify.mutations.forks import Runs, Server
 from vkverify.mutations.gate import listing, read_list
@@ -50,7 +50,7 @@ def start(project, *options: str, command: tuple[str, ...] | None = None, test: 
     command = command or (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test)
     clean = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_") and k != "PYTEST_CURRENT_TEST"}
     return subprocess.Popen([sys.executable, "-m", "vkverify.cli", "mutate", *options, "--", *command], cwd=project,
-                            env={**clean, "PYTHONPATH": str(ROOT), **env}, stdout=subprocess.PIPE,
+                            env={**clean, "PYTHONPATH": python_path(), **env}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -561,7 +561,7 @@ def test_a_forked_run_that_hangs_is_killed_at_its_timeout_and_the_server_goes_on
     (tmp_path / "test_hangs.py").write_text(HANGS)
     shutil.copy(DOWNSTREAM / "conftest.py", tmp_path)  # registers the plugin where no entry point does
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv("PYTHONPATH", python_path())
     server = Server([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_hangs.py"], Processes())
     try:
         server.warm([])

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests._processes import alive, sleeper
-from tests.conftest import ROOT
+from tests.conftest import ROOT, python_path
 from vkverify.cli import main
 from vkverify.mutations.gate import listing, read_list
 from vkverify.mutations.processes import CLEAN_TIMEOUT_S
@@ -31,7 +31,7 @@ def vkverify(*args: str, cwd: Path, timeout: float = 300, **env: str) -> subproc
     """The command line, as a user runs it: a process of its own."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_")}
     return subprocess.run([sys.executable, "-m", "vkverify.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**clean, "PYTHONPATH": str(ROOT), **env}, timeout=timeout, check=False)
+                          env={**clean, "PYTHONPATH": python_path(), **env}, timeout=timeout, check=False)
 
 
 

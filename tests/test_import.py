@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .conftest import require_gfxreconstruct
+from .conftest import python_path, require_gfxreconstruct
 
 from vkverify.check import check
 from vkverify.cli import main
@@ -39,7 +39,8 @@ def capture(program: str, out: Path, **layer: str) -> Path:
     require_gfxreconstruct()
     # Compressed, as captures made with the layer's defaults are: the import decompresses them to read
     # the fill bytes and push constants.
-    env = {**capture_env(out, os.environ), "GFXRECON_CAPTURE_COMPRESSION_TYPE": "LZ4", "PYTHONPATH": str(ROOT), **layer}
+    env = {**capture_env(out, os.environ), "GFXRECON_CAPTURE_COMPRESSION_TYPE": "LZ4", "PYTHONPATH": python_path(),
+           **layer}
     done = subprocess.run([sys.executable, "-c", program], env=env, cwd=ROOT, capture_output=True, text=True,
                           check=False)
     if done.returncode != 0 or not out.exists():

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import python_path
 from vkverify.cli import main as vkverify
 
 pytest.importorskip("vulkan")
@@ -57,7 +57,7 @@ def run(tmp_path_factory, device_name):
     env = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_") and k != "PYTEST_CURRENT_TEST"}
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--vk-device", "llvmpipe",
                            "test_prog.py"], cwd=path,
-                          env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300,
+                          env={**env, "PYTHONPATH": python_path()}, capture_output=True, text=True, timeout=300,
                           check=False)
     return path, done
 
@@ -99,8 +99,9 @@ def test_every_tests_stream_is_written_on_request(tmp_path, device_name):
     (tmp_path / "test_prog.py").write_text(PROGRAM)
     env = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_") and k != "PYTEST_CURRENT_TEST"}
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--vk-streams-all",
-                           "--vk-streams", "out", "test_prog.py"], cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)},
-                          capture_output=True, text=True, timeout=300, check=False)
+                           "--vk-streams", "out", "test_prog.py"], cwd=tmp_path,
+                          env={**env, "PYTHONPATH": python_path()}, capture_output=True, text=True, timeout=300,
+                          check=False)
     assert done.returncode == 1, done.stdout
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
         "test_prog.py_test_fails.json", "test_prog.py_test_racing.json", "test_prog.py_test_unchecked.json"]
@@ -131,7 +132,7 @@ def test_under_the_gate_a_mutants_run_keeps_its_tests_and_stops_at_the_first_fai
 
     def pytest_with(chosen: Selection) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_three.py"],
-                              cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT), **environment(chosen)},
+                              cwd=tmp_path, env={**env, "PYTHONPATH": python_path(), **environment(chosen)},
                               capture_output=True, text=True, timeout=300, check=False)
     listed = tmp_path / "list.jsonl"
     pytest_with(Selection("list", file=str(listed)))

@@ -27,7 +27,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import python_path
 from vkverify.mutations.gate import read_list
 from vkverify.mutations.live import Selection, environment
 
@@ -75,7 +75,7 @@ def _pytest(tmp_path) -> list[str]:
 
 def _env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("VKVERIFY_")}
-    return {**env, "PYTHONPATH": str(ROOT), **extra}
+    return {**env, "PYTHONPATH": python_path(), **extra}
 
 
 def test_uploader_candidates_are_listed(device_name, tmp_path):
