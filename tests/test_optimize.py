@@ -307,3 +307,59 @@ def test_a_wait_a_later_batch_relies_on_keeps_its_stages():
     assert ("raw", "B", "up[0]", "again[0]", (0, 256)) in findings(narrower)
     result = optimize(stream)
     assert result.waits == () and findings(result.stream) == set()
+
+
+def _waiting_host(ops: list[dict]) -> ir.Stream:
+    """A fill of host-visible memory with its barrier to the host, submitted with fence F, then the host's `ops`."""
+    return from_dict({
+        "format": "vkverify-stream/1", "name": "host-waits",
+        "buffers": [{"id": "Out", "size": 4096, "memory": "host_coherent"}], "fences": [{"id": "F"}],
+        "command_buffers": {"cb0": [
+            {"cmd": "fill", "dst": "Out", "offset": 0, "size": 4096, "value": 7},
+            {"cmd": "barrier", "src_stage": ["clear"], "src_access": ["transfer_write"], "dst_stage": ["host"],
+             "dst_access": ["host_read"]}]},
+        "threads": {"main": [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"], "fence": "F"}, *ops]}})
+
+
+def test_a_double_wait_and_a_trailing_idle_wait_go_the_wait_the_read_needs_stays():
+    stream = _waiting_host([{"op": "wait_fences", "fences": ["F"]}, {"op": "queue_wait_idle", "queue": "q0"},
+                            {"op": "host_read", "buffer": "Out", "offset": 0, "size": 4096},
+                            {"op": "device_wait_idle", "device": "gpu0"}])
+    assert findings(stream) == set()
+    result = optimize(stream)
+    # Either the fence wait or the idle wait orders the read: the idle wait, the broader, goes.
+    assert [(w.op, w.kind, w.on) for w in result.host_waits] == [("main[2]", "queue_wait_idle", ("q0",)),
+                                                                 ("main[4]", "device_wait_idle", ("gpu0",))]
+    assert [type(op).__name__ for op in result.stream.threads[0].ops] == ["Submit", "WaitFences", "HostAccess"]
+    assert findings(result.stream) == set() and reference_hazards(result.stream) == set()
+    assert result.to_json()["host_waits"][0] == {"op": "main[2]", "kind": "queue_wait_idle", "on": ["q0"],
+                                                 "label": None, "source": None}
+    assert "main[4]: remove: device_wait_idle gpu0 orders nothing the stream needs" in result.text("s.json")
+
+
+def test_a_wait_the_read_needs_stays_though_it_follows_another_wait():
+    """A host wait for T covers the first submit only; the fence wait after it, with no submit between (a candidate),
+    is what orders the read of the second submit's fill: the proof keeps it (removed by hand, the read races, for
+    the slow reference too)."""
+    doc = {"format": "vkverify-stream/1", "name": "two-waits",
+           "buffers": [{"id": "Out", "size": 4096, "memory": "host_coherent"},
+                       {"id": "Other", "size": 16, "memory": "device_local"}],
+           "fences": [{"id": "F"}], "semaphores": [{"id": "T", "type": "timeline"}],
+           "command_buffers": {"first": [{"cmd": "fill", "dst": "Other", "offset": 0, "size": 16, "value": 1}],
+                               "cb0": [{"cmd": "fill", "dst": "Out", "offset": 0, "size": 4096, "value": 7},
+                                       {"cmd": "barrier", "src_stage": ["clear"], "src_access": ["transfer_write"],
+                                        "dst_stage": ["host"], "dst_access": ["host_read"]}]},
+           "threads": {"main": [
+               {"op": "submit", "queue": "q0", "command_buffers": ["first"],
+                "signal": [{"semaphore": "T", "value": 1}]},
+               {"op": "submit", "queue": "q0", "command_buffers": ["cb0"], "fence": "F"},
+               {"op": "wait_semaphores", "waits": [{"semaphore": "T", "value": 1}]},
+               {"op": "wait_fences", "fences": ["F"]},
+               {"op": "host_read", "buffer": "Out", "offset": 0, "size": 4096}]}}
+    stream = from_dict(doc)
+    assert findings(stream) == set()
+    del doc["threads"]["main"][3]
+    assert reference_hazards(from_dict(doc)), "the fence wait orders the read"
+    said: list[str] = []
+    assert optimize(stream, progress=said.append).host_waits == ()
+    assert "fence and idle waits: 0 of 1 removed (1 check)" in said, "tried, and kept by the proof"

@@ -226,9 +226,10 @@ def test_optimize_sarif_is_a_note_per_barrier_to_remove_or_narrow(tmp_path):
     sarif_doc = json.loads(done.stdout)
     assert_valid(sarif_doc)
     [run] = sarif_doc["runs"]
-    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["VKV101", "VKV102", "VKV103"]
-    results = run["results"]
-    assert sorted(r["ruleId"] for r in results) == ["VKV101"] * 4 + ["VKV102"] * 2
+    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["VKV101", "VKV102", "VKV103", "VKV104"]
+    # The example's last op, a fence wait with nothing after it, orders nothing either (VKV104).
+    results = [r for r in run["results"] if r["ruleId"] != "VKV104"]
+    assert sorted(r["ruleId"] for r in run["results"]) == ["VKV101"] * 4 + ["VKV102"] * 2 + ["VKV104"]
     by_barrier = {r["message"]["text"].split()[0]: r for r in results}
     sourced = by_barrier[f"step[{first}]"]
     assert sourced["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "engine.py"
@@ -252,4 +253,27 @@ def test_optimize_sarif_names_a_semaphore_wait_to_narrow():
     [result] = [r for r in doc["runs"][0]["results"] if r["ruleId"] == "VKV103"]
     assert result["properties"] == {"before": ["all_commands"], "after": ["compute_shader"]}
     assert result["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == "main[2].batches[0].wait[0]"
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] > 1
+
+
+def test_optimize_sarif_names_a_host_wait_to_remove(tmp_path):
+    """A fence wait then an idle wait of the same queue: the idle wait orders nothing more (VKV104), at the op in
+    the stream file, its kind in the properties."""
+    doc = {"format": "vkverify-stream/1", "name": "double-wait",
+           "buffers": [{"id": "Out", "size": 64, "memory": "host_coherent"}], "fences": [{"id": "F"}],
+           "command_buffers": {"cb0": [{"cmd": "fill", "dst": "Out", "offset": 0, "size": 64, "value": 7},
+                                       {"cmd": "barrier", "src_stage": ["clear"], "src_access": ["transfer_write"],
+                                        "dst_stage": ["host"], "dst_access": ["host_read"]}]},
+           "threads": {"main": [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"], "fence": "F"},
+                                {"op": "wait_fences", "fences": ["F"]}, {"op": "queue_wait_idle", "queue": "q0"},
+                                {"op": "host_read", "buffer": "Out", "offset": 0, "size": 64}]}}
+    path = tmp_path / "double-wait.json"
+    path.write_text(json.dumps(doc, indent=1))
+    done = subprocess.run([sys.executable, "-m", "vkverify.cli", "optimize", str(path), "--format", "sarif", "-q"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
+    sarif = json.loads(done.stdout)
+    assert_valid(sarif)
+    [result] = sarif["runs"][0]["results"]
+    assert result["ruleId"] == "VKV104" and result["properties"] == {"kind": "queue_wait_idle", "on": ["q0"]}
+    assert result["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == "main[2]"
     assert result["locations"][0]["physicalLocation"]["region"]["startLine"] > 1

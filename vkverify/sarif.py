@@ -181,13 +181,16 @@ OPTIMIZE_RULES = (
     ("narrow_wait", "VKV103", "a semaphore wait stage mask wider than its batch's commands",
      ("This semaphore wait's stage mask can be narrowed to the stages of the commands of its batch: the stream with "
       "the narrower mask gives the same findings, proved by checking.")),
+    ("remove_host_wait", "VKV104", "a fence or idle wait that orders nothing the stream needs",
+     ("This host wait (vkWaitForFences, vkQueueWaitIdle or vkDeviceWaitIdle) orders nothing that comes after it: "
+      "the stream without it gives the same findings, proved by checking.")),
 )
 
 
 def format_optimization(file: str, result) -> str:
-    """`vkverify optimize --format sarif`: a result (level note) per barrier to remove or narrow (check/optimize.py
-    Optimization), located at the program's line that recorded it where the stream says, else at the barrier in
-    the stream file; its masks before and after in the properties."""
+    """`vkverify optimize --format sarif`: a result (level note) per barrier or wait to remove or narrow
+    (check/optimize.py Optimization), located at the program's line that recorded it where the stream says, else
+    at the operation in the stream file; its masks before and after (a host wait: its kind) in the properties."""
     stream = result.original
     region = locator(FileResult(file, stream.name, (), loaded=stream))
     rule_index = {action: i for i, (action, *_) in enumerate(OPTIMIZE_RULES)}
@@ -213,4 +216,6 @@ def format_optimization(file: str, result) -> str:
                for s in result.suggestions if s.action in rule_index]
     results += [note("narrow_wait", w.wait, w.wait.split(".")[0], w.source, w.line(),
                      {k: v for k, v in w.to_json().items() if k in ("before", "after")}) for w in result.waits]
+    results += [note("remove_host_wait", w.op, w.op, w.source, w.line(), {"kind": w.kind, "on": list(w.on)})
+                for w in result.host_waits]
     return document(rules, results, [file], True)

@@ -18,6 +18,8 @@ How it decides (docs/optimize.md):
    is made again; the last of ROUNDS rounds keeps every barrier as written, saying so.
 6. Semaphore waits: a wait's stage mask wider than its batch's commands' stages is narrowed to them, proved by a
    check (all at once, else one at a time).
+7. Fence and idle waits of the host that order nothing the stream needs are removed, found by group testing, each
+   set removed proved by a check.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from .schedule import check
 from .scopes import access_scope, accesses, explicit_stages, first_execution_scope, second_execution_scope
 from .walk import Consumer, Walk
 
-__all__ = ["Optimization", "Ordering", "Suggestion", "optimize"]
+__all__ = ["HostWaitRemoved", "Optimization", "Ordering", "Suggestion", "optimize"]
 
 ROUNDS = 5  # the last keeps every barrier as written
 Z3_BARRIERS = 400  # z3 is asked for the minimum up to this many barriers; the greedy choice beyond
@@ -124,6 +126,24 @@ class WaitNarrowed:
 
 
 @dataclass(frozen=True)
+class HostWaitRemoved:
+    """A fence or idle wait of the host that orders nothing the stream needs: without it, the same findings."""
+
+    op: str  # main[7]
+    kind: str  # wait_fences, queue_wait_idle or device_wait_idle
+    on: tuple[str, ...]  # its fences, queue or device
+    label: str | None
+    source: str | None
+
+    def line(self) -> str:
+        return (f"{_named(self.op, self.source, self.label)}: remove: {self.kind} {', '.join(self.on)} orders "
+                "nothing the stream needs")
+
+    def to_json(self) -> dict:
+        return {"op": self.op, "kind": self.kind, "on": list(self.on), "label": self.label, "source": self.source}
+
+
+@dataclass(frozen=True)
 class Optimization:
     original: ir.Stream
     stream: ir.Stream  # the optimized stream (the original where the proof failed)
@@ -134,6 +154,7 @@ class Optimization:
     seconds: float
     original_ref: Callable[[str], str] = field(compare=False)  # a reference of `stream` in the original's positions
     waits: tuple[WaitNarrowed, ...] = ()  # semaphore waits narrowed
+    host_waits: tuple[HostWaitRemoved, ...] = ()  # fence and idle waits removed
 
     @property
     def counts(self) -> dict[str, int]:
@@ -146,12 +167,13 @@ class Optimization:
         """The `optimize --format json` document (docs/optimize.md)."""
         return {"method": self.method, "barriers": len(self.suggestions), **self.counts,
                 "orderings": self.orderings, "rounds": self.rounds, "seconds": round(self.seconds, 3),
-                "suggestions": [s.to_json() for s in self.suggestions], "waits": [w.to_json() for w in self.waits]}
+                "suggestions": [s.to_json() for s in self.suggestions], "waits": [w.to_json() for w in self.waits],
+                "host_waits": [w.to_json() for w in self.host_waits]}
 
     def text(self, file: str, every: bool = False) -> str:
         """One line per barrier to remove or narrow (`every`: kept ones too), then the totals and the proof."""
         lines = [f"{file}: {s.line()}" for s in self.suggestions if s.action != "keep" or every]
-        lines += [f"{file}: {w.line()}" for w in self.waits]
+        lines += [f"{file}: {w.line()}" for w in (*self.waits, *self.host_waits)]
         c = self.counts
         lines.append(f"{file}: {len(self.suggestions)} global barriers: {c['remove']} to remove, {c['narrow']} to "
                      f"narrow, {c['keep']} kept as written; {self.orderings} conflicting pairs they order; "
@@ -198,8 +220,9 @@ def optimize(stream: ir.Stream, readings: Readings = DEFAULT, budget_s: float = 
             if rounds == ROUNDS:
                 method = f"every barrier as written: no smaller set proved in {ROUNDS - 1} rounds"
             optimized, waits = _narrowed_waits(optimized, readings, original_keys, back, say)
+            optimized, host_waits, back = _removed_host_waits(optimized, readings, original_keys, back, say)
             return Optimization(stream, optimized, _suggestions(stream, edits, assigned, forced), method,
-                                len(orderings), rounds, time.perf_counter() - began, back, waits)
+                                len(orderings), rounds, time.perf_counter() - began, back, waits, host_waits)
         if rounds == ROUNDS:
             raise AssertionError(f"the stream with its barriers as written gives other findings: {sorted(differ)}")
         grown = set(forced)  # each new finding's pair: every barrier that may order it
@@ -266,6 +289,91 @@ def _with_wait_stages(stream: ir.Stream, stages: dict[tuple[str, int, int, int],
                                          for i, op in enumerate(t.ops))) if t.id in touched else t
                     for t in stream.threads)
     return replace(stream, threads=threads)
+
+
+# ---- fence and idle waits --------------------------------------------------------------------------------------
+
+HOST_WAITS = (ir.DeviceWaitIdle, ir.QueueWaitIdle, ir.WaitFences)  # the broadest first
+HOST_WAIT_CHECKS = 16  # checks spent finding the removable ones; the rest are kept, the progress line says so
+
+
+def _removed_host_waits(stream: ir.Stream, readings: Readings, original_keys: set[tuple], back: Callable[[str], str],
+                        say: Callable[[str], None]) -> tuple[ir.Stream, tuple[HostWaitRemoved, ...], Callable]:
+    """The fence and idle waits of the host without which the stream gives the original's findings (7.3, 7.8: a
+    host wait orders the host's later operations after the device work it covers; where none of them needs it,
+    nothing is lost), among those `_repeated_or_last_waits` picks, found by group testing: all of them at once,
+    else each half, and so on, every test with those already removed, so that the set removed is proved together.
+    With `back` composed: the stream's references to the original's."""
+    # Where an idle wait and a fence wait order the same, the idle wait goes (sorted: stable within a kind).
+    candidates = sorted(_repeated_or_last_waits(stream),
+                        key=lambda k: HOST_WAITS.index(type(stream.index.threads[k[0]].ops[k[1]])))
+    checks = 0
+
+    def without(chosen: list[tuple[str, int]]) -> tuple[ir.Stream, Callable[[str], str]]:
+        gone: dict[str, set[int]] = {}
+        for thread_id, i in chosen:
+            gone.setdefault(thread_id, set()).add(i)
+        positions = {t.id: [i for i in range(len(t.ops)) if i not in gone[t.id]] for t in stream.threads
+                     if t.id in gone}
+        threads = tuple(replace(t, ops=tuple(t.ops[i] for i in positions[t.id])) if t.id in positions else t
+                        for t in stream.threads)
+        moved = _positions_back(positions)
+        return replace(stream, threads=threads), lambda text: back(moved(text))
+
+    def same(chosen: list[tuple[str, int]]) -> bool:
+        nonlocal checks
+        checks += 1
+        edited, edited_back = without(chosen)
+        return {_key(f, edited_back) for f in check(edited, readings, witnesses=0)} == original_keys
+    removed: list[tuple[str, int]] = []
+    groups = [candidates] if candidates else []
+    while groups and checks < HOST_WAIT_CHECKS:
+        group = groups.pop()
+        if same(removed + group):
+            removed += group
+        elif len(group) > 1:
+            groups += [group[len(group) // 2:], group[:len(group) // 2]]  # the first half next
+    if candidates:
+        say(f"fence and idle waits: {len(removed)} of {len(candidates)} removed ({checks} check{'s' * (checks != 1)}"
+            + (f"; {sum(map(len, groups))} not tried: the budget of {HOST_WAIT_CHECKS} checks)" if groups else ")"))
+    if not removed:
+        return stream, (), back
+    found = []
+    for thread_id, i in sorted(removed, key=lambda k: (k[0], k[1])):
+        op = stream.index.threads[thread_id].ops[i]
+        on = op.fences if isinstance(op, ir.WaitFences) else (op.queue,) if isinstance(op, ir.QueueWaitIdle) \
+            else (op.device,)
+        found.append(HostWaitRemoved(back(format_ref(thread_id, i)), _HOST_WAIT_KIND[type(op)], tuple(on), op.label,
+                                     op.source))
+    optimized, optimized_back = without(removed)
+    return optimized, tuple(found), optimized_back
+
+
+def _repeated_or_last_waits(stream: ir.Stream) -> list[tuple[str, int]]:
+    """The fence and idle waits worth a check: one that follows another wait of its thread with no submit of the
+    thread between (a double wait), or that its thread's last op is (nothing after it to order). The others almost
+    always order what comes after them: testing each would cost a check per wait."""
+    out = []
+    for t in stream.threads:
+        waited = False  # a host wait since the thread's last submit
+        for i, op in enumerate(t.ops):
+            if isinstance(op, HOST_WAITS) and (waited or i == len(t.ops) - 1):
+                out.append((t.id, i))
+            waited = isinstance(op, HOST_WAITS + (ir.WaitSemaphores,)) or waited and not isinstance(op, ir.Submit)
+    return out
+
+
+_HOST_WAIT_KIND = {ir.WaitFences: "wait_fences", ir.QueueWaitIdle: "queue_wait_idle",
+                   ir.DeviceWaitIdle: "device_wait_idle"}
+
+
+def _positions_back(positions: dict[str, list[int]]) -> Callable[[str], str]:
+    """A reference's text with each `owner[i]` of an owner in `positions` (its operations' original positions, in
+    order, those kept) at its original position."""
+    def back(text: str) -> str:
+        return map_positions(text, lambda owner, i: format_ref(owner, positions[owner][i]) if owner in positions
+                             else None)
+    return back
 
 
 # ---- where each command runs -----------------------------------------------------------------------------------
@@ -613,11 +721,7 @@ def _edit(stream: ir.Stream, edits: dict[Ref, ir.Barrier | None]) -> tuple[ir.St
         kept = [(i, c) for i, c in kept if c is not None]
         positions[cb.id] = [i for i, _ in kept]
         cbs.append(replace(cb, commands=tuple(c for _, c in kept)))
-
-    def back(text: str) -> str:
-        return map_positions(text, lambda owner, i: format_ref(owner, positions[owner][i]) if owner in positions
-                             else None)
-    return replace(stream, command_buffers=tuple(cbs), expect=None), back
+    return replace(stream, command_buffers=tuple(cbs), expect=None), _positions_back(positions)
 
 
 def _key(f, back: Callable[[str], str] | None) -> tuple:
