@@ -488,7 +488,7 @@ def _add_optimize(sub) -> None:
         stream = _load_or_report(args.file)
         if stream is None:
             return 2
-        result = optimize(stream, budget_s=args.z3_budget,
+        result = optimize(stream, budget_s=args.z3_budget, buffer_barriers=args.buffer_barriers,
                           progress=None if args.quiet else lambda line: print(f"optimize: {line}", file=sys.stderr))
         if args.output is not None:
             emit(chain(dump_chunks(result.stream), ["\n"]), args.output)
@@ -513,6 +513,7 @@ def _add_optimize(sub) -> None:
                               "by reference and file:line\n"
                               "  vkverify optimize run.gfxr -o fewer.json    # write the optimized stream\n"
                               "  vkverify optimize run.json --format json    # for tools\n"
+                              "  vkverify optimize run.json --buffer-barriers   # kept barriers on their pairs' bytes\n"
                               "  vkverify optimize run.json --format sarif > optimize.sarif   # code-scanning notes\n"
                               "exit codes: 0 done (the optimized stream gives the original's findings: checked), "
                               "2 bad input",
@@ -522,6 +523,9 @@ def _add_optimize(sub) -> None:
     c.add_argument("--format", choices=("text", "json", "sarif"), default="text",
                    help="text (default), json, or sarif (a note per barrier to remove or narrow, at its program line)")
     c.add_argument("--all", action="store_true", help="text: list every barrier kept as written too")
+    c.add_argument("--buffer-barriers", action="store_true",
+                   help="a barrier kept whose pairs lie on a few buffers becomes buffer barriers over their bytes, "
+                        "where the check proves it (docs/optimize.md; default: global barriers stay global)")
     c.add_argument("--z3-budget", type=_seconds_up_to(MAX_TIMEOUT), default=10.0, metavar="SECONDS",
                    help="time z3 may take to find a minimum before the greedy choice is used (default 10)")
     _add_quiet(c, "no progress lines on stderr")

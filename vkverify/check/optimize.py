@@ -11,7 +11,8 @@ How it decides (docs/optimize.md):
    that may be on its path as it is.
 3. The choice: every ordering keeps one of its candidates. A minimum number of barriers is found with z3's
    optimizer within a time budget; past it, or on large streams, a greedy choice that says it is one.
-4. The masks: each kept barrier is narrowed to the stages and accesses of the orderings assigned to it.
+4. The masks: each kept barrier is narrowed to the stages and accesses of the orderings assigned to it (and, when
+   asked, made buffer barriers over their bytes, proved by a check).
 5. The proof: the optimized stream is checked; its findings, by the original's references, must be the original's
    exactly (every pair ordered before is ordered after; no hazard hidden, none fixed). Where a finding differs,
    the barriers around it (then every barrier next to a semaphore or the host) are kept as written and the choice
@@ -59,6 +60,7 @@ class Ordering:
     first_write: str | None  # the first access's write (None: it only reads, a WAR: no memory dependency)
     second_stage: str
     second_accesses: tuple[str, ...]
+    range: tuple[int, int] | None = None  # the bytes of `buffer` where they conflict
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ class Suggestion:
     orders: int  # orderings assigned to it (0 where removed)
     example: Ordering | None  # one of them
     why: str  # why kept as written, or why removable
+    ranges: tuple[tuple[str, int, int], ...] = ()  # made buffer barriers over these (buffer, offset, size)
 
     def line(self) -> str:
         """`cb0[3] (file:line) 'label': narrow: src_stage a|b -> a (orders 2 pairs, e.g. raw ...)`."""
@@ -81,6 +84,8 @@ class Suggestion:
         if self.action == "narrow":
             head += ": " + "; ".join(f"{m} {'|'.join(self.before[m]) or 'none'} -> {'|'.join(self.after[m]) or 'none'}"
                                      for m in _MASKS if self.before[m] != self.after[m])
+            if self.ranges:
+                head += "; as buffer barriers on " + ", ".join(f"{b} [{o}, {o + n})" for b, o, n in self.ranges)
         elif self.action == "keep":
             head += f": {self.why}"
         if self.example is not None:
@@ -94,6 +99,8 @@ class Suggestion:
                "before": {k: list(v) for k, v in self.before.items()},
                "after": None if self.after is None else {k: list(v) for k, v in self.after.items()},
                "orders": self.orders, "why": self.why}
+        if self.ranges:
+            out["buffers"] = [{"buffer": b, "offset": o, "size": n} for b, o, n in self.ranges]
         if self.example is not None:
             e = self.example
             out["example"] = {"kind": e.kind, "buffer": e.buffer, "first": e.first, "second": e.second}
@@ -187,8 +194,9 @@ _MASKS = ("src_stage", "src_access", "dst_stage", "dst_access")
 
 
 def optimize(stream: ir.Stream, readings: Readings = DEFAULT, budget_s: float = Z3_BUDGET_S,
-             progress: Callable[[str], None] | None = None) -> Optimization:
-    """The optimized stream and a suggestion per global barrier, proved by checking (module docstring)."""
+             progress: Callable[[str], None] | None = None, buffer_barriers: bool = False) -> Optimization:
+    """The optimized stream and a suggestion per global barrier, proved by checking (module docstring);
+    `buffer_barriers`: a barrier kept may become buffer barriers over the bytes of its pairs (`_ranged`)."""
     if stream.params:
         raise UsageError("stream", "optimize reads a stream without `params`: run it on each instance")
     began = time.perf_counter()
@@ -219,6 +227,9 @@ def optimize(stream: ir.Stream, readings: Readings = DEFAULT, budget_s: float = 
         if not differ:
             if rounds == ROUNDS:
                 method = f"every barrier as written: no smaller set proved in {ROUNDS - 1} rounds"
+            if buffer_barriers:
+                edits = _ranged(stream, edits, assigned, forced, readings, original_keys, say)
+                optimized, back = _edit(stream, edits)
             optimized, waits = _narrowed_waits(optimized, readings, original_keys, back, say)
             optimized, host_waits, back = _removed_host_waits(optimized, readings, original_keys, back, say)
             return Optimization(stream, optimized, _suggestions(stream, edits, assigned, forced), method,
@@ -551,7 +562,7 @@ def _orderings(findings, back, hazards: set[tuple]) -> list[Ordering]:
         second_stage, second_types = f.second_access.split("/")
         writes = [t for t in first_types.split("+") if t.endswith("write")]
         out.append(Ordering(f.kind, f.buffer, key[2], key[3], first_stage, writes[0] if writes else None,
-                            second_stage, tuple(second_types.split("+"))))
+                            second_stage, tuple(second_types.split("+")), f.range))
     return out
 
 
@@ -697,11 +708,49 @@ def _narrowed(stream: ir.Stream, b: Ref, orderings: list[Ordering], as_written: 
     barrier = _command(stream, b)
     if as_written or not orderings:
         return barrier
+    return replace(barrier, **_pair_masks(orderings))
+
+
+def _pair_masks(orderings: list[Ordering]) -> dict[str, frozenset[str]]:
+    """The four masks that order `orderings`: the first accesses' stages and writes, the second ones' stages and,
+    after a write, accesses."""
     writes = [o for o in orderings if o.first_write is not None]
-    return replace(barrier, src_stage=frozenset(o.first_stage for o in orderings),
-                   src_access=frozenset(o.first_write for o in writes),
-                   dst_stage=frozenset(o.second_stage for o in orderings),
-                   dst_access=frozenset(a for o in writes for a in o.second_accesses))
+    return {"src_stage": frozenset(o.first_stage for o in orderings),
+            "src_access": frozenset(o.first_write for o in writes),
+            "dst_stage": frozenset(o.second_stage for o in orderings),
+            "dst_access": frozenset(a for o in writes for a in o.second_accesses)}
+
+
+BUFFERS_AT_MOST = 4  # a kept barrier becomes buffer barriers where its pairs lie on at most this many buffers
+
+
+def _ranged(stream: ir.Stream, edits: dict[Ref, ir.Barrier | None], assigned: dict[Ref, list[Ordering]],
+            forced: set[Ref], readings: Readings, original_keys: set[tuple],
+            say: Callable[[str], None]) -> dict[Ref, ir.Barrier | None]:
+    """`edits` with each narrowed barrier whose pairs lie on at most BUFFERS_AT_MOST buffers made buffer barriers,
+    one per buffer over the bytes of its pairs there, with their masks (7.7.2: a buffer memory barrier's access
+    scopes hold only its range; the execution dependency is the barrier's all the same), where the stream with
+    them gives the original's findings; else `edits` as they were."""
+    ranged = dict(edits)
+    for b, new in edits.items():
+        pairs = assigned.get(b, [])
+        if new is None or b in forced or not pairs or any(o.range is None for o in pairs):
+            continue
+        by_buffer: dict[str, list[Ordering]] = {}
+        for o in pairs:
+            by_buffer.setdefault(o.buffer, []).append(o)
+        if len(by_buffer) <= BUFFERS_AT_MOST:
+            ranged[b] = replace(new, buffers=tuple(
+                ir.BufferBarrier(buffer, lo, max(o.range[1] for o in mine) - lo, **_pair_masks(mine))
+                for buffer, mine in sorted(by_buffer.items()) for lo in [min(o.range[0] for o in mine)]))
+    made = sum(ranged[b] is not edits[b] for b in edits)
+    if made:
+        optimized, back = _edit(stream, ranged)
+        if {_key(f, back) for f in check(optimized, readings, witnesses=0)} == original_keys:
+            say(f"buffer barriers: {made} barriers made buffer barriers over their pairs' bytes")
+            return ranged
+        say(f"buffer barriers: the stream with {made} of them gives other findings: they stay global")
+    return edits
 
 
 def _edit(stream: ir.Stream, edits: dict[Ref, ir.Barrier | None]) -> tuple[ir.Stream, Callable[[str], str]]:
@@ -749,6 +798,8 @@ def _suggestions(stream: ir.Stream, edits: dict[Ref, ir.Barrier | None], assigne
                    "as written" if b in forced else "its masks are already the narrowest that order its pairs")
         else:
             action, why = "narrow", "the stages and accesses of the pairs it orders"
+        ranges = tuple((x.buffer, x.offset, x.size) for x in new.buffers) if new is not None else ()
         out.append(Suggestion(format_ref(b.owner, b.index), action, old.label, old.source, _masks(old),
-                              None if new is None else _masks(new), len(mine), mine[0] if mine else None, why))
+                              None if new is None else _masks(new), len(mine), mine[0] if mine else None,
+                              why + ", on their bytes" * bool(ranges), ranges))
     return tuple(out)
