@@ -114,7 +114,7 @@ def test_the_gate_kills_every_mutant_of_a_placed_barrier(device_name, monkeypatc
     monkeypatch.setenv("VKVERIFY_BARRIERS", "auto")
     engine = str(ROOT / "examples" / "engine")
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "match", engine]
-    outcomes, _ = run_command(argv, "raw", jobs=2, quiet=True)
+    outcomes, _, _ = run_command(argv, "raw", jobs=2, quiet=True)
     placed = [o for o in outcomes if "auto barrier" in o.mutant.description]
     assert len({o.mutant.source for o in placed}) == 3, sorted({o.mutant.source for o in placed})
     assert {o.mutant.operator for o in placed} >= {"drop_barrier", "weaken_barrier"}

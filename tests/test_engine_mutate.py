@@ -9,6 +9,7 @@ kills its mutants with assert_race_free), and the driver runs target `fence` onl
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -32,6 +33,7 @@ def _line(code: str) -> str:
 
 
 BARRIER_LINE, WAIT_LINE = _line("a.cmd_pipeline_barrier2(*COMPUTE_RW)"), _line('rt.wait_fences(["F"])')
+FRAME_WAIT_LINE = _line('rt.submit("q0"')  # a frame's wait for the previous one's second submit
 
 
 def _pytest(path, **env) -> subprocess.CompletedProcess:
@@ -45,18 +47,18 @@ def listing(tmp_path_factory):
     path = tmp_path_factory.mktemp("engine") / "candidates.jsonl"
     done = _pytest(ENGINE, **environment(Selection("list", file=str(path))))
     assert done.returncode == 0, done.stdout[-2000:]
-    return read_list(str(path)).candidates
+    return read_list(str(path))
 
 
 def test_list_names_the_candidates_and_mutates_nothing(listing):
-    found = {(c.target, c.operator, c.op) for c in listing}
+    found = {(c.target, c.operator, c.op) for c in listing.candidates}
     assert {("raw", "drop_barrier", "a0[1]"), ("waw", "weaken_barrier", "b1[1]"),
             ("semaphore", "drop_wait", "main[7].batches[0].wait[0]"), ("fence", "drop_host_wait", "main[14]")} <= found
     # The uploads' landing barriers are not candidates: finish() waits for them before any frame reads.
-    assert not [c for c in listing if "landing barrier" in c.description]
-    assert all(c.where.endswith("test_engine.py::test_frames_match_numpy") for c in listing)
+    assert not [c for c in listing.candidates if "landing barrier" in c.description]
+    assert all(c.where.endswith("test_engine.py::test_frames_match_numpy") for c in listing.candidates)
     # Each is named by the engine's line that issued it.
-    sources = {(c.operator, c.op): c.source for c in listing}
+    sources = {(c.operator, c.op): c.source for c in listing.candidates}
     assert sources["drop_barrier", "a0[1]"] == sources["drop_barrier", "a1[1]"] == BARRIER_LINE
     assert sources["drop_host_wait", "main[14]"] == WAIT_LINE
 
@@ -67,7 +69,7 @@ def test_list_names_the_candidates_and_mutates_nothing(listing):
     ("fence", "drop_host_wait", "main[14]", "HazardError: main[14]"),
 ])
 def test_a_mutated_run_fails(listing, target, operator, op, caught_by):
-    [c] = [c for c in listing if (c.target, c.operator, c.op) == (target, operator, op)]
+    [c] = [c for c in listing.candidates if (c.target, c.operator, c.op) == (target, operator, op)]
     done = _pytest(ENGINE, **environment(Selection(target, c.where, k=c.k)))
     assert done.returncode == 1 and caught_by in done.stdout, done.stdout[-2000:]
 
@@ -77,7 +79,7 @@ def survivors(argv: list[str]) -> tuple[int, list[tuple[str, str, str]]]:
     one call site, one mutant: dropped in every frame, no wait is left to meet a fence that was reset
     while pending, and a dropped wait is killed by structure (the online check, or its absence leaves it
     alive), never by whether the host read happened to race the device."""
-    outcomes, _ = run_command(argv, "fence", jobs=2, quiet=True)
+    outcomes, _, _ = run_command(argv, "fence", jobs=2, quiet=True)
     return len(outcomes), [(o.mutant.operator, o.mutant.source.rsplit("/", 1)[-1], o.mutant.file.rsplit("::", 1)[1])
                            for o in outcomes if not o.killed]
 
@@ -98,3 +100,28 @@ def test_every_mutant_dies_until_the_value_assertion_and_the_online_check_are_go
     monkeypatch.setenv("VKVERIFY_CHECK", "0")
     assert survivors([*argv, str(copy)]) == (1, [("drop_host_wait", WAIT_LINE.rsplit("/", 1)[1],
                                                              "test_frames_match_numpy")])
+
+
+def test_the_lines_no_test_needed_are_named(listing):
+    """--report-redundant with a command: the synchronization lines whose mutation opened a hazard in no run. A
+    frame's q0 submit waits on T for the previous frame's q1 submit, which the host already waited for (its fence,
+    at the end of that frame) before recording this one: no test needs that wait. The barrier between a frame's
+    dispatches and that fence wait are needed; a submit's signal is no site (no operator mutates it)."""
+    assert ["semaphore wait", FRAME_WAIT_LINE] in listing.unneeded
+    assert {site[1] for site in listing.unneeded}.isdisjoint({BARRIER_LINE, WAIT_LINE})
+    assert all(site in listing.sync_sites for site in listing.unneeded)
+    assert {kind for kind, _ in listing.sync_sites} <= {"barrier", "semaphore wait", "wait_fences"}
+
+
+def test_report_redundant_with_a_command_prints_and_writes_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", python_path())
+    out = tmp_path / "gate.json"
+    done = subprocess.run([sys.executable, "-m", "vkverify.cli", "mutate", "--target", "fence", "--report-redundant",
+                           "--no-cache", "--json", str(out), "--", sys.executable, "-m", "pytest", "-q", "-p",
+                           "no:cacheprovider", "-k", "match", str(ENGINE)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "redundant in the command's runs:" in done.stdout
+    assert f"  {FRAME_WAIT_LINE} semaphore wait: no test needed it" in done.stdout
+    [runs] = json.loads(out.read_text())["redundant"].values()
+    assert any(r["op"] == f"{FRAME_WAIT_LINE} semaphore wait" and r["pair"] is None for r in runs)

@@ -173,9 +173,9 @@ def test_nothing_to_mutate_is_exit_2_with_the_reason(project):
         done.stderr
 
 
-def test_options_of_stream_mutants_are_refused_with_only_a_command(project):
+def test_the_readers_of_stream_mutants_are_refused_with_only_a_command(project):
     done = mutate(project, "--readers", "sim")
-    assert done.returncode == 2 and "--readers concern stream mutants" in done.stderr, done.stderr
+    assert done.returncode == 2 and "--readers concerns stream mutants" in done.stderr, done.stderr
 
 
 def test_candidates_are_numbered_per_test(project, monkeypatch):

@@ -21,6 +21,10 @@ from .processes import CLEAN_TIMEOUT_S, CannotStart, Interrupted, Processes
 from .readers import READERS, CleanRunFailed, CmdReader
 from .runner import Cache, Stats, run, shard
 
+COMMAND_RUNS = "the command's runs"  # --report-redundant's heading with only a command
+UNNEEDED = ("no test needed it: in no run did dropping or weakening it open a hazard in what the program did next "
+            "(every pair it orders is ordered by something else there, or it orders none)")
+
 __all__ = ["command_mode", "finish", "main", "selectors"]
 
 
@@ -45,15 +49,13 @@ def command_mode(args: argparse.Namespace, argv: list[str]) -> int:
     """No streams: the command's own Runtimes mutate themselves (gate.py), once per mutant."""
     from .gate import NoMutants, run_command
 
-    refused = [flag for flag, given in (("--readers", args.readers is not None),
-                                        ("--report-redundant", args.report_redundant)) if given]
-    if refused:
-        print(f"vkverify mutate: {' and '.join(refused)} concern stream mutants; with only a command after -- "
-              "there are none (the command is the reader)", file=sys.stderr)
+    if args.readers is not None:
+        print("vkverify mutate: --readers concerns stream mutants; with only a command after -- there are none (the "
+              "command is the reader)", file=sys.stderr)
         return 2
     try:
-        outcomes, stats = run_command(argv, args.target, args.jobs, args.per_iteration, _cache(args), args.shard,
-                                      args.quiet, _timeout(args), not args.no_fork)
+        outcomes, stats, unneeded = run_command(argv, args.target, args.jobs, args.per_iteration, _cache(args),
+                                                args.shard, args.quiet, _timeout(args), not args.no_fork)
         stopped = None
     except NoMutants as e:
         return stop(f"0 mutants: {e}", args)
@@ -62,12 +64,16 @@ def command_mode(args: argparse.Namespace, argv: list[str]) -> int:
     except Interrupted as e:
         if e.partial is None:
             return stop(e.why, args)
-        (outcomes, stats), stopped = e.partial, e.why
+        (outcomes, stats), stopped, unneeded = e.partial, e.why, []
     tests: dict[str, int] = {}
     for o in outcomes:
         tests[o.mutant.file] = tests.get(o.mutant.file, 0) + 1
     summary = [{"file": test, "clean": True, "mutants": n} for test, n in tests.items()]
-    report = Report(outcomes, [COMMAND], {}, stats, summary, stopped=stopped, require=args.require)
+    # What no test needed: in no run did a mutation of any target at the line open a hazard (live.sync_sites).
+    redundant = {COMMAND_RUNS: [Redundancy(f"{source} {kind}", None, (), UNNEEDED) for kind, source in unneeded]} \
+        if args.report_redundant and unneeded else {}
+    report = Report(outcomes, [COMMAND], {}, stats, summary, redundant=redundant, stopped=stopped,
+                    require=args.require)
     return stop(stopped, args, report) if stopped else finish(report, args)
 
 

@@ -83,6 +83,8 @@ class Report:
 
 
 def redundancy_text(r: Redundancy) -> str:
+    if r.why is not None:
+        return f"{r.op}: {r.why}"
     if r.pair is None:
         return f"{r.op}: orders no conflicting pair"
     path = " -> ".join(r.other_path) if r.other_path else "host program order"

@@ -139,6 +139,14 @@ class Listing:
     coverage: Coverage = field(default_factory=Coverage)
     modules: list[str] = field(default_factory=list)  # the test runner's modules it imported (forks.py warms them)
     outside: list[str] = field(default_factory=list)  # the Runtimes it opened outside any test the plugin collected
+    sync_sites: list[list[str]] = field(default_factory=list)  # [kind, file:line] of each synchronization it ran
+
+    @property
+    def unneeded(self) -> list[list[str]]:
+        """The synchronization call sites no candidate of any target came from: in no run of any test did
+        dropping or weakening what they record open a hazard in what the program did next."""
+        needed = {c.source for c in self.candidates}
+        return [site for site in self.sync_sites if site[1] not in needed]
 
     @property
     def forkable(self) -> bool:
@@ -157,7 +165,7 @@ def _strings(value, nested: bool = False) -> bool:
 def read_list(path: str, warn=None) -> Listing:
     """The candidates file of a list run. A line that is not one of live.py's (torn by a process killed
     while writing it, say) is skipped, with a warning through `warn`."""
-    candidates, opened, imports, skipped, tests, reached, modules = [], [], set(), 0, {}, [], []
+    candidates, opened, imports, skipped, tests, reached, modules, sites = [], [], set(), 0, {}, [], [], set()
     with open(path, encoding="utf-8", errors="replace") as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
@@ -177,6 +185,8 @@ def read_list(path: str, warn=None) -> Listing:
                 elif keys == {"modules"} and isinstance(entry["modules"], list) \
                         and all(isinstance(m, str) for m in entry["modules"]):
                     modules = entry["modules"]
+                elif keys == {"sync_sites"} and _sites(entry["sync_sites"]):
+                    sites.update(map(tuple, entry["sync_sites"]))
                 else:
                     candidates.append(Candidate.parse(entry))
             except (ValueError, RecursionError):
@@ -184,7 +194,12 @@ def read_list(path: str, warn=None) -> Listing:
                 if warn is not None:
                     warn(f"warning: line {number} of the candidates file is not a candidate (torn?): skipped")
     return Listing(candidates, len(opened), sorted(imports), 0.0, skipped, Coverage(tests, reached), modules,
-                   [where for where in opened if where not in tests])
+                   [where for where in opened if where not in tests], [list(site) for site in sorted(sites)])
+
+
+def _sites(value) -> bool:
+    return isinstance(value, list) and all(isinstance(site, list) and len(site) == 2 and
+                                           all(isinstance(x, str) for x in site) for site in value)
 
 
 def _cached_listing(found) -> tuple[Listing, str]:
@@ -192,13 +207,13 @@ def _cached_listing(found) -> tuple[Listing, str]:
     try:
         listed = Listing([Candidate.parse(c) for c in found["candidates"]], found["runtimes"], found["imports"],
                          found["seconds"], coverage=Coverage(found["tests"], found["reached"]),
-                         modules=found["modules"], outside=found["outside"])
+                         modules=found["modules"], outside=found["outside"], sync_sites=found["sync_sites"])
         shapes = ((listed.runtimes, int), (listed.seconds, (int, float)), (found["hash"], str))
         names = (listed.imports, listed.modules, listed.outside)
         if all(isinstance(v, t) for v, t in shapes) and _strings(listed.coverage.tests) and \
                 all(isinstance(n, list) and all(isinstance(i, str) for i in n) for n in names) and \
                 isinstance(listed.coverage.reached, list) and \
-                all(_strings(r, nested=True) for r in listed.coverage.reached):
+                all(_strings(r, nested=True) for r in listed.coverage.reached) and _sites(listed.sync_sites):
             return listed, found["hash"]
     except (KeyError, TypeError):
         pass
@@ -281,7 +296,7 @@ def listing(argv: list[str], cache: Cache | None, log, timeout: float = CLEAN_TI
         cache.write(key, {"candidates": [asdict(c) for c in result.candidates], "runtimes": result.runtimes,
                           "imports": result.imports, "hash": files_hash(result.imports), "seconds": result.seconds,
                           "tests": result.coverage.tests, "reached": result.coverage.reached,
-                          "modules": result.modules, "outside": result.outside})
+                          "modules": result.modules, "outside": result.outside, "sync_sites": result.sync_sites})
     return result, False
 
 
@@ -299,8 +314,9 @@ def no_runtime_reason() -> str:
 def run_command(argv: list[str], target: str = "all", jobs: int = 1, per_iteration: bool = False,
                 cache: Cache | None = None, shard: tuple[int, int] | None = None,
                 quiet: bool = False, timeout: float = CLEAN_TIMEOUT_S,
-                fork: bool = True) -> tuple[list[Outcome], Stats]:
-    """Each mutant of the command's runtimes and its verdict. NoMutants (with the reason) when there
+                fork: bool = True) -> tuple[list[Outcome], Stats, list[list[str]]]:
+    """Each mutant of the command's runtimes and its verdict, and the synchronization call sites no test needed
+    (Listing.unneeded). NoMutants (with the reason) when there
     is none; CleanRunFailed when the command fails unmutated or outlasts `timeout` (its clean run's
     limit), CannotStart when it cannot start; Interrupted on SIGINT or SIGTERM, with the verdicts so far
     (every run killed, those done kept in the cache). With `fork`, the mutants' runs are forked where the
@@ -320,7 +336,7 @@ def run_command(argv: list[str], target: str = "all", jobs: int = 1, per_iterati
 
 def _run_command(argv: list[str], target: str, jobs: int, per_iteration: bool, cache: Cache | None,
                  shard: tuple[int, int] | None, timeout: float, fork: bool, processes: Processes, runs: Runs,
-                 log) -> tuple[list[Outcome], Stats]:
+                 log) -> tuple[list[Outcome], Stats, list[list[str]]]:
     try:
         found, _ = listing(argv, cache, log, timeout, processes, runs.alongside if fork else None)
     except Interrupted as e:
@@ -351,7 +367,7 @@ def _run_command(argv: list[str], target: str, jobs: int, per_iteration: bool, c
             o.verdicts.setdefault(COMMAND, MutantVerdict(None, "not run: the gate stopped"))
         raise Interrupted(f"{e.why} after {done} of {len(mutants)} mutants: the report is partial",
                           ([outcomes[m.id] for m in mutants], stats)) from None
-    return [outcomes[m.id] for m in mutants], stats
+    return [outcomes[m.id] for m in mutants], stats, found.unneeded
 
 
 def _judge(argv: list[str], mutants: list[RuntimeMutant], outcomes: dict[str, Outcome], stats: Stats, jobs: int,

@@ -59,9 +59,11 @@ description; one line per target of a candidate of several), a runtime that open
 "where"}), the user files the process imported ({"imports"}, at each Runtime's close), the user
 files on the call stack of each op a Runtime ran, by the test that ran it ({"reached": {where:
 files}}, at its close: a Runtime that served several tests names them all), the tests the pytest
-plugin collected ({"tests": {node id: file}}), or the test runner's modules the run imported
-({"modules"}, at its end). The gate (gate.py) selects per call site the tests that reached it and
-keys its cache on the files that reach it; forks.py imports those modules before forking.
+plugin collected ({"tests": {node id: file}}), the test runner's modules the run imported
+({"modules"}, at its end), or the synchronization call sites a Runtime ran ({"sync_sites": [[kind,
+file:line], ...]}, at its close: those with no candidate are what no test needed, --report-redundant).
+The gate (gate.py) selects per call site the tests that reached it and keys its cache on the files that
+reach it; forks.py imports those modules before forking.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ from ..model.gcpause import cyclic_gc_paused
 from ..model.refs import format_ref, parse_ref, split_ref, without_submit
 
 __all__ = ["Found", "Mutator", "Selection", "Shadow", "environment", "list_modules", "list_tests", "mutator",
-           "selection", "site", "stack_files", "user_files"]
+           "selection", "site", "stack_files", "sync_sites", "user_files"]
 
 ENV = "VKVERIFY_RUNTIME_MUTATE"
 HOOK = "vkverify.mutations.live:mutator"
@@ -310,6 +312,8 @@ class Mutator:
             return
         append_line(self.chosen.file, json.dumps({"imports": user_files()}))
         append_line(self.chosen.file, json.dumps({"reached": {w: sorted(f) for w, f in self._reached.items()}}))
+        append_line(self.chosen.file, json.dumps({"sync_sites": sync_sites(self.rt.command_buffers,
+                                                                           self.rt.threads)}))
         if not listed:
             return
         from .generate import borne_out
@@ -637,6 +641,29 @@ class Shadow:
 
     def refmap(self) -> dict:
         return self._refmap(self.state) if callable(self._refmap) else self._refmap
+
+
+# A host op's kind where it synchronizes (a host access: flush and invalidate only).
+_SYNC_OPS = {"wait_fences", "wait_semaphores", "queue_wait_idle", "device_wait_idle", "signal_semaphore", "flush",
+             "invalidate"}
+
+
+def sync_sites(command_buffers: dict[str, list[dict]], threads: dict[str, list[dict]]) -> list[list[str]]:
+    """[kind, file:line] of each synchronization a program recorded where its line is known and an operator
+    mutates it: barriers, a submit's semaphore waits, host waits and signals, flushes and invalidates (a submit's
+    signal is not mutated: its wait is)."""
+    sites = {("barrier", c["source"]) for commands in command_buffers.values() for c in commands
+             if c["cmd"] == "barrier" and c.get("source")}
+    for ops in threads.values():
+        for op in ops:
+            if not op.get("source"):
+                continue
+            if op["op"] == "submit":  # batches, or the one batch's fields on the submit (format.md)
+                if any(b.get("wait") for b in op.get("batches") or [op]):
+                    sites.add(("semaphore wait", op["source"]))
+            elif op["op"] in _SYNC_OPS:
+                sites.add((op["op"], op["source"]))
+    return sorted([list(site) for site in sites])
 
 
 def _dropped(thread: str, position: int):

@@ -25,6 +25,7 @@ class Redundancy:
     op: str
     pair: Pair | None  # None: the op is on no ordering path at all
     other_path: tuple[str, ...]  # the operations of a path that orders the pair without op
+    why: str | None = None  # what shows it redundant, where not a pair and a path (a command's runs)
 
 
 @dataclass
