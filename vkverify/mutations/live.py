@@ -492,7 +492,7 @@ class Mutator:
         that a batch or a host wait already recorded waits for): the operation is load-bearing. Every
         question is asked of a fork of `main`, the recorded stream's incremental state (check/incremental.py).
         `known_ops`: (op, operator) found already, by another probe."""
-        from .generate import ACCESS_CLASSES, TARGETS, _translate, mutant_targets
+        from .generate import TARGETS, _translate, mutant_targets
 
         known, alone = self._baseline(main, original, probe, at_end)
         out, classes = [], ()
@@ -502,15 +502,21 @@ class Mutator:
                 mark = state.mark()
                 for thread, op, cbs in ops:
                     state.feed(thread, op, cbs)
-                shadow = self._shadow(main, state, mark, refmap, ops, alone) if self.chosen.target == "list" else None
-                for thread, op, cbs in asked or probe:
-                    state.feed(thread, op, cbs)
-                refmap_now = refmap(state) if callable(refmap) else refmap
-                predicted = (_at_end(state, mark, refmap_now) if at_end else
-                             {_translate(h, refmap_now) for h in state.hazards_since(mark)}) - known
+                own = {_translate(h, refmap(state) if callable(refmap) else refmap) for h in state.hazards_since(mark)}
+                shadow = self._shadow(main, state, own, ops, alone) if self.chosen.target == "list" else None
+                # A semaphore edit counts for its family whatever the probe adds: where its ops alone already
+                # break an access ordering (the probe only adds hazards), they decide it without the probe.
+                early = own - known if family == "semaphore" and not at_end else set()
+                if early and (n or _classes(early)):
+                    predicted = early
+                else:
+                    for thread, op, cbs in asked or probe:
+                        state.feed(thread, op, cbs)
+                    refmap_now = refmap(state) if callable(refmap) else refmap
+                    predicted = (_at_end(state, mark, refmap_now) if at_end else
+                                 {_translate(h, refmap_now) for h in state.hazards_since(mark)}) - known
                 if n == 0:
-                    classes = {"keepalive" if h[0] == "use_after_destroy" else h[0] for h in predicted
-                               if h[0] in (*ACCESS_CLASSES, "use_after_destroy")}
+                    classes = _classes(predicted)
                     if not classes and not (at_end and predicted):
                         return []
                 if predicted:
@@ -520,8 +526,7 @@ class Mutator:
                     # opens a WAR (a device read, then a host write).
                     targets = tuple(t for t in TARGETS if t in classes) if family == "barrier" else \
                         ("war", family) if family == "fence" and "war" in classes else (family,)
-                    m = Found(mutant_targets(operator, targets, predicted), operator, name, description, change,
-                              tuple(sorted(predicted, key=str)))
+                    m = Found(mutant_targets(operator, targets, predicted), operator, name, description, change)
                     if shadow is not None:
                         self._shadows[id(m)] = Shadow(m, main, *shadow, mark, refmap, skip)
                     out.append(m)
@@ -532,14 +537,11 @@ class Mutator:
         with self.rt.record.lock:  # another thread may be recording into it
             return main.fork()
 
-    def _shadow(self, main, state, mark: int, refmap, ops: list, alone: set) -> tuple:
-        """A candidate's shadow before the probe is fed to `state` (`ops` fed after `main`): (its state, None), or
-        (None, pending) where the ops make hazards that the original does not, which most often bear the candidate
-        out at the next _advance: the fork is then left to the few that they do not (Shadow.pending)."""
-        from .generate import _translate
-
-        refmap = refmap(state) if callable(refmap) else refmap
-        own = {_translate(h, refmap) for h in state.hazards_since(mark)}
+    def _shadow(self, main, state, own: set, ops: list, alone: set) -> tuple:
+        """A candidate's shadow before the probe is fed to `state` (`ops` fed after `main`, making hazards `own`):
+        (its state, None), or (None, pending) where the ops make hazards that the original does not, which most
+        often bear the candidate out at the next _advance: the fork is then left to the few that they do not
+        (Shadow.pending)."""
         if not own - alone:
             return state.fork(), None
         if self._snapshot is None or self._snapshot[0] is not main or self._snapshot[1] != len(main.fed):
@@ -587,7 +589,6 @@ class Found:
     op: str  # the operation it changes, by reference in the recorded stream
     description: str
     change: ir.CommandBuffer | ir.HostOp | None
-    predicted: tuple[tuple, ...]  # the hazards it makes against the probe
 
 
 class Shadow:
@@ -637,6 +638,14 @@ class Shadow:
 
     def refmap(self) -> dict:
         return self._refmap(self.state) if callable(self._refmap) else self._refmap
+
+
+def _classes(hazards: set) -> set[str]:
+    """The targets that `hazards` bear out by their kind: the access classes, keepalive for a use after destroy."""
+    from .generate import ACCESS_CLASSES
+
+    return {"keepalive" if h[0] == "use_after_destroy" else h[0] for h in hazards
+            if h[0] in (*ACCESS_CLASSES, "use_after_destroy")}
 
 
 def _dropped(thread: str, position: int):
