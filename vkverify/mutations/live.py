@@ -159,6 +159,7 @@ class Mutator:
         self._base = None  # (the op analysed and its probe, the hazards of both, of the op alone): for its candidates
         self._snapshot = None  # list mode: (the recorded stream's state, how many ops it had, a fork of it) for Shadow
         self._settled_at = 0  # how many ops of the recorded stream _advance has looked at for host waits
+        self._settle_due = False  # a host wait came since the last _settle
         self._dropped = None  # (thread, the signal) this mutant dropped: waits it blocks end the run (_unsatisfied)
         self._reached: dict[str, set[str]] = {self.where: set()}  # list mode: test -> user files on its ops' stacks
         if chosen.target == "list":
@@ -207,7 +208,7 @@ class Mutator:
             self._reached.setdefault(self.where, set()).update(stack_files())
         if self._skips(op):
             return op
-        self._advance()
+        self._advance(op)
         # Waits give only fence (and war) candidates and submits none: the numbering of the other targets
         # does not need what it does not count.
         waits = self.chosen.target in ("list", "fence", "war")
@@ -333,10 +334,11 @@ class Mutator:
     def _stop(self, key: int) -> None:
         self._borne[key] = self._shadows.pop(key).predicted
 
-    def _advance(self) -> None:
+    def _advance(self, coming: ir.HostOp | None = None) -> None:
         """Feed each shadow what the program recorded since (check/incremental.py): a shadow is the state of the
         recorded stream with one candidate's mutation made, and what it finds that the stream does not is what
-        the mutation breaks in what the program did next. A shadow whose every target is borne out stops."""
+        the mutation breaks in what the program did next. A shadow whose every target is borne out stops.
+        `coming`: the op about to run (None at the close)."""
         if not self._shadows:
             return
         from .generate import borne_out
@@ -352,9 +354,12 @@ class Mutator:
                 self._stop(key)
             elif shadow.state is None:
                 shadow.materialize()
-        waited = any(isinstance(op, HOST_WAITS) for _, _, op in main.fed[self._settled_at:])
+        self._settle_due |= any(isinstance(op, HOST_WAITS) for _, _, op in main.fed[self._settled_at:])
         self._settled_at = len(main.fed)
-        if waited:
+        # A host read or write about to run makes nothing pending and most often bears out the shadows that the
+        # wait before it left, which a settle now would probe: the settle waits for what comes after it.
+        if self._settle_due and not (isinstance(coming, ir.HostAccess) and coming.op in ("host_read", "host_write")):
+            self._settle_due = False
             self._settle(main)
 
     def _settle(self, main) -> None:
@@ -362,7 +367,8 @@ class Mutator:
         pending, fences and binary semaphores in the same states, and every access so far ordered before an
         access of each kind to every buffer on every queue and host thread, then its destroy (any later access
         is ordered after at least as much: clocks only grow). The mutation's effects are then over. Asked
-        after host waits; not of a dropped signal's shadow, whose waits on it block (a host thread's as well),
+        after host waits and the host reads and writes right after them (a shadow settled at the wait finds
+        nothing in them); not of a dropped signal's shadow, whose waits on it block (a host thread's as well),
         which only the close reports."""
         probes = self._everything(main)
         for key, shadow in list(self._shadows.items()):
