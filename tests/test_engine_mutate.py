@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT, python_path
-from vkverify.mutations.gate import read_list, run_command
+from vkverify.mutations.gate import Candidate, read_list, run_command
 from vkverify.mutations.live import Selection, environment
 
 pytest.importorskip("vulkan")
@@ -61,6 +61,13 @@ def test_list_names_the_candidates_and_mutates_nothing(listing):
     sources = {(c.operator, c.op): c.source for c in listing.candidates}
     assert sources["drop_barrier", "a0[1]"] == sources["drop_barrier", "a1[1]"] == BARRIER_LINE
     assert sources["drop_host_wait", "main[14]"] == WAIT_LINE
+
+
+def test_the_whole_list_is_pinned(listing):
+    """Every candidate, in order, as the list run found them before it was made cheaper (issue 29:
+    tests/engine_candidates.jsonl): an analysis made faster must find the same mutants."""
+    lines = (ROOT / "tests" / "engine_candidates.jsonl").read_text().splitlines()
+    assert listing.candidates == [Candidate.parse(json.loads(line)) for line in lines]
 
 
 @pytest.mark.parametrize("target, operator, op, caught_by", [

@@ -153,14 +153,17 @@ class ThreadAgent:
     clock: Clock
     memory_lane: int  # its clock entry for its host writes made available to the device domain
     pc: int = 0
-    acquired: dict = field(default_factory=dict)  # agent -> [(clock value, op position)]
+    # agent -> (clock values, the op position of each): arrays, which a fork (check/incremental.py) copies as memory
+    acquired: dict = field(default_factory=dict)
 
     def acquire(self, clock: Clock) -> None:
         new = join(self.clock, clock)
         if new is not self.clock:
             for agent, (old, value) in enumerate(zip(self.clock, new)):
                 if value > old:
-                    self.acquired.setdefault(agent, []).append((value, self.pc))
+                    values, positions = self.acquired.setdefault(agent, (array("q"), array("q")))
+                    values.append(value)
+                    positions.append(self.pc)
             self.clock = new
 
     def acquired_at(self, needs: list[tuple[int, int]]) -> int:
@@ -168,10 +171,10 @@ class ThreadAgent:
         found = self.pc
         for agent, least in needs:
             # Per agent, values strictly increase (acquire): the first >= least is found by bisection.
-            history = self.acquired.get(agent, ())
-            i = bisect_left(history, (least,))
-            if i < len(history):
-                found = min(found, history[i][1])
+            values, positions = self.acquired.get(agent, ((), ()))
+            i = bisect_left(values, least)
+            if i < len(values):
+                found = min(found, positions[i])
         return found
 
 

@@ -189,8 +189,9 @@ class BarrierLog:
     def fork(self) -> BarrierLog:
         """An independent copy (check/incremental.py's speculative checks)."""
         new = copy.copy(self)
-        for name in ("kind_ids", "_kind_of_command", "_transitions", "_chains", "_entry_index", "alone"):
+        for name in ("kind_ids", "_transitions", "_chains", "_entry_index", "alone"):
             setattr(new, name, dict(getattr(self, name)))
+        new._kind_of_command = {}  # one entry per barrier so far, a memo: the fork hashes the few entries it adds
         for name in ("kinds", "all_positions", "all_kinds", "global_kind", "has_global", "signature", "global_kinds"):
             setattr(new, name, getattr(self, name)[:])
         new.positions = [p[:] for p in self.positions]

@@ -318,7 +318,7 @@ def _fork_queue(q: QueueAgent) -> QueueAgent:
 
 def _fork_thread(t: ThreadAgent) -> ThreadAgent:
     new = copy.copy(t)
-    new.acquired = {k: list(v) for k, v in t.acquired.items()}
+    new.acquired = {k: (values[:], positions[:]) for k, (values, positions) in t.acquired.items()}
     return new
 
 

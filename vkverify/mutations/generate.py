@@ -127,6 +127,8 @@ def borne_out(m: Mutant, predicted: set[tuple]) -> tuple[str, ...]:
 
 
 def _translate(hazard: tuple, refmap: o.RefMap) -> tuple:
+    if not refmap:  # no position moved: every reference is the original's
+        return hazard
     return tuple(o.translate(x, refmap) if isinstance(x, str) and i else x for i, x in enumerate(hazard))
 
 

@@ -161,6 +161,7 @@ class Mutator:
         self._base = None  # (the op analysed and its probe, the hazards of both, of the op alone): for its candidates
         self._snapshot = None  # list mode: (the recorded stream's state, how many ops it had, a fork of it) for Shadow
         self._settled_at = 0  # how many ops of the recorded stream _advance has looked at for host waits
+        self._settle_due = False  # a host wait came since the last _settle
         self._dropped = None  # (thread, the signal) this mutant dropped: waits it blocks end the run (_unsatisfied)
         self._reached: dict[str, set[str]] = {self.where: set()}  # list mode: test -> user files on its ops' stacks
         if chosen.target == "list":
@@ -209,7 +210,7 @@ class Mutator:
             self._reached.setdefault(self.where, set()).update(stack_files())
         if self._skips(op):
             return op
-        self._advance()
+        self._advance(op)
         # Waits give only fence (and war) candidates and submits none: the numbering of the other targets
         # does not need what it does not count.
         waits = self.chosen.target in ("list", "fence", "war")
@@ -337,10 +338,11 @@ class Mutator:
     def _stop(self, key: int) -> None:
         self._borne[key] = self._shadows.pop(key).predicted
 
-    def _advance(self) -> None:
+    def _advance(self, coming: ir.HostOp | None = None) -> None:
         """Feed each shadow what the program recorded since (check/incremental.py): a shadow is the state of the
         recorded stream with one candidate's mutation made, and what it finds that the stream does not is what
-        the mutation breaks in what the program did next. A shadow whose every target is borne out stops."""
+        the mutation breaks in what the program did next. A shadow whose every target is borne out stops.
+        `coming`: the op about to run (None at the close)."""
         if not self._shadows:
             return
         from .generate import borne_out
@@ -356,9 +358,12 @@ class Mutator:
                 self._stop(key)
             elif shadow.state is None:
                 shadow.materialize()
-        waited = any(isinstance(op, HOST_WAITS) for _, _, op in main.fed[self._settled_at:])
+        self._settle_due |= any(isinstance(op, HOST_WAITS) for _, _, op in main.fed[self._settled_at:])
         self._settled_at = len(main.fed)
-        if waited:
+        # A host read or write about to run makes nothing pending and most often bears out the shadows that the
+        # wait before it left, which a settle now would probe: the settle waits for what comes after it.
+        if self._settle_due and not (isinstance(coming, ir.HostAccess) and coming.op in ("host_read", "host_write")):
+            self._settle_due = False
             self._settle(main)
 
     def _settle(self, main) -> None:
@@ -366,7 +371,8 @@ class Mutator:
         pending, fences and binary semaphores in the same states, and every access so far ordered before an
         access of each kind to every buffer on every queue and host thread, then its destroy (any later access
         is ordered after at least as much: clocks only grow). The mutation's effects are then over. Asked
-        after host waits; not of a dropped signal's shadow, whose waits on it block (a host thread's as well),
+        after host waits and the host reads and writes right after them (a shadow settled at the wait finds
+        nothing in them); not of a dropped signal's shadow, whose waits on it block (a host thread's as well),
         which only the close reports."""
         probes = self._everything(main)
         for key, shadow in list(self._shadows.items()):
@@ -496,7 +502,7 @@ class Mutator:
         that a batch or a host wait already recorded waits for): the operation is load-bearing. Every
         question is asked of a fork of `main`, the recorded stream's incremental state (check/incremental.py).
         `known_ops`: (op, operator) found already, by another probe."""
-        from .generate import ACCESS_CLASSES, TARGETS, _translate, mutant_targets
+        from .generate import TARGETS, _translate, mutant_targets
 
         known, alone = self._baseline(main, original, probe, at_end)
         out, classes = [], ()
@@ -506,15 +512,21 @@ class Mutator:
                 mark = state.mark()
                 for thread, op, cbs in ops:
                     state.feed(thread, op, cbs)
-                shadow = self._shadow(main, state, mark, refmap, ops, alone) if self.chosen.target == "list" else None
-                for thread, op, cbs in asked or probe:
-                    state.feed(thread, op, cbs)
-                refmap_now = refmap(state) if callable(refmap) else refmap
-                predicted = (_at_end(state, mark, refmap_now) if at_end else
-                             {_translate(h, refmap_now) for h in state.hazards_since(mark)}) - known
+                own = {_translate(h, refmap(state) if callable(refmap) else refmap) for h in state.hazards_since(mark)}
+                shadow = self._shadow(main, state, own, ops, alone) if self.chosen.target == "list" else None
+                # A semaphore edit counts for its family whatever the probe adds: where its ops alone already
+                # break an access ordering (the probe only adds hazards), they decide it without the probe.
+                early = own - known if family == "semaphore" and not at_end else set()
+                if early and (n or _classes(early)):
+                    predicted = early
+                else:
+                    for thread, op, cbs in asked or probe:
+                        state.feed(thread, op, cbs)
+                    refmap_now = refmap(state) if callable(refmap) else refmap
+                    predicted = (_at_end(state, mark, refmap_now) if at_end else
+                                 {_translate(h, refmap_now) for h in state.hazards_since(mark)}) - known
                 if n == 0:
-                    classes = {"keepalive" if h[0] == "use_after_destroy" else h[0] for h in predicted
-                               if h[0] in (*ACCESS_CLASSES, "use_after_destroy")}
+                    classes = _classes(predicted)
                     if not classes and not (at_end and predicted):
                         return []
                 if predicted:
@@ -524,8 +536,7 @@ class Mutator:
                     # opens a WAR (a device read, then a host write).
                     targets = tuple(t for t in TARGETS if t in classes) if family == "barrier" else \
                         ("war", family) if family == "fence" and "war" in classes else (family,)
-                    m = Found(mutant_targets(operator, targets, predicted), operator, name, description, change,
-                              tuple(sorted(predicted, key=str)))
+                    m = Found(mutant_targets(operator, targets, predicted), operator, name, description, change)
                     if shadow is not None:
                         self._shadows[id(m)] = Shadow(m, main, *shadow, mark, refmap, skip)
                     out.append(m)
@@ -536,14 +547,11 @@ class Mutator:
         with self.rt.record.lock:  # another thread may be recording into it
             return main.fork()
 
-    def _shadow(self, main, state, mark: int, refmap, ops: list, alone: set) -> tuple:
-        """A candidate's shadow before the probe is fed to `state` (`ops` fed after `main`): (its state, None), or
-        (None, pending) where the ops make hazards that the original does not, which most often bear the candidate
-        out at the next _advance: the fork is then left to the few that they do not (Shadow.pending)."""
-        from .generate import _translate
-
-        refmap = refmap(state) if callable(refmap) else refmap
-        own = {_translate(h, refmap) for h in state.hazards_since(mark)}
+    def _shadow(self, main, state, own: set, ops: list, alone: set) -> tuple:
+        """A candidate's shadow before the probe is fed to `state` (`ops` fed after `main`, making hazards `own`):
+        (its state, None), or (None, pending) where the ops make hazards that the original does not, which most
+        often bear the candidate out at the next _advance: the fork is then left to the few that they do not
+        (Shadow.pending)."""
         if not own - alone:
             return state.fork(), None
         if self._snapshot is None or self._snapshot[0] is not main or self._snapshot[1] != len(main.fed):
@@ -591,7 +599,6 @@ class Found:
     op: str  # the operation it changes, by reference in the recorded stream
     description: str
     change: ir.CommandBuffer | ir.HostOp | None
-    predicted: tuple[tuple, ...]  # the hazards it makes against the probe
 
 
 class Shadow:
@@ -641,6 +648,14 @@ class Shadow:
 
     def refmap(self) -> dict:
         return self._refmap(self.state) if callable(self._refmap) else self._refmap
+
+
+def _classes(hazards: set) -> set[str]:
+    """The targets that `hazards` bear out by their kind: the access classes, keepalive for a use after destroy."""
+    from .generate import ACCESS_CLASSES
+
+    return {"keepalive" if h[0] == "use_after_destroy" else h[0] for h in hazards
+            if h[0] in (*ACCESS_CLASSES, "use_after_destroy")}
 
 
 # A host op's kind where it synchronizes (a host access: flush and invalidate only).
