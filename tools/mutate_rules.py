@@ -122,8 +122,8 @@ MUTANTS = [
      "(\"wait\", \"submission\")"),
     ("model/stages.py", "AccessType(\"shader_read\", 0x20, 0x20, frozenset({\"shader_storage_read\"})),",
      "AccessType(\"shader_read\", 0x20, 0x20, frozenset({\"shader_storage_read\", \"uniform_read\"})),"),
-    ("check/access_state.py", "if seg.invalidated.get(x.agent, -1) < waited:", ("if seg.invalidated.get(x.agent, -1) < "
-     "waited - 1:")),
+    ("check/access_state.py", "if seg.invalidated.get(x.agent, -1) < waited else []",
+     "if seg.invalidated.get(x.agent, -1) < waited - 1 else []"),
     ("check/access_state.py", ("if x.family is not None and buf.sharing == \"exclusive\" and seg.owner not in (None, "
      "x.family):"), "if x.family is not None and seg.owner not in (None, x.family):"),
     ("check/engine.py", "racing = e.agent != x.agent and self.state.racing(e, x)", "racing = self.state.racing(e, x)"),

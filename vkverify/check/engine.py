@@ -162,11 +162,7 @@ class Checker:
         if compare:
             detect = self.state.detect
             for seg in segments:
-                for kind, a, b, e, words in detect(x, buf, root, seg):
-                    if words is None:
-                        self.hazard(kind, buf, a - base, b - base, e, x)
-                    else:
-                        self.report(kind, x.buffer, a - base, b - base, e, x, x.uid, words)
+                detect(x, buf, root, base, seg, self)
         if not record:
             return True
         if x.write:
