@@ -228,27 +228,23 @@ class Checker:
             compiled[2] = self._replayable(compiled[1]) and replay_plan(compiled[1], self.state.placement)
 
     def _step(self, cmd: ir.Command) -> tuple:
-        """(cmd, its accesses or None for a barrier, whether two of them touch one memory)."""
+        """(cmd, its accesses or None for a barrier, whether two of them touch one memory: buffer ids suffice
+        without aliases; most commands have two or three accesses, compared without a set)."""
         if isinstance(cmd, ir.Barrier):
             return cmd, None, False
         accesses = ACCESSES_BY_KIND[type(cmd)](cmd)
-        return cmd, accesses, self._shares_memory(accesses)
-
-    def _shares_memory(self, accesses: tuple[tuple, ...]) -> bool:
-        """Whether two of a command's accesses touch one memory (buffer ids suffice without aliases; most
-        commands have two accesses: one comparison)."""
         n = len(accesses)
         if n < 2:
-            return False
+            return cmd, accesses, False
         if self.state.aliased:
             placement = self.state.placement
-            return len({placement[a[3]][1] for a in accesses}) < n
+            return cmd, accesses, len({placement[a[3]][1] for a in accesses}) < n
         if n == 2:
-            return accesses[0][3] == accesses[1][3]
+            return cmd, accesses, accesses[0][3] == accesses[1][3]
         if n == 3:
             a, b, c = accesses[0][3], accesses[1][3], accesses[2][3]
-            return a == b or a == c or b == c
-        return len({a[3] for a in accesses}) < n
+            return cmd, accesses, a == b or a == c or b == c
+        return cmd, accesses, len({a[3] for a in accesses}) < n
 
     def _replayable(self, steps: list[tuple]) -> bool:
         """Whether executions of a command buffer meet only what they record: no destroys in the stream (uses
