@@ -60,7 +60,7 @@ def _plan(commands: list, placement_sizes: dict[str, int]) -> tuple:
                        tuple(ir.Buffer(b, n) for b, n in placement_sizes.items()),
                        command_buffers=(ir.CommandBuffer("cb", tuple(commands)),))
     checker = Checker(stream)
-    return replay_plan([checker._step(c) for c in commands], checker.placement)
+    return replay_plan([checker._step(c) for c in commands], checker.state.placement)
 
 
 def test_plan_compares_what_meets_earlier_work_and_records_what_is_seen():

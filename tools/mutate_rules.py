@@ -3,7 +3,7 @@
     python tools/mutate_rules.py [--jobs 2] [--only SUBSTRING] [--ids 3,17] [--tests "tests/test_rules.py ..."]
 
 Each mutant replaces one exact line fragment in scopes, barriers, rules, the stage table, the access state
-(engine.py's detection), the walk, the range map or the reference's own scope reading with a realistic slip
+(access_state.py's detection), the walk, the range map or the reference's own scope reading with a realistic slip
 (a comparison off by one, an operand dropped, a scope widened). It is applied to a copy of the package, the
 tests and the examples in a temporary directory, where the fast checker tests then run (pytest puts that
 directory first on sys.path, ahead of the editable install). The run prints each mutant killed or SURVIVED
@@ -94,36 +94,39 @@ MUTANTS = [
      "_stage(BOTTOM_OF_PIPE, 0x2000, 0x2000, earlier={TOP_OF_PIPE}),"),
     ("model/stages.py", "frozenset({TOP_OF_PIPE, *_COMMAND, BOTTOM_OF_PIPE})),",
      "frozenset({TOP_OF_PIPE, *_COMMAND, BOTTOM_OF_PIPE, \"host\"})),"),
-    # the access state (engine.py: detection and update)
-    ("check/engine.py", "if w is not None and w.uid != x.uid and not skip_waw:", "if w is not None and not skip_waw:",
+    # the access state (access_state.py: detection; rangemap.py: update) and the walk's hazard naming
+    ("check/access_state.py", "if w is not None and w.uid != x.uid and not raw:", "if w is not None and not raw:",
      ("a command's accesses to one memory are all compared before any is recorded (_run_accesses, sharing), others "
      "touch distinct memories: seg.write is never the command's own while it is compared")),
-    ("check/engine.py", "if r.uid == x.uid:\n                continue", "if r.uid == x.uid:\n                break",
+    ("check/access_state.py", "if r.uid == x.uid:\n                continue",
+     "if r.uid == x.uid:\n                break",
      "a command's own reads are appended last to seg.reads, before its write is compared: nothing follows them"),
-    ("check/engine.py", "if x.stage not in s.chain or (need and not all(", "if (need and not all("),
-    ("check/engine.py", "if clock[lane] >= least:\n                return []", ("if clock[lane] > least:\n"
+    ("check/access_state.py", "if x.stage not in s.chain or (need and not all(", "if (need and not all("),
+    ("check/access_state.py", "if clock[lane] >= least:\n                return []", ("if clock[lane] > least:\n"
      "                return []")),
-    ("check/engine.py", "if reached is not None and clock[self.agents[w.agent].memory_lane] > reached:",
+    ("check/access_state.py", "if reached is not None and clock[self.agents[w.agent].memory_lane] > reached:",
      "if reached is not None and clock[self.agents[w.agent].memory_lane] >= reached:"),
     ("check/engine.py", "return clock[destroyed.agent] > destroyed.pos + 1",
      "return clock[destroyed.agent] > destroyed.pos", ("a clock entry of the destroying thread reads pos + 1 only "
      "after an acquire of its op at pos, the destroy itself, which releases nothing")),
-    ("check/engine.py", "return (*(r for r in reads if r.agent != x.agent or r.stage != x.stage), x)",
-     "return (*(r for r in reads if r.agent != x.agent), x)"),
-    ("check/engine.py", "if not reads or len(reads) == 1 and reads[0].agent == x.agent and reads[0].stage == x.stage:",
+    ("check/rangemap.py", "self.reads = (*(r for r in reads if r.agent != x.agent or r.stage != x.stage), x)",
+     "self.reads = (*(r for r in reads if r.agent != x.agent), x)"),
+    ("check/rangemap.py",
+     "if not reads or len(reads) == 1 and reads[0].agent == x.agent and reads[0].stage == x.stage:",
      "if not reads or len(reads) == 1 and reads[0].agent == x.agent:"),
-    ("check/engine.py", "self.host_visibility(w, x, root, seg.lo, seg.hi, every=True)[1]", "self.covering_release(w)"),
-    ("check/engine.py", "return all(x.stage in s.chain for _, _, s in states)", "return True"),
+    ("check/access_state.py", "self.host_visibility(w, x, root, seg.lo, seg.hi, every=True)[1]",
+     "self.covering_release(w)"),
+    ("check/access_state.py", "return all(x.stage in s.chain for _, _, s in states)", "return True"),
     ("check/agents.py", "        if host_ops:\n", "        if True:\n"),
     ("check/reference.py", "(\"wait\", \"submission\") if readings.host_barrier_after_wait else (\"submission\",)",
      "(\"wait\", \"submission\")"),
     ("model/stages.py", "AccessType(\"shader_read\", 0x20, 0x20, frozenset({\"shader_storage_read\"})),",
      "AccessType(\"shader_read\", 0x20, 0x20, frozenset({\"shader_storage_read\", \"uniform_read\"})),"),
-    ("check/engine.py", "if seg.invalidated.get(x.agent, -1) < waited:", ("if seg.invalidated.get(x.agent, -1) < "
-     "waited - 1:")),
-    ("check/engine.py", ("if x.family is not None and buf.sharing == \"exclusive\" and seg.owner not in (None, "
+    ("check/access_state.py", "if seg.invalidated.get(x.agent, -1) < waited else []",
+     "if seg.invalidated.get(x.agent, -1) < waited - 1 else []"),
+    ("check/access_state.py", ("if x.family is not None and buf.sharing == \"exclusive\" and seg.owner not in (None, "
      "x.family):"), "if x.family is not None and seg.owner not in (None, x.family):"),
-    ("check/engine.py", "racing = e.agent != x.agent and self.racing(e, x)", "racing = self.racing(e, x)"),
+    ("check/engine.py", "racing = e.agent != x.agent and self.state.racing(e, x)", "racing = self.state.racing(e, x)"),
     # the range map
     ("check/rangemap.py", "if seg.lo == at or at >= seg.hi:", "if seg.lo == at or at > seg.hi:",
      ("at == seg.hi happens only at the memory's end (elsewhere the next segment starts there): the split adds an "

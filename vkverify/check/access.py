@@ -23,6 +23,6 @@ class Access:
     family: int | None  # queue family; None for host
     first_barrier: int = 0  # on a queue: index in its BarrierLog of the first barrier recorded after this access
     issued: tuple[int, int] = (0, 0)  # the thread and op position of its submit (or of itself, on the host)
-    memo: tuple | None = None  # (lo, hi, end, pieces, write) of the last `Checker.states` query
+    memo: tuple | None = None  # (lo, hi, end, pieces, write) of the last `AccessState.states` query
     ordered: set | None = None  # (agent, stage, need, lo, hi) already ordered after this access
     fact: int = -1  # its facts' index in the run's findings (findings.Findings), once it is in one; -1 before

@@ -2,7 +2,7 @@
 with a clock entry counting the releases of every agent it has acquired. A queue keeps its clocks per stage
 (execution) and per (stage, access) (visibility), since semaphore waits and barriers reach only the stages in
 their scopes; its releases (semaphore and fence signals, idle waits) are numbered on lanes (spec 7.2 signal
-operation order). The checker (engine.py) walks a stream over these; what they order is asked there."""
+operation order). The checker (engine.py) walks a stream over these; what they order is asked in access_state.py."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ __all__ = ["Wording", "acquire_stage", "destroy", "execution_dependency", "memor
 class Wording:
     """What a fix is worded from, apart from the checker's state: the agents' ids (queues and host threads, by
     index), each buffer's memory kind, the readings, and whether a buffer barrier covers only accesses through
-    its own buffer (Checker.by_buffer)."""
+    its own buffer (AccessState, access_state.py)."""
 
     agent_ids: tuple[str, ...]
     memory_kind: dict[str, str]

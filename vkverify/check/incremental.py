@@ -30,6 +30,7 @@ from operator import attrgetter
 from ..model import ir
 from .agents import QueueAgent, ThreadAgent
 from .access import Access
+from .access_state import AccessState
 from .engine import Checker
 from .findings import Finding
 from .rangemap import RangeMap, Segment
@@ -125,7 +126,7 @@ class Incremental:
         index.buffers.update((b.id, b) for b in buffers)
         index.semaphores.update((s.id, s) for s in semaphores)
         index.fences.update((f.id, f) for f in fences)
-        self.checker.place(buffers)
+        self.checker.state.place(buffers)
         self.walk.add_syncs(semaphores, fences)
         for sh in shape.shaders:
             index.shaders.setdefault(sh.id, sh)
@@ -239,15 +240,10 @@ class Incremental:
         t.queues = {q: _fork_queue(a) for q, a in s.queues.items()}
         t.threads = [_fork_thread(a) for a in s.threads]
         t.agents = list(t.queues.values()) + t.threads
-        t.memories = {root: _fork_memory(m, accesses) for root, m in s.memories.items()}
-        t.placement = {b: (buf, root, offset, t.memories[root]) for b, (buf, root, offset, _) in s.placement.items()}
-        t.memory_kind = dict(s.memory_kind)
-        t.wording = replace(s.wording, memory_kind=t.memory_kind)
-        t.findings = s.findings.fork(t.wording)
+        t.state = _fork_state(s.state, t, accesses)
+        t.findings = s.findings.fork(t.state.wording)
         t.barriers = dict(s.barriers)
         t.compiled = {k: [cb, steps, plan, dict(met)] for k, (cb, steps, plan, met) in s.compiled.items()}
-        t.host_available = {uid: [(_fork_access(p, accesses), lo, hi) for p, lo, hi in v]
-                            for uid, v in s.host_available.items()}
         t.destroyed = {b: _fork_access(a, accesses) for b, a in s.destroyed.items()}
         t.uses = {b: {k: _fork_access(a, accesses) for k, a in by.items()} for b, by in s.uses.items()}
         n = next(s.uids)  # a count cannot be copied: both go on from the same number
@@ -290,6 +286,19 @@ def _fork_access(a, memo: dict):
         if a.ordered is not None:
             found.ordered = set(a.ordered)
     return found
+
+
+def _fork_state(s: AccessState, checker: Checker, accesses: dict) -> AccessState:
+    """A copy of access state `s` for `checker`, a fork of its checker (its index and agents already copied)."""
+    new = copy.copy(s)
+    new.index, new.agents, new.queues = checker.index, checker.agents, checker.queues
+    new.memories = {root: _fork_memory(m, accesses) for root, m in s.memories.items()}
+    new.placement = {b: (buf, root, offset, new.memories[root]) for b, (buf, root, offset, _) in s.placement.items()}
+    new.memory_kind = dict(s.memory_kind)
+    new.wording = replace(s.wording, memory_kind=new.memory_kind)
+    new.host_available = {uid: [(_fork_access(p, accesses), lo, hi) for p, lo, hi in v]
+                          for uid, v in s.host_available.items()}
+    return new
 
 
 def _fork_memory(m: RangeMap, accesses: dict) -> RangeMap:

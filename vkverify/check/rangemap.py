@@ -25,6 +25,34 @@ class Segment:
     # The acquire that gave `owner` the bytes: (queue agent, its position, its second execution scope), 7.7.4.
     acquired: tuple | None = None
 
+    def add_read(self, x: Any) -> None:
+        """Access x read the bytes. The reads since the write keep one per agent and stage, the latest (a later
+        access ordered after it is ordered after the earlier ones there)."""
+        reads = self.reads
+        if not reads or len(reads) == 1 and reads[0].agent == x.agent and reads[0].stage == x.stage:
+            self.reads = (x,)  # the common cases, without a generator
+        else:
+            self.reads = (*(r for r in reads if r.agent != x.agent or r.stage != x.stage), x)
+
+    def flush(self, agent: int, pos: int) -> None:
+        """Host op `pos` of thread `agent` flushed the bytes: it makes available the write, if that thread's."""
+        if self.write is not None and self.write.agent == agent:
+            self.flushed = pos
+
+    def invalidate(self, agent: int, pos: int) -> None:
+        """Host op `pos` of thread `agent` invalidated the bytes."""
+        self.invalidated[agent] = pos
+
+    def release(self, family: int) -> None:
+        """Spec 7.7.4: a release of the bytes to queue family `family`."""
+        self.released_to = family
+
+    def acquire(self, family: int, acquired: tuple) -> None:
+        """Spec 7.7.4: family `family`'s acquire (`acquired`: its queue agent, position and second execution
+        scope) takes the bytes where a release to it came first."""
+        if self.released_to == family:
+            self.owner, self.released_to, self.acquired = family, None, acquired
+
 
 class RangeMap:
     def __init__(self, size: int, initialized: bool) -> None:

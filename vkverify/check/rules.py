@@ -1,6 +1,6 @@
 """The spec's synchronization rules, one predicate each (Vulkan spec, chapter 7), in its words.
 
-The fast checker (barriers.py, engine.py), the happens-before graph (hb.py: explain, graph and the mutation
+The fast checker (barriers.py, access_state.py), the happens-before graph (hb.py: explain, graph and the mutation
 analysis) and explain's "why not" call these; the slow reference (reference.py) states them again on its own,
 as the oracle the tests compare with. Stage masks come here already expanded (scopes.py: execution scopes
 with the logically earlier or later stages, access scopes with only the stages named).

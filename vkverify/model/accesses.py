@@ -10,9 +10,9 @@ __all__ = ["ACCESSES_BY_KIND", "DEVICE_ACCESSES", "command_accesses"]
 
 
 
-_BINDING_READS = {"read": ("shader_storage_read",), "read_write": ("shader_storage_read",),
-                  "uniform": ("uniform_read",), "write": ()}
-_BINDING_WRITE = {"read": None, "uniform": None, "read_write": "shader_storage_write", "write": "shader_storage_write"}
+# A binding's access kind -> what it reads, what it writes (None: nothing).
+_BINDING = {"read": (("shader_storage_read",), None), "read_write": (("shader_storage_read",), "shader_storage_write"),
+            "uniform": (("uniform_read",), None), "write": ((), "shader_storage_write")}
 
 
 def _copy_accesses(cmd: ir.Copy) -> tuple[tuple, ...]:
@@ -31,10 +31,10 @@ def _dispatch_accesses(cmd: ir.Dispatch) -> tuple[tuple, ...]:
         reads.append(("draw_indirect", ("indirect_command_read",), None, cmd.indirect.buffer, cmd.indirect.offset,
                       cmd.indirect.offset + 12))
     for b in cmd.bindings:
-        write = _BINDING_WRITE[b.access]
-        (reads if write is None else writes).append(
-            ("compute_shader", _BINDING_READS[b.access], write, b.buffer, b.offset, b.offset + b.size))
-    return tuple(reads + writes)
+        read, write = _BINDING[b.access]
+        (reads if write is None else writes).append(("compute_shader", read, write, b.buffer, b.offset,
+                                                     b.offset + b.size))
+    return (*reads, *writes)
 
 
 ACCESSES_BY_KIND = {ir.Copy: _copy_accesses, ir.Fill: _clear_accesses, ir.Update: _clear_accesses,
