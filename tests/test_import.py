@@ -89,6 +89,23 @@ def test_cli_import_and_check_accept_captures(add_capture, tmp_path, capsys):
     assert main(["check", str(add_capture)]) == 0
 
 
+def test_a_long_import_says_how_far_it_got_unless_quiet(add_capture, tmp_path, capsys, monkeypatch):
+    """Progress lines on a capture of PROGRESS_CALLS calls or more (made 20 here: the capture has more)."""
+    from vkverify import importer
+    from vkverify.importer import translate
+
+    monkeypatch.setattr(translate, "PROGRESS_CALLS", 20)
+    monkeypatch.setattr(importer, "PROGRESS_CALLS", 20)
+    out = tmp_path / "s.json"
+    assert main(["import", str(add_capture), "-o", str(out)]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("import: ")]
+    assert lines[:2] == ["import: 20 calls read", "import: 40 calls read"]
+    assert lines[-2].endswith("calls read: inferring the host reads, then the stream")
+    assert lines[-1] == f"import: writing {out}"
+    assert main(["import", "-q", str(add_capture), "-o", str(out)]) == 0
+    assert "import: " not in capsys.readouterr().err
+
+
 # A program that creates an instance but no device: a capture with nothing to import.
 NO_DEVICE = """
 import vulkan as vk

@@ -285,23 +285,28 @@ def _load_partial_or_report(file: str):
     return lines
 
 
-def _import_and_report(capture: str, output: str | None, threads: bool, assume_reads: bool) -> int:
+def _import_and_report(capture: str, args: argparse.Namespace) -> int:
     from itertools import chain
 
-    from .importer import import_capture
+    from .importer import PROGRESS_CALLS, import_capture
     from .model.dump import dump_chunks
     from .model.gcpause import cyclic_gc_paused
 
-    stream, summary = import_capture(capture, threads=threads, assume_reads=assume_reads)
+    def say(line: str) -> None:
+        print(f"import: {line}", file=sys.stderr, flush=True)
+    stream, summary = import_capture(capture, threads=args.threads, assume_reads=not args.no_assumed_reads,
+                                     progress=None if args.quiet else say)
     print("\n".join(summary.lines()), file=sys.stderr)
+    if not args.quiet and summary.calls >= PROGRESS_CALLS:
+        say(f"writing {args.output or 'the stream'}")
     with cyclic_gc_paused():  # the dicts made for the text hold no cycle; a collection would walk the stream
         # written as it is made: a long run's stream is gigabytes
-        emit(chain(dump_chunks(stream), ["\n"]), output)
+        emit(chain(dump_chunks(stream), ["\n"]), args.output)
     return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    return _import_and_report(args.capture, args.output, args.threads, not args.no_assumed_reads)
+    return _import_and_report(args.capture, args)
 
 
 def _add_import(sub) -> None:
@@ -316,6 +321,7 @@ def _add_import(sub) -> None:
     i.add_argument("--no-assumed-reads", action="store_true",
                    help="leave out the host reads a capture does not record (default: the host reads each staging "
                         "buffer the device copied into, after the first host wait that covers the copy)")
+    _add_quiet(i, "no progress lines on stderr (a capture of 100,000 calls or more has them)")
     i.set_defaults(run=cmd_import)
 
 
@@ -340,7 +346,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
             return 2
         if rc != 0:
             print(f"vkverify capture: {command[0]} exited with {rc}; importing what it captured", file=sys.stderr)
-        return _import_and_report(capture, args.output, args.threads, not args.no_assumed_reads)
+        return _import_and_report(capture, args)
 
 
 def _add_capture(sub) -> None:
@@ -351,6 +357,7 @@ def _add_capture(sub) -> None:
     c.add_argument("--capture-file", metavar="FILE.gfxr", help="keep the capture here (default: a temporary file)")
     c.add_argument("--threads", action="store_true", help="as for import")
     c.add_argument("--no-assumed-reads", action="store_true", help="as for import")
+    _add_quiet(c, "as for import")
     c.add_argument("cmd", nargs="*", metavar="-- CMD ARGS...", help="the program to run, after --")
     c.set_defaults(run=cmd_capture)
 

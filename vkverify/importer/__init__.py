@@ -44,7 +44,7 @@ or memory kinds):
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from os import PathLike
 from pathlib import Path
@@ -56,13 +56,14 @@ from .gfxr import Blocks, capture_env, converting, decompress, extract, read_blo
 from .records import Call, call_index, read_calls, read_lines
 from .resources import Resources
 from .summary import ImportSummary
-from .translate import UNREADABLE, Translator, UnreadableCall
+from .translate import PROGRESS_CALLS, UNREADABLE, Translator, UnreadableCall
 
-__all__ = ["CaptureError", "ImportSummary", "call_index", "capture_env", "import_capture"]
+__all__ = ["PROGRESS_CALLS", "CaptureError", "ImportSummary", "call_index", "capture_env", "import_capture"]
 
 
 def import_capture(path: str | Path, shader_dir: str | Path | None = None, threads: bool = False,
-                   assume_reads: bool = True) -> tuple[ir.Stream, ImportSummary]:
+                   assume_reads: bool = True,
+                   progress: Callable[[str], None] | None = None) -> tuple[ir.Stream, ImportSummary]:
     """The stream a capture records, and what the import skipped, assumed and warns about.
 
     By default the calls go on one thread `main`, in capture order: how the
@@ -84,6 +85,9 @@ def import_capture(path: str | Path, shader_dir: str | Path | None = None, threa
     block, or without vkDestroyDevice) and one that uses events give a
     partial summary (`ImportSummary.partial_lines`).
 
+    `progress` is told, on a capture of PROGRESS_CALLS calls or more, how many calls were read every
+    PROGRESS_CALLS calls, then each later step.
+
     Raises CaptureError for a capture that cannot be read (cut off before a
     device, of another converter version, without a device).
     """
@@ -96,21 +100,24 @@ def import_capture(path: str | Path, shader_dir: str | Path | None = None, threa
     with cyclic_gc_paused():  # millions of dicts and no cycle: each collection would walk them all again
         if path.suffix != ".gfxr":
             return _translate(path, read_calls(path, str(path)), None if shader_dir is None else Path(shader_dir),
-                              None, False, assume_reads)
+                              None, False, assume_reads, progress)
         blocks = read_blocks(path)
         with tempfile.TemporaryDirectory(prefix="vkverify-import-") as tmp:
             if blocks.compressed:  # the fill bytes and push constants are in the compressed part
                 blocks = replace(read_blocks(decompress(path, Path(tmp)), shown_as=path), truncated=blocks.truncated)
             with converting(path, Path(tmp)) as lines:  # converts while the shaders are extracted and translated
                 shaders = extract(path, Path(tmp))
-                return _translate(path, read_lines(lines, str(path)), shaders, blocks, threads, assume_reads)
+                return _translate(path, read_lines(lines, str(path)), shaders, blocks, threads, assume_reads,
+                                  progress)
 
 
 def _translate(path: Path, calls: Iterator[Call], shader_dir: Path | None, blocks: Blocks | None,
-               threads: bool, assume_reads: bool) -> tuple[ir.Stream, ImportSummary]:
-    translator = Translator(Resources(shader_dir), blocks, threads, assume_reads)
+               threads: bool, assume_reads: bool,
+               progress: Callable[[str], None] | None) -> tuple[ir.Stream, ImportSummary]:
+    translator = Translator(Resources(shader_dir), blocks, threads, assume_reads, progress)
     try:
         translator.run(calls)
+        translator.say(f"{translator.summary.calls} calls read: inferring the host reads, then the stream")
         if not translator.devices:
             cut = "" if translator.truncated is None else f" (truncated: {translator.truncated})"
             raise CaptureError(str(path), f"no vkCreateDevice among its {translator.summary.calls} calls{cut}: "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import re
 from collections import Counter
+from collections.abc import Callable
 from contextlib import nullcontext
 from typing import BinaryIO
 
@@ -31,7 +32,7 @@ from .records import Call
 from .resources import WHOLE_SIZE, CapturedBuffer, Memory, Resources
 from .summary import ImportSummary
 
-__all__ = ["UNREADABLE", "Translator", "UnreadableCall"]
+__all__ = ["PROGRESS_CALLS", "UNREADABLE", "Translator", "UnreadableCall"]
 
 # Calls that touch images, rendering or presentation: outside the stream format's scope.
 OUT_OF_SCOPE = re.compile(r"Image|RenderPass|Rendering|Framebuffer|Swapchain|Surface|Present|Draw|Sampler|Blit|"
@@ -52,6 +53,8 @@ ORDERING = re.compile(r"CopyQueryPoolResults|Sparse|DescriptorSetWithTemplate|Pu
 EVENT_ORDERING = re.compile(r"vkCmd(SetEvent|ResetEvent|WaitEvents)(2(KHR)?)?|vk(SetEvent|ResetEvent|GetEventStatus)")
 
 
+PROGRESS_CALLS = 100_000  # a progress line every this many calls, on a capture at least this long
+
 # What a handler raises on arguments of another shape than a converter writes (a corrupted or
 # hand-edited capture): a field missing, of another type, or a handle no earlier call made.
 UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, IndexError)
@@ -63,9 +66,12 @@ class UnreadableCall(VkverifyError):
 
 
 class Translator(Commands, Queues):
-    def __init__(self, resources: Resources, blocks: Blocks | None, threads: bool, assume_reads: bool) -> None:
+    def __init__(self, resources: Resources, blocks: Blocks | None, threads: bool, assume_reads: bool,
+                 progress: Callable[[str], None] | None = None) -> None:
         """blocks: what the .gfxr holds beside the JSON lines (None for JSON lines only);
-        threads: keep each capture thread as a stream thread; assume_reads: add the readback reads (readback.py)."""
+        threads: keep each capture thread as a stream thread; assume_reads: add the readback reads (readback.py);
+        progress: told how far a long walk got (`say`)."""
+        self.progress = progress
         self.res = resources
         self.assume_reads = assume_reads
         self.fills = None if blocks is None else blocks.fills  # None: no fill records
@@ -117,6 +123,8 @@ class Translator(Commands, Queues):
                 self.fill_memory(pending, pending.data(capture))
                 pending = next(fills, None)
             self.summary.calls += 1
+            if not self.summary.calls % PROGRESS_CALLS:
+                self.say(f"{self.summary.calls} calls read")
             self.last = call
             # Only Vulkan names dispatch: a capture's call named `run` or `document` is no method to call.
             handler = getattr(self, call.name, None) if call.name.startswith("vk") else None
@@ -151,6 +159,11 @@ class Translator(Commands, Queues):
             self.summary.cut = (f"the capture ends at {last} without vkDestroyDevice of {', '.join(live)} (the "
                                 "program was killed, or it exits without its teardown): the verdict covers the "
                                 "calls up to there")
+
+    def say(self, line: str) -> None:
+        """A progress line, on a capture of PROGRESS_CALLS calls or more (a shorter one takes seconds)."""
+        if self.progress is not None and self.summary.calls >= PROGRESS_CALLS:
+            self.progress(line)
 
     def warn(self, key: str, message: str) -> None:
         if key not in self.warned:
