@@ -157,3 +157,19 @@ def test_a_compressed_capture_cut_short_is_read_to_its_last_whole_block(small_ca
     last = max(_calls(cut).items())
     assert summary.partial and summary.cut.startswith("the capture is truncated (block ")
     assert f"it ends at call #{last[0]} {last[1]}, the last whole call" in summary.cut
+
+
+def test_a_command_the_importer_does_not_read_makes_the_verdict_partial(tmp_path):
+    """A buffer marker writes 4 bytes the stream cannot hold yet: never dropped in silence. State, queries and
+    timestamps access no buffer and order nothing; ray tracing is outside the format, counted as skipped."""
+    calls = [("vkCreateDevice", {"physicalDevice": 1, "pDevice": 2}),
+             *((name, {"commandBuffer": 5}) for name in ("vkCmdWriteBufferMarkerAMD", "vkCmdWriteBufferMarkerAMD",
+                                                         "vkCmdSetDeviceMask", "vkCmdWriteTimestamp2",
+                                                         "vkCmdBeginQuery", "vkCmdBuildAccelerationStructuresKHR")),
+             ("vkDestroyDevice", {"device": 2})]
+    _, summary = import_capture(_jsonl(tmp_path / "marker.jsonl", calls))
+    assert summary.unknown == Counter({"vkCmdWriteBufferMarkerAMD": 2}) and summary.partial
+    assert summary.skipped == Counter(["vkCmdBuildAccelerationStructuresKHR"])
+    assert summary.partial_lines() == [
+        ("unknown: 2 vkCmdWriteBufferMarkerAMD calls (first #2): a command this importer does not read: what it "
+         "accesses and orders is missing from the stream")]

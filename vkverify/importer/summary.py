@@ -18,8 +18,9 @@ class ImportSummary:
     calls the mapping could not express faithfully; `unresolved` counts the
     dispatches whose accesses the stream lacks in part, by reason; `unmodelled`
     the calls whose ordering the model cannot hold yet (events), by name;
-    `cut` says how a capture ends without the program's teardown. With any of
-    these, a verdict on the stream is partial.
+    `unknown` the commands this importer does not read, by name; `cut` says
+    how a capture ends without the program's teardown. With any of these, a
+    verdict on the stream is partial.
     """
 
     calls: int = 0
@@ -31,11 +32,13 @@ class ImportSummary:
     unresolved: Counter = field(default_factory=Counter)  # reason -> dispatches
     unmodelled: Counter = field(default_factory=Counter)  # Vulkan call name -> count
     first_unmodelled: dict[str, int] = field(default_factory=dict)  # Vulkan call name -> its first call index
+    unknown: Counter = field(default_factory=Counter)  # vkCmd name -> count, of commands not read
+    first_unknown: dict[str, int] = field(default_factory=dict)  # vkCmd name -> its first call index
     cut: str | None = None  # how the capture ends without the program's teardown
 
     @property
     def partial(self) -> bool:
-        return bool(self.unresolved or self.unmodelled or self.cut)
+        return bool(self.unresolved or self.unmodelled or self.unknown or self.cut)
 
     @property
     def submits(self) -> int:
@@ -58,4 +61,7 @@ class ImportSummary:
         out += [f"unmodelled: {n} {name} call{'s' if n > 1 else ''} (first #{self.first_unmodelled[name]}): the model "
                 "has no events yet, so the ordering they make is missing from the stream" for name, n in
                 self.unmodelled.items()]
+        out += [f"unknown: {n} {name} call{'s' if n > 1 else ''} (first #{self.first_unknown[name]}): a command this "
+                "importer does not read: what it accesses and orders is missing from the stream" for name, n in
+                self.unknown.items()]
         return out + ([f"cut short: {self.cut}"] if self.cut else [])

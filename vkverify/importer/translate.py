@@ -37,7 +37,10 @@ __all__ = ["PROGRESS_CALLS", "UNREADABLE", "Translator", "UnreadableCall"]
 # Calls that touch images, rendering or presentation: outside the stream format's scope.
 OUT_OF_SCOPE = re.compile(r"Image|RenderPass|Rendering|Framebuffer|Swapchain|Surface|Present|Draw|Sampler|Blit|"
                           r"Resolve|Clear(Color|DepthStencil|Attachments)|Viewport|Scissor|Event|QueryPool|"
-                          r"Sparse|DescriptorSetWithTemplate|PushDescriptorSet")
+                          r"Sparse|DescriptorSetWithTemplate|PushDescriptorSet|Subpass|AccelerationStructure|"
+                          r"TraceRays|Micromap|Video|OpticalFlow")
+# Commands that set state, bind or take queries and timestamps: no buffer access, no ordering of their own.
+STATE_ONLY = re.compile(r"vkCmd(Set\w*|Bind\w*|(Begin|End)Query\w*|WriteTimestamp\w*|DebugMarker\w*)")
 HOST_VISIBLE = ("host_coherent", "host_cached", "device_host_visible")
 TRANSFER_SRC, TRANSFER_DST = 0x1, 0x2  # VkBufferUsageFlagBits
 TRANSFER_ONLY = TRANSFER_SRC | TRANSFER_DST
@@ -143,6 +146,10 @@ class Translator(Commands, Queues):
                 if ORDERING.search(call.name):
                     self.warn(call.name, f"{call.name} (first at #{call.index}) is not in the stream format: "
                                          "the ordering or accesses it makes are missing from the stream")
+            elif call.name.startswith("vkCmd") and not STATE_ONLY.fullmatch(call.name):
+                # A command this importer does not read may access buffers or order work: never dropped silently.
+                self.summary.unknown[call.name] += 1
+                self.summary.first_unknown.setdefault(call.name, call.index)
         for rest in fills:
             self.fill_memory(rest, rest.data(capture))
         self.note_ending()
