@@ -34,7 +34,9 @@ from .scopes import second_execution_scope
 
 __all__ = ["AccessState", "Reporter"]
 
-_HOST_VISIBLE = ("host_coherent", "host_cached")
+# Memory whose bytes a read may find without a write first: uninitialized_read applies to device_local and
+# device_host_visible memory only (docs/format.md), not to the host's own memory kinds.
+_READABLE_UNWRITTEN = ("host_coherent", "host_cached")
 _HOST_ACCESSES = ("host_read", "host_write")  # a destination with either: device -> host domain
 
 class Reporter(Protocol):
@@ -83,7 +85,7 @@ class AccessState:
         buffers = list(buffers)
         for b in buffers:
             if b.alias_of is None:
-                self.memories[b.id] = RangeMap(b.size, b.memory in _HOST_VISIBLE)
+                self.memories[b.id] = RangeMap(b.size, b.memory in _READABLE_UNWRITTEN)
         for b in buffers:
             root, offset = self.index.root(b.id)
             self.memory_kind[b.id] = self.index.buffers[root].memory
