@@ -514,8 +514,9 @@ def _add_optimize(sub) -> None:
                                         "proved by checking",
                        description="Find the global pipeline barriers a stream (or capture) can do without, and the "
                                    "narrowest stages and accesses of those it keeps, such that every conflicting "
-                                   "pair its barriers order stays ordered; the optimized stream is checked and must "
-                                   "give exactly the original's findings (docs/optimize.md).",
+                                   "pair its barriers order stays ordered; then the semaphore wait stages to "
+                                   "narrow and the fence and idle waits that order nothing. The optimized stream is "
+                                   "checked and must give exactly the original's findings (docs/optimize.md).",
                        epilog="examples:\n"
                               "  vkverify optimize run.json                  # what to remove and narrow, each barrier "
                               "by reference and file:line\n"
@@ -529,7 +530,8 @@ def _add_optimize(sub) -> None:
     c.add_argument("file", metavar="FILE", help="stream file (JSON), or a capture (.gfxr, .jsonl)")
     c.add_argument("-o", "--output", metavar="OUT", help="write the optimized stream here")
     c.add_argument("--format", choices=("text", "json", "sarif"), default="text",
-                   help="text (default), json, or sarif (a note per barrier to remove or narrow, at its program line)")
+                   help="text (default), json, or sarif (a note per barrier or wait to remove or narrow, at its "
+                        "program line)")
     c.add_argument("--all", action="store_true", help="text: list every barrier kept as written too")
     c.add_argument("--buffer-barriers", action="store_true",
                    help="a barrier kept whose pairs lie on a few buffers becomes buffer barriers over their bytes, "
