@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 
 from ..model import ir
 from ..model.accesses import command_accesses
+from ..model.dump import host_op_to_dict
 from ..model.errors import UsageError
 from ..model.refs import Ref, format_ref, map_positions, parse_ref
 from .readings import DEFAULT, Readings
@@ -227,9 +228,10 @@ def optimize(stream: ir.Stream, readings: Readings = DEFAULT, budget_s: float = 
         if not differ:
             if rounds == ROUNDS:
                 method = f"every barrier as written: no smaller set proved in {ROUNDS - 1} rounds"
-            if buffer_barriers:
-                edits = _ranged(stream, edits, assigned, forced, readings, original_keys, say)
-                optimized, back = _edit(stream, edits)
+            ranged = _ranged(stream, edits, assigned, forced, readings, original_keys, say) if buffer_barriers \
+                else None
+            if ranged is not None:
+                edits, optimized, back = ranged
             optimized, waits = _narrowed_waits(optimized, readings, original_keys, back, say)
             optimized, host_waits, back = _removed_host_waits(optimized, readings, original_keys, back, say)
             return Optimization(stream, optimized, _suggestions(stream, edits, assigned, forced), method,
@@ -271,7 +273,7 @@ def _narrowed_waits(stream: ir.Stream, readings: Readings, original_keys: set[tu
 
     def same(chosen) -> bool:
         edited = _with_wait_stages(stream, {k: candidates[k] for k in chosen})
-        return {_key(f, back) for f in check(edited, readings, witnesses=0)} == original_keys
+        return _proved(edited, readings, back, original_keys)
     if not candidates:
         return stream, ()
     chosen = list(candidates)
@@ -335,7 +337,7 @@ def _removed_host_waits(stream: ir.Stream, readings: Readings, original_keys: se
         nonlocal checks
         checks += 1
         edited, edited_back = without(chosen)
-        return {_key(f, edited_back) for f in check(edited, readings, witnesses=0)} == original_keys
+        return _proved(edited, readings, edited_back, original_keys)
     removed: list[tuple[str, int]] = []
     groups = [candidates] if candidates else []
     while groups and checks < HOST_WAIT_CHECKS:
@@ -350,11 +352,11 @@ def _removed_host_waits(stream: ir.Stream, readings: Readings, original_keys: se
     if not removed:
         return stream, (), back
     found = []
-    for thread_id, i in sorted(removed, key=lambda k: (k[0], k[1])):
+    for thread_id, i in sorted(removed):
         op = stream.index.threads[thread_id].ops[i]
         on = op.fences if isinstance(op, ir.WaitFences) else (op.queue,) if isinstance(op, ir.QueueWaitIdle) \
             else (op.device,)
-        found.append(HostWaitRemoved(back(format_ref(thread_id, i)), _HOST_WAIT_KIND[type(op)], tuple(on), op.label,
+        found.append(HostWaitRemoved(back(format_ref(thread_id, i)), host_op_to_dict(op)["op"], tuple(on), op.label,
                                      op.source))
     optimized, optimized_back = without(removed)
     return optimized, tuple(found), optimized_back
@@ -372,10 +374,6 @@ def _repeated_or_last_waits(stream: ir.Stream) -> list[tuple[str, int]]:
                 out.append((t.id, i))
             waited = isinstance(op, HOST_WAITS + (ir.WaitSemaphores,)) or waited and not isinstance(op, ir.Submit)
     return out
-
-
-_HOST_WAIT_KIND = {ir.WaitFences: "wait_fences", ir.QueueWaitIdle: "queue_wait_idle",
-                   ir.DeviceWaitIdle: "device_wait_idle"}
 
 
 def _positions_back(positions: dict[str, list[int]]) -> Callable[[str], str]:
@@ -726,11 +724,11 @@ BUFFERS_AT_MOST = 4  # a kept barrier becomes buffer barriers where its pairs li
 
 def _ranged(stream: ir.Stream, edits: dict[Ref, ir.Barrier | None], assigned: dict[Ref, list[Ordering]],
             forced: set[Ref], readings: Readings, original_keys: set[tuple],
-            say: Callable[[str], None]) -> dict[Ref, ir.Barrier | None]:
+            say: Callable[[str], None]) -> tuple[dict[Ref, ir.Barrier | None], ir.Stream, Callable] | None:
     """`edits` with each narrowed barrier whose pairs lie on at most BUFFERS_AT_MOST buffers made buffer barriers,
     one per buffer over the bytes of its pairs there, with their masks (7.7.2: a buffer memory barrier's access
-    scopes hold only its range; the execution dependency is the barrier's all the same), where the stream with
-    them gives the original's findings; else `edits` as they were."""
+    scopes hold only its range; the execution dependency is the barrier's all the same), the stream they make and
+    its references' way back, where that stream gives the original's findings; else None."""
     ranged = dict(edits)
     for b, new in edits.items():
         pairs = assigned.get(b, [])
@@ -744,13 +742,14 @@ def _ranged(stream: ir.Stream, edits: dict[Ref, ir.Barrier | None], assigned: di
                 ir.BufferBarrier(buffer, lo, max(o.range[1] for o in mine) - lo, **_pair_masks(mine))
                 for buffer, mine in sorted(by_buffer.items()) for lo in [min(o.range[0] for o in mine)]))
     made = sum(ranged[b] is not edits[b] for b in edits)
-    if made:
-        optimized, back = _edit(stream, ranged)
-        if {_key(f, back) for f in check(optimized, readings, witnesses=0)} == original_keys:
-            say(f"buffer barriers: {made} barriers made buffer barriers over their pairs' bytes")
-            return ranged
-        say(f"buffer barriers: the stream with {made} of them gives other findings: they stay global")
-    return edits
+    if not made:
+        return None
+    optimized, back = _edit(stream, ranged)
+    if _proved(optimized, readings, back, original_keys):
+        say(f"buffer barriers: {made} barriers made buffer barriers over their pairs' bytes")
+        return ranged, optimized, back
+    say(f"buffer barriers: the stream with {made} of them gives other findings: they stay global")
+    return None
 
 
 def _edit(stream: ir.Stream, edits: dict[Ref, ir.Barrier | None]) -> tuple[ir.Stream, Callable[[str], str]]:
@@ -771,6 +770,12 @@ def _edit(stream: ir.Stream, edits: dict[Ref, ir.Barrier | None]) -> tuple[ir.St
         positions[cb.id] = [i for i, _ in kept]
         cbs.append(replace(cb, commands=tuple(c for _, c in kept)))
     return replace(stream, command_buffers=tuple(cbs), expect=None), _positions_back(positions)
+
+
+def _proved(stream: ir.Stream, readings: Readings, back: Callable[[str], str], original_keys: set[tuple]) -> bool:
+    """Whether `stream` (an edit of the original, `back` taking its references there) gives the original's
+    findings exactly: the proof every edit stands on."""
+    return {_key(f, back) for f in check(stream, readings, witnesses=0)} == original_keys
 
 
 def _key(f, back: Callable[[str], str] | None) -> tuple:
