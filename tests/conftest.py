@@ -21,19 +21,21 @@ def python_path() -> str:
 
 @pytest.fixture(autouse=True)
 def imported_documents_valid(monkeypatch):
-    """Every capture a test imports in this process: the translator's document passes the value and schema
-    checks that the import skips for speed (importer._stream), and gives the stream the import gave."""
+    """Every capture a test imports in this process (`vkverify import` in-process too): the translator's document
+    passes the value and schema checks that the import skips for speed (importer._stream, and `vkverify import`,
+    which writes the document unloaded), and gives the stream the import gave."""
     from vkverify import importer
     from vkverify.model import from_dict
 
-    fast = importer._stream
+    unchecked = importer.import_document
 
-    def checked(doc: dict, file: str):
-        stream = fast(doc, file)
-        assert from_dict(doc, file) == stream, f"{file}: the strict load of the imported document differs"
-        return stream
+    def checked(path, *args, **kwargs):
+        doc, summary = unchecked(path, *args, **kwargs)
+        file = str(path)
+        assert from_dict(doc, file) == importer._stream(doc, file), f"{file}: the strict load of the document differs"
+        return doc, summary
 
-    monkeypatch.setattr(importer, "_stream", checked)
+    monkeypatch.setattr(importer, "import_document", checked)
 
 
 @pytest.fixture

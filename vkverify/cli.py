@@ -288,20 +288,19 @@ def _load_partial_or_report(file: str):
 def _import_and_report(capture: str, args: argparse.Namespace) -> int:
     from itertools import chain
 
-    from .importer import PROGRESS_CALLS, import_capture
-    from .model.dump import dump_chunks
+    from .importer import PROGRESS_CALLS, import_document
+    from .model.dump import document_chunks
     from .model.gcpause import cyclic_gc_paused
 
     def say(line: str) -> None:
         print(f"import: {line}", file=sys.stderr, flush=True)
-    stream, summary = import_capture(capture, threads=args.threads, assume_reads=not args.no_assumed_reads,
-                                     progress=None if args.quiet else say)
+    doc, summary = import_document(capture, threads=args.threads, assume_reads=not args.no_assumed_reads,
+                                   progress=None if args.quiet else say)
     print("\n".join(summary.lines()), file=sys.stderr)
     if not args.quiet and summary.calls >= PROGRESS_CALLS:
         say(f"writing {args.output or 'the stream'}")
-    with cyclic_gc_paused():  # the dicts made for the text hold no cycle; a collection would walk the stream
-        # written as it is made: a long run's stream is gigabytes
-        emit(chain(dump_chunks(stream), ["\n"]), args.output)
+    with cyclic_gc_paused():  # the document holds no cycle; a collection would walk all of it
+        emit(chain(document_chunks(doc), ["\n"]), args.output)
     return 0
 
 

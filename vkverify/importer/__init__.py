@@ -58,7 +58,8 @@ from .resources import Resources
 from .summary import ImportSummary
 from .translate import PROGRESS_CALLS, UNREADABLE, Translator, UnreadableCall
 
-__all__ = ["PROGRESS_CALLS", "CaptureError", "ImportSummary", "call_index", "capture_env", "import_capture"]
+__all__ = ["PROGRESS_CALLS", "CaptureError", "ImportSummary", "call_index", "capture_env", "import_capture",
+           "import_document"]
 
 
 def import_capture(path: str | Path, shader_dir: str | Path | None = None, threads: bool = False,
@@ -91,6 +92,19 @@ def import_capture(path: str | Path, shader_dir: str | Path | None = None, threa
     Raises CaptureError for a capture that cannot be read (cut off before a
     device, of another converter version, without a device).
     """
+    doc, summary = import_document(path, shader_dir, threads, assume_reads, progress)
+    try:
+        return _stream(doc, str(path)), summary
+    except InvalidStream as e:  # a mapping gap: say where, in the capture's terms
+        raise CaptureError(str(path), f"the imported stream is invalid: {e.lines()[0]}") from None
+
+
+def import_document(path: str | Path, shader_dir: str | Path | None = None, threads: bool = False,
+                    assume_reads: bool = True,
+                    progress: Callable[[str], None] | None = None) -> tuple[dict, ImportSummary]:
+    """`import_capture`'s stream as the document it is built from (vkverify-stream/1, as parsed JSON), for a
+    caller that writes it out: building the IR was a third of an import's time and memory. The translator
+    shapes it right by construction (the suite loads every document it imports strictly)."""
     for argument, value in (("path", path), ("shader_dir", shader_dir or "")):
         if not isinstance(value, (str, PathLike)):
             raise UsageError(argument, f"expected a str or a Path, got {type(value).__name__}")
@@ -113,7 +127,7 @@ def import_capture(path: str | Path, shader_dir: str | Path | None = None, threa
 
 def _translate(path: Path, calls: Iterator[Call], shader_dir: Path | None, blocks: Blocks | None,
                threads: bool, assume_reads: bool,
-               progress: Callable[[str], None] | None) -> tuple[ir.Stream, ImportSummary]:
+               progress: Callable[[str], None] | None) -> tuple[dict, ImportSummary]:
     translator = Translator(Resources(shader_dir), blocks, threads, assume_reads, progress)
     try:
         translator.run(calls)
@@ -127,14 +141,10 @@ def _translate(path: Path, calls: Iterator[Call], shader_dir: Path | None, block
         raise CaptureError(str(path), str(e)) from None
     except UNREADABLE as e:  # calls each readable that do not fit together (a handle of another kind)
         raise CaptureError(str(path), f"calls that do not fit together ({type(e).__name__}: {str(e)[:200]})") from None
-    try:
-        stream = _stream(doc, str(path))
-    except InvalidStream as e:  # a mapping gap: say where, in the capture's terms
-        raise CaptureError(str(path), f"the imported stream is invalid: {e.lines()[0]}") from None
     summary = translator.summary
     summary.commands.update(c["cmd"] for commands in doc["command_buffers"].values() for c in commands)
     summary.host_ops.update(op["op"] for ops in doc["threads"].values() for op in ops)
-    return stream, summary
+    return doc, summary
 
 
 def _stream(doc: dict, file: str) -> ir.Stream:

@@ -9,7 +9,7 @@ from typing import Any
 
 from . import ir
 
-__all__ = ["command_to_dict", "dump_chunks", "dumps", "host_op_to_dict", "to_dict"]
+__all__ = ["command_to_dict", "document_chunks", "dump_chunks", "dumps", "host_op_to_dict", "to_dict"]
 
 
 def _tag(item: Any) -> dict:
@@ -150,7 +150,12 @@ def dump_chunks(s: ir.Stream, indent: int | None = 1) -> Iterator[str]:
     if indent is None:
         yield json.dumps(to_dict(s))
         return
-    yield from _expanded(_doc(s, _Each), 1, " " * indent, "")
+    yield from document_chunks(_doc(s, _Each), indent)
+
+
+def document_chunks(doc: dict, indent: int = 1) -> Iterator[str]:
+    """A stream document's text in `dump_chunks`'s layout, for a document vkverify made itself (an import's)."""
+    return _expanded(doc, 1, " " * indent, "")
 
 
 def _expanded(value: Any, levels: int, step: str, pad: str) -> Iterator[str]:
