@@ -7,6 +7,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from . import ir
 
 __all__ = ["command_to_dict", "document_chunks", "dump_chunks", "dumps", "host_op_to_dict", "to_dict"]
@@ -150,25 +152,32 @@ def dump_chunks(s: ir.Stream, indent: int | None = 1) -> Iterator[str]:
     if indent is None:
         yield json.dumps(to_dict(s))
         return
-    yield from document_chunks(_doc(s, _Each), indent)
+    yield from _expanded(_doc(s, _Each), 1, " " * indent, "")
 
 
 def document_chunks(doc: dict, indent: int = 1) -> Iterator[str]:
-    """A stream document's text in `dump_chunks`'s layout, for a document vkverify made itself (an import's)."""
-    return _expanded(doc, 1, " " * indent, "")
+    """A stream document's text in `dump_chunks`'s layout, for a document vkverify made itself (an import's),
+    each line written by orjson (UTF-8, no spaces between items: a third of json's time on a long capture)."""
+    return _expanded(doc, 1, " " * indent, "", _orjson_text)
 
 
-def _expanded(value: Any, levels: int, step: str, pad: str) -> Iterator[str]:
-    """`value` with `levels` levels of containers laid out one item per line, and each item below on one line."""
+def _orjson_text(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _expanded(value: Any, levels: int, step: str, pad: str,
+              encode: Callable[[Any], str] = json.dumps) -> Iterator[str]:
+    """`value` with `levels` levels of containers laid out one item per line, and each item below on one line
+    (by `encode`)."""
     if isinstance(value, _Each) and (levels == 0 or not value.items):
         value = list(value)
     if levels == 0 or not isinstance(value, (dict, list, _Each)) or not value:
-        yield json.dumps(value)
+        yield encode(value)
         return
     inner = pad + step
     items = value.items() if isinstance(value, dict) else ((None, v) for v in value)
     yield "{" if isinstance(value, dict) else "["
     for i, (key, item) in enumerate(items):
         yield f"{',' if i else ''}\n{inner}" if key is None else f"{',' if i else ''}\n{inner}{json.dumps(key)}: "
-        yield from _expanded(item, _EXPANDED.get(key, 1) if pad == "" else levels - 1, step, inner)
+        yield from _expanded(item, _EXPANDED.get(key, 1) if pad == "" else levels - 1, step, inner, encode)
     yield f"\n{pad}{'}' if isinstance(value, dict) else ']'}"
