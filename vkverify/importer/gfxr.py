@@ -207,8 +207,8 @@ def _run(argv: list[str], path: Path) -> None:
 
 
 @contextmanager
-def converting(path: Path, workdir: Path) -> Iterator[Iterator[str]]:
-    """gfxrecon-convert's JSON lines as it writes them, read while it runs: neither a file of them nor
+def converting(path: Path, workdir: Path) -> Iterator[Iterator[bytes]]:
+    """gfxrecon-convert's JSON lines (bytes) as it writes them, read while it runs: neither a file of them nor
     all of them at once (a long run's are gigabytes), and the converter's time overlaps the walk's. Its
     time is bounded in CPU seconds, not wall time: it waits on the pipe for as long as the walk takes.
     Its failure is raised at the end of the block, in place of whatever the block raised over the lines
@@ -216,7 +216,7 @@ def converting(path: Path, workdir: Path) -> Iterator[Iterator[str]]:
     argv = [_tool("gfxrecon-convert", path), "--output", "stdout", str(path)]
     memory, seconds = _limits(path)
     with (workdir / "convert.err").open("w+", encoding="utf-8", errors="replace") as errors:
-        tool = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, text=True, encoding="utf-8")
+        tool = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, bufsize=1 << 20)
         with suppress(ProcessLookupError):  # done already; set from here: a caller of this may run threads
             resource.prlimit(tool.pid, resource.RLIMIT_AS, (memory, memory))
             resource.prlimit(tool.pid, resource.RLIMIT_CPU, (int(seconds), int(seconds) + 1))  # SIGXCPU, then KILL
@@ -230,9 +230,8 @@ def converting(path: Path, workdir: Path) -> Iterator[Iterator[str]]:
             return None
 
         try:
-            with tool.stdout:
-                # Its log lines share stdout with the records ("Incomplete block at end of file" where cut short).
-                yield (line for line in tool.stdout if not line.startswith("[gfxrecon] "))
+            with tool.stdout:  # its log lines share it with the records: records.read_lines skips them
+                yield tool.stdout
             found = failure(tool.wait())
         except BaseException:
             returncode = tool.poll()  # None: still running, stopped by what the block raised

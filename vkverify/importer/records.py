@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 
@@ -20,8 +20,7 @@ __all__ = ["Call", "call_index", "read_calls", "read_lines"]
 SUPPORTED_JSON_VERSION = "0.8"
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):  # a tuple: made for each of millions of lines, a frozen dataclass's init was a tenth of a walk
     index: int
     name: str
     args: dict
@@ -40,22 +39,15 @@ def call_index(label: str | None) -> int | None:
 
 def read_calls(path: Path, shown_as: str) -> Iterator[Call]:
     """The calls in file order; raises CaptureError on a header of another version or a broken line."""
-    with path.open(encoding="utf-8") as lines:
+    with path.open("rb") as lines:
         yield from read_lines(lines, shown_as)
 
 
-def read_lines(lines: Iterable[str], shown_as: str) -> Iterator[Call]:
-    """The calls of JSON lines read from `lines` (a file, or the converter's output as it writes it)."""
-    try:
-        yield from _calls(lines, shown_as)
-    except UnicodeDecodeError as e:
-        raise CaptureError(shown_as, f"not UTF-8 (byte 0x{e.object[e.start]:02x}): not gfxrecon-convert JSON "
-                                     "lines") from None
-
-
-def _calls(lines, shown_as: str) -> Iterator[Call]:
+def read_lines(lines: Iterable[bytes], shown_as: str) -> Iterator[Call]:
+    """The calls of JSON lines, as bytes, read from `lines` (a file, or the converter's output as it writes
+    it); a line of the converter's log (`[gfxrecon] ...`, on stdout with the records) is skipped."""
     lines = iter(lines)
-    first = next(lines, "")
+    first = next((line for line in lines if not line.startswith(b"[gfxrecon] ")), b"")
     try:
         header = orjson.loads(first)["header"]
         version = header["json-version"]
@@ -68,15 +60,27 @@ def _calls(lines, shown_as: str) -> Iterator[Call]:
     for number, line in enumerate(lines, start=2):
         try:
             record = orjson.loads(line)
+            func = record["vkFunc"]
+            call = Call(record["index"], func["name"], func.get("args", {}), func.get("return"))
         except orjson.JSONDecodeError as e:  # a number past 64 bits and nesting past 1024 levels included
-            raise CaptureError(shown_as, f"line {number}: invalid JSON ({e.msg})") from None
-        func = record.get("vkFunc") if isinstance(record, dict) else None
-        if func is None:
+            if line.startswith(b"[gfxrecon] "):
+                continue
+            raise CaptureError(shown_as, f"line {number}: {_undecodable(line, e)}") from None
+        except (KeyError, TypeError, AttributeError):
             if not isinstance(record, dict):
-                raise CaptureError(shown_as, f"line {number}: a {type(record).__name__}, not a JSON object")
-            continue
-        if not (isinstance(func, dict) and isinstance(func.get("name"), str)
-                and isinstance(record.get("index"), int) and isinstance(func.get("args", {}), dict)):
+                raise CaptureError(shown_as, f"line {number}: a {type(record).__name__}, not a JSON object") from None
+            if record.get("vkFunc") is None:
+                continue  # an annotation or another record that is not a call
+            call = None
+        if call is None or not (type(call.index) is int and type(call.name) is str and type(call.args) is dict):
             raise CaptureError(shown_as, f"line {number}: a call without an integer `index`, a `vkFunc.name` "
                                          "string and `vkFunc.args` object")
-        yield Call(record["index"], func["name"], func.get("args", {}), func.get("return"))
+        yield call
+
+
+def _undecodable(line: bytes, error: orjson.JSONDecodeError) -> str:
+    try:
+        line.decode()
+    except UnicodeDecodeError as e:
+        return f"not UTF-8 (byte 0x{e.object[e.start]:02x}): not gfxrecon-convert JSON lines"
+    return f"invalid JSON ({error.msg})"
