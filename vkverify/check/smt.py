@@ -222,10 +222,19 @@ def _host_wait(p: Plan, t: Times, h: HostNode) -> list[Constraint]:
         for f in op.fences:
             own = [b for b in p.batches if b.fence == f and b.thread == h.thread and b.pc < h.pc]
             others = [b for b in p.batches if b.fence == f and b.thread != h.thread]
+            # 7.3 vkResetFences: the fence is unsignaled after the thread's last reset of it; a batch it submitted
+            # before that reset had completed (resetting a fence a pending batch holds is misuse).
+            reset = max((x.pc for x in p.hosts if x.thread == h.thread and x.pc < h.pc
+                         and isinstance(x.op, ir.ResetFences) and f in x.op.fences), default=-1)
+            own = [b for b in own if b.pc > reset]
             if own:
                 out.append((Wait(h.ref, h.ref, f), t.end[own[-1].key] < now))
             elif others:
-                out.append((Wait(h.ref, h.ref, f), z3.Or(*[t.end[b.key] < now for b in others], t.ctx)))
+                after = [t.host[format_ref(h.thread, reset)] < t.end[b.key] for b in others] if reset >= 0 else []
+                out.append((Wait(h.ref, h.ref, f), z3.Or(*[z3.And(t.end[b.key] < now, *after[i:i + 1], t.ctx)
+                                                            for i, b in enumerate(others)], t.ctx)))
+            elif reset >= 0:
+                out.append((Wait(h.ref, h.ref, f), z3.BoolVal(False, t.ctx)))
         return out
     if isinstance(op, (ir.QueueWaitIdle, ir.DeviceWaitIdle)):
         queues = {op.queue} if isinstance(op, ir.QueueWaitIdle) else \
