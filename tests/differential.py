@@ -1,10 +1,11 @@
 """Small random streams and the comparison of the fast checker with the slow reference.
 
 Shared by tests/test_reference.py (hypothesis, in the suite) and benchmarks/differential.py (long runs
-with many more examples). A stream of `streams()` has one host thread and 1-3 queues: barriers with random stage
-and access masks over whole buffers or byte-precise partial ranges, binary and timeline semaphores (a host-signalled
-timeline among them, waited before its signal), fences and their resets, host writes and reads of
-coherent and non-coherent memory with flushes and invalidates, an alias, idle waits and a destroy.
+with many more examples). A stream of `streams()` has one host thread and 1-3 queues: dispatches (atomic
+bindings among them), barriers with random stage and access masks over whole buffers or byte-precise partial
+ranges, binary and timeline semaphores (a host-signalled timeline among them, waited before its signal), fences and
+their resets, host writes and reads of coherent and non-coherent memory with flushes and invalidates, an alias,
+idle waits and a destroy.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ ACCESSES = ["none", "indirect_command_read", "uniform_read", "shader_read", "sha
             "memory_write"]
 SEMAPHORE_STAGES = ["all_commands", "compute_shader", "copy", "transfer", "bottom_of_pipe", "top_of_pipe",
                     "draw_indirect"]
-SHADERS = {"w": ["write"], "r": ["read"], "rw": ["read", "write"], "x": ["read_write"]}
+SHADERS = {"w": ["write"], "r": ["read"], "rw": ["read", "write"], "x": ["read_write"], "a": ["atomic"],
+           "ar": ["atomic", "read"]}
 SIZE = 64
 HOST_VISIBLE = ("host_coherent", "host_cached")
 # Hypothesis settings of every differential test: reproducible draws; slow streams and assumed-away ones are fine.

@@ -22,7 +22,7 @@ from vkverify.shaders import (
     reflect,
 )
 
-R, W, RW = "read", "write", "read_write"
+R, W, RW, A = "read", "write", "read_write", "atomic"
 ROOT = Path(__file__).resolve().parent.parent
 
 # (accesses by binding, push-constant bytes) of the named kernels.
@@ -32,11 +32,11 @@ EXPECTED = {
     "add": ([R, R, W], 4),
     "axpy": ([R, RW], 8),
     "scale": ([RW], 8),
-    "reduce_sum": ([R, RW], 8),
+    "reduce_sum": ([R, A], 8),
     "matvec": ([R, R, W], 8),
     "slow_writer": ([W], 12),
     "reverse_reader": ([R, W], 4),
-    "histogram": ([R, RW], 8),
+    "histogram": ([R, A], 8),
     "gather": ([R, R, W], 8),
 }
 EXPECTED |= {f"generic_r{r}_w{w}": ([R] * r + [W] * w, 4 * (1 + r + w))
@@ -114,6 +114,30 @@ def test_buffer_qualifiers(tmp_path, target):
 
 
 @glslang
+def test_a_binding_only_atomics_touch_is_atomic(tmp_path):
+    """A binding read and written by OpAtomic* alone is `atomic` (two such dispatches do not race); one that
+    atomics and plain loads or stores both touch is read_write (its plain accesses race others' atomics); an
+    atomic load alone is a read."""
+    info = reflect(_compile(tmp_path, """
+layout(local_size_x = 1) in;
+layout(binding = 0) buffer A { uint a[]; };
+layout(binding = 1) buffer B { uint b[]; };
+layout(binding = 2) buffer C { uint c[]; };
+void main() { atomicAdd(a[0], 1u); atomicMax(b[0], 2u); b[1] = 3u; c[0] = atomicOr(a[1], 0u) + atomicAdd(c[1], 0u); }
+"""))
+    assert [b.access for b in info.bindings] == [A, RW, RW]
+    loads = reflect(_compile(tmp_path, """
+#pragma use_vulkan_memory_model
+#extension GL_KHR_memory_scope_semantics : require
+layout(local_size_x = 1) in;
+layout(binding = 0) buffer A { uint a[]; };
+layout(binding = 1) writeonly buffer B { uint b[]; };
+void main() { b[0] = atomicLoad(a[0], gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsRelaxed); }
+""", "vulkan1.2"))
+    assert [b.access for b in loads.bindings] == [R, W]
+
+
+@glslang
 def test_readonly_writeonly_is_no_access(tmp_path):
     info = reflect(_compile(tmp_path, """
 layout(local_size_x = 1) in;
@@ -138,8 +162,8 @@ layout(binding = 6) uniform V { uint v; };
 void put(uint i, uint x) { b[i] = x; }
 void main() { put(uint(d.length()), a[0] + v); atomicAdd(c[0], 1u); es[1].e[0] += 1u; }
 """))
-    # d only has its length taken; u is declared and never used.
-    assert [b.access for b in info.bindings] == [R, W, RW, "none", "none", RW, R]
+    # d only has its length taken; u is declared and never used; c only atomics touch.
+    assert [b.access for b in info.bindings] == [R, W, A, "none", "none", RW, R]
 
 
 def _assemble(tmp_path, text: str) -> bytes:
@@ -162,7 +186,7 @@ def test_uses_through_pointers_functions_and_atomics(tmp_path):
     # copied_to/copied_from: OpCopyMemory; atomic: OpAtomicIAdd; selected: OpSelect, OpPhi, then a store
     # through a function's returned pointer; other_only: written by the other entry point; unused; escaped: a
     # pointer into it is stored in a variable, from which any code could load it.
-    assert [b.access for b in reflect(spirv, "main").bindings] == [R, W, W, R, RW, W, "none", "none", RW]
+    assert [b.access for b in reflect(spirv, "main").bindings] == [R, W, W, R, A, W, "none", "none", RW]
     assert [b.access for b in reflect(spirv, "other").bindings] == ["none"] * 6 + [W, "none", "none"]
 
 

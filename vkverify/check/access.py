@@ -26,3 +26,4 @@ class Access:
     memo: tuple | None = None  # (lo, hi, end, pieces, write) of the last `AccessState.states` query
     ordered: set | None = None  # (agent, stage, need, lo, hi) already ordered after this access
     fact: int = -1  # its facts' index in the run's findings (findings.Findings), once it is in one; -1 before
+    atomic: bool = False  # made by a shader's atomic operations (an "atomic" binding)

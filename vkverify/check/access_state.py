@@ -1,10 +1,11 @@
 """The access state of every memory and the hazard detection over it (syncval's AccessContext over its
 ResourceAccessStates, layers/sync/sync_access_state.h): each memory's range map (rangemap.py), whose segments
-hold the last write of their bytes and the reads since, and the questions a new access asks of them, answered
-from the agents' clocks and barrier logs (agents.py, barriers.py) and the spec's rules (rules.py).
+hold the last write of their bytes, the reads and the atomics since, and the questions a new access asks of them,
+answered from the agents' clocks and barrier logs (agents.py, barriers.py) and the spec's rules (rules.py).
 
 `detect` is syncval's DetectHazard: what one access of one segment violates, reported to the walk (engine.py)
-as found; the walk then records the access (syncval's Update: Segment.add_read, RangeMap.overwrite). Each
+as found; the walk then records the access (syncval's Update: Segment.add_read, Segment.add_atomic,
+RangeMap.overwrite). Each
 hazard is decided by one function of the two accesses and the segment: read-after-write and write-after-write
 by `after_write` (by the two domains: device to device `unordered`, host to device `host_write_unseen`, host to
 host `unshared_between_threads`, device to host `host_visible_missing`, and for a host read of non-coherent
@@ -29,7 +30,7 @@ from .agents import QueueAgent, ThreadAgent, acquired_releases, join
 from .barriers import BarrierEntry, State, sees
 from .rangemap import RangeMap, Segment
 from .readings import Readings
-from .rules import host_write_needs_flush
+from .rules import atomic_pair, host_write_needs_flush
 from .scopes import second_execution_scope
 
 __all__ = ["AccessState", "Reporter"]
@@ -100,14 +101,17 @@ class AccessState:
         """Report to `to` what x's reads and write of seg (buf's bytes from `base` in memory `root`) violate, in
         this order: a read of bytes nothing wrote, of bytes another queue family owns, a RAW; then a WAW (not
         after a RAW of the same bytes) and the WARs. Nothing is recorded: the walk records x after detecting
-        (syncval's Update). Each is reported as found, as the ordering queries' memos then stand."""
+        (syncval's Update). Each is reported as found, as the ordering queries' memos then stand. The atomics
+        since the write (Segment.atomics) are writes x meets too, but those of its device where x is atomic;
+        an atomic x happens after hides what it came after, as a write does."""
         raw = False
         w = seg.write
+        hidden = self.hidden_by_atomics(x, root, seg) if seg.atomics else ()
         if x.reads and w is None:
             if not seg.initialized:
                 to.report("uninitialized_read", x.buffer, seg.lo - base, seg.hi - base, None, x, x.uid,
                           (f"{x.ref} reads bytes of {x.buffer!r} that nothing wrote", fixes.uninitialized(x)))
-        elif x.reads and w.uid != x.uid:
+        elif x.reads and w.uid != x.uid and w.uid not in hidden:
             if x.family is not None and buf.sharing == "exclusive" and seg.owner not in (None, x.family):
                 message = (f"{x.ref} on family {x.family} reads bytes of exclusive {x.buffer!r} owned by family "
                            f"{seg.owner} without an ownership transfer")
@@ -118,22 +122,50 @@ class AccessState:
                            f"synchronization scope of the acquire that gave family {x.family} those bytes")
                 to.report("ownership_missing", x.buffer, seg.lo - base, seg.hi - base, w, x, x.uid,
                           (message, fixes.acquire_stage(x)))
-            bad = self.after_write(w, x, root, seg, x.reads)
-            if not bad and x.family is None and w.family is not None and self.memory_kind[x.buffer] == "host_cached":
-                bad = self.unseen_by_host_read(w, x, root, seg)
-            for a, b in bad:
-                raw = True
-                to.hazard("raw", buf, a - base, b - base, w, x)
+            raw = self._raw(w, x, buf, root, base, seg, to)
+        atomics = [e for e, _ in seg.atomics if e.uid != x.uid and e.uid not in hidden
+                   and not self.mutually_ordered(e, x)] if seg.atomics else ()
+        if x.reads:
+            for e in atomics:
+                raw = self._raw(e, x, buf, root, base, seg, to) or raw
         if not x.write:
             return
-        if w is not None and w.uid != x.uid and not raw:
-            for a, b in self.after_write(w, x, root, seg, (x.write,) if x.family is not None else None):
-                to.hazard("waw", buf, a - base, b - base, w, x)
+        if not raw:
+            for e in (w, *atomics) if w is not None and w.uid != x.uid and w.uid not in hidden else atomics:
+                for a, b in self.after_write(e, x, root, seg, (x.write,) if x.family is not None else None):
+                    to.hazard("waw", buf, a - base, b - base, e, x)
         for r in seg.reads:
-            if r.uid == x.uid:
+            if r.uid == x.uid or r.uid in hidden:
                 continue
             for a, b in self.unordered(r, x, root, seg.lo, seg.hi, None):
                 to.hazard("war", buf, a - base, b - base, r, x)
+
+    def _raw(self, w: Access, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment, to: Reporter) -> bool:
+        """Report the RAWs of x's reads of seg after write w; whether there was one."""
+        bad = self.after_write(w, x, root, seg, x.reads)
+        if not bad and x.family is None and w.family is not None and self.memory_kind[x.buffer] == "host_cached":
+            bad = self.unseen_by_host_read(w, x, root, seg)
+        for a, b in bad:
+            to.hazard("raw", buf, a - base, b - base, w, x)
+        return bool(bad)
+
+    def mutually_ordered(self, e: Access, x: Access) -> bool:
+        """Memory model "Data Race": atomics of one device do not race (rules.atomic_pair)."""
+        agents = self.agents
+        return e.atomic and x.atomic and atomic_pair(True, True, agents[e.agent].device == agents[x.agent].device)
+
+    def hidden_by_atomics(self, x: Access, root: str, seg: Segment) -> frozenset:
+        """The uids of the accesses of seg hidden from x: those an atomic that happens-before x (7.1, an execution
+        dependency over all of seg) happens after, as the most recent write hides the older ones."""
+        return frozenset().union(*(hides for e, hides in seg.atomics
+                                   if e.uid != x.uid and not self.unordered(e, x, root, seg.lo, seg.hi, None)))
+
+    def atomic_hides(self, x: Access, root: str, seg: Segment) -> frozenset:
+        """The uids of the accesses of seg (the write, the reads and atomics since it) that atomic x happens
+        after, and those they hide: what x hides (Segment.atomics)."""
+        before = [e for e in (seg.write, *seg.reads, *(a for a, _ in seg.atomics))
+                  if e is not None and e.uid != x.uid and not self.unordered(e, x, root, seg.lo, seg.hi, None)]
+        return frozenset(e.uid for e in before).union(*(hides for a, hides in seg.atomics if a in before))
 
     def unseen_by_host_read(self, w: Access, x: Access, root: str, seg: Segment) -> list[tuple[int, int]]:
         """7.1.3 and the vkInvalidateMappedMemoryRanges note: a host read x of non-coherent memory, ordered after

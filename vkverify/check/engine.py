@@ -165,7 +165,11 @@ class Checker:
                 detect(x, buf, root, base, seg, self)
         if not record:
             return True
-        if x.write:
+        if x.atomic:
+            hides = self.state.atomic_hides
+            for seg in segments:
+                seg.add_atomic(x, hides(x, root, seg))
+        elif x.write:
             memory.overwrite(rlo, rhi, segments, x, x.family if buf.sharing == "exclusive" else None)
         else:
             for seg in segments:
@@ -248,24 +252,26 @@ class Checker:
 
     def _replayable(self, steps: list[tuple]) -> bool:
         """Whether executions of a command buffer meet only what they record: no destroys in the stream (uses
-        are kept per access), no barrier that acts on the range map (ownership, host writes made available)."""
-        return self.uses is None and not any(accesses is None and any(self.barriers[id(cmd)][2:])
-                                             for cmd, accesses, _ in steps)
+        are kept per access), no barrier that acts on the range map (ownership, host writes made available), no
+        atomic access (what it keeps of earlier atomics, Segment.atomics, depends on the execution)."""
+        return self.uses is None and not any(any(self.barriers[id(cmd)][2:]) if accesses is None
+                                             else any(a[6] for a in accesses) for cmd, accesses, _ in steps)
 
     def _run_accesses(self, queue: QueueAgent, cmd: ir.Command, ref: str, accesses: tuple, sharing: bool) -> None:
         uid = next(self.uids)
         index, pos, label, family, first_barrier, issued = \
             queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds), self.issuing_order
         if not sharing:  # no access sees another's record: compare and record each
-            for stage, reads, write, buffer, lo, hi in accesses:
+            for stage, reads, write, buffer, lo, hi, atomic in accesses:
                 self.access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier,
-                                   issued), lo, hi)
+                                   issued, atomic=atomic), lo, hi)
             return
         # Every access of the command is compared before any is recorded (syncval's detect, then update): a
         # write through one binding is compared with the reads before another binding's read replaced them.
         compared = []
-        for stage, reads, write, buffer, lo, hi in accesses:
-            x = Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier, issued)
+        for stage, reads, write, buffer, lo, hi, atomic in accesses:
+            x = Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier, issued,
+                       atomic=atomic)
             if self.access(x, lo, hi, record=False):
                 compared.append((x, lo, hi))
         for x, lo, hi in compared:
@@ -283,15 +289,15 @@ class Checker:
             self.state.placement, queue.log, queue.index, queue.pos, queue.family, self.issuing_order
         kinds, memo, is_global = log.all_kinds, log.alone, log.global_kind
         n = len(kinds)
-        for stage, reads, write, buffer, lo, hi in accesses:
-            x = Access(agent, pos, stage, reads, write, ref, buffer, uid, label, family, n, issued)
+        for stage, reads, write, buffer, lo, hi, atomic in accesses:
+            x = Access(agent, pos, stage, reads, write, ref, buffer, uid, label, family, n, issued, atomic=atomic)
             buf, _, base, memory = placement[buffer]
             segments = memory.segments
             seg = segments[0]
             if len(segments) != 1 or seg.lo != base + lo or seg.hi != base + hi:  # not the whole memory
                 segments = memory.span(base + lo, base + hi)
                 seg = segments[0] if len(segments) == 1 else None
-            if seg is None or buf.sharing == "exclusive":
+            if seg is None or buf.sharing == "exclusive" or atomic or seg.atomics:
                 self.access(x, lo, hi)
                 continue
             # Spec 7.1: a barrier whose scopes hold both accesses orders them (BarrierLog.orders_alone decided it).
@@ -330,7 +336,7 @@ class Checker:
             if quiet and not fallback:
                 continue
             ref, uid, first_barrier, recorded = None, None, len(queue.log.all_kinds), []
-            for j, ((stage, reads, write, buffer, lo, hi), mode, record) in enumerate(items):
+            for j, ((stage, reads, write, buffer, lo, hi, _), mode, record) in enumerate(items):
                 compare = mode == ALWAYS or (fallback and mode == DOMINATED)
                 seen = None
                 if compare and write is None:
@@ -338,8 +344,8 @@ class Checker:
                     # earlier execution is ordered before it still (clocks and barrier states only grow).
                     _, _, offset, memory = placement[buffer]
                     segments = memory.span(offset + lo, offset + hi)
-                    if len(segments) == 1:
-                        seen = (index, segments[0].write, segments[0].owner)
+                    if len(segments) == 1:  # the earlier atomics too: each is a write the read meets
+                        seen = (index, segments[0].write, segments[0].owner, segments[0].atomics)
                         compare = met.get((i, j)) != seen
                 if compare or record:
                     if uid is None:

@@ -119,7 +119,10 @@ def explain(stream: ir.Stream, first: str, second: str) -> Explanation:
             notes.append(f"{ref} never runs: the stream blocks before it (see `vkverify check`)")
         found.append(accesses)
     pairs = _pairs(model, *found)
-    if not pairs and all(found):
+    if any(model.mutually_ordered(e, x) for e in found[0] for x in found[1]):
+        notes.append(f"{a_ref} and {b_ref} are atomic operations of one device: mutually-ordered atomics do not race "
+                     "(memory model, \"Data Race\"), whatever orders them")
+    elif not pairs and all(found):
         notes.append(f"{a_ref} and {b_ref} make no conflicting accesses to common bytes "
                      "(no write, or no shared bytes): Vulkan requires no ordering")
     out = []
@@ -152,7 +155,7 @@ def _pairs(model: Model, firsts: list[AccessNode], seconds: list[AccessNode]) ->
     out: dict[tuple, tuple[Pair, list]] = {}
     for e in firsts:
         for x in seconds:
-            if e.uid == x.uid or e.root != x.root or max(e.lo, x.lo) >= min(e.hi, x.hi):
+            if e.uid == x.uid or e.root != x.root or max(e.lo, x.lo) >= min(e.hi, x.hi) or model.mutually_ordered(e, x):
                 continue
             kinds = conflicts(e, x, model.readings)
             if not x.reads and not x.write and not e.host:

@@ -39,7 +39,7 @@ from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, compile_b
 from ..model.accesses import command_accesses
 from .agents import FENCE_SCOPE
 from .readings import DEFAULT, Readings
-from .rules import (chains, host_write_needs_flush, in_release_access_scope, in_synchronization_scope,
+from .rules import (atomic_pair, chains, host_write_needs_flush, in_release_access_scope, in_synchronization_scope,
                     makes_host_writes_available)
 from .scopes import second_execution_scope, signal_first_scope
 from .walk import Consumer, Misuse, PendingBatch, Walk
@@ -87,6 +87,7 @@ class AccessNode:
     uid: int
     host: bool
     memory: str
+    atomic: bool = False
 
 
 @dataclass(eq=False)
@@ -133,6 +134,7 @@ class Model(Consumer):
         self._uid = 0
         self._cuts = _boundaries(stream)
         self._last_write: dict[tuple, AccessNode] = {}
+        self._atomics: dict[tuple, dict] = {}  # the atomics since the last write, latest per agent and stage
         self._reads: dict[tuple, dict[tuple, AccessNode]] = {}
         self._destroyed: dict[str, str] = {}
         self._issuing = ""  # the host op of the access being compared: its submit, or itself
@@ -202,8 +204,8 @@ class Model(Consumer):
                 self._issuing = submit
                 # As the checker does: every access of the command is paired before any is recorded.
                 accesses = [AccessNode(executed, queue, seq, stage, reads, write, buffer, *self._root(buffer, lo, hi),
-                                   uid, False, self._memory(buffer))
-                            for stage, reads, write, buffer, lo, hi in command_accesses(cmd)]
+                                   uid, False, self._memory(buffer), atomic)
+                            for stage, reads, write, buffer, lo, hi, atomic in command_accesses(cmd)]
                 for x in [x for x in accesses if self._compare(x)]:
                     self._record(x)
         scope = self.readings.all_commands_includes_host
@@ -306,8 +308,10 @@ class Model(Consumer):
             self._uses.setdefault(x.buffer, {})[(x.agent, x.stage)] = x
         for seg in self.segments(x.root, x.lo, x.hi):
             key = (x.root, seg)
-            w = self._last_write.get(key)
-            if w is not None and w.uid != x.uid:
+            last = self._last_write.get(key)
+            for w in ([last] if last is not None else []) + list(self._atomics.get(key, {}).values()):
+                if w.uid == x.uid or self.mutually_ordered(w, x):
+                    continue
                 for kind, memory, need in conflicts(w, x, self.readings):
                     if kind != "war":
                         self._pair(kind, w, x, seg, memory, need)
@@ -317,13 +321,21 @@ class Model(Consumer):
                         self._pair("war", r, x, seg, False)
         return True
 
+    def mutually_ordered(self, e: AccessNode, x: AccessNode) -> bool:
+        """Memory model "Data Race": atomics of one device do not race (rules.atomic_pair)."""
+        return e.atomic and x.atomic and atomic_pair(True, True, self.index.queues[e.agent][0] ==
+                                                     self.index.queues[x.agent][0])
+
     def _record(self, x: AccessNode) -> None:
         for seg in self.segments(x.root, x.lo, x.hi):
             key = (x.root, seg)
             reads = self._reads.setdefault(key, {})
-            if x.write:
+            if x.atomic:  # none replaces the write, the reads or another atomic (Segment.atomics)
+                self._atomics.setdefault(key, {})[(x.agent, x.stage)] = x
+            elif x.write:
                 self._last_write[key] = x
                 reads.clear()
+                self._atomics.pop(key, None)
             else:
                 reads[(x.agent, x.stage)] = x
 
@@ -511,7 +523,7 @@ def _boundaries(stream: ir.Stream) -> dict[str, list[int]]:
                 for bb in cmd.buffers:
                     add(bb.buffer, bb.offset, bb.offset + bb.size)
             else:
-                for _, _, _, buffer, lo, hi in command_accesses(cmd):
+                for _, _, _, buffer, lo, hi, _ in command_accesses(cmd):
                     add(buffer, lo, hi)
     for t in stream.threads:
         for op in t.ops:

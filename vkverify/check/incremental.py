@@ -308,6 +308,8 @@ def _fork_memory(m: RangeMap, accesses: dict) -> RangeMap:
     for seg in segments:
         seg.write = _fork_access(seg.write, accesses)
         seg.reads = tuple(_fork_access(r, accesses) for r in seg.reads)
+        if seg.atomics:
+            seg.atomics = tuple((_fork_access(a, accesses), hides) for a, hides in seg.atomics)
         seg.invalidated = dict(seg.invalidated)
     return new
 

@@ -24,6 +24,24 @@ class Segment:
     released_to: int | None = None
     # The acquire that gave `owner` the bytes: (queue agent, its position, its second execution scope), 7.7.4.
     acquired: tuple | None = None
+    # The atomic accesses since `write` (memory model: mutually-ordered atomics do not race, so none replaces
+    # another, nor `write` and the reads, for what races it), each with the uids of the accesses it happens
+    # after: those it hides from an access that happens after it, as a write hides what came before it.
+    atomics: tuple[tuple[Any, frozenset], ...] = ()
+
+    def add_atomic(self, x: Any, hides: frozenset) -> None:
+        """Atomic access x read and wrote the bytes, after the accesses whose uids are `hides`: the atomics
+        among those it stands for."""
+        self.atomics = (*(e for e in self.atomics if e[0].uid not in hides), (x, hides))
+        self.initialized = True
+
+    def written(self, write: Any, owner: int | None) -> None:
+        """`write` wrote the bytes: what was known of them before no longer matters but their owner, which
+        `owner` replaces where given."""
+        self.write, self.reads, self.initialized, self.flushed, self.released_to, self.atomics = \
+            write, (), True, None, None, ()
+        if owner is not None:
+            self.owner = owner
 
     def add_read(self, x: Any) -> None:
         """Access x read the bytes. The reads since the write keep one per agent and stage, the latest (a later
@@ -88,10 +106,7 @@ class RangeMap:
         replaces where given. One fresh segment per run of bytes of one owner: a host write across bytes of two
         families leaves each its own (merged under the first's, a later read named the wrong family)."""
         if len(segs) == 1:  # the common case: reset in place, no list surgery
-            seg = segs[0]
-            seg.write, seg.reads, seg.initialized, seg.flushed, seg.released_to = write, (), True, None, None
-            if owner is not None:
-                seg.owner = owner
+            segs[0].written(write, owner)
             return
         fresh: list[Segment] = []
         for seg in segs:

@@ -110,6 +110,7 @@ class OperationAccess:
     hi: int
     memory: str
     submit: Operation  # the host op that submitted it (a host access: its own op)
+    atomic: bool = False  # a shader's atomic operations
 
     @property
     def host(self) -> bool:
@@ -322,11 +323,11 @@ class Reference:
         return n
 
     def _access(self, node: Operation, submit: Operation, uid: int, ref: str, stage: str, reads, write, buffer: str,
-                lo: int, hi: int) -> None:
+                lo: int, hi: int, atomic: bool = False) -> None:
         root, base = self.index.root(buffer)
         memory = self.index.buffers[root].memory
         self.accesses.append(OperationAccess(node, uid, ref, stage, tuple(reads), write, buffer, root, base + lo,
-                                    base + hi, memory, submit))
+                                    base + hi, memory, submit, atomic))
 
     @staticmethod
     def _when(n: Operation) -> object:
@@ -495,9 +496,9 @@ class Reference:
                         self._barrier(q, cmd, cref)
                         continue
                     uid = next(self.uids)
-                    for stage, reads, write, buffer, lo, hi in command_accesses(cmd):
+                    for stage, reads, write, buffer, lo, hi, atomic in command_accesses(cmd):
                         n = self._node("access", q, first=frozenset({stage}), second=frozenset({stage}), ref=cref)
-                        self._access(n, h, uid, cref, stage, reads, write, buffer, lo, hi)
+                        self._access(n, h, uid, cref, stage, reads, write, buffer, lo, hi, atomic)
             for k, s in enumerate(batch.signals):
                 n = self._node("signal", q, first=signal_scope(s.stage, self.readings.all_commands_includes_host),
                                batch=number, ref=h.ref)
@@ -670,7 +671,7 @@ class Reference:
                 writes = [a for a in on if a.write]
                 for i, one in enumerate(on):
                     for other in on[i + 1:]:
-                        if one.uid == other.uid or not (one.write or other.write):
+                        if one.uid == other.uid or not (one.write or other.write) or self._atomics(one, other):
                             continue
                         a, b = (other, one) if self.hb(other.node, one.node) else (one, other)
                         if self.hb(a.node, b.node):
@@ -679,6 +680,11 @@ class Reference:
                             yield Conflict(a, b, kind is None, hidden, kind or "war")
                         else:
                             yield Conflict(a, b, False, False, "war" if not a.write else "raw" if b.reads else "waw")
+
+    def _atomics(self, a: OperationAccess, b: OperationAccess) -> bool:
+        """Memory model "Data Race": mutually-ordered atomic operations (device operations of one another's
+        memory scope instance: Device scope, for a shader's atomics) do not race."""
+        return a.atomic and b.atomic and self.index.queues[a.node.agent][0] == self.index.queues[b.node.agent][0]
 
     def missing_memory_dependency(self, a: OperationAccess, b: OperationAccess) -> str | None:
         """Spec 7.1 note: the hazard b's access is to a write a it happens after (None: a memory dependency

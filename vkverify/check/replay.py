@@ -43,7 +43,7 @@ def replay_plan(steps: list[tuple], placement: dict) -> tuple[PlanStep, ...]:
             continue
         placed = []
         # Every access of a command is compared before any is recorded (Checker._run_accesses).
-        for j, (stage, reads, write, buffer, lo, hi) in enumerate(accesses):
+        for j, (stage, reads, write, buffer, lo, hi, _) in enumerate(accesses):
             if hi <= lo:
                 continue  # no bytes: nothing compared or recorded
             _, root, base, memory = placement[buffer]

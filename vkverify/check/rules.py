@@ -8,7 +8,7 @@ with the logically earlier or later stages, access scopes with only the stages n
 
 from __future__ import annotations
 
-__all__ = ["chains", "first_access_scope_gap", "host_write_needs_flush", "in_first_access_scope",
+__all__ = ["atomic_pair", "chains", "first_access_scope_gap", "host_write_needs_flush", "in_first_access_scope",
            "in_release_access_scope", "in_synchronization_scope", "makes_host_writes_available",
            "second_access_scope_gap", "transfers_ownership"]
 
@@ -71,3 +71,11 @@ def host_write_needs_flush(same_thread: bool, memory: str, host_threads_coherent
     (available to the host domain) and, for a read, the reader's vkInvalidateMappedMemoryRanges after it
     (visible), unless the reading host_threads_coherent takes the host's threads to share a cache."""
     return not same_thread and memory == "host_cached" and not host_threads_coherent
+
+
+def atomic_pair(first_atomic: bool, second_atomic: bool, same_device: bool) -> bool:
+    """Memory model, "Data Race": accesses that are "mutually-ordered atomic operations" do not race; those are
+    atomics of the same locations, each in the instance of the other's memory scope, both device operations. A
+    shader's atomics are of Device scope (GLSL's), whose instance holds every queue and dispatch of the device,
+    never another device's; the host's accesses are never atomic here."""
+    return first_atomic and second_atomic and same_device

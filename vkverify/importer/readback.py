@@ -31,6 +31,8 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
+from ..model.accesses import binding_reads, binding_writes
+
 __all__ = ["ASSUMED", "Placement", "Readbacks", "Written", "accesses"]
 
 ASSUMED = "assumed host read"  # how an assumed read's label starts: the finding that names it shows it
@@ -173,7 +175,7 @@ def accesses(cmd: dict) -> Iterator[tuple[str, int, int, bool, bool]]:
         yield cmd["dst"], cmd["offset"], cmd["size"], False, True
     elif kind.startswith("dispatch"):
         for b in cmd["bindings"]:
-            yield b["buffer"], b["offset"], b["size"], b["access"] != "write", b["access"] in ("write", "read_write")
+            yield b["buffer"], b["offset"], b["size"], binding_reads(b["access"]), binding_writes(b["access"])
         if "indirect" in cmd:
             yield cmd["indirect"]["buffer"], cmd["indirect"]["offset"], 12, True, False
 

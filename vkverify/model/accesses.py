@@ -6,34 +6,48 @@ from __future__ import annotations
 from . import ir
 from .stages import DEVICE_ACCESSES
 
-__all__ = ["ACCESSES_BY_KIND", "DEVICE_ACCESSES", "command_accesses"]
+__all__ = ["ACCESSES_BY_KIND", "BINDING_ACCESSES", "DEVICE_ACCESSES", "binding_reads", "binding_writes",
+           "command_accesses"]
 
 
 
-# A binding's access kind -> what it reads, what it writes (None: nothing).
+# A binding's access kind -> what it reads, what it writes (None: nothing). An atomic binding's operations
+# read and write (atomicAdd, atomicExchange, ...): the storage accesses SPIR-V's OpAtomic* make.
 _BINDING = {"read": (("shader_storage_read",), None), "read_write": (("shader_storage_read",), "shader_storage_write"),
-            "uniform": (("uniform_read",), None), "write": ((), "shader_storage_write")}
+            "uniform": (("uniform_read",), None), "write": ((), "shader_storage_write"),
+            "atomic": (("shader_storage_read",), "shader_storage_write")}
+BINDING_ACCESSES = tuple(_BINDING)
+
+
+def binding_reads(access: str) -> bool:
+    """Whether a binding of this access kind reads its bytes."""
+    return bool(_BINDING[access][0])
+
+
+def binding_writes(access: str) -> bool:
+    """Whether a binding of this access kind writes its bytes."""
+    return _BINDING[access][1] is not None
 
 
 def _copy_accesses(cmd: ir.Copy) -> tuple[tuple, ...]:
-    return tuple(("copy", ("transfer_read",), None, cmd.src, r.src_offset, r.src_offset + r.size)
+    return tuple(("copy", ("transfer_read",), None, cmd.src, r.src_offset, r.src_offset + r.size, False)
                  for r in cmd.regions) + tuple(("copy", (), "transfer_write", cmd.dst, r.dst_offset,
-                                                r.dst_offset + r.size) for r in cmd.regions)
+                                                r.dst_offset + r.size, False) for r in cmd.regions)
 
 
 def _clear_accesses(cmd: ir.Fill | ir.Update) -> tuple[tuple, ...]:
-    return (("clear", (), "transfer_write", cmd.dst, cmd.offset, cmd.offset + cmd.size),)
+    return (("clear", (), "transfer_write", cmd.dst, cmd.offset, cmd.offset + cmd.size, False),)
 
 
 def _dispatch_accesses(cmd: ir.Dispatch) -> tuple[tuple, ...]:
     reads, writes = [], []
     if cmd.indirect is not None:
         reads.append(("draw_indirect", ("indirect_command_read",), None, cmd.indirect.buffer, cmd.indirect.offset,
-                      cmd.indirect.offset + 12))
+                      cmd.indirect.offset + 12, False))
     for b in cmd.bindings:
         read, write = _BINDING[b.access]
         (reads if write is None else writes).append(("compute_shader", read, write, b.buffer, b.offset,
-                                                     b.offset + b.size))
+                                                     b.offset + b.size, b.access == "atomic"))
     return (*reads, *writes)
 
 
@@ -42,7 +56,8 @@ ACCESSES_BY_KIND = {ir.Copy: _copy_accesses, ir.Fill: _clear_accesses, ir.Update
 
 
 def command_accesses(cmd: ir.Command) -> tuple[tuple, ...]:
-    """(stage, reads, write, buffer, lo, hi) of each access a command performs, reads first
+    """(stage, reads, write, buffer, lo, hi, atomic) of each access a command performs, reads first
     (spec 7.6.1 "Pipeline stages" of vkCmdCopyBuffer, vkCmdFillBuffer, vkCmdUpdateBuffer, vkCmdDispatch);
-    none for a pipeline barrier. A read_write binding is one access that reads and writes."""
+    none for a pipeline barrier. A read_write or atomic binding is one access that reads and writes; atomic:
+    made by atomic operations (appendices/memorymodel.adoc, "Data race": two atomic operations do not race)."""
     return ACCESSES_BY_KIND[type(cmd)](cmd)

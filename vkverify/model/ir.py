@@ -102,7 +102,7 @@ class Fence:
 
 @dataclass(frozen=True, slots=True)
 class ShaderDecl:
-    """An abstract shader: per binding, "read", "write" or "read_write"."""
+    """An abstract shader: per binding, "read", "write", "read_write", "uniform" or "atomic"."""
 
     id: str
     bindings: tuple[str, ...]
@@ -166,7 +166,7 @@ class Binding:
     buffer: str
     offset: int
     size: int
-    access: str  # "read" | "write" | "read_write" | "uniform"
+    access: str  # "read" | "write" | "read_write" | "uniform" | "atomic"
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 
 from ..model import ir
+from ..model.accesses import binding_writes
 from ..model.refs import format_ref
 from ..shaders import generic_plan
 from .create import create_objects, queue_requests
@@ -38,7 +39,7 @@ def replayable(stream: ir.Stream) -> str | None:
     abstract = {s.id for s in stream.shaders}
     written_by_abstract = {b.buffer for cb in stream.command_buffers for c in cb.commands
                            if isinstance(c, ir.Dispatch) and c.shader in abstract
-                           for b in c.bindings if b.access in ("write", "read_write")}
+                           for b in c.bindings if binding_writes(b.access)}
     for cb in stream.command_buffers:
         for i, c in enumerate(cb.commands):
             if isinstance(c, ir.Dispatch) and c.indirect is not None and c.indirect.buffer in written_by_abstract:

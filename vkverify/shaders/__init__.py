@@ -16,7 +16,7 @@ from vkverify.shaders.reflect import (
     pack_push,
     reflect,
 )
-from vkverify.shaders.semantics import SEMANTICS, checksum, generic, generic_name, mix
+from vkverify.shaders.semantics import SEMANTICS, atomic_addends, checksum, generic, generic_name, mix
 
 __all__ = [
                                       "SEMANTICS",
@@ -27,6 +27,7 @@ __all__ = [
                                       "Shader",
                                       "ShaderInterface",
                                       "SpirvError",
+                                      "atomic_addends",
                                       "binding_accesses",
                                       "checksum",
                                       "generic",

@@ -87,7 +87,10 @@ class GenericPlan:
 
 def generic_plan(accesses: Sequence[str]) -> GenericPlan:
     """The plan for an abstract shader whose bindings have `accesses`
-    ("read", "write", "read_write"; "uniform" counts as read)."""
+    ("read", "write", "read_write"; "uniform" counts as read). ValueError where no generic kernel runs it
+    (an atomic binding: the kernels have no atomics)."""
+    if "atomic" in accesses:
+        raise ValueError("an atomic binding: the generic kernels that replay abstract shaders have no atomics")
     reads = tuple(i for i, a in enumerate(accesses) if a in ("read", "read_write", "uniform"))
     writes = tuple(i for i, a in enumerate(accesses) if a in ("write", "read_write"))
     return GenericPlan(generic_name(len(reads), len(writes)), reads, writes)

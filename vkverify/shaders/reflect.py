@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ..errors import VkverifyError
-from .uses import READ, WRITE, Instruction, branch_sources, variable_uses
+from .uses import ATOMIC, PLAIN, READ, WRITE, Instruction, branch_sources, variable_uses
 
 __all__ = [
     "MAGIC",
@@ -123,10 +123,13 @@ class BindingInfo:
     count: int
     readable: bool
     writable: bool
+    atomic: bool = False  # read and written by atomic instructions (OpAtomic*) only
 
     @property
     def access(self) -> str:
-        """The stream format's access name: read, write, read_write (or none)."""
+        """The stream format's access name: read, write, read_write, atomic (or none)."""
+        if self.atomic and self.readable and self.writable:
+            return "atomic"
         return {(True, False): "read", (False, True): "write",
                 (True, True): "read_write", (False, False): "none"}[self.readable, self.writable]
 
@@ -318,6 +321,7 @@ def _descriptor(module: _Module, var: int, storage: int, type_id: int, used: int
         count=count,
         readable=bool(used & READ) and not proven(_NON_READABLE),
         writable=may_write and bool(used & WRITE) and not proven(_NON_WRITABLE),
+        atomic=bool(used & ATOMIC) and not used & PLAIN,
     )
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["SEMANTICS", "Semantics", "checksum", "generic", "generic_name", "mix"]
+__all__ = ["SEMANTICS", "Semantics", "atomic_addends", "checksum", "generic", "generic_name", "mix"]
 
 Semantics = Callable[[Sequence[np.ndarray], Sequence[float], Sequence[int]], dict[int, np.ndarray]]
 SEMANTICS: dict[str, Semantics] = {}
@@ -168,6 +168,13 @@ def generic(reads: Sequence[np.ndarray], write_counts: Sequence[int], ref: int) 
     changes the checksum and with it every output."""
     check = checksum(reads)
     return [mix(np.arange(count, dtype=np.uint32), ref & _MASK, check) for count in write_counts]
+
+
+def atomic_addends(count: int, ref: int) -> np.ndarray:
+    """The abstract-shader contract for an atomic binding (docs/format.md): atomicAdd of mix(i, ref, 0) at every
+    u32 index i < count, wrapping. It depends on the dispatch alone, so atomics that meet in any order leave the
+    same sum: a race between them changes nothing, as the memory model has it."""
+    return mix(np.arange(count, dtype=np.uint32), ref & _MASK, 0)
 
 
 def generic_name(n_read: int, n_write: int) -> str:

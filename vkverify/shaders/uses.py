@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-__all__ = ["READ", "WRITE", "Instruction", "branch_sources", "variable_uses"]
+__all__ = ["ATOMIC", "PLAIN", "READ", "WRITE", "Instruction", "branch_sources", "variable_uses"]
 
 READ, WRITE = 1, 2
+ATOMIC, PLAIN = 4, 8  # accessed by an atomic instruction; by any other memory instruction
 Instruction = tuple[int, tuple[int, ...]]  # (opcode, operands)
 
 _OP_FUNCTION = 54
@@ -46,22 +47,22 @@ _RMW = READ | WRITE
 # A pointer OpStore stores as its object (variable pointers) is not followed through memory: it may be
 # loaded back and used anywhere, so it counts as read and written.
 _ACCESSES = {
-    61: ((2, READ),),  # OpLoad
-    62: ((0, WRITE), (1, _RMW)),  # OpStore
-    63: ((0, WRITE), (1, READ)),  # OpCopyMemory
-    64: ((0, WRITE), (1, READ)),  # OpCopyMemorySized
-    227: ((2, READ),),  # OpAtomicLoad
-    228: ((0, WRITE),),  # OpAtomicStore
-    **{op: ((2, _RMW),) for op in range(229, 243)},  # OpAtomicExchange .. OpAtomicXor
-    318: ((2, _RMW),),  # OpAtomicFlagTestAndSet
-    319: ((0, WRITE),),  # OpAtomicFlagClear
-    5614: ((2, _RMW),),  # OpAtomicFMinEXT
-    5615: ((2, _RMW),),  # OpAtomicFMaxEXT
-    6035: ((2, _RMW),),  # OpAtomicFAddEXT
-    4457: ((2, READ),),  # OpCooperativeMatrixLoadKHR
-    4458: ((0, WRITE),),  # OpCooperativeMatrixStoreKHR
-    5359: ((2, READ),),  # OpCooperativeMatrixLoadNV
-    5360: ((0, WRITE),),  # OpCooperativeMatrixStoreNV
+    61: ((2, READ | PLAIN),),  # OpLoad
+    62: ((0, WRITE | PLAIN), (1, _RMW | PLAIN)),  # OpStore
+    63: ((0, WRITE | PLAIN), (1, READ | PLAIN)),  # OpCopyMemory
+    64: ((0, WRITE | PLAIN), (1, READ | PLAIN)),  # OpCopyMemorySized
+    227: ((2, READ | ATOMIC),),  # OpAtomicLoad
+    228: ((0, WRITE | ATOMIC),),  # OpAtomicStore
+    **{op: ((2, _RMW | ATOMIC),) for op in range(229, 243)},  # OpAtomicExchange .. OpAtomicXor
+    318: ((2, _RMW | ATOMIC),),  # OpAtomicFlagTestAndSet
+    319: ((0, WRITE | ATOMIC),),  # OpAtomicFlagClear
+    5614: ((2, _RMW | ATOMIC),),  # OpAtomicFMinEXT
+    5615: ((2, _RMW | ATOMIC),),  # OpAtomicFMaxEXT
+    6035: ((2, _RMW | ATOMIC),),  # OpAtomicFAddEXT
+    4457: ((2, READ | PLAIN),),  # OpCooperativeMatrixLoadKHR
+    4458: ((0, WRITE | PLAIN),),  # OpCooperativeMatrixStoreKHR
+    5359: ((2, READ | PLAIN),),  # OpCooperativeMatrixLoadNV
+    5360: ((0, WRITE | PLAIN),),  # OpCooperativeMatrixStoreNV
 }
 
 
@@ -118,8 +119,9 @@ def _flow(functions: dict[int, list[Instruction]],
 
 
 def variable_uses(code: Sequence[Instruction], entry: int, variables: Iterable[int]) -> dict[int, int]:
-    """READ | WRITE flags per variable: how the code reachable from function `entry` accesses the
-    memory of each variable in `variables` (0: not at all)."""
+    """READ | WRITE | ATOMIC | PLAIN flags per variable: how the code reachable from function `entry` accesses
+    the memory of each variable in `variables` (0: not at all), and whether by atomic instructions, others or
+    both."""
     functions = _functions(code)
     derived, accesses = _flow(functions, _reachable(functions, entry))
     out = {}

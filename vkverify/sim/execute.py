@@ -8,8 +8,9 @@ import math
 import numpy as np
 
 from ..model import ir
+from ..model.accesses import binding_reads, binding_writes
 from ..model.data import data_bytes, ref_hash
-from ..shaders import SEMANTICS, generic
+from ..shaders import SEMANTICS, atomic_addends, generic
 from .machine import Machine, digest
 from .order import Step
 
@@ -70,13 +71,17 @@ def dispatch(m: Machine, ref: str, op: ir.Dispatch) -> None:
             m.store(b.buffer, b.offset, new)
         return
     # An abstract shader (docs/format.md "Abstract shaders"): read bindings in binding order,
-    # a read_write binding read in full before any write.
-    reads = [w for w, b in zip(words, op.bindings) if b.access in ("read", "uniform", "read_write")]
-    written = [(w, b) for w, b in zip(words, op.bindings) if b.access in ("write", "read_write")]
+    # a read_write binding read in full before any write; an atomic binding adds to what it holds.
+    plain = [(w, b) for w, b in zip(words, op.bindings) if b.access != "atomic"]
+    reads = [w for w, b in plain if binding_reads(b.access)]
+    written = [(w, b) for w, b in plain if binding_writes(b.access)]
     outputs = generic_outputs(tuple(r.tobytes() for r in reads), tuple(len(w) // 4 for w, _ in written),
                               ref_hash(ref))
     for out, (_, b) in zip(outputs, written):
         m.store(b.buffer, b.offset, out.view(np.uint8))
+    for w, b in zip(words, op.bindings):
+        if b.access == "atomic":
+            m.store(b.buffer, b.offset, (w.view(np.uint32) + atomic_addends(len(w) // 4, ref_hash(ref))).view(np.uint8))
 
 
 @functools.lru_cache(maxsize=256)
@@ -96,7 +101,7 @@ def step_buffers(op: ir.Command | ir.HostOp) -> tuple[set[str], set[str]]:
         reads = {b.buffer for b in op.bindings if b.access != "write"}
         if op.indirect is not None:
             reads.add(op.indirect.buffer)
-        return reads, {b.buffer for b in op.bindings if b.access in ("write", "read_write")}
+        return reads, {b.buffer for b in op.bindings if binding_writes(b.access)}
     if isinstance(op, ir.HostAccess):
         if op.op == "host_read":
             return {op.buffer}, set()
