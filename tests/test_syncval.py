@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 
@@ -59,3 +60,41 @@ def test_the_table_has_every_test_and_its_counts():
         mine = [what for _, f, _, what in rows if f == file]
         assert (len(mine), sum(w.startswith("ported: ") for w in mine)) == (count, ported), file
     assert not [full for full, _, _, what in rows if what == "expressible, not ported yet"]
+
+
+def _table_tool():
+    spec = importlib.util.spec_from_file_location("syncval_table", ROOT / "tools" / "syncval_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SOURCE = """struct PositiveSyncVal : public VkSyncValTest {};
+
+TEST_F(PositiveSyncVal, HostThreads) {
+    std::atomic<bool> bailout{false};
+    semaphore.Signal(1);
+}
+
+TEST_F(PositiveSyncVal, Atomics) {
+    const char* cs_source = "void main(){ atomicAdd(data[0], 1); }";
+    vkt::Event unused;
+}
+"""
+
+
+def test_the_table_tool_reads_each_test_and_its_reason():
+    tool = _table_tool()
+    tests = list(tool.tests_of(SOURCE))
+    assert [(fixture, name, line) for fixture, name, line, _ in tests] == [
+        ("PositiveSyncVal", "HostThreads", 3), ("PositiveSyncVal", "Atomics", 8)]
+    assert tests[0][3].endswith("semaphore.Signal(1);\n}")
+    (_, _, _, threads), (_, _, _, atomics) = tests
+    # std::atomic in the test's own C++ is no shader atomic; the first use in the list's order names the reason
+    assert tool.reason("sync_val_positive.cpp", "PositiveSyncVal.HostThreads", threads) == tool.NOT_YET
+    assert tool.reason("sync_val_positive.cpp", "PositiveSyncVal.Atomics", atomics) == "needs events"
+    assert tool.reason("sync_val_positive.cpp", "PositiveSyncVal.Atomics", atomics.replace("vkt::Event", "")) \
+        == "needs atomics"
+    assert tool.reason("sync_val_wsi_positive.cpp", "PositiveSyncVal.HostThreads", threads) \
+        == "presentation (swapchains)"
+    assert tool.reason("sync_val.cpp", "NegativeSyncVal.BadDestroy", threads).startswith("no synchronization")
