@@ -8,6 +8,7 @@ benchmark (benchmarks/import.py) measures the same walk at 10^5 calls and more; 
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 import sys
@@ -15,10 +16,10 @@ import time
 
 import pytest
 
-from tests.conftest import ROOT, require_gfxreconstruct
+from tests.conftest import ROOT, python_path, require_gfxreconstruct
 from vkverify.check import check
 from vkverify.importer import CaptureError, capture_env, import_capture
-from vkverify.importer.gfxr import CallThreads
+from vkverify.importer.gfxr import CallThreads, CapturedBytes
 from vkverify.importer.records import Call
 from vkverify.importer.resources import Resources
 from vkverify.importer.translate import Translator
@@ -202,3 +203,21 @@ def test_a_freed_descriptor_set_is_forgotten_and_the_others_kept():
                    for i, (name, args) in enumerate(layout + allocations + writes + frees))
     assert set(translator.res.sets) == set(translator.res.set_layout_of) == {22}
     assert translator.res.sets[22][0, 0].buffer == 5
+
+
+def test_the_written_stream_reads_its_fill_bytes_from_the_capture(captured, tmp_path):
+    """`vkverify import` keeps each fill record's bytes in the capture until it writes them (gfxr.CapturedBytes,
+    as base64): the file it writes loads to the stream import_capture builds, bytes and all."""
+    from vkverify.model import load
+
+    out = tmp_path / "rounds.json"
+    done = subprocess.run([sys.executable, "-m", "vkverify", "import", "-q", str(captured), "-o", str(out)],
+                          env={**os.environ, "PYTHONPATH": python_path()}, cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    stream, _ = import_capture(captured)
+    writes = [op for t in stream.threads for op in t.ops if isinstance(op, ir.HostAccess) and op.data is not None]
+    assert writes and load(out) == stream
+    part = CapturedBytes(captured, 16, 64).part(8, 5)
+    assert str(part) == base64.b64encode(captured.read_bytes()[24:29]).decode() and part.read() == \
+        captured.read_bytes()[24:29]

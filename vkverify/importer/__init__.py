@@ -52,7 +52,7 @@ from pathlib import Path
 from ..model import InvalidStream, UsageError, from_dict, ir
 from ..model.gcpause import cyclic_gc_paused
 from .errors import CaptureError
-from .gfxr import Blocks, capture_env, converting, decompress, extract, read_blocks
+from .gfxr import Blocks, CapturedBytes, capture_env, converting, decompress, extract, read_blocks
 from .records import Call, call_index, read_calls, read_lines
 from .resources import Resources
 from .summary import ImportSummary
@@ -103,8 +103,10 @@ def import_document(path: str | Path, shader_dir: str | Path | None = None, thre
                     assume_reads: bool = True,
                     progress: Callable[[str], None] | None = None) -> tuple[dict, ImportSummary]:
     """`import_capture`'s stream as the document it is built from (vkverify-stream/1, as parsed JSON), for a
-    caller that writes it out: building the IR was a third of an import's time and memory. The translator
-    shapes it right by construction (the suite loads every document it imports strictly)."""
+    caller that writes it out (model.dump.document_chunks): building the IR was a third of an import's time and
+    memory. The bytes of fill-memory records stay in the capture until written (gfxr.CapturedBytes, whose str()
+    is their base64 text). The translator shapes it right by construction (the suite loads every document it
+    imports strictly)."""
     for argument, value in (("path", path), ("shader_dir", shader_dir or "")):
         if not isinstance(value, (str, PathLike)):
             raise UsageError(argument, f"expected a str or a Path, got {type(value).__name__}")
@@ -117,12 +119,16 @@ def import_document(path: str | Path, shader_dir: str | Path | None = None, thre
                               None, False, assume_reads, progress)
         blocks = read_blocks(path)
         with tempfile.TemporaryDirectory(prefix="vkverify-import-") as tmp:
-            if blocks.compressed:  # the fill bytes and push constants are in the compressed part
+            compressed = blocks.compressed
+            if compressed:  # the fill bytes and push constants are in the compressed part
                 blocks = replace(read_blocks(decompress(path, Path(tmp)), shown_as=path), truncated=blocks.truncated)
             with converting(path, Path(tmp)) as lines:  # converts while the shaders are extracted and translated
                 shaders = extract(path, Path(tmp))
-                return _translate(path, read_lines(lines, str(path)), shaders, blocks, threads, assume_reads,
-                                  progress)
+                doc, summary = _translate(path, read_lines(lines, str(path)), shaders, blocks, threads,
+                                          assume_reads, progress)
+            if compressed:  # its bytes are in the uncompressed copy, which goes with `tmp`
+                _as_text(doc)
+            return doc, summary
 
 
 def _translate(path: Path, calls: Iterator[Call], shader_dir: Path | None, blocks: Blocks | None,
@@ -148,10 +154,19 @@ def _translate(path: Path, calls: Iterator[Call], shader_dir: Path | None, block
 
 
 def _stream(doc: dict, file: str) -> ir.Stream:
-    """The stream of the translator's document. Its value and schema checks were half an import's loading time,
-    and the translator shapes a document right by construction (a test checks its documents with them): they
-    run only to say what is wrong when the document does not build."""
+    """The stream of the translator's document (its captured bytes made text in place). Its value and schema
+    checks were half an import's loading time, and the translator shapes a document right by construction (a
+    test checks its documents with them): they run only to say what is wrong when the document does not build."""
+    _as_text(doc)
     try:
         return from_dict(doc, file, schema=False)
     except (InvalidStream, KeyError, TypeError, AttributeError, ValueError, IndexError):
         return from_dict(doc, file)
+
+
+def _as_text(doc: dict) -> None:
+    """`doc` with the bytes of the capture it holds (gfxr.CapturedBytes) as their base64 text, in place."""
+    for ops in doc["threads"].values():
+        for op in ops:
+            if "data" in op and isinstance(op["data"].get("base64"), CapturedBytes):
+                op["data"] = {**op["data"], "base64": str(op["data"]["base64"])}

@@ -18,6 +18,7 @@ buffer out) is read up to its last whole block, as the converter reads it.
 
 from __future__ import annotations
 
+import base64
 import os
 import resource
 import shutil
@@ -30,11 +31,11 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 from .errors import CaptureError
 
-__all__ = ["Blocks", "CallThreads", "FillMemory", "capture_env", "converting", "decompress", "extract", "read_blocks"]
+__all__ = ["Blocks", "CallThreads", "CapturedBytes", "FillMemory", "capture_env", "converting", "decompress", "extract",
+           "read_blocks"]
 
 _COMPRESSED = 0x80000000
 _META_DATA_BLOCK = 3
@@ -59,9 +60,30 @@ class FillMemory:
     size: int
     at: int | None  # where its bytes lie in `Blocks.path`; None where the payload is compressed
 
-    def data(self, capture: BinaryIO) -> bytes | None:
-        """The bytes written, read from `capture` (`Blocks.path` open) when translated: not held all run."""
-        return None if self.at is None else os.pread(capture.fileno(), self.size, self.at)
+    def data(self, capture: Path) -> CapturedBytes | None:
+        """The bytes written, in `capture` (`Blocks.path`); None where they are not there (compressed)."""
+        return None if self.at is None else CapturedBytes(capture, self.at, self.size)
+
+
+@dataclass(frozen=True, slots=True)
+class CapturedBytes:
+    """`size` bytes of a capture file from byte `at`, read where used: a long run's fill records are most of its
+    stream, and held as text they were most of an import's memory. Its str() is the stream's base64 text, as a
+    document that holds it is written (model.dump.document_chunks)."""
+
+    path: Path
+    at: int
+    size: int
+
+    def read(self) -> bytes:
+        with self.path.open("rb") as f:
+            return os.pread(f.fileno(), self.size, self.at)
+
+    def part(self, skip: int, size: int) -> CapturedBytes:
+        return CapturedBytes(self.path, self.at + skip, size)
+
+    def __str__(self) -> str:
+        return base64.b64encode(self.read()).decode()
 
 
 @dataclass

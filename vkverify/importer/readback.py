@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from ..model.accesses import binding_reads, binding_writes
+from .gfxr import CapturedBytes
 
 __all__ = ["ASSUMED", "Placement", "Readbacks", "Written", "accesses"]
 
@@ -109,11 +110,11 @@ class _Signals:
 @dataclass(frozen=True)
 class Snapshot:
     """Bytes [lo, hi) of one memory whose contents a fill-memory record showed, no write since: those of the
-    record's base64 `text` from byte `skip` on (kept encoded, as the stream holds it; decoded when compared)."""
+    record's `text` (its bytes in the capture, or base64) from byte `skip` on, read when compared."""
 
     lo: int
     hi: int
-    text: str
+    text: CapturedBytes | str
     skip: int
 
     def part(self, lo: int, hi: int) -> Snapshot:
@@ -124,9 +125,16 @@ class Snapshot:
 
 
 @functools.lru_cache(maxsize=4)
-def _decoded(text: str) -> bytes:
+def _decoded(text: CapturedBytes | str) -> bytes:
     """A record's bytes (its pages are compared range by range, one after another)."""
-    return base64.b64decode(text)
+    return text.read() if isinstance(text, CapturedBytes) else base64.b64decode(text)
+
+
+def _part(text: CapturedBytes | str, skip: int, size: int) -> CapturedBytes | str:
+    """`size` bytes of a record's bytes from `skip` on, as the record holds them."""
+    if isinstance(text, CapturedBytes):
+        return text.part(skip, size)
+    return base64.b64encode(_decoded(text)[skip:skip + size]).decode()
 
 
 def _cut(entries: list, lo: int, hi: int) -> list:
@@ -486,7 +494,7 @@ class Readbacks:
                           "label": f"{fill['label']}: {kind}"}
                 if op == "host_write" and data is not None:  # the record's own text where it is all written
                     access["data"] = fill["data"] if (a, b) == (lo, hi) else \
-                        {"base64": base64.b64encode(data[a - lo:b - lo]).decode()}
+                        {"base64": _part(fill["data"]["base64"], a - lo, b - a)}
                 out.append(access)
         if confirms or any(kind == READ_SHOWN for _, _, kind in parts):
             self.fill_reads.add(index)

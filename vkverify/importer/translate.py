@@ -13,18 +13,15 @@ be an id (`Resources.name_buffer`), else `buf<handle>`.
 
 from __future__ import annotations
 
-import base64
 import re
 from collections import Counter
 from collections.abc import Callable
-from contextlib import nullcontext
-from typing import BinaryIO
 
 from ..errors import VkverifyError
 from ..model.ir import MEMORY_KINDS
 
 from .commands import Commands, CommandBufferRecording
-from .gfxr import Blocks, FillMemory
+from .gfxr import Blocks, CapturedBytes, FillMemory
 from .order import Satisfied
 from .queues import Queues
 from .readback import ASSUMED, Placement, Readbacks
@@ -112,18 +109,13 @@ class Translator(Commands, Queues):
     # ---- the walk ----------------------------------------------------------
 
     def run(self, calls) -> None:
-        with nullcontext() if self.capture is None else self.capture.open("rb") as capture:
-            self.walk(calls, capture)
-
-    def walk(self, calls, capture: BinaryIO | None) -> None:
-        """capture: the .gfxr open, that the fill-memory records' bytes are read from."""
         fills = iter(self.fills or ())
         pending = next(fills, None)
         for call in calls:
             while pending is not None and pending.index < call.index:
                 if call.name == "vkFlushMappedMemoryRanges":  # the call that made the layer write the record
                     self.flushed_fills.add(pending.index)
-                self.fill_memory(pending, pending.data(capture))
+                self.fill_memory(pending, pending.data(self.capture))
                 pending = next(fills, None)
             self.summary.calls += 1
             if not self.summary.calls % PROGRESS_CALLS:
@@ -151,7 +143,7 @@ class Translator(Commands, Queues):
                 self.summary.unknown[call.name] += 1
                 self.summary.first_unknown.setdefault(call.name, call.index)
         for rest in fills:
-            self.fill_memory(rest, rest.data(capture))
+            self.fill_memory(rest, rest.data(self.capture))
         self.note_ending()
 
     def note_ending(self) -> None:
@@ -442,7 +434,7 @@ class Translator(Commands, Queues):
                                    "taken as a host write of the whole mapped range just before the first submit, "
                                    "flush or unmap after the map")
 
-    def fill_memory(self, fill: FillMemory, data: bytes | None) -> None:
+    def fill_memory(self, fill: FillMemory, data: CapturedBytes | None) -> None:
         """data: the bytes the record wrote; None where they are not in the capture (compressed)."""
         mem = self.res.memories.get(fill.memory)
         if mem is None:
@@ -451,8 +443,7 @@ class Translator(Commands, Queues):
         for buf, off, n in self.res.buffers_over(mem, start, fill.size):
             op = {"op": "host_write", "buffer": buf.id, "offset": off, "size": n}
             if data is not None:  # the bytes written, so that a replay writes them too
-                at = buf.offset + off - start
-                op["data"] = {"base64": base64.b64encode(data[at:at + n]).decode()}
+                op["data"] = {"base64": data.part(buf.offset + off - start, n)}
             self.add_op(fill.index, {**op, "label": f"fill memory #{fill.index}"})
 
     def _ranges(self, call: Call, op: str, ranges: list[dict], then: str | None = None) -> None:

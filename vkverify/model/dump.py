@@ -157,12 +157,14 @@ def dump_chunks(s: ir.Stream, indent: int | None = 1) -> Iterator[str]:
 
 def document_chunks(doc: dict, indent: int = 1) -> Iterator[str]:
     """A stream document's text in `dump_chunks`'s layout, for a document vkverify made itself (an import's),
-    each line written by orjson (UTF-8, no spaces between items: a third of json's time on a long capture)."""
+    each line written by orjson (UTF-8, no spaces between items: a third of json's time on a long capture); a
+    value of a type JSON does not have is written as its str()."""
     return _expanded(doc, 1, " " * indent, "", _orjson_text)
 
 
 def _orjson_text(value: Any) -> str:
-    return orjson.dumps(value).decode()
+    # What JSON has no type for (a dataclass too: orjson would write its fields) is its text (an import's bytes).
+    return orjson.dumps(value, default=str, option=orjson.OPT_PASSTHROUGH_DATACLASS).decode()
 
 
 def _expanded(value: Any, levels: int, step: str, pad: str,
