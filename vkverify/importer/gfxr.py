@@ -19,6 +19,7 @@ buffer out) is read up to its last whole block, as the converter reads it.
 from __future__ import annotations
 
 import base64
+import mmap
 import os
 import resource
 import shutil
@@ -28,7 +29,7 @@ import subprocess
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,24 +119,42 @@ class Blocks:
 
 def read_blocks(path: Path, shown_as: Path | None = None) -> Blocks:
     shown = str(shown_as or path)
-    data = path.read_bytes()
-    if len(data) < 16 or data[:4] != b"GFXR":
-        raise CaptureError(shown, "not a GFXReconstruct capture (no GFXR file header)")
-    (count,) = struct.unpack_from("<I", data, 12)
-    if 16 + 8 * count > len(data):
-        raise CaptureError(shown, f"truncated: the file header's {count} options are cut off")
-    try:
-        return _blocks(path, data, count, shown)
-    except struct.error:  # a block too short for the header its type promises
-        raise CaptureError(shown, "corrupted: a block is shorter than its type's header") from None
+    with path.open("rb") as f:
+        # Mapped, not read: a long run's capture is gigabytes, of which the walk keeps a few bytes per block.
+        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else b""
+    with data if isinstance(data, mmap.mmap) else nullcontext():
+        if len(data) < 16 or data[:4] != b"GFXR":
+            raise CaptureError(shown, "not a GFXReconstruct capture (no GFXR file header)")
+        (count,) = struct.unpack_from("<I", data, 12)
+        if 16 + 8 * count > len(data):
+            raise CaptureError(shown, f"truncated: the file header's {count} options are cut off")
+        try:
+            return _blocks(path, data, count, shown)
+        except struct.error:  # a block too short for the header its type promises
+            raise CaptureError(shown, "corrupted: a block is shorter than its type's header") from None
 
 
-def _blocks(path: Path, data: bytes, count: int, shown: str) -> Blocks:
+_RELEASE = 16 << 20  # bytes of the mapping read past before their pages are given back
+
+
+def _release(data: mmap.mmap | bytes, upto: int, released: int) -> int:
+    """Give back the pages of `data` read before `upto` (from `released` on): they count in the process's
+    memory until then. The new `released`."""
+    if not isinstance(data, mmap.mmap):
+        return upto
+    end = upto - upto % mmap.PAGESIZE
+    data.madvise(mmap.MADV_DONTNEED, released, end - released)
+    return end
+
+
+def _blocks(path: Path, data: mmap.mmap | bytes, count: int, shown: str) -> Blocks:
     options = dict(struct.unpack_from("<II", data, 16 + 8 * i) for i in range(count))
     pos, index = 16 + 8 * count, 0
     fills, threads, pushes, kept = [], CallThreads(), {}, {}
-    truncated = None
+    truncated, released = None, 0
     while pos < len(data):
+        if pos - released >= _RELEASE:
+            released = _release(data, pos, released)
         if pos + 12 > len(data):
             truncated = f"block {index}'s header at byte {pos} is cut off"
             break
