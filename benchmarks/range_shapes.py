@@ -8,7 +8,10 @@ Each is built as IR directly and is hazard-free unless said otherwise:
 - `kv_slices`: a decode loop's KV cache, one command buffer per token: the token's slice written, a buffer
   barrier over the slice, the slice read, then a global barrier before the next token's writes;
 - `racing_submits`: n submits of one copy into the same buffer alternating between two queues with no
-  synchronization: every submit races with the one before it on the other queue (n - 1 waw findings).
+  synchronization: every submit races with the one before it on the other queue (n - 1 waw findings);
+- `atomic_counter`: n dispatches on each of two queues add to one counter with atomics, nothing between them
+  (no hazard: atomics of one device do not race), then the host reads the total after both queues' barriers
+  to the host and an idle wait: the atomics a segment keeps (one per queue and stage) stay few.
 
 `SIZES`: the two sizes, 10x apart, at which benchmarks/check_scaling.py measures each shape's growth.
 """
@@ -21,7 +24,8 @@ PIECE = 256
 COMPUTE = frozenset({"compute_shader"})
 WRITE = frozenset({"shader_storage_write"})
 READ = frozenset({"shader_storage_read"})
-SHADERS = (ir.ShaderDecl("produce", ("write",)), ir.ShaderDecl("consume", ("read",)))
+SHADERS = (ir.ShaderDecl("produce", ("write",)), ir.ShaderDecl("consume", ("read",)),
+           ir.ShaderDecl("count", ("atomic",)))
 
 
 def _piece_barrier(buffer: str, i: int) -> ir.BufferBarrier:
@@ -87,7 +91,18 @@ def racing_submits(n: int) -> ir.Stream:
                    [copy], queues=("q0", "q1"), submits=ops)
 
 
+def atomic_counter(n: int) -> ir.Stream:
+    add = ir.Dispatch("count", (ir.Binding("C", 0, PIECE, "atomic"),))
+    to_host = ir.Barrier(COMPUTE, WRITE, frozenset({"host"}), frozenset({"host_read"}))
+    cbs = [ir.CommandBuffer(f"adds{q}", (add,) * n + (to_host,)) for q in range(2)]
+    ops = [ir.HostAccess("host_write", "C", 0, PIECE),
+           *(ir.Submit(f"q{q}", (ir.Batch(command_buffers=(f"adds{q}",)),)) for q in range(2)),
+           ir.DeviceWaitIdle("gpu0"), ir.HostAccess("host_read", "C", 0, PIECE)]
+    return _stream(f"atomic-counter-{n}", [ir.Buffer("C", PIECE, "host_coherent")], cbs, queues=("q0", "q1"),
+                   submits=ops)
+
+
 SHAPES = {"fragmented": fragmented, "range_entries": range_entries, "kv_slices": kv_slices,
-          "racing_submits": racing_submits}
+          "racing_submits": racing_submits, "atomic_counter": atomic_counter}
 SIZES = {"fragmented": (100, 1000), "range_entries": (1000, 10_000), "kv_slices": (1000, 10_000),
-         "racing_submits": (10_000, 100_000)}
+         "racing_submits": (10_000, 100_000), "atomic_counter": (10_000, 100_000)}

@@ -162,10 +162,12 @@ class AccessState:
 
     def atomic_hides(self, x: Access, root: str, seg: Segment) -> frozenset:
         """The uids of the accesses of seg (the write, the reads and atomics since it) that atomic x happens
-        after, and those they hide: what x hides (Segment.atomics)."""
-        before = [e for e in (seg.write, *seg.reads, *(a for a, _ in seg.atomics))
-                  if e is not None and e.uid != x.uid and not self.unordered(e, x, root, seg.lo, seg.hi, None)]
-        return frozenset(e.uid for e in before).union(*(hides for a, hides in seg.atomics if a in before))
+        after, and those they hide: what x hides (Segment.atomics). Only accesses seg still holds: a loop of
+        ordered atomics keeps one, whose set stays that small."""
+        held = [e for e in (seg.write, *seg.reads, *(a for a, _ in seg.atomics)) if e is not None and e.uid != x.uid]
+        before = [e for e in held if not self.unordered(e, x, root, seg.lo, seg.hi, None)]
+        return frozenset(e.uid for e in before).union(*(hides for a, hides in seg.atomics if a in before)) & \
+            frozenset(e.uid for e in held)
 
     def unseen_by_host_read(self, w: Access, x: Access, root: str, seg: Segment) -> list[tuple[int, int]]:
         """7.1.3 and the vkInvalidateMappedMemoryRanges note: a host read x of non-coherent memory, ordered after

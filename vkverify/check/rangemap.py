@@ -30,9 +30,16 @@ class Segment:
     atomics: tuple[tuple[Any, frozenset], ...] = ()
 
     def add_atomic(self, x: Any, hides: frozenset) -> None:
-        """Atomic access x read and wrote the bytes, after the accesses whose uids are `hides`: the atomics
-        among those it stands for."""
-        self.atomics = (*(e for e in self.atomics if e[0].uid not in hides), (x, hides))
+        """Atomic access x read and wrote the bytes, after the accesses whose uids are `hides`: it stands for the
+        atomics among those, and for the earlier ones of its agent and stage (as a read does, add_read: what a
+        later access is ordered after it by is ordered after those by), whose hidden accesses it hides too."""
+        kept = []
+        for e in self.atomics:
+            if e[0].agent == x.agent and e[0].stage == x.stage:
+                hides |= e[1]
+            elif e[0].uid not in hides:
+                kept.append(e)
+        self.atomics = (*kept, (x, hides))
         self.initialized = True
 
     def written(self, write: Any, owner: int | None) -> None:
