@@ -280,3 +280,31 @@ def test_a_comment_on_the_recording_line_accepts_an_online_finding(device_name):
         assert rt.findings() == [] and [f.kind for f in check(rt.stream())] == ["raw"]
     with runtime.Runtime(check=True) as rt, pytest.raises(HazardError, match="raw"):
         record(rt, accepted=False)
+
+
+@pytest.mark.parametrize("second_barrier", [True, False])
+def test_two_queues_count_into_one_histogram_with_atomics(device_name, second_barrier):
+    """The library's histogram adds to its bins with atomics only: recorded as an "atomic" binding, its
+    dispatches on two queues need nothing between them (docs/format.md rule 10), and the bins hold both counts.
+    The host's read of the bins must still come after each queue's barrier to the host: without q1's, its
+    atomic write is a raw against the read."""
+    n = 256
+    with runtime.Runtime(("q0", "q1"), check=False) as rt:
+        rt.create_buffer("Src", 4 * n, "host_coherent")
+        rt.create_buffer("Bins", 64, "host_coherent")
+        rt.host_write("Src", np.arange(n, dtype=np.uint32).tobytes())
+        rt.host_write("Bins", bytes(64))
+        for q in ("q0", "q1"):
+            cb = rt.command_buffer(f"count_{q}")
+            cb.cmd_dispatch("histogram", ["Src", "Bins"], (4, 1, 1), push=[n, 16])
+            if q == "q0" or second_barrier:
+                cb.cmd_pipeline_barrier2("compute_shader", "shader_storage_write", "host", "host_read")
+            rt.submit(q, [f"count_{q}"])
+        rt.device_wait_idle()
+        bins = np.frombuffer(rt.host_read("Bins"), np.uint32)
+        found, stream = rt.findings(), rt.stream()
+    assert [b.access for cb in stream.command_buffers for c in cb.commands if isinstance(c, ir.Dispatch)
+            for b in c.bindings] == ["read", "atomic"] * 2
+    assert bins.tolist() == [2 * n // 16] * 16
+    expected = [] if second_barrier else [("raw", "count_q1[0]", "main[5]")]
+    assert [(f.kind, f.first, f.second) for f in found] == expected
