@@ -111,40 +111,64 @@ class Translator(Commands, Queues):
     def run(self, calls) -> None:
         fills = iter(self.fills or ())
         pending = next(fills, None)
+        kinds: dict[str, tuple] = {}  # a call's name -> what it is (_kind): a long capture repeats a few dozen
+        count, call = self.summary.calls, None
         for call in calls:
             while pending is not None and pending.index < call.index:
                 if call.name == "vkFlushMappedMemoryRanges":  # the call that made the layer write the record
                     self.flushed_fills.add(pending.index)
                 self.fill_memory(pending, pending.data(self.capture))
                 pending = next(fills, None)
-            self.summary.calls += 1
-            if not self.summary.calls % PROGRESS_CALLS:
-                self.say(f"{self.summary.calls} calls read")
-            self.last = call
-            # Only Vulkan names dispatch: a capture's call named `run` or `document` is no method to call.
-            handler = getattr(self, call.name, None) if call.name.startswith("vk") else None
-            if handler is not None and (call.result is None or call.result == "VK_SUCCESS"
-                                        or call.name in ("vkWaitForFences", "vkGetFenceStatus", "vkWaitSemaphores")):
+            count += 1
+            if not count % PROGRESS_CALLS:
+                self.summary.calls = count
+                self.say(f"{count} calls read")
+            kind = kinds.get(call.name)
+            if kind is None:
+                kind = kinds[call.name] = self._kind(call.name)
+            handler, any_result, other = kind
+            if handler is not None and (any_result or call.result is None or call.result == "VK_SUCCESS"):
                 try:
                     handler(call, call.args)
                 except UNREADABLE as e:
                     raise UnreadableCall(f"call #{call.index} {call.name}: arguments this importer cannot read "
                                          f"({type(e).__name__}: {str(e)[:200]})") from None
-            elif EVENT_ORDERING.fullmatch(call.name):
-                self.summary.unmodelled[call.name] += 1
-                self.summary.first_unmodelled.setdefault(call.name, call.index)
-            elif OUT_OF_SCOPE.search(call.name):
-                self.summary.skipped[call.name] += 1
-                if ORDERING.search(call.name):
-                    self.warn(call.name, f"{call.name} (first at #{call.index}) is not in the stream format: "
-                                         "the ordering or accesses it makes are missing from the stream")
-            elif call.name.startswith("vkCmd") and not STATE_ONLY.fullmatch(call.name):
-                # A command this importer does not read may access buffers or order work: never dropped silently.
-                self.summary.unknown[call.name] += 1
-                self.summary.first_unknown.setdefault(call.name, call.index)
+            elif other is not None:
+                other(call)
+        self.summary.calls = count
+        self.last = call if call is not None else self.last
         for rest in fills:
             self.fill_memory(rest, rest.data(self.capture))
         self.note_ending()
+
+    def _kind(self, name: str) -> tuple:
+        """(its handler or None, whether the handler reads a call whatever it returned, what to do with a call
+        of it no handler takes: count it as an event, outside the format or unknown, or nothing)."""
+        # Only Vulkan names dispatch: a capture's call named `run` or `document` is no method to call.
+        handler = getattr(self, name, None) if name.startswith("vk") else None
+        any_result = name in ("vkWaitForFences", "vkGetFenceStatus", "vkWaitSemaphores")
+        if EVENT_ORDERING.fullmatch(name):
+            return handler, any_result, self._unmodelled
+        if OUT_OF_SCOPE.search(name):
+            return handler, any_result, self._skipped
+        if name.startswith("vkCmd") and not STATE_ONLY.fullmatch(name):
+            return handler, any_result, self._unknown
+        return handler, any_result, None
+
+    def _unmodelled(self, call: Call) -> None:
+        self.summary.unmodelled[call.name] += 1
+        self.summary.first_unmodelled.setdefault(call.name, call.index)
+
+    def _skipped(self, call: Call) -> None:
+        self.summary.skipped[call.name] += 1
+        if ORDERING.search(call.name):
+            self.warn(call.name, f"{call.name} (first at #{call.index}) is not in the stream format: "
+                                 "the ordering or accesses it makes are missing from the stream")
+
+    def _unknown(self, call: Call) -> None:
+        # A command this importer does not read may access buffers or order work: never dropped silently.
+        self.summary.unknown[call.name] += 1
+        self.summary.first_unknown.setdefault(call.name, call.index)
 
     def note_ending(self) -> None:
         """A capture that ends without the program's teardown holds only the calls made up to its end: a
