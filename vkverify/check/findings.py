@@ -155,6 +155,7 @@ class Findings(Sequence[Finding]):
         self.keys: dict[tuple, int] = {}  # key -> finding, of the operation `scope` (all, where refs repeat)
         self.lasting: dict[tuple, int] = {}  # key -> finding, of misuse findings
         self.scope: int | None = None
+        self.capture: list | None = None  # what `record` records, also appended here (Checker._replay)
 
     def add(self, kind: str, buffer: str | None, lo: int | None, hi: int | None, first: Access | None,
             second: Access | None, scope: int | None, racing: bool = False, hosts_ordered: bool = False,
@@ -162,8 +163,22 @@ class Findings(Sequence[Finding]):
         """A finding of the operation `scope` (an access uid; None: a misuse): a new one, or bytes of an earlier
         one with the same key. `words`: its message and fix (None: an access hazard's, worded when read);
         `described`: whether the accesses' facts are kept (their stages and accesses, labels)."""
-        first_ref, second_ref = first and first.ref, second and second.ref
-        key = (kind, buffer, first_ref, second_ref, ops)
+        # Most accesses are in several findings: their facts' index is kept on them (Access.fact).
+        e = _ABSENT if first is None or not described else first.fact if first.fact != _ABSENT else self._fact(first)
+        x = _ABSENT if second is None or not described else second.fact if second.fact != _ABSENT else \
+            self._fact(second)
+        self.record(kind, buffer, lo, hi, first and first.ref, second and second.ref, e, x, scope,
+                    racing * RACING | hosts_ordered * HOSTS_ORDERED, words, ops)
+
+    def record(self, kind: str, buffer: str | None, lo: int | None, hi: int | None, first: str | None,
+               second: str | None, e: int, x: int, scope: int | None, flags: int,
+               words: tuple[str, str] | None = None, ops: tuple[str, ...] | None = None) -> None:
+        """`add`'s finding by its operations' references, their facts' indexes (e, x; -1: none) and its flags.
+        While `capture` is a list, each is appended to it too, as these arguments but `scope` (Checker._replay
+        repeats them)."""
+        if self.capture is not None:
+            self.capture.append((kind, buffer, lo, hi, first, second, e, x, flags, words, ops))
+        key = (kind, buffer, first, second, ops)
         if ops is not None:
             keys = self.lasting
         else:
@@ -184,12 +199,7 @@ class Findings(Sequence[Finding]):
             self.words[n] = (*words, ops)
         if lo is None:
             lo = hi = _ABSENT
-        # Most accesses are in several findings: their facts' index is kept on them (Access.fact).
-        e = _ABSENT if first is None or not described else first.fact if first.fact != _ABSENT else self._fact(first)
-        x = _ABSENT if second is None or not described else second.fact if second.fact != _ABSENT else \
-            self._fact(second)
-        self._append(kind, buffer, first_ref, second_ref,
-                     (e, x, lo, hi, lo, hi, racing * RACING | hosts_ordered * HOSTS_ORDERED))
+        self._append(kind, buffer, first, second, (e, x, lo, hi, lo, hi, flags))
 
     def _append(self, kind: str, buffer: str | None, first: str | None, second: str | None, numbers: tuple) -> None:
         self.kinds.append(kind)

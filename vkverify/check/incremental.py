@@ -243,7 +243,9 @@ class Incremental:
         t.state = _fork_state(s.state, t, accesses)
         t.findings = s.findings.fork(t.state.wording)
         t.barriers = dict(s.barriers)
-        t.compiled = {k: [cb, steps, plan, dict(met)] for k, (cb, steps, plan, met) in s.compiled.items()}
+        # A plan that repeats findings repeats them worded (its `at` given): an unworded fork records its own.
+        t.compiled = {k: [cb, steps, plan, dict(met), at] if worded or at is None else [cb, steps, None, {}, None]
+                      for k, (cb, steps, plan, met, at) in s.compiled.items()}
         t.destroyed = {b: _fork_access(a, accesses) for b, a in s.destroyed.items()}
         t.uses = {b: {k: _fork_access(a, accesses) for k, a in by.items()} for b, by in s.uses.items()}
         n = next(s.uids)  # a count cannot be copied: both go on from the same number
