@@ -130,8 +130,9 @@ class Finding:
 RACING, HOSTS_ORDERED = 1, 2  # flags: ordered neither way; two host threads ordered (fixes.memory_dependency)
 _ABSENT = -1
 # A finding's ROW numbers in Findings.rows: its two accesses' facts (indexes in Findings.facts, _ABSENT: none), the
-# bytes of its first report (its message's), all its reports' bytes merged (its range; _ABSENT: none), its flags.
-RANGE_LO, RANGE_HI, FLAGS, ROW = 4, 5, 6, 7
+# bytes of its first report (its message's; its range too unless later reports added bytes, Findings.grown; _ABSENT:
+# none), its flags.
+LO, HI, FLAGS, ROW = 2, 3, 4, 5
 
 
 class Findings(Sequence[Finding]):
@@ -148,6 +149,7 @@ class Findings(Sequence[Finding]):
         self.firsts: list[str | None] = []
         self.seconds: list[str | None] = []
         self.rows = array("q")  # ROW numbers per finding (above): one array, one append per finding
+        self.grown: dict[int, tuple[int, int]] = {}  # finding -> its bytes, where later reports added to the first's
         self.words: dict[int, tuple[str, str, tuple[str, ...] | None]] = {}  # message, fix, ops worded when found
         self.settled: dict[int, Finding] = {}  # findings as exact.refine left them
         self.facts: list[tuple] = []  # (agent, family, stage, reads, write, buffer, label): few per stream
@@ -189,17 +191,18 @@ class Findings(Sequence[Finding]):
         at = keys.get(key)
         if at is not None:
             if lo is not None:
-                rows, at = self.rows, ROW * at
-                merged = rows[at + RANGE_LO]
-                rows[at + RANGE_LO] = lo if merged == _ABSENT else min(merged, lo)
-                rows[at + RANGE_HI] = max(rows[at + RANGE_HI], hi)
+                first_lo, first_hi = self.rows[ROW * at + LO:ROW * at + HI + 1]
+                merged = self.grown.get(at) or (None if first_lo == _ABSENT else (first_lo, first_hi))
+                merged = (lo, hi) if merged is None else (min(merged[0], lo), max(merged[1], hi))
+                if merged != (first_lo, first_hi):
+                    self.grown[at] = merged
             return
         keys[key] = n = len(self.kinds)
         if words is not None:
             self.words[n] = (*words, ops)
         if lo is None:
             lo = hi = _ABSENT
-        self._append(kind, buffer, first, second, (e, x, lo, hi, lo, hi, flags))
+        self._append(kind, buffer, first, second, (e, x, lo, hi, flags))
 
     def _append(self, kind: str, buffer: str | None, first: str | None, second: str | None, numbers: tuple) -> None:
         self.kinds.append(kind)
@@ -261,11 +264,11 @@ class Findings(Sequence[Finding]):
         """Finding i, worded."""
         if i in self.settled:
             return self.settled[i]
-        e, x, lo, hi, range_lo, range_hi, flags = self.rows[ROW * i:ROW * (i + 1)]
+        e, x, lo, hi, flags = self.rows[ROW * i:ROW * (i + 1)]
         first, second = self._access(self.firsts[i], e), self._access(self.seconds[i], x)
         message, fix, ops = self.words.get(i) or self._hazard_words(i, first, second, lo, hi,
                                                                     bool(flags & HOSTS_ORDERED))
-        span = None if range_lo == _ABSENT else (range_lo, range_hi)
+        span = self.grown.get(i) or (None if lo == _ABSENT else (lo, hi))
         return Finding(self.kinds[i], message, fix, self.buffers[i], span, self.firsts[i], self.seconds[i],
                        _described(first), _described(second), bool(flags & RACING), ops,
                        (first and first.label, second and second.label))
@@ -294,6 +297,7 @@ class Findings(Sequence[Finding]):
         for name in ("kinds", "buffers", "firsts", "seconds", "rows", "facts"):
             setattr(new, name, getattr(self, name)[:])
         new.words, new.settled, new.fact_index = dict(self.words), dict(self.settled), dict(self.fact_index)
+        new.grown = dict(self.grown)
         new.keys, new.lasting, new.scope = dict(self.keys), dict(self.lasting), self.scope
         return new
 
