@@ -238,8 +238,8 @@ class Checker:
         steps = map(self._step, cb.commands) if compiled is None else compiled[1]
         reported, owner = self.reported, cb.id
         submit = submit if owner in self.index.resubmitted else None  # ir.StreamIndex.command_ref
-        # The common case, without _run_accesses's set-up: accesses on separate memories, nothing destroyed.
-        quick, uids = self.quick and not self.destroyed and self.uses is None, self.uids
+        # The common case, without _run_accesses's set-up: accesses on separate memories, nothing destroyed yet.
+        quick, uids = self.quick and not self.destroyed, self.uids
         for i, (cmd, accesses, sharing) in enumerate(steps):
             queue.pos += 1
             if accesses is None:
@@ -316,15 +316,15 @@ class Checker:
 
     def _run_quick(self, queue: QueueAgent, accesses: tuple, ref: str, uid: int, label: str | None) -> None:
         """`access` of each of a command's accesses (uid, its reference and label) on separate memories, no buffer
-        destroyed or to be, answered without the general comparison in the common case of one queue's clean
-        work: the bytes one segment of a buffer not exclusive (no ownership), initialized, and every
-        access there to compare with (the write; a write's, the reads too) of the queue and ordered before it
-        by the first barrier after it alone, a global barrier whose answer is known (unordered's first test,
-        BarrierLog.alone, which the general comparison fills). Any other access takes `access`, which would
-        answer these the same: Checker(quick=False), which the tests compare with."""
+        destroyed yet (a use is kept for a later destroy as `access` keeps it), answered without the general
+        comparison in the common case of one queue's clean work: the bytes one segment of a buffer not exclusive
+        (no ownership), initialized, and every access there to compare with (the write; a write's, the reads too)
+        of the queue and ordered before it by the first barrier after it alone, a global barrier whose answer is
+        known (unordered's first test, BarrierLog.alone, which the general comparison fills). Any other access
+        takes `access`, which would answer these the same: Checker(quick=False), which the tests compare with."""
         placement, log, agent, pos, family, issued = \
             self.state.placement, queue.log, queue.index, queue.pos, queue.family, self.issuing_order
-        kinds, memo, is_global = log.all_kinds, log.alone, log.global_kind
+        kinds, memo, is_global, uses = log.all_kinds, log.alone, log.global_kind, self.uses
         n = len(kinds)
         for stage, reads, write, buffer, lo, hi in accesses:
             x = Access(agent, pos, stage, reads, write, ref, buffer, uid, label, family, n, issued)
@@ -354,7 +354,10 @@ class Checker:
                         break
             if not quiet:
                 self.access(x, lo, hi)
-            elif write:
+                continue
+            if uses is not None:
+                uses.setdefault(buffer, {})[(agent, stage)] = x
+            if write:
                 memory.overwrite(seg.lo, seg.hi, segments, x)
             else:
                 seg.add_read(x)

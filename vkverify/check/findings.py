@@ -273,6 +273,17 @@ class Findings(Sequence[Finding]):
                        _described(first), _described(second), bool(flags & RACING), ops,
                        (first and first.label, second and second.label))
 
+    def names(self, i: int) -> tuple:
+        """Finding i's kind, first and second, first_access and second_access, ops as `finding` gives them, without
+        wording it (the mutation analysis asks for these of every finding of its many forks)."""
+        if i in self.settled:
+            f = self.settled[i]
+            return f.kind, f.first, f.second, f.first_access, f.second_access, f.ops
+        words = self.words.get(i)
+        first, second = self.firsts[i], self.seconds[i]
+        return (self.kinds[i], first, second, _described(self._access(first, self.rows[ROW * i])),
+                _described(self._access(second, self.rows[ROW * i + 1])), words and words[2])
+
     def _access(self, ref: str | None, fact: int) -> Access | None:
         """The access as its finding words it: its facts, without its place in the run."""
         if fact == _ABSENT:

@@ -153,10 +153,12 @@ class Incremental:
         second), or (kind, *ops) for misuse. A pair of writes whose second reads too is a RAW and a WAW
         (hb.conflicts), of which the checker reports the RAW alone."""
         out = set()
-        for f in self.findings_since(mark):
-            out.add((f.kind, f.first, f.second) if f.first or f.second else (f.kind, *(f.ops or ())))
-            if f.kind == "raw" and "write" in (f.first_access or "") and "write" in (f.second_access or ""):
-                out.add(("waw", f.first, f.second))
+        findings = self.checker.findings
+        for i in range(mark, len(findings)):
+            kind, first, second, first_access, second_access, ops = findings.names(i)
+            out.add((kind, first, second) if first or second else (kind, *(ops or ())))
+            if kind == "raw" and "write" in (first_access or "") and "write" in (second_access or ""):
+                out.add(("waw", first, second))
         return out
 
     def findings_at_end(self) -> list[Finding]:
