@@ -11,6 +11,8 @@ The default run then checks, for both decode shapes, the stream of 10^5 commands
 dropped (decode_stream.barriers_dropped: every access a barrier ordered races, some 170k findings) against
 the clean one, each in a fresh process, and prints the ratios of time and peak memory. Target (issue 29):
 at most 3x each, findings recorded compactly and worded only when read (check/findings.py, Findings).
+With --dropped only those rows are printed: for the --shape given (default both), at the size given
+(default 10^5).
 
     python benchmarks/check_scaling.py                  # 1e4, 1e5, 1e6
     python benchmarks/check_scaling.py 1e4 1e5          # other sizes
@@ -18,6 +20,7 @@ at most 3x each, findings recorded compactly and worded only when read (check/fi
     python benchmarks/check_scaling.py --baseline 566cccb 1e6   # also the checker of that commit, side by side
     python benchmarks/check_scaling.py --shape resubmitted      # 1e4, 1e5, 1e6, 1.2e6 executed commands
     python benchmarks/check_scaling.py --shape ranges [--baseline REV]  # growth exponents, benchmarks/range_shapes.py
+    python benchmarks/check_scaling.py --dropped [--shape resubmitted] [1e5]  # only dropped against clean
 
 With --shape ranges, each shape of benchmarks/range_shapes.py (one buffer cut into pieces each ordered by its
 own buffer barrier; one barrier of many buffer barriers; a KV cache's per-token slices; racing submits on two
@@ -117,13 +120,16 @@ def row(label: str, r: dict) -> str:
 def main(argv: list[str]) -> int:
     kv_history, dropped = "--kv-history" in argv, "--dropped" in argv
     argv = [a for a in argv if a not in ("--kv-history", "--dropped")]
-    shape, argv = _option(argv, "--shape", "tokens")
+    shape, argv = _option(argv, "--shape", None)
     code, argv = _option(argv, "--code", None)
     if code:
         sys.path.insert(0, code)
     if argv[:1] == ["--one"]:
-        print(json.dumps(measure(int(float(argv[1])), kv_history, shape, dropped)))
+        print(json.dumps(measure(int(float(argv[1])), kv_history, shape or "tokens", dropped)))
         return 0
+    if dropped:
+        return _dropped_against_clean([shape] if shape else None, int(float(argv[0])) if argv else DROPPED_SIZE)
+    shape = shape or "tokens"
     baseline = None
     if argv[:1] == ["--baseline"]:
         baseline, argv = argv[1], argv[2:]
@@ -142,16 +148,17 @@ DROPPED_SIZE = 10**5
 DROPPED_RUNS = 3  # fresh processes per stream, alternating, the least time and memory kept: others' work slows one
 
 
-def _dropped_against_clean() -> int:
-    """Each decode shape at 10^5 commands, clean and with every barrier dropped: the ratios of time and memory."""
+def _dropped_against_clean(shapes: list[str] | None = None, size: int = DROPPED_SIZE) -> int:
+    """Each decode shape (or those of `shapes`) at `size` commands, clean and with every barrier dropped: the
+    ratios of time and memory."""
     from decode_stream import SHAPES
 
-    print(f"\nevery barrier dropped against clean, {DROPPED_SIZE} commands generated, least of {DROPPED_RUNS} runs "
+    print(f"\nevery barrier dropped against clean, {size} commands generated, least of {DROPPED_RUNS} runs "
           f"(target <= 3x time and memory):", flush=True)
     print(f"{'shape':>11} {'stream':>8} {'commands':>10} {'seconds':>9} {'peak MiB':>9} {'findings':>8}", flush=True)
-    for shape in SHAPES:
+    for shape in shapes or SHAPES:
         try:
-            runs = [[run_one(DROPPED_SIZE, False, shape, dropped=dropped) for dropped in (False, True)]
+            runs = [[run_one(size, False, shape, dropped=dropped) for dropped in (False, True)]
                     for _ in range(DROPPED_RUNS)]
         except RuntimeError as error:
             print(error, file=sys.stderr)

@@ -7,7 +7,9 @@ compared with a handful of earlier ones: the comparison is the access state's
 (access_state.AccessState.detect), the walk reports what it detects. A resubmitted command buffer, once
 an execution of it reported nothing, replays a plan (replay.py): only its
 accesses that meet earlier work are compared, only those something sees are
-recorded; a barrier that changed no clock is skipped until the clocks change. A command's access that meets
+recorded; a barrier that changed no clock is skipped until the clocks change. After an execution that reported, the
+next records what each access reports, and later ones repeat the hazards among its own accesses in place of
+comparing them (a stream where every access races, issue 29). A command's access that meets
 only earlier accesses of its queue, each ordered before it by the global barrier after it alone (an answer
 already known), is recorded without the general comparison (Checker._run_quick).
 """
@@ -24,7 +26,7 @@ from .access import Access
 from .access_state import AccessState
 from .agents import EPOCHS, Clock, QueueAgent, ThreadAgent, join, join_all
 from .barriers import BarrierEntry, compile_barrier
-from .findings import Findings
+from .findings import ACCESS_KINDS, Findings
 from .readings import DEFAULT, Readings
 from .replay import ALWAYS, DOMINATED, replay_plan
 from .rules import makes_host_writes_available, transfers_ownership
@@ -35,6 +37,20 @@ __all__ = ["Checker"]
 def _stream_order(a: Access) -> tuple[tuple[int, int], int]:
     """Where a comes in the stream: its submit's (or host op's) thread and position, then its queue position."""
     return a.issued, a.pos if a.family is not None else 0
+
+
+def _repeatable(found: list[tuple], refs: dict[str, int], i: int) -> tuple | None:
+    """What an access of command i reported (as Findings.record took it), its references replaced by the command
+    indexes `refs` gives: (kind, buffer, lo, hi, the first access's command, e and x facts, words) per hazard
+    between two accesses of one queue in that execution (no flags), named only by their references. None for
+    anything else (a finding worded with its references, or one of another execution's access)."""
+    out = []
+    for kind, buffer, lo, hi, first, second, e, x, flags, words, ops in found:
+        if kind not in ACCESS_KINDS or ops is not None or flags or any(words or ()) or first not in refs \
+                or refs.get(second) != i:
+            return None
+        out.append((kind, buffer, lo, hi, refs[first], e, x, words))
+    return tuple(out)
 
 
 class Checker:
@@ -208,18 +224,26 @@ class Checker:
 
     def run_command_buffer(self, queue: QueueAgent, cb: ir.CommandBuffer, submit: str) -> None:
         """Run cb's commands on queue (`submit`: the submit's reference). A resubmitted command buffer, after an
-        execution that reported nothing, replays its plan (replay.py) instead."""
+        execution that reported nothing, replays its plan (replay.py) instead; after one that reported, the next
+        records what each access reports, and the plan made of it repeats the hazards among its own accesses."""
         compiled = self.compiled.get(id(cb))
         if compiled is not None and compiled[2]:
-            self._replay(queue, cb, compiled[2], compiled[3], submit)
-            return
+            if compiled[4] is None or compiled[4] == (queue.index, len(queue.log.kinds)):
+                self._replay(queue, cb, compiled[2], compiled[3], submit)
+                return
+            compiled[2] = None  # its findings were another queue's, or its barrier log's with fewer kinds
+        if compiled is not None and compiled[2] is None:
+            if self._replayable(compiled[1]):
+                self._run_recorded(queue, cb, compiled, submit)
+                return
+            compiled[2] = False
         if compiled is None and self.replay and cb.id in self.index.resubmitted:
-            compiled = self.compiled[id(cb)] = [cb, [self._step(cmd) for cmd in cb.commands], None, {}]
+            compiled = self.compiled[id(cb)] = [cb, [self._step(cmd) for cmd in cb.commands], None, {}, None]
         steps = map(self._step, cb.commands) if compiled is None else compiled[1]
         reported, owner = self.reported, cb.id
         submit = submit if owner in self.index.resubmitted else None  # ir.StreamIndex.command_ref
-        # The common case, without _run_accesses's set-up: accesses on separate memories, nothing destroyed.
-        quick, uids = self.quick and not self.destroyed and self.uses is None, self.uids
+        # The common case, without _run_accesses's set-up: accesses on separate memories, nothing destroyed yet.
+        quick, uids = self.quick and not self.destroyed, self.uids
         for i, (cmd, accesses, sharing) in enumerate(steps):
             queue.pos += 1
             if accesses is None:
@@ -230,6 +254,25 @@ class Checker:
                 self._run_accesses(queue, cmd, format_ref(owner, i, submit), accesses, sharing)
         if compiled is not None and compiled[2] is None and self.reported == reported:
             compiled[2] = self._replayable(compiled[1]) and replay_plan(compiled[1], self.state.placement)
+
+    def _run_recorded(self, queue: QueueAgent, cb: ir.CommandBuffer, compiled: list, submit: str) -> None:
+        """Run every command of a replayable cb (its `compiled` entry), as a plan that compares and records every
+        access does, and make its plan from what each access reported (replay_plan): None (run it again so) where
+        an access that meets only the execution's own accesses reported what cannot be repeated. A plan that
+        repeats findings holds for this queue (they name its accesses) while its barrier log has the kinds it had
+        (their ranges cut the bytes a hazard is reported on: BarrierLog.state_at)."""
+        steps, kinds = compiled[1], len(queue.log.kinds)
+        every = tuple((i, cmd, accesses and tuple((a, ALWAYS, True, (), False) for a in accesses), False)
+                      for i, (cmd, accesses, _) in enumerate(steps))
+        reported: dict[tuple[int, int], list] = {}
+        self._replay(queue, cb, every, {}, submit, reported)
+        command_ref = self.index.command_ref
+        refs = {command_ref(cb.id, i, submit): i for i, (_, accesses, _) in enumerate(steps) if accesses is not None}
+        repeated = {key: _repeatable(found, refs, key[0]) for key, found in reported.items() if found}
+        if repeated and len(queue.log.kinds) != kinds:
+            return  # kinds recorded in this execution: the next one records again
+        compiled[2:] = replay_plan(steps, self.state.placement, repeated or None), {}, \
+            (queue.index, kinds) if repeated else None
 
     def _step(self, cmd: ir.Command) -> tuple:
         """(cmd, its accesses or None for a barrier, whether two of them touch one memory: buffer ids suffice
@@ -279,15 +322,15 @@ class Checker:
 
     def _run_quick(self, queue: QueueAgent, accesses: tuple, ref: str, uid: int, label: str | None) -> None:
         """`access` of each of a command's accesses (uid, its reference and label) on separate memories, no buffer
-        destroyed or to be, answered without the general comparison in the common case of one queue's clean
-        work: the bytes one segment of a buffer not exclusive (no ownership), initialized, and every
-        access there to compare with (the write; a write's, the reads too) of the queue and ordered before it
-        by the first barrier after it alone, a global barrier whose answer is known (unordered's first test,
-        BarrierLog.alone, which the general comparison fills). Any other access takes `access`, which would
-        answer these the same: Checker(quick=False), which the tests compare with."""
+        destroyed yet (a use is kept for a later destroy as `access` keeps it), answered without the general
+        comparison in the common case of one queue's clean work: the bytes one segment of a buffer not exclusive
+        (no ownership), initialized, and every access there to compare with (the write; a write's, the reads too)
+        of the queue and ordered before it by the first barrier after it alone, a global barrier whose answer is
+        known (unordered's first test, BarrierLog.alone, which the general comparison fills). Any other access
+        takes `access`, which would answer these the same: Checker(quick=False), which the tests compare with."""
         placement, log, agent, pos, family, issued = \
             self.state.placement, queue.log, queue.index, queue.pos, queue.family, self.issuing_order
-        kinds, memo, is_global = log.all_kinds, log.alone, log.global_kind
+        kinds, memo, is_global, uses = log.all_kinds, log.alone, log.global_kind, self.uses
         n = len(kinds)
         for stage, reads, write, buffer, lo, hi, atomic in accesses:
             x = Access(agent, pos, stage, reads, write, ref, buffer, uid, label, family, n, issued, atomic=atomic)
@@ -317,26 +360,33 @@ class Checker:
                         break
             if not quiet:
                 self.access(x, lo, hi)
-            elif write:
+                continue
+            if uses is not None:
+                uses.setdefault(buffer, {})[(agent, stage)] = x
+            if write:
                 memory.overwrite(seg.lo, seg.hi, segments, x)
             else:
                 seg.add_read(x)
 
-    def _replay(self, queue: QueueAgent, cb: ir.CommandBuffer, plan: tuple, met: dict, submit: str) -> None:
+    def _replay(self, queue: QueueAgent, cb: ir.CommandBuffer, plan: tuple, met: dict, submit: str,
+                reported: dict | None = None) -> None:
         """One execution of cb by its replay plan: every barrier, and only the accesses the plan names. `met`:
-        (command, item) -> (queue, write, owner) a read of the plan compared cleanly with in an execution."""
-        base, reported, command_ref = queue.pos, self.reported, self.index.command_ref
+        (command, item) -> (queue, write, owner) a read of the plan compared cleanly with in an execution.
+        `reported`: where each compared item's findings go, as Findings.record takes them, by (command, item)."""
+        base, reported_before, command_ref = queue.pos, self.reported, self.index.command_ref
         index, family, issued, placement = queue.index, queue.family, self.issuing_order, self.state.placement
+        # command -> its reference in this execution, one string for every finding that names it
+        findings, refs = self.findings, {}
         for i, cmd, items, quiet in plan:
             queue.pos = pos = base + i + 1
             if items is None:
                 self.run_barrier(queue, cmd, None)
                 continue
-            fallback = self.reported != reported
+            fallback = self.reported != reported_before
             if quiet and not fallback:
                 continue
             ref, uid, first_barrier, recorded = None, None, len(queue.log.all_kinds), []
-            for j, ((stage, reads, write, buffer, lo, hi, _), mode, record) in enumerate(items):
+            for j, ((stage, reads, write, buffer, lo, hi, _), mode, record, repeated, cuts) in enumerate(items):
                 compare = mode == ALWAYS or (fallback and mode == DOMINATED)
                 seen = None
                 if compare and write is None:
@@ -347,18 +397,32 @@ class Checker:
                     if len(segments) == 1:  # the earlier atomics too: each is a write the read meets
                         seen = (index, segments[0].write, segments[0].owner, segments[0].atomics)
                         compare = met.get((i, j)) != seen
-                if compare or record:
-                    if uid is None:
-                        uid, ref = next(self.uids), command_ref(cb.id, i, submit)
-                    x = Access(index, pos, stage, reads, write, ref, buffer, uid, cmd.label, family, first_barrier,
-                               issued)
-                    if compare:
-                        before = self.reported
-                        self.access(x, lo, hi, record=False)
-                        if seen is not None and self.reported == before:
-                            met[i, j] = seen
-                    if record:
-                        recorded.append((x, lo, hi))
+                if uid is None and (compare or record or repeated):
+                    uid, ref = next(self.uids), refs[i] if i in refs else command_ref(cb.id, i, submit)
+                    refs[i] = ref
+                if repeated:  # what the access reported in the execution the plan was made from, as this one's
+                    for kind, buf, a, b, first, e, x_fact, words in repeated:
+                        first_ref = refs.get(first)
+                        if first_ref is None:
+                            first_ref = refs[first] = command_ref(cb.id, first, submit)
+                        findings.record(kind, buf, a, b, first_ref, ref, e, x_fact, uid, 0, words)
+                    self.reported += len(repeated)
+                if cuts:  # the range map split where the access's comparison would split it (replay.py)
+                    _, _, offset, memory = placement[buffer]
+                    memory.span(offset + lo, offset + hi)
+                if not (compare or record):
+                    continue
+                x = Access(index, pos, stage, reads, write, ref, buffer, uid, cmd.label, family, first_barrier, issued)
+                if compare:
+                    before = self.reported
+                    if reported is not None:
+                        findings.capture = reported[i, j] = []
+                    self.access(x, lo, hi, record=False)
+                    findings.capture = None
+                    if seen is not None and self.reported == before:
+                        met[i, j] = seen
+                if record:
+                    recorded.append((x, lo, hi))
             for x, lo, hi in recorded:
                 self.access(x, lo, hi, compare=False)
         queue.pos = base + len(cb.commands)

@@ -130,8 +130,9 @@ class Finding:
 RACING, HOSTS_ORDERED = 1, 2  # flags: ordered neither way; two host threads ordered (fixes.memory_dependency)
 _ABSENT = -1
 # A finding's ROW numbers in Findings.rows: its two accesses' facts (indexes in Findings.facts, _ABSENT: none), the
-# bytes of its first report (its message's), all its reports' bytes merged (its range; _ABSENT: none), its flags.
-RANGE_LO, RANGE_HI, FLAGS, ROW = 4, 5, 6, 7
+# bytes of its first report (its message's; its range too unless later reports added bytes, Findings.grown; _ABSENT:
+# none), its flags.
+LO, HI, FLAGS, ROW = 2, 3, 4, 5
 
 
 class Findings(Sequence[Finding]):
@@ -148,6 +149,7 @@ class Findings(Sequence[Finding]):
         self.firsts: list[str | None] = []
         self.seconds: list[str | None] = []
         self.rows = array("q")  # ROW numbers per finding (above): one array, one append per finding
+        self.grown: dict[int, tuple[int, int]] = {}  # finding -> its bytes, where later reports added to the first's
         self.words: dict[int, tuple[str, str, tuple[str, ...] | None]] = {}  # message, fix, ops worded when found
         self.settled: dict[int, Finding] = {}  # findings as exact.refine left them
         self.facts: list[tuple] = []  # (agent, family, stage, reads, write, buffer, label): few per stream
@@ -155,6 +157,7 @@ class Findings(Sequence[Finding]):
         self.keys: dict[tuple, int] = {}  # key -> finding, of the operation `scope` (all, where refs repeat)
         self.lasting: dict[tuple, int] = {}  # key -> finding, of misuse findings
         self.scope: int | None = None
+        self.capture: list | None = None  # what `record` records, also appended here (Checker._replay)
 
     def add(self, kind: str, buffer: str | None, lo: int | None, hi: int | None, first: Access | None,
             second: Access | None, scope: int | None, racing: bool = False, hosts_ordered: bool = False,
@@ -162,8 +165,22 @@ class Findings(Sequence[Finding]):
         """A finding of the operation `scope` (an access uid; None: a misuse): a new one, or bytes of an earlier
         one with the same key. `words`: its message and fix (None: an access hazard's, worded when read);
         `described`: whether the accesses' facts are kept (their stages and accesses, labels)."""
-        first_ref, second_ref = first and first.ref, second and second.ref
-        key = (kind, buffer, first_ref, second_ref, ops)
+        # Most accesses are in several findings: their facts' index is kept on them (Access.fact).
+        e = _ABSENT if first is None or not described else first.fact if first.fact != _ABSENT else self._fact(first)
+        x = _ABSENT if second is None or not described else second.fact if second.fact != _ABSENT else \
+            self._fact(second)
+        self.record(kind, buffer, lo, hi, first and first.ref, second and second.ref, e, x, scope,
+                    racing * RACING | hosts_ordered * HOSTS_ORDERED, words, ops)
+
+    def record(self, kind: str, buffer: str | None, lo: int | None, hi: int | None, first: str | None,
+               second: str | None, e: int, x: int, scope: int | None, flags: int,
+               words: tuple[str, str] | None = None, ops: tuple[str, ...] | None = None) -> None:
+        """`add`'s finding by its operations' references, their facts' indexes (e, x; -1: none) and its flags.
+        While `capture` is a list, each is appended to it too, as these arguments but `scope` (Checker._replay
+        repeats them)."""
+        if self.capture is not None:
+            self.capture.append((kind, buffer, lo, hi, first, second, e, x, flags, words, ops))
+        key = (kind, buffer, first, second, ops)
         if ops is not None:
             keys = self.lasting
         else:
@@ -174,22 +191,18 @@ class Findings(Sequence[Finding]):
         at = keys.get(key)
         if at is not None:
             if lo is not None:
-                rows, at = self.rows, ROW * at
-                merged = rows[at + RANGE_LO]
-                rows[at + RANGE_LO] = lo if merged == _ABSENT else min(merged, lo)
-                rows[at + RANGE_HI] = max(rows[at + RANGE_HI], hi)
+                first_lo, first_hi = self.rows[ROW * at + LO:ROW * at + HI + 1]
+                merged = self.grown.get(at) or (None if first_lo == _ABSENT else (first_lo, first_hi))
+                merged = (lo, hi) if merged is None else (min(merged[0], lo), max(merged[1], hi))
+                if merged != (first_lo, first_hi):
+                    self.grown[at] = merged
             return
         keys[key] = n = len(self.kinds)
         if words is not None:
             self.words[n] = (*words, ops)
         if lo is None:
             lo = hi = _ABSENT
-        # Most accesses are in several findings: their facts' index is kept on them (Access.fact).
-        e = _ABSENT if first is None or not described else first.fact if first.fact != _ABSENT else self._fact(first)
-        x = _ABSENT if second is None or not described else second.fact if second.fact != _ABSENT else \
-            self._fact(second)
-        self._append(kind, buffer, first_ref, second_ref,
-                     (e, x, lo, hi, lo, hi, racing * RACING | hosts_ordered * HOSTS_ORDERED))
+        self._append(kind, buffer, first, second, (e, x, lo, hi, flags))
 
     def _append(self, kind: str, buffer: str | None, first: str | None, second: str | None, numbers: tuple) -> None:
         self.kinds.append(kind)
@@ -251,14 +264,25 @@ class Findings(Sequence[Finding]):
         """Finding i, worded."""
         if i in self.settled:
             return self.settled[i]
-        e, x, lo, hi, range_lo, range_hi, flags = self.rows[ROW * i:ROW * (i + 1)]
+        e, x, lo, hi, flags = self.rows[ROW * i:ROW * (i + 1)]
         first, second = self._access(self.firsts[i], e), self._access(self.seconds[i], x)
         message, fix, ops = self.words.get(i) or self._hazard_words(i, first, second, lo, hi,
                                                                     bool(flags & HOSTS_ORDERED))
-        span = None if range_lo == _ABSENT else (range_lo, range_hi)
+        span = self.grown.get(i) or (None if lo == _ABSENT else (lo, hi))
         return Finding(self.kinds[i], message, fix, self.buffers[i], span, self.firsts[i], self.seconds[i],
                        _described(first), _described(second), bool(flags & RACING), ops,
                        (first and first.label, second and second.label))
+
+    def names(self, i: int) -> tuple:
+        """Finding i's kind, first and second, first_access and second_access, ops as `finding` gives them, without
+        wording it (the mutation analysis asks for these of every finding of its many forks)."""
+        if i in self.settled:
+            f = self.settled[i]
+            return f.kind, f.first, f.second, f.first_access, f.second_access, f.ops
+        words = self.words.get(i)
+        first, second = self.firsts[i], self.seconds[i]
+        return (self.kinds[i], first, second, _described(self._access(first, self.rows[ROW * i])),
+                _described(self._access(second, self.rows[ROW * i + 1])), words and words[2])
 
     def _access(self, ref: str | None, fact: int) -> Access | None:
         """The access as its finding words it: its facts, without its place in the run."""
@@ -284,6 +308,7 @@ class Findings(Sequence[Finding]):
         for name in ("kinds", "buffers", "firsts", "seconds", "rows", "facts"):
             setattr(new, name, getattr(self, name)[:])
         new.words, new.settled, new.fact_index = dict(self.words), dict(self.settled), dict(self.fact_index)
+        new.grown = dict(self.grown)
         new.keys, new.lasting, new.scope = dict(self.keys), dict(self.lasting), self.scope
         return new
 

@@ -14,11 +14,20 @@ access context, replayed at submission):
 - records of what the end state holds (the last write of each byte, the reads since, one per stage) and of
   what a compared access meets.
 
+An execution that reported hazards among the command buffer's own accesses makes a plan too: what each of its
+NEVER accesses reported, the hazards that every execution's comparisons among its own accesses report again,
+goes with the access, and a later execution repeats those findings, named by its own references, in place of
+the comparison (Checker._replay). Such an access meets only the command buffer's accesses of the same execution
+(a byte an earlier access of it wrote), and their order is that of its barriers between them, so what it
+reports is fixed by the command buffer's contents: which access and bytes, not which execution.
+
 The plan is built on a private RangeMap per memory whose segments hold (command, access) keys, not
 accesses; it is keyed by the command buffer object (immutable IR), so it cannot go stale.
 """
 
 from __future__ import annotations
+
+from bisect import bisect_left
 
 from .rangemap import RangeMap
 
@@ -27,17 +36,29 @@ __all__ = ["ALWAYS", "DOMINATED", "NEVER", "PlanStep", "replay_plan"]
 NEVER, DOMINATED, ALWAYS = 0, 1, 2
 
 # One command of a plan: its index in the command buffer, the command, None for a barrier or
-# ((stage, reads, write, buffer, lo, hi), mode, record) per access it compares or records, and whether
-# those are only DOMINATED reads not recorded.
+# ((stage, reads, write, buffer, lo, hi, atomic), mode, record, repeated, cuts) per access it compares, records, repeats
+# the findings of (`repeated`: a NEVER access's, as `replay_plan` was given them) or whose bytes cut the range map
+# (`cuts`: a NEVER access's), and whether those are only DOMINATED reads not recorded.
 PlanStep = tuple[int, object, tuple | None, bool]
 
 
-def replay_plan(steps: list[tuple], placement: dict) -> tuple[PlanStep, ...]:
+def replay_plan(steps: list[tuple], placement: dict,
+                reported: dict[tuple[int, int], tuple | None] | None = None) -> tuple[PlanStep, ...] | None:
     """`steps`: (command, accesses or None for a barrier, sharing) per command, as Checker runs them;
-    `placement`: buffer -> (buffer, root, offset in root, root's RangeMap)."""
+    `placement`: buffer -> (buffer, root, offset in root, root's RangeMap); `reported`: (command, access) -> what
+    its comparison reported in an execution, None where that cannot be repeated (then no plan: None), absent
+    where nothing (None: an execution that reported nothing).
+
+    A finding's message gives the bytes of the segment it was first reported on, so an execution splits the range
+    map where a comparison would: a NEVER access that the plan names splits it at its bytes, and the plan names
+    each that cuts a segment (inside the bytes the command buffer wrote, the range map's cuts are its own
+    accesses'); a plan that repeats findings compares every DOMINATED read too (Checker._replay)."""
+    repeats = reported is not None
+    reported = reported or {}
     maps: dict[str, RangeMap] = {}
     modes: dict[tuple[int, int], int] = {}
     needed: set[tuple[int, int]] = set()
+    splits: set[tuple[int, int]] = set()  # accesses whose bytes an execution's range map is cut at first
     for i, (_, accesses, _) in enumerate(steps):
         if accesses is None:
             continue
@@ -50,6 +71,8 @@ def replay_plan(steps: list[tuple], placement: dict) -> tuple[PlanStep, ...]:
             own = maps.get(root)
             if own is None:
                 own = maps[root] = RangeMap(memory.segments[-1].hi, False)
+            if not (_cut(own, base + lo) and _cut(own, base + hi)):
+                splits.add((i, j))
             segments = own.span(base + lo, base + hi)
             modes[i, j] = mode = _mode(segments, stage, reads, write, buffer)
             if mode == ALWAYS:  # what it meets of this command buffer: the write, for a write the reads since
@@ -71,11 +94,25 @@ def replay_plan(steps: list[tuple], placement: dict) -> tuple[PlanStep, ...]:
         if accesses is None:
             plan.append((i, cmd, None, False))
             continue
-        items = tuple((access, modes[i, j], (i, j) in record) for j, access in enumerate(accesses)
-                      if (i, j) in modes and (modes[i, j] != NEVER or (i, j) in record))
+        items = []
+        for j, access in enumerate(accesses):
+            mode = modes.get((i, j))
+            repeated = reported.get((i, j), ()) if mode == NEVER else ()
+            if repeated is None:
+                return None
+            cuts = mode == NEVER and (i, j) in splits
+            if mode is not None and (mode != NEVER or (i, j) in record or repeated or cuts):
+                items.append((access, ALWAYS if repeats and mode == DOMINATED else mode, (i, j) in record, repeated,
+                              cuts))
         if items:
-            plan.append((i, cmd, items, all(mode == DOMINATED and not record for _, mode, record in items)))
+            plan.append((i, cmd, tuple(items), all(mode == DOMINATED and not record for _, mode, record, *_ in items)))
     return tuple(plan)
+
+
+def _cut(own: RangeMap, at: int) -> bool:
+    """Whether `own`'s segments are cut at byte `at` (or end there)."""
+    i = bisect_left(own.starts, at)
+    return i < len(own.starts) and own.starts[i] == at or at >= own.segments[-1].hi
 
 
 def _mode(segments: list, stage: str, reads: tuple, write: str | None, buffer: str) -> int:

@@ -502,7 +502,7 @@ class Mutator:
         that a batch or a host wait already recorded waits for): the operation is load-bearing. Every
         question is asked of a fork of `main`, the recorded stream's incremental state (check/incremental.py).
         `known_ops`: (op, operator) found already, by another probe."""
-        from .generate import TARGETS, _translate, mutant_targets
+        from .generate import TARGETS, mutant_targets
 
         known, alone = self._baseline(main, original, probe, at_end)
         out, classes = [], ()
@@ -512,7 +512,7 @@ class Mutator:
                 mark = state.mark()
                 for thread, op, cbs in ops:
                     state.feed(thread, op, cbs)
-                own = {_translate(h, refmap(state) if callable(refmap) else refmap) for h in state.hazards_since(mark)}
+                own = _by_original(state.hazards_since(mark), refmap, state)
                 shadow = self._shadow(main, state, own, ops, alone) if self.chosen.target == "list" else None
                 # A semaphore edit counts for its family whatever the probe adds: where its ops alone already
                 # break an access ordering (the probe only adds hazards), they decide it without the probe.
@@ -522,9 +522,8 @@ class Mutator:
                 else:
                     for thread, op, cbs in asked or probe:
                         state.feed(thread, op, cbs)
-                    refmap_now = refmap(state) if callable(refmap) else refmap
-                    predicted = (_at_end(state, mark, refmap_now) if at_end else
-                                 {_translate(h, refmap_now) for h in state.hazards_since(mark)}) - known
+                    predicted = (_at_end(state, mark, refmap(state) if callable(refmap) else refmap) if at_end else
+                                 _by_original(state.hazards_since(mark), refmap, state)) - known
                 if n == 0:
                     classes = _classes(predicted)
                     if not classes and not (at_end and predicted):
@@ -616,15 +615,12 @@ class Shadow:
 
     def found(self) -> set[tuple]:
         """What it finds since its mutation, by the recorded stream's references, caught up with the program."""
-        from .generate import _translate
-
         if self.state is None:
             if all((t, p) in self.skip for t, p, _ in self.main.fed[self.next:]):
                 return self.pending[2]
             self.materialize()
         self.catch_up()
-        refmap = self.refmap()
-        return {_translate(h, refmap) for h in self.state.hazards_since(self.mark)}
+        return _by_original(self.state.hazards_since(self.mark), self._refmap, self.state)
 
     def materialize(self) -> None:
         """Its state made from `pending`, then caught up."""
@@ -648,6 +644,16 @@ class Shadow:
 
     def refmap(self) -> dict:
         return self._refmap(self.state) if callable(self._refmap) else self._refmap
+
+
+def _by_original(hazards: set, refmap, state) -> set:
+    """`hazards` by the recorded stream's references: through `refmap`, or the RefMap it gives of `state` (a dropped
+    host op's, as long as its thread: made only where there are hazards to map)."""
+    from .generate import _translate
+
+    if hazards and callable(refmap):
+        refmap = refmap(state)
+    return {_translate(h, refmap) for h in hazards}
 
 
 def _classes(hazards: set) -> set[str]:
