@@ -306,15 +306,16 @@ class Checker:
             queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds), self.issuing_order
         if not sharing:  # no access sees another's record: compare and record each
             for stage, reads, write, buffer, lo, hi, atomic in accesses:
-                self.access(Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier,
-                                   issued, atomic=atomic), lo, hi)
+                x = Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier, issued)
+                x.atomic = atomic
+                self.access(x, lo, hi)
             return
         # Every access of the command is compared before any is recorded (syncval's detect, then update): a
         # write through one binding is compared with the reads before another binding's read replaced them.
         compared = []
         for stage, reads, write, buffer, lo, hi, atomic in accesses:
-            x = Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier, issued,
-                       atomic=atomic)
+            x = Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier, issued)
+            x.atomic = atomic
             if self.access(x, lo, hi, record=False):
                 compared.append((x, lo, hi))
         for x, lo, hi in compared:
@@ -333,7 +334,8 @@ class Checker:
         kinds, memo, is_global, uses = log.all_kinds, log.alone, log.global_kind, self.uses
         n = len(kinds)
         for stage, reads, write, buffer, lo, hi, atomic in accesses:
-            x = Access(agent, pos, stage, reads, write, ref, buffer, uid, label, family, n, issued, atomic=atomic)
+            x = Access(agent, pos, stage, reads, write, ref, buffer, uid, label, family, n, issued)
+            x.atomic = atomic
             buf, _, base, memory = placement[buffer]
             segments = memory.segments
             seg = segments[0]
