@@ -106,12 +106,21 @@ class AccessState:
         an atomic x happens after hides what it came after, as a write does."""
         raw = False
         w = seg.write
-        hidden = self.hidden_by_atomics(x, root, seg) if seg.atomics else ()
+        atomics = ()
+        if seg.atomics:  # rare: the common path below pays two tests for them
+            hidden = self.hidden_by_atomics(x, root, seg)
+            atomics = [e for e, _ in seg.atomics if e.uid != x.uid and e.uid not in hidden
+                       and not self.mutually_ordered(e, x)]
+            seg_reads = [r for r in seg.reads if r.uid not in hidden]
+            if w is not None and w.uid in hidden:
+                w = None  # written, so initialized: nothing to compare
+        else:
+            seg_reads = seg.reads
         if x.reads and w is None:
             if not seg.initialized:
                 to.report("uninitialized_read", x.buffer, seg.lo - base, seg.hi - base, None, x, x.uid,
                           (f"{x.ref} reads bytes of {x.buffer!r} that nothing wrote", fixes.uninitialized(x)))
-        elif x.reads and w.uid != x.uid and w.uid not in hidden:
+        elif x.reads and w.uid != x.uid:
             if x.family is not None and buf.sharing == "exclusive" and seg.owner not in (None, x.family):
                 message = (f"{x.ref} on family {x.family} reads bytes of exclusive {x.buffer!r} owned by family "
                            f"{seg.owner} without an ownership transfer")
@@ -123,19 +132,18 @@ class AccessState:
                 to.report("ownership_missing", x.buffer, seg.lo - base, seg.hi - base, w, x, x.uid,
                           (message, fixes.acquire_stage(x)))
             raw = self._raw(w, x, buf, root, base, seg, to)
-        atomics = [e for e, _ in seg.atomics if e.uid != x.uid and e.uid not in hidden
-                   and not self.mutually_ordered(e, x)] if seg.atomics else ()
         if x.reads:
             for e in atomics:
                 raw = self._raw(e, x, buf, root, base, seg, to) or raw
         if not x.write:
             return
         if not raw:
-            for e in (w, *atomics) if w is not None and w.uid != x.uid and w.uid not in hidden else atomics:
-                for a, b in self.after_write(e, x, root, seg, (x.write,) if x.family is not None else None):
-                    to.hazard("waw", buf, a - base, b - base, e, x)
-        for r in seg.reads:
-            if r.uid == x.uid or r.uid in hidden:
+            if w is not None and w.uid != x.uid:
+                self._waw(w, x, buf, root, base, seg, to)
+            for e in atomics:
+                self._waw(e, x, buf, root, base, seg, to)
+        for r in seg_reads:
+            if r.uid == x.uid:
                 continue
             for a, b in self.unordered(r, x, root, seg.lo, seg.hi, None):
                 to.hazard("war", buf, a - base, b - base, r, x)
@@ -148,6 +156,11 @@ class AccessState:
         for a, b in bad:
             to.hazard("raw", buf, a - base, b - base, w, x)
         return bool(bad)
+
+    def _waw(self, w: Access, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment, to: Reporter) -> None:
+        """Report the WAWs of x's write of seg after write w."""
+        for a, b in self.after_write(w, x, root, seg, (x.write,) if x.family is not None else None):
+            to.hazard("waw", buf, a - base, b - base, w, x)
 
     def mutually_ordered(self, e: Access, x: Access) -> bool:
         """Memory model "Data Race": atomics of one device do not race (rules.atomic_pair)."""
