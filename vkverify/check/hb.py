@@ -173,15 +173,20 @@ class Model(Consumer):
         """Leave out the segments of a pair where an atomic that happens after its first access happens-before its
         second (7.1, execution dependencies): that atomic hides what it came after, as the most recent write
         hides older ones (AccessState.hidden_by_atomics). Decided once the graph is whole, after the walk."""
+        memo: dict[tuple, bool] = {}  # resubmissions pair one write with many hiders, and one hider with many
+
+        def executes_before(e: AccessNode, x: AccessNode, seg: tuple[int, int]) -> bool:
+            key = (id(e), id(x), seg)  # not uids: the accesses of one command share theirs
+            if key not in memo:
+                memo[key] = SINK in self.graph(Pair("order", e, x, False, ()), seg)
+            return memo[key]
+
         for key, pair in list(self.pairs.items()):
             pair.segments = [seg for seg in pair.segments if not any(
-                self._executes_before(pair.first, h, seg) and self._executes_before(h, pair.second, seg)
+                executes_before(pair.first, h, seg) and executes_before(h, pair.second, seg)
                 for h in pair.hiders.get(seg, ()))]
             if not pair.segments:
                 del self.pairs[key]
-
-    def _executes_before(self, e: AccessNode, x: AccessNode, seg: tuple[int, int]) -> bool:
-        return SINK in self.graph(Pair("order", e, x, False, ()), seg)
 
     # ---- the walk's consumer: a release is the key of its node -----------------
 
