@@ -78,3 +78,35 @@ def test_an_atomic_hides_what_it_came_after_in_the_happens_before_model():
     assert {(p.first.ref, p.second.ref) for p in Model(stream).pairs.values() if p.kind == "raw"} == {
         ("cb0[0]", "cb1[0]@main[1]"), ("cb0[0]", "cb1[0]@main[2]")}
     assert consumer_disagreements(ATOMIC_HIDES) == []
+
+
+# Thread up writes B0 on the host (host_cached, no flush), then submits two atomics on its bytes [0, 1): cb0,
+# which signals T, and cb1; thread use waits for T and reads the byte.
+ATOMIC_STANDS_FOR_THE_WRITE = {
+    "format": "vkverify-stream/1", "name": "atomic-stands-for-the-write",
+    "devices": [{"id": "gpu0", "queues": [{"id": "q0", "family": 0}]}],
+    "buffers": [{"id": "B0", "size": 64, "memory": "host_cached"}],
+    "semaphores": [{"id": "T", "type": "timeline"}], "fences": [{"id": "F0", "signaled": False}],
+    "shaders": {"a": {"bindings": ["atomic"]}},
+    "command_buffers": {cb: [{"cmd": "dispatch", "shader": "a", "bindings": [{"buffer": "B0", "offset": 0, "size": 1}]}]
+                        for cb in ("cb0", "cb1")},
+    "threads": {
+        "up": [{"op": "host_write", "buffer": "B0"},
+               {"op": "submit", "queue": "q0", "command_buffers": ["cb0"],
+                "signal": [{"semaphore": "T", "value": 1, "stage": ["all_commands"]}]},
+               {"op": "submit", "queue": "q0", "command_buffers": ["cb1"], "fence": "F0"}],
+        "use": [{"op": "wait_semaphores", "waits": [{"semaphore": "T", "value": 1}]},
+                {"op": "host_read", "buffer": "B0", "offset": 0, "size": 1}]},
+}
+
+
+def test_a_later_atomic_does_not_stand_for_an_earlier_one_it_is_not_ordered_after():
+    """cb0's atomic executes after the host write and before use's read (T), so it hides the write from the read;
+    cb1's, on the same queue and stage, is ordered after neither. hb.Model kept one atomic per agent and stage,
+    cb1's, and so compared the read with the host write (the checker keeps every atomic no later one hides,
+    Segment.add_atomic)."""
+    stream = from_dict(ATOMIC_STANDS_FOR_THE_WRITE)
+    assert [(f.kind, f.first, f.second) for f in check(stream) if f.second == "use[1]"] == [
+        ("raw", "cb0[0]", "use[1]"), ("raw", "cb1[0]", "use[1]")]
+    assert {p.first.ref for p in Model(stream).pairs.values() if p.second.ref == "use[1]"} == {"cb0[0]", "cb1[0]"}
+    assert explain_disagreements(ATOMIC_STANDS_FOR_THE_WRITE) == []

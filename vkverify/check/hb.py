@@ -136,7 +136,7 @@ class Model(Consumer):
         self._uid = 0
         self._cuts = _boundaries(stream)
         self._last_write: dict[tuple, AccessNode] = {}
-        self._atomics: dict[tuple, dict] = {}  # the atomics since the last write, latest per agent and stage
+        self._atomics: dict[tuple, list] = {}  # every atomic since the last write (_drop_hidden drops the hidden)
         self._reads: dict[tuple, dict[tuple, AccessNode]] = {}
         self._destroyed: dict[str, str] = {}
         self._issuing = ""  # the host op of the access being compared: its submit, or itself
@@ -170,9 +170,10 @@ class Model(Consumer):
         self._drop_hidden()
 
     def _drop_hidden(self) -> None:
-        """Leave out the segments of a pair where an atomic that happens after its first access happens-before its
-        second (7.1, execution dependencies): that atomic hides what it came after, as the most recent write
-        hides older ones (AccessState.hidden_by_atomics). Decided once the graph is whole, after the walk."""
+        """Leave out the segments of a pair where an atomic executes after its first access (7.1, execution
+        dependencies) and either before its second (AccessState.hidden_by_atomics: an atomic hides what it came
+        after, as the most recent write hides older ones) or, the first being an atomic too, at all (the later
+        atomic stands for it, Segment.add_atomic). Decided once the graph is whole, after the walk."""
         memo: dict[tuple, bool] = {}  # resubmissions pair one write with many hiders, and one hider with many
 
         def executes_before(e: AccessNode, x: AccessNode, seg: tuple[int, int]) -> bool:
@@ -183,7 +184,7 @@ class Model(Consumer):
 
         for key, pair in list(self.pairs.items()):
             pair.segments = [seg for seg in pair.segments if not any(
-                executes_before(pair.first, h, seg) and executes_before(h, pair.second, seg)
+                executes_before(pair.first, h, seg) and (pair.first.atomic or executes_before(h, pair.second, seg))
                 for h in pair.hiders.get(seg, ()))]
             if not pair.segments:
                 del self.pairs[key]
@@ -333,7 +334,7 @@ class Model(Consumer):
         for seg in self.segments(x.root, x.lo, x.hi):
             key = (x.root, seg)
             last = self._last_write.get(key)
-            atomics = [a for a in self._atomics.get(key, {}).values() if a.uid != x.uid]
+            atomics = [a for a in self._atomics.get(key, ()) if a.uid != x.uid]
             for w in ([last] if last is not None else []) + atomics:
                 if w.uid == x.uid or self.mutually_ordered(w, x):
                     continue
@@ -356,7 +357,7 @@ class Model(Consumer):
             key = (x.root, seg)
             reads = self._reads.setdefault(key, {})
             if x.atomic:  # none replaces the write, the reads or another atomic (Segment.atomics)
-                self._atomics.setdefault(key, {})[(x.agent, x.stage)] = x
+                self._atomics.setdefault(key, []).append(x)
             elif x.write:
                 self._last_write[key] = x
                 reads.clear()
