@@ -12,8 +12,12 @@ import os
 
 from hypothesis import given, settings
 
+from vkverify.check import check
+from vkverify.check.hb import Model
+from vkverify.model import from_dict
+
 from .differential import (SETTINGS, assert_agree, consumer_disagreements, explain_disagreements, pattern_streams,
-                           streams)
+                           resubmitting_streams, streams)
 from .test_semaphores import timeline_streams
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_CONSUMER_EXAMPLES", "1000"))
@@ -37,3 +41,72 @@ def test_explain_agrees_with_the_checker_on_several_host_threads(doc):
     """Streams of two host threads signalling shared timelines (the reference reads one thread only): explain's
     verdict on every pair the checker compares is the checker's."""
     assert_agree(doc, explain_disagreements)
+
+
+@settings(max_examples=EXAMPLES_RUN // 16, **SETTINGS)
+@given(resubmitting_streams())
+def test_explain_and_mutations_agree_on_resubmitted_command_buffers(doc):
+    assert_agree(doc, consumer_disagreements)
+
+
+# cb0 writes B0's bytes [1, 29) through an alias; cb1, submitted three times after it on q1, adds to B0's bytes
+# [7, 64) with atomics, then a barrier from every stage (bottom_of_pipe) to compute_shader (logically after
+# draw_indirect) with no write in its source access scope: an execution dependency only.
+ATOMIC_HIDES = {
+    "format": "vkverify-stream/1", "name": "atomic-hides",
+    "devices": [{"id": "gpu0", "queues": [{"id": "q1", "family": 0}]}],
+    "buffers": [{"id": "B0", "size": 64, "memory": "host_coherent"},
+                {"id": "Al", "alias_of": "B0", "offset": 1, "size": 32}],
+    "shaders": {"x": {"bindings": ["read_write"]}, "a": {"bindings": ["atomic"]}},
+    "command_buffers": {
+        "cb0": [{"cmd": "dispatch", "shader": "x", "bindings": [{"buffer": "Al", "offset": 0, "size": 28}]}],
+        "cb1": [{"cmd": "dispatch", "shader": "a", "bindings": [{"buffer": "B0", "offset": 7, "size": 57}]},
+                {"cmd": "barrier", "src_stage": ["transfer", "bottom_of_pipe"], "src_access": ["shader_storage_read"],
+                 "dst_stage": ["bottom_of_pipe", "draw_indirect"], "dst_access": []}]},
+    "threads": {"main": [{"op": "submit", "queue": "q1", "command_buffers": [cb]}
+                         for cb in ("cb0", "cb1", "cb1", "cb1")]},
+}
+
+
+def test_an_atomic_hides_what_it_came_after_in_the_happens_before_model():
+    """Rule 10 (docs/format.md): cb0's write reaches the first two submissions' atomics unseen (raw), but the
+    second atomic executes after it and before the third, so it hides the write from the third, as the checker
+    and the reference read it. hb.Model (explain, mutation analysis) compared the third with the write too."""
+    stream = from_dict(ATOMIC_HIDES)
+    assert [(f.kind, f.first, f.second) for f in check(stream)] == [
+        ("raw", "cb0[0]", "cb1[0]@main[1]"), ("raw", "cb0[0]", "cb1[0]@main[2]")]
+    assert {(p.first.ref, p.second.ref) for p in Model(stream).pairs.values() if p.kind == "raw"} == {
+        ("cb0[0]", "cb1[0]@main[1]"), ("cb0[0]", "cb1[0]@main[2]")}
+    assert consumer_disagreements(ATOMIC_HIDES) == []
+
+
+# Thread up writes B0 on the host (host_cached, no flush), then submits two atomics on its bytes [0, 1): cb0,
+# which signals T, and cb1; thread use waits for T and reads the byte.
+ATOMIC_STANDS_FOR_THE_WRITE = {
+    "format": "vkverify-stream/1", "name": "atomic-stands-for-the-write",
+    "devices": [{"id": "gpu0", "queues": [{"id": "q0", "family": 0}]}],
+    "buffers": [{"id": "B0", "size": 64, "memory": "host_cached"}],
+    "semaphores": [{"id": "T", "type": "timeline"}], "fences": [{"id": "F0", "signaled": False}],
+    "shaders": {"a": {"bindings": ["atomic"]}},
+    "command_buffers": {cb: [{"cmd": "dispatch", "shader": "a", "bindings": [{"buffer": "B0", "offset": 0, "size": 1}]}]
+                        for cb in ("cb0", "cb1")},
+    "threads": {
+        "up": [{"op": "host_write", "buffer": "B0"},
+               {"op": "submit", "queue": "q0", "command_buffers": ["cb0"],
+                "signal": [{"semaphore": "T", "value": 1, "stage": ["all_commands"]}]},
+               {"op": "submit", "queue": "q0", "command_buffers": ["cb1"], "fence": "F0"}],
+        "use": [{"op": "wait_semaphores", "waits": [{"semaphore": "T", "value": 1}]},
+                {"op": "host_read", "buffer": "B0", "offset": 0, "size": 1}]},
+}
+
+
+def test_a_later_atomic_does_not_stand_for_an_earlier_one_it_is_not_ordered_after():
+    """cb0's atomic executes after the host write and before use's read (T), so it hides the write from the read;
+    cb1's, on the same queue and stage, is ordered after neither. hb.Model kept one atomic per agent and stage,
+    cb1's, and so compared the read with the host write (the checker keeps every atomic no later one hides,
+    Segment.add_atomic)."""
+    stream = from_dict(ATOMIC_STANDS_FOR_THE_WRITE)
+    assert [(f.kind, f.first, f.second) for f in check(stream) if f.second == "use[1]"] == [
+        ("raw", "cb0[0]", "use[1]"), ("raw", "cb1[0]", "use[1]")]
+    assert {p.first.ref for p in Model(stream).pairs.values() if p.second.ref == "use[1]"} == {"cb0[0]", "cb1[0]"}
+    assert explain_disagreements(ATOMIC_STANDS_FOR_THE_WRITE) == []

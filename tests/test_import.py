@@ -18,6 +18,7 @@ from vkverify.check import check
 from vkverify.cli import main
 from vkverify.importer import CaptureError, capture_env, import_capture
 from vkverify.importer.flags import access_names, memory_kind, stage_names
+from vkverify.model import ir
 from vkverify.model.data import data_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -208,3 +209,44 @@ def test_a_semaphore_exported_and_imported_as_an_fd_is_one_semaphore(tmp_path):
     (signal, wait) = stream.threads[0].ops
     assert signal.batches[0].signals[0].semaphore == wait.batches[0].waits[0].semaphore == "sem5"
     assert check(stream) == []  # without the import, gpu1's wait for sem6 is never satisfied
+
+
+# Two histogram dispatches (the library's kernel: its bins only through atomicAdd) on q0 and q1 with nothing
+# between them, then a plain read of the bins (copy) after q0's compute -> compute barrier alone.
+HISTOGRAMS = """
+import numpy as np
+from vkverify.runtime import Runtime
+n, nbins = 1024, 16
+with Runtime(("q0", "q1"), check=False) as rt:
+    rt.create_buffer("Src", 4 * n, "host_coherent")
+    rt.create_buffer("Bins", 4 * nbins, "host_coherent")
+    rt.create_buffer("Out", 4 * nbins)
+    rt.create_fence("F0")
+    rt.create_fence("F1")
+    rt.host_write("Src", np.arange(n, dtype=np.uint32).tobytes())
+    rt.host_write("Bins", bytes(4 * nbins))
+    cb0 = rt.command_buffer("cb0")
+    cb0.cmd_dispatch("histogram", ["Src", "Bins"], (4, 1, 1), push=[n, nbins])
+    cb0.cmd_pipeline_barrier2("compute_shader", "shader_storage_write", "compute_shader", "shader_storage_read")
+    cb0.cmd_dispatch("copy", ["Bins", "Out"], (1, 1, 1), push=[nbins])
+    cb1 = rt.command_buffer("cb1")
+    cb1.cmd_dispatch("histogram", ["Src", "Bins"], (4, 1, 1), push=[n, nbins])
+    rt.submit("q1", ["cb1"], fence="F1")
+    rt.submit("q0", ["cb0"], fence="F0")
+    rt.wait_fences(["F0", "F1"])
+"""
+
+
+def test_atomic_bindings_import_as_atomic_and_race_only_with_the_plain_read(tmp_path):
+    """The histogram's bins come out "atomic" (shaders/uses.py: only OpAtomic* touch them), so the two
+    unordered histograms give no finding (docs/format.md rule 10); the copy's plain read of the bins is ordered
+    after q0's histogram only: one raw, from q1's."""
+    stream, _ = import_capture(capture(HISTOGRAMS, tmp_path / "histograms.gfxr"))
+    assert {q.id for d in stream.devices for q in d.queues} >= {"q0", "q1"}
+    dispatches = {cb.id: [c for c in cb.commands if isinstance(c, ir.Dispatch)] for cb in stream.command_buffers}
+    histograms = [c for cs in dispatches.values() for c in cs if c.shader == "histogram"]
+    assert [[b.access for b in c.bindings] for c in histograms] == [["read", "atomic"]] * 2
+    found = [(f.kind, f.first, f.second) for f in check(stream)]
+    (cb0,) = [cb for cb, cs in dispatches.items() if [c.shader for c in cs] == ["histogram", "copy"]]
+    (cb1,) = [cb for cb, cs in dispatches.items() if [c.shader for c in cs] == ["histogram"]]
+    assert found == [("raw", f"{cb1}[0]", f"{cb0}[2]")]

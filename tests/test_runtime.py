@@ -47,6 +47,15 @@ def test_corpus_replay(device_name, path):
     assert result.reference == {}, result.reference
 
 
+@pytest.mark.parametrize("stem", ["161-atomic-dispatches-two-queues", "164-atomic-total-read-after-both-queues"])
+def test_atomic_bindings_replay_with_the_simulator_s_sums(device_name, stem):
+    """An abstract shader's atomic binding runs as the library's atomic_add kernel beside the generic kernel
+    (runtime/record.py); the device's sums equal the simulator's (semantics.atomic_addends), in whatever order
+    the two queues' atomics met. Fails where replay refuses the stream, as it did before atomic_add."""
+    result = runtime.replay(load(ROOT / "tests" / "corpus" / f"{stem}.json"))
+    assert result.reference == {}, result.reference
+
+
 def _program(rt, with_barrier: bool) -> None:
     rt.create_buffer("A", 4096, "host_coherent")
     rt.create_buffer("B", 4096)

@@ -46,6 +46,7 @@ def _case(name: str, n: int, rng: np.random.Generator) -> tuple[list[np.ndarray]
         "slow_writer": lambda: ([u()], [n, 200, 12345]),
         "reverse_reader": lambda: ([u(), u()], [n]),
         "histogram": lambda: ([u(), u(16)], [n, 13]),
+        "atomic_add": lambda: ([u()], [int(_u32(rng, 1)[0]), n]),
         "gather": lambda: ([u(), rng.integers(0, 2 * m, m, dtype=np.uint32), u()], [n, n]),
     }
     return cases[name]()

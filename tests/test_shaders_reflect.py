@@ -38,6 +38,7 @@ EXPECTED = {
     "reverse_reader": ([R, W], 4),
     "histogram": ([R, A], 8),
     "gather": ([R, R, W], 8),
+    "atomic_add": ([A], 8),
 }
 EXPECTED |= {f"generic_r{r}_w{w}": ([R] * r + [W] * w, 4 * (1 + r + w))
              for r in range(5) for w in range(1, 5)}

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vkverify.shaders import SEMANTICS, checksum, generic, generic_name, generic_plan, mix
+from vkverify.shaders import SEMANTICS, atomic_addends, checksum, generic, generic_name, generic_plan, mix
 
 words = st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=20)
 
@@ -54,3 +54,15 @@ def test_generic_plan_puts_read_write_bindings_in_both_lists():
     plan = generic_plan(["write", "read_write", "read", "uniform"])
     assert plan.name == generic_name(3, 2) == "generic_r3_w2"
     assert (plan.read_slots, plan.write_slots) == ((1, 2, 3), (0, 1))
+
+
+def test_generic_plan_runs_atomic_bindings_apart():
+    plan = generic_plan(["atomic", "read", "write", "atomic"])
+    assert (plan.name, plan.read_slots, plan.write_slots, plan.atomic_slots) == ("generic_r1_w1", (1,), (2,), (0, 3))
+    assert generic_plan(["atomic"]).name is None
+
+
+def test_atomic_add_adds_the_atomic_addends():
+    before = np.arange(6, dtype=np.uint32) + np.uint32(2**32 - 3)
+    out = SEMANTICS["atomic_add"]([before], [9, 4], (1, 1, 1))[0]
+    assert list(out) == [*(before[:4] + atomic_addends(4, 9)), *before[4:]]

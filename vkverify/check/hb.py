@@ -100,6 +100,8 @@ class Pair:
     memory: bool  # needs a memory dependency, not only an execution dependency
     need: tuple[str, ...]  # accesses of `second` the write must be visible to (device second)
     segments: list[tuple[int, int]] = field(default_factory=list)
+    # Per segment, the atomics recorded there before `second` that may hide `first` (Model._drop_hidden).
+    hiders: dict[tuple[int, int], list[AccessNode]] = field(default_factory=dict)
 
 
 class Token(NamedTuple):
@@ -134,7 +136,7 @@ class Model(Consumer):
         self._uid = 0
         self._cuts = _boundaries(stream)
         self._last_write: dict[tuple, AccessNode] = {}
-        self._atomics: dict[tuple, dict] = {}  # the atomics since the last write, latest per agent and stage
+        self._atomics: dict[tuple, list] = {}  # every atomic since the last write (_drop_hidden drops the hidden)
         self._reads: dict[tuple, dict[tuple, AccessNode]] = {}
         self._destroyed: dict[str, str] = {}
         self._issuing = ""  # the host op of the access being compared: its submit, or itself
@@ -165,6 +167,27 @@ class Model(Consumer):
         walk = Walk(self.stream, self)
         walk.run()
         self.hazards.update(("blocked", ref) for ref in walk.blocked())
+        self._drop_hidden()
+
+    def _drop_hidden(self) -> None:
+        """Leave out the segments of a pair where an atomic executes after its first access (7.1, execution
+        dependencies) and either before its second (AccessState.hidden_by_atomics: an atomic hides what it came
+        after, as the most recent write hides older ones) or, the first being an atomic too, at all (the later
+        atomic stands for it, Segment.add_atomic). Decided once the graph is whole, after the walk."""
+        memo: dict[tuple, bool] = {}  # resubmissions pair one write with many hiders, and one hider with many
+
+        def executes_before(e: AccessNode, x: AccessNode, seg: tuple[int, int]) -> bool:
+            key = (id(e), id(x), seg)  # not uids: the accesses of one command share theirs
+            if key not in memo:
+                memo[key] = SINK in self.graph(Pair("order", e, x, False, ()), seg)
+            return memo[key]
+
+        for key, pair in list(self.pairs.items()):
+            pair.segments = [seg for seg in pair.segments if not any(
+                executes_before(pair.first, h, seg) and (pair.first.atomic or executes_before(h, pair.second, seg))
+                for h in pair.hiders.get(seg, ()))]
+            if not pair.segments:
+                del self.pairs[key]
 
     # ---- the walk's consumer: a release is the key of its node -----------------
 
@@ -288,11 +311,13 @@ class Model(Consumer):
         return [(a, b) for a, b in pairwise(cuts) if a >= lo and b <= hi]
 
     def _pair(self, kind: str, e: AccessNode, x: AccessNode, seg: tuple[int, int], memory: bool,
-              need: tuple[str, ...] = ()) -> None:
+              need: tuple[str, ...] = (), hiders: list[AccessNode] | None = None) -> None:
         # One pair per (stage, access) of each side: a dispatch_indirect reads one buffer at two stages.
         pair = self.pairs.setdefault((kind, e.ref, x.ref, x.buffer, e.stage, x.stage, need),
                                      Pair(kind, e, x, memory, need))
         pair.segments.append(seg)
+        if hiders:
+            pair.hiders.setdefault(seg, []).extend(h for h in hiders if h is not e)
 
     def _compare(self, x: AccessNode) -> bool:
         """Pair x with the most recent write and, if it writes, the reads since (as the checker does); False
@@ -309,16 +334,17 @@ class Model(Consumer):
         for seg in self.segments(x.root, x.lo, x.hi):
             key = (x.root, seg)
             last = self._last_write.get(key)
-            for w in ([last] if last is not None else []) + list(self._atomics.get(key, {}).values()):
+            atomics = [a for a in self._atomics.get(key, ()) if a.uid != x.uid]
+            for w in ([last] if last is not None else []) + atomics:
                 if w.uid == x.uid or self.mutually_ordered(w, x):
                     continue
                 for kind, memory, need in conflicts(w, x, self.readings):
                     if kind != "war":
-                        self._pair(kind, w, x, seg, memory, need)
+                        self._pair(kind, w, x, seg, memory, need, atomics)
             if x.write:
                 for r in self._reads.get(key, {}).values():
                     if r.uid != x.uid:
-                        self._pair("war", r, x, seg, False)
+                        self._pair("war", r, x, seg, False, (), atomics)
         return True
 
     def mutually_ordered(self, e: AccessNode, x: AccessNode) -> bool:
@@ -331,7 +357,7 @@ class Model(Consumer):
             key = (x.root, seg)
             reads = self._reads.setdefault(key, {})
             if x.atomic:  # none replaces the write, the reads or another atomic (Segment.atomics)
-                self._atomics.setdefault(key, {})[(x.agent, x.stage)] = x
+                self._atomics.setdefault(key, []).append(x)
             elif x.write:
                 self._last_write[key] = x
                 reads.clear()

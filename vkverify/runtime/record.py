@@ -1,6 +1,7 @@
 """Recording stream commands into a VkCommandBuffer.
 
-Abstract shaders run through the generic kernels (shaders.generic_plan). A
+Abstract shaders run through the generic kernels (shaders.generic_plan), and
+each atomic binding through the `atomic_add` kernel at the same place. A
 read_write binding is first copied to a scratch buffer by the library's
 `copy` kernel, not by vkCmdCopyBuffer: a compute-stage copy falls in exactly
 the barriers' scopes that cover the dispatch itself (a transfer-stage copy
@@ -16,9 +17,9 @@ from ..model import ir
 from ..model.data import data_bytes, ref_hash
 from ..model.refs import format_ref, parse_ref, without_submit
 from ..model.stages import access_mask, stage_mask
-from ..shaders import generic_plan, pack_push
+from ..shaders import ATOMIC_KERNEL, generic_plan, pack_push
 
-__all__ = ["Recorder", "global_barrier", "scratch_orders"]
+__all__ = ["Recorder", "binding_access", "global_barrier", "scratch_orders"]
 
 UPDATE_CHUNK = 65536  # vkCmdUpdateBuffer's dataSize limit
 
@@ -27,12 +28,17 @@ def scratch_orders(stream: ir.Stream, kind: str, buffer: str | None, second: str
     """Whether a `kind` finding ending at `second` disappears in any replay: a WAR whose write is a read_write
     binding is replayed behind the scratch copy's compute -> compute barrier, which orders every earlier
     compute-stage read (the replay synchronizes more than the stream)."""
-    if kind != "war" or second is None or buffer is None:
+    if kind != "war" or buffer is None:
         return False
-    ref = parse_ref(without_submit(second))
-    cb = stream.index.command_buffers.get(ref.owner) if ref else None
-    cmd = cb.commands[ref.index] if cb and ref.index < len(cb.commands) else None
-    return isinstance(cmd, ir.Dispatch) and any(b.access == "read_write" and b.buffer == buffer for b in cmd.bindings)
+    return binding_access(stream, second, buffer, "read_write")
+
+
+def binding_access(stream: ir.Stream, ref: str | None, buffer: str, access: str) -> bool:
+    """Whether the command at `ref` is a dispatch with an `access` binding of `buffer`."""
+    parsed = parse_ref(without_submit(ref)) if ref else None
+    cb = stream.index.command_buffers.get(parsed.owner) if parsed else None
+    cmd = cb.commands[parsed.index] if cb and parsed.index < len(cb.commands) else None
+    return isinstance(cmd, ir.Dispatch) and any(b.access == access and b.buffer == buffer for b in cmd.bindings)
 
 
 def global_barrier(vk, cb, names: Mapping[str, Iterable[str]]) -> None:
@@ -84,25 +90,34 @@ class Recorder:
 
     def dispatch(self, index: int, c: ir.Dispatch) -> None:
         rt = self.rt
-        if c.shader in rt.abstract_shaders:
-            plan = generic_plan([b.access for b in c.bindings])
+        if c.shader not in rt.abstract_shaders:
+            pipeline = rt.pipelines.get(c.shader)
+            slots = [(rt.vk_buffer(b.buffer), b.offset, b.size) for b in c.bindings]
+            self.run(c, pipeline, slots, pack_push(pipeline.interface, c.push))
+            return
+        plan, ref = generic_plan([b.access for b in c.bindings]), ref_hash(self.ref(index))
+        if plan.name is not None:
             reads = [c.bindings[i] for i in plan.read_slots]
             writes = [c.bindings[i] for i in plan.write_slots]
             slots = [self.scratch_copy(b) if b.access == "read_write" else (rt.vk_buffer(b.buffer), b.offset, b.size)
                      for b in reads]
             slots += [(rt.vk_buffer(b.buffer), b.offset, b.size) for b in writes]
             pipeline = rt.pipelines.get(plan.name)
-            push = pack_push(pipeline.interface, [ref_hash(self.ref(index))] + [size // 4 for _, _, size in slots])
-        else:
-            pipeline = rt.pipelines.get(c.shader)
-            slots = [(rt.vk_buffer(b.buffer), b.offset, b.size) for b in c.bindings]
-            push = pack_push(pipeline.interface, c.push)
+            self.run(c, pipeline, slots, pack_push(pipeline.interface, [ref] + [size // 4 for _, _, size in slots]))
+        for b in (c.bindings[i] for i in plan.atomic_slots):
+            # No barrier before it: atomics commute, and the generic kernel reads no atomic binding.
+            pipeline = rt.pipelines.get(ATOMIC_KERNEL)
+            self.run(c, pipeline, [(rt.vk_buffer(b.buffer), b.offset, b.size)],
+                     pack_push(pipeline.interface, [ref, b.size // 4]))
+
+    def run(self, c: ir.Dispatch, pipeline, slots, push: bytes) -> None:
+        """One kernel dispatch in the place of `c`, with its group count (direct or indirect)."""
         self.bind_and_push(pipeline, slots, push)
         if c.indirect is None:
             self.vk.vkCmdDispatch(self.cb, *c.groups)  # vkCmdDispatch
         else:
             # vkCmdDispatchIndirect
-            self.vk.vkCmdDispatchIndirect(self.cb, rt.vk_buffer(c.indirect.buffer), c.indirect.offset)
+            self.vk.vkCmdDispatchIndirect(self.cb, self.rt.vk_buffer(c.indirect.buffer), c.indirect.offset)
 
     def bind_and_push(self, pipeline, slots, push: bytes) -> None:
         vk, cb = self.vk, self.cb

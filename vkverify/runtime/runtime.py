@@ -279,7 +279,7 @@ class Runtime:
             self.record.declare("fences", {"id": id, "signaled": signaled})
 
     def declare_shader(self, id: str, bindings: Iterable[str]) -> None:
-        """An abstract shader (docs/format.md): replayed by a generic kernel."""
+        """An abstract shader (docs/format.md): replayed by a generic kernel, and atomic_add per atomic binding."""
         self.abstract_shaders[id] = tuple(bindings)
         self.record.declare_shader(id, bindings)
 

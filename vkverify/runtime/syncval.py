@@ -13,14 +13,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..model import ir
 from ..model.refs import owner_of, without_submit
-from .record import scratch_orders
+from .record import binding_access, scratch_orders
 
 __all__ = ["LayerAgreement", "LayerFinding", "agreement", "explain_only_layer", "explain_only_vkverify",
            "layer_findings"]
 
 LAYER_KINDS = {"SYNC-HAZARD-READ-AFTER-WRITE": "raw", "SYNC-HAZARD-WRITE-AFTER-READ": "war",
                "SYNC-HAZARD-WRITE-AFTER-WRITE": "waw"}
+# Seen on Lavapipe (corpus 161-163): two atomic_add dispatches, or one and a plain read with no barrier, give no
+# message; a plain write after one gives a WAR whose prior usage is a read (VVL issue 8278: its shader analysis
+# does not follow atomics).
+ATOMIC_AS_READ = "an atomic access: the layer records it as a read"
 _SUBMIT_CB = re.compile(r"Hazard \w+ for entry \d+, VkCommandBuffer 0x[0-9a-f]+\[([^\]@]+)")
 
 
@@ -90,6 +95,8 @@ def explain_only_vkverify(stream, f) -> str:
         return "queue family ownership: no synchronization check in the layer (one device family here)"
     if any(s.type == "timeline" for s in stream.semaphores):
         return "timeline semaphores: syncval 1.3.239 does not support them"
+    if f.buffer is not None and any(binding_access(stream, r, f.buffer, "atomic") for r in refs):
+        return ATOMIC_AS_READ
     if scratch_orders(stream, f.kind, f.buffer, f.second):
         return "a read_write binding is replayed after a scratch copy and a compute barrier, which orders earlier reads"
     if f.kind == "waw" and _written(f.first_access) == _written(f.second_access):
@@ -110,4 +117,8 @@ def explain_only_layer(stream, lf: LayerFinding, messages) -> str:
         return "vkCmdFillBuffer tracked at the copy stage: a barrier from sync2's clear stage misses it"
     if any(s.type == "timeline" for s in stream.semaphores):
         return "timeline semaphores: syncval 1.3.239 does not see the ordering their waits give"
+    if (lf.kind == "war" and "prior_usage: SYNC_COMPUTE_SHADER_SHADER_STORAGE_READ" in text
+            and any(b.access == "atomic" for cb in stream.command_buffers for c in cb.commands
+                    if isinstance(c, ir.Dispatch) for b in c.bindings)):
+        return f"{ATOMIC_AS_READ}: a plain write after it is a WAR to the layer"
     return "reported by the layer only"

@@ -5,8 +5,8 @@ numpy semantics are in `semantics.SEMANTICS`. Regenerate the SPIR-V with
 `python -m vkverify.shaders build`. Nothing here imports Vulkan.
 """
 
-from vkverify.shaders.library import (GenericPlan, Shader, binding_accesses, generic_plan, interface, library,
-                                      load_spirv, stream_accesses)
+from vkverify.shaders.library import (ATOMIC_KERNEL, GenericPlan, Shader, binding_accesses, generic_plan, interface,
+                                      library, load_spirv, stream_accesses)
 from vkverify.shaders.reflect import (
     BindingInfo,
     DescriptorType,
@@ -19,6 +19,7 @@ from vkverify.shaders.reflect import (
 from vkverify.shaders.semantics import SEMANTICS, atomic_addends, checksum, generic, generic_name, mix
 
 __all__ = [
+                                      "ATOMIC_KERNEL",
                                       "SEMANTICS",
                                       "BindingInfo",
                                       "DescriptorType",

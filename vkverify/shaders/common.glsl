@@ -18,3 +18,9 @@ uint fmix32(uint h) {
     h ^= h >> 13; h *= 0xC2B2AE35u;
     return h ^ (h >> 16);
 }
+
+// The abstract-shader contract's output word for index i (semantics.mix):
+// generic kernels write mix_word(i, ref, checksum), atomic_add adds mix_word(i, ref, 0).
+uint mix_word(uint i, uint ref, uint check) {
+    return fmix32(i ^ ref * 0x9E3779B1u ^ check * 0x85EBCA77u);
+}

@@ -5,7 +5,8 @@
 //   push constants: ref, then counts[b] = u32 words of binding b;
 //   checksum = 0x811C9DC5, then for each read binding in binding order and
 //     each word w of it: checksum = fmix32(checksum ^ w);
-//   written[b][i] = fmix32(i ^ ref * 0x9E3779B1 ^ checksum * 0x85EBCA77)
+//   written[b][i] = mix_word(i, ref, checksum)
+//     = fmix32(i ^ ref * 0x9E3779B1 ^ checksum * 0x85EBCA77)
 //     for every i < counts[b].
 // fmix32 and the odd multipliers are bijections, so a change in any single
 // input word changes the checksum and therefore every output word.
@@ -63,7 +64,7 @@ void main() {
     for (uint k = NREAD; k < NREAD + NWRITE; ++k)
         most = max(most, counts[k]);
     for (uint i = flat_invocation(); i < most; i += invocation_count()) {
-        uint value = fmix32(i ^ ref * 0x9E3779B1u ^ checksum * 0x85EBCA77u);
+        uint value = mix_word(i, ref, checksum);
         EMIT(0);
 #if NWRITE > 1
         EMIT(1);

@@ -12,8 +12,8 @@ from types import MappingProxyType
 from vkverify.shaders.reflect import DescriptorType, ShaderInterface, reflect
 from vkverify.shaders.semantics import SEMANTICS, Semantics, generic_name
 
-__all__ = ["SHADER_DIR", "GenericPlan", "Shader", "binding_accesses", "generic_plan", "interface", "library",
-           "load_spirv", "stream_accesses"]
+__all__ = ["ATOMIC_KERNEL", "SHADER_DIR", "GenericPlan", "Shader", "binding_accesses", "generic_plan", "interface",
+           "library", "load_spirv", "stream_accesses"]
 
 SHADER_DIR = Path(__file__).parent
 
@@ -64,12 +64,16 @@ def stream_accesses(shader: ShaderInterface) -> tuple[str, ...]:
     return tuple("uniform" if b.descriptor_type == DescriptorType.UNIFORM_BUFFER else b.access
                  for b in sorted(shader.bindings, key=lambda b: (b.set, b.binding)))
 
+ATOMIC_KERNEL = "atomic_add"  # runs one atomic binding of an abstract shader: push = [ref, u32 words]
+
+
 @dataclass(frozen=True)
 class GenericPlan:
-    """How to run an abstract shader on a generic kernel.
+    """How to run an abstract shader on the library's kernels.
 
-    Kernel binding k < len(read_slots) is the stream binding
-    read_slots[k]; kernel binding len(read_slots) + k is write_slots[k]
+    `name` is the generic kernel of the plain bindings, None where every
+    binding is atomic. Its binding k < len(read_slots) is the stream binding
+    read_slots[k]; its binding len(read_slots) + k is write_slots[k]
     (indices into the dispatch's `bindings` list, in stream order). A
     read_write stream binding is in both lists. The kernel reads its inputs
     while other workgroups already write, so a replay must not bind one
@@ -78,19 +82,25 @@ class GenericPlan:
     scratch at the read slot and the original at the write slot. The result
     is what `semantics.generic` gives for the contents before the dispatch.
     Push constants: [ref, u32 words of kernel binding 0, 1, ...].
+
+    Each stream binding in `atomic_slots` runs ATOMIC_KERNEL once, at the
+    same place and with no barrier between the dispatches: its atomics
+    commute with each other and the generic kernel never reads an atomic
+    binding (docs/format.md, "Abstract shaders").
     """
 
-    name: str
+    name: str | None
     read_slots: tuple[int, ...]
     write_slots: tuple[int, ...]
+    atomic_slots: tuple[int, ...] = ()
 
 
 def generic_plan(accesses: Sequence[str]) -> GenericPlan:
     """The plan for an abstract shader whose bindings have `accesses`
-    ("read", "write", "read_write"; "uniform" counts as read). ValueError where no generic kernel runs it
-    (an atomic binding: the kernels have no atomics)."""
-    if "atomic" in accesses:
-        raise ValueError("an atomic binding: the generic kernels that replay abstract shaders have no atomics")
+    ("read", "write", "read_write", "atomic"; "uniform" counts as read). ValueError where no generic kernel
+    runs the plain bindings (more than 4 read or written, or reads and no write)."""
     reads = tuple(i for i, a in enumerate(accesses) if a in ("read", "read_write", "uniform"))
     writes = tuple(i for i, a in enumerate(accesses) if a in ("write", "read_write"))
-    return GenericPlan(generic_name(len(reads), len(writes)), reads, writes)
+    atomics = tuple(i for i, a in enumerate(accesses) if a == "atomic")
+    name = generic_name(len(reads), len(writes)) if reads or writes or not atomics else None
+    return GenericPlan(name, reads, writes, atomics)

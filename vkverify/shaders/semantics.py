@@ -177,6 +177,13 @@ def atomic_addends(count: int, ref: int) -> np.ndarray:
     return mix(np.arange(count, dtype=np.uint32), ref & _MASK, 0)
 
 
+@_kernel("atomic_add", writes=[0])
+def atomic_add(b: list[np.ndarray], push: Sequence[float]) -> None:
+    """The kernel that replays an abstract shader's atomic binding: push = [ref, count]."""
+    ref, n = int(push[0]), int(push[1])
+    b[0][:n] += atomic_addends(n, ref)
+
+
 def generic_name(n_read: int, n_write: int) -> str:
     if not (0 <= n_read <= 4 and 1 <= n_write <= 4):
         raise ValueError(f"generic kernels take 0..4 read and 1..4 written bindings, "
