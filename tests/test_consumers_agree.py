@@ -102,9 +102,9 @@ ATOMIC_STANDS_FOR_THE_WRITE = {
 
 def test_a_later_atomic_does_not_stand_for_an_earlier_one_it_is_not_ordered_after():
     """cb0's atomic executes after the host write and before use's read (T), so it hides the write from the read;
-    cb1's, on the same queue and stage, is ordered after neither. hb.Model kept one atomic per agent and stage,
-    cb1's, and so compared the read with the host write (the checker keeps every atomic no later one hides,
-    Segment.add_atomic)."""
+    cb1's, on the same queue and stage, is ordered after neither: T's signal lies between them, so cb1's does not
+    stand for cb0's (AccessState.alike, hb.Model._alike). Keeping one atomic per agent and stage, cb1's, both the
+    checker and hb.Model compared the read with the host write."""
     stream = from_dict(ATOMIC_STANDS_FOR_THE_WRITE)
     assert [(f.kind, f.first, f.second) for f in check(stream) if f.second == "use[1]"] == [
         ("raw", "cb0[0]", "use[1]"), ("raw", "cb1[0]", "use[1]")]

@@ -173,6 +173,16 @@ class AccessState:
         return frozenset().union(*(hides for e, hides in seg.atomics
                                    if e.uid != x.uid and not self.unordered(e, x, root, seg.lo, seg.hi, None)))
 
+    def alike(self, e: Access, x: Access) -> bool:
+        """Whether every dependency orders earlier access e as it orders x: both of one queue and stage, no barrier
+        recorded between them (first_barrier) nor a signal or fence release (7.1: a first synchronization scope
+        holds both or neither). A run of atomic dispatches is then one access to later ones."""
+        if e.agent != x.agent or e.stage != x.stage or e.first_barrier != x.first_barrier or e.family is None:
+            return False
+        releases = self.agents[x.agent].release_pos
+        at = bisect_left(releases, e.pos)
+        return at == len(releases) or releases[at] >= x.pos
+
     def atomic_hides(self, x: Access, root: str, seg: Segment) -> frozenset:
         """The uids of the accesses of seg (the write, the reads and atomics since it) that atomic x happens
         after, and those they hide: what x hides (Segment.atomics). Only accesses seg still holds: a loop of

@@ -182,9 +182,9 @@ class Checker:
         if not record:
             return True
         if x.atomic:
-            hides = self.state.atomic_hides
+            hides, alike = self.state.atomic_hides, self.state.alike
             for seg in segments:
-                seg.add_atomic(x, hides(x, root, seg))
+                seg.add_atomic(x, hides(x, root, seg), alike)
         elif x.write:
             memory.overwrite(rlo, rhi, segments, x, x.family if buf.sharing == "exclusive" else None)
         else:

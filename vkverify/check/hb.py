@@ -136,7 +136,10 @@ class Model(Consumer):
         self._uid = 0
         self._cuts = _boundaries(stream)
         self._last_write: dict[tuple, AccessNode] = {}
-        self._atomics: dict[tuple, list] = {}  # every atomic since the last write (_drop_hidden drops the hidden)
+        # The atomics since the last write, but those a later one of their agent and stage stands for (nothing
+        # ordering between them: _alike), as Segment.add_atomic keeps them (_drop_hidden drops the hidden).
+        self._atomics: dict[tuple, list] = {}
+        self._ordering_at: dict[str, float] = {}  # agent -> the position of its last barrier or release
         self._reads: dict[tuple, dict[tuple, AccessNode]] = {}
         self._destroyed: dict[str, str] = {}
         self._issuing = ""  # the host op of the access being compared: its submit, or itself
@@ -156,6 +159,8 @@ class Model(Consumer):
     def _add(self, key: tuple, kind: str, agent: str, seq: float | None = None, **kw) -> SyncNode:
         """A node at `seq` on its agent (default: after every node there so far)."""
         node = SyncNode(key, kind, agent, self._next(agent) if seq is None else seq, **kw)
+        if kind == "rel":
+            self._ordering_at[agent] = max(node.seq, self._ordering_at.get(agent, 0))
         self.nodes[key] = node
         self.on_agent.setdefault(agent, []).append(node)
         return node
@@ -215,7 +220,7 @@ class Model(Consumer):
                 ref, executed = format_ref(cb, i), self.index.command_ref(cb, i, submit)
                 if isinstance(cmd, ir.Barrier):
                     entries = compile_barrier(cmd, self.index)
-                    seq = self._next(queue)  # entries of one barrier share a position: they do not chain
+                    seq = self._ordering_at[queue] = self._next(queue)  # entries of one barrier share a position
                     for k, entry in enumerate(entries):
                         ops = (ref, f"{ref}.buffers[{k}]") if len(cmd.buffers) > 1 else (ref,)
                         node = SyncNode(("bar", executed, k), "bar", queue, seq, entry.src_exec, entry.dst_exec,
@@ -347,6 +352,10 @@ class Model(Consumer):
                         self._pair("war", r, x, seg, False, (), atomics)
         return True
 
+    def _alike(self, e: AccessNode, x: AccessNode) -> bool:
+        """AccessState.alike: e and the newest access x of one queue and stage, no barrier or release between."""
+        return e.agent == x.agent and e.stage == x.stage and not e.host and self._ordering_at.get(e.agent, 0) < e.seq
+
     def mutually_ordered(self, e: AccessNode, x: AccessNode) -> bool:
         """Memory model "Data Race": atomics of one device do not race (rules.atomic_pair)."""
         return e.atomic and x.atomic and atomic_pair(True, True, self.index.queues[e.agent][0] ==
@@ -356,8 +365,8 @@ class Model(Consumer):
         for seg in self.segments(x.root, x.lo, x.hi):
             key = (x.root, seg)
             reads = self._reads.setdefault(key, {})
-            if x.atomic:  # none replaces the write, the reads or another atomic (Segment.atomics)
-                self._atomics.setdefault(key, []).append(x)
+            if x.atomic:  # none replaces the write, the reads or an atomic it is not alike
+                self._atomics[key] = [a for a in self._atomics.get(key, ()) if not self._alike(a, x)] + [x]
             elif x.write:
                 self._last_write[key] = x
                 reads.clear()

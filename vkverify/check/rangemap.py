@@ -29,13 +29,13 @@ class Segment:
     # after: those it hides from an access that happens after it, as a write hides what came before it.
     atomics: tuple[tuple[Any, frozenset], ...] = ()
 
-    def add_atomic(self, x: Any, hides: frozenset) -> None:
+    def add_atomic(self, x: Any, hides: frozenset, alike: Any) -> None:
         """Atomic access x read and wrote the bytes, after the accesses whose uids are `hides`: it stands for the
-        atomics among those, and for the earlier ones of its agent and stage (as a read does, add_read: what a
-        later access is ordered after it by is ordered after those by), whose hidden accesses it hides too."""
+        atomics among those, and for those `alike(e, x)` says every dependency orders as it orders x (as a read
+        stands for the earlier ones of its agent and stage, add_read), whose hidden accesses it hides too."""
         kept = []
         for e in self.atomics:
-            if e[0].agent == x.agent and e[0].stage == x.stage:
+            if alike(e[0], x):
                 hides |= e[1]
             elif e[0].uid not in hides:
                 kept.append(e)
