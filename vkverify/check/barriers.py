@@ -183,6 +183,7 @@ class BarrierLog:
         self._chains: dict = {}
         self._entry_index: dict = {}
         self._moving: dict = {}
+        self._appends: dict[int, tuple] = {}  # per kind, the (positions, kinds) arrays of its signature's tables
         # orders_alone's answers by its memo key: Checker._run_quick reads a global barrier's without the call
         self.alone: dict = {}
 
@@ -197,7 +198,7 @@ class BarrierLog:
         new.positions = [p[:] for p in self.positions]
         for name in ("exec_positions", "buffer_positions"):
             setattr(new, name, {k: (p[:], q[:]) for k, (p, q) in getattr(self, name).items()})
-        new._moving = {}  # its entries hold the position lists themselves, which the fork replaces
+        new._moving, new._appends = {}, {}  # their entries hold the position arrays themselves, which the fork replaces
         new.ranges = {}
         for root, index in self.ranges.items():
             new.ranges[root] = fork = _RangeIndex()
@@ -216,9 +217,13 @@ class BarrierLog:
         self.positions[kind].append(pos)
         self.all_positions.append(pos)
         self.all_kinds.append(kind)
-        signature = self.signature[kind]
-        for table in (self.exec_positions,) + (() if self.has_global[kind] else (self.buffer_positions,)):
-            positions, kinds = table.setdefault(signature, (array("q"), array("q")))
+        appends = self._appends.get(kind)
+        if appends is None:
+            signature = self.signature[kind]
+            appends = self._appends[kind] = tuple(
+                table.setdefault(signature, (array("q"), array("q")))
+                for table in (self.exec_positions,) + (() if self.has_global[kind] else (self.buffer_positions,)))
+        for positions, kinds in appends:
             positions.append(pos)
             kinds.append(kind)
 

@@ -335,7 +335,8 @@ class Checker:
         n = len(kinds)
         for stage, reads, write, buffer, lo, hi, atomic in accesses:
             x = Access(agent, pos, stage, reads, write, ref, buffer, uid, label, family, n, issued)
-            x.atomic = atomic
+            if atomic:
+                x.atomic = True
             buf, _, base, memory = placement[buffer]
             segments = memory.segments
             seg = segments[0]
@@ -366,7 +367,7 @@ class Checker:
             if uses is not None:
                 uses.setdefault(buffer, {})[(agent, stage)] = x
             if write:
-                memory.overwrite(seg.lo, seg.hi, segments, x)
+                seg.written(x, None)  # RangeMap.overwrite of its one segment
             else:
                 seg.add_read(x)
 
