@@ -1,21 +1,24 @@
 """How `vkverify check` scales with the stream's length (issue: the checker is linear).
 
 Generates decode-shaped streams (benchmarks/decode_stream.py) of about 10^4,
-10^5 and 10^6 commands, checks each in a fresh process, and prints commands/s,
+10^5, 10^6 and 1.2*10^6 commands, checks each in a fresh process, and prints commands/s,
 the checker's peak memory (the process's peak RSS less its RSS before
 checking) and the ratio of the time per command at each larger size to that
 at the smallest. Targets: 10^6 commands in at most 20 s and 2 GiB; the ratio
-within 1.5.
+within 1.5; 1.2*10^6 commands in at most 5 s (issue 29).
 
-The default run then checks, for both decode shapes, the stream of 10^5 commands with every barrier
+The default run (no size, no --shape) is issue 29's whole table in one run: then the resubmitted shape at 10^4
+and 1.2*10^6 commands, the range shapes' growth exponents (--shape ranges, below), and, for both decode shapes,
+the stream of 10^5 commands with every barrier
 dropped (decode_stream.barriers_dropped: every access a barrier ordered races, some 170k findings) against
 the clean one, each in a fresh process, and prints the ratios of time and peak memory. Target (issue 29):
 at most 3x each, findings recorded compactly and worded only when read (check/findings.py, Findings).
 With --dropped only those rows are printed: for the --shape given (default both), at the size given
 (default 10^5).
 
-    python benchmarks/check_scaling.py                  # 1e4, 1e5, 1e6
-    python benchmarks/check_scaling.py 1e4 1e5          # other sizes
+    python benchmarks/check_scaling.py                  # the whole table (about 5 min here)
+    python benchmarks/check_scaling.py --baseline 890e2ae       # ... and that commit's figures beside each row
+    python benchmarks/check_scaling.py 1e4 1e5          # per-token sizes only
     python benchmarks/check_scaling.py --kv-history     # attention reads the whole KV cache
     python benchmarks/check_scaling.py --baseline 566cccb 1e6   # also the checker of that commit, side by side
     python benchmarks/check_scaling.py --shape resubmitted      # 1e4, 1e5, 1e6, 1.2e6 executed commands
@@ -129,48 +132,58 @@ def main(argv: list[str]) -> int:
         return 0
     if dropped:
         return _dropped_against_clean([shape] if shape else None, int(float(argv[0])) if argv else DROPPED_SIZE)
+    whole = shape is None
     shape = shape or "tokens"
     baseline = None
     if argv[:1] == ["--baseline"]:
         baseline, argv = argv[1], argv[2:]
-    default = [10**4, 10**5, 10**6] + [12 * 10**5] * (shape == "resubmitted")
-    sizes = [int(float(a)) for a in argv] or default
+    sizes = [int(float(a)) for a in argv] or [10**4, 10**5, 10**6, LARGEST]
     with (worktree(baseline) if baseline else _nothing()) as old:
         if shape == "ranges":
             return _growth(old, baseline)
         failed = _compare(sizes, kv_history, shape, old, baseline)
-    if failed or argv or kv_history:
-        return failed
-    return _dropped_against_clean()
+        if failed or argv or kv_history or not whole:
+            return failed
+        # The whole run (issue 29's acceptance, in one run): the resubmitted shape beside the per-token one, the
+        # range shapes' growth, every barrier dropped against clean; each by the baseline too where one is given.
+        print("\nresubmitted (one command buffer per input slot):", flush=True)
+        failed = _compare([10**4, LARGEST], False, "resubmitted", old, baseline)
+        print("\nrange shapes, two sizes 10x apart:", flush=True)
+        failed |= _growth(old, baseline)
+        return failed | _dropped_against_clean(old=old, baseline=baseline)
 
 
+LARGEST = 12 * 10**5  # issue 29: 1.2M executed commands of either decode shape in at most 5 s
 DROPPED_SIZE = 10**5
 DROPPED_RUNS = 3  # fresh processes per stream, alternating, the least time and memory kept: others' work slows one
 
 
-def _dropped_against_clean(shapes: list[str] | None = None, size: int = DROPPED_SIZE) -> int:
+def _dropped_against_clean(shapes: list[str] | None = None, size: int = DROPPED_SIZE, old: Path | None = None,
+                           baseline: str | None = None) -> int:
     """Each decode shape (or those of `shapes`) at `size` commands, clean and with every barrier dropped: the
-    ratios of time and memory."""
+    ratios of time and memory; by the code of commit `baseline` (checked out at `old`) too where given."""
     from decode_stream import SHAPES
 
     print(f"\nevery barrier dropped against clean, {size} commands generated, least of {DROPPED_RUNS} runs "
           f"(target <= 3x time and memory):", flush=True)
-    print(f"{'shape':>11} {'stream':>8} {'commands':>10} {'seconds':>9} {'peak MiB':>9} {'findings':>8}", flush=True)
+    print(f"{'shape':>11} {'code':>9} {'stream':>8} {'commands':>10} {'seconds':>9} {'peak MiB':>9} {'findings':>8}",
+          flush=True)
     for shape in shapes or SHAPES:
-        try:
-            runs = [[run_one(size, False, shape, dropped=dropped) for dropped in (False, True)]
-                    for _ in range(DROPPED_RUNS)]
-        except RuntimeError as error:
-            print(error, file=sys.stderr)
-            return 1
-        rows = [{**r[0], "seconds": min(x["seconds"] for x in r), "peak_mib": min(x["peak_mib"] for x in r)}
-                for r in zip(*runs)]
-        for label, r in zip(("clean", "dropped"), rows):
-            print(f"{shape:>11} {label:>8} {r['commands']:>10} {r['seconds']:>9.2f} {r['peak_mib']:>9.1f} "
-                  f"{r['findings']:>8}", flush=True)
-        clean, dropped = rows
-        print(f"{shape:>11} dropped/clean: time {dropped['seconds'] / clean['seconds']:.2f}x, memory "
-              f"{dropped['peak_mib'] / max(clean['peak_mib'], 1.0):.2f}x", flush=True)
+        for label, code in (("current", None),) + (((baseline or "")[:9], old),) * (old is not None):
+            try:
+                runs = [[run_one(size, False, shape, code, dropped=dropped) for dropped in (False, True)]
+                        for _ in range(DROPPED_RUNS)]
+            except RuntimeError as error:
+                print(error, file=sys.stderr)
+                return 1
+            rows = [{**r[0], "seconds": min(x["seconds"] for x in r), "peak_mib": min(x["peak_mib"] for x in r)}
+                    for r in zip(*runs)]
+            for stream, r in zip(("clean", "dropped"), rows):
+                print(f"{shape:>11} {label:>9} {stream:>8} {r['commands']:>10} {r['seconds']:>9.2f} "
+                      f"{r['peak_mib']:>9.1f} {r['findings']:>8}", flush=True)
+            clean, dropped = rows
+            print(f"{shape:>11} {label:>9} dropped/clean: time {dropped['seconds'] / clean['seconds']:.2f}x, memory "
+                  f"{dropped['peak_mib'] / max(clean['peak_mib'], 1.0):.2f}x", flush=True)
     return 0
 
 
@@ -244,6 +257,9 @@ def _compare(sizes: list[int], kv_history: bool, shape: str, old: Path | None, b
             print(error, file=sys.stderr)
             return 1
         rows.append(r)
+    for r in rows:
+        if r["commands"] >= LARGEST:
+            print(f"{shape}: {r['commands']} commands in {r['seconds']:.2f} s (target <= 5 s)")
     small = rows[0]
     for large in rows[1:]:
         ratio = (large["seconds"] / large["commands"]) / (small["seconds"] / small["commands"])
