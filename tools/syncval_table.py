@@ -72,7 +72,6 @@ USES = [
     ("needs secondary command buffers", r"ExecuteCommands|COMMAND_BUFFER_LEVEL_SECONDARY"),
     ("needs queries", r"QueryPool|CmdWriteTimestamp|CmdCopyQueryPoolResults"),
     ("needs buffer markers", r"WriteBufferMarker"),
-    ("needs vkCmdDispatchBase", r"CmdDispatchBase"),
     ("needs texel buffers", r"TexelBuffer|BufferView"),
 ]
 NOT_YET = "expressible, not ported yet"
