@@ -71,7 +71,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 from dataclasses import asdict, dataclass, replace
 
 from ..model import ir
@@ -787,7 +786,11 @@ def user_files() -> list[str]:
 
 def stack_files() -> set[str]:
     """The user's files (_user) on the call stack: the code that issues the op about to run."""
-    return {_user(frame.f_code.co_filename) for frame, _ in traceback.walk_stack(None)} - {None}
+    names, frame = set(), sys._getframe(1)
+    while frame is not None:  # walked by hand: traceback.walk_stack works out each frame's line, unused here
+        names.add(frame.f_code.co_filename)
+        frame = frame.f_back
+    return {_user(name) for name in names} - {None}
 
 
 def list_modules(file: str, packages: set[str]) -> None:
