@@ -160,7 +160,7 @@ class Mutator:
         self._base = None  # (the op analysed and its probe, the hazards of both, of the op alone): for its candidates
         self._snapshot = None  # list mode: (the recorded stream's state, how many ops it had, a fork of it) for Shadow
         self._head = None  # the submit analysed, loaded, where several questions begin with it (_started)
-        self._states = None  # ((id of the recorded stream's state, how many ops it had), states fed ops) for _started
+        self._states = None  # (the recorded stream's state, how many ops it had, states of it fed ops) for _started
         self._settled_at = 0  # how many ops of the recorded stream _advance has looked at for host waits
         self._settle_due = False  # a host wait came since the last _settle
         self._dropped = None  # (thread, the signal) this mutant dropped: waits it blocks end the run (_unsatisfied)
@@ -532,7 +532,7 @@ class Mutator:
                     classes = _classes(predicted)
                     if not classes and not (at_end and predicted):
                         if shadow is not None and shadow[0] is not None:  # asked again of a second probe, maybe
-                            self._states[1][tuple(map(id, ops))] = (ops, shadow[0], mark, False)
+                            self._states[2][tuple(map(id, ops))] = (ops, shadow[0], mark, False)
                         return []
                 if predicted:
                     if (name, operator) in known_ops:
@@ -558,10 +558,9 @@ class Mutator:
         the feeding: the submit `_head` names, which its probes and the wait for its fence ahead of it begin with,
         is fed once and forked; a drop that broke nothing, which a barrier into the host is asked of a second probe,
         is taken as it was left before its probe (_mutants)."""
-        at = (id(main), len(main.fed))
-        if self._states is None or self._states[0] != at:
-            self._states = (at, {})
-        states = self._states[1]
+        if self._states is None or self._states[0] is not main or self._states[1] != len(main.fed):
+            self._states = (main, len(main.fed), {})
+        states = self._states[2]
         left = states.get(tuple(map(id, ops)))
         if left is not None and not left[3]:
             del states[tuple(map(id, ops))]
