@@ -507,7 +507,8 @@ class Mutator:
         needs another), make hazards that the original ops then the probe do not; none at all unless the
         first group (the drop) breaks an access ordering, or with `at_end` leaves a wait blocked (a signal
         that a batch or a host wait already recorded waits for): the operation is load-bearing. Every
-        question is asked of a fork of `main`, the recorded stream's incremental state (check/incremental.py).
+        question is asked of a fork of `main`, the recorded stream's incremental state (check/incremental.py),
+        fed its ops (_started: where an earlier question began with them, a fork of that state).
         `known_ops`: (op, operator) found already, by another probe."""
         from .generate import TARGETS, mutant_targets
 
