@@ -10,7 +10,6 @@ of barrier kinds makes this independent of the distance).
 
 from __future__ import annotations
 
-import copy
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -189,7 +188,8 @@ class BarrierLog:
 
     def fork(self) -> BarrierLog:
         """An independent copy (check/incremental.py's speculative checks)."""
-        new = copy.copy(self)
+        new = object.__new__(BarrierLog)  # as copy.copy makes it, without the pickling protocol's detour
+        new.__dict__.update(self.__dict__)
         for name in ("kind_ids", "_transitions", "_chains", "_entry_index", "alone"):
             setattr(new, name, dict(getattr(self, name)))
         new._kind_of_command = {}  # one entry per barrier so far, a memo: the fork hashes the few entries it adds

@@ -71,7 +71,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 from dataclasses import asdict, dataclass, replace
 
 from ..model import ir
@@ -160,6 +159,8 @@ class Mutator:
         self._borne: dict[int, set] = {}  # list mode: id of a mutant -> what its stopped shadow predicted
         self._base = None  # (the op analysed and its probe, the hazards of both, of the op alone): for its candidates
         self._snapshot = None  # list mode: (the recorded stream's state, how many ops it had, a fork of it) for Shadow
+        self._head = None  # the submit analysed, loaded, where several questions begin with it (_started)
+        self._states = None  # (the recorded stream's state, how many ops it had, states of it fed ops) for _started
         self._settled_at = 0  # how many ops of the recorded stream _advance has looked at for host waits
         self._settle_due = False  # a host wait came since the last _settle
         self._dropped = None  # (thread, the signal) this mutant dropped: waits it blocks end the run (_unsatisfied)
@@ -216,7 +217,10 @@ class Mutator:
         waits = self.chosen.target in ("list", "fence", "war")
         position = len(self.rt.threads.get(thread, []))
         if isinstance(op, ir.Submit):
-            found = self._submit_candidates(thread, position, op) if self.chosen.target != "fence" else []
+            submitted = (thread, *self._loaded(thread, op))
+            # Asked of its probes, then as the submit before the wait for its fence (analysed ahead, below).
+            self._head = submitted if waits and op.fence is not None else None
+            found = self._submit_candidates(position, submitted) if self.chosen.target != "fence" else []
         elif isinstance(op, ir.SignalSemaphore) and self.chosen.target in ("list", "semaphore") or \
                 isinstance(op, ir.HostAccess) and op.op in ("flush", "invalidate") and \
                 self.chosen.target in ("list", "host"):
@@ -226,7 +230,7 @@ class Mutator:
             # The wait analysed at its submit had no id or label (the program gives them only now).
             found = self._described(ahead[1], op, format_ref(thread, position)) \
                 if ahead is not None and ahead[0] == (thread, position, replace(op, id=None, label=None)) else \
-                self._wait_candidates(thread, position, [op])
+                self._wait_candidates(thread, position, [(thread, *self._loaded(thread, op))])
         else:
             return op
         result = self._number(thread, position, found, op)
@@ -234,7 +238,10 @@ class Mutator:
             # The wait for this fence is analysed now, before the submit: analysed at the wait, the
             # device would finish meanwhile and dropping the wait would open no race to observe.
             wait = ir.WaitFences((op.fence,))
-            self._ahead = ((thread, position + 1, wait), self._wait_candidates(thread, position + 1, [op, wait]))
+            if self.chosen.target != "list":  # the mutant chosen may have changed a command buffer it submits
+                self._head = submitted = (thread, *self._loaded(thread, op))
+            ops = [submitted, (thread, *self._loaded(thread, wait))]
+            self._ahead = ((thread, position + 1, wait), self._wait_candidates(thread, position + 1, ops))
         return result
 
     def _described(self, found: list, wait: ir.HostOp, ref: str) -> list:
@@ -398,7 +405,7 @@ class Mutator:
                 for kind in ("host_read", "host_write") for b in buffers if b.get("memory") in HOST_VISIBLE]
         return [host, device + destroys]
 
-    def _submit_candidates(self, thread: str, position: int, op: ir.Submit) -> list:
+    def _submit_candidates(self, position: int, submitted: tuple) -> list:
         """The mutants of the barriers `op` records for the first time and of its semaphore waits, where
         they alone order an access of the stream so far or of the probe after `op`: a later submit on the
         same queue that reads and writes every buffer those command buffers access (a dispatch of the
@@ -409,13 +416,13 @@ class Mutator:
         from .generate import barrier_edits, semaphore_edits
         from .operators import _positions
 
-        op, cbs = self._loaded(thread, op)
+        thread, op, cbs = submitted
         fresh = [cb for cb in cbs if not self.rt.was_recorded(cb.id)]
         touched = sorted({a[3] for cb in fresh for cmd in cb.commands for a in command_accesses(cmd)})
         probe = ir.CommandBuffer(PROBE, (ir.Dispatch(PROBE, tuple(ir.Binding(b, 0, self._size(b), "read_write")
                                                                  for b in touched)),))
         later = [(thread, ir.Submit(op.queue, (ir.Batch(command_buffers=(PROBE,)),)), [probe])] if touched else []
-        original = [(thread, op, cbs)]
+        original = [submitted]
         # (op reference, its family, per operator the alternatives: (operator, description, what it records
         # instead, the ops to feed, how their references map back)), and those of barriers into the host stage
         edits, host = [], []
@@ -453,12 +460,12 @@ class Mutator:
                       for m in self._mutants(name, family, groups, main, original, idle + reads, skip, known)]
         return sorted(found, key=lambda m: (m.operator, m.op))
 
-    def _wait_candidates(self, thread: str, position: int, ops: list[ir.HostOp]) -> list:
-        """Dropping the wait that ends `ops` (at `position`), where it alone orders device work
-        before the probe: any host access to host-visible memory."""
+    def _wait_candidates(self, thread: str, position: int, original: list[tuple]) -> list:
+        """Dropping the wait that ends `original` (at `position`; (thread, op, command buffers), as loaded), where it
+        alone orders device work before the probe: any host access to host-visible memory."""
         from .generate import drop_description
 
-        original = [(thread, *self._loaded(thread, o)) for o in ops]
+        ops = [op for _, op, _ in original]
         probe = [(thread, ir.HostAccess(kind, b["id"], 0, b["size"]), []) for kind in ("host_read", "host_write")
                  for b in self.rt.doc["buffers"] if b.get("memory") in HOST_VISIBLE]
         ref = format_ref(thread, position)
@@ -500,7 +507,8 @@ class Mutator:
         needs another), make hazards that the original ops then the probe do not; none at all unless the
         first group (the drop) breaks an access ordering, or with `at_end` leaves a wait blocked (a signal
         that a batch or a host wait already recorded waits for): the operation is load-bearing. Every
-        question is asked of a fork of `main`, the recorded stream's incremental state (check/incremental.py).
+        question is asked of a fork of `main`, the recorded stream's incremental state (check/incremental.py),
+        fed its ops (_started: where an earlier question began with them, a fork of that state).
         `known_ops`: (op, operator) found already, by another probe."""
         from .generate import TARGETS, mutant_targets
 
@@ -508,10 +516,7 @@ class Mutator:
         out, classes = [], ()
         for n, group in enumerate(groups):
             for operator, description, change, ops, refmap in group:
-                state = self._fork(main)
-                mark = state.mark()
-                for thread, op, cbs in ops:
-                    state.feed(thread, op, cbs)
+                state, mark = self._started(main, ops)
                 own = _by_original(state.hazards_since(mark), refmap, state)
                 shadow = self._shadow(main, state, own, ops, alone) if self.chosen.target == "list" else None
                 # A semaphore edit counts for its family whatever the probe adds: where its ops alone already
@@ -527,6 +532,8 @@ class Mutator:
                 if n == 0:
                     classes = _classes(predicted)
                     if not classes and not (at_end and predicted):
+                        if shadow is not None and shadow[0] is not None:  # asked again of a second probe, maybe
+                            self._states[2][tuple(map(id, ops))] = (ops, shadow[0], mark, False)
                         return []
                 if predicted:
                     if (name, operator) in known_ops:
@@ -546,6 +553,35 @@ class Mutator:
         with self.rt.record.lock:  # another thread may be recording into it
             return main.fork()
 
+    def _started(self, main, ops: list) -> tuple:
+        """A fork of `main` fed `ops` (each (thread, op, command buffers)) for the caller to feed on, and its mark
+        before them. Questions asked since `main` last changed that begin with the same ops (the same objects) spare
+        the feeding: the submit `_head` names, which its probes and the wait for its fence ahead of it begin with,
+        is fed once and forked; a drop that broke nothing, which a barrier into the host is asked of a second probe,
+        is taken as it was left before its probe (_mutants)."""
+        if self._states is None or self._states[0] is not main or self._states[1] != len(main.fed):
+            self._states = (main, len(main.fed), {})
+        states = self._states[2]
+        left = states.get(tuple(map(id, ops)))
+        if left is not None and not left[3]:
+            del states[tuple(map(id, ops))]
+            return left[1], left[2]
+        head = self._head
+        if ops and ops[0] is head:
+            first = states.get((id(head),))
+            if first is None:
+                state = self._fork(main)
+                mark = state.mark()
+                state.feed(*head)
+                first = states[(id(head),)] = ([head], state, mark, True)
+            state, mark, rest = first[1].fork(), first[2], ops[1:]
+        else:
+            state = self._fork(main)
+            mark, rest = state.mark(), ops
+        for thread, op, cbs in rest:
+            state.feed(thread, op, cbs)
+        return state, mark
+
     def _shadow(self, main, state, own: set, ops: list, alone: set) -> tuple:
         """A candidate's shadow before the probe is fed to `state` (`ops` fed after `main`, making hazards `own`):
         (its state, None), or (None, pending) where the ops make hazards that the original does not, which most
@@ -562,10 +598,7 @@ class Mutator:
         blocked), and those of the original ops alone, once per op and probe analysed."""
         key = (id(main), len(main.fed), tuple(op for _, op, _ in original + probe), at_end)
         if self._base is None or self._base[0] != key:
-            state = self._fork(main)
-            mark = state.mark()
-            for thread, op, cbs in original:
-                state.feed(thread, op, cbs)
+            state, mark = self._started(main, original)
             alone = state.hazards_since(mark)
             for thread, op, cbs in probe:
                 state.feed(thread, op, cbs)
@@ -707,10 +740,13 @@ def _probed(state, probe: list) -> bool:
     probe's own accesses race each other, as they may)."""
     state = state.fork(worded=False)
     mark, lengths = state.mark(), {t: state.thread_length(t) for t in state.thread_index}
+    own = PROBE + "["  # how the references to the probe's commands begin
 
     def earlier(ref: str | None) -> bool:
-        head = parse_ref(without_submit(ref)) if ref else None
-        return head is not None and head.owner != PROBE and head.index < lengths.get(head.owner, head.index + 1)
+        if not ref or ref.startswith(own):  # most are the probe's own races: not parsed
+            return False
+        head = parse_ref(without_submit(ref))
+        return head is not None and head.index < lengths.get(head.owner, head.index + 1)
     for thread, op, cbs in probe:
         state.feed(thread, op, cbs)
         if any(len(h) == 3 and earlier(h[1]) for h in state.hazards_since(mark)):
@@ -753,7 +789,11 @@ def user_files() -> list[str]:
 
 def stack_files() -> set[str]:
     """The user's files (_user) on the call stack: the code that issues the op about to run."""
-    return {_user(frame.f_code.co_filename) for frame, _ in traceback.walk_stack(None)} - {None}
+    names, frame = set(), sys._getframe(1)
+    while frame is not None:  # walked by hand: traceback.walk_stack works out each frame's line, unused here
+        names.add(frame.f_code.co_filename)
+        frame = frame.f_back
+    return {_user(name) for name in names} - {None}
 
 
 def list_modules(file: str, packages: set[str]) -> None:
