@@ -7,7 +7,8 @@ CLI picks one from FORMATTERS.
 
 from __future__ import annotations
 
-import json
+import orjson
+
 from .annotations import format_github, format_junit
 from .check.expect import Agreement
 from .check.findings import KINDS, Finding
@@ -51,8 +52,9 @@ def to_json_obj(r: FileResult) -> dict:
 
 def format_json(results: list[FileResult], expand: bool = False) -> str:
     """One list, one object per file (docs/format.md, Findings), whatever the number of files; every finding
-    with its group, so `expand` changes nothing here."""
-    return json.dumps([to_json_obj(r) for r in results], indent=2)
+    with its group, so `expand` changes nothing here. Written by orjson: json's encoder took twice the check's
+    time on a stream whose every access races (170k findings)."""
+    return orjson.dumps([to_json_obj(r) for r in results], option=orjson.OPT_INDENT_2).decode()
 
 
 def _op(ref: str | None, label: str | None, access: str | None, source: str | None = None) -> str:

@@ -40,12 +40,19 @@ def _refs(f: Finding) -> tuple[str | None, ...]:
     return (f.first, f.second) if f.ops is None else f.ops
 
 
-def point(stream: ir.Stream | None, ref: str | None, access: str | None) -> str:
+def point(stream: ir.Stream | None, ref: str | None, access: str | None, named: dict | None = None) -> str:
     """`copy copy/transfer_write`, `dispatch k compute_shader/shader_storage_read at app.py:12`, `main: host_read
-    host/host_read`, `main: submit to q0`; `-` for the missing first operation of an uninitialized read."""
+    host/host_read`, `main: submit to q0`; `-` for the missing first operation of an uninitialized read. `named`:
+    the points of commands already named, by the command and access (a command's point is its own, wherever it
+    runs; a host op's names its thread as well)."""
     if ref is None:
         return "-"
     op = None if stream is None else op_at(stream, ref)
+    if named is not None and isinstance(op, ir.Command):
+        key = (id(op), access)
+        if key not in named:
+            named[key] = point(stream, ref, access)
+        return named[key]
     if op is None:
         what = []
     elif isinstance(op, ir.Dispatch):
@@ -76,9 +83,10 @@ def group(stream: ir.Stream | None, findings: list[Finding]) -> tuple[Group, ...
         stream = instance(stream, findings[0].params)
     members: dict[tuple, list[int]] = {}
     points: dict[tuple, tuple[str, ...]] = {}
+    named: dict = {}  # the stream's commands, alive while it is, are the keys' ids
     for number, f in enumerate(findings, 1):
         accesses = (f.first_access, f.second_access) if f.ops is None else (None,) * len(f.ops)
-        at = tuple(point(stream, ref, access) for ref, access in zip(_refs(f), accesses))
+        at = tuple(point(stream, ref, access, named) for ref, access in zip(_refs(f), accesses))
         key = (f.kind, f.buffer, at, _fix_without_refs(f))
         members.setdefault(key, []).append(number)
         points.setdefault(key, at)
