@@ -595,8 +595,9 @@ class Mutator:
 
     def _baseline(self, main, original: list, probe: list, at_end: bool = False) -> tuple[set, set]:
         """The hazards of the original ops then the probe after `main` (`at_end`: and the waits they leave
-        blocked), and those of the original ops alone, once per op and probe analysed."""
-        key = (id(main), len(main.fed), tuple(op for _, op, _ in original + probe), at_end)
+        blocked), and those of the original ops alone, once per op and probe analysed. The key holds `main` itself,
+        as _started does: a state rebuilt after a HazardError could take a freed one's id."""
+        key = (main, len(main.fed), tuple(op for _, op, _ in original + probe), at_end)
         if self._base is None or self._base[0] != key:
             state, mark = self._started(main, original)
             alone = state.hazards_since(mark)
