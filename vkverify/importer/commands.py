@@ -11,10 +11,12 @@ import operator
 import re
 from dataclasses import dataclass, field
 
+from ..model.dump import Encoded
 from ..shaders import interface as library_interface
 from ..shaders.reflect import unpack_push
 from .encoded import TemplateData, specialization_data, template_data
 from .flags import access_names, stage_names
+from .readback import Touch, touch
 from .records import Call
 from .resources import PUSH_EVALUATIONS, Specialization
 
@@ -28,7 +30,8 @@ TRANSFER_LABEL = re.compile(r"buffer barrier (\d+): queue family (\d+) -> (\d+)"
 @dataclass
 class CommandBufferRecording:
     id: str
-    commands: list[dict] = field(default_factory=list)
+    commands: Encoded = field(default_factory=Encoded)
+    touches: list[Touch] = field(default_factory=list)  # what each command touches, for the readback walk
     pipeline: int | None = None
     sets: dict[int, tuple[int, list[int]]] = field(default_factory=dict)  # set number -> (set, dynamic offsets)
     push: bytearray = field(default_factory=bytearray)  # the push-constant bytes set so far
@@ -112,12 +115,23 @@ class Commands:
         rec = CommandBufferRecording(f"cb{handle}" if n == 1 else f"cb{handle}_{n}")
         self.recordings[handle] = rec
         self.command_buffers[rec.id] = rec.commands
+        self.touches[rec.id] = rec.touches
+
+    def vkEndCommandBuffer(self, call: Call, a: dict) -> None:
+        rec = self.recordings.get(a["commandBuffer"])
+        if rec is not None:
+            rec.commands.seal()
 
     def cmd(self, call: Call, cmd: str, **fields) -> None:
+        """A command, written as its text at once (model.dump.Encoded): nothing changes it after."""
         rec = self.recordings.get(call.args["commandBuffer"])
         if rec is not None:
             where = " > ".join(rec.regions) + ": " if rec.regions else ""
-            rec.commands.append({"cmd": cmd, **fields, "label": f"{where}{call.name} #{call.index}"})
+            command = {"cmd": cmd, **fields, "label": f"{where}{call.name} #{call.index}"}
+            rec.commands.append(command)
+            found = touch(command)  # one object for the commands that touch alike (a decode's tokens do)
+            rec.touches.append(self.touched.setdefault(found, found))
+            self.summary.commands[cmd] += 1
 
     def vkCmdBeginDebugUtilsLabelEXT(self, call: Call, a: dict) -> None:
         rec = self.recordings.get(a["commandBuffer"])
@@ -197,6 +211,8 @@ class Commands:
         for secondary in a["pCommandBuffers"]:
             if rec is not None and secondary in self.recordings:
                 rec.commands.extend(self.recordings[secondary].commands)
+                rec.touches.extend(self.recordings[secondary].touches)
+                self.summary.commands.update(t.kind for t in self.recordings[secondary].touches)
 
     def vkCmdCopyBuffer(self, call: Call, a: dict) -> None:
         self._copy(call, a["srcBuffer"], a["dstBuffer"], a["pRegions"])

@@ -75,7 +75,7 @@ class CapturedBuffer:
         return offset, self.size - offset if size == WHOLE_SIZE else min(size, self.size - offset)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Descriptor:
     buffer: int
     offset: int
@@ -96,6 +96,9 @@ class Resources:
         self.set_layouts: dict[int, dict[int, tuple[str, int]]] = {}  # layout -> binding -> (type, count)
         self.set_layout_of: dict[int, int] = {}  # descriptor set -> its layout
         self.sets: dict[int, dict[tuple[int, int], Descriptor]] = {}  # set -> (binding, element) -> descriptor
+        # Each (binding, element) and descriptor as one object, however many sets hold it: a program that
+        # allocates a set per dispatch and frees them at its end (a decode does) holds tens of thousands of sets.
+        self.interned: dict = {}
         self.unknown_sets: set[int] = set()  # sets written by a template whose data the capture lacks
         self.pool_sets: dict[int, list[int]] = {}  # descriptor pool -> the sets allocated from it
         self.pipeline_layouts: dict[int, list[int]] = {}  # pipeline layout -> its set layouts
@@ -177,8 +180,10 @@ class Resources:
             while binding in layout and element >= layout[binding][1]:
                 binding, element = binding + 1, 0
             if info is not None:
-                contents[binding, element] = Descriptor(info["buffer"], info["offset"], info["range"],
-                                                        BUFFER_DESCRIPTORS[kind], kind in DYNAMIC)
+                where = (binding, element)
+                found = Descriptor(info["buffer"], info["offset"], info["range"], BUFFER_DESCRIPTORS[kind],
+                                   kind in DYNAMIC)
+                contents[self.interned.setdefault(where, where)] = self.interned.setdefault(found, found)
             element += 1
 
     def free_sets(self, sets: list[int]) -> None:

@@ -17,14 +17,17 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
+import orjson
+
 from ..errors import VkverifyError
+from ..model.dump import Encoded
 from ..model.ir import MEMORY_KINDS
 
 from .commands import Commands, CommandBufferRecording
 from .gfxr import Blocks, CapturedBytes, FillMemory
 from .order import Satisfied
 from .queues import Queues
-from .readback import ASSUMED, Placement, Readbacks
+from .readback import ASSUMED, Placement, Readbacks, Touch
 from .records import Call
 from .resources import WHOLE_SIZE, CapturedBuffer, Memory, Resources
 from .summary import ImportSummary
@@ -95,7 +98,9 @@ class Translator(Commands, Queues):
         self.fences: dict[int, dict] = {}
         self.recordings: dict[int, CommandBufferRecording] = {}
         self.recorded: Counter = Counter()
-        self.command_buffers: dict[str, list[dict]] = {}
+        self.command_buffers: dict[str, Encoded] = {}
+        self.touches: dict[str, list[Touch]] = {}  # command buffer -> what its commands touch (readback.py)
+        self.touched: dict[Touch, Touch] = {}  # each Touch made, as the one object that stands for it
         self.shaders: dict[str, list[str]] = {}
         self.ops: dict[int, list[tuple[int, dict]]] = {}  # capture thread -> (call index, host op)
         self.exported: dict[int, dict] = {}  # file descriptor -> the semaphore exported as it
@@ -220,7 +225,7 @@ class Translator(Commands, Queues):
                 placements[buf.id] = Placement(mem.handle, buf.offset, _staging(kind, buf.usage), mem.ever_mapped)
         queue_device = {qid: dev for qid, dev, _ in self.queues.values()}
         queue_device.update((qid, dev) for qid, (dev, _) in self.stream_queues.items())
-        walk = Readbacks(placements, self.command_buffers, queue_device, self.flushed_fills, self.flushes,
+        walk = Readbacks(placements, self.touches, queue_device, self.flushed_fills, self.flushes,
                          self.assume_reads)
         ops = walk.walk(sorted(((index, thread, op) for thread, ops in self.ops.items() for index, op in ops),
                                key=lambda x: x[0]))
@@ -240,11 +245,13 @@ class Translator(Commands, Queues):
                 f"rewrote them; their labels start '{ASSUMED}' (import with assume_reads=False, --no-assumed-reads, to "
                 "leave them out)")
         if walk.unrecorded is not None and self.fills is not None:  # JSON lines: host writes are assumed anyway
+            cb, at, buffer, lo, hi = walk.unrecorded
+            label = orjson.loads(self.command_buffers[cb].texts()[at])["label"]
             self.warn("unrecorded", f"device commands read mapped memory that no captured write reached (first: "
-                                    f"{walk.unrecorded}): a capture made with assisted memory tracking records a host "
-                                    "write only at its vkFlushMappedMemoryRanges, so the writes of a program that does "
-                                    "not flush coherent memory are lost; capture with page_guard tracking (the "
-                                    "default) for them")
+                                    f"{label} reads {buffer} bytes [{lo}, {hi})): a capture made with assisted memory "
+                                    "tracking records a host write only at its vkFlushMappedMemoryRanges, so the "
+                                    "writes of a program that does not flush coherent memory are lost; capture with "
+                                    "page_guard tracking (the default) for them")
         if walk.fill_reads:
             self.summary.assumed.append(
                 f"{len(walk.fill_reads)} fill-memory records are host reads of bytes a device command wrote, after a "
