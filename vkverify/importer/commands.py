@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..model.dump import Encoded
 from ..shaders import interface as library_interface
-from ..shaders.reflect import unpack_push
+from ..shaders.reflect import ShaderInterface, unpack_push
 from .encoded import TemplateData, specialization_data, template_data
 from .flags import access_names, stage_names
 from .readback import Touch, touch
@@ -300,11 +300,9 @@ class Commands:
                     self.unresolved(f"shader module {module} (no SPIR-V) has set {n} bound, written by a descriptor "
                                     "update template whose data is not in the capture: its accesses are left out")
         else:
-            # A binding the code never touches is no access.
-            used = [info for info in interface.bindings if info.descriptor_type in BUFFER_BINDINGS
-                    and info.access != "none"]
-            wanted = [(info.set, info.binding, e, info.access) for info in used if info.set in rec.sets
-                      for e in range(info.count or self.res.layout_count(rec.sets[info.set][0], info.binding))]
+            used = self._used(interface)
+            wanted = [(n, b, e, access) for n, b, count, access in used if n in rec.sets
+                      for e in range(count or self.res.layout_count(rec.sets[n][0], b))]
         out, resolved = [], set()
         for number, binding, element, access in wanted:
             descriptor_set, offsets = rec.sets[number]
@@ -320,10 +318,20 @@ class Commands:
             offset, size = buf.range(d.offset + extra, d.range)
             out.append({"buffer": buf.id, "offset": offset, "size": size,
                         "access": d.access or access or "read_write"})
-        for number, binding in sorted({(b.set, b.binding) for b in used} - resolved):
+        for number, binding in sorted({(n, b) for n, b, _, _ in used} - resolved):
             self.unresolved(f"shader module {module} uses set {number}, binding {binding}, where no descriptor of a "
                             "bound buffer is: that access is left out")
         return out
+
+    def _used(self, interface: ShaderInterface) -> tuple[tuple[int, int, int, str], ...]:
+        """(set, binding, count, access) of each buffer binding the code touches: one it never touches is no
+        access. Kept per interface (Resources keeps each for the whole import, so its id names it)."""
+        found = self.used_bindings.get(id(interface))
+        if found is None:
+            found = self.used_bindings[id(interface)] = tuple(
+                (i.set, i.binding, i.count, i.access) for i in interface.bindings
+                if i.descriptor_type in BUFFER_BINDINGS and i.access != "none")
+        return found
 
     def unresolved(self, why: str) -> None:
         """A dispatch the stream cannot hold in full: counted by reason in the summary, which makes the verdict

@@ -166,10 +166,19 @@ def _marked(entries: list[Written], lo: int, hi: int, **change) -> list[Written]
 
 
 def _join(frontiers) -> Frontier:
+    """What all of `frontiers` cover. Frontiers are never changed once made: where one covers the others (a wait
+    for the submit before, on one queue), it is the join itself, not a copy."""
     out: Frontier = {}
+    copied = False
     for f in frontiers:
+        if not out:
+            out = f
+            continue
         for queue, n in f.items():
-            out[queue] = max(out.get(queue, 0), n)
+            if n > out.get(queue, 0):
+                if not copied:
+                    out, copied = dict(out), True
+                out[queue] = n
     return out
 
 
@@ -350,9 +359,10 @@ class Readbacks:
         self.submits += 1
         queue = op["queue"]
         self.submitted[queue] = n = self.submitted.get(queue, 0) + 1
-        frontier = _join([self.queue_frontier.get(queue, {}), {queue: n}])
+        frontier = {**self.queue_frontier.get(queue, {}), queue: n}  # none covers more of its own submits
         for batch in op["batches"]:
-            frontier = _join([frontier] + [self._signal(w["semaphore"], w.get("value")) for w in batch["wait"]])
+            if batch["wait"]:
+                frontier = _join([frontier, *(self._signal(w["semaphore"], w.get("value")) for w in batch["wait"])])
             for cb in batch["command_buffers"]:
                 for at, t in enumerate(self.command_buffers.get(cb, ())):
                     self._command(t, queue, n, cb, at)

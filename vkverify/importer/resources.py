@@ -181,9 +181,11 @@ class Resources:
                 binding, element = binding + 1, 0
             if info is not None:
                 where = (binding, element)
-                found = Descriptor(info["buffer"], info["offset"], info["range"], BUFFER_DESCRIPTORS[kind],
-                                   kind in DYNAMIC)
-                contents[self.interned.setdefault(where, where)] = self.interned.setdefault(found, found)
+                fields = (info["buffer"], info["offset"], info["range"], BUFFER_DESCRIPTORS[kind], kind in DYNAMIC)
+                found = self.interned.get(fields)  # by its fields' tuple: a dataclass's hash and == are Python's
+                if found is None:
+                    found = self.interned[fields] = Descriptor(*fields)
+                contents[self.interned.setdefault(where, where)] = found
             element += 1
 
     def free_sets(self, sets: list[int]) -> None:
@@ -231,11 +233,11 @@ class Resources:
         dispatch's; None where unknown) that decide branches frozen; every branch counting where the
         constants are unknown (None) or spirv-opt cannot apply them (reason in unspecialized). None (reason
         in shader_problems) without usable SPIR-V."""
-        path = None if self.shader_dir is None else self.shader_dir / f"sh{module}"
-        frozen = self._push(module, path, push)
+        frozen = self._push(module, push)
         key = (module, entry, specialization, frozen)
-        if key not in self._interfaces:
+        if key not in self._interfaces:  # the path made only here: per dispatch, it was a tenth of a decode's walk
             self._interfaces[key] = None
+            path = self._spirv(module)
             if path is None or not path.exists():
                 self.shader_problems[module] = "no SPIR-V (gfxrecon-extract output) for it"
                 return None
@@ -253,12 +255,17 @@ class Resources:
                 self.shader_problems[module] = f"its SPIR-V does not reflect: {e}"
         return self._interfaces[key]
 
-    def _push(self, module: int, path: Path | None, push: bytes | None) -> Push:
+    def _spirv(self, module: int) -> Path | None:
+        """Where gfxrecon-extract wrote the module's SPIR-V, if it ran."""
+        return None if self.shader_dir is None else self.shader_dir / f"sh{module}"
+
+    def _push(self, module: int, push: bytes | None) -> Push:
         """The (offset, bytes) of `push` that the module's push-constant loads deciding a branch read: the
         values its dispatch is evaluated with; () where none is known, or past PUSH_EVALUATIONS distinct ones."""
         if push is None:
             return ()
         if module not in self._deciding:
+            path = self._spirv(module)
             try:
                 loads = push_loads(path.read_bytes(), branching=True) if path is not None and path.exists() else ()
             except SpirvError:
@@ -279,7 +286,7 @@ class Resources:
         replayed by that kernel (with the captured push constants) rather than as an abstract shader."""
         key = (module, entry)
         if key not in self._kernels:
-            path = None if self.shader_dir is None else self.shader_dir / f"sh{module}"
+            path = self._spirv(module)
             name = None if path is None or not path.exists() else \
                 _library_digests().get(hashlib.sha256(path.read_bytes()).digest())
             self._kernels[key] = name if name is not None and library_interface(name).entry_point == entry else None

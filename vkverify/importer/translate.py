@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
+from operator import itemgetter
 
 import orjson
 
@@ -25,7 +26,7 @@ from ..model.ir import MEMORY_KINDS
 
 from .commands import Commands, CommandBufferRecording
 from .gfxr import Blocks, CapturedBytes, FillMemory
-from .order import Satisfied
+from .order import WAITS, Satisfied
 from .queues import Queues
 from .readback import ASSUMED, Placement, Readbacks, Touch
 from .records import Call
@@ -102,7 +103,9 @@ class Translator(Commands, Queues):
         self.touches: dict[str, list[Touch]] = {}  # command buffer -> what its commands touch (readback.py)
         self.touched: dict[Touch, Touch] = {}  # each Touch made, as the one object that stands for it
         self.shaders: dict[str, list[str]] = {}
+        self.used_bindings: dict[int, tuple] = {}  # id of a shader interface -> its buffer bindings used (_used)
         self.ops: dict[int, list[tuple[int, dict]]] = {}  # capture thread -> (call index, host op)
+        self.ordered: list[tuple[int, int, dict]] = []  # (call index, capture thread, host op) of all, once read back
         self.exported: dict[int, dict] = {}  # file descriptor -> the semaphore exported as it
         self.warned: set[str] = set()
         # Captures without fill records: memory -> its mapping that no submit, flush or unmap has followed yet.
@@ -228,7 +231,8 @@ class Translator(Commands, Queues):
         walk = Readbacks(placements, self.touches, queue_device, self.flushed_fills, self.flushes,
                          self.assume_reads)
         ops = walk.walk(sorted(((index, thread, op) for thread, ops in self.ops.items() for index, op in ops),
-                               key=lambda x: x[0]))
+                               key=itemgetter(0)))
+        self.ordered = ops
         self.ops = {}
         for index, thread, op in ops:
             self.ops.setdefault(thread, []).append((index, op))
@@ -284,16 +288,21 @@ class Translator(Commands, Queues):
         """The ops of capture threads `tids` in capture order, except that a host wait that no call before it
         satisfies comes, with the rest of its thread, after the call that does: a return-order artifact, which
         on one thread would be a deadlock."""
-        satisfied = Satisfied(sorted((x for ops in self.ops.values() for x in ops), key=lambda x: x[0]),
+        satisfied = Satisfied(((index, op) for index, _, op in self.ordered),
                               {s["id"]: s["initial"] for s in self.semaphores.values() if "initial" in s},
                               {f["id"] for f in self.fences.values() if f["signaled"]})
-        keyed = []
-        for t in tids:
-            floor = -1
-            for index, op in self.ops[t]:
-                floor = max(floor, satisfied.after(index, op))
-                keyed.append(((max(index, floor), floor > index, index), op))
-        return [op for _, op in sorted(keyed, key=lambda x: x[0])]
+        floors = dict.fromkeys(tids, -1)
+        keyed, moved = [], False
+        for index, thread, op in self.ordered:
+            if thread not in floors:
+                continue
+            floor = floors[thread]
+            if op["op"] in WAITS:
+                floor = floors[thread] = max(floor, satisfied.after(index, op))
+            moved = moved or floor > index
+            keyed.append(((max(index, floor), floor > index, index), op))
+        # Nothing moved: the ops are in capture order already (`ordered`'s), as a sort would leave them.
+        return [op for _, op in (sorted(keyed, key=itemgetter(0)) if moved else keyed)]
 
     # ---- devices and queues ------------------------------------------------
 
