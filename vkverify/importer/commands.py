@@ -27,7 +27,7 @@ BUFFER_BINDINGS = ("storage_buffer", "uniform_buffer", "storage_texel_buffer", "
 TRANSFER_LABEL = re.compile(r"buffer barrier (\d+): queue family (\d+) -> (\d+)")  # see __init__.py
 
 
-@dataclass
+@dataclass(slots=True)  # one per recording, all kept: a long run records thousands
 class CommandBufferRecording:
     id: str
     commands: Encoded = field(default_factory=Encoded)

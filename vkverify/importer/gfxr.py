@@ -53,7 +53,7 @@ _BLOCK_HEADER = struct.Struct("<QI").unpack_from  # size, type
 _CALL_HEADER = struct.Struct("<IQ").unpack_from  # api call id, thread id
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FillMemory:
     """A host write the capture layer recorded: `size` bytes at `offset` of the mapped range of `memory`."""
 

@@ -298,7 +298,8 @@ class Readbacks:
         consumed = self._consumed(ops, set(records))
         flushes = iter(self.flushes)
         flush = next(flushes, None)
-        for at, (index, thread, op) in enumerate(ops):
+        for at, item in enumerate(ops):
+            index, thread, op = item
             while flush is not None and flush[0] < index:
                 self._flushed(*flush[1:])
                 flush = next(flushes, None)
@@ -314,7 +315,7 @@ class Readbacks:
                 self.signals.setdefault(op["semaphore"], _Signals()).add(op["value"], {})
             elif kind == "destroy":
                 self.destroyed.add(op["buffer"])
-            out.append((index, thread, op))
+            out.append(item)  # the same tuple: a long run has tens of thousands of ops
             if kind in HOST_WAITS:
                 out += self._waited(self._covered(op), op["label"], index, thread)
         for rest in [flush, *flushes] if flush is not None else ():

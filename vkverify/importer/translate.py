@@ -97,6 +97,7 @@ class Translator(Commands, Queues):
         self.semaphores: dict[int, dict] = {}
         self.observed: dict[str, int] = {}  # timeline semaphore id -> highest value a host op has waited for
         self.fences: dict[int, dict] = {}
+        self.stage_lists: dict[tuple[str, ...], list[str]] = {}  # the stages of semaphore ops, each list once
         self.recordings: dict[int, CommandBufferRecording] = {}
         self.recorded: Counter = Counter()
         self.command_buffers: dict[str, Encoded] = {}
@@ -104,8 +105,9 @@ class Translator(Commands, Queues):
         self.touched: dict[Touch, Touch] = {}  # each Touch made, as the one object that stands for it
         self.shaders: dict[str, list[str]] = {}
         self.used_bindings: dict[int, tuple] = {}  # id of a shader interface -> its buffer bindings used (_used)
-        self.ops: dict[int, list[tuple[int, dict]]] = {}  # capture thread -> (call index, host op)
-        self.ordered: list[tuple[int, int, dict]] = []  # (call index, capture thread, host op) of all, once read back
+        # (call index, capture thread, host op) in capture order: the calls are walked in it, a fill-memory
+        # record before the first call after it.
+        self.ops: list[tuple[int, int, dict]] = []
         self.exported: dict[int, dict] = {}  # file descriptor -> the semaphore exported as it
         self.warned: set[str] = set()
         # Captures without fill records: memory -> its mapping that no submit, flush or unmap has followed yet.
@@ -212,7 +214,7 @@ class Translator(Commands, Queues):
         self.add_op(call.index, {"op": op, **fields, "label": label})
 
     def add_op(self, index: int, op: dict) -> None:
-        self.ops.setdefault(self.thread_of(index), []).append((index, op))
+        self.ops.append((index, self.thread_of(index), op))
 
     def thread_of(self, index: int) -> int:
         return 0 if self.call_threads is None else self.call_threads.get(index, 0)
@@ -220,6 +222,7 @@ class Translator(Commands, Queues):
     def read_back(self) -> None:
         """Add to the host ops the host reads a capture does not record, and make page-guard fills of read
         bytes reads (readback.py)."""
+        self.touched = {}  # no command is recorded past here: what the walk needs of them is in `touches`
         placements = {}
         for buf in self.res.buffers.values():
             mem = self.res.memories.get(buf.memory)
@@ -230,12 +233,7 @@ class Translator(Commands, Queues):
         queue_device.update((qid, dev) for qid, (dev, _) in self.stream_queues.items())
         walk = Readbacks(placements, self.touches, queue_device, self.flushed_fills, self.flushes,
                          self.assume_reads)
-        ops = walk.walk(sorted(((index, thread, op) for thread, ops in self.ops.items() for index, op in ops),
-                               key=itemgetter(0)))
-        self.ordered = ops
-        self.ops = {}
-        for index, thread, op in ops:
-            self.ops.setdefault(thread, []).append((index, op))
+        self.ops = walk.walk(self.ops)
         self.note_reads(walk)
 
     def note_reads(self, walk: Readbacks) -> None:
@@ -268,14 +266,15 @@ class Translator(Commands, Queues):
     def stream_threads(self) -> dict[str, list[dict]]:
         """Capture threads that signal a semaphore from the host as threads of their own (all of them with
         `every_thread`); the others as one thread `main`, in capture order."""
-        own = [t for t, ops in self.ops.items()
-               if self.every_thread or any(op["op"] == "signal_semaphore" for _, op in ops)]
-        merged = [t for t in self.ops if t not in own]
+        threads = dict.fromkeys(t for _, t, _ in self.ops)  # in the order of their first ops
+        signalling = {t for _, t, op in self.ops if op["op"] == "signal_semaphore"}
+        own = [t for t in threads if self.every_thread or t in signalling]
+        merged = [t for t in threads if t not in own]
         out = {}
         if merged:
             out["main"] = self._merged(merged)
-        for t in sorted(own, key=lambda t: self.ops[t][0][0]):
-            out["main" if not out else f"thread{t}"] = [op for _, op in self.ops[t]]
+        for t in own:
+            out["main" if not out else f"thread{t}"] = [op for _, thread, op in self.ops if thread == t]
         if len(merged) > 1:
             self.summary.assumed.append(
                 f"the calls of {len(merged)} threads are put on one thread in capture order: how the program's "
@@ -288,21 +287,21 @@ class Translator(Commands, Queues):
         """The ops of capture threads `tids` in capture order, except that a host wait that no call before it
         satisfies comes, with the rest of its thread, after the call that does: a return-order artifact, which
         on one thread would be a deadlock."""
-        satisfied = Satisfied(((index, op) for index, _, op in self.ordered),
+        satisfied = Satisfied(((index, op) for index, _, op in self.ops),
                               {s["id"]: s["initial"] for s in self.semaphores.values() if "initial" in s},
                               {f["id"] for f in self.fences.values() if f["signaled"]})
         floors = dict.fromkeys(tids, -1)
-        keyed, moved = [], False
-        for index, thread, op in self.ordered:
-            if thread not in floors:
-                continue
+        ops = [item for item in self.ops if item[1] in floors]
+        # Where no wait comes after a call past it, the ops are in capture order already (most captures).
+        if not any(satisfied.after(index, op) > index for index, _, op in ops if op["op"] in WAITS):
+            return [op for _, _, op in ops]
+        keyed = []
+        for index, thread, op in ops:
             floor = floors[thread]
             if op["op"] in WAITS:
                 floor = floors[thread] = max(floor, satisfied.after(index, op))
-            moved = moved or floor > index
             keyed.append(((max(index, floor), floor > index, index), op))
-        # Nothing moved: the ops are in capture order already (`ordered`'s), as a sort would leave them.
-        return [op for _, op in (sorted(keyed, key=itemgetter(0)) if moved else keyed)]
+        return [op for _, op in sorted(keyed, key=itemgetter(0))]
 
     # ---- devices and queues ------------------------------------------------
 
