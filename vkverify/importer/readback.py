@@ -56,7 +56,7 @@ HOST_WAITS = ("wait_fences", "wait_semaphores", "queue_wait_idle", "device_wait_
 Frontier = dict[str, int]  # queue -> the number of its submits that are complete, the latest of them included
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Placement:
     """Where a stream buffer's bytes lie: `offset` in memory `memory`."""
 
@@ -66,7 +66,7 @@ class Placement:
     mapped: bool  # the program maps the memory: the host may write it
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Written:
     """Bytes [lo, hi) of one memory that a device command wrote last, through `buffer` from `at` on."""
 
@@ -94,21 +94,23 @@ class _Signals:
 
     latest: Frontier = field(default_factory=dict)  # what the latest signal covers: a binary wait's
     highest: list[int] = field(default_factory=list)  # per signal with a value: the highest value so far
-    frontiers: list[Frontier] = field(default_factory=list)  # what each of those covers
+    # What each of those covers; one of a single queue as its (queue, count), in a third of a dict's memory.
+    frontiers: list[Frontier | tuple[str, int]] = field(default_factory=list)
 
     def add(self, value: int | None, frontier: Frontier) -> None:
         self.latest = frontier
         if value is not None:
             self.highest.append(max(value, self.highest[-1]) if self.highest else value)
-            self.frontiers.append(frontier)
+            self.frontiers.append(next(iter(frontier.items())) if len(frontier) == 1 else frontier)
 
     def reaching(self, value: int) -> Frontier:
         """What the first signal of `value` or more covers."""
         at = bisect_left(self.highest, value)
-        return self.frontiers[at] if at < len(self.frontiers) else {}
+        found = self.frontiers[at] if at < len(self.frontiers) else {}
+        return dict([found]) if isinstance(found, tuple) else found
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Bytes [lo, hi) of one memory whose contents a fill-memory record showed, no write since: those of the
     record's `text` (its bytes in the capture, or base64) from byte `skip` on, read when compared."""
