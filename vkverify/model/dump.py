@@ -225,13 +225,19 @@ def _expanded(value: Any, levels: int, step: str, pad: str,
         yield encode(value)
         return
     items = value.items() if isinstance(value, dict) else ((None, v) for v in value)
-    yield "{" if isinstance(value, dict) else "["
+    # Leaves are written some 64 KiB at a time, not each as a piece: a long run has 100k, a host write's data MiBs.
+    leaves, size = ["{" if isinstance(value, dict) else "["], 0
     for i, (key, item) in enumerate(items):
         head = f"{',' if i else ''}\n{inner}" if key is None else f"{',' if i else ''}\n{inner}{json.dumps(key)}: "
         below = _EXPANDED.get(key, 1) if pad == "" else levels - 1
         if below == 0 and not isinstance(item, Encoded):  # a leaf, on its line: no generator of its own
-            yield head + encode(list(item) if isinstance(item, _Each) else item)
+            leaves.append(head + encode(list(item) if isinstance(item, _Each) else item))
+            size += len(leaves[-1])
+            if size >= 1 << 16:
+                yield "".join(leaves)
+                leaves, size = [], 0
         else:
-            yield head
+            yield "".join(leaves) + head
+            leaves, size = [], 0
             yield from _expanded(item, below, step, inner, encode)
-    yield f"\n{pad}{'}' if isinstance(value, dict) else ']'}"
+    yield "".join(leaves) + f"\n{pad}{'}' if isinstance(value, dict) else ']'}"
