@@ -156,8 +156,9 @@ class Resources:
         unless the stream already refers to the buffer, another buffer has that id, or it is of the form of
         the ids the import makes up."""
         group = self.sharing(buf)
+        handles = {b.handle for b in group}  # not `in group`: a dataclass's == compares every field
         if not any(b.used for b in group) and not GENERATED_ID.fullmatch(name) and \
-                all(b.id != name for b in self.buffers.values() if b not in group):
+                all(b.id != name for b in self.buffers.values() if b.handle not in handles):
             for b in group:
                 b.id = name
 
