@@ -14,6 +14,7 @@ be an id (`Resources.name_buffer`), else `buf<handle>`.
 from __future__ import annotations
 
 import heapq
+import math
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -124,23 +125,26 @@ class Translator(Commands, Queues):
         pending = next(fills, None)
         kinds: dict[str, tuple] = {}  # a call's name -> what it is (_kind): a long capture repeats a few dozen
         count, call = self.summary.calls, None
+        next_fill = math.inf if pending is None else pending.index
         for call in calls:
-            while pending is not None and pending.index < call.index:
-                if call.name == "vkFlushMappedMemoryRanges":  # the call that made the layer write the record
-                    self.flushed_fills.add(pending.index)
+            index, name, args, result = call  # unpacked once, not read by name at each use (millions of calls)
+            while next_fill < index:
+                if name == "vkFlushMappedMemoryRanges":  # the call that made the layer write the record
+                    self.flushed_fills.add(next_fill)
                 self.fill_memory(pending, pending.data(self.capture))
                 pending = next(fills, None)
+                next_fill = math.inf if pending is None else pending.index
             count += 1
             if not count % PROGRESS_CALLS:
                 self.summary.calls = count
                 self.say(f"{count} calls read")
-            kind = kinds.get(call.name)
+            kind = kinds.get(name)
             if kind is None:
-                kind = kinds[call.name] = self._kind(call.name)
+                kind = kinds[name] = self._kind(name)
             handler, any_result, other = kind
-            if handler is not None and (any_result or call.result is None or call.result == "VK_SUCCESS"):
+            if handler is not None and (any_result or result is None or result == "VK_SUCCESS"):
                 try:
-                    handler(call, call.args)
+                    handler(call, args)
                 except UNREADABLE as e:
                     raise UnreadableCall(f"call #{call.index} {call.name}: arguments this importer cannot read "
                                          f"({type(e).__name__}: {str(e)[:200]})") from None
