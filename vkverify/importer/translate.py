@@ -14,6 +14,7 @@ be an id (`Resources.name_buffer`), else `buf<handle>`.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import re
 from collections import Counter
@@ -238,6 +239,8 @@ class Translator(Commands, Queues):
         queue_device.update((qid, dev) for qid, (dev, _) in self.stream_queues.items())
         walk = Readbacks(placements, self.touches, queue_device, self.flushed_fills, self.flushes,
                          self.assume_reads)
+        if any(a[0] > b[0] for a, b in itertools.pairwise(self.ops)):  # a hand-made .jsonl's calls may be
+            self.ops.sort(key=itemgetter(0))  # out of order: the walk reads them by call index
         self.ops = walk.walk(self.ops)
         self.note_reads(walk)
 

@@ -110,8 +110,9 @@ class Encoded:
         self._text: bytes | bytearray = b""  # each text followed by a newline (orjson escapes those in strings)
 
     def append(self, value: Any) -> None:
-        self._open().extend(_orjson_bytes(value))
-        self._text.append(10)
+        text = self._open()
+        text += _orjson_bytes(value)
+        text += b"\n"
 
     def extend(self, other: Encoded) -> None:
         self._open().extend(other._text)
