@@ -194,6 +194,18 @@ def test_a_wait_captured_before_the_submit_that_ended_it_follows_that_submit(tmp
     assert check(stream) == []
 
 
+def test_json_lines_out_of_index_order_are_read_in_index_order(tmp_path):
+    # A hand-made .jsonl may list its calls out of order: the host ops follow the call indices, as a capture's do.
+    calls = [("vkCreateDevice", {"physicalDevice": 1, "pDevice": 2}),
+             ("vkGetDeviceQueue", {"device": 2, "queueFamilyIndex": 0, "queueIndex": 0, "pQueue": 3}),
+             _timeline(2, 4), _submit(3, [], [(4, 2)]), _submit(3, [], [(4, 1)])]
+    path = _jsonl(tmp_path / "shuffled.jsonl", calls)
+    header, *lines = path.read_text().splitlines()
+    path.write_text("\n".join([header, *lines[:3], lines[4], lines[3]]))  # #5 before #4
+    stream, _ = import_capture(path)
+    assert [op.label for op in stream.threads[0].ops] == ["vkQueueSubmit2 #4", "vkQueueSubmit2 #5"]
+
+
 def test_a_semaphore_exported_and_imported_as_an_fd_is_one_semaphore(tmp_path):
     # gpu0 signals its timeline 5; gpu1 imports it as its semaphore 6 and waits on it.
     calls = [("vkCreateDevice", {"physicalDevice": 1, "pDevice": 2}),

@@ -103,12 +103,12 @@ def test_a_host_wait_covers_the_submits_up_to_the_first_signal_of_its_value():
     (the first of 3 or more), which covers the submits up to it on its queue and none after; a wait for a
     value no submit signalled covers nothing. Each copy into a staging buffer gets its assumed read after
     the first wait that covers it, and only there."""
-    from vkverify.importer.readback import ASSUMED, Placement, Readbacks
+    from vkverify.importer.readback import ASSUMED, Placement, Readbacks, touch
 
     rounds = 6
     placements = {f"S{i}": Placement(memory=1, offset=64 * i, staging=True, mapped=True) for i in range(rounds)}
-    command_buffers = {f"cb{i}": [{"cmd": "copy", "src": "D", "dst": f"S{i}", "label": f"copy {i}",
-                                   "regions": [{"src_offset": 0, "dst_offset": 0, "size": 64}]}]
+    command_buffers = {f"cb{i}": [touch({"cmd": "copy", "src": "D", "dst": f"S{i}", "label": f"copy {i}",
+                                         "regions": [{"src_offset": 0, "dst_offset": 0, "size": 64}]})]
                        for i in range(rounds)}
 
     def submit(i: int) -> dict:
@@ -159,14 +159,14 @@ def test_the_converter_is_bounded_in_its_own_cpu_time_not_in_the_walk_s(captured
 
 def test_the_summary_names_a_few_read_back_buffers_and_counts_the_rest():
     """A long run reads back hundreds of staging buffers: the summary's line names eight and counts the others."""
-    from vkverify.importer.readback import Placement, Readbacks
+    from vkverify.importer.readback import Placement, Readbacks, touch
     from vkverify.importer.resources import Resources
     from vkverify.importer.translate import Translator
 
     buffers = [f"S{i:02}" for i in range(12)]
     placements = {b: Placement(memory=1, offset=64 * i, staging=True, mapped=True) for i, b in enumerate(buffers)}
-    command_buffers = {"cb": [{"cmd": "copy", "src": "D", "dst": b, "label": f"copy {b}",
-                               "regions": [{"src_offset": 0, "dst_offset": 0, "size": 64}]} for b in buffers]}
+    command_buffers = {"cb": [touch({"cmd": "copy", "src": "D", "dst": b, "label": f"copy {b}",
+                                     "regions": [{"src_offset": 0, "dst_offset": 0, "size": 64}]}) for b in buffers]}
     ops = [{"op": "submit", "queue": "q0", "label": "submit", "batches": [
                {"wait": [], "command_buffers": ["cb"], "signal": [{"semaphore": "t", "value": 1}]}]},
            {"op": "wait_semaphores", "waits": [{"semaphore": "t", "value": 1}], "label": "wait"}]
@@ -221,3 +221,25 @@ def test_the_written_stream_reads_its_fill_bytes_from_the_capture(captured, tmp_
     part = CapturedBytes(captured, 16, 64).part(8, 5)
     assert str(part) == base64.b64encode(captured.read_bytes()[24:29]).decode() and part.read() == \
         captured.read_bytes()[24:29]
+
+
+def test_commands_held_as_their_texts_are_written_and_decoded_as_the_dicts():
+    """An import holds each command buffer's commands as their texts (model.dump.Encoded): the document is written
+    byte for byte as with the dicts, and decodes to them, sealed or still open, extended by another's."""
+    from vkverify.model.dump import Encoded, document_chunks
+
+    first = [{"cmd": "fill", "dst": "B", "offset": 0, "size": 4, "value": 7, "label": "line\nbreak \u00e9"},
+             {"cmd": "copy", "src": "A", "dst": "B", "regions": [{"src_offset": 0, "dst_offset": 0, "size": 4}]}]
+    second = [{"cmd": "barrier", "src_stage": ["transfer"], "dst_stage": ["host"]}]
+    sealed, open_, empty = Encoded(), Encoded(), Encoded()
+    for command in first:
+        sealed.append(command)
+    sealed.seal()
+    for command in second:
+        open_.append(command)
+    open_.extend(sealed)
+    texts = {"a": sealed, "b": open_, "c": empty}
+    dicts = {"a": first, "b": second + first, "c": []}
+    assert [len(v) for v in texts.values()] == [2, 3, 0]
+    assert {k: v.decoded() for k, v in texts.items()} == dicts
+    assert "".join(document_chunks({"command_buffers": texts})) == "".join(document_chunks({"command_buffers": dicts}))

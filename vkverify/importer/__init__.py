@@ -50,6 +50,7 @@ from os import PathLike
 from pathlib import Path
 
 from ..model import InvalidStream, UsageError, from_dict, ir
+from ..model.dump import Encoded
 from ..model.gcpause import cyclic_gc_paused
 from .errors import CaptureError
 from .gfxr import Blocks, CapturedBytes, capture_env, converting, decompress, extract, read_blocks
@@ -105,8 +106,8 @@ def import_document(path: str | Path, shader_dir: str | Path | None = None, thre
     """`import_capture`'s stream as the document it is built from (vkverify-stream/1, as parsed JSON), for a
     caller that writes it out (model.dump.document_chunks): building the IR was a third of an import's time and
     memory. The bytes of fill-memory records stay in the capture until written (gfxr.CapturedBytes, whose str()
-    is their base64 text). The translator shapes it right by construction (the suite loads every document it
-    imports strictly)."""
+    is their base64 text), and each command buffer's commands are their texts (model.dump.Encoded). The
+    translator shapes it right by construction (the suite loads every document it imports strictly)."""
     for argument, value in (("path", path), ("shader_dir", shader_dir or "")):
         if not isinstance(value, (str, PathLike)):
             raise UsageError(argument, f"expected a str or a Path, got {type(value).__name__}")
@@ -148,7 +149,6 @@ def _translate(path: Path, calls: Iterator[Call], shader_dir: Path | None, block
     except UNREADABLE as e:  # calls each readable that do not fit together (a handle of another kind)
         raise CaptureError(str(path), f"calls that do not fit together ({type(e).__name__}: {str(e)[:200]})") from None
     summary = translator.summary
-    summary.commands.update(c["cmd"] for commands in doc["command_buffers"].values() for c in commands)
     summary.host_ops.update(op["op"] for ops in doc["threads"].values() for op in ops)
     return doc, summary
 
@@ -158,6 +158,10 @@ def _stream(doc: dict, file: str) -> ir.Stream:
     checks were half an import's loading time, and the translator shapes a document right by construction (a
     test checks its documents with them): they run only to say what is wrong when the document does not build."""
     _as_text(doc)
+    cbs = doc["command_buffers"]
+    for cb, commands in cbs.items():  # the translator's are their texts (model.dump.Encoded)
+        if isinstance(commands, Encoded):
+            cbs[cb] = commands.decoded()
     try:
         return from_dict(doc, file, schema=False)
     except (InvalidStream, KeyError, TypeError, AttributeError, ValueError, IndexError):

@@ -11,10 +11,12 @@ import operator
 import re
 from dataclasses import dataclass, field
 
+from ..model.dump import Encoded
 from ..shaders import interface as library_interface
-from ..shaders.reflect import unpack_push
+from ..shaders.reflect import ShaderInterface, unpack_push
 from .encoded import TemplateData, specialization_data, template_data
 from .flags import access_names, stage_names
+from .readback import Touch, touch
 from .records import Call
 from .resources import PUSH_EVALUATIONS, Specialization
 
@@ -25,10 +27,11 @@ BUFFER_BINDINGS = ("storage_buffer", "uniform_buffer", "storage_texel_buffer", "
 TRANSFER_LABEL = re.compile(r"buffer barrier (\d+): queue family (\d+) -> (\d+)")  # see __init__.py
 
 
-@dataclass
+@dataclass(slots=True)  # one per recording, all kept: a long run records thousands
 class CommandBufferRecording:
     id: str
-    commands: list[dict] = field(default_factory=list)
+    commands: Encoded = field(default_factory=Encoded)
+    touches: list[Touch] = field(default_factory=list)  # what each command touches, for the readback walk
     pipeline: int | None = None
     sets: dict[int, tuple[int, list[int]]] = field(default_factory=dict)  # set number -> (set, dynamic offsets)
     push: bytearray = field(default_factory=bytearray)  # the push-constant bytes set so far
@@ -112,12 +115,23 @@ class Commands:
         rec = CommandBufferRecording(f"cb{handle}" if n == 1 else f"cb{handle}_{n}")
         self.recordings[handle] = rec
         self.command_buffers[rec.id] = rec.commands
+        self.touches[rec.id] = rec.touches
+
+    def vkEndCommandBuffer(self, call: Call, a: dict) -> None:
+        rec = self.recordings.get(a["commandBuffer"])
+        if rec is not None:
+            rec.commands.seal()
 
     def cmd(self, call: Call, cmd: str, **fields) -> None:
+        """A command, written as its text at once (model.dump.Encoded): nothing changes it after."""
         rec = self.recordings.get(call.args["commandBuffer"])
         if rec is not None:
             where = " > ".join(rec.regions) + ": " if rec.regions else ""
-            rec.commands.append({"cmd": cmd, **fields, "label": f"{where}{call.name} #{call.index}"})
+            command = {"cmd": cmd, **fields, "label": f"{where}{call.name} #{call.index}"}
+            rec.commands.append(command)
+            found = touch(command)  # one object for the commands that touch alike (a decode's tokens do)
+            rec.touches.append(self.touched.setdefault(found, found))
+            self.summary.commands[cmd] += 1
 
     def vkCmdBeginDebugUtilsLabelEXT(self, call: Call, a: dict) -> None:
         rec = self.recordings.get(a["commandBuffer"])
@@ -197,6 +211,8 @@ class Commands:
         for secondary in a["pCommandBuffers"]:
             if rec is not None and secondary in self.recordings:
                 rec.commands.extend(self.recordings[secondary].commands)
+                rec.touches.extend(self.recordings[secondary].touches)
+                self.summary.commands.update(t.kind for t in self.recordings[secondary].touches)
 
     def vkCmdCopyBuffer(self, call: Call, a: dict) -> None:
         self._copy(call, a["srcBuffer"], a["dstBuffer"], a["pRegions"])
@@ -284,11 +300,9 @@ class Commands:
                     self.unresolved(f"shader module {module} (no SPIR-V) has set {n} bound, written by a descriptor "
                                     "update template whose data is not in the capture: its accesses are left out")
         else:
-            # A binding the code never touches is no access.
-            used = [info for info in interface.bindings if info.descriptor_type in BUFFER_BINDINGS
-                    and info.access != "none"]
-            wanted = [(info.set, info.binding, e, info.access) for info in used if info.set in rec.sets
-                      for e in range(info.count or self.res.layout_count(rec.sets[info.set][0], info.binding))]
+            used = self._used(interface)
+            wanted = [(n, b, e, access) for n, b, count, access in used if n in rec.sets
+                      for e in range(count or self.res.layout_count(rec.sets[n][0], b))]
         out, resolved = [], set()
         for number, binding, element, access in wanted:
             descriptor_set, offsets = rec.sets[number]
@@ -304,10 +318,20 @@ class Commands:
             offset, size = buf.range(d.offset + extra, d.range)
             out.append({"buffer": buf.id, "offset": offset, "size": size,
                         "access": d.access or access or "read_write"})
-        for number, binding in sorted({(b.set, b.binding) for b in used} - resolved):
+        for number, binding in sorted({(n, b) for n, b, _, _ in used} - resolved):
             self.unresolved(f"shader module {module} uses set {number}, binding {binding}, where no descriptor of a "
                             "bound buffer is: that access is left out")
         return out
+
+    def _used(self, interface: ShaderInterface) -> tuple[tuple[int, int, int, str], ...]:
+        """(set, binding, count, access) of each buffer binding the code touches: one it never touches is no
+        access. Kept per interface (Resources keeps each for the whole import, so its id names it)."""
+        found = self.used_bindings.get(id(interface))
+        if found is None:
+            found = self.used_bindings[id(interface)] = tuple(
+                (i.set, i.binding, i.count, i.access) for i in interface.bindings
+                if i.descriptor_type in BUFFER_BINDINGS and i.access != "none")
+        return found
 
     def unresolved(self, why: str) -> None:
         """A dispatch the stream cannot hold in full: counted by reason in the summary, which makes the verdict

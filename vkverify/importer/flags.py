@@ -27,6 +27,7 @@ MEMORY_HOST_VISIBLE = 0x2
 MEMORY_HOST_COHERENT = 0x4
 
 
+@functools.lru_cache(maxsize=1024)  # a capture names the same few masks in every barrier
 def _mask(mask: int | str, row: Callable[[str], Stage | AccessType | None]) -> int:
     """A mask as the converter writes it: an integer, or Vulkan bit names joined by "|"."""
     if isinstance(mask, int):

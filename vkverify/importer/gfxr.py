@@ -48,9 +48,12 @@ _PUSH_CONSTANTS = 0x11084  # ApiCall_vkCmdPushConstants
 # _vkCmdPushDescriptorSetWithTemplateKHR, _vkUpdateDescriptorSetWithTemplateKHR).
 _KEPT_CALLS = (0x11042, 0x110A0, 0x110DD, 0x110E0)
 _COMPRESSION_OPTION = 1  # file option kCompressionType; value 0 is kNone
+# Compiled once: a capture has a block per call, and these are read for each.
+_BLOCK_HEADER = struct.Struct("<QI").unpack_from  # size, type
+_CALL_HEADER = struct.Struct("<IQ").unpack_from  # api call id, thread id
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FillMemory:
     """A host write the capture layer recorded: `size` bytes at `offset` of the mapped range of `memory`."""
 
@@ -77,8 +80,11 @@ class CapturedBytes:
     size: int
 
     def read(self) -> bytes:
-        with self.path.open("rb") as f:
-            return os.pread(f.fileno(), self.size, self.at)
+        fd = os.open(self.path, os.O_RDONLY)  # not a buffered file object: a long run reads thousands of these
+        try:
+            return os.pread(fd, self.size, self.at)
+        finally:
+            os.close(fd)
 
     def part(self, skip: int, size: int) -> CapturedBytes:
         return CapturedBytes(self.path, self.at + skip, size)
@@ -151,23 +157,26 @@ def _blocks(path: Path, data: mmap.mmap | bytes, count: int, shown: str) -> Bloc
     options = dict(struct.unpack_from("<II", data, 16 + 8 * i) for i in range(count))
     pos, index = 16 + 8 * count, 0
     fills, threads, pushes, kept = [], CallThreads(), {}, {}
-    truncated, released = None, 0
-    while pos < len(data):
+    truncated, released, last = None, 0, None
+    total = len(data)
+    while pos < total:
         if pos - released >= _RELEASE:
             released = _release(data, pos, released)
-        if pos + 12 > len(data):
+        if pos + 12 > total:
             truncated = f"block {index}'s header at byte {pos} is cut off"
             break
-        size, kind = struct.unpack_from("<QI", data, pos)
+        size, kind = _BLOCK_HEADER(data, pos)
         end = pos + 12 + size
-        if end > len(data):
-            truncated = f"block {index} at byte {pos} needs {size} bytes, {len(data) - pos - 12} remain"
+        if end > total:
+            truncated = f"block {index} at byte {pos} needs {size} bytes, {total - pos - 12} remain"
             break
         plain = not kind & _COMPRESSED
         kind &= ~_COMPRESSED
         if kind == _FUNCTION_CALL_BLOCK and size >= 12:
-            api, thread = struct.unpack_from("<IQ", data, pos + 12)
-            threads.add(index, thread)
+            api, thread = _CALL_HEADER(data, pos + 12)
+            if thread != last:  # a call on the thread of the one before: nothing to add (most of them)
+                threads.add(index, thread)
+                last = thread
             if api == _PUSH_CONSTANTS and plain:
                 # Parameters: command buffer, layout (u64 ids), stage flags, offset, size (u32), then
                 # pValues as an encoded array that ends with its `size` bytes.
@@ -178,7 +187,9 @@ def _blocks(path: Path, data: mmap.mmap | bytes, count: int, shown: str) -> Bloc
         elif kind == _META_DATA_BLOCK and size >= 36 and \
                 struct.unpack_from("<I", data, pos + 12)[0] & 0xFFFF == _FILL_MEMORY:
             thread, memory, offset, length = struct.unpack_from("<QQQQ", data, pos + 16)
-            threads.add(index, thread)
+            if thread != last:
+                threads.add(index, thread)
+                last = thread
             fills.append(FillMemory(index, thread, memory, offset, length, pos + 48 if plain else None))
         pos, index = end, index + 1
     return Blocks(path, tuple(fills), threads, pushes, options.get(_COMPRESSION_OPTION, 0) != 0, kept, truncated)

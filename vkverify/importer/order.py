@@ -4,12 +4,15 @@ signal that ended it. `Satisfied` finds, for each host wait, the call that satis
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterable
 
-__all__ = ["Satisfied"]
+__all__ = ["WAITS", "Satisfied"]
+
+WAITS = ("wait_semaphores", "wait_fences")  # the host waits `Satisfied.after` finds a call for
 
 
 class Satisfied:
-    def __init__(self, ops: list[tuple[int, dict]], initial: dict[str, int], signaled: set[str]) -> None:
+    def __init__(self, ops: Iterable[tuple[int, dict]], initial: dict[str, int], signaled: set[str]) -> None:
         """ops: (call index, host op) of every thread, in capture order; initial: timeline semaphore id ->
         initial value; signaled: the fences created signaled."""
         self.initial = initial

@@ -42,7 +42,8 @@ class Queues:
 
     def _semaphore_op(self, handle: int, value: int | None, stage: list[str]) -> dict:
         sem = self.semaphores[handle]
-        op = {"semaphore": sem["id"], "stage": stage}
+        # One list per stage set: a long run's submits name the same few (a list each was 2 MB of an FFT loop's).
+        op = {"semaphore": sem["id"], "stage": self.stage_lists.setdefault(tuple(stage), stage)}
         if sem["type"] == "timeline":
             op["value"] = value
         return op

@@ -30,11 +30,12 @@ import itertools
 from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from ..model.accesses import binding_reads, binding_writes
 from .gfxr import CapturedBytes
 
-__all__ = ["ASSUMED", "Placement", "Readbacks", "Written", "accesses"]
+__all__ = ["ASSUMED", "Placement", "Readbacks", "Touch", "Written", "accesses", "touch"]
 
 ASSUMED = "assumed host read"  # how an assumed read's label starts: the finding that names it shows it
 FILL = "fill memory"  # how the label of a fill-memory record's host write starts (translate.py)
@@ -55,7 +56,7 @@ HOST_WAITS = ("wait_fences", "wait_semaphores", "queue_wait_idle", "device_wait_
 Frontier = dict[str, int]  # queue -> the number of its submits that are complete, the latest of them included
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Placement:
     """Where a stream buffer's bytes lie: `offset` in memory `memory`."""
 
@@ -65,7 +66,7 @@ class Placement:
     mapped: bool  # the program maps the memory: the host may write it
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Written:
     """Bytes [lo, hi) of one memory that a device command wrote last, through `buffer` from `at` on."""
 
@@ -93,21 +94,23 @@ class _Signals:
 
     latest: Frontier = field(default_factory=dict)  # what the latest signal covers: a binary wait's
     highest: list[int] = field(default_factory=list)  # per signal with a value: the highest value so far
-    frontiers: list[Frontier] = field(default_factory=list)  # what each of those covers
+    # What each of those covers; one of a single queue as its (queue, count), in a third of a dict's memory.
+    frontiers: list[Frontier | tuple[str, int]] = field(default_factory=list)
 
     def add(self, value: int | None, frontier: Frontier) -> None:
         self.latest = frontier
         if value is not None:
             self.highest.append(max(value, self.highest[-1]) if self.highest else value)
-            self.frontiers.append(frontier)
+            self.frontiers.append(next(iter(frontier.items())) if len(frontier) == 1 else frontier)
 
     def reaching(self, value: int) -> Frontier:
         """What the first signal of `value` or more covers."""
         at = bisect_left(self.highest, value)
-        return self.frontiers[at] if at < len(self.frontiers) else {}
+        found = self.frontiers[at] if at < len(self.frontiers) else {}
+        return dict([found]) if isinstance(found, tuple) else found
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Bytes [lo, hi) of one memory whose contents a fill-memory record showed, no write since: those of the
     record's `text` (its bytes in the capture, or base64) from byte `skip` on, read when compared."""
@@ -165,10 +168,19 @@ def _marked(entries: list[Written], lo: int, hi: int, **change) -> list[Written]
 
 
 def _join(frontiers) -> Frontier:
+    """What all of `frontiers` cover. Frontiers are never changed once made: where one covers the others (a wait
+    for the submit before, on one queue), it is the join itself, not a copy."""
     out: Frontier = {}
+    copied = False
     for f in frontiers:
+        if not out:
+            out = f
+            continue
         for queue, n in f.items():
-            out[queue] = max(out.get(queue, 0), n)
+            if n > out.get(queue, 0):
+                if not copied:
+                    out, copied = dict(out), True
+                out[queue] = n
     return out
 
 
@@ -186,6 +198,18 @@ def accesses(cmd: dict) -> Iterator[tuple[str, int, int, bool, bool]]:
             yield b["buffer"], b["offset"], b["size"], binding_reads(b["access"]), binding_writes(b["access"])
         if "indirect" in cmd:
             yield cmd["indirect"]["buffer"], cmd["indirect"]["offset"], 12, True, False
+
+
+class Touch(NamedTuple):
+    """What the walk needs of a stream command (`touch`): an import keeps this of each command, not its dict."""
+
+    kind: str  # the command's `cmd`
+    accesses: tuple[tuple[str, int, int, bool, bool], ...]  # `accesses`
+    to_host: tuple[tuple[str, int, int] | None, ...]  # `_to_host`
+
+
+def touch(cmd: dict) -> Touch:
+    return Touch(cmd["cmd"], tuple(accesses(cmd)), tuple(_to_host(cmd)))
 
 
 def _to_host(cmd: dict) -> Iterator[tuple[str, int, int] | None]:
@@ -232,10 +256,11 @@ def _covers(spans: list[tuple[int, int]], lo: int, hi: int) -> bool:
 
 
 class Readbacks:
-    def __init__(self, placements: dict[str, Placement], command_buffers: dict[str, list[dict]],
+    def __init__(self, placements: dict[str, Placement], command_buffers: dict[str, list[Touch]],
                  queue_device: dict[str, str], flushed_fills: set[int], flushes: list[tuple[int, int, int, int]],
                  assume: bool) -> None:
-        """placements: the buffers on host-visible memory; queue_device: stream queue -> its device;
+        """placements: the buffers on host-visible memory; command_buffers: what each command of each touches;
+        queue_device: stream queue -> its device;
         flushed_fills: the call indices of the fill records made at a flush; flushes: (call index, memory, lo,
         hi) of each range a vkFlushMappedMemoryRanges flushed, by call index; assume: add the assumed reads."""
         self.flushes = flushes
@@ -262,7 +287,9 @@ class Readbacks:
         self.assumed_reads: list[str] = []  # buffer ids of the assumed reads kept, for the summary
         self.fill_reads: set[int] = set()  # the call indices of the fill-memory records with a host read
         self.recorded: dict[int, list[tuple[int, int]]] = {}  # memory -> the bytes a captured write reached
-        self.unrecorded: str | None = None  # the first device read of mapped bytes no captured write reached
+        # The first device read of mapped bytes no captured write reached: (command buffer, the command's place in
+        # it, buffer, lo, hi), the bytes in the buffer.
+        self.unrecorded: tuple[str, int, str, int, int] | None = None
 
     def walk(self, ops: list[tuple[int, int, dict]]) -> list[tuple[int, int, dict]]:
         """(call index, capture thread, host op) in capture order, with assumed reads added after the waits and
@@ -273,7 +300,8 @@ class Readbacks:
         consumed = self._consumed(ops, set(records))
         flushes = iter(self.flushes)
         flush = next(flushes, None)
-        for at, (index, thread, op) in enumerate(ops):
+        for at, item in enumerate(ops):
+            index, thread, op = item
             while flush is not None and flush[0] < index:
                 self._flushed(*flush[1:])
                 flush = next(flushes, None)
@@ -289,7 +317,7 @@ class Readbacks:
                 self.signals.setdefault(op["semaphore"], _Signals()).add(op["value"], {})
             elif kind == "destroy":
                 self.destroyed.add(op["buffer"])
-            out.append((index, thread, op))
+            out.append(item)  # the same tuple: a long run has tens of thousands of ops
             if kind in HOST_WAITS:
                 out += self._waited(self._covered(op), op["label"], index, thread)
         for rest in [flush, *flushes] if flush is not None else ():
@@ -312,8 +340,8 @@ class Readbacks:
         for at in reversed(range(len(ops))):
             op = ops[at][2]
             if op["op"] == "submit":
-                touched = [(buffer, offset, size, reads, writes) for batch in op["batches"]
-                           for _, buffer, offset, size, reads, writes in self._accesses(batch)]
+                touched = [access for batch in op["batches"] for cb in batch["command_buffers"]
+                           for t in self.command_buffers.get(cb, ()) for access in t.accesses]
             else:
                 touched = [(op["buffer"], op["offset"], op["size"], op["op"] == "host_read",
                             op["op"] == "host_write")] if op["op"] in ("host_read", "host_write") else []
@@ -328,39 +356,33 @@ class Readbacks:
                 read_next[place.memory] = _add(spans, lo, hi) if reads else spans  # a read_write reads first
         return out
 
-    def _accesses(self, batch: dict) -> Iterator[tuple[dict, str, int, int, bool, bool]]:
-        """(command, buffer, offset, size, reads, writes) for each access of a batch's commands, in order."""
-        for cb in batch["command_buffers"]:
-            for cmd in self.command_buffers.get(cb, ()):
-                for access in accesses(cmd):
-                    yield (cmd, *access)
-
     # ---- what completes when -----------------------------------------------
 
     def _submit(self, op: dict) -> None:
         self.submits += 1
         queue = op["queue"]
         self.submitted[queue] = n = self.submitted.get(queue, 0) + 1
-        frontier = _join([self.queue_frontier.get(queue, {}), {queue: n}])
+        frontier = {**self.queue_frontier.get(queue, {}), queue: n}  # none covers more of its own submits
         for batch in op["batches"]:
-            frontier = _join([frontier] + [self._signal(w["semaphore"], w.get("value")) for w in batch["wait"]])
+            if batch["wait"]:
+                frontier = _join([frontier, *(self._signal(w["semaphore"], w.get("value")) for w in batch["wait"])])
             for cb in batch["command_buffers"]:
-                for cmd in self.command_buffers.get(cb, ()):
-                    self._command(cmd, queue, n)
+                for at, t in enumerate(self.command_buffers.get(cb, ())):
+                    self._command(t, queue, n, cb, at)
             for s in batch["signal"]:
                 self.signals.setdefault(s["semaphore"], _Signals()).add(s.get("value"), frontier)
         self.queue_frontier[queue] = frontier
         if "fence" in op:
             self.fences[op["fence"]] = frontier
 
-    def _command(self, cmd: dict, queue: str, submit: int) -> None:
-        for buffer, offset, size, reads, writes in accesses(cmd):
+    def _command(self, t: Touch, queue: str, submit: int, cb: str, at: int) -> None:
+        for buffer, offset, size, reads, writes in t.accesses:
             found = self._range(buffer, offset, size)
             if found is not None:
                 if reads:
-                    self._device_read(cmd, buffer, *found)
-                self._device_access(*found, buffer, offset, writes and cmd["cmd"], queue, submit)
-        for target in _to_host(cmd):
+                    self._device_read(cb, at, buffer, *found)
+                self._device_access(*found, buffer, offset, writes and t.kind, queue, submit)
+        for target in t.to_host:
             found = None if target is None else self._range(*target)
             if target is None or found is not None:
                 self._for_host(found)
@@ -388,11 +410,11 @@ class Readbacks:
         place = self.placements.get(buffer)
         return None if place is None else (place, place.offset + offset, place.offset + offset + size)
 
-    def _device_read(self, cmd: dict, buffer: str, place: Placement, lo: int, hi: int) -> None:
+    def _device_read(self, cb: str, at: int, buffer: str, place: Placement, lo: int, hi: int) -> None:
         """Assisted memory tracking records a host write only at its flush: a program that writes coherent
         memory without flushing leaves the device reading mapped bytes that no captured write reached."""
         if place.mapped and self.unrecorded is None and not _covers(self.recorded.get(place.memory, []), lo, hi):
-            self.unrecorded = f"{cmd['label']} reads {buffer} bytes [{lo - place.offset}, {hi - place.offset})"
+            self.unrecorded = (cb, at, buffer, lo - place.offset, hi - place.offset)
 
     def _device_access(self, place: Placement, lo: int, hi: int, buffer: str, offset: int, writer: str | bool,
                        queue: str, submit: int) -> None:

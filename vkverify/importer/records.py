@@ -28,6 +28,7 @@ class Call(NamedTuple):  # a tuple: made for each of millions of lines, a frozen
 
 
 _CALL = re.compile(r"#(\d+)")
+_new_tuple = tuple.__new__
 
 
 def call_index(label: str | None) -> int | None:
@@ -61,7 +62,8 @@ def read_lines(lines: Iterable[bytes], shown_as: str) -> Iterator[Call]:
         try:
             record = orjson.loads(line)
             func = record["vkFunc"]
-            call = Call(record["index"], func["name"], func.get("args", {}), func.get("return"))
+            # tuple.__new__ directly: Call(...) runs a Python __new__, 0.59 us a line against 0.34.
+            call = _new_tuple(Call, (record["index"], func["name"], func.get("args", {}), func.get("return")))
         except orjson.JSONDecodeError as e:  # a number past 64 bits and nesting past 1024 levels included
             if line.startswith(b"[gfxrecon] "):
                 continue

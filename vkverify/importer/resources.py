@@ -75,7 +75,7 @@ class CapturedBuffer:
         return offset, self.size - offset if size == WHOLE_SIZE else min(size, self.size - offset)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Descriptor:
     buffer: int
     offset: int
@@ -96,6 +96,9 @@ class Resources:
         self.set_layouts: dict[int, dict[int, tuple[str, int]]] = {}  # layout -> binding -> (type, count)
         self.set_layout_of: dict[int, int] = {}  # descriptor set -> its layout
         self.sets: dict[int, dict[tuple[int, int], Descriptor]] = {}  # set -> (binding, element) -> descriptor
+        # Each (binding, element) and descriptor as one object, however many sets hold it: a program that
+        # allocates a set per dispatch and frees them at its end (a decode does) holds tens of thousands of sets.
+        self.interned: dict = {}
         self.unknown_sets: set[int] = set()  # sets written by a template whose data the capture lacks
         self.pool_sets: dict[int, list[int]] = {}  # descriptor pool -> the sets allocated from it
         self.pipeline_layouts: dict[int, list[int]] = {}  # pipeline layout -> its set layouts
@@ -153,8 +156,9 @@ class Resources:
         unless the stream already refers to the buffer, another buffer has that id, or it is of the form of
         the ids the import makes up."""
         group = self.sharing(buf)
+        handles = {b.handle for b in group}  # not `in group`: a dataclass's == compares every field
         if not any(b.used for b in group) and not GENERATED_ID.fullmatch(name) and \
-                all(b.id != name for b in self.buffers.values() if b not in group):
+                all(b.id != name for b in self.buffers.values() if b.handle not in handles):
             for b in group:
                 b.id = name
 
@@ -177,8 +181,12 @@ class Resources:
             while binding in layout and element >= layout[binding][1]:
                 binding, element = binding + 1, 0
             if info is not None:
-                contents[binding, element] = Descriptor(info["buffer"], info["offset"], info["range"],
-                                                        BUFFER_DESCRIPTORS[kind], kind in DYNAMIC)
+                where = (binding, element)
+                fields = (info["buffer"], info["offset"], info["range"], BUFFER_DESCRIPTORS[kind], kind in DYNAMIC)
+                found = self.interned.get(fields)  # by its fields' tuple: a dataclass's hash and == are Python's
+                if found is None:
+                    found = self.interned[fields] = Descriptor(*fields)
+                contents[self.interned.setdefault(where, where)] = found
             element += 1
 
     def free_sets(self, sets: list[int]) -> None:
@@ -226,11 +234,11 @@ class Resources:
         dispatch's; None where unknown) that decide branches frozen; every branch counting where the
         constants are unknown (None) or spirv-opt cannot apply them (reason in unspecialized). None (reason
         in shader_problems) without usable SPIR-V."""
-        path = None if self.shader_dir is None else self.shader_dir / f"sh{module}"
-        frozen = self._push(module, path, push)
+        frozen = self._push(module, push)
         key = (module, entry, specialization, frozen)
-        if key not in self._interfaces:
+        if key not in self._interfaces:  # the path made only here: per dispatch, it was a tenth of a decode's walk
             self._interfaces[key] = None
+            path = self._spirv(module)
             if path is None or not path.exists():
                 self.shader_problems[module] = "no SPIR-V (gfxrecon-extract output) for it"
                 return None
@@ -248,12 +256,17 @@ class Resources:
                 self.shader_problems[module] = f"its SPIR-V does not reflect: {e}"
         return self._interfaces[key]
 
-    def _push(self, module: int, path: Path | None, push: bytes | None) -> Push:
+    def _spirv(self, module: int) -> Path | None:
+        """Where gfxrecon-extract wrote the module's SPIR-V, if it ran."""
+        return None if self.shader_dir is None else self.shader_dir / f"sh{module}"
+
+    def _push(self, module: int, push: bytes | None) -> Push:
         """The (offset, bytes) of `push` that the module's push-constant loads deciding a branch read: the
         values its dispatch is evaluated with; () where none is known, or past PUSH_EVALUATIONS distinct ones."""
         if push is None:
             return ()
         if module not in self._deciding:
+            path = self._spirv(module)
             try:
                 loads = push_loads(path.read_bytes(), branching=True) if path is not None and path.exists() else ()
             except SpirvError:
@@ -274,7 +287,7 @@ class Resources:
         replayed by that kernel (with the captured push constants) rather than as an abstract shader."""
         key = (module, entry)
         if key not in self._kernels:
-            path = None if self.shader_dir is None else self.shader_dir / f"sh{module}"
+            path = self._spirv(module)
             name = None if path is None or not path.exists() else \
                 _library_digests().get(hashlib.sha256(path.read_bytes()).digest())
             self._kernels[key] = name if name is not None and library_interface(name).entry_point == entry else None

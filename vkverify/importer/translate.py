@@ -13,18 +13,25 @@ be an id (`Resources.name_buffer`), else `buf<handle>`.
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import math
 import re
 from collections import Counter
 from collections.abc import Callable
+from operator import itemgetter
+
+import orjson
 
 from ..errors import VkverifyError
+from ..model.dump import Encoded
 from ..model.ir import MEMORY_KINDS
 
 from .commands import Commands, CommandBufferRecording
 from .gfxr import Blocks, CapturedBytes, FillMemory
-from .order import Satisfied
+from .order import WAITS, Satisfied
 from .queues import Queues
-from .readback import ASSUMED, Placement, Readbacks
+from .readback import ASSUMED, Placement, Readbacks, Touch
 from .records import Call
 from .resources import WHOLE_SIZE, CapturedBuffer, Memory, Resources
 from .summary import ImportSummary
@@ -93,11 +100,17 @@ class Translator(Commands, Queues):
         self.semaphores: dict[int, dict] = {}
         self.observed: dict[str, int] = {}  # timeline semaphore id -> highest value a host op has waited for
         self.fences: dict[int, dict] = {}
+        self.stage_lists: dict[tuple[str, ...], list[str]] = {}  # the stages of semaphore ops, each list once
         self.recordings: dict[int, CommandBufferRecording] = {}
         self.recorded: Counter = Counter()
-        self.command_buffers: dict[str, list[dict]] = {}
+        self.command_buffers: dict[str, Encoded] = {}
+        self.touches: dict[str, list[Touch]] = {}  # command buffer -> what its commands touch (readback.py)
+        self.touched: dict[Touch, Touch] = {}  # each Touch made, as the one object that stands for it
         self.shaders: dict[str, list[str]] = {}
-        self.ops: dict[int, list[tuple[int, dict]]] = {}  # capture thread -> (call index, host op)
+        self.used_bindings: dict[int, tuple] = {}  # id of a shader interface -> its buffer bindings used (_used)
+        # (call index, capture thread, host op) in capture order: the calls are walked in it, a fill-memory
+        # record before the first call after it.
+        self.ops: list[tuple[int, int, dict]] = []
         self.exported: dict[int, dict] = {}  # file descriptor -> the semaphore exported as it
         self.warned: set[str] = set()
         # Captures without fill records: memory -> its mapping that no submit, flush or unmap has followed yet.
@@ -113,23 +126,26 @@ class Translator(Commands, Queues):
         pending = next(fills, None)
         kinds: dict[str, tuple] = {}  # a call's name -> what it is (_kind): a long capture repeats a few dozen
         count, call = self.summary.calls, None
+        next_fill = math.inf if pending is None else pending.index
         for call in calls:
-            while pending is not None and pending.index < call.index:
-                if call.name == "vkFlushMappedMemoryRanges":  # the call that made the layer write the record
-                    self.flushed_fills.add(pending.index)
+            index, name, args, result = call  # unpacked once, not read by name at each use (millions of calls)
+            while next_fill < index:
+                if name == "vkFlushMappedMemoryRanges":  # the call that made the layer write the record
+                    self.flushed_fills.add(next_fill)
                 self.fill_memory(pending, pending.data(self.capture))
                 pending = next(fills, None)
+                next_fill = math.inf if pending is None else pending.index
             count += 1
             if not count % PROGRESS_CALLS:
                 self.summary.calls = count
                 self.say(f"{count} calls read")
-            kind = kinds.get(call.name)
+            kind = kinds.get(name)
             if kind is None:
-                kind = kinds[call.name] = self._kind(call.name)
+                kind = kinds[name] = self._kind(name)
             handler, any_result, other = kind
-            if handler is not None and (any_result or call.result is None or call.result == "VK_SUCCESS"):
+            if handler is not None and (any_result or result is None or result == "VK_SUCCESS"):
                 try:
-                    handler(call, call.args)
+                    handler(call, args)
                 except UNREADABLE as e:
                     raise UnreadableCall(f"call #{call.index} {call.name}: arguments this importer cannot read "
                                          f"({type(e).__name__}: {str(e)[:200]})") from None
@@ -204,7 +220,7 @@ class Translator(Commands, Queues):
         self.add_op(call.index, {"op": op, **fields, "label": label})
 
     def add_op(self, index: int, op: dict) -> None:
-        self.ops.setdefault(self.thread_of(index), []).append((index, op))
+        self.ops.append((index, self.thread_of(index), op))
 
     def thread_of(self, index: int) -> int:
         return 0 if self.call_threads is None else self.call_threads.get(index, 0)
@@ -212,6 +228,7 @@ class Translator(Commands, Queues):
     def read_back(self) -> None:
         """Add to the host ops the host reads a capture does not record, and make page-guard fills of read
         bytes reads (readback.py)."""
+        self.touched = {}  # no command is recorded past here: what the walk needs of them is in `touches`
         placements = {}
         for buf in self.res.buffers.values():
             mem = self.res.memories.get(buf.memory)
@@ -220,13 +237,11 @@ class Translator(Commands, Queues):
                 placements[buf.id] = Placement(mem.handle, buf.offset, _staging(kind, buf.usage), mem.ever_mapped)
         queue_device = {qid: dev for qid, dev, _ in self.queues.values()}
         queue_device.update((qid, dev) for qid, (dev, _) in self.stream_queues.items())
-        walk = Readbacks(placements, self.command_buffers, queue_device, self.flushed_fills, self.flushes,
+        walk = Readbacks(placements, self.touches, queue_device, self.flushed_fills, self.flushes,
                          self.assume_reads)
-        ops = walk.walk(sorted(((index, thread, op) for thread, ops in self.ops.items() for index, op in ops),
-                               key=lambda x: x[0]))
-        self.ops = {}
-        for index, thread, op in ops:
-            self.ops.setdefault(thread, []).append((index, op))
+        if any(a[0] > b[0] for a, b in itertools.pairwise(self.ops)):  # a hand-made .jsonl's calls may be
+            self.ops.sort(key=itemgetter(0))  # out of order: the walk reads them by call index
+        self.ops = walk.walk(self.ops)
         self.note_reads(walk)
 
     def note_reads(self, walk: Readbacks) -> None:
@@ -240,11 +255,13 @@ class Translator(Commands, Queues):
                 f"rewrote them; their labels start '{ASSUMED}' (import with assume_reads=False, --no-assumed-reads, to "
                 "leave them out)")
         if walk.unrecorded is not None and self.fills is not None:  # JSON lines: host writes are assumed anyway
+            cb, at, buffer, lo, hi = walk.unrecorded
+            label = orjson.loads(self.command_buffers[cb].texts()[at])["label"]
             self.warn("unrecorded", f"device commands read mapped memory that no captured write reached (first: "
-                                    f"{walk.unrecorded}): a capture made with assisted memory tracking records a host "
-                                    "write only at its vkFlushMappedMemoryRanges, so the writes of a program that does "
-                                    "not flush coherent memory are lost; capture with page_guard tracking (the "
-                                    "default) for them")
+                                    f"{label} reads {buffer} bytes [{lo}, {hi})): a capture made with assisted memory "
+                                    "tracking records a host write only at its vkFlushMappedMemoryRanges, so the "
+                                    "writes of a program that does not flush coherent memory are lost; capture with "
+                                    "page_guard tracking (the default) for them")
         if walk.fill_reads:
             self.summary.assumed.append(
                 f"{len(walk.fill_reads)} fill-memory records are host reads of bytes a device command wrote, after a "
@@ -257,14 +274,15 @@ class Translator(Commands, Queues):
     def stream_threads(self) -> dict[str, list[dict]]:
         """Capture threads that signal a semaphore from the host as threads of their own (all of them with
         `every_thread`); the others as one thread `main`, in capture order."""
-        own = [t for t, ops in self.ops.items()
-               if self.every_thread or any(op["op"] == "signal_semaphore" for _, op in ops)]
-        merged = [t for t in self.ops if t not in own]
+        threads = dict.fromkeys(t for _, t, _ in self.ops)  # in the order of their first ops
+        signalling = {t for _, t, op in self.ops if op["op"] == "signal_semaphore"}
+        own = [t for t in threads if self.every_thread or t in signalling]
+        merged = [t for t in threads if t not in own]
         out = {}
         if merged:
             out["main"] = self._merged(merged)
-        for t in sorted(own, key=lambda t: self.ops[t][0][0]):
-            out["main" if not out else f"thread{t}"] = [op for _, op in self.ops[t]]
+        for t in own:
+            out["main" if not out else f"thread{t}"] = [op for _, thread, op in self.ops if thread == t]
         if len(merged) > 1:
             self.summary.assumed.append(
                 f"the calls of {len(merged)} threads are put on one thread in capture order: how the program's "
@@ -277,16 +295,26 @@ class Translator(Commands, Queues):
         """The ops of capture threads `tids` in capture order, except that a host wait that no call before it
         satisfies comes, with the rest of its thread, after the call that does: a return-order artifact, which
         on one thread would be a deadlock."""
-        satisfied = Satisfied(sorted((x for ops in self.ops.values() for x in ops), key=lambda x: x[0]),
+        satisfied = Satisfied(((index, op) for index, _, op in self.ops),
                               {s["id"]: s["initial"] for s in self.semaphores.values() if "initial" in s},
                               {f["id"] for f in self.fences.values() if f["signaled"]})
-        keyed = []
-        for t in tids:
-            floor = -1
-            for index, op in self.ops[t]:
-                floor = max(floor, satisfied.after(index, op))
-                keyed.append(((max(index, floor), floor > index, index), op))
-        return [op for _, op in sorted(keyed, key=lambda x: x[0])]
+        floors = dict.fromkeys(tids, -1)
+        kept, moved = [], []
+        for item in self.ops:
+            index, thread, op = item
+            if thread not in floors:
+                continue
+            floor = floors[thread]
+            if op["op"] in WAITS:
+                floor = floors[thread] = max(floor, satisfied.after(index, op))
+            if floor > index:
+                moved.append(((floor, True, index), op))
+            else:
+                kept.append(item)
+        # Sorted by (where it goes, moved, index): the ops that stay are in that order already, the few moved
+        # are sorted and merged in (a key per op was a tenth of a long run's memory).
+        unmoved = (((index, False, index), op) for index, _, op in kept)
+        return [op for _, op in heapq.merge(unmoved, sorted(moved, key=itemgetter(0)), key=itemgetter(0))]
 
     # ---- devices and queues ------------------------------------------------
 

@@ -11,7 +11,7 @@ import orjson
 
 from . import ir
 
-__all__ = ["command_to_dict", "document_chunks", "dump_chunks", "dumps", "host_op_to_dict", "to_dict"]
+__all__ = ["Encoded", "command_to_dict", "document_chunks", "dump_chunks", "dumps", "host_op_to_dict", "to_dict"]
 
 
 def _tag(item: Any) -> dict:
@@ -98,6 +98,43 @@ class _Each:
         return map(self.convert, self.items)
 
 
+class Encoded:
+    """A list of JSON values held as their texts (orjson's, one line each), for a document vkverify makes itself:
+    an import's commands as dicts were most of its memory. `document_chunks` writes the texts as they are;
+    `decoded` is the list. The texts are copied into one buffer, which `seal` trims (a command buffer's, once
+    recorded): orjson's own result holds kilobytes past its text."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self) -> None:
+        self._text: bytes | bytearray = b""  # each text followed by a newline (orjson escapes those in strings)
+
+    def append(self, value: Any) -> None:
+        text = self._open()
+        text += _orjson_bytes(value)
+        text += b"\n"
+
+    def extend(self, other: Encoded) -> None:
+        self._open().extend(other._text)
+
+    def _open(self) -> bytearray:
+        if isinstance(self._text, bytes):
+            self._text = bytearray(self._text)
+        return self._text
+
+    def seal(self) -> None:
+        self._text = bytes(self._text)
+
+    def texts(self) -> list[str]:
+        return self._text.decode().split("\n")[:-1]
+
+    def __len__(self) -> int:
+        return self._text.count(b"\n")
+
+    def decoded(self) -> list:
+        return orjson.loads(f"[{','.join(self.texts())}]")
+
+
 def _listed(convert: Callable[[Any], dict], items: Sequence[Any]) -> list[dict]:
     return [convert(x) for x in items]
 
@@ -163,23 +200,45 @@ def document_chunks(doc: dict, indent: int = 1) -> Iterator[str]:
 
 
 def _orjson_text(value: Any) -> str:
+    return _orjson_bytes(value).decode()
+
+
+def _orjson_bytes(value: Any) -> bytes:
     # What JSON has no type for (a dataclass too: orjson would write its fields) is its text (an import's bytes).
-    return orjson.dumps(value, default=str, option=orjson.OPT_PASSTHROUGH_DATACLASS).decode()
+    return orjson.dumps(value, default=str, option=orjson.OPT_PASSTHROUGH_DATACLASS)
 
 
 def _expanded(value: Any, levels: int, step: str, pad: str,
               encode: Callable[[Any], str] = json.dumps) -> Iterator[str]:
     """`value` with `levels` levels of containers laid out one item per line, and each item below on one line
     (by `encode`)."""
+    inner = pad + step
+    if isinstance(value, Encoded):  # its items' texts as they are, in one piece
+        texts = value.texts()
+        if levels == 0 or not texts:
+            yield f"[{','.join(texts)}]"
+        else:
+            yield f"[\n{inner}" + f",\n{inner}".join(texts) + f"\n{pad}]"
+        return
     if isinstance(value, _Each) and (levels == 0 or not value.items):
         value = list(value)
     if levels == 0 or not isinstance(value, (dict, list, _Each)) or not value:
         yield encode(value)
         return
-    inner = pad + step
     items = value.items() if isinstance(value, dict) else ((None, v) for v in value)
-    yield "{" if isinstance(value, dict) else "["
+    # Leaves are written some 64 KiB at a time, not each as a piece: a long run has 100k, a host write's data MiBs.
+    leaves, size = ["{" if isinstance(value, dict) else "["], 0
     for i, (key, item) in enumerate(items):
-        yield f"{',' if i else ''}\n{inner}" if key is None else f"{',' if i else ''}\n{inner}{json.dumps(key)}: "
-        yield from _expanded(item, _EXPANDED.get(key, 1) if pad == "" else levels - 1, step, inner, encode)
-    yield f"\n{pad}{'}' if isinstance(value, dict) else ']'}"
+        head = f"{',' if i else ''}\n{inner}" if key is None else f"{',' if i else ''}\n{inner}{json.dumps(key)}: "
+        below = _EXPANDED.get(key, 1) if pad == "" else levels - 1
+        if below == 0 and not isinstance(item, Encoded):  # a leaf, on its line: no generator of its own
+            leaves.append(head + encode(list(item) if isinstance(item, _Each) else item))
+            size += len(leaves[-1])
+            if size >= 1 << 16:
+                yield "".join(leaves)
+                leaves, size = [], 0
+        else:
+            yield "".join(leaves) + head
+            leaves, size = [], 0
+            yield from _expanded(item, below, step, inner, encode)
+    yield "".join(leaves) + f"\n{pad}{'}' if isinstance(value, dict) else ']'}"
