@@ -95,7 +95,8 @@ MUTANTS = [
     ("model/stages.py", "frozenset({TOP_OF_PIPE, *_COMMAND, BOTTOM_OF_PIPE})),",
      "frozenset({TOP_OF_PIPE, *_COMMAND, BOTTOM_OF_PIPE, \"host\"})),"),
     # the access state (access_state.py: detection; rangemap.py: update) and the walk's hazard naming
-    ("check/access_state.py", "if w is not None and w.uid != x.uid and not raw:", "if w is not None and not raw:",
+    ("check/access_state.py", "if w is not None and w.uid != x.uid:\n                self._waw",
+     "if w is not None:\n                self._waw",
      ("a command's accesses to one memory are all compared before any is recorded (_run_accesses, sharing), others "
      "touch distinct memories: seg.write is never the command's own while it is compared")),
     ("check/access_state.py", "if r.uid == x.uid:\n                continue",
@@ -135,8 +136,10 @@ MUTANTS = [
     ("check/rangemap.py", ("i = bisect_right(self.starts, lo) - 1\n        if self.segments[i].lo == lo and "
      "self.segments[i].hi == hi:"), "i = bisect_right(self.starts, lo) - 1\n        if self.segments[i].lo == lo:"),
     ("check/rangemap.py", "if fresh and fresh[-1].owner == kept:", "if fresh:"),
-    ("check/rangemap.py", ("seg.write, seg.reads, seg.initialized, seg.flushed, seg.released_to = write, (), True, "
-     "None, None"), "seg.write, seg.initialized, seg.flushed, seg.released_to = write, True, None, None"),
+    ("check/rangemap.py", ("self.write, self.reads, self.initialized, self.flushed, self.released_to, self.atomics = "
+                           "\\\n            write, (), True, None, None, ()"),
+     ("self.write, self.initialized, self.flushed, self.released_to, self.atomics = \\\n"
+      "            write, True, None, None, ()")),
     # the walk
     ("check/walk.py", "i = bisect_left(values, value)\n            if i == len(values):",
      "i = bisect_left(values, value + 1)\n            if i == len(values):"),
