@@ -68,6 +68,7 @@ reach it; forks.py imports those modules before forking.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -790,7 +791,7 @@ def user_files() -> list[str]:
 
 def stack_files() -> set[str]:
     """The user's files (_user) on the call stack: the code that issues the op about to run."""
-    names, frame = set(), sys._getframe(1)
+    names, frame = set(), inspect.currentframe().f_back
     while frame is not None:  # walked by hand: traceback.walk_stack works out each frame's line, unused here
         names.add(frame.f_code.co_filename)
         frame = frame.f_back
