@@ -48,11 +48,16 @@ def point(stream: ir.Stream | None, ref: str | None, access: str | None, named: 
     if ref is None:
         return "-"
     op = None if stream is None else op_at(stream, ref)
-    if named is not None and isinstance(op, ir.Command):
-        key = (id(op), access)
-        if key not in named:
-            named[key] = point(stream, ref, access)
-        return named[key]
+    if named is None or not isinstance(op, ir.Command):
+        return _point(op, ref, access)
+    key = (id(op), access)
+    if key not in named:
+        named[key] = _point(op, ref, access)
+    return named[key]
+
+
+def _point(op: ir.Command | ir.HostOp | None, ref: str, access: str | None) -> str:
+    """The program point of `op`, which `ref` names (None: an operation the stream does not hold)."""
     if op is None:
         what = []
     elif isinstance(op, ir.Dispatch):
