@@ -281,8 +281,12 @@ class Translator(Commands, Queues):
         out = {}
         if merged:
             out["main"] = self._merged(merged)
+        by_thread: dict[int, list[dict]] = {t: [] for t in own}  # one pass over the ops, whatever the threads
+        for _, thread, op in self.ops:
+            if thread in by_thread:
+                by_thread[thread].append(op)
         for t in own:
-            out["main" if not out else f"thread{t}"] = [op for _, thread, op in self.ops if thread == t]
+            out["main" if not out else f"thread{t}"] = by_thread[t]
         if len(merged) > 1:
             self.summary.assumed.append(
                 f"the calls of {len(merged)} threads are put on one thread in capture order: how the program's "
