@@ -562,10 +562,10 @@ class Mutator:
         is taken as it was left before its probe (_mutants)."""
         if self._states is None or self._states[0] is not main or self._states[1] != len(main.fed):
             self._states = (main, len(main.fed), {})
-        states = self._states[2]
-        left = states.get(tuple(map(id, ops)))
+        states, key = self._states[2], tuple(map(id, ops))
+        left = states.get(key)
         if left is not None and not left[3]:
-            del states[tuple(map(id, ops))]
+            del states[key]
             return left[1], left[2]
         head = self._head
         if ops and ops[0] is head:
