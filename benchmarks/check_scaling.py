@@ -169,7 +169,7 @@ def _dropped_against_clean(shapes: list[str] | None = None, size: int = DROPPED_
     print(f"{'shape':>11} {'code':>9} {'stream':>8} {'commands':>10} {'seconds':>9} {'peak MiB':>9} {'findings':>8}",
           flush=True)
     for shape in shapes or SHAPES:
-        for label, code in (("current", None),) + (((baseline or "")[:9], old),) * (old is not None):
+        for label, code in _codes(old, baseline):
             try:
                 runs = [[run_one(size, False, shape, code, dropped=dropped) for dropped in (False, True)]
                         for _ in range(DROPPED_RUNS)]
@@ -199,7 +199,7 @@ def _growth(old: Path | None, baseline: str | None) -> int:
           flush=True)
     worst = 0.0
     for shape, sizes in SIZES.items():
-        for label, code in (("current", None),) + (((baseline or "")[:9], old),) * (old is not None):
+        for label, code in _codes(old, baseline):
             rows = []
             for n in sizes:
                 try:
@@ -219,6 +219,11 @@ def _growth(old: Path | None, baseline: str | None) -> int:
                 print(f"{shape:>15} {label:>9} growth exponent: time {time_exp:.2f}, memory {memory_exp:.2f} "
                       f"(target time <= 1.2)", flush=True)
     return 0 if worst <= 1.2 else 1
+
+
+def _codes(old: Path | None, baseline: str | None) -> tuple[tuple[str, Path | None], ...]:
+    """(label, code) of each checker a row is measured by: the current one, and the baseline's where given."""
+    return (("current", None),) + (((baseline or "")[:9], old),) * (old is not None)
 
 
 def _exponent(rows: list[dict], field: str) -> float:
