@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
 from tests.conftest import ROOT, python_path
-from vkverify.mutations.gate import Candidate, read_list, run_command
+from vkverify.mutations.gate import Candidate, chosen, read_list, run_command
 from vkverify.mutations.live import Selection, environment
 
 pytest.importorskip("vulkan")
@@ -68,6 +70,26 @@ def test_the_whole_list_is_pinned(listing):
     tests/engine_candidates.jsonl): an analysis made faster must find the same mutants."""
     lines = (ROOT / "tests" / "engine_candidates.jsonl").read_text().splitlines()
     assert listing.candidates == [Candidate.parse(json.loads(line)) for line in lines]
+
+
+@pytest.mark.parametrize("fold", ["all", "waw"])
+def test_a_folded_listing_gives_the_gate_the_same_mutants(listing, tmp_path, fold):
+    """Folded (the gate's default, folding a call site's iterations into one mutant), the list run asks a site
+    once per test once a candidate there is borne out under the fold's target: the gate gets the same mutants
+    (same site, operator, first candidate, target, tests) from fewer lines."""
+    path = tmp_path / "folded.jsonl"
+    done = _pytest(ENGINE, **environment(Selection("list", file=str(path), fold=fold)))
+    assert done.returncode == 0, done.stdout[-2000:]
+    folded = read_list(str(path))
+
+    def mutants(found, target):
+        return [replace(m, description=re.sub(r" \(\d+ iterations listed, the first [^)]*\)$", "", m.description))
+                for m in chosen(found.candidates, target, coverage=found.coverage)]
+    targets = ["all", "raw", "waw", "war", "fence", "semaphore"] if fold == "all" else [fold]
+    for target in targets:
+        assert mutants(folded, target) == mutants(listing, target), target
+    assert len(folded.candidates) < len(listing.candidates)
+    assert folded.sync_sites == listing.sync_sites and folded.unneeded == listing.unneeded
 
 
 @pytest.mark.parametrize("target, operator, op, caught_by", [

@@ -374,6 +374,32 @@ def test_a_labelled_fence_wait_is_analysed_once(device_name, tmp_path, monkeypat
     assert waits == [("fence", "main[1]", "wait F", "drop wait_fences main[1] ('wait F')")]
 
 
+def test_a_folded_listing_asks_a_site_again_for_a_target_not_yet_listed(device_name, tmp_path, monkeypatch):
+    """One barrier line orders a fill before a copy that reads its bytes in the first submit (RAW), a copy before a
+    fill that overwrites its source in the second (WAR). Folded under `all`, the second iteration is not asked (the
+    site is listed); under `war` it is, the first having listed only a RAW; unfolded, both are."""
+    def program() -> list:
+        monkeypatch.setenv(live.ENV, environment(Selection("list", file=str(path), fold=fold))[live.ENV])
+        with Runtime(check=False, name="fold", hooks=[live.mutator]) as rt:
+            for name in "ABCD":
+                rt.create_buffer(name, 256)
+            rt.create_fence("F")
+            steps = [(lambda b: b.cmd_fill_buffer("A"), lambda b: b.cmd_copy_buffer("A", "B")),
+                     (lambda b: b.cmd_copy_buffer("C", "D"), lambda b: b.cmd_fill_buffer("C"))]
+            for cb, (first, then) in enumerate(steps):
+                then(first(rt.command_buffer(f"cb{cb}")).cmd_pipeline_barrier2(
+                    ["clear", "copy"], "transfer_write", ["clear", "copy"], ["transfer_read", "transfer_write"]))
+                rt.submit("q0", [f"cb{cb}"], fence="F")
+                rt.wait_fences(["F"])
+                rt.reset_fences(["F"])
+        return sorted({(c.target, c.op) for c in read_list(str(path)).candidates if c.operator == "drop_barrier"})
+
+    for fold, expected in [("", [("raw", "cb0[1]"), ("war", "cb1[1]")]), ("all", [("raw", "cb0[1]")]),
+                           ("war", [("raw", "cb0[1]"), ("war", "cb1[1]")]), ("raw", [("raw", "cb0[1]")])]:
+        path = tmp_path / f"list_{fold}.jsonl"
+        assert program() == expected, fold
+
+
 def host_signal_program(rt: Runtime) -> None:
     """A batch waits for the host's signal (submitted before it, after the host's write); the host waits for
     the batch's fence and reads what it copied. The signal's line is `program:signal`."""

@@ -247,7 +247,7 @@ def _mutant(cs: list[Candidate], per_iteration: bool, coverage: Coverage) -> Run
         selection = Selection(first.target, site=first.site, tests=coverage.selected(set(tests)))
         name = f"{first.target} {first.operator}{first.site[3]} at {where}" + \
             (f" ({first.label})" if first.label else "")
-    times = f" ({len(cs)} iterations, the first {first.op})" if len(cs) > 1 else ""
+    times = f" ({len(cs)} iterations listed, the first {first.op})" if len(cs) > 1 else ""
     return RuntimeMutant(name, ", ".join(tests), (first.target,), first.operator, first.op,
                          first.description + times, first.source, selection)
 
@@ -260,12 +260,13 @@ def _key(*parts: str) -> str:
 
 
 def listing(argv: list[str], cache: Cache | None, log, timeout: float = CLEAN_TIMEOUT_S,
-            processes: Processes | None = None, alongside=None) -> tuple[Listing, bool]:
+            processes: Processes | None = None, alongside=None, fold: str = "") -> tuple[Listing, bool]:
     """(the candidates, whether the cache gave them): the clean run, or the cache's record of it where
     the files it imported are unchanged; `alongside`, given the candidates file, a context the clean run
-    runs in (forks.Runs.alongside). CleanRunFailed when the clean run fails or outlasts `timeout`,
+    runs in (forks.Runs.alongside); `fold`: the target whose call sites are listed once per test
+    (Selection.fold), "" for every iteration. CleanRunFailed when the clean run fails or outlasts `timeout`,
     CannotStart when it cannot start."""
-    key = "listing-" + _key(json.dumps(argv))
+    key = "listing-" + _key(json.dumps(argv), fold)
     found = cache.read(key) if cache is not None else None
     if found is not None:
         try:
@@ -283,7 +284,8 @@ def listing(argv: list[str], cache: Cache | None, log, timeout: float = CLEAN_TI
         began = time.monotonic()
         try:
             with alongside(path) if alongside is not None else contextlib.nullcontext():
-                clean = (processes or Processes()).run(argv, environment(Selection("list", file=path)), timeout)
+                clean = (processes or Processes()).run(argv, environment(Selection("list", file=path, fold=fold)),
+                                                         timeout)
         except subprocess.TimeoutExpired:
             raise CleanRunFailed(f"the command did not finish unmutated within {timeout:g} s (--timeout): "
                                  "no mutant was run") from None
@@ -338,7 +340,8 @@ def _run_command(argv: list[str], target: str, jobs: int, per_iteration: bool, c
                  shard: tuple[int, int] | None, timeout: float, fork: bool, processes: Processes, runs: Runs,
                  log) -> tuple[list[Outcome], Stats, list[list[str]]]:
     try:
-        found, _ = listing(argv, cache, log, timeout, processes, runs.alongside if fork else None)
+        found, _ = listing(argv, cache, log, timeout, processes, runs.alongside if fork else None,
+                           "" if per_iteration else target)
     except Interrupted as e:
         raise Interrupted(f"{e.why} during the unmutated run: no mutant was run") from None
     runs.serve(found.modules if fork and found.forkable else None)

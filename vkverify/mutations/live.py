@@ -48,6 +48,10 @@ costs about what the program records, whatever its length. A landing barrier tha
 slot's barrier, a fence wait or a semaphore makes redundant, or a wait that protects nothing
 the program then touches, is therefore never a candidate (never a survivor either).
 
+A folded list run (Selection.fold, the gate's default) does not ask a call site again in a test once a
+candidate there is borne out under the fold's target: the gate folds a site's iterations into one mutant,
+whose first candidate and target (the first listed) and tests are then the same.
+
 The mutation is recorded as well as executed, so the runtime's stream (and online checking)
 shows the mutant. Candidates are numbered per target and per `where` (the pytest test id, or the
 runtime's name outside pytest) in the order they are found: the same in the list run and in each
@@ -99,13 +103,16 @@ class Selection:
     """Which mutant a process runs: `target` "list" (write candidates to `file`), or a target with
     either `where` and `k` (one candidate of one test) or `site` (every candidate of one call site,
     site(): in the test `where`, or in every test where it is empty). `tests`: the pytest node ids the
-    run keeps, the plugin deselecting the others (empty: every test runs)."""
+    run keeps, the plugin deselecting the others (empty: every test runs). `fold` (list mode): the target ("all":
+    any) under which a call site, once listed in a test, is not asked again there, since a gate that folds a
+    site's iterations into one mutant needs it listed once per test; empty: every iteration is asked."""
     target: str
     where: str = ""
     k: int | None = None
     site: tuple[str, str, str, str] | None = None
     file: str = ""
     tests: tuple[str, ...] = ()
+    fold: str = ""
 
 
 def environment(chosen: Selection, hazards: str | None = None) -> dict[str, str]:
@@ -126,7 +133,8 @@ def selection() -> Selection | None:
                               "tests": tuple(fields.get("tests", ()))})
     except (ValueError, TypeError, KeyError):
         chosen = None
-    if chosen is None or not (bool(chosen.file) if chosen.target == "list" else chosen.target in TARGETS and
+    if chosen is None or not (bool(chosen.file) and chosen.fold in ("", "all", *TARGETS) if chosen.target == "list"
+                              else chosen.target in TARGETS and not chosen.fold and
                               (chosen.site is not None if chosen.k is None else chosen.site is None and
                                bool(chosen.where))):
         raise ValueError(f"{ENV}={spec!r} is not a selection (vkverify.mutations.live.environment writes one)")
@@ -158,6 +166,8 @@ class Mutator:
         self._listed: list = []  # list mode: (k, target, mutant, thread, position, source, label, where) until close()
         self._shadows: dict[int, Shadow] = {}  # list mode: id of a mutant -> its shadow, while it runs (_advance)
         self._borne: dict[int, set] = {}  # list mode: id of a mutant -> what its stopped shadow predicted
+        self._site_of: dict[int, tuple] = {}  # list mode with fold: id of a mutant -> (where, its call site)
+        self._folded: dict[tuple, set[str]] = {}  # list mode with fold: (where, call site) -> targets borne out there
         self._base = None  # (the op analysed and its probe, the hazards of both, of the op alone): for its candidates
         self._snapshot = None  # list mode: (the recorded stream's state, how many ops it had, a fork of it) for Shadow
         self._head = None  # the submit analysed, loaded, where several questions begin with it (_started)
@@ -259,6 +269,8 @@ class Mutator:
                 shadow.mutant, self._shadows[id(new)] = new, shadow
             if id(m) in self._borne:
                 self._borne[id(new)] = self._borne.pop(id(m))
+            if id(m) in self._site_of:
+                self._site_of[id(new)] = self._site_of.pop(id(m))
             out.append(new)
         return out
 
@@ -306,6 +318,8 @@ class Mutator:
                 _counts[key] = k + 1
                 if self.chosen.target == "list":
                     self._listed.append((k, target, m, thread, position, source, label, self.where))
+                    if self.chosen.fold:
+                        self._site_of[id(m)] = (self.where, site(m.operator, m.op, source, label))
                 elif target == self.chosen.target and (k == self.chosen.k or
                                                        site(m.operator, m.op, source, label) == self.chosen.site):
                     if m.operator == "drop_signal":
@@ -345,6 +359,22 @@ class Mutator:
 
     def _stop(self, key: int) -> None:
         self._borne[key] = self._shadows.pop(key).predicted
+        self._site_of.pop(key, None)
+
+    def _listed_before(self, name: str, groups: list, op: ir.HostOp) -> bool:
+        """Fold mode: whether each operator of `name` (`op`: the op about to run) is listed at its call site in this
+        test already, under the fold's target; the gate then runs it there with every later iteration, unasked."""
+        fold = self.chosen.fold
+        if not fold:
+            return False
+        source, label = self._origin(name, op)
+        if not source:  # a site without a line is a reference, which no later iteration repeats
+            return False
+        for group in groups:
+            targets = self._folded.get((self.where, site(group[0][0], name, source, label)), ())
+            if fold not in targets if fold != "all" else not targets:
+                return False
+        return True
 
     def _advance(self, coming: ir.HostOp | None = None) -> None:
         """Feed each shadow what the program recorded since (check/incremental.py): a shadow is the state of the
@@ -362,7 +392,10 @@ class Mutator:
                 self._stop(key)
                 continue
             shadow.predicted |= shadow.found() - known
-            if borne_out(shadow.mutant, shadow.predicted) == shadow.mutant.targets:
+            borne = borne_out(shadow.mutant, shadow.predicted)
+            if key in self._site_of:
+                self._folded.setdefault(self._site_of[key], set()).update(borne)
+            if borne == shadow.mutant.targets:
                 self._stop(key)
             elif shadow.state is None:
                 shadow.materialize()
@@ -450,6 +483,8 @@ class Mutator:
                     for group in semaphore_edits(op, format_ref(thread, position), rest)]))
         main = self.rt.happens_before() if edits else None
         skip = {(thread, position)}
+        edits = [edit for edit in edits if not self._listed_before(edit[0], edit[2], op)]
+        host = [edit for edit in host if not self._listed_before(edit[0], edit[2], op)]
         found = [m for name, family, groups in edits
                  for m in self._mutants(name, family, groups, main, original, later, skip)]
         visible = {b["id"] for b in self.rt.doc["buffers"] if b.get("memory") in HOST_VISIBLE}
@@ -472,6 +507,8 @@ class Mutator:
         ref = format_ref(thread, position)
         dropped = [[("drop_host_wait", drop_description(ops[-1], ref), None, original[:-1],
                      _dropped(thread, position))]]
+        if self._listed_before(ref, dropped, ops[-1]):
+            return []
         return self._mutants(ref, "fence", dropped, self.rt.happens_before(), original, probe,
                              {(thread, position - len(ops) + 1 + i) for i in range(len(ops))})
 
@@ -498,6 +535,8 @@ class Mutator:
         loaded = self._loaded(thread, op)
         operator = "drop_signal" if isinstance(op, ir.SignalSemaphore) else f"drop_{op.op}"
         dropped = [[(operator, drop_description(op, ref), None, [], _dropped(thread, position))]]
+        if self._listed_before(ref, dropped, op):
+            return []
         return self._mutants(ref, "semaphore" if isinstance(op, ir.SignalSemaphore) else "host", dropped,
                              self.rt.happens_before(), [(thread, *loaded)], probe, {(thread, position)}, asked=asked,
                              at_end=isinstance(op, ir.SignalSemaphore))
