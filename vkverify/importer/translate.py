@@ -100,7 +100,7 @@ class Translator(Commands, Queues):
         self.semaphores: dict[int, dict] = {}
         self.observed: dict[str, int] = {}  # timeline semaphore id -> highest value a host op has waited for
         self.fences: dict[int, dict] = {}
-        self.stage_lists: dict[tuple[str, ...], list[str]] = {}  # the stages of semaphore ops, each list once
+        self.stage_lists: dict[int | str, list[str]] = {}  # stage mask -> the stages of semaphore ops, each list once
         self.recordings: dict[int, CommandBufferRecording] = {}
         self.recorded: Counter = Counter()
         self.command_buffers: dict[str, Encoded] = {}
@@ -360,7 +360,8 @@ class Translator(Commands, Queues):
         """The stream queue a call on VkQueue `handle` is for: the one the innermost queue label names, else
         the VkQueue's own (`queues` holds `handle`)."""
         own, device, _ = self.queues[handle]
-        labelled = (QUEUE_LABEL.fullmatch(r) for r in reversed(self.queue_regions.get(handle, ())))
+        regions = self.queue_regions.get(handle)
+        labelled = (QUEUE_LABEL.fullmatch(r) for r in reversed(regions)) if regions else ()
         label = next((m for m in labelled if m is not None), None)
         qid = own if label is None else label[1]
         if label is not None:
