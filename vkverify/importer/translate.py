@@ -282,7 +282,7 @@ class Translator(Commands, Queues):
         if merged:
             out["main"] = self._merged(merged)
         by_thread: dict[int, list[dict]] = {t: [] for t in own}  # one pass over the ops, whatever the threads
-        for _, thread, op in self.ops:
+        for _, thread, op in self.ops if own else ():
             if thread in by_thread:
                 by_thread[thread].append(op)
         for t in own:
