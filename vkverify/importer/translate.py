@@ -369,9 +369,8 @@ class Translator(Commands, Queues):
         """The stream queue a call on VkQueue `handle` is for: the one the innermost queue label names, else
         the VkQueue's own (`queues` holds `handle`)."""
         own, device, _ = self.queues[handle]
-        regions = self.queue_regions.get(handle)
-        labelled = (QUEUE_LABEL.fullmatch(r) for r in reversed(regions)) if regions else ()
-        label = next((m for m in labelled if m is not None), None)
+        regions = self.queue_regions.get(handle)  # the innermost that names a queue (a match is never false)
+        label = next(filter(None, map(QUEUE_LABEL.fullmatch, reversed(regions))), None) if regions else None
         qid = own if label is None else label[1]
         if label is not None:
             self.stream_queues.setdefault(qid, (device, int(label[2])))
