@@ -26,7 +26,6 @@ import shutil
 import struct
 import signal
 import subprocess
-from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext, suppress
@@ -98,7 +97,9 @@ class CallThreads:
     """Call index -> capture thread id, as the runs of calls on one thread: a program's calls change thread
     seldom, and a dict of every call's was most of a long capture's import memory."""
 
-    starts: array = field(default_factory=lambda: array("Q"))  # the first block index of each run
+    # The first block index of each run: a list, not an array("Q"), which a bisection boxes each int of anew (a
+    # thread lookup per host op took three times as long); a million-call capture has 67k runs, 2 MB as a list.
+    starts: list[int] = field(default_factory=list)
     tids: list[int] = field(default_factory=list)  # the thread of each run
 
     def add(self, index: int, thread: int) -> None:

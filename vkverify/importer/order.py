@@ -35,7 +35,10 @@ class Satisfied:
                     self._fence(fence, index, False)
 
     def _signal(self, semaphore: str, index: int, value: int) -> None:
-        indices, highest = self.signals.setdefault(semaphore, ([], []))
+        found = self.signals.get(semaphore)  # not setdefault: that makes two lists at each of a run's signals
+        if found is None:
+            found = self.signals[semaphore] = ([], [])
+        indices, highest = found
         indices.append(index)
         highest.append(max(value, highest[-1]) if highest else value)
 

@@ -11,6 +11,7 @@ from .records import Call
 __all__ = ["Queues"]
 
 SEMAPHORE_WAIT_ANY = 0x1
+ALL_COMMANDS = 0x10000  # VK_PIPELINE_STAGE_ALL_COMMANDS_BIT: what a vkQueueSubmit signal waits for
 
 
 class Queues:
@@ -40,10 +41,14 @@ class Queues:
     def vkCreateFence(self, call: Call, a: dict) -> None:
         self.fences[a["pFence"]] = {"id": f"fence{a['pFence']}", "signaled": bool(a["pCreateInfo"]["flags"] & 1)}
 
-    def _semaphore_op(self, handle: int, value: int | None, stage: list[str]) -> dict:
+    def _semaphore_op(self, handle: int, value: int | None, mask: int | str) -> dict:
         sem = self.semaphores[handle]
-        # One list per stage set: a long run's submits name the same few (a list each was 2 MB of an FFT loop's).
-        op = {"semaphore": sem["id"], "stage": self.stage_lists.setdefault(tuple(stage), stage)}
+        # One list per stage mask, named once: a long run's submits name the same few (a list each was 2 MB of
+        # an FFT loop's, and naming them a tenth of its submits' time).
+        stage = self.stage_lists.get(mask)
+        if stage is None:
+            stage = self.stage_lists[mask] = stage_names(mask)
+        op = {"semaphore": sem["id"], "stage": stage}
         if sem["type"] == "timeline":
             op["value"] = value
         return op
@@ -82,21 +87,21 @@ class Queues:
             signal_values = timeline.get("pSignalSemaphoreValues") or []
             stages = s["pWaitDstStageMask"] or []
             batches.append({
-                "wait": [self._semaphore_op(h, wait_values[i] if i < len(wait_values) else None, stage_names(stages[i]))
+                "wait": [self._semaphore_op(h, wait_values[i] if i < len(wait_values) else None, stages[i])
                          for i, h in enumerate(s["pWaitSemaphores"] or [])],
                 "command_buffers": self._command_buffers(call, s["pCommandBuffers"] or []),
                 "signal": [self._semaphore_op(h, signal_values[i] if i < len(signal_values) else None,
-                                              ["all_commands"])
+                                              ALL_COMMANDS)
                            for i, h in enumerate(s["pSignalSemaphores"] or [])]})
         self._submit(call, a["queue"], batches, a["fence"])
 
     def vkQueueSubmit2(self, call: Call, a: dict) -> None:
         batches = [{
-            "wait": [self._semaphore_op(w["semaphore"], w["value"], stage_names(w["stageMask"]))
+            "wait": [self._semaphore_op(w["semaphore"], w["value"], w["stageMask"])
                      for w in s["pWaitSemaphoreInfos"] or []],
             "command_buffers": self._command_buffers(call, [c["commandBuffer"]
                                                             for c in s["pCommandBufferInfos"] or []]),
-            "signal": [self._semaphore_op(w["semaphore"], w["value"], stage_names(w["stageMask"]))
+            "signal": [self._semaphore_op(w["semaphore"], w["value"], w["stageMask"])
                        for w in s["pSignalSemaphoreInfos"] or []]} for s in a["pSubmits"] or []]
         self._submit(call, a["queue"], batches, a["fence"])
 
@@ -123,13 +128,13 @@ class Queues:
 
     def _observe(self, call: Call, waits: list[tuple[int, int]]) -> None:
         """A host wait for timeline values; values the host has already waited for (or the initial one) add nothing."""
-        fresh = [(h, v) for h, v in waits if h in self.semaphores and v > max(
-            self.observed.get(self.semaphores[h]["id"], 0), self.semaphores[h].get("initial", 0))]
-        for h, v in fresh:
-            self.observed[self.semaphores[h]["id"]] = v
+        # A value observed is above the initial one: it stands for both (most of a polling run's reads add nothing).
+        fresh = [(sem["id"], v) for h, v in waits if (sem := self.semaphores.get(h)) is not None
+                 and v > self.observed.get(sem["id"], sem.get("initial", 0))]
+        for sem, v in fresh:
+            self.observed[sem] = v
         if fresh:
-            self.host(call, "wait_semaphores", waits=[{"semaphore": self.semaphores[h]["id"], "value": v}
-                                                      for h, v in fresh])
+            self.host(call, "wait_semaphores", waits=[{"semaphore": sem, "value": v} for sem, v in fresh])
 
     def vkWaitSemaphores(self, call: Call, a: dict) -> None:
         info = a["pWaitInfo"]

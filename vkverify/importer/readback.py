@@ -84,7 +84,14 @@ class Written:
     epoch: int = 0  # the barriers to the host stage over every byte before the write (Readbacks.host_barriers)
 
     def part(self, lo: int, hi: int) -> Written:
-        return replace(self, lo=lo, hi=hi, at=self.at + lo - self.lo)
+        # Made field by field (so is `waited_for`): dataclasses.replace took twice the time, at each write and wait.
+        return Written(lo, hi, self.buffer, self.at + lo - self.lo, self.queue, self.submit, self.copied, self.waited,
+                       self.assumed, self.read, self.for_host, self.epoch)
+
+    def waited_for(self, assumed: int | None) -> Written:
+        """These bytes with a host wait covering them, and `assumed` the read after it."""
+        return Written(self.lo, self.hi, self.buffer, self.at, self.queue, self.submit, self.copied, True, assumed,
+                       self.read, self.for_host, self.epoch)
 
 
 @dataclass
@@ -314,11 +321,11 @@ class Readbacks:
             elif kind == "host_write":
                 self._host_write(op)
             elif kind == "signal_semaphore":  # orders the host's waits, covers no device work
-                self.signals.setdefault(op["semaphore"], _Signals()).add(op["value"], {})
+                self._signals(op["semaphore"]).add(op["value"], {})
             elif kind == "destroy":
                 self.destroyed.add(op["buffer"])
             out.append(item)  # the same tuple: a long run has tens of thousands of ops
-            if kind in HOST_WAITS:
+            if kind in HOST_WAITS and self.unwaited:  # with no write pending, what a wait covers changes nothing
                 out += self._waited(self._covered(op), op["label"], index, thread)
         for rest in [flush, *flushes] if flush is not None else ():
             self._flushed(*rest[1:])
@@ -370,7 +377,7 @@ class Readbacks:
                 for at, t in enumerate(self.command_buffers.get(cb, ())):
                     self._command(t, queue, n, cb, at)
             for s in batch["signal"]:
-                self.signals.setdefault(s["semaphore"], _Signals()).add(s.get("value"), frontier)
+                self._signals(s["semaphore"]).add(s.get("value"), frontier)
         self.queue_frontier[queue] = frontier
         if "fence" in op:
             self.fences[op["fence"]] = frontier
@@ -386,6 +393,12 @@ class Readbacks:
             found = None if target is None else self._range(*target)
             if target is None or found is not None:
                 self._for_host(found)
+
+    def _signals(self, semaphore: str) -> _Signals:
+        found = self.signals.get(semaphore)  # not setdefault: that makes a _Signals at each of a run's submits
+        if found is None:
+            found = self.signals[semaphore] = _Signals()
+        return found
 
     def _signal(self, semaphore: str, value: int | None) -> Frontier:
         """What the signal a wait for `value` (None: binary, the latest signal) synchronizes with covers."""
@@ -475,7 +488,7 @@ class Readbacks:
                     continue
                 assumed = self.assume and e.copied and not e.read and self.placements[e.buffer].staging and \
                     e.buffer not in self.destroyed
-                entries[i] = replace(e, waited=True, assumed=len(self.reads) if assumed else None)
+                entries[i] = e.waited_for(len(self.reads) if assumed else None)
                 if assumed:
                     out.append(len(self.reads))
                     self.submits_before.append(self.submits)

@@ -13,10 +13,10 @@ be an id (`Resources.name_buffer`), else `buf<handle>`.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 import re
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable
 from operator import itemgetter
@@ -100,7 +100,7 @@ class Translator(Commands, Queues):
         self.semaphores: dict[int, dict] = {}
         self.observed: dict[str, int] = {}  # timeline semaphore id -> highest value a host op has waited for
         self.fences: dict[int, dict] = {}
-        self.stage_lists: dict[tuple[str, ...], list[str]] = {}  # the stages of semaphore ops, each list once
+        self.stage_lists: dict[int | str, list[str]] = {}  # stage mask -> the stages of semaphore ops, each list once
         self.recordings: dict[int, CommandBufferRecording] = {}
         self.recorded: Counter = Counter()
         self.command_buffers: dict[str, Encoded] = {}
@@ -282,7 +282,7 @@ class Translator(Commands, Queues):
         if merged:
             out["main"] = self._merged(merged)
         by_thread: dict[int, list[dict]] = {t: [] for t in own}  # one pass over the ops, whatever the threads
-        for _, thread, op in self.ops:
+        for _, thread, op in self.ops if own else ():
             if thread in by_thread:
                 by_thread[thread].append(op)
         for t in own:
@@ -312,13 +312,22 @@ class Translator(Commands, Queues):
             if op["op"] in WAITS:
                 floor = floors[thread] = max(floor, satisfied.after(index, op))
             if floor > index:
-                moved.append(((floor, True, index), op))
+                moved.append((floor, index, op))
             else:
                 kept.append(item)
-        # Sorted by (where it goes, moved, index): the ops that stay are in that order already, the few moved
-        # are sorted and merged in (a key per op was a tenth of a long run's memory).
-        unmoved = (((index, False, index), op) for index, _, op in kept)
-        return [op for _, op in heapq.merge(unmoved, sorted(moved, key=itemgetter(0)), key=itemgetter(0))]
+        # The ops that stay are in capture order already; each of the few moved (in order of where it goes, then
+        # of its index) goes after the last that stays at or before the call it waits for: sliced in by bisection,
+        # not merged op by op (a merge key per op was a tenth of a long run's memory, and heapq.merge's time).
+        moved.sort(key=itemgetter(0, 1))
+        indices = [index for index, _, _ in kept]
+        out, start = [], 0
+        for floor, _, op in moved:
+            at = bisect_right(indices, floor)
+            out += [op for _, _, op in kept[start:at]]
+            out.append(op)
+            start = at
+        out += [op for _, _, op in kept[start:]]
+        return out
 
     # ---- devices and queues ------------------------------------------------
 
@@ -360,8 +369,8 @@ class Translator(Commands, Queues):
         """The stream queue a call on VkQueue `handle` is for: the one the innermost queue label names, else
         the VkQueue's own (`queues` holds `handle`)."""
         own, device, _ = self.queues[handle]
-        labelled = (QUEUE_LABEL.fullmatch(r) for r in reversed(self.queue_regions.get(handle, ())))
-        label = next((m for m in labelled if m is not None), None)
+        regions = self.queue_regions.get(handle)  # the innermost that names a queue (a match is never false)
+        label = next(filter(None, map(QUEUE_LABEL.fullmatch, reversed(regions))), None) if regions else None
         qid = own if label is None else label[1]
         if label is not None:
             self.stream_queues.setdefault(qid, (device, int(label[2])))
