@@ -363,7 +363,7 @@ class Mutator:
 
     def _listed_before(self, name: str, groups: list, op: ir.HostOp) -> bool:
         """Fold mode: whether each operator of `name` (`op`: the op about to run) is listed at its call site in this
-        test already, under the fold's target; the gate then runs it there with every later iteration, unasked."""
+        test already, under the fold's target: the gate's mutant of that site covers this iteration as well."""
         fold = self.chosen.fold
         if not fold:
             return False
@@ -481,10 +481,11 @@ class Mutator:
                 edits.append((format_ref(thread, position) + rest, "semaphore", [
                     [(operator, description, new, [(thread, new, cbs)], {}) for operator, description, new in group]
                     for group in semaphore_edits(op, format_ref(thread, position), rest)]))
+        edits = [edit for edit in edits if not self._listed_before(edit[0], edit[2], op)]
+        asked = {id(edit) for edit in edits}  # a barrier into the host is one of `edits` too
+        host = [edit for edit in host if id(edit) in asked]
         main = self.rt.happens_before() if edits else None
         skip = {(thread, position)}
-        edits = [edit for edit in edits if not self._listed_before(edit[0], edit[2], op)]
-        host = [edit for edit in host if not self._listed_before(edit[0], edit[2], op)]
         found = [m for name, family, groups in edits
                  for m in self._mutants(name, family, groups, main, original, later, skip)]
         visible = {b["id"] for b in self.rt.doc["buffers"] if b.get("memory") in HOST_VISIBLE}
