@@ -26,6 +26,7 @@ from .access import Access
 from .access_state import AccessState
 from .agents import EPOCHS, Clock, QueueAgent, ThreadAgent, join, join_all
 from .barriers import BarrierEntry, compile_barrier
+from .events import EventStates, set_entries, wait_entries
 from .findings import ACCESS_KINDS, Findings
 from .readings import DEFAULT, Readings
 from .replay import ALWAYS, DOMINATED, replay_plan
@@ -90,6 +91,8 @@ class Checker:
         # The memories' range maps and the comparisons over them (access_state.py); the walk below feeds them.
         self.state = AccessState(self.index, self.agents, self.queues, readings, stream.buffers)
         self.barriers = {}
+        self.events = EventStates()
+        self.event_kinds: dict[tuple, tuple] = {}  # each distinct tuple of an event command's entries, held once
         # id of a resubmitted command buffer -> [it, its steps (_step), its replay plan: None before a clean
         # execution, () where none may be made, what its reads met (_replay)]; the command buffer held keeps its
         # id from being reused.
@@ -277,7 +280,7 @@ class Checker:
     def _step(self, cmd: ir.Command) -> tuple:
         """(cmd, its accesses or None for a barrier, whether two of them touch one memory: buffer ids suffice
         without aliases; most commands have two or three accesses, compared without a set)."""
-        if isinstance(cmd, ir.Barrier):
+        if isinstance(cmd, (ir.Barrier, *ir.EVENT_COMMANDS)):
             return cmd, None, False
         accesses = ACCESSES_BY_KIND[type(cmd)](cmd)
         n = len(accesses)
@@ -296,9 +299,11 @@ class Checker:
     def _replayable(self, steps: list[tuple]) -> bool:
         """Whether executions of a command buffer meet only what they record: no destroys in the stream (uses
         are kept per access), no barrier that acts on the range map (ownership, host writes made available), no
-        atomic access (what it keeps of earlier atomics, Segment.atomics, depends on the execution)."""
-        return self.uses is None and not any(any(self.barriers[id(cmd)][2:]) if accesses is None
-                                             else any(a[6] for a in accesses) for cmd, accesses, _ in steps)
+        atomic access (what it keeps of earlier atomics, Segment.atomics, depends on the execution), no event
+        command (what a wait does depends on the event's last set)."""
+        return self.uses is None and not any(
+            isinstance(cmd, ir.EVENT_COMMANDS) or any(self.barriers[id(cmd)][2:]) if accesses is None
+            else any(a[6] for a in accesses) for cmd, accesses, _ in steps)
 
     def _run_accesses(self, queue: QueueAgent, cmd: ir.Command, ref: str, accesses: tuple, sharing: bool) -> None:
         uid = next(self.uids)
@@ -433,16 +438,15 @@ class Checker:
     def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier, ref: str | None) -> None:
         """`ref` names the proxy of host writes the barrier makes available; None in a replay, which has no such
         barrier (Checker._replayable)."""
+        if not isinstance(cmd, ir.Barrier):
+            self.run_event(queue, cmd, ref)
+            return
         compiled = self.barriers.get(id(cmd))
         if compiled is None:
             entries = compile_barrier(cmd, self.index)
-            # Per entry, the clocks it reads and writes: its scopes restricted to what the queue tracks, the host
-            # accesses of its destination, and its range (spec 7.7.2; None: global). Then the entries that make
-            # host writes available and the buffer barriers that transfer ownership.
-            compiled = self.barriers[id(cmd)] = (entries, tuple(
-                (tuple(e.src_exec & queue.exec_clock.keys()), tuple(e.dst_exec & queue.exec_clock.keys()),
-                 tuple(e.dst_scope & queue.vis_clock.keys()), tuple(a for s, a in e.dst_scope if s == "host"),
-                 self._limit(e)) for e in entries),
+            # Per entry, the clocks it reads and writes (_scopes); then the entries that make host writes available
+            # and the buffer barriers that transfer ownership.
+            compiled = self.barriers[id(cmd)] = (entries, self._scopes(queue, entries),
                 tuple(e for e in entries if makes_host_writes_available(e.src_stages, e.src_access)),
                 tuple(bb for bb in cmd.buffers if transfers_ownership(bb.src_family, bb.dst_family)))
         entries, scopes, available, transfers = compiled
@@ -456,6 +460,41 @@ class Checker:
             self._barrier_clocks(queue, id(cmd), entries, scopes)
         for bb in transfers:
             self.state.ownership_transfer(queue, bb)
+
+    def run_event(self, queue: QueueAgent, cmd: ir.SetEvent | ir.ResetEvent | ir.WaitEvents, ref: str) -> None:
+        """Spec 7.5: a set or a wait as entries of the queue's barrier log (events.py); a reset changes only the
+        event's state. A wait no set satisfies is reported (the queue would wait for ever) and orders nothing."""
+        if isinstance(cmd, ir.WaitEvents):
+            entries: tuple = ()
+            for event, dependency in zip(cmd.events, cmd.dependencies):
+                scopes = self.events.waited(queue.id, event)
+                if isinstance(scopes, str):
+                    self.report("wait_never_satisfied", None, None, None, None, None, None,
+                                (f"{ref} waits for event {scopes}",
+                                 f"set {event!r} on {queue.id} before the wait, or by the host before the submission"),
+                                ops=(ref,))
+                    continue
+                entries += wait_entries(dependency, event, scopes, self.index)
+        else:
+            self.events.run(queue.id, cmd)
+            if isinstance(cmd, ir.ResetEvent):
+                return
+            entries = set_entries(cmd)
+        entries = self.event_kinds.setdefault(entries, entries)
+        zero = (0,) * queue.clock_width
+        for e in entries:
+            for stage in e.src_exec | e.dst_exec:
+                queue.exec_clock.setdefault(stage, zero)  # an event's stage is in no queue's clocks before its set
+        queue.log.add(queue.pos, entries, id(entries))
+        if queue.settled.get(id(entries)) != queue.epoch:
+            self._barrier_clocks(queue, id(entries), entries, self._scopes(queue, entries))
+
+    def _scopes(self, queue: QueueAgent, entries: tuple[BarrierEntry, ...]) -> tuple:
+        """Per entry, the clocks it reads and writes: its scopes restricted to what the queue tracks, the host
+        accesses of its destination, and its range (spec 7.7.2; None: global)."""
+        return tuple((tuple(e.src_exec & queue.exec_clock.keys()), tuple(e.dst_exec & queue.exec_clock.keys()),
+                      tuple(e.dst_scope & queue.vis_clock.keys()), tuple(a for s, a in e.dst_scope if s == "host"),
+                      self._limit(e)) for e in entries)
 
     def _barrier_clocks(self, queue: QueueAgent, key: int, entries: tuple, scopes: tuple) -> None:
         """Cross-agent dependencies chain through the barrier too (spec 7.1 "dependency chain"); entries of one

@@ -244,6 +244,7 @@ class Incremental:
         t.state = _fork_state(s.state, t, accesses)
         t.findings = s.findings.fork(t.state.wording)
         t.barriers = dict(s.barriers)
+        t.events = s.events.fork()
         # A plan that repeats findings repeats them worded (its `at` given): an unworded fork records its own.
         t.compiled = {k: [cb, steps, plan, dict(met), at] if worded or at is None else [cb, steps, None, {}, None]
                       for k, (cb, steps, plan, met, at) in s.compiled.items()}

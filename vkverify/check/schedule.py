@@ -130,5 +130,7 @@ class Schedule(Consumer):
         ref = f"{t.id}[{pc}]"
         if isinstance(op, ir.HostAccess):
             self.checker.host_access(t, op, ref)
+        elif isinstance(op, (ir.HostSetEvent, ir.HostResetEvent)):
+            self.checker.events.host(op)
         else:
             self.checker.destroy(t, op, ref)

@@ -52,12 +52,13 @@ def _dispatch_accesses(cmd: ir.Dispatch) -> tuple[tuple, ...]:
 
 
 ACCESSES_BY_KIND = {ir.Copy: _copy_accesses, ir.Fill: _clear_accesses, ir.Update: _clear_accesses,
-             ir.Dispatch: _dispatch_accesses, ir.Barrier: lambda cmd: ()}
+             ir.Dispatch: _dispatch_accesses, **{kind: lambda cmd: () for kind in (ir.Barrier, *ir.EVENT_COMMANDS)}}
 
 
 def command_accesses(cmd: ir.Command) -> tuple[tuple, ...]:
     """(stage, reads, write, buffer, lo, hi, atomic) of each access a command performs, reads first
     (spec 7.6.1 "Pipeline stages" of vkCmdCopyBuffer, vkCmdFillBuffer, vkCmdUpdateBuffer, vkCmdDispatch);
-    none for a pipeline barrier. A read_write or atomic binding is one access that reads and writes; atomic:
-    made by atomic operations (appendices/memorymodel.adoc, "Data race": two atomic operations do not race)."""
+    none for a pipeline barrier or an event command. A read_write or atomic binding is one access that reads and
+    writes; atomic: made by atomic operations (appendices/memorymodel.adoc, "Data race": two atomic operations do
+    not race)."""
     return ACCESSES_BY_KIND[type(cmd)](cmd)

@@ -49,13 +49,27 @@ def command_to_dict(c: ir.Command) -> dict:
                "groups": list(c.groups), "push": list(c.push)}
         if c.indirect is not None:
             out["indirect"] = {"buffer": c.indirect.buffer, "offset": c.indirect.offset}
+    elif isinstance(c, ir.SetEvent):
+        out = {"cmd": "set_event", "event": c.event,
+               **({"stage": _names(c.stage)} if c.dependency is None else _dependency(c.dependency))}
+    elif isinstance(c, ir.ResetEvent):
+        out = {"cmd": "reset_event", "event": c.event, "stage": _names(c.stage)}
+    elif isinstance(c, ir.WaitEvents):
+        out = {"cmd": "wait_events", "events": list(c.events),
+               "dependencies": [_dependency(d) for d in c.dependencies]}
     else:
-        out = {"cmd": "barrier", **_masks(c)}
-        if c.buffers:
-            out["buffers"] = [{"buffer": b.buffer, "offset": b.offset, "size": b.size, **_masks(b),
-                               **({"src_family": b.src_family, "dst_family": b.dst_family}
-                                  if b.src_family is not None else {})} for b in c.buffers]
+        out = {"cmd": "barrier", **_dependency(c)}
     return {**out, **_tag(c)}
+
+
+def _dependency(c: ir.Barrier) -> dict:
+    """A barrier's or event's dependency: its masks, or its buffer barriers."""
+    out = _masks(c)
+    if c.buffers:
+        out["buffers"] = [{"buffer": b.buffer, "offset": b.offset, "size": b.size, **_masks(b),
+                           **({"src_family": b.src_family, "dst_family": b.dst_family}
+                              if b.src_family is not None else {})} for b in c.buffers]
+    return out
 
 
 def _semaphore_op(s: ir.SemaphoreOp) -> dict:
@@ -81,6 +95,8 @@ def host_op_to_dict(op: ir.HostOp) -> dict:
         out = {"op": "queue_wait_idle", "queue": op.queue}
     elif isinstance(op, ir.DeviceWaitIdle):
         out = {"op": "device_wait_idle", "device": op.device}
+    elif isinstance(op, (ir.HostSetEvent, ir.HostResetEvent)):
+        out = {"op": "set_event" if isinstance(op, ir.HostSetEvent) else "reset_event", "event": op.event}
     else:
         out = {"op": "destroy", "buffer": op.buffer}
     return {**out, **_tag(op)}
@@ -154,6 +170,8 @@ def _doc(s: ir.Stream, each: Callable[[Callable[[Any], dict], Sequence[Any]], An
                        **({"sharing": b.sharing} if b.sharing != "concurrent" else {})} for b in s.buffers]
     out["semaphores"] = [{"id": x.id, "type": x.type, "initial": x.initial} for x in s.semaphores]
     out["fences"] = [{"id": f.id, "signaled": f.signaled} for f in s.fences]
+    if s.events:
+        out["events"] = [{"id": e.id} for e in s.events]
     out["shaders"] = {x.id: {"bindings": list(x.bindings)} for x in s.shaders}
     out["command_buffers"] = {cb.id: each(command_to_dict, cb.commands) for cb in s.command_buffers}
     out["threads"] = {t.id: each(host_op_to_dict, t.ops) for t in s.threads}

@@ -14,6 +14,7 @@ from functools import cached_property
 from .refs import format_ref, split_ref
 
 __all__ = [
+    "EVENT_COMMANDS",
     "HOST_VISIBLE_KINDS",
     "MEMORY_KINDS",
     "Barrier",
@@ -28,20 +29,25 @@ __all__ = [
     "Device",
     "DeviceWaitIdle",
     "Dispatch",
+    "Event",
     "ExpectedFinding",
     "Fence",
     "Fill",
     "HostAccess",
+    "HostResetEvent",
+    "HostSetEvent",
     "Ignore",
     "IndirectRef",
     "Param",
     "Queue",
     "QueueWaitIdle",
     "Region",
+    "ResetEvent",
     "ResetFences",
     "Semaphore",
     "SemaphoreOp",
     "SemaphoreValue",
+    "SetEvent",
     "ShaderDecl",
     "SignalSemaphore",
     "Stream",
@@ -50,6 +56,7 @@ __all__ = [
     "Tagged",
     "Thread",
     "Update",
+    "WaitEvents",
     "WaitFences",
     "WaitSemaphores",
     "batches",
@@ -98,6 +105,11 @@ class Semaphore:
 class Fence:
     id: str
     signaled: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +220,41 @@ class Barrier(Tagged):
     buffers: tuple[BufferBarrier, ...] = ()
 
 
-Command = Copy | Fill | Update | Dispatch | Barrier
+@dataclass(frozen=True, slots=True)
+class SetEvent(Tagged):
+    """vkCmdSetEvent (`stage`: its stageMask) or vkCmdSetEvent2 (`dependency`: its dependency info, whose source
+    stages are `stage`)."""
+
+    event: str
+    stage: Stages
+    dependency: Barrier | None = None
+
+    @property
+    def first_scopes(self) -> tuple[Stages, ...]:
+        """The source stages of each memory dependency the set defines the first half of (7.3 vkCmdSetEvent2: one
+        per memory barrier of its dependency; vkCmdSetEvent: its stageMask alone)."""
+        d = self.dependency
+        return (self.stage,) if d is None else tuple(b.src_stage for b in d.buffers) or (d.src_stage,)
+
+
+@dataclass(frozen=True, slots=True)
+class ResetEvent(Tagged):
+    """vkCmdResetEvent(2)."""
+
+    event: str
+    stage: Stages
+
+
+@dataclass(frozen=True, slots=True)
+class WaitEvents(Tagged):
+    """vkCmdWaitEvents(2): per event, the dependency its wait inserts (vkCmdWaitEvents: one for all)."""
+
+    events: tuple[str, ...]
+    dependencies: tuple[Barrier, ...]
+
+
+Command = Copy | Fill | Update | Dispatch | Barrier | SetEvent | ResetEvent | WaitEvents
+EVENT_COMMANDS = (SetEvent, ResetEvent, WaitEvents)  # commands that synchronize and access no memory, as barriers
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,8 +340,22 @@ class Destroy(Tagged):
     buffer: str
 
 
+@dataclass(frozen=True, slots=True)
+class HostSetEvent(Tagged):
+    """vkSetEvent."""
+
+    event: str
+
+
+@dataclass(frozen=True, slots=True)
+class HostResetEvent(Tagged):
+    """vkResetEvent."""
+
+    event: str
+
+
 HostOp = (Submit | WaitFences | ResetFences | WaitSemaphores | SignalSemaphore | HostAccess | QueueWaitIdle |
-          DeviceWaitIdle | Destroy)
+          DeviceWaitIdle | Destroy | HostSetEvent | HostResetEvent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +407,7 @@ class Stream:
     expect: tuple[ExpectedFinding, ...] | None = None
     description: str | None = None
     ignore: tuple[Ignore, ...] = ()
+    events: tuple[Event, ...] = ()
     # A params stream: every combination of values (smallest first) and its plain stream.
     instances: tuple[tuple[tuple[tuple[str, int], ...], Stream], ...] = field(default=(), compare=False, repr=False)
 
@@ -377,6 +438,7 @@ class StreamIndex:
         self.buffers = {b.id: b for b in stream.buffers}
         self.semaphores = {s.id: s for s in stream.semaphores}
         self.fences = {f.id: f for f in stream.fences}
+        self.events = {e.id: e for e in stream.events}
         self.shaders = {s.id: s for s in stream.shaders}
         self.command_buffers = {c.id: c for c in stream.command_buffers}
         self.queues = {q.id: (d.id, q) for d in stream.devices for q in d.queues}

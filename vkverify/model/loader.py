@@ -497,6 +497,9 @@ class _Builder:
         fences = tuple(ir.Fence(f["id"], f.get("signaled", False)) for f in doc.get("fences", []))
         self.unique("fences", [f.id for f in fences])
         self.fence_ids = {f.id for f in fences}
+        events = tuple(ir.Event(e["id"]) for e in doc.get("events", []))
+        self.unique("events", [e.id for e in events])
+        self.event_ids = {e.id for e in events}
         shaders = tuple(ir.ShaderDecl(k, tuple(v["bindings"])) for k, v in doc.get("shaders", {}).items())
         self.shader_decls = {s.id: s for s in shaders}
 
@@ -519,7 +522,7 @@ class _Builder:
         params = tuple(self.param(k, v) for k, v in doc.get("params", {}).items())
         stream = ir.Stream(
             name=doc.get("name", ""), description=doc.get("description"), devices=devices, buffers=buffers,
-            semaphores=semaphores, fences=fences, shaders=shaders, command_buffers=command_buffers,
+            semaphores=semaphores, fences=fences, events=events, shaders=shaders, command_buffers=command_buffers,
             threads=threads, params=params, expect=None)
         self.check_references(stream)
         if "expect" in doc:
@@ -629,7 +632,35 @@ class _Builder:
             return ir.Update(c["dst"], offset, size, self.data(path, c.get("data"), size), **tag)
         if kind in ("dispatch", "dispatch_indirect"):
             return self.dispatch(path, c, tag)
+        if kind in ("set_event", "reset_event"):
+            self.event_ref(path + ("event",), c["event"])
+            if kind == "reset_event" or "stage" in c:
+                stage = self.names(path + ("stage",), c.get("stage"), stage_name, "stage", frozenset({"all_commands"}))
+                if kind == "reset_event":
+                    return ir.ResetEvent(c["event"], stage, **tag)
+                if any(key in c for key in _DEPENDENCY_KEYS):
+                    self.error(path, "give `stage` (vkCmdSetEvent) or a dependency (vkCmdSetEvent2), not both")
+                return ir.SetEvent(c["event"], stage, **tag)
+            dependency = self.barrier(path, c, {})
+            return ir.SetEvent(c["event"], frozenset().union(*ir.SetEvent("", frozenset(), dependency).first_scopes),
+                               dependency, **tag)
+        if kind == "wait_events":
+            for j, e in enumerate(c["events"]):
+                self.event_ref(path + ("events", j), e)
+            if "dependencies" not in c:
+                return ir.WaitEvents(tuple(c["events"]), (self.barrier(path, c, {}),) * len(c["events"]), **tag)
+            if any(key in c for key in _DEPENDENCY_KEYS):
+                self.error(path, "give `dependencies` (one per event) or one dependency for all events, not both")
+            if len(c["dependencies"]) != len(c["events"]):
+                self.error(path + ("dependencies",), f"{len(c['dependencies'])} dependencies for "
+                                                     f"{len(c['events'])} events: give one per event")
+            return ir.WaitEvents(tuple(c["events"]), tuple(self.barrier(path + ("dependencies", j), d, {})
+                                                          for j, d in enumerate(c["dependencies"])), **tag)
         return self.barrier(path, c, tag)
+
+    def event_ref(self, path: tuple, event: str) -> None:
+        if event not in self.event_ids:
+            self.error(path, f"unknown event {event!r}")
 
     def copy(self, path: tuple, c: dict, tag: dict) -> ir.Copy:
         src = self.buffer_ref(path + ("src",), c["src"])
@@ -740,6 +771,9 @@ class _Builder:
         if kind in ("host_write", "host_read", "flush", "invalidate"):
             offset, size = self.byte_range(path, op, op["buffer"])
             return ir.HostAccess(kind, op["buffer"], offset, size, self.data(path, op.get("data"), size), **tag)
+        if kind in ("set_event", "reset_event"):
+            self.event_ref(path + ("event",), op["event"])
+            return (ir.HostSetEvent if kind == "set_event" else ir.HostResetEvent)(op["event"], **tag)
         if kind == "queue_wait_idle":
             if op["queue"] not in self.queue_ids:
                 self.error(path + ("queue",), f"unknown queue {op['queue']!r}")
@@ -824,6 +858,9 @@ class _Builder:
                                   tuple(f["ops"]) if "ops" in f else None,
                                   tuple(sorted(f["params"].items())) if "params" in f else None,
                                   tuple(f["range"]) if "range" in f else None)
+
+
+_DEPENDENCY_KEYS = ("src_stage", "src_access", "dst_stage", "dst_access", "buffers")
 
 
 def _access_covers(declared: str, actual: str) -> bool:

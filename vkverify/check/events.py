@@ -1,0 +1,91 @@
+"""Events (spec 7.5): a split barrier, stated as two barrier entries the queue's barrier log already understands.
+
+vkCmdWaitEvents(2) applies each memory dependency's first scopes "to operations that occurred earlier in
+submission order than the last event signal operation" of its event, and its second scopes to operations after
+the wait: commands between the set and the wait are in neither. So the set is an execution-only entry from its
+first synchronization scope to a stage of its own (`event_stage`: one per event and first scope), which nothing
+but a wait names, and the wait is the dependency's entries with that stage for their first synchronization
+scope; their access scopes are the dependency's own. An access before the set reaches the event's stage, by its
+own stage or a chain, and through it the wait; an access after the set never does, nor does a barrier between
+the two reach the wait. A later set of the same event with the same stages reaches every access an earlier one
+did (they are earlier than it too, and chains only grow), so sets share their stage.
+
+The checker (engine.py) and the happens-before graph (hb.py) both run events so; the slow reference
+(reference.py) reads 7.5 on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..model import ir
+from .barriers import BarrierEntry, compile_barrier
+from .scopes import first_execution_scope
+
+__all__ = ["HOST", "EventStates", "event_stage", "set_entries", "wait_entries"]
+
+HOST = "host"  # the event's state after vkSetEvent
+
+
+def event_stage(event: str, stages: frozenset[str]) -> str:
+    """The stage a set of `event` with first synchronization scope `stages` orders its scope before: no pipeline
+    stage, so that no command, barrier or semaphore names it."""
+    return f"event {event}: {'|'.join(sorted(stages))}"
+
+
+def set_entries(cmd: ir.SetEvent) -> tuple[BarrierEntry, ...]:
+    """7.5 vkCmdSetEvent(2): its first synchronization scopes, each ordered before its own event stage; no access
+    scope (the wait's dependency holds it: vkCmdWaitEvents2 requires the same dependency as the set's)."""
+    return tuple(BarrierEntry("", None, 0, 0, first_execution_scope(stages), frozenset(), frozenset(),
+                              frozenset({event_stage(cmd.event, stages)}), frozenset())
+                 for stages in cmd.first_scopes)
+
+
+def wait_entries(dependency: ir.Barrier, event: str, first_scopes: tuple[frozenset[str], ...] | None,
+                 index: ir.StreamIndex) -> tuple[BarrierEntry, ...]:
+    """7.5 vkCmdWaitEvents(2): the dependency's entries, whose first synchronization scope is what the last set
+    (its `first_scopes`) ordered before the event; None: the host set it, before the submission, whose own
+    ordering (7.9) already holds every host operation before it, so the entries order nothing. vkCmdSetEvent2's
+    k-th memory dependency pairs with the wait's k-th; vkCmdSetEvent's one scope with each of the wait's."""
+    entries = compile_barrier(dependency, index)
+    if first_scopes is None:
+        return tuple(replace(e, src_exec=frozenset()) for e in entries)
+    paired = first_scopes if len(first_scopes) == len(entries) else (frozenset().union(*first_scopes),) * len(entries)
+    return tuple(replace(e, src_exec=frozenset({event_stage(event, stages)})) for e, stages in zip(entries, paired))
+
+
+@dataclass
+class EventStates:
+    """Each event's state as the walk runs its sets and resets: unsignaled (absent), HOST, or the queue and first
+    scopes of its last set."""
+
+    state: dict[str, object] = field(default_factory=dict)
+
+    def fork(self) -> EventStates:
+        return EventStates(dict(self.state))
+
+    def run(self, queue: str, cmd: ir.SetEvent | ir.ResetEvent) -> None:
+        if isinstance(cmd, ir.SetEvent):
+            self.state[cmd.event] = (queue, cmd.first_scopes)
+        else:
+            self.state.pop(cmd.event, None)
+
+    def host(self, op: ir.HostSetEvent | ir.HostResetEvent) -> None:
+        if isinstance(op, ir.HostSetEvent):
+            self.state[op.event] = HOST
+        else:
+            self.state.pop(op.event, None)
+
+    def waited(self, queue: str, event: str) -> tuple[frozenset[str], ...] | None | str:
+        """The first scopes of the set a wait on `queue` waits for (None: the host's), or why none satisfies it
+        (7.5 vkCmdWaitEvents2: it "must not be used to wait on event signal operations occurring on other
+        queues")."""
+        found = self.state.get(event)
+        if found is None:
+            return f"{event!r} is not set when the wait runs: no set_event before it on its queue, nor by the host"
+        if found == HOST:
+            return None
+        set_queue, scopes = found
+        if set_queue != queue:
+            return f"{event!r} was last set on {set_queue}: a wait sees only sets on its own queue or the host's"
+        return scopes
