@@ -26,7 +26,7 @@ from .access import Access
 from .access_state import AccessState
 from .agents import EPOCHS, Clock, QueueAgent, ThreadAgent, join, join_all
 from .barriers import BarrierEntry, compile_barrier
-from .events import EventStates, set_entries, wait_entries
+from .events import EventStates, event_entries
 from .findings import ACCESS_KINDS, Findings
 from .readings import DEFAULT, Readings
 from .replay import ALWAYS, DOMINATED, replay_plan
@@ -464,22 +464,14 @@ class Checker:
     def run_event(self, queue: QueueAgent, cmd: ir.SetEvent | ir.ResetEvent | ir.WaitEvents, ref: str) -> None:
         """Spec 7.5: a set or a wait as entries of the queue's barrier log (events.py); a reset changes only the
         event's state. A wait no set satisfies is reported (the queue would wait for ever) and orders nothing."""
-        if isinstance(cmd, ir.WaitEvents):
-            entries: tuple = ()
-            for event, dependency in zip(cmd.events, cmd.dependencies):
-                scopes = self.events.waited(queue.id, event)
-                if isinstance(scopes, str):
-                    self.report("wait_never_satisfied", None, None, None, None, None, None,
-                                (f"{ref} waits for event {scopes}",
-                                 f"set {event!r} on {queue.id} before the wait, or by the host before the submission"),
-                                ops=(ref,))
-                    continue
-                entries += wait_entries(dependency, event, scopes, self.index)
-        else:
-            self.events.run(queue.id, cmd)
-            if isinstance(cmd, ir.ResetEvent):
-                return
-            entries = set_entries(cmd)
+        entries, _, unsatisfied = event_entries(self.events, queue.id, cmd, self.index)
+        for event, why in unsatisfied:
+            self.report("wait_never_satisfied", None, None, None, None, None, None,
+                        (f"{ref} waits for event {why}",
+                         f"set {event!r} on {queue.id} before the wait, or by the host before the submission"),
+                        ops=(ref,))
+        if not entries:
+            return
         entries = self.event_kinds.setdefault(entries, entries)
         zero = (0,) * queue.clock_width
         for e in entries:

@@ -20,23 +20,31 @@ from dataclasses import dataclass, field, replace
 
 from ..model import ir
 from .barriers import BarrierEntry, compile_barrier
-from .scopes import first_execution_scope
+from .scopes import explicit_stages, first_execution_scope
 
-__all__ = ["HOST", "EventStates", "event_stage", "set_entries", "wait_entries"]
+__all__ = ["HOST", "EventStates", "dependencies", "event_entries", "event_stage", "set_entries", "through_event",
+           "wait_entries"]
 
 HOST = "host"  # the event's state after vkSetEvent
+_PREFIX = "event "
 
 
 def event_stage(event: str, stages: frozenset[str]) -> str:
     """The stage a set of `event` with first synchronization scope `stages` orders its scope before: no pipeline
     stage, so that no command, barrier or semaphore names it."""
-    return f"event {event}: {'|'.join(sorted(stages))}"
+    return f"{_PREFIX}{event}: {'|'.join(sorted(stages))}"
+
+
+def through_event(entry: BarrierEntry) -> bool:
+    """Whether the entry is a wait's: its first synchronization scope is only what a set ordered before its event,
+    so whether a write is in its first access scope is asked of the write's own stage, not of the set's."""
+    return any(s.startswith(_PREFIX) for s in entry.src_exec)
 
 
 def set_entries(cmd: ir.SetEvent) -> tuple[BarrierEntry, ...]:
     """7.5 vkCmdSetEvent(2): its first synchronization scopes, each ordered before its own event stage; no access
     scope (the wait's dependency holds it: vkCmdWaitEvents2 requires the same dependency as the set's)."""
-    return tuple(BarrierEntry("", None, 0, 0, first_execution_scope(stages), frozenset(), frozenset(),
+    return tuple(BarrierEntry("", None, 0, 0, first_execution_scope(stages), explicit_stages(stages), frozenset(),
                               frozenset({event_stage(cmd.event, stages)}), frozenset())
                  for stages in cmd.first_scopes)
 
@@ -52,6 +60,47 @@ def wait_entries(dependency: ir.Barrier, event: str, first_scopes: tuple[frozens
         return tuple(replace(e, src_exec=frozenset()) for e in entries)
     paired = first_scopes if len(first_scopes) == len(entries) else (frozenset().union(*first_scopes),) * len(entries)
     return tuple(replace(e, src_exec=frozenset({event_stage(event, stages)})) for e, stages in zip(entries, paired))
+
+
+def dependencies(cmd: ir.Barrier | ir.SetEvent | ir.ResetEvent | ir.WaitEvents) -> tuple[ir.Barrier, ...]:
+    """The dependencies a synchronization command holds: a barrier itself, a wait's, a vkCmdSetEvent2's."""
+    if isinstance(cmd, ir.WaitEvents):
+        return cmd.dependencies
+    if isinstance(cmd, ir.SetEvent):
+        return () if cmd.dependency is None else (cmd.dependency,)
+    return (cmd,) if isinstance(cmd, ir.Barrier) else ()
+
+
+def event_entries(states: EventStates, queue: str, cmd: ir.SetEvent | ir.ResetEvent | ir.WaitEvents,
+                  index: ir.StreamIndex) -> tuple[tuple[BarrierEntry, ...], tuple, list[tuple[str, str]]]:
+    """Run an event command on `queue`: the entries it adds to the queue's barrier log (none for a reset), each
+    one's masks as written (a dependency, or one of its buffer barriers; vkCmdSetEvent's a barrier of its stage
+    mask alone), and per event a wait finds unsatisfied, (event, why): the queue would wait for ever, and the wait
+    orders nothing."""
+    if isinstance(cmd, ir.ResetEvent):
+        states.run(queue, cmd)
+        return (), (), []
+    if isinstance(cmd, ir.SetEvent):
+        states.run(queue, cmd)
+        written = _written(cmd.dependency) if cmd.dependency is not None else \
+            (ir.Barrier(cmd.stage, frozenset(), frozenset(), frozenset()),)
+        return set_entries(cmd), written, []
+    entries: tuple[BarrierEntry, ...] = ()
+    written: tuple = ()
+    unsatisfied = []
+    for event, dependency in zip(cmd.events, cmd.dependencies):
+        scopes = states.waited(queue, event)
+        if isinstance(scopes, str):
+            unsatisfied.append((event, scopes))
+        else:
+            entries += wait_entries(dependency, event, scopes, index)
+            written += _written(dependency)
+    return entries, written, unsatisfied
+
+
+def _written(dependency: ir.Barrier) -> tuple:
+    """The dependency's memory barriers as written, one per entry compile_barrier makes of it."""
+    return dependency.buffers or (dependency,)
 
 
 @dataclass

@@ -22,7 +22,9 @@ from ..model.loader import validate
 from ..model.refs import owner_of, parse_ref, split_submit, without_submit
 from .barriers import ALIAS, FULL, NONE, OWN, coverage
 from .hb import SINK, AccessNode, Model, SyncNode, Pair, conflicts
-from .rules import first_access_scope_gap, in_first_access_scope, in_synchronization_scope, second_access_scope_gap
+from .events import through_event
+from .rules import (chains as stages_chain, first_access_scope_gap, in_first_access_scope, in_synchronization_scope,
+                    second_access_scope_gap)
 
 __all__ = ["ExplainError", "Explanation", "PairExplanation", "explain", "format_text", "host_op_text", "name",
            "names", "op_at", "resolve"]
@@ -205,10 +207,17 @@ def names(stages_or_accesses) -> str:
 
 
 def _barrier_masks(model: Model, key: tuple):
-    """The barrier command (or its buffer barrier entry) of a `bar` node, as written."""
-    ref, k = without_submit(key[1]), key[2]
-    cmd = op_at(model.stream, ref)
-    return (cmd.buffers[k] if cmd.buffers else cmd), cmd.label
+    """The memory barrier of a `bar` node as written (a barrier, one of its buffer barriers, an event's
+    dependency), and its command's label."""
+    return model.nodes[key].written, op_at(model.stream, without_submit(key[1])).label
+
+
+def _command(model: Model, key: tuple) -> str:
+    """What the command of a `bar` node is: a barrier, or an event's set or wait."""
+    cmd = op_at(model.stream, without_submit(key[1]))
+    if isinstance(cmd, ir.SetEvent):
+        return f"set_event {cmd.event}"
+    return f"wait_events {', '.join(cmd.events)}" if isinstance(cmd, ir.WaitEvents) else "barrier"
 
 
 def name(model: Model, key: tuple) -> str:
@@ -217,7 +226,7 @@ def name(model: Model, key: tuple) -> str:
     if kind == "bar":
         b, _ = _barrier_masks(model, key)
         where = f" (buffer barrier on {b.buffer})" if isinstance(b, ir.BufferBarrier) else ""
-        return f"barrier {key[1]}{_label_of(model.stream, key[1])}{where}"
+        return f"{_command(model, key)} {key[1]}{_label_of(model.stream, key[1])}{where}"
     if kind in ("wait", "sig"):
         submit, bi, i = key[1], key[2], key[3]
         op = op_at(model.stream, submit)
@@ -254,6 +263,8 @@ def host_op_text(op: ir.HostOp) -> str:
         return f"device_wait_idle {op.device}"
     if isinstance(op, ir.ResetFences):
         return f"reset_fences {names(op.fences)}"
+    if isinstance(op, (ir.HostSetEvent, ir.HostResetEvent)):
+        return f"{'set_event' if isinstance(op, ir.HostSetEvent) else 'reset_event'} {op.event}"
     return f"destroy {op.buffer}"
 
 
@@ -375,10 +386,17 @@ def _no_execution_dependency(model: Model, pair: Pair, reached: dict) -> list[st
         if not bars:
             reasons.append(f"no barrier between {e.ref} and {x.ref} on {x.agent} (submission order orders nothing)")
         for n in bars:
-            if n.key not in reached:
-                b, _ = _barrier_masks(model, n.key)
-                reasons.append(f"the barrier {n.key[1]} has src_stage {names(b.src_stage)}, the {_what(e)} "
-                               f"{e.ref} is at {e.stage}")
+            if n.key in reached:
+                continue
+            if through_event(n.entry):
+                sets = [m for m in model.on_agent[x.agent] if m.seq < n.seq and stages_chain(m.outs, n.entry.src_exec)]
+                if sets and e.seq > sets[-1].seq:
+                    reasons.append(f"the {name(model, n.key)} orders only work before {name(model, sets[-1].key)} "
+                                   f"(7.5): the {_what(e)} {e.ref} comes after it")
+                continue  # the set it waits for says why, as a barrier would
+            b, _ = _barrier_masks(model, n.key)
+            reasons.append(f"the {_command(model, n.key)} {n.key[1]} has src_stage {names(b.src_stage)}, "
+                           f"the {_what(e)} {e.ref} is at {e.stage}")
     if e.agent != x.agent and not reasons:
         reasons += _no_cross_edge(model, pair, reached)
     return reasons

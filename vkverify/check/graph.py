@@ -126,8 +126,12 @@ def _tag_ref(stream: ir.Stream, ref: str) -> str:
 
 def _queue_label(model: Model, key: tuple) -> str:
     if key[0] == "bar":
-        b = op_at(model.stream, without_submit(key[1]))
-        return (f"barrier {key[1]}{_tag(b)}\n{names(b.src_stage)} -> {names(b.dst_stage)}"
+        cmd = op_at(model.stream, without_submit(key[1]))
+        if isinstance(cmd, ir.SetEvent):
+            return f"set_event {cmd.event} {key[1]}{_tag(cmd)}\n{names(cmd.stage)}"
+        b = cmd.dependencies[0] if isinstance(cmd, ir.WaitEvents) else cmd
+        what = f"wait_events {', '.join(cmd.events)}" if isinstance(cmd, ir.WaitEvents) else "barrier"
+        return (f"{what} {key[1]}{_tag(cmd)}\n{names(b.src_stage)} -> {names(b.dst_stage)}"
                 + (f"\n{names(b.src_access)} -> {names(b.dst_access)}" if b.src_access or b.dst_access else ""))
     if key[0] == "sub":
         return f"batch {key[2]} of {key[1]}"

@@ -38,6 +38,7 @@ from ..model.refs import format_ref, parse_ref
 from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, compile_barrier, coverage, sees
 from ..model.accesses import command_accesses
 from .agents import FENCE_SCOPE
+from .events import EventStates, dependencies, event_entries, through_event
 from .readings import DEFAULT, Readings
 from .rules import (atomic_pair, chains, host_write_needs_flush, in_release_access_scope, in_synchronization_scope,
                     makes_host_writes_available)
@@ -58,7 +59,8 @@ class SyncNode:
 
     `ins`: the stages of earlier work on its queue it orders (a release's or barrier's first
     scope); `outs`: the stages of later work it orders (a wait's or barrier's second scope).
-    `ops`: the stream operations a mutation would remove with it (empty: not mutable).
+    `ops`: the stream operations a mutation would remove with it (empty: not mutable). `entry`, `written`: a
+    barrier's (or an event's set or wait, check/events.py) entry, and its masks as written.
     """
 
     key: tuple
@@ -70,6 +72,7 @@ class SyncNode:
     entry: BarrierEntry | None = None
     ops: tuple[str, ...] = ()
     op: ir.HostOp | None = None  # host nodes: the op
+    written: ir.Barrier | ir.BufferBarrier | None = None  # bar nodes: the memory barrier as the stream writes it
 
 
 @dataclass(eq=False)
@@ -142,6 +145,7 @@ class Model(Consumer):
         self._ordering_at: dict[str, float] = {}  # agent -> the position of its last barrier or release
         self._reads: dict[tuple, dict[tuple, AccessNode]] = {}
         self._destroyed: dict[str, str] = {}
+        self.events = EventStates()
         self._issuing = ""  # the host op of the access being compared: its submit, or itself
         self._uses: dict[str, dict] | None = {} if any(
             isinstance(op, ir.Destroy) for t in stream.threads for op in t.ops) else None
@@ -218,13 +222,21 @@ class Model(Consumer):
         for cb in batch.command_buffers:
             for i, cmd in enumerate(self.index.command_buffers[cb].commands):
                 ref, executed = format_ref(cb, i), self.index.command_ref(cb, i, submit)
-                if isinstance(cmd, ir.Barrier):
-                    entries = compile_barrier(cmd, self.index)
+                if isinstance(cmd, (ir.Barrier, *ir.EVENT_COMMANDS)):
+                    if isinstance(cmd, ir.Barrier):
+                        entries, written = compile_barrier(cmd, self.index), cmd.buffers or (cmd,)
+                    else:
+                        entries, written, unsatisfied = event_entries(self.events, queue, cmd, self.index)
+                        if unsatisfied:
+                            self.hazards.add(("wait_never_satisfied", executed))
+                    if not entries:
+                        continue
                     seq = self._ordering_at[queue] = self._next(queue)  # entries of one barrier share a position
                     for k, entry in enumerate(entries):
-                        ops = (ref, f"{ref}.buffers[{k}]") if len(cmd.buffers) > 1 else (ref,)
+                        ops = (ref, f"{ref}.buffers[{k}]") if isinstance(cmd, ir.Barrier) and len(cmd.buffers) > 1 \
+                            else (ref,)
                         node = SyncNode(("bar", executed, k), "bar", queue, seq, entry.src_exec, entry.dst_exec,
-                                    entry, ops)
+                                        entry, ops, written=written[k])
                         self.nodes[node.key] = node
                         self.on_agent.setdefault(queue, []).append(node)
                     continue
@@ -283,6 +295,9 @@ class Model(Consumer):
     def host_op(self, thread: int, pc: int, op: ir.HostOp) -> None:
         if isinstance(op, ir.HostAccess) and op.op in ("flush", "invalidate"):
             self._host(thread, pc, op)
+            return
+        if isinstance(op, (ir.HostSetEvent, ir.HostResetEvent)):
+            self.events.host(op)
             return
         thread_id = self.stream.threads[thread].id
         ref = format_ref(thread_id, pc)
@@ -452,8 +467,12 @@ class Model(Consumer):
                 return None  # rule 4: no chain (apply_barrier would keep the earlier chain unchanged)
             else:
                 released = node.outs if tok.available else frozenset()
+                # A wait's first access scope is asked of the write's own stage (events.through_event); any other
+                # barrier reached by a chain holds the write in its first access scope only where it also holds it
+                # directly (the path from the access itself).
+                stage = e.stage if through_event(n.entry) else ""
                 state = apply_barrier(State(node.outs, tok.available, frozenset(), released=released), (n.entry,),
-                                      (self.coverage(n.entry, pair, seg),), "", e.write)
+                                      (self.coverage(n.entry, pair, seg),), stage, e.write)
             if not state.chain:
                 return None
             if not pair.memory:
@@ -554,8 +573,8 @@ def _boundaries(stream: ir.Stream) -> dict[str, list[int]]:
         add(b.id, 0, b.size)
     for cb in stream.command_buffers:
         for cmd in cb.commands:
-            if isinstance(cmd, ir.Barrier):
-                for bb in cmd.buffers:
+            if isinstance(cmd, (ir.Barrier, *ir.EVENT_COMMANDS)):
+                for bb in (bb for d in dependencies(cmd) for bb in d.buffers):
                     add(bb.buffer, bb.offset, bb.offset + bb.size)
             else:
                 for _, _, _, buffer, lo, hi, _ in command_accesses(cmd):
