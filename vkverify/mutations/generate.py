@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from ..check import check
+from ..check.events import dependencies
 from ..check.hb import Model
 from ..model import ir
 from ..model.dump import command_to_dict, host_op_to_dict
@@ -169,11 +170,21 @@ def _barrier(s: ir.Stream, a: Analysis, op: str, cb: str, i: int, rest: str) -> 
                for operator, description, new in group]
 
 
-def barrier_edits(b: ir.Barrier, op: str, entry: int | None = None) -> list[list[tuple[str, str, ir.Barrier | None]]]:
-    """The mutations of barrier `b` (reference `op`), or of its buffer barrier `entry`: per operator, its
-    alternatives, the first that breaks an ordering being the mutant, each (operator, description, the
-    barrier it becomes; None: dropped)."""
+def barrier_edits(b: ir.Barrier | ir.SetEvent | ir.WaitEvents, op: str,
+                  entry: int | None = None) -> list[list[tuple[str, str, ir.Command | None]]]:
+    """The mutations of barrier `b` (reference `op`), or of its buffer barrier `entry`, or of an event's set or
+    wait: per operator, its alternatives, the first that breaks an ordering being the mutant, each (operator,
+    description, the command it becomes; None: dropped)."""
     what = _label(b, op)
+    if isinstance(b, ir.WaitEvents):
+        groups = [[("drop_wait_events", f"drop {what}", None)]]
+        if any(d.src_access or d.dst_access or any(bb.src_access or bb.dst_access for bb in d.buffers)
+               for d in b.dependencies):
+            groups.append([("weaken_wait_events", f"remove the access masks of {what} (execution dependency only)",
+                            replace(b, dependencies=tuple(o.weaken(d) for d in b.dependencies)))])
+        return groups
+    if isinstance(b, ir.SetEvent):
+        return [[("drop_set_event", f"drop {what}", None)]]
     if entry is not None:  # one entry of a barrier with several
         return [[("drop_barrier_entry", f"drop buffer barrier entry {entry} ({b.buffers[entry].buffer}) of {what}",
                   o.drop_entry(b, entry))]]
@@ -187,8 +198,8 @@ def barrier_edits(b: ir.Barrier, op: str, entry: int | None = None) -> list[list
     return groups
 
 
-def _dst_stages(b: ir.Barrier) -> set[str]:
-    return set(b.dst_stage).union(*(bb.dst_stage for bb in b.buffers))
+def _dst_stages(b: ir.Barrier | ir.SetEvent | ir.WaitEvents) -> set[str]:
+    return set().union(*(set(d.dst_stage).union(*(bb.dst_stage for bb in d.buffers)) for d in dependencies(b)))
 
 
 def _semaphore(s: ir.Stream, op: str, thread: str, i: int, rest: str) -> Iterator[list[_Candidate]]:
@@ -271,5 +282,6 @@ def _keepalive(s: ir.Stream, a: Analysis) -> Iterator[list[_Candidate]]:
 
 
 def _label(item, ref: str) -> str:
-    kind = command_to_dict(item)["cmd"] if isinstance(item, ir.Barrier) else host_op_to_dict(item)["op"]
+    kind = command_to_dict(item)["cmd"] if isinstance(item, (ir.Barrier, *ir.EVENT_COMMANDS)) else \
+        host_op_to_dict(item)["op"]
     return f"{kind} {ref}" + (f" ({item.label!r})" if item.label else "")
