@@ -76,7 +76,8 @@ class AccessState:
         # Spec 7.7.2 "access to memory through the specified buffer range": a buffer barrier covers only accesses
         # through its own buffer, unless the reading buffer_barrier_covers_aliases says otherwise.
         by_buffer = self.aliased and not readings.buffer_barrier_covers_aliases
-        self.wording = fixes.Wording(tuple(a.id for a in agents), self.memory_kind, readings, by_buffer)
+        self.wording = fixes.Wording(tuple(a.id for a in agents), self.memory_kind, readings, by_buffer,
+                                     frozenset(index.images))
         # host write uid -> [(proxy access at a barrier that made it available, lo, hi)] (make_host_writes_available)
         self.host_available: dict[int, list[tuple[Access, int, int]]] = {}
 

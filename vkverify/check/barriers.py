@@ -20,8 +20,24 @@ from ..model import ir
 from .rules import chains, in_first_access_scope
 from .scopes import access_scope, accesses, explicit_stages, first_execution_scope, second_execution_scope
 
-__all__ = ["ALIAS", "EMPTY", "FULL", "NONE", "OWN", "BarrierEntry", "BarrierLog", "State", "apply_barrier",
-           "compile_barrier", "coverage", "sees"]
+__all__ = [
+    "ALIAS",
+    "EMPTY",
+    "FULL",
+    "LAYOUT_TRANSITION",
+    "LAYOUT_WRITE",
+    "NONE",
+    "OWN",
+    "BarrierEntry",
+    "BarrierLog",
+    "State",
+    "apply_barrier",
+    "compile_barrier",
+    "coverage",
+    "layout_transitions",
+    "memory_barriers",
+    "sees",
+]
 
 
 @dataclass(frozen=True)
@@ -63,13 +79,53 @@ def compile_barrier(b: ir.Barrier, index: ir.StreamIndex) -> tuple[BarrierEntry,
         return BarrierEntry(root, buffer, lo, hi, first_execution_scope(x.src_stage), explicit_stages(x.src_stage),
                             accesses(x.src_access), second_execution_scope(x.dst_stage),
                             access_scope(x.dst_stage, x.dst_access))
-    if not b.buffers:
+    if not b.buffers and not b.images:
         return (entry(b, None, 0, 0),)
     out = []
     for bb in b.buffers:
         root, base = index.root(bb.buffer)
         out.append(entry(bb, root, base + bb.offset, base + bb.offset + bb.size, bb.buffer))
+    # 7.7.3: an image barrier's subresource range, one entry per byte range of it (a mip level's layers).
+    out += [entry(ib, ib.image, lo, hi, ib.image) for ib in b.images for lo, hi in ib.ranges]
     return tuple(out)
+
+
+# Spec 7.7.4 "Image Layout Transitions": a transition "happens-after the availability operations" of its barrier's first
+# scope and "happens-before the visibility operations" of its second, and it reads and writes the subresources. The
+# checker runs it as an access between the barrier's two halves, at a stage no command has, with an access of its own.
+LAYOUT_TRANSITION = "image_layout_transition"
+LAYOUT_WRITE = "layout_transition"
+
+
+def layout_transitions(b: ir.Barrier, index: ir.StreamIndex) -> tuple[tuple[BarrierEntry, ...], tuple, tuple]:
+    """A barrier with image layout transitions as three steps: its entries, each of a transitioning image barrier
+    also ordering before and making visible to the transition; the transitions, as accesses (stage, reads, write,
+    image, lo, hi, atomic); then the entries that order the transitions before the barrier's second scopes.
+    Without transitions: compile_barrier's entries and nothing else."""
+    entries = compile_barrier(b, index)
+    moving = tuple(ib for ib in b.images if ib.transition)
+    if not moving:
+        return entries, (), ()
+    first = len(entries) - sum(len(ib.ranges) for ib in b.images)
+    written = memory_barriers(b)
+    stage, pair = frozenset({LAYOUT_TRANSITION}), frozenset({(LAYOUT_TRANSITION, LAYOUT_WRITE)})
+    before = entries[:first] + tuple(
+        BarrierEntry(e.root, e.buffer, e.lo, e.hi, e.src_exec, e.src_stages, e.src_access, e.dst_exec | stage,
+                     e.dst_scope | pair) if written[first + k].transition else e
+        for k, e in enumerate(entries[first:]))
+    accesses = tuple((LAYOUT_TRANSITION, (), LAYOUT_WRITE, ib.image, lo, hi, False) for ib in moving
+                     for lo, hi in ib.ranges)
+    after = tuple(BarrierEntry(ib.image, ib.image, lo, hi, stage, stage, frozenset({LAYOUT_WRITE}),
+                               second_execution_scope(ib.dst_stage), access_scope(ib.dst_stage, ib.dst_access))
+                  for ib in moving for lo, hi in ib.ranges)
+    return before, accesses, after
+
+
+def memory_barriers(b: ir.Barrier) -> tuple[ir.Barrier | ir.BufferBarrier | ir.ImageBarrier, ...]:
+    """The memory barriers of `b` as written, one per entry compile_barrier makes of it."""
+    if not b.buffers and not b.images:
+        return (b,)
+    return b.buffers + tuple(ib for ib in b.images for _ in ib.ranges)
 
 
 def coverage(entry: BarrierEntry, root: str, lo: int, hi: int, buffer: str | None = None) -> int:

@@ -25,7 +25,7 @@ from . import fixes
 from .access import Access
 from .access_state import AccessState
 from .agents import EPOCHS, Clock, QueueAgent, ThreadAgent, join, join_all
-from .barriers import BarrierEntry, compile_barrier
+from .barriers import BarrierEntry, layout_transitions
 from .events import EventStates, event_entries
 from .findings import ACCESS_KINDS, Findings
 from .readings import DEFAULT, Readings
@@ -89,10 +89,10 @@ class Checker:
                         for i, t in enumerate(threads)]
         self.agents: list = list(self.queues.values()) + self.threads
         # The memories' range maps and the comparisons over them (access_state.py); the walk below feeds them.
-        self.state = AccessState(self.index, self.agents, self.queues, readings, stream.buffers)
+        self.state = AccessState(self.index, self.agents, self.queues, readings, stream.memories)
         self.barriers = {}
         self.events = EventStates()
-        self.event_kinds: dict[tuple, tuple] = {}  # each distinct tuple of an event command's entries, held once
+        self.event_kinds: dict[tuple, tuple] = {}  # each distinct tuple of _log_entries's entries, held once
         # id of a resubmitted command buffer -> [it, its steps (_step), its replay plan: None before a clean
         # execution, () where none may be made, what its reads met (_replay)]; the command buffer held keeps its
         # id from being reused.
@@ -443,13 +443,19 @@ class Checker:
             return
         compiled = self.barriers.get(id(cmd))
         if compiled is None:
-            entries = compile_barrier(cmd, self.index)
-            # Per entry, the clocks it reads and writes (_scopes); then the entries that make host writes available
-            # and the buffer barriers that transfer ownership.
+            entries, transitions, after = layout_transitions(cmd, self.index)
+            if transitions:
+                self._own_stages(queue, entries + after)
+            # Per entry, the clocks it reads and writes (_scopes); then the entries that make host writes available,
+            # the buffer barriers that transfer ownership, and the image layout transitions with the entries after
+            # them (barriers.layout_transitions).
             compiled = self.barriers[id(cmd)] = (entries, self._scopes(queue, entries),
                 tuple(e for e in entries if makes_host_writes_available(e.src_stages, e.src_access)),
-                tuple(bb for bb in cmd.buffers if transfers_ownership(bb.src_family, bb.dst_family)))
-        entries, scopes, available, transfers = compiled
+                tuple(bb for bb in cmd.buffers if transfers_ownership(bb.src_family, bb.dst_family)),
+                transitions and (transitions, after))
+        entries, scopes, available, transfers, transitions = compiled
+        if transitions:
+            self._own_stages(queue, entries)  # another queue may run the command buffer
         queue.log.add(queue.pos, entries, id(cmd))
         for entry in available:
             # The memory model's domain operation from the host (AccessState.make_host_writes_available).
@@ -460,6 +466,31 @@ class Checker:
             self._barrier_clocks(queue, id(cmd), entries, scopes)
         for bb in transfers:
             self.state.ownership_transfer(queue, bb)
+        if transitions:
+            accesses, after = transitions
+            queue.pos += 1  # the transitions come after the first half and before the second (7.7.4)
+            self._run_accesses(queue, cmd, ref, accesses, True)
+            queue.pos += 1
+            self._log_entries(queue, after)
+
+    def _own_stages(self, queue: QueueAgent, entries: tuple[BarrierEntry, ...]) -> None:
+        """Clocks on `queue` for the stages and (stage, access) pairs no command has that `entries` name: an event's
+        stage (events.py), an image layout transition's (barriers.layout_transitions)."""
+        zero = (0,) * queue.clock_width
+        for e in entries:
+            for stage in e.src_exec | e.dst_exec:
+                queue.exec_clock.setdefault(stage, zero)
+            for pair in e.dst_scope:
+                queue.vis_clock.setdefault(pair, zero)
+
+    def _log_entries(self, queue: QueueAgent, entries: tuple[BarrierEntry, ...]) -> None:
+        """Entries that are no barrier command's (an event's set or wait, a transition's second half): logged and
+        clocked as a barrier's, one object per distinct tuple of them keying the log's and the clocks' memos."""
+        entries = self.event_kinds.setdefault(entries, entries)
+        self._own_stages(queue, entries)
+        queue.log.add(queue.pos, entries, id(entries))
+        if queue.settled.get(id(entries)) != queue.epoch:
+            self._barrier_clocks(queue, id(entries), entries, self._scopes(queue, entries))
 
     def run_event(self, queue: QueueAgent, cmd: ir.SetEvent | ir.ResetEvent | ir.WaitEvents, ref: str) -> None:
         """Spec 7.5: a set or a wait as entries of the queue's barrier log (events.py); a reset changes only the
@@ -470,16 +501,8 @@ class Checker:
                         (f"{ref} waits for event {why}",
                          f"set {event!r} on {queue.id} before the wait, or by the host before the submission"),
                         ops=(ref,))
-        if not entries:
-            return
-        entries = self.event_kinds.setdefault(entries, entries)
-        zero = (0,) * queue.clock_width
-        for e in entries:
-            for stage in e.src_exec | e.dst_exec:
-                queue.exec_clock.setdefault(stage, zero)  # an event's stage is in no queue's clocks before its set
-        queue.log.add(queue.pos, entries, id(entries))
-        if queue.settled.get(id(entries)) != queue.epoch:
-            self._barrier_clocks(queue, id(entries), entries, self._scopes(queue, entries))
+        if entries:
+            self._log_entries(queue, entries)
 
     def _scopes(self, queue: QueueAgent, entries: tuple[BarrierEntry, ...]) -> tuple:
         """Per entry, the clocks it reads and writes: its scopes restricted to what the queue tracks, the host

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..model import ir
-from .barriers import BarrierEntry, compile_barrier
+from .barriers import BarrierEntry, compile_barrier, memory_barriers
 from .scopes import explicit_stages, first_execution_scope
 
 __all__ = ["HOST", "EventStates", "dependencies", "event_entries", "event_stage", "set_entries", "through_event",
@@ -82,7 +82,7 @@ def event_entries(states: EventStates, queue: str, cmd: ir.SetEvent | ir.ResetEv
         return (), (), []
     if isinstance(cmd, ir.SetEvent):
         states.run(queue, cmd)
-        written = _written(cmd.dependency) if cmd.dependency is not None else \
+        written = memory_barriers(cmd.dependency) if cmd.dependency is not None else \
             (ir.Barrier(cmd.stage, frozenset(), frozenset(), frozenset()),)
         return set_entries(cmd), written, []
     entries: tuple[BarrierEntry, ...] = ()
@@ -94,13 +94,8 @@ def event_entries(states: EventStates, queue: str, cmd: ir.SetEvent | ir.ResetEv
             unsatisfied.append((event, scopes))
         else:
             entries += wait_entries(dependency, event, scopes, index)
-            written += _written(dependency)
+            written += memory_barriers(dependency)
     return entries, written, unsatisfied
-
-
-def _written(dependency: ir.Barrier) -> tuple:
-    """The dependency's memory barriers as written, one per entry compile_barrier makes of it."""
-    return dependency.buffers or (dependency,)
 
 
 @dataclass

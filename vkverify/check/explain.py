@@ -20,7 +20,7 @@ from ..model import ir
 from ..model.errors import UsageError
 from ..model.loader import validate
 from ..model.refs import owner_of, parse_ref, split_submit, without_submit
-from .barriers import ALIAS, FULL, NONE, OWN, coverage
+from .barriers import ALIAS, FULL, LAYOUT_TRANSITION, NONE, OWN, coverage
 from .hb import SINK, AccessNode, Model, SyncNode, Pair, conflicts
 from .events import through_event
 from .rules import (chains as stages_chain, first_access_scope_gap, in_first_access_scope, in_synchronization_scope,
@@ -112,10 +112,12 @@ def explain(stream: ir.Stream, first: str, second: str) -> Explanation:
     found = []
     for ref in (a_ref, b_ref):
         op = op_at(stream, without_submit(ref))
-        if not (isinstance(op, (ir.Copy, ir.Fill, ir.Update, ir.Dispatch, ir.Destroy))
-                or isinstance(op, ir.HostAccess) and op.op in ("host_write", "host_read")):
-            raise ExplainError(ref, "accesses no memory: name a copy, fill, update, dispatch, "
-                                    "host_write, host_read or destroy")
+        if not (isinstance(op, (ir.Copy, ir.Fill, ir.Update, ir.Dispatch, ir.Destroy, ir.CopyBufferToImage,
+                                ir.CopyImageToBuffer, ir.CopyImage, ir.ClearColorImage))
+                or isinstance(op, ir.HostAccess) and op.op in ("host_write", "host_read")
+                or isinstance(op, ir.Barrier) and any(ib.transition for ib in op.images)):
+            raise ExplainError(ref, "accesses no memory: name a copy, fill, update, dispatch, an image command, a "
+                                    "barrier with an image layout transition, host_write, host_read or destroy")
         accesses = [x for r, xs in model.accesses.items() if _matches(ref, r) for x in xs]
         if not accesses:
             notes.append(f"{ref} never runs: the stream blocks before it (see `vkverify check`)")
@@ -225,7 +227,8 @@ def name(model: Model, key: tuple) -> str:
     kind = key[0]
     if kind == "bar":
         b, _ = _barrier_masks(model, key)
-        where = f" (buffer barrier on {b.buffer})" if isinstance(b, ir.BufferBarrier) else ""
+        where = f" (buffer barrier on {b.buffer})" if isinstance(b, ir.BufferBarrier) else \
+            f" (image barrier on {b.image})" if isinstance(b, ir.ImageBarrier) else ""
         return f"{_command(model, key)} {key[1]}{_label_of(model.stream, key[1])}{where}"
     if kind in ("wait", "sig"):
         submit, bi, i = key[1], key[2], key[3]
@@ -282,7 +285,9 @@ def _chain(model: Model, pair: Pair, path: list) -> list[str]:
             b, _ = _barrier_masks(model, key)
             masks = (f"src_stage {names(b.src_stage)}, src_access {names(b.src_access)}; "
                      f"dst_stage {names(b.dst_stage)}, dst_access {names(b.dst_access)}")
-            if prev[0] == "access":
+            if prev[0] == "access" and e.stage == LAYOUT_TRANSITION:
+                parts.append("its layout transition of the image comes before its second scopes (7.7.4)")
+            elif prev[0] == "access":
                 parts.append(f"first scope: {e.stage} is in src_stage"
                              + ("" if e.stage in node.entry.src_stages else " (logically earlier)"))
                 if pair.memory and e.write and in_first_access_scope(e.stage, e.write, node.entry.src_stages,
@@ -290,7 +295,9 @@ def _chain(model: Model, pair: Pair, path: list) -> list[str]:
                     parts.append(f"access scope: {e.write} is in src_access: made available")
             else:
                 parts.append(f"chains after {name(model, prev)}")
-            if nxt == SINK[0]:
+            if nxt == SINK[0] and x.stage == LAYOUT_TRANSITION:
+                parts.append("its layout transition of the image comes after its first scopes (7.7.4)")
+            elif nxt == SINK[0]:
                 parts.append(f"second scope: {x.stage} is in dst_stage")
                 if pair.memory:
                     parts.append(f"dst_access makes it visible to {x.stage}/{'+'.join(pair.need)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .access import Access
+from .barriers import LAYOUT_TRANSITION
 from .readings import Readings
 
 __all__ = ["Wording", "acquire_stage", "destroy", "execution_dependency", "memory_dependency", "ownership",
@@ -21,6 +22,7 @@ class Wording:
     memory_kind: dict[str, str]
     readings: Readings
     by_buffer: bool
+    images: frozenset[str] = frozenset()  # the memories that are images (an image barrier names them)
 
     def through(self, a: Access) -> str | None:
         """The buffer through which a buffer barrier covers `a` (an access's or a barrier's); None: any buffer over
@@ -43,11 +45,14 @@ def memory_dependency(wording: Wording, w: Access, x: Access, hosts_ordered: boo
     w and x are on host threads, x's having acquired w's op when the checker met the pair."""
     src = f"{w.stage}/{w.write}"
     noncoherent = wording.memory_kind[x.buffer] == "host_cached"  # coherence is the memory's: an alias follows it
+    if w.agent == x.agent and x.stage == LAYOUT_TRANSITION:
+        return _transition_scope(w, x, f"src_stage {w.stage} and src_access {w.write}")
     if w.agent == x.agent and x.family is not None:
         # Spec 7.7.2: a buffer barrier covers accesses through its own buffer (readings): both must name it.
         one = wording.through(w) == wording.through(x)
         return (f"vkCmdPipelineBarrier2 between {w.ref} and {x.ref}: src {src} -> dst {_masks(x)}"
-                + (f" (a buffer barrier on {x.buffer!r} suffices)" if one else " (a global memory barrier)"))
+                + (f" (an {'image' if x.buffer in wording.images else 'buffer'} barrier on {x.buffer!r} suffices)"
+                   if one else " (a global memory barrier)"))
     if w.family is not None and x.family is not None:
         return (f"signal a semaphore after {w.ref} on {_where(wording, w)} and wait on it before {x.ref} "
                 f"on {_where(wording, x)} with a stage mask that includes {x.stage}")
@@ -72,6 +77,8 @@ def memory_dependency(wording: Wording, w: Access, x: Access, hosts_ordered: boo
 
 def execution_dependency(wording: Wording, r: Access, x: Access) -> str:
     """WAR: spec 7.1 an execution dependency suffices."""
+    if r.agent == x.agent and x.stage == LAYOUT_TRANSITION:
+        return _transition_scope(r, x, f"src_stage {r.stage}")
     if r.agent == x.agent and x.family is not None:
         return f"vkCmdPipelineBarrier2 between {r.ref} and {x.ref}: src_stage {r.stage} -> dst_stage {x.stage}"
     if r.family is not None and x.family is None:
@@ -80,6 +87,11 @@ def execution_dependency(wording: Wording, r: Access, x: Access) -> str:
         return (f"signal a semaphore after {r.ref} on {_where(wording, r)} and wait on it before {x.ref} "
                 f"on {_where(wording, x)} with a stage mask that includes {x.stage}")
     return f"submit {x.ref} only after {r.ref} on {_where(wording, r)}"
+
+
+def _transition_scope(e: Access, x: Access, scope: str) -> str:
+    """Spec 7.7.4: an image barrier's layout transition happens after the barrier's first scopes: they must hold e."""
+    return f"give the image barrier of {x.ref} on {x.buffer!r} {scope}: its layout transition writes the image"
 
 
 def uninitialized(x: Access) -> str:

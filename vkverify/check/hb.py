@@ -35,7 +35,8 @@ import networkx as nx
 from ..model import ir
 from ..model.stages import DEVICE_STAGES
 from ..model.refs import format_ref, parse_ref
-from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, compile_barrier, coverage, sees
+from .barriers import (EMPTY, FULL, BarrierEntry, State, apply_barrier, coverage, layout_transitions, memory_barriers,
+                       sees)
 from ..model.accesses import command_accesses
 from .agents import FENCE_SCOPE
 from .events import EventStates, dependencies, event_entries, through_event
@@ -222,32 +223,27 @@ class Model(Consumer):
         for cb in batch.command_buffers:
             for i, cmd in enumerate(self.index.command_buffers[cb].commands):
                 ref, executed = format_ref(cb, i), self.index.command_ref(cb, i, submit)
-                if isinstance(cmd, (ir.Barrier, *ir.EVENT_COMMANDS)):
-                    if isinstance(cmd, ir.Barrier):
-                        entries, written = compile_barrier(cmd, self.index), cmd.buffers or (cmd,)
-                    else:
-                        entries, written, unsatisfied = event_entries(self.events, queue, cmd, self.index)
-                        if unsatisfied:
-                            self.hazards.add(("wait_never_satisfied", executed))
-                    if not entries:
-                        continue
-                    seq = self._ordering_at[queue] = self._next(queue)  # entries of one barrier share a position
-                    for k, entry in enumerate(entries):
-                        ops = (ref, f"{ref}.buffers[{k}]") if isinstance(cmd, ir.Barrier) and len(cmd.buffers) > 1 \
-                            else (ref,)
-                        node = SyncNode(("bar", executed, k), "bar", queue, seq, entry.src_exec, entry.dst_exec,
-                                        entry, ops, written=written[k])
-                        self.nodes[node.key] = node
-                        self.on_agent.setdefault(queue, []).append(node)
-                    continue
-                seq, uid = self._next(queue), self._new_uid()
                 self._issuing = submit
-                # As the checker does: every access of the command is paired before any is recorded.
-                accesses = [AccessNode(executed, queue, seq, stage, reads, write, buffer, *self._root(buffer, lo, hi),
-                                   uid, False, self._memory(buffer), atomic)
-                            for stage, reads, write, buffer, lo, hi, atomic in command_accesses(cmd)]
-                for x in [x for x in accesses if self._compare(x)]:
-                    self._record(x)
+                if not isinstance(cmd, (ir.Barrier, *ir.EVENT_COMMANDS)):
+                    self._command_accesses(queue, executed, command_accesses(cmd))
+                    continue
+                transitions, after = (), ()
+                if isinstance(cmd, ir.Barrier):
+                    entries, transitions, after = layout_transitions(cmd, self.index)
+                    written = memory_barriers(cmd)
+                else:
+                    entries, written, unsatisfied = event_entries(self.events, queue, cmd, self.index)
+                    if unsatisfied:
+                        self.hazards.add(("wait_never_satisfied", executed))
+                buffers = len(cmd.buffers) if isinstance(cmd, ir.Barrier) else 0
+                self._barrier_nodes(queue, executed, [
+                    ((ref, f"{ref}.buffers[{k}]") if buffers > 1 and k < buffers else (ref,), e, written[k])
+                    for k, e in enumerate(entries)])
+                if transitions:  # barriers.layout_transitions: between the barrier's two halves
+                    self._command_accesses(queue, executed, transitions)
+                    moving = [ib for ib in cmd.images if ib.transition for _ in ib.ranges]
+                    self._barrier_nodes(queue, executed, [((ref,), e, ib) for e, ib in zip(after, moving)],
+                                        len(entries))
         scope = self.readings.all_commands_includes_host
         releases = [self._add(("sig", submit, bi, si), "rel", queue, ins=signal_first_scope(sig.stage, scope),
                               ops=(f"{submit}.batches[{bi}].signal[{si}]",)).key
@@ -256,6 +252,26 @@ class Model(Consumer):
         if self._batch_ends is not None:
             self._batch_ends.setdefault(queue, []).append((submit, self._seq.get(queue, 0)))
         return releases, fence
+
+    def _barrier_nodes(self, queue: str, executed: str, entries: list[tuple], first: int = 0) -> None:
+        """A barrier's entries (ops, entry, memory barrier as written) as `bar` nodes at one position: the entries of
+        one barrier do not chain with each other."""
+        if not entries:
+            return
+        seq = self._ordering_at[queue] = self._next(queue)
+        for k, (ops, entry, written) in enumerate(entries, first):
+            node = SyncNode(("bar", executed, k), "bar", queue, seq, entry.src_exec, entry.dst_exec, entry, ops,
+                            written=written)
+            self.nodes[node.key] = node
+            self.on_agent.setdefault(queue, []).append(node)
+
+    def _command_accesses(self, queue: str, executed: str, accesses) -> None:
+        """A command's accesses at one position: as the checker does, every one is paired before any is recorded."""
+        seq, uid = self._next(queue), self._new_uid()
+        nodes = [AccessNode(executed, queue, seq, stage, reads, write, buffer, *self._root(buffer, lo, hi), uid, False,
+                            self._memory(buffer), atomic) for stage, reads, write, buffer, lo, hi, atomic in accesses]
+        for x in [x for x in nodes if self._compare(x)]:
+            self._record(x)
 
     def host_wait(self, thread: int, pc: int, op: ir.HostOp, acquired: list) -> None:
         node = self._host(thread, pc, op)
@@ -569,13 +585,16 @@ def _boundaries(stream: ir.Stream) -> dict[str, list[int]]:
         root, base = index.root(buffer)
         cuts.setdefault(root, set()).update((base + lo, base + hi))
 
-    for b in stream.buffers:
+    for b in stream.memories:
         add(b.id, 0, b.size)
     for cb in stream.command_buffers:
         for cmd in cb.commands:
             if isinstance(cmd, (ir.Barrier, *ir.EVENT_COMMANDS)):
                 for bb in (bb for d in dependencies(cmd) for bb in d.buffers):
                     add(bb.buffer, bb.offset, bb.offset + bb.size)
+                for ib in (ib for d in dependencies(cmd) for ib in d.images):
+                    for lo, hi in ib.ranges:
+                        add(ib.image, lo, hi)
             else:
                 for _, _, _, buffer, lo, hi, _ in command_accesses(cmd):
                     add(buffer, lo, hi)

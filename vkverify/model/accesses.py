@@ -46,12 +46,24 @@ def _dispatch_accesses(cmd: ir.Dispatch) -> tuple[tuple, ...]:
                       cmd.indirect.offset + 12, False))
     for b in cmd.bindings:
         read, write = _BINDING[b.access]
-        (reads if write is None else writes).append(("compute_shader", read, write, b.buffer, b.offset,
-                                                     b.offset + b.size, b.access == "atomic"))
+        (reads if write is None else writes).extend(("compute_shader", read, write, b.buffer, lo, hi,
+                                                      b.access == "atomic")
+                                                     for lo, hi in b.ranges or ((b.offset, b.offset + b.size),))
     return (*reads, *writes)
 
 
-ACCESSES_BY_KIND = {ir.Copy: _copy_accesses, ir.Fill: _clear_accesses, ir.Update: _clear_accesses,
+def _image_copy_accesses(cmd: ir.ImageCopy) -> tuple[tuple, ...]:
+    return tuple(("copy", ("transfer_read",), None, cmd.src, lo, hi, False) for lo, hi in cmd.src_ranges) + \
+        tuple(("copy", (), "transfer_write", cmd.dst, lo, hi, False) for lo, hi in cmd.dst_ranges)
+
+
+def _clear_image_accesses(cmd: ir.ClearColorImage) -> tuple[tuple, ...]:
+    return tuple(("clear", (), "transfer_write", cmd.image, lo, hi, False) for lo, hi in cmd.ranges)
+
+
+ACCESSES_BY_KIND = {ir.CopyBufferToImage: _image_copy_accesses, ir.CopyImageToBuffer: _image_copy_accesses,
+                    ir.CopyImage: _image_copy_accesses, ir.ClearColorImage: _clear_image_accesses,
+                    ir.Copy: _copy_accesses, ir.Fill: _clear_accesses, ir.Update: _clear_accesses,
              ir.Dispatch: _dispatch_accesses, **{kind: lambda cmd: () for kind in (ir.Barrier, *ir.EVENT_COMMANDS)}}
 
 

@@ -45,10 +45,28 @@ def command_to_dict(c: ir.Command) -> dict:
     elif isinstance(c, ir.Dispatch):
         out = {"cmd": "dispatch" if c.indirect is None else "dispatch_indirect", "shader": c.shader,
                "bindings": [{"buffer": b.buffer, "offset": b.offset, "size": b.size, "access": b.access}
+                            if b.subresources is None else
+                            {"image": b.buffer, **_subresources(b.subresources), "access": b.access}
                             for b in c.bindings],
                "groups": list(c.groups), "push": list(c.push)}
         if c.indirect is not None:
             out["indirect"] = {"buffer": c.indirect.buffer, "offset": c.indirect.offset}
+    elif isinstance(c, (ir.CopyBufferToImage, ir.CopyImageToBuffer)):
+        out = {"cmd": "copy_buffer_to_image" if isinstance(c, ir.CopyBufferToImage) else "copy_image_to_buffer",
+               "src": c.src, "dst": c.dst, "regions": [
+                   {"buffer_offset": r.buffer_offset, "buffer_row_length": r.buffer_row_length,
+                    "buffer_image_height": r.buffer_image_height, "mip_level": r.mip_level,
+                    "base_array_layer": r.base_array_layer, "layer_count": r.layer_count,
+                    "image_offset": list(r.image_offset), "image_extent": list(r.image_extent)} for r in c.regions]}
+    elif isinstance(c, ir.CopyImage):
+        out = {"cmd": "copy_image", "src": c.src, "dst": c.dst, "regions": [
+            {"src_mip_level": r.src_mip_level, "src_base_array_layer": r.src_base_array_layer,
+             "dst_mip_level": r.dst_mip_level, "dst_base_array_layer": r.dst_base_array_layer,
+             "layer_count": r.layer_count, "src_offset": list(r.src_offset), "dst_offset": list(r.dst_offset),
+             "extent": list(r.extent)} for r in c.regions]}
+    elif isinstance(c, ir.ClearColorImage):
+        out = {"cmd": "clear_color_image", "image": c.image, "ranges": [_subresources(r) for r in c.subresources],
+               "value": list(c.value)}
     elif isinstance(c, ir.SetEvent):
         out = {"cmd": "set_event", "event": c.event,
                **({"stage": _names(c.stage)} if c.dependency is None else _dependency(c.dependency))}
@@ -69,7 +87,16 @@ def _dependency(c: ir.Barrier) -> dict:
         out["buffers"] = [{"buffer": b.buffer, "offset": b.offset, "size": b.size, **_masks(b),
                            **({"src_family": b.src_family, "dst_family": b.dst_family}
                               if b.src_family is not None else {})} for b in c.buffers]
+    if c.images:
+        out["images"] = [{"image": b.image, **_subresources(b.subresources), **_masks(b), "old_layout": b.old_layout,
+                          "new_layout": b.new_layout, **({"src_family": b.src_family, "dst_family": b.dst_family}
+                                                         if b.src_family is not None else {})} for b in c.images]
     return out
+
+
+def _subresources(r: ir.Subresources) -> dict:
+    return {"base_mip_level": r.base_mip_level, "level_count": r.level_count, "base_array_layer": r.base_array_layer,
+            "layer_count": r.layer_count}
 
 
 def _semaphore_op(s: ir.SemaphoreOp) -> dict:
@@ -170,6 +197,10 @@ def _doc(s: ir.Stream, each: Callable[[Callable[[Any], dict], Sequence[Any]], An
                        **({"sharing": b.sharing} if b.sharing != "concurrent" else {})} for b in s.buffers]
     out["semaphores"] = [{"id": x.id, "type": x.type, "initial": x.initial} for x in s.semaphores]
     out["fences"] = [{"id": f.id, "signaled": f.signaled} for f in s.fences]
+    if s.images:
+        out["images"] = [{"id": m.id, "extent": list(m.extent), "format": m.format, "mip_levels": m.mip_levels,
+                          "array_layers": m.array_layers, "memory": m.memory, "device": m.devices[0],
+                          **({"sharing": m.sharing} if m.sharing != "concurrent" else {})} for m in s.images]
     if s.events:
         out["events"] = [{"id": e.id} for e in s.events]
     out["shaders"] = {x.id: {"bindings": list(x.bindings)} for x in s.shaders}

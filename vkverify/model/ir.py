@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from .images import FORMATS, box_ranges, level_offset, range_ranges
 from .refs import format_ref, split_ref
 
 __all__ = [
@@ -22,8 +23,12 @@ __all__ = [
     "Binding",
     "Buffer",
     "BufferBarrier",
+    "ClearColorImage",
     "CommandBuffer",
     "Copy",
+    "CopyBufferToImage",
+    "CopyImage",
+    "CopyImageToBuffer",
     "Data",
     "Destroy",
     "Device",
@@ -37,6 +42,11 @@ __all__ = [
     "HostResetEvent",
     "HostSetEvent",
     "Ignore",
+    "Image",
+    "ImageBarrier",
+    "ImageCopy",
+    "ImageCopyRegion",
+    "ImageRegion",
     "IndirectRef",
     "Param",
     "Queue",
@@ -53,6 +63,7 @@ __all__ = [
     "Stream",
     "StreamIndex",
     "Submit",
+    "Subresources",
     "Tagged",
     "Thread",
     "Update",
@@ -92,6 +103,50 @@ class Buffer:
     alias_of: str | None = None
     offset: int = 0  # within alias_of's memory
     sharing: str = "concurrent"  # extension: "exclusive" enables ownership checks
+
+
+@dataclass(frozen=True, slots=True)
+class Subresources:
+    """VkImageSubresourceRange of the color aspect: mip levels and array layers."""
+
+    base_mip_level: int = 0
+    level_count: int = 1
+    base_array_layer: int = 0
+    layer_count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """An image; its accesses are of the bytes of its linear layout (model/images.py)."""
+
+    id: str
+    extent: tuple[int, int, int]
+    format: str = "r8g8b8a8_unorm"
+    mip_levels: int = 1
+    array_layers: int = 1
+    memory: str = "device_local"
+    devices: tuple[str, ...] = ("gpu0",)
+    sharing: str = "concurrent"
+
+    @property
+    def texel(self) -> int:
+        return FORMATS[self.format]
+
+    @property
+    def memory_view(self) -> Buffer:
+        """The image as the memory the checker keeps: a buffer of its layout's bytes, under the image's id."""
+        return Buffer(self.id, level_offset(self.extent, self.array_layers, self.texel, self.mip_levels), self.memory,
+                      self.devices, None, 0, self.sharing)
+
+    def ranges(self, r: Subresources) -> list[tuple[int, int]]:
+        """The bytes of a subresource range."""
+        return range_ranges(self.extent, self.array_layers, self.texel, r.base_mip_level, r.level_count,
+                            r.base_array_layer, r.layer_count)
+
+    def box(self, level: int, base_layer: int, layer_count: int, offset: tuple[int, int, int],
+            extent: tuple[int, int, int]) -> list[tuple[int, int]]:
+        """The bytes of a box of texels of one mip level, in each of the layers."""
+        return box_ranges(self.extent, self.array_layers, self.texel, level, base_layer, layer_count, offset, extent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,10 +230,76 @@ class Update(Tagged):
 
 @dataclass(frozen=True, slots=True)
 class Binding:
-    buffer: str
+    buffer: str  # or a storage image's id, with `subresources`
     offset: int
     size: int
     access: str  # "read" | "write" | "read_write" | "uniform" | "atomic"
+    subresources: Subresources | None = None  # a storage image binding: the view's levels and layers
+    ranges: tuple[tuple[int, int], ...] = field(default=(), repr=False)  # its bytes (loader: model/images.py)
+
+
+@dataclass(frozen=True, slots=True)
+class ImageRegion:
+    """VkBufferImageCopy: a box of one mip level's layers, and where its texels lie in the buffer (row length and
+    image height in texels; 0: the box's own)."""
+
+    buffer_offset: int
+    buffer_row_length: int
+    buffer_image_height: int
+    mip_level: int
+    base_array_layer: int
+    layer_count: int
+    image_offset: tuple[int, int, int]
+    image_extent: tuple[int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ImageCopyRegion:
+    """VkImageCopy."""
+
+    src_mip_level: int
+    src_base_array_layer: int
+    dst_mip_level: int
+    dst_base_array_layer: int
+    layer_count: int
+    src_offset: tuple[int, int, int]
+    dst_offset: tuple[int, int, int]
+    extent: tuple[int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ImageCopy(Tagged):
+    """A copy to or from an image; `regions` as written (ImageRegion, or ImageCopyRegion between images), and the bytes
+    each side touches, resolved by the loader (a buffer's rows; an image's layout, model/images.py)."""
+
+    src: str
+    dst: str
+    regions: tuple
+    src_ranges: tuple[tuple[int, int], ...] = field(default=(), repr=False)
+    dst_ranges: tuple[tuple[int, int], ...] = field(default=(), repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class CopyBufferToImage(ImageCopy):
+    """vkCmdCopyBufferToImage: regions of ImageRegion."""
+
+
+@dataclass(frozen=True, slots=True)
+class CopyImageToBuffer(ImageCopy):
+    """vkCmdCopyImageToBuffer: regions of ImageRegion."""
+
+
+@dataclass(frozen=True, slots=True)
+class CopyImage(ImageCopy):
+    """vkCmdCopyImage: regions of ImageCopyRegion."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClearColorImage(Tagged):
+    image: str
+    subresources: tuple[Subresources, ...]
+    value: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)
+    ranges: tuple[tuple[int, int], ...] = field(default=(), repr=False)  # their bytes (loader)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,14 +331,36 @@ class BufferBarrier:
 
 
 @dataclass(frozen=True, slots=True)
+class ImageBarrier:
+    """VkImageMemoryBarrier2 of the color aspect; a layout transition where the layouts differ."""
+
+    image: str
+    subresources: Subresources
+    src_stage: Stages
+    src_access: Accesses
+    dst_stage: Stages
+    dst_access: Accesses
+    old_layout: str = "general"
+    new_layout: str = "general"
+    src_family: int | None = None
+    dst_family: int | None = None
+    ranges: tuple[tuple[int, int], ...] = field(default=(), repr=False)  # the subresources' bytes (loader)
+
+    @property
+    def transition(self) -> bool:
+        return self.old_layout != self.new_layout
+
+
+@dataclass(frozen=True, slots=True)
 class Barrier(Tagged):
-    """vkCmdPipelineBarrier2: one global memory barrier, or buffer barriers."""
+    """vkCmdPipelineBarrier2: one global memory barrier, or buffer and image barriers."""
 
     src_stage: Stages
     src_access: Accesses
     dst_stage: Stages
     dst_access: Accesses
     buffers: tuple[BufferBarrier, ...] = ()
+    images: tuple[ImageBarrier, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +396,8 @@ class WaitEvents(Tagged):
     dependencies: tuple[Barrier, ...]
 
 
-Command = Copy | Fill | Update | Dispatch | Barrier | SetEvent | ResetEvent | WaitEvents
+Command = (Copy | Fill | Update | Dispatch | Barrier | SetEvent | ResetEvent | WaitEvents | CopyBufferToImage |
+           CopyImageToBuffer | CopyImage | ClearColorImage)
 EVENT_COMMANDS = (SetEvent, ResetEvent, WaitEvents)  # commands that synchronize and access no memory, as barriers
 
 
@@ -408,8 +552,14 @@ class Stream:
     description: str | None = None
     ignore: tuple[Ignore, ...] = ()
     events: tuple[Event, ...] = ()
+    images: tuple[Image, ...] = ()
     # A params stream: every combination of values (smallest first) and its plain stream.
     instances: tuple[tuple[tuple[tuple[str, int], ...], Stream], ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def memories(self) -> tuple[Buffer, ...]:
+        """Every memory the checker keeps: the buffers, and each image as a buffer of its layout's bytes."""
+        return self.buffers + tuple(i.memory_view for i in self.images)
 
     @cached_property
     def index(self) -> StreamIndex:
@@ -435,7 +585,8 @@ class StreamIndex:
     """Lookups by id, derived from a Stream (not part of its value)."""
 
     def __init__(self, stream: Stream) -> None:
-        self.buffers = {b.id: b for b in stream.buffers}
+        self.buffers = {b.id: b for b in stream.memories}
+        self.images = {i.id: i for i in stream.images}
         self.semaphores = {s.id: s for s in stream.semaphores}
         self.fences = {f.id: f for f in stream.fences}
         self.events = {e.id: e for e in stream.events}

@@ -27,6 +27,7 @@ import jsonschema
 from . import ir, jsontext, params
 from .errors import InputError, InvalidStream, UsageError, json_path
 from .gcpause import cyclic_gc_paused
+from .images import FORMATS, LAYOUTS, buffer_rows, format_name, layout_name, level_extent, merge_ranges
 from .names import access_name, stage_name
 from .refs import parse_ref, split_submit, with_submit
 from .schema import schema
@@ -489,6 +490,12 @@ class _Builder:
         buffers = tuple(self.buffer(i, b, devices) for i, b in enumerate(doc.get("buffers", [])))
         self.unique("buffers", [b.id for b in buffers])
         self.check_aliases(buffers)
+        images = tuple(self.image(i, m, devices) for i, m in enumerate(doc.get("images", [])))
+        self.unique("images", [m.id for m in images])
+        for i, m in enumerate(images):
+            if m.id in self.buffer_sizes:
+                self.error(("images", i, "id"), f"image id {m.id!r} is a buffer's too")
+        self.images = {m.id: m for m in images}
 
         semaphores = tuple(ir.Semaphore(s["id"], s.get("type", "binary"), s.get("initial", 0))
                            for s in doc.get("semaphores", []))
@@ -522,8 +529,8 @@ class _Builder:
         params = tuple(self.param(k, v) for k, v in doc.get("params", {}).items())
         stream = ir.Stream(
             name=doc.get("name", ""), description=doc.get("description"), devices=devices, buffers=buffers,
-            semaphores=semaphores, fences=fences, events=events, shaders=shaders, command_buffers=command_buffers,
-            threads=threads, params=params, expect=None)
+            semaphores=semaphores, fences=fences, events=events, images=images, shaders=shaders,
+            command_buffers=command_buffers, threads=threads, params=params, expect=None)
         self.check_references(stream)
         if "expect" in doc:
             stream = _replace(stream, expect=tuple(
@@ -560,6 +567,102 @@ class _Builder:
         self.buffer_sizes[b["id"]] = size if isinstance(size, int) and size >= 0 else None
         return ir.Buffer(b["id"], size, b.get("memory", "device_local"), owners, b.get("alias_of"),
                          b.get("offset", 0), b.get("sharing", "concurrent"))
+
+    def image(self, i: int, m: dict, devices: tuple[ir.Device, ...]) -> ir.Image:
+        path = ("images", i)
+        fmt = format_name(m.get("format", "r8g8b8a8_unorm"))
+        if fmt is None:
+            self.error(path + ("format",), f"unknown format {m['format']!r} (known: {', '.join(sorted(FORMATS))})")
+            fmt = "r8g8b8a8_unorm"
+        extent = tuple(m["extent"]) + (1,) * (3 - len(m["extent"]))
+        levels = m.get("mip_levels", 1)
+        if levels > max(extent).bit_length():
+            self.error(path + ("mip_levels",), f"{levels} mip levels for an extent of {list(extent)}: at most "
+                                               f"{max(extent).bit_length()} (12.3 Image Miplevel Sizing)")
+        device = m.get("device", devices[0].id)
+        if device not in self.device_ids:
+            self.error(path + ("device",), f"unknown device {device!r}")
+        return ir.Image(m["id"], extent, fmt, levels, m.get("array_layers", 1), m.get("memory", "device_local"),
+                        (device,), m.get("sharing", "concurrent"))
+
+    def image_ref(self, path: tuple, image: str) -> ir.Image | None:
+        if image not in self.images:
+            self.error(path, f"unknown image {image!r}")
+        return self.images.get(image)
+
+    def subresources(self, path: tuple, obj: dict, image: ir.Image | None, whole: bool = True) -> ir.Subresources:
+        """A subresource range (VkImageSubresourceRange) checked against the image; by default all of it."""
+        levels = image.mip_levels if image else 1
+        layers = image.array_layers if image else 1
+        base_level, base_layer = obj.get("base_mip_level", 0), obj.get("base_array_layer", 0)
+        r = ir.Subresources(base_level, obj.get("level_count", levels - base_level if whole else 1),
+                            base_layer, obj.get("layer_count", layers - base_layer))
+        if image is not None and (r.base_mip_level + r.level_count > levels or not r.level_count or
+                                  r.base_array_layer + r.layer_count > layers or not r.layer_count):
+            self.error(path, f"levels [{r.base_mip_level}, {r.base_mip_level + r.level_count}) and layers "
+                             f"[{r.base_array_layer}, {r.base_array_layer + r.layer_count}) are not within "
+                             f"{image.id!r} ({levels} levels, {layers} layers)")
+        return r
+
+    def box(self, path: tuple, image: ir.Image | None, level: int, offset: tuple, extent: tuple) -> None:
+        if image is None:
+            return
+        size = level_extent(image.extent, level) if level < image.mip_levels else (0, 0, 0)
+        if any(o + e > s for o, e, s in zip(offset, extent, size)):
+            self.error(path, f"the box at {list(offset)} of {list(extent)} texels is past mip level {level} of "
+                             f"{image.id!r} ({list(size)})")
+
+    def image_command(self, path: tuple, c: dict, tag: dict) -> ir.Command:
+        kind = c["cmd"]
+        if kind == "clear_color_image":
+            image = self.image_ref(path + ("image",), c["image"])
+            ranges = tuple(self.subresources(path + ("ranges", j), r, image)
+                           for j, r in enumerate(c.get("ranges", [{}])))
+            return ir.ClearColorImage(c["image"], ranges, tuple(c.get("value", (0, 0, 0, 0))),
+                                      tuple(x for r in ranges for x in (image.ranges(r) if image else ())), **tag)
+        if kind == "copy_image":
+            src, dst = self.image_ref(path + ("src",), c["src"]), self.image_ref(path + ("dst",), c["dst"])
+            regions = []
+            for j, r in enumerate(c["regions"]):
+                where = path + ("regions", j)
+                extent = _extent(r["extent"])
+                region = ir.ImageCopyRegion(r.get("src_mip_level", 0), r.get("src_base_array_layer", 0),
+                                            r.get("dst_mip_level", 0), r.get("dst_base_array_layer", 0),
+                                            r.get("layer_count", 1), _offset(r.get("src_offset", [])),
+                                            _offset(r.get("dst_offset", [])), extent)
+                self.box(where, src, region.src_mip_level, region.src_offset, extent)
+                self.box(where, dst, region.dst_mip_level, region.dst_offset, extent)
+                regions.append(region)
+            return ir.CopyImage(c["src"], c["dst"], tuple(regions), tuple(
+                x for r in regions if src for x in src.box(r.src_mip_level, r.src_base_array_layer, r.layer_count,
+                                                           r.src_offset, r.extent)), tuple(
+                x for r in regions if dst for x in dst.box(r.dst_mip_level, r.dst_base_array_layer, r.layer_count,
+                                                           r.dst_offset, r.extent)), **tag)
+        to_image = kind == "copy_buffer_to_image"
+        buffer_key, image_key = ("src", "dst") if to_image else ("dst", "src")
+        total = self.buffer_ref(path + (buffer_key,), c[buffer_key])
+        image = self.image_ref(path + (image_key,), c[image_key])
+        regions, buffer_ranges, image_ranges = [], [], []
+        for j, r in enumerate(c["regions"]):
+            where = path + ("regions", j)
+            region = ir.ImageRegion(r.get("buffer_offset", 0), r.get("buffer_row_length", 0),
+                                    r.get("buffer_image_height", 0), r.get("mip_level", 0),
+                                    r.get("base_array_layer", 0), r.get("layer_count", 1),
+                                    _offset(r.get("image_offset", [])), _extent(r["image_extent"]))
+            self.box(where, image, region.mip_level, region.image_offset, region.image_extent)
+            regions.append(region)
+            if image is None:
+                continue
+            rows = buffer_rows(region, image.texel)
+            if total is not None and rows and rows[-1][1] > total:
+                self.error(where, f"the region's texels end at byte {rows[-1][1]} of {c[buffer_key]!r} (size {total})")
+            buffer_ranges += rows
+            image_ranges += image.box(region.mip_level, region.base_array_layer, region.layer_count,
+                                      region.image_offset, region.image_extent)
+        cls = ir.CopyBufferToImage if to_image else ir.CopyImageToBuffer
+        buffer_ranges, image_ranges = tuple(merge_ranges(buffer_ranges)), tuple(merge_ranges(image_ranges))
+        return cls(c["src"], c["dst"], tuple(regions), *((buffer_ranges, image_ranges) if to_image else
+                                                         (image_ranges, buffer_ranges)), **tag)
 
     def check_aliases(self, buffers: tuple[ir.Buffer, ...]) -> None:
         by_id = {b.id: b for b in buffers}
@@ -632,6 +735,8 @@ class _Builder:
             return ir.Update(c["dst"], offset, size, self.data(path, c.get("data"), size), **tag)
         if kind in ("dispatch", "dispatch_indirect"):
             return self.dispatch(path, c, tag)
+        if kind in _IMAGE_COMMANDS:
+            return self.image_command(path, c, tag)
         if kind in ("set_event", "reset_event"):
             self.event_ref(path + ("event",), c["event"])
             if kind == "reset_event" or "stage" in c:
@@ -680,7 +785,9 @@ class _Builder:
         accesses = self.shader_accesses(path + ("shader",), c["shader"], len(c["bindings"]))
         bindings = []
         for j, b in enumerate(c["bindings"]):
-            offset, size = self.byte_range(path + ("bindings", j), b, b["buffer"])
+            image = self.image_ref(path + ("bindings", j, "image"), b["image"]) if "image" in b else None
+            offset, size = (0, image.memory_view.size if image else 0) if "image" in b else \
+                self.byte_range(path + ("bindings", j), b, b["buffer"])
             access = b.get("access") or (accesses[j] if accesses and j < len(accesses) else None)
             if access is None:
                 self.error(path + ("bindings", j, "access"), "no access given and the shader does not declare one")
@@ -688,7 +795,12 @@ class _Builder:
             elif accesses and j < len(accesses) and not _access_covers(access, accesses[j]):
                 self.error(path + ("bindings", j, "access"),
                            f"declared {access!r} but shader {c['shader']!r} binding {j} is {accesses[j]!r}")
-            bindings.append(self.one(ir.Binding(b["buffer"], offset, size, access)))
+            if "image" in b:
+                r = self.subresources(path + ("bindings", j), b, image)
+                bindings.append(ir.Binding(b["image"], offset, size, access, r,
+                                           tuple(image.ranges(r)) if image else ()))
+            else:
+                bindings.append(self.one(ir.Binding(b["buffer"], offset, size, access)))
         indirect = None
         if "indirect" in c:
             ind = c["indirect"]
@@ -725,7 +837,22 @@ class _Builder:
                 self.error(path + ("buffers", j), "give both `src_family` and `dst_family`, or neither")
             entries.append(ir.BufferBarrier(b["buffer"], offset, size, *self.masks(path + ("buffers", j), b, masks),
                                             b.get("src_family"), b.get("dst_family")))
-        return ir.Barrier(*masks, tuple(entries), **tag)
+        images = []
+        for j, b in enumerate(c.get("images", [])):
+            where = path + ("images", j)
+            image = self.image_ref(where + ("image",), b["image"])
+            r = self.subresources(where, b, image)
+            if ("src_family" in b) != ("dst_family" in b):
+                self.error(where, "give both `src_family` and `dst_family`, or neither")
+            for key in ("old_layout", "new_layout"):
+                if key in b and layout_name(b[key]) is None:
+                    self.error(where + (key,), f"unknown layout {b[key]!r} (known: {', '.join(LAYOUTS)})")
+            images.append(ir.ImageBarrier(b["image"], r, *self.masks(where, b, masks),
+                                          layout_name(b.get("old_layout", "general")) or "general",
+                                          layout_name(b.get("new_layout", "general")) or "general",
+                                          b.get("src_family"), b.get("dst_family"),
+                                          tuple(image.ranges(r)) if image else ()))
+        return ir.Barrier(*masks, tuple(entries), tuple(images), **tag)
 
     def masks(self, path: tuple, obj: dict, inherited: tuple | None) -> tuple[frozenset, ...]:
         all_commands, none = frozenset({"all_commands"}), frozenset()
@@ -860,7 +987,18 @@ class _Builder:
                                   tuple(f["range"]) if "range" in f else None)
 
 
-_DEPENDENCY_KEYS = ("src_stage", "src_access", "dst_stage", "dst_access", "buffers")
+_DEPENDENCY_KEYS = ("src_stage", "src_access", "dst_stage", "dst_access", "buffers", "images")
+_IMAGE_COMMANDS = ("copy_buffer_to_image", "copy_image_to_buffer", "copy_image", "clear_color_image")
+
+
+def _offset(values: list[int]) -> tuple[int, int, int]:
+    """An offset of 1-3 numbers as three: the missing ones are 0."""
+    return tuple(values) + (0,) * (3 - len(values))
+
+
+def _extent(values: list[int]) -> tuple[int, int, int]:
+    """An extent of 1-3 numbers as three: the missing ones are 1."""
+    return tuple(values) + (1,) * (3 - len(values))
 
 
 def _access_covers(declared: str, actual: str) -> bool:

@@ -1,0 +1,106 @@
+"""Images as the checker sees them: the bytes of a linear layout, so that every layer that compares byte ranges of
+buffers compares images' too.
+
+An image's subresources (one aspect, color: compute and transfer use no other) lie mip level by mip level, and
+within a level array layer by layer, each a `depth x height x width` block of texels. A subresource range of one
+level is one byte range; a copy's box is one byte range per row of texels it touches (merged where rows, or whole
+planes, are contiguous). The layout is the model's, not the device's (optimal tiling is opaque): two accesses
+overlap in it exactly when they touch a common texel of a common subresource, which is what synchronization is
+about (spec 7.7.3, "Image Memory Barriers": a barrier's subresource range; 20.1 the regions of image copies).
+"""
+
+from __future__ import annotations
+
+__all__ = ["FORMATS", "LAYOUTS", "box_ranges", "buffer_rows", "format_name", "layout_name", "level_extent",
+           "level_offset", "merge_ranges", "range_ranges"]
+
+# Bytes per texel of the formats compute and transfer use; VK_FORMAT_R8G8B8A8_UNORM is spelled r8g8b8a8_unorm.
+FORMATS = {
+    "r8_unorm": 1, "r8_uint": 1, "r8g8_unorm": 2, "r16_sfloat": 2, "r16_uint": 2, "r8g8b8a8_unorm": 4,
+    "r8g8b8a8_uint": 4, "r8g8b8a8_srgb": 4, "b8g8r8a8_unorm": 4, "b8g8r8a8_srgb": 4, "r32_uint": 4, "r32_sint": 4,
+    "r32_sfloat": 4, "r16g16_sfloat": 4, "r16g16b16a16_sfloat": 8, "r32g32_sfloat": 8, "r32g32_uint": 8,
+    "r32g32b32a32_sfloat": 16, "r32g32b32a32_uint": 16,
+}
+
+
+def format_name(name: str) -> str | None:
+    """A format's name in the format's spelling (`VK_FORMAT_R32_SFLOAT` -> `r32_sfloat`), None if unknown."""
+    short = name.lower().removeprefix("vk_format_")
+    return short if short in FORMATS else None
+
+
+def level_extent(extent: tuple[int, int, int], level: int) -> tuple[int, int, int]:
+    """Spec 12.3 (Image Miplevel Sizing): each dimension halves per level, at least 1."""
+    return tuple(max(1, d >> level) for d in extent)
+
+
+def level_size(extent: tuple[int, int, int], level: int, texel: int) -> int:
+    w, h, d = level_extent(extent, level)
+    return w * h * d * texel
+
+
+def level_offset(extent: tuple[int, int, int], layers: int, texel: int, level: int) -> int:
+    """Where mip level `level` (all its layers) begins in the image's bytes."""
+    return sum(level_size(extent, m, texel) * layers for m in range(level))
+
+
+def range_ranges(extent: tuple[int, int, int], layers: int, texel: int, base_level: int, level_count: int,
+                 base_layer: int, layer_count: int) -> list[tuple[int, int]]:
+    """The byte ranges of a subresource range: one per mip level (its layers are contiguous)."""
+    out = []
+    for level in range(base_level, base_level + level_count):
+        size = level_size(extent, level, texel)
+        start = level_offset(extent, layers, texel, level) + base_layer * size
+        out.append((start, start + layer_count * size))
+    return merge_ranges(out)
+
+
+def box_ranges(extent: tuple[int, int, int], layers: int, texel: int, level: int, base_layer: int, layer_count: int,
+               offset: tuple[int, int, int], box: tuple[int, int, int]) -> list[tuple[int, int]]:
+    """The byte ranges of the texels of box `box` at `offset` in mip level `level` of layers
+    [base_layer, base_layer + layer_count): one per row, merged where rows meet."""
+    w, h, _ = level_extent(extent, level)
+    size = level_size(extent, level, texel)
+    start = level_offset(extent, layers, texel, level)
+    x, y, z = offset
+    bw, bh, bd = box
+    return merge_ranges(
+        (row, row + bw * texel)
+        for layer in range(base_layer, base_layer + layer_count)
+        for k in range(z, z + bd) for j in range(y, y + bh)
+        for row in (start + layer * size + ((k * h + j) * w + x) * texel,))
+
+
+def merge_ranges(ranges) -> list[tuple[int, int]]:
+    """Ranges in order, those that meet or overlap made one."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        elif hi > lo:
+            out.append((lo, hi))
+    return out
+
+
+def buffer_rows(region, texel: int) -> list[tuple[int, int]]:
+    """The buffer bytes of a VkBufferImageCopy (ir.ImageRegion): spec 20.4, texel (x, y, z) of layer l lies at
+    bufferOffset + (((l * depth + z) * imageHeight + y) * rowLength + x) * texelBlockSize, rowLength and imageHeight
+    being the region's, or its extent's where 0."""
+    w, h, d = region.image_extent
+    row_length = region.buffer_row_length or w
+    image_height = region.buffer_image_height or h
+    return merge_ranges(
+        (start, start + w * texel)
+        for layer in range(region.layer_count) for z in range(d) for y in range(h)
+        for start in (region.buffer_offset + (((layer * d + z) * image_height + y) * row_length) * texel,))
+
+
+# Image layouts (VK_IMAGE_LAYOUT_*) compute and transfer use; only whether two differ matters to synchronization.
+LAYOUTS = ("undefined", "general", "transfer_src_optimal", "transfer_dst_optimal", "shader_read_only_optimal",
+           "read_only_optimal", "preinitialized", "present_src_khr")
+
+
+def layout_name(name: str) -> str | None:
+    """A layout's name in the format's spelling (`VK_IMAGE_LAYOUT_GENERAL` -> `general`), None if unknown."""
+    short = name.lower().removeprefix("vk_image_layout_")
+    return short if short in LAYOUTS else None
