@@ -189,7 +189,7 @@ def barrier_edits(b: ir.Barrier | ir.SetEvent | ir.WaitEvents, op: str,
         return [[("drop_barrier_entry", f"drop buffer barrier entry {entry} ({b.buffers[entry].buffer}) of {what}",
                   o.drop_entry(b, entry))]]
     groups = [[("drop_barrier", f"drop {what}", None)]]
-    if b.src_access or b.dst_access or any(bb.src_access or bb.dst_access for bb in b.buffers):
+    if b.src_access or b.dst_access or any(x.src_access or x.dst_access for x in b.buffers + b.images):
         groups.append([("weaken_barrier", f"remove the access masks of {what} (execution dependency only)",
                         o.weaken(b))])
     for mask in ("src_stage", "dst_stage"):
@@ -199,7 +199,7 @@ def barrier_edits(b: ir.Barrier | ir.SetEvent | ir.WaitEvents, op: str,
 
 
 def _dst_stages(b: ir.Barrier | ir.SetEvent | ir.WaitEvents) -> set[str]:
-    return set().union(*(set(d.dst_stage).union(*(bb.dst_stage for bb in d.buffers)) for d in dependencies(b)))
+    return set().union(*(set(d.dst_stage).union(*(x.dst_stage for x in d.buffers + d.images)) for d in dependencies(b)))
 
 
 def _semaphore(s: ir.Stream, op: str, thread: str, i: int, rest: str) -> Iterator[list[_Candidate]]:

@@ -86,14 +86,16 @@ def replace_host_op(s: ir.Stream, thread: str, i: int, op: ir.HostOp) -> tuple[i
 
 def weaken(b: ir.Barrier) -> ir.Barrier:
     """Only the execution dependency stays: no access masks anywhere in the barrier."""
-    return replace(b, src_access=frozenset(), dst_access=frozenset(),
-                   buffers=tuple(replace(bb, src_access=frozenset(), dst_access=frozenset()) for bb in b.buffers))
+    none = {"src_access": frozenset(), "dst_access": frozenset()}
+    return replace(b, **none, buffers=tuple(replace(bb, **none) for bb in b.buffers),
+                   images=tuple(replace(ib, **none) for ib in b.images))
 
 
 def narrow(b: ir.Barrier, mask: str, stage: str) -> ir.Barrier:
     """Replace the source or destination stage mask (`mask`: src_stage | dst_stage) by one stage."""
-    one = frozenset({stage})
-    return replace(b, **{mask: one}, buffers=tuple(replace(bb, **{mask: one}) for bb in b.buffers))
+    one = {mask: frozenset({stage})}
+    return replace(b, **one, buffers=tuple(replace(bb, **one) for bb in b.buffers),
+                   images=tuple(replace(ib, **one) for ib in b.images))
 
 
 def drop_entry(b: ir.Barrier, k: int) -> ir.Barrier:
