@@ -22,6 +22,7 @@ from vkverify.check.explain import explain
 from vkverify.check.findings import ACCESS_KINDS
 from vkverify.check.readings import DEFAULT, Readings
 from vkverify.check.reference import OutsideReference, Reference, joined, references
+from vkverify.check.barriers import LAYOUT_TRANSITION
 from vkverify.check.engine import Checker
 from vkverify.check.schedule import Schedule
 from vkverify.check.walk import Consumer, Walk, shared_timelines, signals
@@ -629,6 +630,11 @@ def _shadowed(stream: ir.Stream, findings, oracle: Reference, first: str, second
     return second in seen or bool(seen & writers - {first})
 
 
+def _names(value) -> list[str]:
+    """A stage or access mask as the format writes it (a name, a list, or absent: none) as a list."""
+    return [] if value is None else [value] if isinstance(value, str) else list(value)
+
+
 def fix_disagreements(doc: dict) -> list[str]:
     """Each access finding between two commands of one command buffer gives a barrier between them as its fix
     (fixes.py); recorded right before the second command, it must order the pair by the reference (spec 7.1:
@@ -644,13 +650,20 @@ def fix_disagreements(doc: dict) -> list[str]:
             continue
         (src_stage, src), (dst_stage, dst) = (a.split("/") for a in (f.first_access, f.second_access))
         memory = f.kind != "war"
-        barrier = {"cmd": "barrier", "src_stage": [src_stage], "dst_stage": [dst_stage],
-                   "src_access": [a for a in src.split("+") if "write" in a] if memory else [],
-                   "dst_access": dst.split("+") if memory else []}
+        writes = [a for a in src.split("+") if "write" in a] if memory else []
+        commands = doc["command_buffers"][first.owner]
+        if dst_stage == LAYOUT_TRANSITION:  # the fix widens the first scopes of the transition's own barrier
+            transition = dict(commands[second.index])
+            transition["images"] = [{**ib, "src_stage": _names(ib.get("src_stage", transition.get(
+                "src_stage", "all_commands"))) + [src_stage], "src_access": _names(ib.get(
+                    "src_access", transition.get("src_access"))) + writes} for ib in transition["images"]]
+            changed, moved = [transition], f.second
+        else:
+            changed, moved = [{"cmd": "barrier", "src_stage": [src_stage], "dst_stage": [dst_stage],
+                               "src_access": writes, "dst_access": dst.split("+") if memory else []},
+                              commands[second.index]], format_ref(second.owner, second.index + 1)
         fixed = {**doc, "command_buffers": {**doc["command_buffers"], first.owner: (
-            doc["command_buffers"][first.owner][:second.index] + [barrier]
-            + doc["command_buffers"][first.owner][second.index:])}}
-        moved = format_ref(second.owner, second.index + 1)
+            commands[:second.index] + changed + commands[second.index + 1:])}}
         root = stream.index.root(f.buffer)[0]
         left = [c for c in Reference(from_dict(fixed)).conflicts() if not c.ordered and c.first.root == root
                 and (c.first.ref, c.second.ref) == (f.first, moved)

@@ -534,6 +534,12 @@ def _gap(model: Model, n: SyncNode, x: AccessNode, seg: tuple[int, int]) -> str 
     if cover == NONE and n.entry.root != x.root:
         return ""
     b, _ = _barrier_masks(model, n.key)
+    if isinstance(b, ir.ImageBarrier):
+        r = b.subresources
+        levels = f"[{r.base_mip_level}, {r.base_mip_level + r.level_count})"
+        layers = f"[{r.base_array_layer}, {r.base_array_layer + r.layer_count})"
+        return (f"the image barrier {n.key[1]} covers {b.image} levels {levels} layers {layers} only, not bytes "
+                f"[{seg[0]}, {seg[1]}) of its layout (spec 7.7.3)")
     if cover == ALIAS:
         return (f"the buffer barrier {n.key[1]} is on {b.buffer}: it covers only access through {b.buffer}, not "
                 f"{x.ref}'s through {x.buffer} (spec 7.7.2; reading buffer_barrier_covers_aliases)")

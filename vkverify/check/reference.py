@@ -60,6 +60,7 @@ from ..model import ir
 from ..model.accesses import command_accesses
 from ..model.refs import format_ref
 from ..model.stages import ACCESS, COMMAND_STAGES, EXECUTING_STAGES, STAGE
+from .barriers import LAYOUT_TRANSITION, LAYOUT_WRITE
 from .readings import DEFAULT, Readings
 
 __all__ = ["OutsideReference", "Reference", "access_pairs", "first_scope", "joined", "references", "second_scope",
@@ -88,8 +89,8 @@ class Operation:
     second: frozenset[str] = frozenset()
     batch: int = -1  # queue-wide batch number (signal operation order, 7.2)
     ref: str = ""
-    barrier: ir.Barrier | ir.BufferBarrier | None = None
-    root: str | None = None  # a buffer barrier's memory and range, in root coordinates
+    barrier: ir.Barrier | ir.BufferBarrier | ir.ImageBarrier | None = None
+    root: str | None = None  # a buffer or image barrier's memory and range, in root coordinates
     lo: int = 0
     hi: int = 0
     op: ir.HostOp | None = None
@@ -227,8 +228,10 @@ def _in_second_access_pairs(n: Operation, x: OperationAccess, needs: tuple[str, 
 def _covers(n: Operation, x: OperationAccess, by_buffer: bool) -> bool:
     """Spec 7.7.2: a buffer memory barrier's access scopes hold only its range, and with `by_buffer` (the
     reading buffer_barrier_covers_aliases off) only "access to memory through the specified buffer range"."""
-    return n.root is None or (n.root == x.root and n.lo <= x.lo and x.hi <= n.hi
-                              and (not by_buffer or n.barrier.buffer == x.buffer))
+    if n.root is None:
+        return True
+    through = n.barrier.image if isinstance(n.barrier, ir.ImageBarrier) else n.barrier.buffer
+    return n.root == x.root and n.lo <= x.lo and x.hi <= n.hi and (not by_buffer or through == x.buffer)
 
 
 # ---- submission orders -------------------------------------------------------------------------------
@@ -493,7 +496,7 @@ class Reference:
                 for i, cmd in enumerate(self.index.command_buffers[cb].commands):
                     cref = self.index.command_ref(cb, i, h.ref)
                     if isinstance(cmd, ir.Barrier):
-                        self._barrier(q, cmd, cref)
+                        self._barrier(q, cmd, cref, h)
                         continue
                     uid = next(self.uids)
                     for stage, reads, write, buffer, lo, hi, atomic in command_accesses(cmd):
@@ -510,23 +513,40 @@ class Reference:
             self.fence_of[h] = self._fence_node(q, h.ref, last)
         return last
 
-    def _barrier(self, q: str, cmd: ir.Barrier, ref: str) -> None:
+    def _barrier(self, q: str, cmd: ir.Barrier, ref: str, submit: Operation) -> None:
         """Spec 7.6 vkCmdPipelineBarrier2: one node per memory barrier; they share a position, so the
-        barriers of one command do not chain with each other."""
-        entries = cmd.buffers or (cmd,)
+        barriers of one command do not chain with each other. 7.7.3: an image memory barrier holds the bytes of
+        its subresource range. 7.7.4: a layout transition "happens-after the availability operations" of its
+        barrier and "happens-before the visibility operations"; "available memory is automatically made visible
+        to a layout transition, and writes performed by a layout transition are automatically made available":
+        its image barrier is then two nodes, the first half (first scopes, availability) and the second (second
+        scopes, visibility), with the transition, a write, between them."""
+        entries = [(b, None, 0, 0) for b in (cmd,) if not cmd.buffers and not cmd.images]
+        for b in cmd.buffers:
+            root, base = self.index.root(b.buffer)
+            entries.append((b, root, base + b.offset, base + b.offset + b.size))
+        entries += [(b, b.image, lo, hi) for b in cmd.images for lo, hi in b.ranges]
         pos = len(self.queue_nodes[q])
-        for b in entries:
-            root, lo, hi = None, 0, 0
-            if isinstance(b, ir.BufferBarrier):
-                root, base = self.index.root(b.buffer)
-                lo, hi = base + b.offset, base + b.offset + b.size
+        halves = []
+        for b, root, lo, hi in entries:
             first = first_scope(b.src_stage)
             if "host" in _named(b.src_stage, STAGE):
                 first = first | _HOST_STAGE
-            n = Operation("barrier", q, pos, first, second_scope(b.dst_stage), ref=ref, barrier=b,
-                     root=root, lo=lo, hi=hi)
+            transition = isinstance(b, ir.ImageBarrier) and b.old_layout != b.new_layout
+            n = Operation("barrier", q, pos, first, frozenset() if transition else second_scope(b.dst_stage), ref=ref,
+                          barrier=b, root=root, lo=lo, hi=hi)
             self.nodes.append(n)
             self.queue_nodes[q].append(n)
+            if transition:
+                halves.append(n)
+        for n in halves:
+            b = n.barrier
+            t = self._node("access", q, ref=ref)
+            self._access(t, submit, next(self.uids), ref, LAYOUT_TRANSITION, (), LAYOUT_WRITE, b.image, n.lo, n.hi)
+            v = self._node("barrier", q, second=second_scope(b.dst_stage), ref=ref, barrier=b, root=n.root, lo=n.lo,
+                           hi=n.hi)
+            n.after.append(t)
+            t.after.append(v)
 
     # ---- happens-before ---------------------------------------------------------------------------
 
@@ -563,7 +583,10 @@ class Reference:
     # ---- memory dependencies ----------------------------------------------------------------------
 
     def availability(self, w: OperationAccess) -> list[Operation]:
-        """The operations that make write w available to the device domain (7.1, 7.9)."""
+        """The operations that make write w available to the device domain (7.1, 7.9); a layout transition's
+        write is available as it is made (7.7.4)."""
+        if w.stage == LAYOUT_TRANSITION:
+            return [w.node]
         if w.host:
             return self._host_availability(w)
         return [n for n in self.queue_nodes[w.node.agent]
@@ -600,7 +623,10 @@ class Reference:
         return None
 
     def visibility(self, x: OperationAccess, needs: tuple[str, ...]) -> list[Operation]:
-        """The operations that make available writes visible to x's accesses `needs` (7.1)."""
+        """The operations that make available writes visible to x's accesses `needs` (7.1); to a layout
+        transition, available memory is visible (7.7.4)."""
+        if x.stage == LAYOUT_TRANSITION:
+            return [x.node]
         if x.host:
             # 7.9 host access: a barrier whose second access scope holds host/host_read (or host_write).
             return [n for nodes in self.queue_nodes.values() for n in nodes
