@@ -493,6 +493,97 @@ def pattern_streams(draw) -> dict:
             "command_buffers": cbs, "threads": {"main": ops}}
 
 
+IMAGE_EXTENT = (8, 4)  # texels; 4 bytes each, two levels, two layers: 2 * (128 + 32) bytes an image
+LAYOUTS = ["undefined", "general", "transfer_dst_optimal", "shader_read_only_optimal"]
+
+
+@st.composite
+def _subresources(draw, single_level: bool = False) -> dict:
+    """A subresource range of an IMAGE_EXTENT image of two levels and two layers (omitted fields: the rest)."""
+    level = draw(st.integers(0, 1))
+    layer = draw(st.integers(0, 1))
+    out = {"base_mip_level": level, "base_array_layer": layer}
+    if single_level or draw(st.booleans()):
+        out["level_count"] = 1
+    if draw(st.booleans()):
+        out["layer_count"] = 1
+    return out
+
+
+@st.composite
+def _box(draw) -> dict:
+    """A box of texels of one level of one or two layers, often a whole level, else any part of it."""
+    level = draw(st.integers(0, 1))
+    w, h = (max(1, d >> level) for d in IMAGE_EXTENT)
+    layer = draw(st.integers(0, 1))
+    out = {"mip_level": level, "base_array_layer": layer, "layer_count": draw(st.integers(1, 2 - layer))}
+    if draw(st.booleans()):
+        return {**out, "image_extent": [w, h]}
+    x, y = draw(st.integers(0, w - 1)), draw(st.integers(0, h - 1))
+    return {**out, "image_offset": [x, y], "image_extent": [draw(st.integers(1, w - x)), draw(st.integers(1, h - y))]}
+
+
+@st.composite
+def _image_command(draw) -> dict:
+    """A command on images I and J as engines record them: uploads and readbacks of boxes, copies between the images,
+    clears, dispatches binding a storage image, and barriers (global, buffer, image: with drawn masks, subresource
+    ranges and layouts, a transition or not)."""
+    kind = draw(st.sampled_from(["upload", "readback", "copy_image", "clear", "dispatch", "image_barrier",
+                                 "image_barrier", "barrier"]))
+    image = draw(st.sampled_from(["I", "J"]))
+    if kind == "upload":
+        return {"cmd": "copy_buffer_to_image", "src": "S", "dst": image, "regions": [draw(_box())]}
+    if kind == "readback":
+        return {"cmd": "copy_image_to_buffer", "src": image, "dst": "B", "regions": [draw(_box())]}
+    if kind == "copy_image":
+        src, dst = draw(_box()), draw(_box())
+        extent = [min(a, b) for a, b in zip(src["image_extent"], dst["image_extent"])]
+        layers = min(src["layer_count"], dst["layer_count"])
+        return {"cmd": "copy_image", "src": "I", "dst": draw(st.sampled_from(["I", "J"])), "regions": [{
+            "src_mip_level": src["mip_level"], "src_base_array_layer": src["base_array_layer"],
+            "dst_mip_level": dst["mip_level"], "dst_base_array_layer": dst["base_array_layer"], "layer_count": layers,
+            "src_offset": src.get("image_offset", [0, 0]), "dst_offset": dst.get("image_offset", [0, 0]),
+            "extent": extent}]}
+    if kind == "clear":
+        return {"cmd": "clear_color_image", "image": image, "ranges": [draw(_subresources())]}
+    if kind == "dispatch":
+        return {"cmd": "dispatch", "shader": draw(st.sampled_from(["r", "w", "x"])),
+                "bindings": [{"image": image, **draw(_subresources(single_level=True))}]}
+    if kind == "barrier":
+        return _barrier(draw, narrow=True, **({"buffers": [{"buffer": "B", **draw(_range())}]}
+                                              if draw(st.booleans()) else {}))
+    old, new = draw(st.sampled_from(LAYOUTS)), draw(st.sampled_from(LAYOUTS[1:]))
+    return _barrier(draw, narrow=True, images=[{"image": image, **draw(_subresources()), "old_layout": old,
+                                                "new_layout": draw(st.sampled_from([old, new])) if old != "undefined"
+                                                else new}])
+
+
+@st.composite
+def image_streams(draw) -> dict:
+    """Images I and J (IMAGE_EXTENT, two levels, two layers) and buffers: one or two command buffers of image
+    commands (_image_command), on one queue or two joined by a semaphore of drawn stage."""
+    cbs = {f"cb{i}": draw(st.lists(_image_command(), min_size=2, max_size=6)) for i in range(draw(st.integers(1, 2)))}
+    two_queues = len(cbs) == 2 and draw(st.booleans())
+    ops = [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"],
+            **({"signal": [{"semaphore": "T", "value": 1, "stage": [draw(st.sampled_from(SEMAPHORE_STAGES))]}]}
+               if two_queues else {})}]
+    if len(cbs) == 2:
+        ops.append({"op": "submit", "queue": "q1" if two_queues else "q0", "command_buffers": ["cb1"],
+                    **({"wait": [{"semaphore": "T", "value": 1, "stage": [draw(st.sampled_from(SEMAPHORE_STAGES))]}]}
+                       if two_queues else {})})
+    ops.append({"op": "device_wait_idle"})
+    image = {"extent": list(IMAGE_EXTENT), "format": "r8g8b8a8_unorm", "mip_levels": 2, "array_layers": 2}
+    return {"format": "vkverify-stream/1", "name": "images",
+            "devices": [{"id": "gpu0", "queues": [{"id": "q0", "family": 0}, {"id": "q1", "family": 0}]}],
+            "buffers": [{"id": "B", "size": SIZE * 4, "memory": "device_local"},
+                        {"id": "S", "size": SIZE * 4, "memory": "host_coherent"}],
+            "images": [{"id": i, **image, "memory": draw(st.sampled_from(["device_local", "host_coherent"]))}
+                       for i in ("I", "J")],
+            "semaphores": [{"id": "T", "type": "timeline"}],
+            "shaders": {k: {"bindings": v} for k, v in SHADERS.items()},
+            "command_buffers": cbs, "threads": {"main": ops}}
+
+
 def completes(findings) -> bool:
     return not any(f.kind in NOT_COMPARED for f in findings)
 
@@ -582,6 +673,11 @@ def disagreements(doc: dict, readings: Readings = DEFAULT, own_order: bool = Fal
             newer = kind != "war" and any(f.kind != "war" and f.second == second and f.first != first
                                           and stream.index.root(f.buffer)[0] == root
                                           for f in findings if f.kind in ACCESS_KINDS)
+            # A read a write was ordered after: the checker keeps only the reads since the latest write
+            # (docs/format.md, Checker conventions), so it compares `second` with that write, which stands for it.
+            newer = newer or kind == "war" and any(
+                f.second == second and f.first != first and stream.index.root(f.buffer)[0] == root
+                and _happens_before(oracle, first, f.first, root) for f in findings if f.kind in ACCESS_KINDS)
             # Neither side of an unordered pair comes first: the reference names it in whichever order it met it.
             sides_first = ((first, second), (second, first))[:1 + (frozenset((first, second)) in unordered)]
             shadowed = any(_shadowed(stream, findings, oracle, a, b, root) for a, b in sides_first)
@@ -600,6 +696,12 @@ def disagreements(doc: dict, readings: Readings = DEFAULT, own_order: bool = Fal
     if misuse != verdict.fence_misuse:
         out.append(f"fence_misuse at {sorted(misuse)}, the reference at {sorted(verdict.fence_misuse)}")
     return out
+
+
+def _happens_before(oracle: Reference, first: str, second: str, root: str) -> bool:
+    """Whether an access of `first` to memory `root` happens-before one of `second` by the reference."""
+    return any(oracle.hb(a.node, b.node) for a in oracle.accesses if a.ref == first and a.root == root
+               for b in oracle.accesses if b.ref == second and b.root == root)
 
 
 def _shadowed(stream: ir.Stream, findings, oracle: Reference, first: str, second: str, root: str) -> bool:
@@ -652,18 +754,25 @@ def fix_disagreements(doc: dict) -> list[str]:
         memory = f.kind != "war"
         writes = [a for a in src.split("+") if "write" in a] if memory else []
         commands = doc["command_buffers"][first.owner]
-        if dst_stage == LAYOUT_TRANSITION:  # the fix widens the first scopes of the transition's own barrier
-            transition = dict(commands[second.index])
-            transition["images"] = [{**ib, "src_stage": _names(ib.get("src_stage", transition.get(
-                "src_stage", "all_commands"))) + [src_stage], "src_access": _names(ib.get(
-                    "src_access", transition.get("src_access"))) + writes} for ib in transition["images"]]
-            changed, moved = [transition], f.second
+        if src_stage == dst_stage == LAYOUT_TRANSITION:
+            continue  # two transitions: the fix names a stage in two barriers (fixes._transitions), not one edit
+        if LAYOUT_TRANSITION in (src_stage, dst_stage):  # the fix widens the scopes of the transition's own barrier
+            at = second.index if dst_stage == LAYOUT_TRANSITION else first.index
+            side, stage, access = ("src", src_stage, writes) if dst_stage == LAYOUT_TRANSITION else \
+                ("dst", dst_stage, dst.split("+") if memory else [])
+            transition = dict(commands[at])
+            transition["images"] = [{**ib, f"{side}_stage": _names(ib.get(f"{side}_stage", transition.get(
+                f"{side}_stage", "all_commands"))) + [stage], f"{side}_access": _names(ib.get(
+                    f"{side}_access", transition.get(f"{side}_access"))) + access} for ib in transition["images"]]
+            fixed = {**doc, "command_buffers": {**doc["command_buffers"], first.owner: (
+                commands[:at] + [transition] + commands[at + 1:])}}
+            moved = f.second
         else:
-            changed, moved = [{"cmd": "barrier", "src_stage": [src_stage], "dst_stage": [dst_stage],
-                               "src_access": writes, "dst_access": dst.split("+") if memory else []},
-                              commands[second.index]], format_ref(second.owner, second.index + 1)
-        fixed = {**doc, "command_buffers": {**doc["command_buffers"], first.owner: (
-            commands[:second.index] + changed + commands[second.index + 1:])}}
+            barrier = {"cmd": "barrier", "src_stage": [src_stage], "dst_stage": [dst_stage], "src_access": writes,
+                       "dst_access": dst.split("+") if memory else []}
+            fixed = {**doc, "command_buffers": {**doc["command_buffers"], first.owner: (
+                commands[:second.index] + [barrier] + commands[second.index:])}}
+            moved = format_ref(second.owner, second.index + 1)
         root = stream.index.root(f.buffer)[0]
         left = [c for c in Reference(from_dict(fixed)).conflicts() if not c.ordered and c.first.root == root
                 and (c.first.ref, c.second.ref) == (f.first, moved)

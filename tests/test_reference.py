@@ -21,7 +21,7 @@ from vkverify.model import from_dict, load
 
 from .conftest import CORPUS, EXAMPLES
 from .differential import (SETTINGS, assert_agree, batched_streams, completes, disagreements, fix_disagreements,
-                           pattern_streams, streams, thread_streams)
+                           image_streams, pattern_streams, streams, thread_streams)
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
 
@@ -237,3 +237,12 @@ def test_explain_reads_an_idle_wait_of_another_thread_as_the_checker_does(up, us
     (pair,) = [p for p in explain(stream, "readback[0]", read).pairs if p.kind == "raw"]
     ordered = not any(f.kind == "raw" and f.second == read for f in check(stream))
     assert bool(pair.chains) == ordered and ordered == (read == "use[2]")
+
+
+@settings(max_examples=EXAMPLES_RUN // 2, **SETTINGS)
+@given(image_streams())
+def test_fast_checker_agrees_with_the_reference_on_images(doc):
+    """Uploads, readbacks, copies between images, clears, storage image dispatches and image barriers with
+    subresource ranges and layout transitions (benchmarks/differential.py --images runs many more)."""
+    assert_agree(doc, disagreements)
+    assert_agree(doc, fix_disagreements)

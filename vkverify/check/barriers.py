@@ -93,8 +93,25 @@ def compile_barrier(b: ir.Barrier, index: ir.StreamIndex) -> tuple[BarrierEntry,
 # Spec 7.7.4 "Image Layout Transitions": a transition "happens-after the availability operations" of its barrier's first
 # scope and "happens-before the visibility operations" of its second, and it reads and writes the subresources. The
 # checker runs it as an access between the barrier's two halves, at a stage no command has, with an access of its own.
+# The stage is each image barrier's own (`transition_stage`): an access in one barrier's first scope reaches that
+# barrier's transitions only. Findings and fixes name it LAYOUT_TRANSITION (`stage_text`).
 LAYOUT_TRANSITION = "image_layout_transition"
 LAYOUT_WRITE = "layout_transition"
+
+
+def transition_stage(b: ir.Barrier, k: int) -> str:
+    """The stage of the layout transitions of the k-th image barrier of b, named by its value: an equal barrier later
+    in submission order holds in its first scope all that an earlier one did, so the two may share it."""
+    return f"{LAYOUT_TRANSITION}@{hash((b, k)) & 0xFFFFFFFFFFFF:x}"
+
+
+def is_transition(stage: str) -> bool:
+    return stage.startswith(LAYOUT_TRANSITION)
+
+
+def stage_text(stage: str) -> str:
+    """A stage as findings and explanations print it: a layout transition's without its barrier's name."""
+    return LAYOUT_TRANSITION if is_transition(stage) else stage
 
 
 def layout_transitions(b: ir.Barrier, index: ir.StreamIndex) -> tuple[tuple[BarrierEntry, ...], tuple, tuple]:
@@ -103,22 +120,23 @@ def layout_transitions(b: ir.Barrier, index: ir.StreamIndex) -> tuple[tuple[Barr
     image, lo, hi, atomic); then the entries that order the transitions before the barrier's second scopes.
     Without transitions: compile_barrier's entries and nothing else."""
     entries = compile_barrier(b, index)
-    moving = tuple(ib for ib in b.images if ib.transition)
+    moving = [(k, ib) for k, ib in enumerate(b.images) if ib.transition]
     if not moving:
         return entries, (), ()
     first = len(entries) - sum(len(ib.ranges) for ib in b.images)
-    written = memory_barriers(b)
-    stage, pair = frozenset({LAYOUT_TRANSITION}), frozenset({(LAYOUT_TRANSITION, LAYOUT_WRITE)})
-    before = entries[:first] + tuple(
-        BarrierEntry(e.root, e.buffer, e.lo, e.hi, e.src_exec, e.src_stages, e.src_access, e.dst_exec | stage,
-                     e.dst_scope | pair) if written[first + k].transition else e
-        for k, e in enumerate(entries[first:]))
-    accesses = tuple((LAYOUT_TRANSITION, (), LAYOUT_WRITE, ib.image, lo, hi, False) for ib in moving
-                     for lo, hi in ib.ranges)
-    after = tuple(BarrierEntry(ib.image, ib.image, lo, hi, stage, stage, frozenset({LAYOUT_WRITE}),
-                               second_execution_scope(ib.dst_stage), access_scope(ib.dst_stage, ib.dst_access))
-                  for ib in moving for lo, hi in ib.ranges)
-    return before, accesses, after
+    stages = [transition_stage(b, k) if ib.transition else None for k, ib in enumerate(b.images)]
+    before = list(entries[:first])
+    for ib, stage in zip(b.images, stages):
+        for e in entries[len(before):len(before) + len(ib.ranges)]:
+            before.append(e if stage is None else BarrierEntry(
+                e.root, e.buffer, e.lo, e.hi, e.src_exec, e.src_stages, e.src_access, e.dst_exec | {stage},
+                e.dst_scope | {(stage, LAYOUT_WRITE)}))
+    accesses = tuple((stages[k], (), LAYOUT_WRITE, ib.image, lo, hi, False) for k, ib in moving for lo, hi in ib.ranges)
+    after = tuple(BarrierEntry(ib.image, ib.image, lo, hi, frozenset({stages[k]}), frozenset({stages[k]}),
+                               frozenset({LAYOUT_WRITE}), second_execution_scope(ib.dst_stage),
+                               access_scope(ib.dst_stage, ib.dst_access))
+                  for k, ib in moving for lo, hi in ib.ranges)
+    return tuple(before), accesses, after
 
 
 def memory_barriers(b: ir.Barrier) -> tuple[ir.Barrier | ir.BufferBarrier | ir.ImageBarrier, ...]:

@@ -20,7 +20,7 @@ from ..model import ir
 from ..model.errors import UsageError
 from ..model.loader import validate
 from ..model.refs import owner_of, parse_ref, split_submit, without_submit
-from .barriers import ALIAS, FULL, LAYOUT_TRANSITION, NONE, OWN, coverage
+from .barriers import ALIAS, FULL, NONE, OWN, coverage, is_transition, stage_text
 from .hb import SINK, AccessNode, Model, SyncNode, Pair, conflicts
 from .events import through_event
 from .rules import (chains as stages_chain, first_access_scope_gap, in_first_access_scope, in_synchronization_scope,
@@ -151,7 +151,7 @@ def op_at(stream: ir.Stream, ref: str):
 
 def _describe(x: AccessNode) -> str:
     names = x.reads + ((x.write,) if x.write else ())
-    return f"{x.stage}/{'+'.join(names) if names else 'destroy'}"
+    return f"{stage_text(x.stage)}/{'+'.join(names) if names else 'destroy'}"
 
 
 def _pairs(model: Model, firsts: list[AccessNode], seconds: list[AccessNode]) -> list[tuple[Pair, list]]:
@@ -285,7 +285,7 @@ def _chain(model: Model, pair: Pair, path: list) -> list[str]:
             b, _ = _barrier_masks(model, key)
             masks = (f"src_stage {names(b.src_stage)}, src_access {names(b.src_access)}; "
                      f"dst_stage {names(b.dst_stage)}, dst_access {names(b.dst_access)}")
-            if prev[0] == "access" and e.stage == LAYOUT_TRANSITION:
+            if prev[0] == "access" and is_transition(e.stage):
                 parts.append("its layout transition of the image comes before its second scopes (7.7.4)")
             elif prev[0] == "access":
                 parts.append(f"first scope: {e.stage} is in src_stage"
@@ -295,7 +295,7 @@ def _chain(model: Model, pair: Pair, path: list) -> list[str]:
                     parts.append(f"access scope: {e.write} is in src_access: made available")
             else:
                 parts.append(f"chains after {name(model, prev)}")
-            if nxt == SINK[0] and x.stage == LAYOUT_TRANSITION:
+            if nxt == SINK[0] and is_transition(x.stage):
                 parts.append("its layout transition of the image comes after its first scopes (7.7.4)")
             elif nxt == SINK[0]:
                 parts.append(f"second scope: {x.stage} is in dst_stage")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from . import fixes
 from .access import Access
+from .barriers import stage_text
 
 __all__ = ["ACCESS_KINDS", "KINDS", "Finding", "Findings"]
 
@@ -315,4 +316,4 @@ class Findings(Sequence[Finding]):
 
 def _described(a: Access | None) -> str | None:
     """An access as a finding words it: its stage and accesses (compute_shader/shader_storage_read)."""
-    return a and f"{a.stage}/{'+'.join(a.reads + ((a.write,) if a.write else ()))}"
+    return a and f"{stage_text(a.stage)}/{'+'.join(a.reads + ((a.write,) if a.write else ()))}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .access import Access
-from .barriers import LAYOUT_TRANSITION
+from .barriers import is_transition, stage_text
 from .readings import Readings
 
 __all__ = ["Wording", "acquire_stage", "destroy", "execution_dependency", "memory_dependency", "ownership",
@@ -36,8 +36,7 @@ def _where(wording: Wording, a: Access) -> str:
 
 
 def _masks(a: Access) -> str:
-    accesses = a.reads + ((a.write,) if a.write else ())
-    return f"{a.stage}/{'|'.join(accesses)}"
+    return f"{stage_text(a.stage)}/{'|'.join(_needs(a))}"
 
 
 def memory_dependency(wording: Wording, w: Access, x: Access, hosts_ordered: bool) -> str:
@@ -45,8 +44,12 @@ def memory_dependency(wording: Wording, w: Access, x: Access, hosts_ordered: boo
     w and x are on host threads, x's having acquired w's op when the checker met the pair."""
     src = f"{w.stage}/{w.write}"
     noncoherent = wording.memory_kind[x.buffer] == "host_cached"  # coherence is the memory's: an alias follows it
-    if w.agent == x.agent and x.stage == LAYOUT_TRANSITION:
+    if w.agent == x.agent and is_transition(w.stage) and is_transition(x.stage):
+        return _transitions(w, x)
+    if w.agent == x.agent and is_transition(x.stage):
         return _transition_scope(w, x, f"src_stage {w.stage} and src_access {w.write}")
+    if w.agent == x.agent and is_transition(w.stage) and x.family is not None:
+        return _transition_scope(x, w, f"dst_stage {x.stage} and dst_access {'|'.join(_needs(x))}")
     if w.agent == x.agent and x.family is not None:
         # Spec 7.7.2: a buffer barrier covers accesses through its own buffer (readings): both must name it.
         one = wording.through(w) == wording.through(x)
@@ -77,7 +80,9 @@ def memory_dependency(wording: Wording, w: Access, x: Access, hosts_ordered: boo
 
 def execution_dependency(wording: Wording, r: Access, x: Access) -> str:
     """WAR: spec 7.1 an execution dependency suffices."""
-    if r.agent == x.agent and x.stage == LAYOUT_TRANSITION:
+    if r.agent == x.agent and is_transition(r.stage) and is_transition(x.stage):
+        return _transitions(r, x)
+    if r.agent == x.agent and is_transition(x.stage):
         return _transition_scope(r, x, f"src_stage {r.stage}")
     if r.agent == x.agent and x.family is not None:
         return f"vkCmdPipelineBarrier2 between {r.ref} and {x.ref}: src_stage {r.stage} -> dst_stage {x.stage}"
@@ -89,9 +94,22 @@ def execution_dependency(wording: Wording, r: Access, x: Access) -> str:
     return f"submit {x.ref} only after {r.ref} on {_where(wording, r)}"
 
 
-def _transition_scope(e: Access, x: Access, scope: str) -> str:
-    """Spec 7.7.4: an image barrier's layout transition happens after the barrier's first scopes: they must hold e."""
-    return f"give the image barrier of {x.ref} on {x.buffer!r} {scope}: its layout transition writes the image"
+def _transition_scope(other: Access, transition: Access, scope: str) -> str:
+    """Spec 7.7.4: an image barrier's layout transition happens after the barrier's first scopes and before its
+    second: they must hold the other access."""
+    return (f"give the image barrier of {transition.ref} on {transition.buffer!r} {scope}: its layout transition "
+            f"writes the image")
+
+
+def _transitions(e: Access, x: Access) -> str:
+    """Two layout transitions (7.7.4): each makes its write available and sees what is, so only an execution
+    dependency chain from the first barrier's second scope to the second's first is missing."""
+    return (f"name one stage in both the dst_stage of the image barrier of {e.ref} and the src_stage of that of "
+            f"{x.ref} on {x.buffer!r}: their layout transitions write the image")
+
+
+def _needs(x: Access) -> tuple[str, ...]:
+    return x.reads + ((x.write,) if x.write else ())
 
 
 def uninitialized(x: Access) -> str:

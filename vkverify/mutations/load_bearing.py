@@ -16,6 +16,7 @@ import networkx as nx
 
 from ..check.hb import SINK, Model, Pair
 from ..model import ir
+from ..model.refs import without_submit
 
 __all__ = ["Analysis", "Redundancy", "analyze", "pair_name"]
 
@@ -57,7 +58,9 @@ def analyze(stream: ir.Stream) -> Analysis:
                 break
             start = g.graph["start"]
             relevant = (nx.descendants(g, start) & nx.ancestors(g, SINK)) | {start}
-            ops = sorted({op for node in relevant for op in _ops(model, node)})
+            # A barrier whose layout transition is one side of the pair performs it: dropping it drops the pair.
+            sides = {without_submit(pair.first.ref), without_submit(pair.second.ref)}
+            ops = sorted({op for node in relevant for op in _ops(model, node)} - sides)
             for op in ops:
                 on_path.setdefault(op, pair)
                 rest = nx.subgraph_view(g, filter_node=lambda n, op=op: op not in _ops(model, n))
