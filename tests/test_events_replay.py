@@ -13,6 +13,8 @@ import pytest
 
 from vkverify.check import check
 from vkverify.model import from_dict
+from vkverify.sim import simulate
+from vkverify.sim.order import reference_order
 
 runtime = pytest.importorskip("vkverify.runtime")
 
@@ -121,3 +123,14 @@ def test_a_wait_with_other_source_stages_than_its_set_shows_under_the_layer(devi
     doc["command_buffers"]["cb0"][3]["src_stage"] = ["compute_shader"]
     result = runtime.replay(from_dict(doc), syncval=True)
     assert "VUID-vkCmdWaitEvents-srcStageMask-01158" in {m.id_name for m in result.messages}
+
+
+def test_event_commands_are_no_steps_and_the_simulator_confirms_the_hazard():
+    """The simulator executes no event command (they access no memory) and perturbs what the checker leaves
+    unordered across a set and its wait: the fill lands before the copy between them reads A."""
+    for doc in (BETWEEN, dependency_form(BETWEEN)):
+        stream = from_dict(doc)
+        assert [s.ref for s in reference_order(stream)] == ["main[0]", "cb0[0]", "cb0[2]", "cb0[4]"]
+        report = simulate(stream, schedules=4)
+        assert [v.verdict for v in report.verdicts] == ["confirmed"]
+    assert "main[1]" not in {s.ref for s in reference_order(from_dict(BOTH_FORMS))}  # the host's set_event
