@@ -8,10 +8,12 @@ is reported by the layer (what the runtime records is what the stream says)."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
 from vkverify.check import check
+from vkverify.cli import main
 from vkverify.model import from_dict
 from vkverify.sim import simulate
 from vkverify.sim.order import reference_order
@@ -93,7 +95,7 @@ def dependency_form(doc: dict) -> dict:
     return doc
 
 
-def test_both_forms_replay_cleanly_with_the_simulator_s_digests(device_name):
+def test_both_forms_replay_cleanly_with_the_simulator_s_digests(device_name, tmp_path, capsys):
     stream = from_dict(BOTH_FORMS)
     assert check(stream) == []
     result = runtime.replay(stream, syncval=True)
@@ -101,6 +103,10 @@ def test_both_forms_replay_cleanly_with_the_simulator_s_digests(device_name):
     assert result.reference == {}, result.reference
     assert result.recorded == stream  # events declared, every event command and host op recorded as given
     assert set(result.digests) == {"A", "B", "D", "F", "Out"} and result.reads.keys() == {"main[4]"}
+    path = tmp_path / "events.json"
+    path.write_text(json.dumps(BOTH_FORMS))
+    assert main(["replay", "--syncval", str(path)]) == 0  # 0: every digest is the simulator's
+    assert capsys.readouterr().out.splitlines()[-1] == "  reference: all digests equal"
 
 
 @pytest.mark.parametrize("form", ["stage", "dependency"])
