@@ -25,6 +25,7 @@ __all__ = ["CommandBufferRecording", "Commands"]
 QUEUE_FAMILY_IGNORED = 0xFFFFFFFF
 BUFFER_BINDINGS = ("storage_buffer", "uniform_buffer", "storage_texel_buffer", "uniform_texel_buffer")
 TRANSFER_LABEL = re.compile(r"buffer barrier (\d+): queue family (\d+) -> (\d+)")  # see __init__.py
+NO_DEPENDENCY = {"src_stage": ["none"], "dst_stage": ["none"]}  # a VkDependencyInfo with no barrier
 
 
 @dataclass(slots=True)  # one per recording, all kept: a long run records thousands
@@ -376,36 +377,96 @@ class Commands:
             entry.update(src_family=families[0], dst_family=families[1])
         return entry
 
-    def vkCmdPipelineBarrier(self, call: Call, a: dict) -> None:
-        """Sync1: one stage pair for all barriers. Memory barriers (their access masks merged) become one
-        global barrier, buffer barriers a second one; image barriers keep only the execution dependency."""
+    def sync1_dependencies(self, call: Call, a: dict) -> list[dict]:
+        """Sync1's (vkCmdPipelineBarrier, vkCmdWaitEvents): one stage pair for all barriers. Memory barriers (their
+        access masks merged) become one global dependency, buffer barriers a second one; image barriers keep only
+        the execution dependency."""
         stages = {"src_stage": stage_names(a["srcStageMask"]), "dst_stage": stage_names(a["dstStageMask"])}
         memory = a["pMemoryBarriers"] or []
         entries = self._buffer_entries(call, a["pBufferMemoryBarriers"] or [], stages=False)
+        out = []
         if memory or not entries:
             src = functools.reduce(operator.or_, (m["srcAccessMask"] for m in memory), 0)
             dst = functools.reduce(operator.or_, (m["dstAccessMask"] for m in memory), 0)
-            self.cmd(call, "barrier", **stages, src_access=access_names(src), dst_access=access_names(dst))
+            out.append({**stages, "src_access": access_names(src), "dst_access": access_names(dst)})
         if entries:
-            self.cmd(call, "barrier", **stages, buffers=entries)
+            out.append({**stages, "buffers": entries})
+        return out
 
-    def vkCmdPipelineBarrier2(self, call: Call, a: dict) -> None:
-        """Sync2: each memory barrier and each image barrier (execution only) is one barrier command;
-        the buffer barriers, each with its own stages, one more."""
-        info = a["pDependencyInfo"]
-        for m in info["pMemoryBarriers"] or []:
-            self.cmd(call, "barrier", src_stage=stage_names(m["srcStageMask"]),
-                     dst_stage=stage_names(m["dstStageMask"]), src_access=access_names(m["srcAccessMask"]),
-                     dst_access=access_names(m["dstAccessMask"]))
-        for m in info["pImageMemoryBarriers"] or []:
-            self.cmd(call, "barrier", src_stage=stage_names(m["srcStageMask"]),
-                     dst_stage=stage_names(m["dstStageMask"]))
+    def vkCmdPipelineBarrier(self, call: Call, a: dict) -> None:
+        for dependency in self.sync1_dependencies(call, a):
+            self.cmd(call, "barrier", **dependency)
+
+    def sync2_dependencies(self, call: Call, info: dict) -> list[dict]:
+        """A VkDependencyInfo's (vkCmdPipelineBarrier2, vkCmdSetEvent2, vkCmdWaitEvents2): each memory barrier and
+        each image barrier (execution only) is one dependency; the buffer barriers, each with its own stages, one
+        more."""
+        out = [{"src_stage": stage_names(m["srcStageMask"]), "dst_stage": stage_names(m["dstStageMask"]),
+                "src_access": access_names(m["srcAccessMask"]), "dst_access": access_names(m["dstAccessMask"])}
+               for m in info["pMemoryBarriers"] or []]
+        out += [{"src_stage": stage_names(m["srcStageMask"]), "dst_stage": stage_names(m["dstStageMask"])}
+                for m in info["pImageMemoryBarriers"] or []]
         entries = self._buffer_entries(call, info["pBufferMemoryBarriers"] or [], stages=True)
         if entries:
             union = [sorted({s for e in entries for s in e[key]}) for key in ("src_stage", "dst_stage")]
-            self.cmd(call, "barrier", src_stage=union[0], dst_stage=union[1], buffers=entries)
+            out.append({"src_stage": union[0], "dst_stage": union[1], "buffers": entries})
+        return out
+
+    def vkCmdPipelineBarrier2(self, call: Call, a: dict) -> None:
+        for dependency in self.sync2_dependencies(call, a["pDependencyInfo"]):
+            self.cmd(call, "barrier", **dependency)
 
     vkCmdPipelineBarrier2KHR = vkCmdPipelineBarrier2
+
+    # ---- events (spec 7.5) -------------------------------------------------
+
+    def vkCmdSetEvent(self, call: Call, a: dict) -> None:
+        self.cmd(call, "set_event", event=self.event_id(a["event"]), stage=stage_names(a["stageMask"]))
+
+    def vkCmdSetEvent2(self, call: Call, a: dict) -> None:
+        """The stream's set holds one dependency: one of several barriers is held as their union, which orders
+        more than they do (findings may go missing, never appear), and says so."""
+        dependencies = self.sync2_dependencies(call, a["pDependencyInfo"]) or [NO_DEPENDENCY]
+        if len(dependencies) > 1:
+            self.warn(f"widened{call.index}", f"{call.name} #{call.index}: its {len(dependencies)} barriers are held "
+                                              "as one dependency from the union of their scopes, which may order "
+                                              "more than the program does")
+            dependencies = [_union(dependencies)]
+        self.cmd(call, "set_event", event=self.event_id(a["event"]), **dependencies[0])
+
+    vkCmdSetEvent2KHR = vkCmdSetEvent2
+
+    def vkCmdResetEvent(self, call: Call, a: dict) -> None:
+        self.cmd(call, "reset_event", event=self.event_id(a["event"]), stage=stage_names(a["stageMask"]))
+
+    vkCmdResetEvent2 = vkCmdResetEvent2KHR = vkCmdResetEvent
+
+    def vkCmdWaitEvents(self, call: Call, a: dict) -> None:
+        """One wait per sync1 dependency (sync1_dependencies), each on every event: the waits the one would be."""
+        events = [self.event_id(e) for e in a["pEvents"]]
+        for dependency in self.sync1_dependencies(call, a):
+            self.cmd(call, "wait_events", events=events, **dependency)
+
+    def vkCmdWaitEvents2(self, call: Call, a: dict) -> None:
+        """One dependency per event where each event's VkDependencyInfo is one (sync2_dependencies); else a wait
+        per event and dependency, which together wait as the one does."""
+        events = [self.event_id(e) for e in a["pEvents"]]
+        dependencies = [self.sync2_dependencies(call, info) or [NO_DEPENDENCY] for info in a["pDependencyInfos"]]
+        if all(len(d) == 1 for d in dependencies):
+            self.cmd(call, "wait_events", events=events, dependencies=[d for d, in dependencies])
+            return
+        for event, each in zip(events, dependencies):
+            for dependency in each:
+                self.cmd(call, "wait_events", events=[event], dependencies=[dependency])
+
+    vkCmdWaitEvents2KHR = vkCmdWaitEvents2
+
+
+def _union(dependencies: list[dict]) -> dict:
+    """One global dependency with the stages and accesses of all of `dependencies` (their buffer entries' too)."""
+    parts = [d for dependency in dependencies for d in (dependency, *dependency.get("buffers", ()))]
+    return {key: sorted({name for d in parts for name in d.get(key, ())} - {"none"}) or ["none"]
+            for key in ("src_stage", "dst_stage", "src_access", "dst_access")}
 
 
 def _specialization(info: dict | None, data: bytes | None) -> Specialization | None:

@@ -17,7 +17,7 @@ class ImportSummary:
     invalidates); `warnings` name
     calls the mapping could not express faithfully; `unresolved` counts the
     dispatches whose accesses the stream lacks in part, by reason; `unmodelled`
-    the calls whose ordering the model cannot hold yet (events), by name;
+    the calls whose ordering the stream cannot hold (vkGetEventStatus), by name;
     `unknown` the commands this importer does not read, by name; `cut` says
     how a capture ends without the program's teardown. With any of these, a
     verdict on the stream is partial.
@@ -58,8 +58,8 @@ class ImportSummary:
     def partial_lines(self) -> list[str]:
         """Why a verdict on the stream covers only part of the program, a line per reason."""
         out = [f"unresolved: {n} dispatch{'es' if n > 1 else ''}: {why}" for why, n in self.unresolved.items()]
-        out += [f"unmodelled: {n} {name} call{'s' if n > 1 else ''} (first #{self.first_unmodelled[name]}): the model "
-                "has no events yet, so the ordering they make is missing from the stream" for name, n in
+        out += [f"unmodelled: {n} {name} call{'s' if n > 1 else ''} (first #{self.first_unmodelled[name]}): the "
+                "stream format cannot hold the ordering they make: it is missing from the stream" for name, n in
                 self.unmodelled.items()]
         out += [f"unknown: {n} {name} call{'s' if n > 1 else ''} (first #{self.first_unknown[name]}): a command this "
                 "importer does not read: what it accesses and orders is missing from the stream" for name, n in

@@ -40,7 +40,7 @@ __all__ = ["PROGRESS_CALLS", "UNREADABLE", "Translator", "UnreadableCall"]
 
 # Calls that touch images, rendering or presentation: outside the stream format's scope.
 OUT_OF_SCOPE = re.compile(r"Image|RenderPass|Rendering|Framebuffer|Swapchain|Surface|Present|Draw|Sampler|Blit|"
-                          r"Resolve|Clear(Color|DepthStencil|Attachments)|Viewport|Scissor|Event|QueryPool|"
+                          r"Resolve|Clear(Color|DepthStencil|Attachments)|Viewport|Scissor|QueryPool|"
                           r"Sparse|DescriptorSetWithTemplate|PushDescriptorSet|Subpass|AccelerationStructure|"
                           r"TraceRays|Micromap|Video|OpticalFlow")
 # Commands that set state, bind or take queries and timestamps: no buffer access, no ordering of their own.
@@ -55,9 +55,11 @@ NOTES = ("host_write", "host_read", "concurrent")  # debug messages that say wha
 QUEUE_LABEL = re.compile(r"queue (\S+), family (\d+)")  # see __init__.py
 # Of those, the ones whose absence can hide or invent synchronization: each gets a warning.
 ORDERING = re.compile(r"CopyQueryPoolResults|Sparse|DescriptorSetWithTemplate|PushDescriptorSet")
-# Event signals, waits and resets, on a queue or the host: synchronization the model has no events for yet.
-# Each call is counted, and makes a verdict on the stream partial (vkCreateEvent and vkDestroyEvent order nothing).
-EVENT_ORDERING = re.compile(r"vkCmd(SetEvent|ResetEvent|WaitEvents)(2(KHR)?)?|vk(SetEvent|ResetEvent|GetEventStatus)")
+# An event's status as the host reads it: what the host does on seeing it set, the stream cannot order. Each call
+# is counted, and makes a verdict on the stream partial. (Event sets, resets and waits, on a queue or the host, are
+# in the stream; vkDestroyEvent orders nothing.)
+EVENT_ORDERING = re.compile(r"vkGetEventStatus")
+GENERATED_EVENT = re.compile(r"ev\d+")  # the ids the import makes up for events
 
 
 PROGRESS_CALLS = 100_000  # a progress line every this many calls, on a capture at least this long
@@ -100,6 +102,8 @@ class Translator(Commands, Queues):
         self.semaphores: dict[int, dict] = {}
         self.observed: dict[str, int] = {}  # timeline semaphore id -> highest value a host op has waited for
         self.fences: dict[int, dict] = {}
+        self.events: dict[int, str] = {}  # VkEvent -> its stream id
+        self.used_events: set[int] = set()  # those the stream refers to: their ids are fixed
         self.stage_lists: dict[int | str, list[str]] = {}  # stage mask -> the stages of semaphore ops, each list once
         self.recordings: dict[int, CommandBufferRecording] = {}
         self.recorded: Counter = Counter()
@@ -386,6 +390,8 @@ class Translator(Commands, Queues):
             self.res.name_buffer(buf, name)
         elif info["objectType"] == "VK_OBJECT_TYPE_DEVICE_MEMORY" and mem is not None and name in MEMORY_KINDS:
             mem.declared = name
+        elif info["objectType"] == "VK_OBJECT_TYPE_EVENT" and info["objectHandle"] in self.events and name:
+            self.name_event(info["objectHandle"], name)
 
     def vkSubmitDebugUtilsMessageEXT(self, call: Call, a: dict) -> None:
         message = a["pCallbackData"]["pMessage"]
@@ -400,6 +406,29 @@ class Translator(Commands, Queues):
             del self.noted[thread]
             return True
         return False
+
+    # ---- events ------------------------------------------------------------
+
+    def vkCreateEvent(self, call: Call, a: dict) -> None:
+        self.events[a["pEvent"]] = f"ev{a['pEvent']}"
+
+    def name_event(self, handle: int, name: str) -> None:
+        """The program's debug name becomes the event's id, unless the stream already refers to the event,
+        another event has that id, or it is of the form of the ids the import makes up."""
+        if handle not in self.used_events and not GENERATED_EVENT.fullmatch(name) and name not in \
+                self.events.values():
+            self.events[handle] = name
+
+    def event_id(self, handle: int) -> str:
+        """The stream id of VkEvent `handle` (one no call of the capture creates is declared all the same)."""
+        self.used_events.add(handle)
+        return self.events.setdefault(handle, f"ev{handle}")
+
+    def vkSetEvent(self, call: Call, a: dict) -> None:
+        self.host(call, "set_event", event=self.event_id(a["event"]))
+
+    def vkResetEvent(self, call: Call, a: dict) -> None:
+        self.host(call, "reset_event", event=self.event_id(a["event"]))
 
     # ---- memory and buffers ------------------------------------------------
 
@@ -560,6 +589,7 @@ class Translator(Commands, Queues):
             "devices": devices, "buffers": self.buffer_docs(),
             "semaphores": list({s["id"]: s for s in self.semaphores.values()}.values()),  # imported ones once
             "fences": list(self.fences.values()), "shaders": {k: {"bindings": v} for k, v in self.shaders.items()},
+            **({"events": [{"id": e} for e in self.events.values()]} if self.events else {}),
             "command_buffers": self.command_buffers, "threads": self.stream_threads()}
 
     def memory_kind(self, mem: Memory) -> str:

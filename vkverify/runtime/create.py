@@ -33,10 +33,10 @@ def create_objects(stream: ir.Stream, runtimes: Mapping[str, Runtime], home: Map
                    command_buffers: Iterable[ir.CommandBuffer] = ()) -> None:
     """Every object of `stream` on `runtimes` (stream device -> Runtime): buffers on each device
     whose memory they are, an alias after what it aliases; semaphores and fences on their `home`
-    device (default the first); shaders, the stream's command buffers and `command_buffers` on
-    every device. `buffer(b)` and `semaphore(s)` create an object the caller shares between
-    devices and say True, or leave it to this path. Unsupported where a device's shared queue
-    would deadlock (shared_queue_deadlock)."""
+    device (default the first), events on the first (replay refuses events on several devices);
+    shaders, the stream's command buffers and `command_buffers` on every device. `buffer(b)` and
+    `semaphore(s)` create an object the caller shares between devices and say True, or leave it to
+    this path. Unsupported where a device's shared queue would deadlock (shared_queue_deadlock)."""
     for d, rt in runtimes.items():
         reason = shared_queue_deadlock(stream, rt)
         if reason is not None:
@@ -54,6 +54,8 @@ def create_objects(stream: ir.Stream, runtimes: Mapping[str, Runtime], home: Map
             runtimes[home.get(s.id, first)].create_semaphore(s.id, s.type == "timeline", s.initial)
     for f in stream.fences:
         runtimes[home.get(f.id, first)].create_fence(f.id, f.signaled)
+    for e in stream.events:
+        runtimes[first].create_event(e.id)
     for rt in runtimes.values():
         for s in stream.shaders:
             rt.declare_shader(s.id, s.bindings)

@@ -18,6 +18,7 @@ from ..model.data import data_bytes, ref_hash
 from ..model.refs import format_ref, parse_ref, without_submit
 from ..model.stages import access_mask, stage_mask
 from ..shaders import ATOMIC_KERNEL, generic_plan, pack_push
+from .errors import Unsupported
 
 __all__ = ["Recorder", "binding_access", "global_barrier", "scratch_orders"]
 
@@ -85,8 +86,10 @@ class Recorder:
                 vk.vkCmdUpdateBuffer(cb, buf(c.dst), c.offset + start, len(chunk), chunk)  # vkCmdUpdateBuffer
         elif isinstance(c, ir.Dispatch):
             self.dispatch(index, c)
-        else:
+        elif isinstance(c, ir.Barrier):
             self.barrier(c)
+        else:
+            self.event(c)
 
     def dispatch(self, index: int, c: ir.Dispatch) -> None:
         rt = self.rt
@@ -150,8 +153,50 @@ class Recorder:
         return scratch.handle, 0, binding.size
 
     def barrier(self, c: ir.Barrier) -> None:
-        buffers = [(b, self.rt.vk_buffer(b.buffer)) for b in c.buffers]
-        self.pipeline_barrier(c.src_stage, c.src_access, c.dst_stage, c.dst_access, buffers)
+        self.pipeline_barrier(*self.parts(c))
+
+    def parts(self, c: ir.Barrier) -> tuple:
+        """A stream barrier as the arguments of pipeline_barrier, dependency_info and sync1_barriers."""
+        return c.src_stage, c.src_access, c.dst_stage, c.dst_access, [(b, self.rt.vk_buffer(b.buffer))
+                                                                      for b in c.buffers]
+
+    def event(self, c: ir.SetEvent | ir.ResetEvent | ir.WaitEvents) -> None:
+        """Spec 7.5. A set is vkCmdSetEvent (stage form) or vkCmdSetEvent2 (dependency form), and the runtime
+        notes which: a wait must be of the same kind as the set it waits for (vkCmdWaitEvents may not wait on
+        vkCmdSetEvent2's signal, nor vkCmdWaitEvents2 on vkCmdSetEvent's), so each event's wait takes the kind
+        of its last recorded set; an event only the host sets (vkSetEvent, which both accept) is waited for as
+        the runtime records barriers. A reset is recorded as barriers are (either reset suits either set)."""
+        vk, cb, rt = self.vk, self.cb, self.rt
+        if isinstance(c, ir.SetEvent):
+            if c.dependency is None:
+                vk.vkCmdSetEvent(cb, rt.events[c.event], stage_mask(c.stage, False, True))  # vkCmdSetEvent
+            elif not self.sync2:
+                raise Unsupported(f"{self.rt.instance.operation}: set_event with a dependency is vkCmdSetEvent2, "
+                                  "and the device has no synchronization2")
+            else:
+                info = self.dependency_info(*self.parts(c.dependency))
+                vk.vkCmdSetEvent2(cb, rt.events[c.event], info)  # vkCmdSetEvent2
+            rt.event_sets[c.event] = c.dependency is not None
+        elif isinstance(c, ir.ResetEvent):
+            if self.sync2:
+                vk.vkCmdResetEvent2(cb, rt.events[c.event], stage_mask(c.stage, True, True))  # vkCmdResetEvent2
+            else:
+                vk.vkCmdResetEvent(cb, rt.events[c.event], stage_mask(c.stage, False, True))  # vkCmdResetEvent
+        else:
+            waits = list(zip(c.events, c.dependencies))
+            sync2 = [(e, d) for e, d in waits if rt.event_sets.get(e, self.sync2)]
+            if sync2:
+                events = [rt.events[e] for e, _ in sync2]
+                infos = [self.dependency_info(*self.parts(d)) for _, d in sync2]
+                vk.vkCmdWaitEvents2(cb, len(events), events, infos)  # vkCmdWaitEvents2
+            # vkCmdWaitEvents has one dependency for all its events: one call per distinct dependency, each
+            # event's wait keeping its own, as the checker pairs them (check/events.py).
+            sync1 = [(e, d) for e, d in waits if (e, d) not in sync2]
+            for dependency in dict.fromkeys(d for _, d in sync1):
+                events = [rt.events[e] for e, d in sync1 if d == dependency]
+                src, dst, memory, buffers = self.sync1_barriers(*self.parts(dependency))
+                vk.vkCmdWaitEvents(cb, len(events), events, src, dst, len(memory), memory or None, len(buffers),
+                                   buffers or None, 0, None)  # vkCmdWaitEvents
 
     def families(self, b: ir.BufferBarrier) -> tuple[int, int]:
         """Device families of an ownership transfer; IGNORED when the stream's
@@ -163,28 +208,46 @@ class Recorder:
         return (ignored, ignored) if src == dst else (src, dst)
 
     def pipeline_barrier(self, src_stage, src_access, dst_stage, dst_access, buffers) -> None:
-        vk, sync2 = self.vk, self.sync2
-        # The stream's families of each ownership transfer, which the device's may have merged (then the
-        # barrier is none): a capture keeps the label, an import takes the families from it.
+        vk = self.vk
+        if self.sync2:
+            info = self.dependency_info(src_stage, src_access, dst_stage, dst_access, buffers)
+            vk.vkCmdPipelineBarrier2(self.cb, info)  # vkCmdPipelineBarrier2
+            return
+        src, dst, memory, buffer_barriers = self.sync1_barriers(src_stage, src_access, dst_stage, dst_access, buffers)
+        vk.vkCmdPipelineBarrier(self.cb, src, dst, 0, len(memory), memory or None, len(buffer_barriers),
+                                buffer_barriers or None, 0, None)  # vkCmdPipelineBarrier
+
+    def label_transfers(self, buffers) -> None:
+        """The stream's families of each ownership transfer, which the device's may have merged (then the
+        barrier is none): a capture keeps the label, an import takes the families from it."""
         for i, (b, _) in enumerate(buffers):
             if b.src_family is not None:
                 self.rt.instance.insert_label(self.cb, f"buffer barrier {i}: queue family {b.src_family} -> "
                                                        f"{b.dst_family}")
-        if sync2:
-            memory = [] if buffers else [vk.VkMemoryBarrier2(
-                srcStageMask=stage_mask(src_stage, True, True), srcAccessMask=access_mask(src_access, True),
-                dstStageMask=stage_mask(dst_stage, True, False), dstAccessMask=access_mask(dst_access, True))]
-            buffer_barriers = [vk.VkBufferMemoryBarrier2(
-                srcStageMask=stage_mask(b.src_stage, True, True), srcAccessMask=access_mask(b.src_access, True),
-                dstStageMask=stage_mask(b.dst_stage, True, False), dstAccessMask=access_mask(b.dst_access, True),
-                srcQueueFamilyIndex=self.families(b)[0], dstQueueFamilyIndex=self.families(b)[1],
-                buffer=handle, offset=b.offset, size=b.size) for b, handle in buffers]
-            info = vk.VkDependencyInfo(memoryBarrierCount=len(memory), pMemoryBarriers=memory or None,
-                                       bufferMemoryBarrierCount=len(buffer_barriers),
-                                       pBufferMemoryBarriers=buffer_barriers or None)
-            vk.vkCmdPipelineBarrier2(self.cb, info)  # vkCmdPipelineBarrier2
-            return
-        # Sync1: one stage mask pair for the whole command, the union of the entries'.
+
+    def dependency_info(self, src_stage, src_access, dst_stage, dst_access, buffers):
+        """The VkDependencyInfo of one stream barrier (vkCmdPipelineBarrier2, vkCmdSetEvent2, vkCmdWaitEvents2);
+        the structs it points to live as long as it does (the `vulkan` package keeps them with it)."""
+        vk = self.vk
+        self.label_transfers(buffers)
+        memory = [] if buffers else [vk.VkMemoryBarrier2(
+            srcStageMask=stage_mask(src_stage, True, True), srcAccessMask=access_mask(src_access, True),
+            dstStageMask=stage_mask(dst_stage, True, False), dstAccessMask=access_mask(dst_access, True))]
+        buffer_barriers = [vk.VkBufferMemoryBarrier2(
+            srcStageMask=stage_mask(b.src_stage, True, True), srcAccessMask=access_mask(b.src_access, True),
+            dstStageMask=stage_mask(b.dst_stage, True, False), dstAccessMask=access_mask(b.dst_access, True),
+            srcQueueFamilyIndex=self.families(b)[0], dstQueueFamilyIndex=self.families(b)[1],
+            buffer=handle, offset=b.offset, size=b.size) for b, handle in buffers]
+        return vk.VkDependencyInfo(memoryBarrierCount=len(memory), pMemoryBarriers=memory or None,
+                                   bufferMemoryBarrierCount=len(buffer_barriers),
+                                   pBufferMemoryBarriers=buffer_barriers or None)
+
+    def sync1_barriers(self, src_stage, src_access, dst_stage, dst_access, buffers) -> tuple[int, int, list, list]:
+        """Sync1's (srcStageMask, dstStageMask, memory barriers, buffer barriers) of one stream barrier
+        (vkCmdPipelineBarrier, vkCmdWaitEvents): one stage mask pair for the whole command, the union of the
+        entries'."""
+        vk = self.vk
+        self.label_transfers(buffers)
         src = stage_mask(set(src_stage).union(*(b.src_stage for b, _ in buffers)), False, True)
         dst = stage_mask(set(dst_stage).union(*(b.dst_stage for b, _ in buffers)), False, False)
         memory = [] if buffers else [vk.VkMemoryBarrier(srcAccessMask=access_mask(src_access, False),
@@ -193,5 +256,4 @@ class Recorder:
             srcAccessMask=access_mask(b.src_access, False), dstAccessMask=access_mask(b.dst_access, False),
             srcQueueFamilyIndex=self.families(b)[0], dstQueueFamilyIndex=self.families(b)[1],
             buffer=handle, offset=b.offset, size=b.size) for b, handle in buffers]
-        vk.vkCmdPipelineBarrier(self.cb, src, dst, 0, len(memory), memory or None, len(buffer_barriers),
-                                buffer_barriers or None, 0, None)  # vkCmdPipelineBarrier
+        return src, dst, memory, buffer_barriers

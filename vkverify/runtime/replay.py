@@ -36,6 +36,9 @@ def replayable(stream: ir.Stream) -> str | None:
     unsafe = sorted({f.kind for f in check(stream)} & UNSAFE_KINDS)
     if unsafe:
         return f"{', '.join(unsafe)}: a device would hang or touch freed memory"
+    if stream.events and len(stream.devices) > 1:
+        # A VkEvent belongs to one VkDevice, and multi-device replay gives each stream device its own.
+        return "events are replayed in a stream of one device"
     abstract = {s.id for s in stream.shaders}
     written_by_abstract = {b.buffer for cb in stream.command_buffers for c in cb.commands
                            if isinstance(c, ir.Dispatch) and c.shader in abstract

@@ -108,6 +108,8 @@ class Runtime:
         self.pending_binary: dict[str, int] = {}
         self.fences: dict[str, object] = {}
         self.armed: dict[str, bool] = {}  # fence -> signaled at creation, or submitted, since its last reset
+        self.events: dict[str, object] = {}
+        self.event_sets: dict[str, bool] = {}  # event -> whether its last recorded set is vkCmdSetEvent2
         self.pools: dict[int, object] = {}
         self.recorded: dict[tuple[str, str | None], object] = {}
         self.recorders: set[str] = set()  # the command buffers the program records (command_buffer)
@@ -278,6 +280,16 @@ class Runtime:
             self.armed[id] = signaled
             self.record.declare("fences", {"id": id, "signaled": signaled})
 
+    def create_event(self, id: str) -> None:
+        """vkCreateEvent: unsignaled, and settable by the host (no VK_EVENT_CREATE_DEVICE_ONLY_BIT)."""
+        vk = self.vk
+        info = vk.VkEventCreateInfo()
+        with self._lock:
+            handle = vk.vkCreateEvent(self.device.handle, info, None)  # vkCreateEvent
+            self.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_EVENT, handle, id)
+            self.events[id] = handle
+            self.record.declare("events", {"id": id})
+
     def declare_shader(self, id: str, bindings: Iterable[str]) -> None:
         """An abstract shader (docs/format.md): replayed by a generic kernel, and atomic_add per atomic binding."""
         self.abstract_shaders[id] = tuple(bindings)
@@ -362,6 +374,14 @@ class Runtime:
     def destroy(self, buffer: str, thread: str = "main", **tag) -> None:
         self.execute(thread, ir.Destroy(buffer, **tag))
 
+    def set_event(self, event: str, thread: str = "main", **tag) -> None:
+        """vkSetEvent."""
+        self.execute(thread, ir.HostSetEvent(event, **tag))
+
+    def reset_event(self, event: str, thread: str = "main", **tag) -> None:
+        """vkResetEvent."""
+        self.execute(thread, ir.HostResetEvent(event, **tag))
+
     def execute(self, thread: str, op: ir.HostOp, at: Mapping[str, str] | None = None):
         """Run one host op of `thread` and record it; a host_read returns its bytes.
 
@@ -397,6 +417,10 @@ class Runtime:
                 return self._call(ref, "vkQueueWaitIdle", self.vk.vkQueueWaitIdle, queue)
         if isinstance(op, ir.DeviceWaitIdle):
             return self._call(ref, "vkDeviceWaitIdle", self.vk.vkDeviceWaitIdle, self.device.handle)
+        if isinstance(op, ir.HostSetEvent):
+            return self._call(ref, "vkSetEvent", self.vk.vkSetEvent, self.device.handle, self.events[op.event])
+        if isinstance(op, ir.HostResetEvent):
+            return self._call(ref, "vkResetEvent", self.vk.vkResetEvent, self.device.handle, self.events[op.event])
         with self._lock:
             return self.allocator.destroy(self.buffers[op.buffer])
 
@@ -650,6 +674,9 @@ class Runtime:
             fences, self.fences = self.fences, {}
             for handle in fences.values():
                 vk.vkDestroyFence(device.handle, handle, None)  # vkDestroyFence
+            events, self.events = self.events, {}
+            for handle in events.values():
+                vk.vkDestroyEvent(device.handle, handle, None)  # vkDestroyEvent
             device.release()
         self.instance.release()
         hooks, self.hooks = getattr(self, "hooks", []), []

@@ -41,9 +41,9 @@ class StreamRecord:
             return format_ref(thread, len(ops) - 1)
 
     def declare(self, kind: str, entry: dict) -> None:
-        """A buffer, semaphore or fence (`kind`: the document's list) is created."""
+        """A buffer, semaphore, fence or event (`kind`: the document's list) is created."""
         with self.lock:
-            self.doc[kind].append(entry)
+            self.doc.setdefault(kind, []).append(entry)  # `events` only in a stream that has some
 
     def declare_shader(self, id: str, bindings) -> None:
         with self.lock:

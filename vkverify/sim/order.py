@@ -24,7 +24,7 @@ __all__ = ["Step", "random_order", "reference_order"]
 
 @dataclass(frozen=True)
 class Step:
-    """One data operation: a command (not a barrier) or a host op, named as the checker names it."""
+    """One data operation: a command (not a barrier or event command) or a host op, named as the checker names it."""
 
     ref: str
     agent: str  # the queue or host thread that performs it
@@ -48,12 +48,16 @@ class _Steps(Consumer):
     def batch(self, queue: str, p: PendingBatch, acquired: list) -> tuple[list, None]:
         commands = [c for cb in p.batch.command_buffers for c in self.index.command_buffers[cb].commands]
         for ref, c in zip(batch_refs(self.index, p), commands):
-            if not isinstance(c, ir.Barrier):
+            # A barrier or an event command accesses no memory. What a wait orders, the checker decides (spec
+            # 7.5, check/events.py: the commands after it after those before its event's last set, in the set's
+            # stages), and the adversary perturbs only pairs the checker leaves unordered: no step of its own.
+            if not isinstance(c, (ir.Barrier, *ir.EVENT_COMMANDS)):
                 self.run(Step(ref, queue, c))
         return super().batch(queue, p, acquired)
 
     def host_op(self, thread: int, pc: int, op: ir.HostOp) -> None:
-        self.run(Step(format_ref(self.threads[thread], pc), self.threads[thread], op))
+        if not isinstance(op, (ir.HostSetEvent, ir.HostResetEvent)):  # vkSetEvent, vkResetEvent: no data
+            self.run(Step(format_ref(self.threads[thread], pc), self.threads[thread], op))
 
 
 def batch_refs(index: ir.StreamIndex, p: PendingBatch) -> tuple[str, ...]:

@@ -1,0 +1,77 @@
+"""Events through a capture (issue 25): streams using events, replayed on Lavapipe under the GFXReconstruct capture
+layer, import with their sets, resets and waits in either form (vkCmdSetEvent / vkCmdWaitEvents, vkCmdSetEvent2 /
+vkCmdWaitEvents2, vkCmdResetEvent2, host vkSetEvent / vkResetEvent), named by the debug names the runtime gives
+the events; the imported stream has the original's findings (a hazard between a set and its wait among them) and
+replays with its digests. The comparison is tests/test_import_roundtrip.py's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from vkverify.importer import import_capture
+from vkverify.model import ir
+
+from .test_events_replay import BETWEEN, BOTH_FORMS, dependency_form
+from .test_import_roundtrip import _imported_findings, _original_findings, _round_trip
+
+runtime = pytest.importorskip("vkverify.runtime")
+
+STREAMS = {"both-forms": BOTH_FORMS, "between-stage": BETWEEN, "between-dependency": dependency_form(BETWEEN)}
+
+
+@pytest.fixture(scope="module")
+def trips(tmp_path_factory, device_name):
+    from tests.conftest import require_gfxreconstruct
+
+    require_gfxreconstruct()
+    out = {}
+    for name, doc in STREAMS.items():
+        path = tmp_path_factory.mktemp(name) / f"{name}.json"
+        path.write_text(json.dumps(doc))
+        trip = _round_trip(path, path.with_suffix(".gfxr"))
+        assert not isinstance(trip, str), trip
+        out[name] = trip, import_capture(path.with_suffix(".gfxr"))[1]
+    return out
+
+
+def _event_commands(stream: ir.Stream) -> list[tuple]:
+    """(kind, the Vulkan call of its label, its event ids) of each event command."""
+    return [(type(c).__name__, c.label.rpartition(": ")[2].partition(" #")[0], getattr(c, "events", (None,))
+             if isinstance(c, ir.WaitEvents) else (c.event,))
+            for cb in stream.command_buffers for c in cb.commands if isinstance(c, ir.EVENT_COMMANDS)]
+
+
+@pytest.mark.parametrize("name", STREAMS)
+def test_imported_events_have_the_original_findings(trips, name):
+    trip, summary = trips[name]
+    assert not summary.partial, summary.partial_lines()
+    original = _original_findings(trip.original)
+    assert _imported_findings(trip.imported) == original
+    if name.startswith("between"):  # the copy between the set and the wait still races the fill after it
+        assert original == {("war", "A", (0, 256), "cb0[2]", "cb0[4]")}
+    else:
+        assert original == set()
+
+
+def test_each_form_imports_as_itself(trips):
+    trip, _ = trips["both-forms"]
+    assert [e.id for e in trip.imported.events] == ["E1", "E2", "H"]
+    assert _event_commands(trip.imported) == [
+        ("SetEvent", "vkCmdSetEvent", ("E1",)), ("WaitEvents", "vkCmdWaitEvents", ("E1",)),
+        ("SetEvent", "vkCmdSetEvent2", ("E2",)), ("WaitEvents", "vkCmdWaitEvents2", ("E2", "H")),
+        ("WaitEvents", "vkCmdWaitEvents", ("E1",)), ("ResetEvent", "vkCmdResetEvent2", ("E1",))]
+    host = [op for t in trip.imported.threads for op in t.ops if isinstance(op, (ir.HostSetEvent, ir.HostResetEvent))]
+    assert [(type(op).__name__, op.event) for op in host] == [("HostSetEvent", "H"), ("HostResetEvent", "H")]
+    set2 = next(c for cb in trip.imported.command_buffers for c in cb.commands if isinstance(c, ir.SetEvent)
+                and c.event == "E2")
+    assert set2.dependency == next(c for cb in trip.original.command_buffers for c in cb.commands
+                                   if isinstance(c, ir.SetEvent) and c.event == "E2").dependency
+
+
+@pytest.mark.parametrize("name", STREAMS)
+def test_imported_events_replay_with_the_original_digests(trips, name):
+    trip, _ = trips[name]
+    digests = runtime.replay(trip.imported).digests
+    assert {b: digests.get(b) for b in trip.digests} == trip.digests
