@@ -280,7 +280,7 @@ class Checker:
     def _step(self, cmd: ir.Command) -> tuple:
         """(cmd, its accesses or None for a barrier, whether two of them touch one memory: buffer ids suffice
         without aliases; most commands have two or three accesses, compared without a set)."""
-        if isinstance(cmd, (ir.Barrier, *ir.EVENT_COMMANDS)):
+        if isinstance(cmd, ir.SYNC_COMMANDS):
             return cmd, None, False
         accesses = ACCESSES_BY_KIND[type(cmd)](cmd)
         n = len(accesses)

@@ -224,7 +224,7 @@ class Model(Consumer):
             for i, cmd in enumerate(self.index.command_buffers[cb].commands):
                 ref, executed = format_ref(cb, i), self.index.command_ref(cb, i, submit)
                 self._issuing = submit
-                if not isinstance(cmd, (ir.Barrier, *ir.EVENT_COMMANDS)):
+                if not isinstance(cmd, ir.SYNC_COMMANDS):
                     self._command_accesses(queue, executed, command_accesses(cmd))
                     continue
                 transitions, after = (), ()
@@ -589,7 +589,7 @@ def _boundaries(stream: ir.Stream) -> dict[str, list[int]]:
         add(b.id, 0, b.size)
     for cb in stream.command_buffers:
         for cmd in cb.commands:
-            if isinstance(cmd, (ir.Barrier, *ir.EVENT_COMMANDS)):
+            if isinstance(cmd, ir.SYNC_COMMANDS):
                 for bb in (bb for d in dependencies(cmd) for bb in d.buffers):
                     add(bb.buffer, bb.offset, bb.offset + bb.size)
                 for ib in (ib for d in dependencies(cmd) for ib in d.images):

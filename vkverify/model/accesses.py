@@ -46,9 +46,11 @@ def _dispatch_accesses(cmd: ir.Dispatch) -> tuple[tuple, ...]:
                       cmd.indirect.offset + 12, False))
     for b in cmd.bindings:
         read, write = _BINDING[b.access]
-        (reads if write is None else writes).extend(("compute_shader", read, write, b.buffer, lo, hi,
-                                                      b.access == "atomic")
-                                                     for lo, hi in b.ranges or ((b.offset, b.offset + b.size),))
+        into = reads if write is None else writes
+        if b.ranges:  # a storage image's subresources
+            into.extend(("compute_shader", read, write, b.buffer, lo, hi, b.access == "atomic") for lo, hi in b.ranges)
+        else:
+            into.append(("compute_shader", read, write, b.buffer, b.offset, b.offset + b.size, b.access == "atomic"))
     return (*reads, *writes)
 
 
@@ -64,7 +66,7 @@ def _clear_image_accesses(cmd: ir.ClearColorImage) -> tuple[tuple, ...]:
 ACCESSES_BY_KIND = {ir.CopyBufferToImage: _image_copy_accesses, ir.CopyImageToBuffer: _image_copy_accesses,
                     ir.CopyImage: _image_copy_accesses, ir.ClearColorImage: _clear_image_accesses,
                     ir.Copy: _copy_accesses, ir.Fill: _clear_accesses, ir.Update: _clear_accesses,
-             ir.Dispatch: _dispatch_accesses, **{kind: lambda cmd: () for kind in (ir.Barrier, *ir.EVENT_COMMANDS)}}
+             ir.Dispatch: _dispatch_accesses, **{kind: lambda cmd: () for kind in ir.SYNC_COMMANDS}}
 
 
 def command_accesses(cmd: ir.Command) -> tuple[tuple, ...]:

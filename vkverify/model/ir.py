@@ -18,6 +18,7 @@ __all__ = [
     "EVENT_COMMANDS",
     "HOST_VISIBLE_KINDS",
     "MEMORY_KINDS",
+    "SYNC_COMMANDS",
     "Barrier",
     "Batch",
     "Binding",
@@ -398,7 +399,8 @@ class WaitEvents(Tagged):
 
 Command = (Copy | Fill | Update | Dispatch | Barrier | SetEvent | ResetEvent | WaitEvents | CopyBufferToImage |
            CopyImageToBuffer | CopyImage | ClearColorImage)
-EVENT_COMMANDS = (SetEvent, ResetEvent, WaitEvents)  # commands that synchronize and access no memory, as barriers
+EVENT_COMMANDS = (SetEvent, ResetEvent, WaitEvents)
+SYNC_COMMANDS = (Barrier, *EVENT_COMMANDS)  # the commands that synchronize and access no memory
 
 
 @dataclass(frozen=True, slots=True)

@@ -282,6 +282,6 @@ def _keepalive(s: ir.Stream, a: Analysis) -> Iterator[list[_Candidate]]:
 
 
 def _label(item, ref: str) -> str:
-    kind = command_to_dict(item)["cmd"] if isinstance(item, (ir.Barrier, *ir.EVENT_COMMANDS)) else \
+    kind = command_to_dict(item)["cmd"] if isinstance(item, ir.SYNC_COMMANDS) else \
         host_op_to_dict(item)["op"]
     return f"{kind} {ref}" + (f" ({item.label!r})" if item.label else "")

@@ -51,7 +51,7 @@ class _Steps(Consumer):
             # A barrier or an event command accesses no memory. What a wait orders, the checker decides (spec
             # 7.5, check/events.py: the commands after it after those before its event's last set, in the set's
             # stages), and the adversary perturbs only pairs the checker leaves unordered: no step of its own.
-            if not isinstance(c, (ir.Barrier, *ir.EVENT_COMMANDS)):
+            if not isinstance(c, ir.SYNC_COMMANDS):
                 self.run(Step(ref, queue, c))
         return super().batch(queue, p, acquired)
 
