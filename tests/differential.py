@@ -22,7 +22,7 @@ from vkverify.check.explain import explain
 from vkverify.check.findings import ACCESS_KINDS
 from vkverify.check.readings import DEFAULT, Readings
 from vkverify.check.reference import OutsideReference, Reference, joined, references
-from vkverify.check.barriers import LAYOUT_TRANSITION
+from vkverify.check.barriers import LAYOUT_TRANSITION, stage_text
 from vkverify.check.engine import Checker
 from vkverify.check.schedule import Schedule
 from vkverify.check.walk import Consumer, Walk, shared_timelines, signals
@@ -718,8 +718,8 @@ def _shadowed(stream: ir.Stream, findings, oracle: Reference, first: str, second
         edges.setdefault(f.first, set()).add(f.second)
         edges.setdefault(f.second, set()).add(f.first)
         writers.add(f.first if f.kind == "raw" else f.second)
-        if f.kind == "waw":
-            writers.add(f.first)
+        if f.kind == "waw" or f.kind == "raw" and "write" in f.second_access.partition("/")[2]:
+            writers.add(f.first if f.kind == "waw" else f.second)  # a read_write second writes there too
     stages = {a.stage for a in oracle.accesses if a.ref == first and a.root == root}
     todo = [first] + [f.first for f in on_root if f.first_access.split("/")[0] in stages]
     seen = set(todo)
@@ -916,7 +916,7 @@ def _accesses(*pairs) -> set[tuple[str, str]]:
 
 def _access_text(x) -> str:
     """An access as explain and the checker describe it: `stage/reads+write`."""
-    return f"{x.stage}/{'+'.join(x.reads + ((x.write,) if x.write else ()))}"
+    return f"{stage_text(x.stage)}/{'+'.join(x.reads + ((x.write,) if x.write else ()))}"
 
 
 def _ordered_text(ordered: bool) -> str:
@@ -990,7 +990,8 @@ def _ordered_in(reference: Reference, refmap, pair) -> bool:
     """Whether the reference on a mutant orders the pair's accesses on all of its bytes, as the pair's kind
     asks (a read_write access is a RAW pair and a WAW pair: spec 7.1 note)."""
     def same(x, y) -> bool:
-        return (o.translate(x.ref, refmap), x.stage, x.reads, x.write) == (y.ref, y.stage, y.reads, y.write)
+        return (o.translate(x.ref, refmap), stage_text(x.stage), x.reads, x.write) == \
+            (y.ref, stage_text(y.stage), y.reads, y.write)
 
     def ordered(a, b) -> bool:
         if not reference.hb(a.node, b.node):
