@@ -34,6 +34,9 @@ from .rules import makes_host_writes_available, transfers_ownership
 
 __all__ = ["Checker"]
 
+_NO_ACCESS = (*ir.SYNC_COMMANDS, ir.ExecuteCommands)  # steps run by run_barrier
+_NOT_REPLAYED = (*ir.EVENT_COMMANDS, ir.ExecuteCommands)
+
 
 def _stream_order(a: Access) -> tuple[tuple[int, int], int]:
     """Where a comes in the stream: its submit's (or host op's) thread and position, then its queue position."""
@@ -106,6 +109,7 @@ class Checker:
             isinstance(op, ir.Destroy) for t in stream.threads for op in t.ops) else None
         self.issuing: Clock = ()  # the submit clock of the batch being run
         self.issuing_order: tuple[int, int] = (0, 0)  # its submit's thread and op position
+        self.issuing_submit = ""  # its submit's reference
         self.uids = count()
 
     # ---- findings ----------------------------------------------------------
@@ -229,6 +233,7 @@ class Checker:
         """Run cb's commands on queue (`submit`: the submit's reference). A resubmitted command buffer, after an
         execution that reported nothing, replays its plan (replay.py) instead; after one that reported, the next
         records what each access reports, and the plan made of it repeats the hazards among its own accesses."""
+        self.issuing_submit = submit  # the secondary command buffers cb executes run in it too
         compiled = self.compiled.get(id(cb))
         if compiled is not None and compiled[2]:
             if compiled[4] is None or compiled[4] == (queue.index, len(queue.log.kinds)):
@@ -280,7 +285,7 @@ class Checker:
     def _step(self, cmd: ir.Command) -> tuple:
         """(cmd, its accesses or None for a barrier, whether two of them touch one memory: buffer ids suffice
         without aliases; most commands have two or three accesses, compared without a set)."""
-        if isinstance(cmd, ir.SYNC_COMMANDS):
+        if isinstance(cmd, _NO_ACCESS):
             return cmd, None, False
         accesses = ACCESSES_BY_KIND[type(cmd)](cmd)
         n = len(accesses)
@@ -300,9 +305,10 @@ class Checker:
         """Whether executions of a command buffer meet only what they record: no destroys in the stream (uses
         are kept per access), no barrier that acts on the range map (ownership, host writes made available), no
         atomic access (what it keeps of earlier atomics, Segment.atomics, depends on the execution), no event
-        command (what a wait does depends on the event's last set)."""
+        command (what a wait does depends on the event's last set), no vkCmdExecuteCommands (its command buffers
+        take positions of their own on the queue)."""
         return self.uses is None and not any(
-            isinstance(cmd, ir.EVENT_COMMANDS) or any(self.barriers[id(cmd)][2:]) if accesses is None
+            isinstance(cmd, _NOT_REPLAYED) or any(self.barriers[id(cmd)][2:]) if accesses is None
             else any(a[6] for a in accesses) for cmd, accesses, _ in steps)
 
     def _run_accesses(self, queue: QueueAgent, cmd: ir.Command, ref: str, accesses: tuple, sharing: bool) -> None:
@@ -438,6 +444,10 @@ class Checker:
     def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier, ref: str | None) -> None:
         """`ref` names the proxy of host writes the barrier makes available; None in a replay, which has no such
         barrier (Checker._replayable)."""
+        if isinstance(cmd, ir.ExecuteCommands):  # spec 6.7: their commands run here, in submission order
+            for cb in cmd.command_buffers:
+                self.run_command_buffer(queue, self.index.command_buffers[cb], self.issuing_submit)
+            return
         if not isinstance(cmd, ir.Barrier):
             self.run_event(queue, cmd, ref)
             return

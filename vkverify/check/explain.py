@@ -84,7 +84,7 @@ def resolve(stream: ir.Stream, ref: str) -> str:
         submits = [op for op in index.threads[at.owner].ops] if at.owner in index.threads else []
         submit = submits[at.index] if at.index < len(submits) else None
         if owner not in index.command_buffers or not isinstance(submit, ir.Submit) or \
-                not any(owner in b.command_buffers for b in submit.batches):
+                not any(owner in index.executed(cb) for b in submit.batches for cb in b.command_buffers):
             raise ExplainError(ref, f"unknown reference: {at} does not submit {owner}")
     return ref
 

@@ -221,8 +221,8 @@ class Model(Consumer):
             if source is not None:
                 self._edge(source, node.key)
         for cb in batch.command_buffers:
-            for i, cmd in enumerate(self.index.command_buffers[cb].commands):
-                ref, executed = format_ref(cb, i), self.index.command_ref(cb, i, submit)
+            for owner, i, cmd in self.index.commands_of(cb):
+                ref, executed = format_ref(owner, i), self.index.command_ref(owner, i, submit)
                 self._issuing = submit
                 if not isinstance(cmd, ir.SYNC_COMMANDS):
                     self._command_accesses(queue, executed, command_accesses(cmd))

@@ -200,6 +200,9 @@ def optimize(stream: ir.Stream, readings: Readings = DEFAULT, budget_s: float = 
     `buffer_barriers`: a barrier kept may become buffer barriers over the bytes of its pairs (`_ranged`)."""
     if stream.params:
         raise UsageError("stream", "optimize reads a stream without `params`: run it on each instance")
+    if any(isinstance(c, ir.ExecuteCommands) for cb in stream.command_buffers for c in cb.commands):
+        raise UsageError("stream", "optimize does not read secondary command buffers (execute_commands) yet: its "
+                                   "positions of barriers are those of primary command buffers")
     began = time.perf_counter()
     say = progress or (lambda _: None)
     executions = _Executions(stream)

@@ -493,8 +493,8 @@ class Reference:
                 else:
                     self.timeline_waits.append((node, w.semaphore, w.value))
             for cb in batch.command_buffers:
-                for i, cmd in enumerate(self.index.command_buffers[cb].commands):
-                    cref = self.index.command_ref(cb, i, h.ref)
+                for owner, i, cmd in self.index.commands_of(cb):  # 6.7: a secondary's commands where it runs
+                    cref = self.index.command_ref(owner, i, h.ref)
                     if isinstance(cmd, ir.Barrier):
                         self._barrier(q, cmd, cref, h)
                         continue

@@ -66,13 +66,15 @@ def _clear_image_accesses(cmd: ir.ClearColorImage) -> tuple[tuple, ...]:
 ACCESSES_BY_KIND = {ir.CopyBufferToImage: _image_copy_accesses, ir.CopyImageToBuffer: _image_copy_accesses,
                     ir.CopyImage: _image_copy_accesses, ir.ClearColorImage: _clear_image_accesses,
                     ir.Copy: _copy_accesses, ir.Fill: _clear_accesses, ir.Update: _clear_accesses,
-             ir.Dispatch: _dispatch_accesses, **{kind: lambda cmd: () for kind in ir.SYNC_COMMANDS}}
+                    ir.Dispatch: _dispatch_accesses,
+                    **{kind: lambda cmd: () for kind in (*ir.SYNC_COMMANDS, ir.ExecuteCommands)}}
 
 
 def command_accesses(cmd: ir.Command) -> tuple[tuple, ...]:
     """(stage, reads, write, buffer, lo, hi, atomic) of each access a command performs, reads first
     (spec 7.6.1 "Pipeline stages" of vkCmdCopyBuffer, vkCmdFillBuffer, vkCmdUpdateBuffer, vkCmdDispatch);
-    none for a pipeline barrier or an event command. A read_write or atomic binding is one access that reads and
+    none for a pipeline barrier, an event command or vkCmdExecuteCommands (its command buffers' commands have theirs).
+    A read_write or atomic binding is one access that reads and
     writes; atomic: made by atomic operations (appendices/memorymodel.adoc, "Data race": two atomic operations do
     not race)."""
     return ACCESSES_BY_KIND[type(cmd)](cmd)

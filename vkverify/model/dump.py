@@ -67,6 +67,8 @@ def command_to_dict(c: ir.Command) -> dict:
     elif isinstance(c, ir.ClearColorImage):
         out = {"cmd": "clear_color_image", "image": c.image, "ranges": [_subresources(r) for r in c.subresources],
                "value": list(c.value)}
+    elif isinstance(c, ir.ExecuteCommands):
+        out = {"cmd": "execute_commands", "command_buffers": list(c.command_buffers)}
     elif isinstance(c, ir.SetEvent):
         out = {"cmd": "set_event", "event": c.event,
                **({"stage": _names(c.stage)} if c.dependency is None else _dependency(c.dependency))}

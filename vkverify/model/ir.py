@@ -36,6 +36,7 @@ __all__ = [
     "DeviceWaitIdle",
     "Dispatch",
     "Event",
+    "ExecuteCommands",
     "ExpectedFinding",
     "Fence",
     "Fill",
@@ -397,8 +398,16 @@ class WaitEvents(Tagged):
     dependencies: tuple[Barrier, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class ExecuteCommands(Tagged):
+    """vkCmdExecuteCommands: the secondary command buffers' commands run here, in order (spec 6.7)."""
+
+    command_buffers: tuple[str, ...]
+
+
 Command = (Copy | Fill | Update | Dispatch | Barrier | SetEvent | ResetEvent | WaitEvents | CopyBufferToImage |
-           CopyImageToBuffer | CopyImage | ClearColorImage)
+           CopyImageToBuffer | CopyImage | ClearColorImage | ExecuteCommands)
+
 EVENT_COMMANDS = (SetEvent, ResetEvent, WaitEvents)
 SYNC_COMMANDS = (Barrier, *EVENT_COMMANDS)  # the commands that synchronize and access no memory
 
@@ -604,8 +613,30 @@ class StreamIndex:
         counts: dict[str, int] = {}
         for _, b in batches(stream):
             for cb in b.command_buffers:
-                counts[cb] = counts.get(cb, 0) + 1
+                for run in self.executed(cb):
+                    counts[run] = counts.get(run, 0) + 1
         self.resubmitted = frozenset(cb for cb, n in counts.items() if n > 1)
+
+    def commands_of(self, cb: str) -> Iterator[tuple[str, int, Command]]:
+        """(command buffer, position, command) of every command an execution of cb runs, in submission order: a
+        vkCmdExecuteCommands runs its secondary command buffers' commands in its place (spec 6.7)."""
+        for i, c in enumerate(self.command_buffers[cb].commands):
+            if isinstance(c, ExecuteCommands):
+                for s in c.command_buffers:
+                    yield from self.commands_of(s)
+            else:
+                yield cb, i, c
+
+    def executed(self, cb: str, within: tuple[str, ...] = ()) -> list[str]:
+        """cb and the secondary command buffers its vkCmdExecuteCommands run, transitively (a cycle, which the
+        loader refuses, is not followed)."""
+        out = [cb]
+        for c in self.command_buffers[cb].commands if cb in self.command_buffers else ():
+            if isinstance(c, ExecuteCommands):
+                for s in c.command_buffers:
+                    if s not in within and s != cb:
+                        out += self.executed(s, within + (cb,))
+        return out
 
     def source(self, ref: str) -> str | None:
         """The program's file:line recorded with the command or host op `ref` names (`cb0[2]`,

@@ -515,6 +515,7 @@ class _Builder:
             for cb, cmds in doc.get("command_buffers", {}).items())
         self.cb_ids = {c.id for c in command_buffers}
         self.owner_ids(("command_buffers",), self.cb_ids)
+        self.check_secondaries(command_buffers)
 
         thread_docs = doc.get("threads") or ({"main": doc["host"]} if "host" in doc else {})
         base = ("threads",) if "threads" in doc else ("host",)
@@ -539,6 +540,28 @@ class _Builder:
             stream = _replace(stream, ignore=tuple(ir.Ignore(self.expected(("ignore", i), f, stream), f["reason"])
                                                    for i, f in enumerate(doc["ignore"])))
         return stream
+
+    def check_secondaries(self, command_buffers: tuple[ir.CommandBuffer, ...]) -> None:
+        """Spec 6.7: a secondary command buffer runs only inside a primary's vkCmdExecuteCommands, and never
+        inside itself; each runs once in a primary's execution here, so that `s0[1]@main[5]` names one run."""
+        by_id = {cb.id: cb for cb in command_buffers}
+        self.secondaries = {s for cb in command_buffers for c in cb.commands if isinstance(c, ir.ExecuteCommands)
+                            for s in c.command_buffers}
+
+        def runs(cb: str, within: tuple[str, ...], path: tuple) -> list[str]:
+            out = []
+            for i, c in enumerate(by_id[cb].commands if cb in by_id else ()):
+                for j, s in enumerate(c.command_buffers if isinstance(c, ir.ExecuteCommands) else ()):
+                    if s in within + (cb,):
+                        self.error(path + (i, "command_buffers", j), f"command buffer {s!r} executes itself")
+                    else:
+                        out += [s, *runs(s, within + (cb,), ("command_buffers", s))]
+            return out
+        for cb in command_buffers:
+            seen = runs(cb.id, (), ("command_buffers", cb.id))
+            for s in sorted({s for s in seen if seen.count(s) > 1}):
+                self.error(("command_buffers", cb.id), f"secondary command buffer {s!r} runs more than once in "
+                                                       f"{cb.id!r}: give each run its own command buffer")
 
     def owner_ids(self, path: tuple, ids) -> None:
         """A command buffer's or thread's id is the owner in references `cb0[2]@main[5]` (refs.py)."""
@@ -737,6 +760,11 @@ class _Builder:
             return self.dispatch(path, c, tag)
         if kind in _IMAGE_COMMANDS:
             return self.image_command(path, c, tag)
+        if kind == "execute_commands":
+            for j, cb in enumerate(c["command_buffers"]):
+                if cb not in self.doc.get("command_buffers", {}):
+                    self.error(path + ("command_buffers", j), f"unknown command buffer {cb!r}")
+            return ir.ExecuteCommands(tuple(c["command_buffers"]), **tag)
         if kind in ("set_event", "reset_event"):
             self.event_ref(path + ("event",), c["event"])
             if kind == "reset_event" or "stage" in c:
@@ -930,6 +958,9 @@ class _Builder:
             for j, cb in enumerate(b.get("command_buffers", [])):
                 if cb not in self.doc.get("command_buffers", {}):
                     self.error(bpath + ("command_buffers", j), f"unknown command buffer {cb!r}")
+                elif cb in self.secondaries:
+                    self.error(bpath + ("command_buffers", j), f"command buffer {cb!r} is a secondary one (an "
+                                                               "execute_commands runs it): it cannot be submitted")
                 elif cb in submitted:
                     # Spec 6.4: without SIMULTANEOUS_USE it must not be pending twice; `cb[i]@submit` names one run.
                     self.error(bpath + ("command_buffers", j), f"command buffer {cb!r} is submitted twice by this "
