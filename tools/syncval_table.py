@@ -60,7 +60,7 @@ EXPLICIT = {
     "PositiveSyncVal.AtomicAccessFromTwoSubmits2": DATA_DEPENDENT,
     "NegativeSyncVal.EventsCommandHazards": (
         "needs races on an event's state (a set or reset with no dependency on an earlier set or reset: "
-        "SYNC-vkCmdSetEvent-reset-race and kin, a finding kind vkverify does not have) and secondary command buffers"),
+        "SYNC-vkCmdSetEvent-reset-race and kin, a finding kind vkverify does not have)"),
 }
 # In order: a test is named by the first that its code matches.
 USES = [
@@ -71,7 +71,6 @@ USES = [
     ("presentation (swapchains)", r"Swapchain|QueuePresent|AcquireNextImage"),
     ("needs images", (r"vkt::Image\b|VkImage\w*|CmdCopyImage|CmdCopyBufferToImage|CmdCopyImageToBuffer"
                      r"|CmdClearColorImage|CmdBlitImage|CmdResolveImage")),
-    ("needs secondary command buffers", r"ExecuteCommands|COMMAND_BUFFER_LEVEL_SECONDARY"),
     ("needs queries", r"QueryPool|CmdWriteTimestamp|CmdCopyQueryPoolResults"),
     ("needs buffer markers", r"WriteBufferMarker"),
     ("needs texel buffers", r"TexelBuffer|BufferView"),

@@ -557,8 +557,9 @@ class _Builder:
                     else:
                         out += [s, *runs(s, within + (cb,), ("command_buffers", s))]
             return out
+        self.secondary_runs = {}
         for cb in command_buffers:
-            seen = runs(cb.id, (), ("command_buffers", cb.id))
+            seen = self.secondary_runs[cb.id] = runs(cb.id, (), ("command_buffers", cb.id))
             for s in sorted({s for s in seen if seen.count(s) > 1}):
                 self.error(("command_buffers", cb.id), f"secondary command buffer {s!r} runs more than once in "
                                                        f"{cb.id!r}: give each run its own command buffer")
@@ -953,9 +954,15 @@ class _Builder:
             self.error(path, "give either `batches` or `wait`/`command_buffers`/`signal`, not both")
         batch_docs = [(path, op)] if shorthand else \
             [(path + ("batches", j), b) for j, b in enumerate(op.get("batches", []))]
-        batches, submitted = [], set()
+        batches, submitted, secondaries = [], set(), {}
         for bpath, b in batch_docs:
             for j, cb in enumerate(b.get("command_buffers", [])):
+                for run in self.secondary_runs.get(cb, ()):
+                    if run in secondaries:
+                        self.error(bpath + ("command_buffers", j), f"secondary command buffer {run!r} runs in "
+                                   f"{secondaries[run]!r} and {cb!r} of this submit: give each run its own command "
+                                   "buffer")
+                    secondaries[run] = cb
                 if cb not in self.doc.get("command_buffers", {}):
                     self.error(bpath + ("command_buffers", j), f"unknown command buffer {cb!r}")
                 elif cb in self.secondaries:
