@@ -92,13 +92,13 @@ def test_the_table_tool_reads_each_test_and_its_reason():
     assert tests[0][3].endswith("semaphore.Signal(1);\n}")
     (_, _, _, threads), (_, _, _, atomics) = tests
     assert tool.reason("sync_val_positive.cpp", "PositiveSyncVal.HostThreads", threads) == tool.NOT_YET
-    # The first use in the list's order names the reason; neither a shader atomic nor an event is one since the
-    # format has atomic bindings and events (docs/format.md rules 10 and 11)
-    assert tool.reason("sync_val_positive.cpp", "PositiveSyncVal.Atomics", atomics) == "needs queries"
-    assert tool.reason("sync_val_positive.cpp", "PositiveSyncVal.Atomics", atomics + "\nvkt::Image image;") \
+    # The first use in the list's order names the reason; a shader atomic, an event and a timestamp are none since
+    # the format has atomic bindings, events and query result copies (docs/format.md)
+    assert tool.reason("sync_val_positive.cpp", "PositiveSyncVal.Atomics", atomics) == tool.NOT_YET
+    with_image = atomics + "\nvkt::Image image;\nvk::CmdDraw(cb, 3, 1, 0, 0);"
+    assert tool.reason("sync_val_positive.cpp", "PositiveSyncVal.Atomics", with_image) == tool.GRAPHICS
+    assert tool.reason("sync_val_positive.cpp", "PositiveSyncVal.Atomics", with_image.replace("CmdDraw", "")) \
         == "needs images"
-    no_timestamp = atomics.replace("CmdWriteTimestamp", "")
-    assert tool.reason("sync_val_positive.cpp", "PositiveSyncVal.Atomics", no_timestamp) == tool.NOT_YET
     assert tool.reason("sync_val_wsi_positive.cpp", "PositiveSyncVal.HostThreads", threads) \
         == "presentation (swapchains)"
     assert tool.reason("sync_val.cpp", "NegativeSyncVal.BadDestroy", threads).startswith("no synchronization")

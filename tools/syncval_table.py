@@ -71,9 +71,6 @@ USES = [
     ("presentation (swapchains)", r"Swapchain|QueuePresent|AcquireNextImage"),
     ("needs images", (r"vkt::Image\b|VkImage\w*|CmdCopyImage|CmdCopyBufferToImage|CmdCopyImageToBuffer"
                      r"|CmdClearColorImage|CmdBlitImage|CmdResolveImage")),
-    ("needs queries", r"QueryPool|CmdWriteTimestamp|CmdCopyQueryPoolResults"),
-    ("needs buffer markers", r"WriteBufferMarker"),
-    ("needs texel buffers", r"TexelBuffer|BufferView"),
 ]
 NOT_YET = "expressible, not ported yet"
 

@@ -113,7 +113,8 @@ def explain(stream: ir.Stream, first: str, second: str) -> Explanation:
     for ref in (a_ref, b_ref):
         op = op_at(stream, without_submit(ref))
         if not (isinstance(op, (ir.Copy, ir.Fill, ir.Update, ir.Dispatch, ir.Destroy, ir.CopyBufferToImage,
-                                ir.CopyImageToBuffer, ir.CopyImage, ir.ClearColorImage))
+                                ir.CopyImageToBuffer, ir.CopyImage, ir.ClearColorImage, ir.WriteBufferMarker,
+                                ir.CopyQueryPoolResults))
                 or isinstance(op, ir.HostAccess) and op.op in ("host_write", "host_read")
                 or isinstance(op, ir.Barrier) and any(ib.transition for ib in op.images)):
             raise ExplainError(ref, "accesses no memory: name a copy, fill, update, dispatch, an image command, a "
@@ -123,7 +124,11 @@ def explain(stream: ir.Stream, first: str, second: str) -> Explanation:
             notes.append(f"{ref} never runs: the stream blocks before it (see `vkverify check`)")
         found.append(accesses)
     pairs = _pairs(model, *found)
-    if any(model.mutually_ordered(e, x) for e in found[0] for x in found[1]):
+    markers = all(isinstance(op_at(stream, without_submit(r)), ir.WriteBufferMarker) for r in (a_ref, b_ref))
+    if markers:
+        notes.append(f"{a_ref} and {b_ref} are buffer marker writes: each orders the earlier ones before it, with a "
+                     "memory dependency (copies.adoc, \"Buffer Markers\")")
+    elif any(model.mutually_ordered(e, x) for e in found[0] for x in found[1]):
         notes.append(f"{a_ref} and {b_ref} are atomic operations of one device: mutually-ordered atomics do not race "
                      "(memory model, \"Data Race\"), whatever orders them")
     elif not pairs and all(found):

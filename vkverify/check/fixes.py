@@ -54,7 +54,7 @@ def memory_dependency(wording: Wording, w: Access, x: Access, hosts_ordered: boo
         # Spec 7.7.2: a buffer barrier covers accesses through its own buffer (readings): both must name it.
         one = wording.through(w) == wording.through(x)
         return (f"vkCmdPipelineBarrier2 between {w.ref} and {x.ref}: src {src} -> dst {_masks(x)}"
-                + (f" (an {'image' if x.buffer in wording.images else 'buffer'} barrier on {x.buffer!r} suffices)"
+                + (f" ({'an image' if x.buffer in wording.images else 'a buffer'} barrier on {x.buffer!r} suffices)"
                    if one else " (a global memory barrier)"))
     if w.family is not None and x.family is not None:
         return (f"signal a semaphore after {w.ref} on {_where(wording, w)} and wait on it before {x.ref} "

@@ -63,10 +63,26 @@ def _clear_image_accesses(cmd: ir.ClearColorImage) -> tuple[tuple, ...]:
     return tuple(("clear", (), "transfer_write", cmd.image, lo, hi, False) for lo, hi in cmd.ranges)
 
 
+def _marker_accesses(cmd: ir.WriteBufferMarker) -> tuple[tuple, ...]:
+    """copies.adoc "Buffer Markers": "the access scope for buffer marker writes falls under the
+    VK_ACCESS_TRANSFER_WRITE_BIT flag, and is performed by either pipelineStage or VK_PIPELINE_STAGE_TRANSFER_BIT"
+    (syncval: a transfer write); marker writes are ordered among themselves (each's first scope holds the earlier
+    ones, with a memory dependency), so two do not race: as two atomics do not (docs/format.md)."""
+    return (("copy", (), "transfer_write", cmd.dst, cmd.offset, cmd.offset + 4, True),)
+
+
+def _query_copy_accesses(cmd: ir.CopyQueryPoolResults) -> tuple[tuple, ...]:
+    """vkCmdCopyQueryPoolResults "is considered to be a transfer operation" writing each result at its stride (one
+    query: its result alone, whatever the stride)."""
+    return tuple(("copy", (), "transfer_write", cmd.dst, lo, lo + cmd.result_size, False)
+                 for lo in (cmd.offset + i * cmd.stride for i in range(cmd.query_count)))
+
+
 ACCESSES_BY_KIND = {ir.CopyBufferToImage: _image_copy_accesses, ir.CopyImageToBuffer: _image_copy_accesses,
                     ir.CopyImage: _image_copy_accesses, ir.ClearColorImage: _clear_image_accesses,
                     ir.Copy: _copy_accesses, ir.Fill: _clear_accesses, ir.Update: _clear_accesses,
-                    ir.Dispatch: _dispatch_accesses,
+                    ir.Dispatch: _dispatch_accesses, ir.WriteBufferMarker: _marker_accesses,
+                    ir.CopyQueryPoolResults: _query_copy_accesses,
                     **{kind: lambda cmd: () for kind in (*ir.SYNC_COMMANDS, ir.ExecuteCommands)}}
 
 

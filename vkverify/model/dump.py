@@ -67,6 +67,12 @@ def command_to_dict(c: ir.Command) -> dict:
     elif isinstance(c, ir.ClearColorImage):
         out = {"cmd": "clear_color_image", "image": c.image, "ranges": [_subresources(r) for r in c.subresources],
                "value": list(c.value)}
+    elif isinstance(c, ir.WriteBufferMarker):
+        out = {"cmd": "write_buffer_marker", "dst": c.dst, "offset": c.offset, "stage": _names(c.stage),
+               "marker": c.marker}
+    elif isinstance(c, ir.CopyQueryPoolResults):
+        out = {"cmd": "copy_query_pool_results", "dst": c.dst, "offset": c.offset, "stride": c.stride,
+               "query_count": c.query_count, "result_size": c.result_size}
     elif isinstance(c, ir.ExecuteCommands):
         out = {"cmd": "execute_commands", "command_buffers": list(c.command_buffers)}
     elif isinstance(c, ir.SetEvent):

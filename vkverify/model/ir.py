@@ -30,6 +30,7 @@ __all__ = [
     "CopyBufferToImage",
     "CopyImage",
     "CopyImageToBuffer",
+    "CopyQueryPoolResults",
     "Data",
     "Destroy",
     "Device",
@@ -72,6 +73,7 @@ __all__ = [
     "WaitEvents",
     "WaitFences",
     "WaitSemaphores",
+    "WriteBufferMarker",
     "batches",
     "submits",
     "submitted",
@@ -399,6 +401,28 @@ class WaitEvents(Tagged):
 
 
 @dataclass(frozen=True, slots=True)
+class WriteBufferMarker(Tagged):
+    """vkCmdWriteBufferMarker(2)AMD: a 4-byte write of `marker` at `offset` of `dst`, after earlier work of `stage`."""
+
+    dst: str
+    offset: int
+    stage: Stages
+    marker: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CopyQueryPoolResults(Tagged):
+    """vkCmdCopyQueryPoolResults: `query_count` results of `result_size` bytes each (a 32- or 64-bit value, and its
+    availability word where asked), `stride` apart from `offset` of `dst`. The query pool itself is not modelled."""
+
+    dst: str
+    offset: int
+    stride: int
+    query_count: int = 1
+    result_size: int = 4
+
+
+@dataclass(frozen=True, slots=True)
 class ExecuteCommands(Tagged):
     """vkCmdExecuteCommands: the secondary command buffers' commands run here, in order (spec 6.7)."""
 
@@ -406,7 +430,7 @@ class ExecuteCommands(Tagged):
 
 
 Command = (Copy | Fill | Update | Dispatch | Barrier | SetEvent | ResetEvent | WaitEvents | CopyBufferToImage |
-           CopyImageToBuffer | CopyImage | ClearColorImage | ExecuteCommands)
+           CopyImageToBuffer | CopyImage | ClearColorImage | ExecuteCommands | WriteBufferMarker | CopyQueryPoolResults)
 
 EVENT_COMMANDS = (SetEvent, ResetEvent, WaitEvents)
 SYNC_COMMANDS = (Barrier, *EVENT_COMMANDS)  # the commands that synchronize and access no memory

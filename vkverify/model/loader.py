@@ -761,6 +761,16 @@ class _Builder:
             return self.dispatch(path, c, tag)
         if kind in _IMAGE_COMMANDS:
             return self.image_command(path, c, tag)
+        if kind == "write_buffer_marker":
+            offset, _ = self.byte_range(path, {"offset": c.get("offset", 0), "size": 4}, c["dst"])
+            stage = self.names(path + ("stage",), c.get("stage"), stage_name, "stage", frozenset({"all_commands"}))
+            return ir.WriteBufferMarker(c["dst"], offset, stage, c.get("marker", 0), **tag)
+        if kind == "copy_query_pool_results":
+            count, size = c.get("query_count", 1), c.get("result_size", 4)
+            stride = c.get("stride", size) if count > 1 else 0  # one query: the stride is not used
+            span = {"offset": c.get("offset", 0), "size": stride * (count - 1) + size}
+            offset, _ = self.byte_range(path, span, c["dst"])
+            return ir.CopyQueryPoolResults(c["dst"], offset, stride, count, size, **tag)
         if kind == "execute_commands":
             for j, cb in enumerate(c["command_buffers"]):
                 if cb not in self.doc.get("command_buffers", {}):

@@ -45,6 +45,10 @@ def replayable(stream: ir.Stream) -> str | None:
                            for b in c.bindings if binding_writes(b.access)}
     for cb in stream.command_buffers:
         for i, c in enumerate(cb.commands):
+            if isinstance(c, (ir.WriteBufferMarker, ir.CopyQueryPoolResults)):
+                what = "buffer markers" if isinstance(c, ir.WriteBufferMarker) else "query pool results"
+                return (f"{format_ref(cb.id, i)}: {what} are not replayed (VK_AMD_buffer_marker and query pools are "
+                        "not in the runtime)")
             if isinstance(c, ir.Dispatch) and c.indirect is not None and c.indirect.buffer in written_by_abstract:
                 return (f"dispatch_indirect reads group counts from {c.indirect.buffer!r}, which an abstract shader "
                         "writes with hash values past any device's maxComputeWorkGroupCount")
