@@ -708,9 +708,9 @@ def _shadowed(stream: ir.Stream, findings, oracle: Reference, first: str, second
     """Whether the checker's access findings on memory `root` stand for the pair (first, second) it does not
     report: it compares an access with the most recent write and the latest read per stage since it
     (syncval's; an execution dependency that orders the latest read orders the earlier ones at its stage),
-    so a path of reported pairs from `first`, or from a later read at a stage `first` reads at, through
-    operations that write there, reaches `second`, or reaches a write that may have superseded `first` (which
-    write is the most recent when `second` runs depends on the schedule)."""
+    so a path of reported pairs from `first`, from a later read at a stage `first` reads at, or from a write ordered
+    after `first`, through operations that write there, reaches `second`, or reaches a write that may have
+    superseded `first` (which write is the most recent when `second` runs depends on the schedule)."""
     edges: dict[str, set[str]] = {}
     writers = set()
     on_root = [f for f in findings if f.kind in ACCESS_KINDS and stream.index.root(f.buffer)[0] == root]
@@ -721,7 +721,10 @@ def _shadowed(stream: ir.Stream, findings, oracle: Reference, first: str, second
         if f.kind == "waw" or f.kind == "raw" and "write" in f.second_access.partition("/")[2]:
             writers.add(f.first if f.kind == "waw" else f.second)  # a read_write second writes there too
     stages = {a.stage for a in oracle.accesses if a.ref == first and a.root == root}
-    todo = [first] + [f.first for f in on_root if f.first_access.split("/")[0] in stages]
+    # From `first`, from a later read at a stage it reads at, and from a write the reference orders after it (which
+    # superseded it as the most recent write: the checker compares later accesses with that one).
+    todo = [first] + [f.first for f in on_root if f.first_access.split("/")[0] in stages] + \
+        [w for w in writers if w != first and _happens_before(oracle, first, w, root)]
     seen = set(todo)
     while todo:
         for other in edges.get(todo.pop(), ()):
