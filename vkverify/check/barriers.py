@@ -34,9 +34,12 @@ __all__ = [
     "apply_barrier",
     "compile_barrier",
     "coverage",
+    "is_transition",
     "layout_transitions",
     "memory_barriers",
     "sees",
+    "stage_text",
+    "transition_stage",
 ]
 
 
