@@ -77,7 +77,7 @@ class AccessState:
         # through its own buffer, unless the reading buffer_barrier_covers_aliases says otherwise.
         by_buffer = self.aliased and not readings.buffer_barrier_covers_aliases
         self.wording = fixes.Wording(tuple(a.id for a in agents), self.memory_kind, readings, by_buffer,
-                                     frozenset(index.images))
+                                     index.images)
         # host write uid -> [(proxy access at a barrier that made it available, lo, hi)] (make_host_writes_available)
         self.host_available: dict[int, list[tuple[Access, int, int]]] = {}
 

@@ -296,6 +296,9 @@ class Findings(Sequence[Finding]):
                       hosts_ordered: bool) -> tuple[str, str, None]:
         """A RAW, WAR or WAW: its message and the smallest synchronization that orders the two accesses."""
         kind, span = self.kinds[i], f"{self.buffers[i]!r} bytes [{lo}, {hi})"
+        image = self.wording.images.get(self.buffers[i])
+        if image is not None:  # bytes of its layout (model/images.py): say which subresources
+            span = f"{self.buffers[i]!r} {image.subresources_text(lo, hi)} (bytes [{lo}, {hi}) of its layout)"
         if kind == "war":
             return (f"{x.ref} writes {span} that {e.ref} may still be reading",
                     fixes.execution_dependency(self.wording, e, x), None)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
+from ..model import ir
 from .access import Access
 from .barriers import is_transition, stage_text
 from .readings import Readings
@@ -22,7 +24,7 @@ class Wording:
     memory_kind: dict[str, str]
     readings: Readings
     by_buffer: bool
-    images: frozenset[str] = frozenset()  # the memories that are images (an image barrier names them)
+    images: Mapping[str, ir.Image] = field(default_factory=dict)  # the memories that are images, by id
 
     def through(self, a: Access) -> str | None:
         """The buffer through which a buffer barrier covers `a` (an access's or a barrier's); None: any buffer over

@@ -12,7 +12,7 @@ about (spec 7.7.3, "Image Memory Barriers": a barrier's subresource range; 20.1 
 from __future__ import annotations
 
 __all__ = ["FORMATS", "LAYOUTS", "box_ranges", "buffer_rows", "format_name", "layout_name", "level_extent",
-           "level_offset", "merge_ranges", "range_ranges"]
+           "level_offset", "merge_ranges", "range_ranges", "subresources_text"]
 
 # Bytes per texel of the formats compute and transfer use; VK_FORMAT_R8G8B8A8_UNORM is spelled r8g8b8a8_unorm.
 FORMATS = {
@@ -80,6 +80,19 @@ def merge_ranges(ranges) -> list[tuple[int, int]]:
         elif hi > lo:
             out.append((lo, hi))
     return out
+
+
+def subresources_text(extent: tuple[int, int, int], layers: int, texel: int, levels: int, lo: int, hi: int) -> str:
+    """Which subresources bytes [lo, hi) of an image's layout hold, for people: `level 0 layer 1`, `level 1
+    layers 0-1`, one part per mip level."""
+    parts = []
+    for level in range(levels):
+        size = level_size(extent, level, texel)
+        base = level_offset(extent, layers, texel, level)
+        if lo < base + layers * size and hi > base:
+            first, last = (max(lo - base, 0)) // size, (min(hi, base + layers * size) - base - 1) // size
+            parts.append(f"level {level} layer {first}" if first == last else f"level {level} layers {first}-{last}")
+    return ", ".join(parts)
 
 
 def buffer_rows(region, texel: int) -> list[tuple[int, int]]:

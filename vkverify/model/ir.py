@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .images import FORMATS, box_ranges, level_offset, range_ranges
+from .images import FORMATS, box_ranges, level_offset, range_ranges, subresources_text
 from .refs import format_ref, split_ref
 
 __all__ = [
@@ -146,6 +146,10 @@ class Image:
         """The bytes of a subresource range."""
         return range_ranges(self.extent, self.array_layers, self.texel, r.base_mip_level, r.level_count,
                             r.base_array_layer, r.layer_count)
+
+    def subresources_text(self, lo: int, hi: int) -> str:
+        """The subresources bytes [lo, hi) of the layout hold, for people."""
+        return subresources_text(self.extent, self.array_layers, self.texel, self.mip_levels, lo, hi)
 
     def box(self, level: int, base_layer: int, layer_count: int, offset: tuple[int, int, int],
             extent: tuple[int, int, int]) -> list[tuple[int, int]]:
