@@ -61,6 +61,9 @@ EXPLICIT = {
     "NegativeSyncVal.EventsCommandHazards": (
         "needs races on an event's state (a set or reset with no dependency on an earlier set or reset: "
         "SYNC-vkCmdSetEvent-reset-race and kin, a finding kind vkverify does not have) and secondary command buffers"),
+    "NegativeSyncVal.CopyOptimalImageHazards":
+        "needs secondary command buffers, images aliasing one memory (VK_IMAGE_CREATE_ALIAS_BIT) and vkCmdResolveImage",
+    "NegativeSyncVal.CmdClear": "needs depth/stencil images (vkCmdClearDepthStencilImage)",
 }
 # In order: a test is named by the first that its code matches.
 USES = [
@@ -69,6 +72,8 @@ USES = [
     ("ray tracing", r"RayTracing|AccelerationStructure|TraceRays"),
     ("video", r"Video"),
     ("presentation (swapchains)", r"Swapchain|QueuePresent|AcquireNextImage"),
+    ("needs blits (vkCmdBlitImage)", r"CmdBlitImage"),
+    ("needs multi-planar formats", r"MultiPlanar"),
     ("needs images", (r"vkt::Image\b|VkImage\w*|CmdCopyImage|CmdCopyBufferToImage|CmdCopyImageToBuffer"
                      r"|CmdClearColorImage|CmdBlitImage|CmdResolveImage")),
     ("needs secondary command buffers", r"ExecuteCommands|COMMAND_BUFFER_LEVEL_SECONDARY"),
