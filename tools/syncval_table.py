@@ -43,6 +43,9 @@ FILE_FIELD = {
 }
 DATA_DEPENDENT = ("needs locations a shader computes (data[atomicAdd(counter[0], 1)]: a binding is a fixed byte "
                   "range)")
+DISAGREES_WAIT_TRANSITION = (
+    "disagrees: vkverify takes a vkCmdWaitEvents image barrier's layout transition for an access scope only and "
+    "misses its hazards (7.7.4 holds for a wait's image barriers too)")
 # Tests whose code the patterns below do not tell apart: each reason read from the test.
 EXPLICIT = {
     "NegativeSyncVal.BadDestroy": "no synchronization (a device destroyed with a command buffer allocated)",
@@ -64,6 +67,7 @@ EXPLICIT = {
     "NegativeSyncVal.CopyOptimalImageHazards":
         "needs secondary command buffers, images aliasing one memory (VK_IMAGE_CREATE_ALIAS_BIT) and vkCmdResolveImage",
     "NegativeSyncVal.CmdClear": "needs depth/stencil images (vkCmdClearDepthStencilImage)",
+    "NegativeSyncVal.WaitEventImageLayoutTransition": DISAGREES_WAIT_TRANSITION,
 }
 # In order: a test is named by the first that its code matches.
 USES = [
@@ -74,6 +78,8 @@ USES = [
     ("presentation (swapchains)", r"Swapchain|QueuePresent|AcquireNextImage"),
     ("needs blits (vkCmdBlitImage)", r"CmdBlitImage"),
     ("needs multi-planar formats", r"MultiPlanar"),
+    ("needs compressed formats", r"_BLOCK\b"),
+    ("needs sampled image reads (a combined image sampler)", r"\bsampler2D\b"),
     ("needs images", (r"vkt::Image\b|VkImage\w*|CmdCopyImage|CmdCopyBufferToImage|CmdCopyImageToBuffer"
                      r"|CmdClearColorImage|CmdBlitImage|CmdResolveImage")),
     ("needs secondary command buffers", r"ExecuteCommands|COMMAND_BUFFER_LEVEL_SECONDARY"),
