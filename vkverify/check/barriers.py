@@ -109,9 +109,13 @@ def layout_transitions(b: ir.Barrier, index: ir.StreamIndex) -> tuple[tuple[Barr
     first = len(entries) - sum(len(ib.ranges) for ib in b.images)
     written = memory_barriers(b)
     stage, pair = frozenset({LAYOUT_TRANSITION}), frozenset({(LAYOUT_TRANSITION, LAYOUT_WRITE)})
+    # 7.7.4: transitions by image barriers "execute in their entirety in submission order, relative to other image
+    # layout transitions submitted to the same queue": the queue's earlier transitions of the range are in the first
+    # scopes, whatever the barrier's stages (syncval's LayoutTransitionAfterLayoutTransition).
     before = entries[:first] + tuple(
-        BarrierEntry(e.root, e.buffer, e.lo, e.hi, e.src_exec, e.src_stages, e.src_access, e.dst_exec | stage,
-                     e.dst_scope | pair) if written[first + k].transition else e
+        BarrierEntry(e.root, e.buffer, e.lo, e.hi, e.src_exec | stage, e.src_stages | stage,
+                     e.src_access | {LAYOUT_WRITE}, e.dst_exec | stage, e.dst_scope | pair)
+        if written[first + k].transition else e
         for k, e in enumerate(entries[first:]))
     accesses = tuple((LAYOUT_TRANSITION, (), LAYOUT_WRITE, ib.image, lo, hi, False) for ib in moving
                      for lo, hi in ib.ranges)
