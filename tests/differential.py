@@ -675,6 +675,12 @@ def disagreements(doc: dict, readings: Readings = DEFAULT, own_order: bool = Fal
                                           for f in findings if f.kind in ACCESS_KINDS)
             # A read a write was ordered after: the checker keeps only the reads since the latest write
             # (docs/format.md, Checker conventions), so it compares `second` with that write, which stands for it.
+            # A layout transition a later one of its queue superseded (they run in submission order, 7.7.4): the
+            # checker compares what comes after with that one, which orders `second` here.
+            newer = newer or any(oracle.transition_order(a, w) and oracle.hb(w.node, b.node)
+                                 for a in oracle.accesses if a.ref == first and a.root == root
+                                 for b in oracle.accesses if b.ref == second and b.root == root
+                                 for w in oracle.accesses if w.root == root and w.write)
             newer = newer or kind == "war" and any(
                 f.second == second and f.first != first and stream.index.root(f.buffer)[0] == root
                 and _happens_before(oracle, first, f.first, root) for f in findings if f.kind in ACCESS_KINDS)
@@ -699,8 +705,10 @@ def disagreements(doc: dict, readings: Readings = DEFAULT, own_order: bool = Fal
 
 
 def _happens_before(oracle: Reference, first: str, second: str, root: str) -> bool:
-    """Whether an access of `first` to memory `root` happens-before one of `second` by the reference."""
-    return any(oracle.hb(a.node, b.node) for a in oracle.accesses if a.ref == first and a.root == root
+    """Whether an access of `first` to memory `root` happens-before one of `second` by the reference, or comes
+    before it as layout transitions of one queue do (Reference.transition_order)."""
+    return any(oracle.hb(a.node, b.node) or oracle.transition_order(a, b)
+               for a in oracle.accesses if a.ref == first and a.root == root
                for b in oracle.accesses if b.ref == second and b.root == root)
 
 

@@ -43,6 +43,12 @@ FILE_FIELD = {
 }
 DATA_DEPENDENT = ("needs locations a shader computes (data[atomicAdd(counter[0], 1)]: a binding is a fixed byte "
                   "range)")
+DISAGREES_WAIT_TRANSITION = (
+    "disagrees: vkverify takes a vkCmdWaitEvents image barrier's layout transition for an access scope only and "
+    "misses its hazards (7.7.4 holds for a wait's image barriers too)")
+DISAGREES_SEMAPHORE_TRANSITION = (
+    "disagrees: vkverify's semaphore scopes (all_commands, bottom_of_pipe) hold no image layout transition, though "
+    "ALL_COMMANDS 'specifies all operations performed by all commands' (7.6)")
 # Tests whose code the patterns below do not tell apart: each reason read from the test.
 EXPLICIT = {
     "NegativeSyncVal.BadDestroy": "no synchronization (a device destroyed with a command buffer allocated)",
@@ -61,6 +67,22 @@ EXPLICIT = {
     "NegativeSyncVal.EventsCommandHazards": (
         "needs races on an event's state (a set or reset with no dependency on an earlier set or reset: "
         "SYNC-vkCmdSetEvent-reset-race and kin, a finding kind vkverify does not have)"),
+    "NegativeSyncVal.CopyOptimalImageHazards":
+        "needs images aliasing one memory (VK_IMAGE_CREATE_ALIAS_BIT) and vkCmdResolveImage",
+    "NegativeSyncVal.CmdClear": "needs depth/stencil images (vkCmdClearDepthStencilImage)",
+    "NegativeSyncVal.WaitEventImageLayoutTransition": DISAGREES_WAIT_TRANSITION,
+    "PositiveSyncVal.WaitEventImageLayoutTransition": (
+        "needs image layout transitions in an event's dependency: vkverify takes a wait's image barriers for access "
+        "scopes only, so the stream could not fail (NegativeSyncVal.WaitEventImageLayoutTransition)"),
+    "PositiveSyncVal.QSTransitionWithSrcNoneStage": DISAGREES_SEMAPHORE_TRANSITION,
+    "PositiveSyncVal.QSTransitionWithSrcNoneStage2": DISAGREES_SEMAPHORE_TRANSITION,
+    "PositiveSyncVal.QSTransitionAndRead": DISAGREES_SEMAPHORE_TRANSITION,
+    "PositiveSyncValBinarySemaphore.SemaphoreScopeIncludesLayoutTransition": DISAGREES_SEMAPHORE_TRANSITION,
+    "PositiveSyncVal.ImageUsedInShaderWithoutAccess": (
+        "needs a binding the shader does not access (imageSize() only): a binding is read, written, a uniform or "
+        "atomic"),
+    "PositiveSyncVal.QueueFamilyOwnershipTransfer":
+        "needs queue family ownership transfers of images (a release and an acquire that transition the image once)",
 }
 # In order: a test is named by the first that its code matches.
 USES = [
@@ -69,6 +91,11 @@ USES = [
     ("ray tracing", r"RayTracing|AccelerationStructure|TraceRays"),
     ("video", r"Video"),
     ("presentation (swapchains)", r"Swapchain|QueuePresent|AcquireNextImage"),
+    ("needs blits (vkCmdBlitImage)", r"CmdBlitImage"),
+    ("needs multi-planar formats", r"MultiPlanar"),
+    ("needs compressed formats", r"_BLOCK\b"),
+    ("needs barriers over slices of 3D images (maintenance9)", r"maintenance9"),
+    ("needs sampled image reads (a combined image sampler)", r"\bsampler2D\b"),
     ("needs images", (r"vkt::Image\b|VkImage\w*|CmdCopyImage|CmdCopyBufferToImage|CmdCopyImageToBuffer"
                      r"|CmdClearColorImage|CmdBlitImage|CmdResolveImage")),
 ]

@@ -35,13 +35,14 @@ import networkx as nx
 from ..model import ir
 from ..model.stages import DEVICE_STAGES
 from ..model.refs import format_ref, parse_ref
-from .barriers import (EMPTY, FULL, BarrierEntry, State, apply_barrier, coverage, layout_transitions, memory_barriers,
-                       sees)
+from .barriers import (EMPTY, FULL, BarrierEntry, State, apply_barrier, coverage, is_transition, layout_transitions,
+                       memory_barriers, sees)
 from ..model.accesses import command_accesses
 from .agents import FENCE_SCOPE
 from .events import EventStates, dependencies, event_entries, through_event
 from .readings import DEFAULT, Readings
 from .rules import (atomic_pair, chains, host_write_needs_flush, in_release_access_scope, in_synchronization_scope,
+                    transitions_in_order,
                     makes_host_writes_available)
 from .scopes import second_execution_scope, signal_first_scope
 from .walk import Consumer, Misuse, PendingBatch, Walk
@@ -388,7 +389,10 @@ class Model(Consumer):
         return e.agent == x.agent and e.stage == x.stage and not e.host and self._ordering_at.get(e.agent, 0) < e.seq
 
     def mutually_ordered(self, e: AccessNode, x: AccessNode) -> bool:
-        """Memory model "Data Race": atomics of one device do not race (rules.atomic_pair)."""
+        """Memory model "Data Race": atomics of one device do not race (rules.atomic_pair); nor do two layout
+        transitions of one queue (rules.transitions_in_order)."""
+        if transitions_in_order(is_transition(e.stage), is_transition(x.stage), e.agent == x.agent):
+            return True
         return e.atomic and x.atomic and atomic_pair(True, True, self.index.queues[e.agent][0] ==
                                                      self.index.queues[x.agent][0])
 

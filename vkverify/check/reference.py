@@ -539,10 +539,11 @@ class Reference:
             self.queue_nodes[q].append(n)
             if transition:
                 halves.append(n)
+        uid = next(self.uids)  # the barrier's transitions are one command's accesses
         for n in halves:
             b = n.barrier
             t = self._node("access", q, ref=ref)
-            self._access(t, submit, next(self.uids), ref, LAYOUT_TRANSITION, (), LAYOUT_WRITE, b.image, n.lo, n.hi)
+            self._access(t, submit, uid, ref, LAYOUT_TRANSITION, (), LAYOUT_WRITE, b.image, n.lo, n.hi)
             v = self._node("barrier", q, second=second_scope(b.dst_stage), ref=ref, barrier=b, root=n.root, lo=n.lo,
                            hi=n.hi)
             n.after.append(t)
@@ -697,12 +698,14 @@ class Reference:
                 writes = [a for a in on if a.write]
                 for i, one in enumerate(on):
                     for other in on[i + 1:]:
-                        if one.uid == other.uid or not (one.write or other.write) or self._atomics(one, other):
+                        if one.uid == other.uid or not (one.write or other.write) or self._atomics(one, other) \
+                                or self.transition_order(one, other) or self.transition_order(other, one):
                             continue
                         a, b = (other, one) if self.hb(other.node, one.node) else (one, other)
                         if self.hb(a.node, b.node):
                             kind = self.missing_memory_dependency(a, b) if a.write else None
-                            hidden = any(self.hb(a.node, w.node) and self.hb(w.node, b.node) for w in writes)
+                            hidden = any((self.hb(a.node, w.node) or self.transition_order(a, w))
+                                         and self.hb(w.node, b.node) for w in writes)
                             yield Conflict(a, b, kind is None, hidden, kind or "war")
                         else:
                             yield Conflict(a, b, False, False, "war" if not a.write else "raw" if b.reads else "waw")
@@ -711,6 +714,13 @@ class Reference:
         """Memory model "Data Race": mutually-ordered atomic operations (device operations of one another's
         memory scope instance: Device scope, for a shader's atomics) do not race."""
         return a.atomic and b.atomic and self.index.queues[a.node.agent][0] == self.index.queues[b.node.agent][0]
+
+    def transition_order(self, a: OperationAccess, b: OperationAccess) -> bool:
+        """7.7.4: a and b are layout transitions of one queue, a's first: they "execute in their entirety in
+        submission order, relative to other image layout transitions submitted to the same queue" (and order
+        nothing else)."""
+        return a.stage == b.stage == LAYOUT_TRANSITION and a.node.agent == b.node.agent and a.uid != b.uid \
+            and a.node.pos < b.node.pos
 
     def missing_memory_dependency(self, a: OperationAccess, b: OperationAccess) -> str | None:
         """Spec 7.1 note: the hazard b's access is to a write a it happens after (None: a memory dependency

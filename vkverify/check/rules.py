@@ -8,9 +8,19 @@ with the logically earlier or later stages, access scopes with only the stages n
 
 from __future__ import annotations
 
-__all__ = ["atomic_pair", "chains", "first_access_scope_gap", "host_write_needs_flush", "in_first_access_scope",
-           "in_release_access_scope", "in_synchronization_scope", "makes_host_writes_available",
-           "second_access_scope_gap", "transfers_ownership"]
+__all__ = [
+    "atomic_pair",
+    "chains",
+    "first_access_scope_gap",
+    "host_write_needs_flush",
+    "in_first_access_scope",
+    "in_release_access_scope",
+    "in_synchronization_scope",
+    "makes_host_writes_available",
+    "second_access_scope_gap",
+    "transfers_ownership",
+    "transitions_in_order",
+]
 
 
 def chains(earlier_second_scope: frozenset[str], later_first_scope: frozenset[str]) -> bool:
@@ -71,6 +81,13 @@ def host_write_needs_flush(same_thread: bool, memory: str, host_threads_coherent
     (available to the host domain) and, for a read, the reader's vkInvalidateMappedMemoryRanges after it
     (visible), unless the reading host_threads_coherent takes the host's threads to share a cache."""
     return not same_thread and memory == "host_cached" and not host_threads_coherent
+
+
+def transitions_in_order(first_transition: bool, second_transition: bool, same_queue: bool) -> bool:
+    """7.7.4: image layout transitions "execute in their entirety in submission order, relative to other image layout
+    transitions submitted to the same queue": two of one queue do not race. They order nothing else ("an
+    application must not rely on ordering of image layout transitions to influence ordering of other commands")."""
+    return first_transition and second_transition and same_queue
 
 
 def atomic_pair(first_atomic: bool, second_atomic: bool, same_device: bool) -> bool:
