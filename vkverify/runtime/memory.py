@@ -128,20 +128,36 @@ class Allocator:
         (vkspec 12.7 "Resource Sharing Mode"). external: the handle types of memory it will be
         bound to (VkExternalMemoryBufferCreateInfo), if imported."""
         vk = self.vk
-        families = sorted({family for family, _, _ in self.device.queues.values()})
-        concurrent = sharing == "concurrent" and len(families) > 1
         info = vk.VkBufferCreateInfo(
             pNext=vk.VkExternalMemoryBufferCreateInfo(handleTypes=external) if external else None,
-            size=max(size, 4), usage=usage,
-            sharingMode=vk.VK_SHARING_MODE_CONCURRENT if concurrent else vk.VK_SHARING_MODE_EXCLUSIVE,
-            queueFamilyIndexCount=len(families) if concurrent else 0,
-            pQueueFamilyIndices=families if concurrent else None)
+            size=max(size, 4), usage=usage, **self.sharing_fields(sharing))
         try:
             buffer = vk.vkCreateBuffer(self.device.handle, info, None)  # vkCreateBuffer
         except vk.VkError as error:
             raise DeviceFault(f"buffer {id}", "vkCreateBuffer", type(error).__name__) from None
         self.device.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_BUFFER, buffer, id)
         return buffer
+
+    def sharing_fields(self, sharing: str) -> dict:
+        """A create info's sharing mode for the stream's `sharing`: concurrent over every family the device's
+        queues use, where they use several (buffer() says why)."""
+        vk = self.vk
+        families = sorted({family for family, _, _ in self.device.queues.values()})
+        if sharing == "concurrent" and len(families) > 1:
+            return {"sharingMode": vk.VK_SHARING_MODE_CONCURRENT, "queueFamilyIndexCount": len(families),
+                    "pQueueFamilyIndices": families}
+        return {"sharingMode": vk.VK_SHARING_MODE_EXCLUSIVE, "queueFamilyIndexCount": 0, "pQueueFamilyIndices": None}
+
+    def bind_image(self, id: str, image, kind: str):
+        """Device memory of its own for VkImage `image` (an optimal-tiling image shares no block with buffers:
+        bufferImageGranularity), bound; the caller frees it after destroying the image."""
+        vk, handle = self.vk, self.device.handle
+        properties = vk.vkGetPhysicalDeviceMemoryProperties(self.device.physical)  # vkGetPhysicalDeviceMemoryProperties
+        requirements = vk.vkGetImageMemoryRequirements(handle, image)  # vkGetImageMemoryRequirements
+        type_index = choose_type(vk, properties, kind, requirements.memoryTypeBits)
+        memory = self._allocate(id, type_index, kind, requirements.size)
+        vk.vkBindImageMemory(handle, image, memory, 0)  # vkBindImageMemory
+        return memory
 
     def _place(self, id: str, type_index: int, kind: str, size: int, alignment: int,
                properties) -> tuple[Block, int]:

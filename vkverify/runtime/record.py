@@ -18,6 +18,7 @@ from ..model.data import data_bytes, ref_hash
 from ..model.refs import format_ref, parse_ref, without_submit
 from ..model.stages import access_mask, stage_mask
 from ..shaders import ATOMIC_KERNEL, generic_plan, pack_push
+from .images import clear_color, extent3d, layers, offset3d, subresource_range, vk_layout
 
 __all__ = ["Recorder", "binding_access", "global_barrier", "scratch_orders"]
 
@@ -85,8 +86,49 @@ class Recorder:
                 vk.vkCmdUpdateBuffer(cb, buf(c.dst), c.offset + start, len(chunk), chunk)  # vkCmdUpdateBuffer
         elif isinstance(c, ir.Dispatch):
             self.dispatch(index, c)
+        elif isinstance(c, (ir.ImageCopy, ir.ClearColorImage)):
+            self.image_command(c)
         else:
             self.barrier(c)
+
+    def image_command(self, c: ir.ImageCopy | ir.ClearColorImage) -> None:
+        """An image command with its regions as written; each image in the layout the stream's barriers left the
+        subresource of its first region (or range) in (runtime/images.py)."""
+        vk, cb, images = self.vk, self.cb, self.rt.images
+
+        def layout(image, level: int, layer: int) -> int:
+            return vk_layout(vk, image.layout(level, layer))
+        if isinstance(c, ir.ClearColorImage):
+            image, first = images[c.image], c.subresources[0]
+            ranges = [subresource_range(vk, r) for r in c.subresources]
+            vk.vkCmdClearColorImage(cb, image.handle, layout(image, first.base_mip_level, first.base_array_layer),
+                                    clear_color(vk, image.image.format, c.value), len(ranges),
+                                    ranges)  # vkCmdClearColorImage
+        elif isinstance(c, ir.CopyImage):
+            src, dst, first = images[c.src], images[c.dst], c.regions[0]
+            regions = [vk.VkImageCopy(
+                srcSubresource=layers(vk, r.src_mip_level, r.src_base_array_layer, r.layer_count),
+                srcOffset=offset3d(vk, r.src_offset),
+                dstSubresource=layers(vk, r.dst_mip_level, r.dst_base_array_layer, r.layer_count),
+                dstOffset=offset3d(vk, r.dst_offset), extent=extent3d(vk, r.extent)) for r in c.regions]
+            vk.vkCmdCopyImage(cb, src.handle, layout(src, first.src_mip_level, first.src_base_array_layer),
+                              dst.handle, layout(dst, first.dst_mip_level, first.dst_base_array_layer),
+                              len(regions), regions)  # vkCmdCopyImage
+        else:
+            to_image, first = isinstance(c, ir.CopyBufferToImage), c.regions[0]
+            image = images[c.dst if to_image else c.src]
+            buffer = self.rt.vk_buffer(c.src if to_image else c.dst)
+            regions = [vk.VkBufferImageCopy(
+                bufferOffset=r.buffer_offset, bufferRowLength=r.buffer_row_length,
+                bufferImageHeight=r.buffer_image_height,
+                imageSubresource=layers(vk, r.mip_level, r.base_array_layer, r.layer_count),
+                imageOffset=offset3d(vk, r.image_offset), imageExtent=extent3d(vk, r.image_extent))
+                for r in c.regions]
+            now, n = layout(image, first.mip_level, first.base_array_layer), len(regions)
+            if to_image:
+                vk.vkCmdCopyBufferToImage(cb, buffer, image.handle, now, n, regions)  # vkCmdCopyBufferToImage
+            else:
+                vk.vkCmdCopyImageToBuffer(cb, image.handle, now, buffer, n, regions)  # vkCmdCopyImageToBuffer
 
     def dispatch(self, index: int, c: ir.Dispatch) -> None:
         rt = self.rt
@@ -151,7 +193,10 @@ class Recorder:
 
     def barrier(self, c: ir.Barrier) -> None:
         buffers = [(b, self.rt.vk_buffer(b.buffer)) for b in c.buffers]
-        self.pipeline_barrier(c.src_stage, c.src_access, c.dst_stage, c.dst_access, buffers)
+        images = [(b, self.rt.images[b.image]) for b in c.images]
+        self.pipeline_barrier(c.src_stage, c.src_access, c.dst_stage, c.dst_access, buffers, images)
+        for b, image in images:  # later commands of this and later recorded command buffers see the new layout
+            image.transition(b.subresources, b.new_layout)
 
     def families(self, b: ir.BufferBarrier) -> tuple[int, int]:
         """Device families of an ownership transfer; IGNORED when the stream's
@@ -162,7 +207,7 @@ class Recorder:
         src, dst = self.rt.device_family(b.src_family), self.rt.device_family(b.dst_family)
         return (ignored, ignored) if src == dst else (src, dst)
 
-    def pipeline_barrier(self, src_stage, src_access, dst_stage, dst_access, buffers) -> None:
+    def pipeline_barrier(self, src_stage, src_access, dst_stage, dst_access, buffers, images=()) -> None:
         vk, sync2 = self.vk, self.sync2
         # The stream's families of each ownership transfer, which the device's may have merged (then the
         # barrier is none): a capture keeps the label, an import takes the families from it.
@@ -171,7 +216,7 @@ class Recorder:
                 self.rt.instance.insert_label(self.cb, f"buffer barrier {i}: queue family {b.src_family} -> "
                                                        f"{b.dst_family}")
         if sync2:
-            memory = [] if buffers else [vk.VkMemoryBarrier2(
+            memory = [] if buffers or images else [vk.VkMemoryBarrier2(
                 srcStageMask=stage_mask(src_stage, True, True), srcAccessMask=access_mask(src_access, True),
                 dstStageMask=stage_mask(dst_stage, True, False), dstAccessMask=access_mask(dst_access, True))]
             buffer_barriers = [vk.VkBufferMemoryBarrier2(
@@ -179,19 +224,37 @@ class Recorder:
                 dstStageMask=stage_mask(b.dst_stage, True, False), dstAccessMask=access_mask(b.dst_access, True),
                 srcQueueFamilyIndex=self.families(b)[0], dstQueueFamilyIndex=self.families(b)[1],
                 buffer=handle, offset=b.offset, size=b.size) for b, handle in buffers]
+            image_barriers = [vk.VkImageMemoryBarrier2(
+                srcStageMask=stage_mask(b.src_stage, True, True), srcAccessMask=access_mask(b.src_access, True),
+                dstStageMask=stage_mask(b.dst_stage, True, False), dstAccessMask=access_mask(b.dst_access, True),
+                **self.image_fields(b, image)) for b, image in images]
             info = vk.VkDependencyInfo(memoryBarrierCount=len(memory), pMemoryBarriers=memory or None,
                                        bufferMemoryBarrierCount=len(buffer_barriers),
-                                       pBufferMemoryBarriers=buffer_barriers or None)
+                                       pBufferMemoryBarriers=buffer_barriers or None,
+                                       imageMemoryBarrierCount=len(image_barriers),
+                                       pImageMemoryBarriers=image_barriers or None)
             vk.vkCmdPipelineBarrier2(self.cb, info)  # vkCmdPipelineBarrier2
             return
         # Sync1: one stage mask pair for the whole command, the union of the entries'.
-        src = stage_mask(set(src_stage).union(*(b.src_stage for b, _ in buffers)), False, True)
-        dst = stage_mask(set(dst_stage).union(*(b.dst_stage for b, _ in buffers)), False, False)
-        memory = [] if buffers else [vk.VkMemoryBarrier(srcAccessMask=access_mask(src_access, False),
+        src = stage_mask(set(src_stage).union(*(b.src_stage for b, _ in (*buffers, *images))), False, True)
+        dst = stage_mask(set(dst_stage).union(*(b.dst_stage for b, _ in (*buffers, *images))), False, False)
+        memory = [] if buffers or images else [vk.VkMemoryBarrier(srcAccessMask=access_mask(src_access, False),
                                                         dstAccessMask=access_mask(dst_access, False))]
         buffer_barriers = [vk.VkBufferMemoryBarrier(
             srcAccessMask=access_mask(b.src_access, False), dstAccessMask=access_mask(b.dst_access, False),
             srcQueueFamilyIndex=self.families(b)[0], dstQueueFamilyIndex=self.families(b)[1],
             buffer=handle, offset=b.offset, size=b.size) for b, handle in buffers]
+        image_barriers = [vk.VkImageMemoryBarrier(
+            srcAccessMask=access_mask(b.src_access, False), dstAccessMask=access_mask(b.dst_access, False),
+            **self.image_fields(b, image)) for b, image in images]
         vk.vkCmdPipelineBarrier(self.cb, src, dst, 0, len(memory), memory or None, len(buffer_barriers),
-                                buffer_barriers or None, 0, None)  # vkCmdPipelineBarrier
+                                buffer_barriers or None, len(image_barriers),
+                                image_barriers or None)  # vkCmdPipelineBarrier
+
+    def image_fields(self, b: ir.ImageBarrier, image) -> dict:
+        """What an image memory barrier (sync1 or sync2) has beside its masks: layouts as the stream writes them,
+        families, the image and its subresource range."""
+        src, dst = self.families(b)
+        return {"oldLayout": vk_layout(self.vk, b.old_layout), "newLayout": vk_layout(self.vk, b.new_layout),
+                "srcQueueFamilyIndex": src, "dstQueueFamilyIndex": dst, "image": image.handle,
+                "subresourceRange": subresource_range(self.vk, b.subresources)}

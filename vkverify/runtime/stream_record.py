@@ -41,9 +41,9 @@ class StreamRecord:
             return format_ref(thread, len(ops) - 1)
 
     def declare(self, kind: str, entry: dict) -> None:
-        """A buffer, semaphore or fence (`kind`: the document's list) is created."""
+        """A buffer, image, semaphore or fence (`kind`: the document's list, made at its first entry) is created."""
         with self.lock:
-            self.doc[kind].append(entry)
+            self.doc.setdefault(kind, []).append(entry)
 
     def declare_shader(self, id: str, bindings) -> None:
         with self.lock:
