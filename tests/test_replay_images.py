@@ -126,6 +126,25 @@ def test_image_commands_replay_with_the_simulator_s_digests(device_name, first_l
     assert check(result.recorded) == [] and result.recorded.images == stream.images
 
 
+def test_image_barriers_replay_through_synchronization1_too(device_name, monkeypatch):
+    """On a device without synchronization2 (here: the same device, told it has none) image barriers are
+    VkImageMemoryBarrier in vkCmdPipelineBarrier, with the union of their stages: same digests, no error."""
+    from vkverify.runtime.device import LogicalDevice
+
+    opened = []
+
+    def without_synchronization2(cls, *args, **kwargs):
+        device = open_device(*args, **kwargs)
+        device.synchronization2 = False
+        opened.append(device)
+        return device
+    open_device = LogicalDevice.open
+    monkeypatch.setattr(LogicalDevice, "open", classmethod(without_synchronization2))
+    result = runtime.replay(from_dict(image_stream("undefined")), syncval=True)
+    assert opened and [m.text for m in result.messages if m.severity == "error"] == []
+    assert result.reference == {}, result.reference
+
+
 def test_a_storage_image_binding_is_refused_saying_where_and_why(device_name):
     doc = image_stream()
     doc["shaders"] = {"k": {"bindings": ["read", "write"]}}
