@@ -15,6 +15,7 @@ from vkverify.shaders import generic
 from vkverify.sim import reference
 
 runtime = pytest.importorskip("vkverify.runtime")
+from vkverify.runtime.report import replay_text  # noqa: E402
 
 CLEAR_VALUES = {"unorm": [0.25, 0.5, 1.0, 0.75], "srgb": [0.25, 0.5, 1.0, 0.75], "sfloat": [0.25, -1.5, 3.0, 0.1],
                 "uint": [7, 300, 1, 2], "sint": [-7, 5, -200, 3]}
@@ -124,6 +125,7 @@ def test_image_commands_replay_with_the_simulator_s_digests(device_name, first_l
     assert {"A", "B", "Out"} <= result.digests.keys()
     assert result.reference == {}, result.reference
     assert check(result.recorded) == [] and result.recorded.images == stream.images
+    assert f"  image A: {result.digests['A']}" in replay_text(result)
 
 
 def test_image_barriers_replay_through_synchronization1_too(device_name, monkeypatch):

@@ -155,7 +155,7 @@ class Allocator:
         properties = vk.vkGetPhysicalDeviceMemoryProperties(self.device.physical)  # vkGetPhysicalDeviceMemoryProperties
         requirements = vk.vkGetImageMemoryRequirements(handle, image)  # vkGetImageMemoryRequirements
         type_index = choose_type(vk, properties, kind, requirements.memoryTypeBits)
-        memory = self._allocate(id, type_index, kind, requirements.size)
+        memory = self._allocate(f"image {id}", type_index, kind, requirements.size)
         vk.vkBindImageMemory(handle, image, memory, 0)  # vkBindImageMemory
         return memory
 
@@ -172,20 +172,21 @@ class Allocator:
             # Drivers may overcommit instead of failing; the heap's size is the contract.
             raise DeviceFault(f"buffer {id}", "vkAllocateMemory",
                               f"VK_ERROR_OUT_OF_DEVICE_MEMORY ({size} bytes, heap {heap.size})")
-        block = Block(self._allocate(id, type_index, kind, block_size), type_index, block_size, used=size, kind=kind)
+        block = Block(self._allocate(f"buffer {id}", type_index, kind, block_size), type_index, block_size, used=size,
+                      kind=kind)
         self.blocks.append(block)
         flags = properties.memoryTypes[type_index].propertyFlags
         if flags & self.vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT:
             block.mapped = self.vk.vkMapMemory(self.device.handle, block.memory, 0, block_size, 0)  # vkMapMemory
         return block, 0
 
-    def _allocate(self, id: str, type_index: int, kind: str, size: int):
+    def _allocate(self, what: str, type_index: int, kind: str, size: int):
         vk = self.vk
         info = vk.VkMemoryAllocateInfo(allocationSize=size, memoryTypeIndex=type_index)
         try:
             memory = vk.vkAllocateMemory(self.device.handle, info, None)  # vkAllocateMemory
         except vk.VkError as error:
-            raise DeviceFault(f"buffer {id}", "vkAllocateMemory", type(error).__name__) from None
+            raise DeviceFault(what, "vkAllocateMemory", type(error).__name__) from None
         self.device.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_DEVICE_MEMORY, memory, kind)
         return memory
 
