@@ -43,7 +43,7 @@ def clear_texel(format: str, value: tuple[float, ...]) -> bytes:
     0) stores in a `format` image, components in the format's order (b8g8r8a8 stores B first). The spec's Fixed-Point
     Data Conversions for unorm: round(clamp(v, 0, 1) * 255); srgb first encodes R, G and B by the sRGB transfer
     function (A stays linear); an integer format takes the value as an integer, clamped to the component's range
-    (Mesa's packing: out of range the stored value is not one the spec gives); sfloat rounds to nearest."""
+    (as Mesa packs it; a stream that relies on out-of-range values gets Mesa's answer); sfloat rounds to nearest."""
     kind = numeric_kind(format)
     rgba = (tuple(value) + (0.0,) * 4)[:4]
     out = b""
