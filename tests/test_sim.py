@@ -128,6 +128,10 @@ VALUE_COINCIDING = {
     "150-stage-limited-wait-off-the-later-batch-signal.json": "reach no result",
     "155-ownership-acquire-with-a-narrow-destination-stage.json": "reach no result",
     "158-host-write-after-submit-barrier-without-host-write.json": "reach no result",
+    # Images: the WAW's second write is the layout transition; the upload copies Staging's zeros over zeros.
+    "175-image-transition-before-copy-done.json": "one of its operations is a layout transition",
+    "176-image-barrier-one-layer.json": "stores the bytes I[16384, 32768) already held",
+    "188-image-transitions-two-queues.json": "one of its operations is a layout transition",
 }
 SYNC_REASON = "names synchronization objects"  # deadlock, fence misuse...: no two racing accesses
 

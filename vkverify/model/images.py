@@ -11,8 +11,12 @@ about (spec 7.7.3, "Image Memory Barriers": a barrier's subresource range; 20.1 
 
 from __future__ import annotations
 
-__all__ = ["FORMATS", "LAYOUTS", "box_ranges", "buffer_rows", "format_name", "layout_name", "level_extent",
-           "level_offset", "merge_ranges", "range_ranges", "subresources_text"]
+import re
+
+import numpy as np
+
+__all__ = ["FORMATS", "LAYOUTS", "box_ranges", "buffer_rows", "clear_texel", "format_name", "layout_name",
+           "level_extent", "level_offset", "merge_ranges", "numeric_kind", "range_ranges", "subresources_text"]
 
 # Bytes per texel of the formats compute and transfer use; VK_FORMAT_R8G8B8A8_UNORM is spelled r8g8b8a8_unorm.
 FORMATS = {
@@ -27,6 +31,36 @@ def format_name(name: str) -> str | None:
     """A format's name in the format's spelling (`VK_FORMAT_R32_SFLOAT` -> `r32_sfloat`), None if unknown."""
     short = name.lower().removeprefix("vk_format_")
     return short if short in FORMATS else None
+
+
+def numeric_kind(format: str) -> str:
+    """How a format's texels are numbers: `unorm`, `srgb`, `uint`, `sint` or `sfloat` (its name's suffix)."""
+    return format.rpartition("_")[2]
+
+
+def clear_texel(format: str, value: tuple[float, ...]) -> bytes:
+    """The bytes of one texel that vkCmdClearColorImage with VkClearColorValue `value` (R, G, B, A; missing ones
+    0) stores in a `format` image, components in the format's order (b8g8r8a8 stores B first). The spec's Fixed-Point
+    Data Conversions for unorm: round(clamp(v, 0, 1) * 255); srgb first encodes R, G and B by the sRGB transfer
+    function (A stays linear); an integer format takes the value as an integer, clamped to the component's range
+    (as Mesa packs it; a stream that relies on out-of-range values gets Mesa's answer); sfloat rounds to nearest."""
+    kind = numeric_kind(format)
+    rgba = (tuple(value) + (0.0,) * 4)[:4]
+    out = b""
+    for letter, bits in re.findall(r"([rgba])(\d+)", format.partition("_")[0]):
+        v = float(rgba["rgba".index(letter)])
+        if kind in ("unorm", "srgb"):
+            v = min(max(v, 0.0), 1.0)
+            if kind == "srgb" and letter != "a":
+                v = v * 12.92 if v <= 0.0031308 else 1.055 * v ** (1 / 2.4) - 0.055
+            out += round(v * 255).to_bytes(1, "little")
+        elif kind == "sfloat":
+            out += np.array(v, np.float32 if bits == "32" else np.float16).tobytes()
+        else:
+            signed = kind == "sint"
+            lo, hi = (-(1 << int(bits) - 1), (1 << int(bits) - 1) - 1) if signed else (0, (1 << int(bits)) - 1)
+            out += min(max(int(v), lo), hi).to_bytes(int(bits) // 8, "little", signed=signed)
+    return out
 
 
 def level_extent(extent: tuple[int, int, int], level: int) -> tuple[int, int, int]:

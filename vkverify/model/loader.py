@@ -603,6 +603,9 @@ class _Builder:
         if levels > max(extent).bit_length():
             self.error(path + ("mip_levels",), f"{levels} mip levels for an extent of {list(extent)}: at most "
                                                f"{max(extent).bit_length()} (12.3 Image Miplevel Sizing)")
+        if extent[2] > 1 and m.get("array_layers", 1) != 1:
+            self.error(path + ("array_layers",), f"a 3D image (depth {extent[2]}) has one array layer "
+                                                 "(VUID-VkImageCreateInfo-imageType-00961)")
         device = m.get("device", devices[0].id)
         if device not in self.device_ids:
             self.error(path + ("device",), f"unknown device {device!r}")

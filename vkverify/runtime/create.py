@@ -31,12 +31,12 @@ def create_objects(stream: ir.Stream, runtimes: Mapping[str, Runtime], home: Map
                    buffer: Callable[[ir.Buffer], bool] | None = None,
                    semaphore: Callable[[ir.Semaphore], bool] | None = None,
                    command_buffers: Iterable[ir.CommandBuffer] = ()) -> None:
-    """Every object of `stream` on `runtimes` (stream device -> Runtime): buffers on each device
-    whose memory they are, an alias after what it aliases; semaphores and fences on their `home`
-    device (default the first), events on the first (replay refuses events on several devices);
-    shaders, the stream's command buffers and `command_buffers` on every device. `buffer(b)` and
-    `semaphore(s)` create an object the caller shares between devices and say True, or leave it to
-    this path. Unsupported where a device's shared queue would deadlock (shared_queue_deadlock)."""
+    """Every object of `stream` on `runtimes` (stream device -> Runtime): buffers and images on each
+    device whose memory they are, an alias after what it aliases; semaphores and fences on their `home`
+    device (default the first), events on the first (replay refuses events on several devices); shaders,
+    the stream's command buffers and `command_buffers` on every device. `buffer(b)` and `semaphore(s)`
+    create an object the caller shares between devices and say True, or leave it to this path.
+    Unsupported where a device's shared queue would deadlock (shared_queue_deadlock)."""
     for d, rt in runtimes.items():
         reason = shared_queue_deadlock(stream, rt)
         if reason is not None:
@@ -49,6 +49,9 @@ def create_objects(stream: ir.Stream, runtimes: Mapping[str, Runtime], home: Map
         if buffer is None or not buffer(b):
             for d in owners(stream, b.id):
                 runtimes[d].create_buffer(b.id, b.size, b.memory, b.alias_of, b.offset, b.sharing)
+    for i in stream.images:
+        for d in i.devices:
+            runtimes[d].create_image(i.id, i.extent, i.format, i.mip_levels, i.array_layers, i.memory, i.sharing)
     for s in stream.semaphores:
         if semaphore is None or not semaphore(s):
             runtimes[home.get(s.id, first)].create_semaphore(s.id, s.type == "timeline", s.initial)

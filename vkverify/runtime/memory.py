@@ -128,20 +128,36 @@ class Allocator:
         (vkspec 12.7 "Resource Sharing Mode"). external: the handle types of memory it will be
         bound to (VkExternalMemoryBufferCreateInfo), if imported."""
         vk = self.vk
-        families = sorted({family for family, _, _ in self.device.queues.values()})
-        concurrent = sharing == "concurrent" and len(families) > 1
         info = vk.VkBufferCreateInfo(
             pNext=vk.VkExternalMemoryBufferCreateInfo(handleTypes=external) if external else None,
-            size=max(size, 4), usage=usage,
-            sharingMode=vk.VK_SHARING_MODE_CONCURRENT if concurrent else vk.VK_SHARING_MODE_EXCLUSIVE,
-            queueFamilyIndexCount=len(families) if concurrent else 0,
-            pQueueFamilyIndices=families if concurrent else None)
+            size=max(size, 4), usage=usage, **self.sharing_fields(sharing))
         try:
             buffer = vk.vkCreateBuffer(self.device.handle, info, None)  # vkCreateBuffer
         except vk.VkError as error:
             raise DeviceFault(f"buffer {id}", "vkCreateBuffer", type(error).__name__) from None
         self.device.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_BUFFER, buffer, id)
         return buffer
+
+    def sharing_fields(self, sharing: str) -> dict:
+        """A create info's sharing mode for the stream's `sharing`: concurrent over every family the device's
+        queues use, where they use several (buffer() says why)."""
+        vk = self.vk
+        families = sorted({family for family, _, _ in self.device.queues.values()})
+        if sharing == "concurrent" and len(families) > 1:
+            return {"sharingMode": vk.VK_SHARING_MODE_CONCURRENT, "queueFamilyIndexCount": len(families),
+                    "pQueueFamilyIndices": families}
+        return {"sharingMode": vk.VK_SHARING_MODE_EXCLUSIVE, "queueFamilyIndexCount": 0, "pQueueFamilyIndices": None}
+
+    def bind_image(self, id: str, image, kind: str):
+        """Device memory of its own for VkImage `image` (an optimal-tiling image shares no block with buffers:
+        bufferImageGranularity), bound; the caller frees it after destroying the image."""
+        vk, handle = self.vk, self.device.handle
+        properties = vk.vkGetPhysicalDeviceMemoryProperties(self.device.physical)  # vkGetPhysicalDeviceMemoryProperties
+        requirements = vk.vkGetImageMemoryRequirements(handle, image)  # vkGetImageMemoryRequirements
+        type_index = choose_type(vk, properties, kind, requirements.memoryTypeBits)
+        memory = self._allocate(f"image {id}", type_index, kind, requirements.size)
+        vk.vkBindImageMemory(handle, image, memory, 0)  # vkBindImageMemory
+        return memory
 
     def _place(self, id: str, type_index: int, kind: str, size: int, alignment: int,
                properties) -> tuple[Block, int]:
@@ -156,20 +172,21 @@ class Allocator:
             # Drivers may overcommit instead of failing; the heap's size is the contract.
             raise DeviceFault(f"buffer {id}", "vkAllocateMemory",
                               f"VK_ERROR_OUT_OF_DEVICE_MEMORY ({size} bytes, heap {heap.size})")
-        block = Block(self._allocate(id, type_index, kind, block_size), type_index, block_size, used=size, kind=kind)
+        block = Block(self._allocate(f"buffer {id}", type_index, kind, block_size), type_index, block_size, used=size,
+                      kind=kind)
         self.blocks.append(block)
         flags = properties.memoryTypes[type_index].propertyFlags
         if flags & self.vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT:
             block.mapped = self.vk.vkMapMemory(self.device.handle, block.memory, 0, block_size, 0)  # vkMapMemory
         return block, 0
 
-    def _allocate(self, id: str, type_index: int, kind: str, size: int):
+    def _allocate(self, what: str, type_index: int, kind: str, size: int):
         vk = self.vk
         info = vk.VkMemoryAllocateInfo(allocationSize=size, memoryTypeIndex=type_index)
         try:
             memory = vk.vkAllocateMemory(self.device.handle, info, None)  # vkAllocateMemory
         except vk.VkError as error:
-            raise DeviceFault(f"buffer {id}", "vkAllocateMemory", type(error).__name__) from None
+            raise DeviceFault(what, "vkAllocateMemory", type(error).__name__) from None
         self.device.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_DEVICE_MEMORY, memory, kind)
         return memory
 

@@ -19,6 +19,7 @@ from ..model.refs import format_ref, parse_ref, without_submit
 from ..model.stages import access_mask, stage_mask
 from ..shaders import ATOMIC_KERNEL, generic_plan, pack_push
 from .errors import Unsupported
+from .images import clear_color, extent3d, layers, offset3d, subresource_range, vk_layout
 
 __all__ = ["Recorder", "binding_access", "global_barrier", "scratch_orders"]
 
@@ -86,10 +87,51 @@ class Recorder:
                 vk.vkCmdUpdateBuffer(cb, buf(c.dst), c.offset + start, len(chunk), chunk)  # vkCmdUpdateBuffer
         elif isinstance(c, ir.Dispatch):
             self.dispatch(index, c)
+        elif isinstance(c, (ir.ImageCopy, ir.ClearColorImage)):
+            self.image_command(c)
         elif isinstance(c, ir.Barrier):
             self.barrier(c)
         else:
             self.event(c)
+
+    def image_command(self, c: ir.ImageCopy | ir.ClearColorImage) -> None:
+        """An image command with its regions as written; each image in the layout the stream's barriers left the
+        subresource of its first region (or range) in (runtime/images.py)."""
+        vk, cb, images = self.vk, self.cb, self.rt.images
+
+        def layout(image, level: int, layer: int) -> int:
+            return vk_layout(vk, image.layout(level, layer))
+        if isinstance(c, ir.ClearColorImage):
+            image, first = images[c.image], c.subresources[0]
+            ranges = [subresource_range(vk, r) for r in c.subresources]
+            vk.vkCmdClearColorImage(cb, image.handle, layout(image, first.base_mip_level, first.base_array_layer),
+                                    clear_color(vk, image.image.format, c.value), len(ranges),
+                                    ranges)  # vkCmdClearColorImage
+        elif isinstance(c, ir.CopyImage):
+            src, dst, first = images[c.src], images[c.dst], c.regions[0]
+            regions = [vk.VkImageCopy(
+                srcSubresource=layers(vk, r.src_mip_level, r.src_base_array_layer, r.layer_count),
+                srcOffset=offset3d(vk, r.src_offset),
+                dstSubresource=layers(vk, r.dst_mip_level, r.dst_base_array_layer, r.layer_count),
+                dstOffset=offset3d(vk, r.dst_offset), extent=extent3d(vk, r.extent)) for r in c.regions]
+            vk.vkCmdCopyImage(cb, src.handle, layout(src, first.src_mip_level, first.src_base_array_layer),
+                              dst.handle, layout(dst, first.dst_mip_level, first.dst_base_array_layer),
+                              len(regions), regions)  # vkCmdCopyImage
+        else:
+            to_image, first = isinstance(c, ir.CopyBufferToImage), c.regions[0]
+            image = images[c.dst if to_image else c.src]
+            buffer = self.rt.vk_buffer(c.src if to_image else c.dst)
+            regions = [vk.VkBufferImageCopy(
+                bufferOffset=r.buffer_offset, bufferRowLength=r.buffer_row_length,
+                bufferImageHeight=r.buffer_image_height,
+                imageSubresource=layers(vk, r.mip_level, r.base_array_layer, r.layer_count),
+                imageOffset=offset3d(vk, r.image_offset), imageExtent=extent3d(vk, r.image_extent))
+                for r in c.regions]
+            now, n = layout(image, first.mip_level, first.base_array_layer), len(regions)
+            if to_image:
+                vk.vkCmdCopyBufferToImage(cb, buffer, image.handle, now, n, regions)  # vkCmdCopyBufferToImage
+            else:
+                vk.vkCmdCopyImageToBuffer(cb, image.handle, now, buffer, n, regions)  # vkCmdCopyImageToBuffer
 
     def dispatch(self, index: int, c: ir.Dispatch) -> None:
         rt = self.rt
@@ -149,16 +191,22 @@ class Recorder:
         # kernel's write after the copy's read as a WAR the spec does not have.
         compute = frozenset({"compute_shader"})
         self.pipeline_barrier(compute, frozenset({"shader_storage_write"}), compute,
-                              frozenset({"shader_storage_read"}), [])
+                              frozenset({"shader_storage_read"}), [], [])
         return scratch.handle, 0, binding.size
 
     def barrier(self, c: ir.Barrier) -> None:
         self.pipeline_barrier(*self.parts(c))
+        self.transition(c)
+
+    def transition(self, c: ir.Barrier) -> None:
+        """Later commands of this and later recorded command buffers see the layouts c's image barriers leave."""
+        for b in c.images:
+            self.rt.images[b.image].transition(b.subresources, b.new_layout)
 
     def parts(self, c: ir.Barrier) -> tuple:
         """A stream barrier as the arguments of pipeline_barrier, dependency_info and sync1_barriers."""
-        return c.src_stage, c.src_access, c.dst_stage, c.dst_access, [(b, self.rt.vk_buffer(b.buffer))
-                                                                      for b in c.buffers]
+        return (c.src_stage, c.src_access, c.dst_stage, c.dst_access,
+                [(b, self.rt.vk_buffer(b.buffer)) for b in c.buffers], [(b, self.rt.images[b.image]) for b in c.images])
 
     def event(self, c: ir.SetEvent | ir.ResetEvent | ir.WaitEvents) -> None:
         """Spec 7.5. A set is vkCmdSetEvent (stage form) or vkCmdSetEvent2 (dependency form), and the runtime
@@ -176,6 +224,7 @@ class Recorder:
             else:
                 info = self.dependency_info(*self.parts(c.dependency))
                 vk.vkCmdSetEvent2(cb, rt.events[c.event], info)  # vkCmdSetEvent2
+                self.transition(c.dependency)
             rt.event_sets[c.event] = c.dependency is not None
         elif isinstance(c, ir.ResetEvent):
             if self.sync2:
@@ -194,9 +243,11 @@ class Recorder:
             sync1 = [(e, d) for e, d in waits if (e, d) not in sync2]
             for dependency in dict.fromkeys(d for _, d in sync1):
                 events = [rt.events[e] for e, d in sync1 if d == dependency]
-                src, dst, memory, buffers = self.sync1_barriers(*self.parts(dependency))
+                src, dst, memory, buffers, images = self.sync1_barriers(*self.parts(dependency))
                 vk.vkCmdWaitEvents(cb, len(events), events, src, dst, len(memory), memory or None, len(buffers),
-                                   buffers or None, 0, None)  # vkCmdWaitEvents
+                                   buffers or None, len(images), images or None)  # vkCmdWaitEvents
+            for dependency in dict.fromkeys(c.dependencies):
+                self.transition(dependency)
 
     def families(self, b: ir.BufferBarrier) -> tuple[int, int]:
         """Device families of an ownership transfer; IGNORED when the stream's
@@ -207,15 +258,17 @@ class Recorder:
         src, dst = self.rt.device_family(b.src_family), self.rt.device_family(b.dst_family)
         return (ignored, ignored) if src == dst else (src, dst)
 
-    def pipeline_barrier(self, src_stage, src_access, dst_stage, dst_access, buffers) -> None:
+    def pipeline_barrier(self, src_stage, src_access, dst_stage, dst_access, buffers, images) -> None:
         vk = self.vk
         if self.sync2:
-            info = self.dependency_info(src_stage, src_access, dst_stage, dst_access, buffers)
+            info = self.dependency_info(src_stage, src_access, dst_stage, dst_access, buffers, images)
             vk.vkCmdPipelineBarrier2(self.cb, info)  # vkCmdPipelineBarrier2
             return
-        src, dst, memory, buffer_barriers = self.sync1_barriers(src_stage, src_access, dst_stage, dst_access, buffers)
+        src, dst, memory, buffer_barriers, image_barriers = self.sync1_barriers(
+            src_stage, src_access, dst_stage, dst_access, buffers, images)
         vk.vkCmdPipelineBarrier(self.cb, src, dst, 0, len(memory), memory or None, len(buffer_barriers),
-                                buffer_barriers or None, 0, None)  # vkCmdPipelineBarrier
+                                buffer_barriers or None, len(image_barriers),
+                                image_barriers or None)  # vkCmdPipelineBarrier
 
     def label_transfers(self, buffers) -> None:
         """The stream's families of each ownership transfer, which the device's may have merged (then the
@@ -225,12 +278,12 @@ class Recorder:
                 self.rt.instance.insert_label(self.cb, f"buffer barrier {i}: queue family {b.src_family} -> "
                                                        f"{b.dst_family}")
 
-    def dependency_info(self, src_stage, src_access, dst_stage, dst_access, buffers):
+    def dependency_info(self, src_stage, src_access, dst_stage, dst_access, buffers, images):
         """The VkDependencyInfo of one stream barrier (vkCmdPipelineBarrier2, vkCmdSetEvent2, vkCmdWaitEvents2);
         the structs it points to live as long as it does (the `vulkan` package keeps them with it)."""
         vk = self.vk
         self.label_transfers(buffers)
-        memory = [] if buffers else [vk.VkMemoryBarrier2(
+        memory = [] if buffers or images else [vk.VkMemoryBarrier2(
             srcStageMask=stage_mask(src_stage, True, True), srcAccessMask=access_mask(src_access, True),
             dstStageMask=stage_mask(dst_stage, True, False), dstAccessMask=access_mask(dst_access, True))]
         buffer_barriers = [vk.VkBufferMemoryBarrier2(
@@ -238,22 +291,40 @@ class Recorder:
             dstStageMask=stage_mask(b.dst_stage, True, False), dstAccessMask=access_mask(b.dst_access, True),
             srcQueueFamilyIndex=self.families(b)[0], dstQueueFamilyIndex=self.families(b)[1],
             buffer=handle, offset=b.offset, size=b.size) for b, handle in buffers]
+        image_barriers = [vk.VkImageMemoryBarrier2(
+            srcStageMask=stage_mask(b.src_stage, True, True), srcAccessMask=access_mask(b.src_access, True),
+            dstStageMask=stage_mask(b.dst_stage, True, False), dstAccessMask=access_mask(b.dst_access, True),
+            **self.image_fields(b, image)) for b, image in images]
         return vk.VkDependencyInfo(memoryBarrierCount=len(memory), pMemoryBarriers=memory or None,
                                    bufferMemoryBarrierCount=len(buffer_barriers),
-                                   pBufferMemoryBarriers=buffer_barriers or None)
+                                   pBufferMemoryBarriers=buffer_barriers or None,
+                                   imageMemoryBarrierCount=len(image_barriers),
+                                   pImageMemoryBarriers=image_barriers or None)
 
-    def sync1_barriers(self, src_stage, src_access, dst_stage, dst_access, buffers) -> tuple[int, int, list, list]:
-        """Sync1's (srcStageMask, dstStageMask, memory barriers, buffer barriers) of one stream barrier
+    def sync1_barriers(self, src_stage, src_access, dst_stage, dst_access, buffers,
+                       images) -> tuple[int, int, list, list, list]:
+        """Sync1's (srcStageMask, dstStageMask, memory, buffer and image barriers) of one stream barrier
         (vkCmdPipelineBarrier, vkCmdWaitEvents): one stage mask pair for the whole command, the union of the
         entries'."""
         vk = self.vk
         self.label_transfers(buffers)
-        src = stage_mask(set(src_stage).union(*(b.src_stage for b, _ in buffers)), False, True)
-        dst = stage_mask(set(dst_stage).union(*(b.dst_stage for b, _ in buffers)), False, False)
-        memory = [] if buffers else [vk.VkMemoryBarrier(srcAccessMask=access_mask(src_access, False),
-                                                        dstAccessMask=access_mask(dst_access, False))]
+        src = stage_mask(set(src_stage).union(*(b.src_stage for b, _ in (*buffers, *images))), False, True)
+        dst = stage_mask(set(dst_stage).union(*(b.dst_stage for b, _ in (*buffers, *images))), False, False)
+        memory = [] if buffers or images else [vk.VkMemoryBarrier(srcAccessMask=access_mask(src_access, False),
+                                                                  dstAccessMask=access_mask(dst_access, False))]
         buffer_barriers = [vk.VkBufferMemoryBarrier(
             srcAccessMask=access_mask(b.src_access, False), dstAccessMask=access_mask(b.dst_access, False),
             srcQueueFamilyIndex=self.families(b)[0], dstQueueFamilyIndex=self.families(b)[1],
             buffer=handle, offset=b.offset, size=b.size) for b, handle in buffers]
-        return src, dst, memory, buffer_barriers
+        image_barriers = [vk.VkImageMemoryBarrier(
+            srcAccessMask=access_mask(b.src_access, False), dstAccessMask=access_mask(b.dst_access, False),
+            **self.image_fields(b, image)) for b, image in images]
+        return src, dst, memory, buffer_barriers, image_barriers
+
+    def image_fields(self, b: ir.ImageBarrier, image) -> dict:
+        """What an image memory barrier (sync1 or sync2) has beside its masks: layouts as the stream writes them,
+        families, the image and its subresource range."""
+        src, dst = self.families(b)
+        return {"oldLayout": vk_layout(self.vk, b.old_layout), "newLayout": vk_layout(self.vk, b.new_layout),
+                "srcQueueFamilyIndex": src, "dstQueueFamilyIndex": dst, "image": image.handle,
+                "subresourceRange": subresource_range(self.vk, b.subresources)}

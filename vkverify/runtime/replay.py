@@ -3,8 +3,9 @@
 Host threads run as Python threads, each thread's ops in program order; they
 order each other only through the stream's own fences and semaphores (and the
 runtime holds a binary wait back until its signal is submitted). Afterwards
-every buffer that is neither an alias nor destroyed is read back, and each
-buffer's bytes and each host_read's bytes get a sha256 digest.
+every buffer that is neither an alias nor destroyed, and every image (the bytes
+of its linear layout, model/images.py), is read back, and each one's bytes and
+each host_read's bytes get a sha256 digest.
 """
 
 from __future__ import annotations
@@ -43,12 +44,19 @@ def replayable(stream: ir.Stream) -> str | None:
     written_by_abstract = {b.buffer for cb in stream.command_buffers for c in cb.commands
                            if isinstance(c, ir.Dispatch) and c.shader in abstract
                            for b in c.bindings if binding_writes(b.access)}
+    if stream.images and len(stream.devices) > 1:
+        return "images on a stream of several devices: multi-device replay creates and reads back buffers only"
     for cb in stream.command_buffers:
         for i, c in enumerate(cb.commands):
             if isinstance(c, (ir.WriteBufferMarker, ir.CopyQueryPoolResults)):
                 what = "buffer markers" if isinstance(c, ir.WriteBufferMarker) else "query pool results"
                 return (f"{format_ref(cb.id, i)}: {what} are not replayed (VK_AMD_buffer_marker and query pools are "
                         "not in the runtime)")
+            image = next((b for b in c.bindings if b.subresources is not None), None) \
+                if isinstance(c, ir.Dispatch) else None
+            if image is not None:
+                return (f"{format_ref(cb.id, i)} binds image {image.buffer!r} as a storage image: the shader library "
+                        "has no image load/store kernels to run a dispatch on images with")
             if isinstance(c, ir.Dispatch) and c.indirect is not None and c.indirect.buffer in written_by_abstract:
                 return (f"dispatch_indirect reads group counts from {c.indirect.buffer!r}, which an abstract shader "
                         "writes with hash values past any device's maxComputeWorkGroupCount")
@@ -85,6 +93,7 @@ def replay(stream: ir.Stream, device: str | None = None, syncval: bool = False,
         rt.device_idle()
         digests = {b.id: hashlib.sha256(rt.read_back(b.id)).hexdigest() for b in stream.buffers
                    if b.alias_of is None and rt.buffers[b.id].handle is not None}
+        digests.update({i.id: hashlib.sha256(rt.read_back(i.id)).hexdigest() for i in stream.images})
         result = ReplayResult(stream.name, rt.device.name, digests, reads, rt.stream(),
                               gpu_ns=rt.gpu_nanoseconds() if timestamps else {})
     return finish(result, stream, list(rt.instance.messages), syncval)

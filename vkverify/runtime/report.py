@@ -30,7 +30,8 @@ def replay_json(result: ReplayResult) -> dict:
 
 def replay_text(result: ReplayResult) -> str:
     lines = [f"{result.stream} on {result.device}"]
-    lines += [f"  buffer {k}: {v}" for k, v in result.digests.items()]
+    images = {i.id for i in result.recorded.images}
+    lines += [f"  {'image' if k in images else 'buffer'} {k}: {v}" for k, v in result.digests.items()]
     lines += [f"  read {k}: {v}" for k, v in result.reads.items()]
     if result.reference is None:
         lines.append(f"  reference: {result.reference_note}")

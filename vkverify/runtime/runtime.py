@@ -30,6 +30,7 @@ from typing import Self
 
 from ..model import UsageError, builder, ir
 from ..model.errors import choice_argument
+from ..model.images import FORMATS, level_extent, level_offset
 from ..model.data import data_bytes
 from ..model.dump import command_to_dict, host_op_to_dict
 from ..model.refs import with_submit
@@ -38,6 +39,7 @@ from .auto_barriers import AutoBarriers
 from .caller import caller
 from .device import LogicalDevice, Instance, QueueRequest, pick_physical
 from .errors import DeviceFault, Unsupported
+from .images import DeviceImage, extent3d, layers, subresource_range, vk_format, vk_layout, whole
 from .memory import Allocator, DeviceBuffer
 from .online import HAZARDS, OnlineCheck
 from .pipelines import Pipelines
@@ -52,6 +54,9 @@ WAIT_LIMIT_S = 60.0  # a wait that long is reported as a fault, not a hang
 # A read back's copy made visible to the host's read of the staging buffer (not recorded in the stream).
 READ_BACK = {"src_stage": ["copy"], "src_access": ["transfer_write"], "dst_stage": ["host"],
              "dst_access": ["host_read"]}
+# A fresh image's zero clear made visible to every later command (the stream's first barrier may be a transition).
+ZEROED = {"src_stage": ["transfer"], "src_access": ["transfer_write"], "dst_stage": ["all_commands"],
+          "dst_access": ["memory_read", "memory_write"]}
 
 class CommandBuffer(builder.CommandBuffer):
     """The model builder's recorder (cmd_copy_buffer, cmd_dispatch, ...); the
@@ -116,6 +121,7 @@ class Runtime:
         self._recorded_ids: set[str] = set()  # the stream command buffers of `recorded`: asked at every submit
         self.abstract_shaders: dict[str, tuple[str, ...]] = {}
         self.uploader = None  # uploads.Uploader: deferred copies join submits; closed before the device
+        self.images: dict[str, DeviceImage] = {}
         self.hooks: list = []
         self.name = name
         self.device = self.allocator = self.pipelines = self.timestamps = None
@@ -185,6 +191,58 @@ class Runtime:
                     entry["sharing"] = sharing
             self.record.declare("buffers", entry)
 
+    def create_image(self, id: str, extent: tuple[int, int, int], format: str = "r8g8b8a8_unorm",
+                     mip_levels: int = 1, array_layers: int = 1, memory: str = "device_local",
+                     sharing: str = "concurrent") -> None:
+        """An image (docs/format.md, images) of optimal tiling for transfers, cleared to zeros in `general`."""
+        vk = self.vk
+        choice_argument("memory", memory, ir.MEMORY_KINDS)
+        choice_argument("sharing", sharing, ("concurrent", "exclusive"))
+        choice_argument("format", format, tuple(FORMATS))
+        image = ir.Image(id, tuple(extent), format, mip_levels, array_layers, memory, sharing=sharing)
+        info = vk.VkImageCreateInfo(
+            imageType=vk.VK_IMAGE_TYPE_3D if image.extent[2] > 1 else vk.VK_IMAGE_TYPE_2D,
+            format=vk_format(vk, format), extent=extent3d(vk, image.extent), mipLevels=mip_levels,
+            arrayLayers=array_layers, samples=vk.VK_SAMPLE_COUNT_1_BIT, tiling=vk.VK_IMAGE_TILING_OPTIMAL,
+            usage=vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT,
+            initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED, **self.allocator.sharing_fields(sharing))
+        with self._lock:
+            try:
+                handle = vk.vkCreateImage(self.device.handle, info, None)  # vkCreateImage
+            except vk.VkError as error:
+                raise DeviceFault(f"image {id}", "vkCreateImage", type(error).__name__) from None
+            self.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_IMAGE, handle, id)
+            try:
+                bound = self.allocator.bind_image(id, handle, memory)
+            except BaseException:
+                vk.vkDestroyImage(self.device.handle, handle, None)  # vkDestroyImage
+                raise
+            self.images[id] = device_image = DeviceImage(image, handle, bound)
+            self._zero_image(device_image)
+            entry = {"id": id, "extent": list(image.extent), "format": format, "mip_levels": mip_levels,
+                     "array_layers": array_layers, "memory": memory}
+            if sharing != "concurrent":
+                entry["sharing"] = sharing
+            self.record.declare("images", entry)
+
+    def _zero_image(self, image: DeviceImage) -> None:
+        """Every subresource cleared to zeros and left in `general`, made visible to every later command."""
+        vk, everything = self.vk, whole(image.image)
+
+        def record(cb) -> None:
+            to_general = [vk.VkImageMemoryBarrier(
+                dstAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT, oldLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
+                newLayout=vk.VK_IMAGE_LAYOUT_GENERAL, srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
+                dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, image=image.handle,
+                subresourceRange=subresource_range(vk, everything))]
+            vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+                                    0, None, 0, None, 1, to_general)  # vkCmdPipelineBarrier
+            vk.vkCmdClearColorImage(cb, image.handle, vk.VK_IMAGE_LAYOUT_GENERAL, vk.VkClearColorValue(uint32=[0] * 4),
+                                    1, [subresource_range(vk, everything)])  # vkCmdClearColorImage
+            global_barrier(vk, cb, ZEROED)
+        self._internal(f"image {image.image.id}", record)
+        image.transition(everything, "general")
+
     def _zero(self, buffer: DeviceBuffer) -> None:
         """Fresh memory is zero-filled: the simulator's reference starts from zeros,
         and a fresh block can hold another run's bytes."""
@@ -226,8 +284,10 @@ class Runtime:
         self._call("device idle", "vkDeviceWaitIdle", self.vk.vkDeviceWaitIdle, self.device.handle)
 
     def read_back(self, id: str) -> bytes:
-        """A buffer's bytes now, not recorded: call after device_idle. Memory the
+        """A buffer's or image's bytes now, not recorded: call after device_idle. Memory the
         host cannot map is copied to a host-coherent staging buffer first."""
+        if id in self.images:
+            return self._read_back_image(self.images[id])
         buffer = self.buffers[id]
         if buffer.block.mapped is not None:
             self.allocator.flush(buffer, 0, buffer.size, invalidate=True)
@@ -242,6 +302,39 @@ class Runtime:
                 global_barrier(self.vk, cb, READ_BACK)
             self._internal(f"read back {id}", record)
             return bytes(staging.view(0, buffer.size))
+        finally:
+            self.allocator.destroy(staging)
+
+    def _read_back_image(self, image: DeviceImage) -> bytes:
+        """The image's bytes in the model's linear layout (model/images.py): each mip level, all its layers, copied
+        tightly packed to where that layout puts them, which is vkCmdCopyImageToBuffer's addressing with row
+        length and image height 0 (spec 20.4). Each subresource is first made transfer_src_optimal from the layout
+        the stream left it in."""
+        vk, ir_image = self.vk, image.image
+        size = ir_image.memory_view.size
+        staging = self.allocator.create(f"{ir_image.id}.readback", size, "host_coherent",
+                                        vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+        barriers = [vk.VkImageMemoryBarrier(
+            srcAccessMask=vk.VK_ACCESS_MEMORY_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT,
+            oldLayout=vk_layout(vk, layout), newLayout=vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+            srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
+            image=image.handle, subresourceRange=subresource_range(vk, ir.Subresources(level, 1, layer, 1)))
+            for (level, layer), layout in image.layouts.items()]
+        regions = [vk.VkBufferImageCopy(
+            bufferOffset=level_offset(ir_image.extent, ir_image.array_layers, ir_image.texel, level),
+            bufferRowLength=0, bufferImageHeight=0, imageSubresource=layers(vk, level, 0, ir_image.array_layers),
+            imageOffset=vk.VkOffset3D(x=0, y=0, z=0), imageExtent=extent3d(vk, level_extent(ir_image.extent, level)))
+            for level in range(ir_image.mip_levels)]
+        try:
+            def record(cb) -> None:
+                vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                        0, 0, None, 0, None, len(barriers), barriers)  # vkCmdPipelineBarrier
+                vk.vkCmdCopyImageToBuffer(cb, image.handle, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, staging.handle,
+                                          len(regions), regions)  # vkCmdCopyImageToBuffer
+                global_barrier(vk, cb, READ_BACK)
+            self._internal(f"read back {ir_image.id}", record)
+            image.transition(whole(ir_image), "transfer_src_optimal")
+            return bytes(staging.view(0, size))
         finally:
             self.allocator.destroy(staging)
 
@@ -659,6 +752,10 @@ class Runtime:
                 pass  # a lost device: destroy what we created all the same
             for b in list(self.buffers.values()) + self.scratch:
                 self.allocator.destroy(b)
+            images, self.images = self.images, {}
+            for image in images.values():
+                vk.vkDestroyImage(device.handle, image.handle, None)  # vkDestroyImage
+                vk.vkFreeMemory(device.handle, image.memory, None)  # vkFreeMemory
             self.allocator.release()
             self.pipelines.release()
             if self.timestamps is not None:

@@ -41,9 +41,10 @@ class StreamRecord:
             return format_ref(thread, len(ops) - 1)
 
     def declare(self, kind: str, entry: dict) -> None:
-        """A buffer, semaphore, fence or event (`kind`: the document's list) is created."""
+        """A buffer, image, semaphore, fence or event (`kind`: the document's list, made at its first entry) is
+        created."""
         with self.lock:
-            self.doc.setdefault(kind, []).append(entry)  # `events` only in a stream that has some
+            self.doc.setdefault(kind, []).append(entry)
 
     def declare_shader(self, id: str, bindings) -> None:
         with self.lock:

@@ -10,6 +10,7 @@ import numpy as np
 from ..model import ir
 from ..model.accesses import binding_reads, binding_writes
 from ..model.data import data_bytes, ref_hash
+from ..model.images import buffer_rows, clear_texel
 from ..shaders import SEMANTICS, atomic_addends, generic
 from .machine import Machine, digest
 from .order import Step
@@ -31,10 +32,64 @@ def execute(m: Machine, step: Step) -> None:
         m.store(op.dst, op.offset, np.frombuffer(data_bytes(op.data, op.size, op.dst, ref), np.uint8))
     elif isinstance(op, ir.Dispatch):
         dispatch(m, step.ref, op)
+    elif isinstance(op, ir.ImageCopy):
+        image_copy(m, ref, op)
+    elif isinstance(op, ir.ClearColorImage):
+        texel = np.frombuffer(clear_texel(m.index.images[op.image].format, op.value), np.uint8)
+        for lo, hi in op.ranges:  # each starts at a texel: levels and layers are whole texels
+            m.store(op.image, lo, np.resize(texel, hi - lo))
+    elif isinstance(op, ir.WriteBufferMarker):
+        m.store(op.dst, op.offset, np.array([op.marker & 0xFFFFFFFF], np.uint32).view(np.uint8))
+    elif isinstance(op, ir.CopyQueryPoolResults):
+        # A query's value is the device's (a timestamp): a word of the command's reference stands for it.
+        for i in range(op.query_count):
+            word = np.frombuffer(ref_hash(f"{ref}/{i}").to_bytes(4, "little"), np.uint8)
+            m.store(op.dst, op.offset + i * op.stride, np.resize(word, op.result_size))
     elif isinstance(op, ir.HostAccess):
         host_access(m, ref, op)
     elif isinstance(op, ir.Destroy):
         m.destroyed.add(op.buffer)
+    # A barrier moves no bytes. A layout transition from `undefined` "may discard" the range's contents (spec
+    # 7.7.4): the simulator keeps them as they were, one of the executions the spec allows.
+
+
+def image_copy(m: Machine, ref: str, op: ir.ImageCopy) -> None:
+    """vkCmdCopyBufferToImage, vkCmdCopyImageToBuffer, vkCmdCopyImage on the images' linear layout: each region
+    reads all its bytes before any region writes (as Copy). A region's two sides list their rows in one order
+    (layer, depth slice, row), each merged where rows are contiguous, so their bytes correspond in sequence."""
+    sides = [_region_sides(m.index, op, r) for r in op.regions]
+    data = [np.concatenate([m.load(ref, op.src, lo, hi) for lo, hi in src]) for src, _ in sides]
+    for (_, dst), d in zip(sides, data):
+        _scatter(m, op.dst, dst, d)
+
+
+def _region_sides(index: ir.StreamIndex, op: ir.ImageCopy, r) -> tuple[list, list]:
+    """(source ranges, destination ranges) of one region of `op`."""
+    if isinstance(op, ir.CopyImage):
+        src, dst = index.images[op.src], index.images[op.dst]
+        return (src.box(r.src_mip_level, r.src_base_array_layer, r.layer_count, r.src_offset, r.extent),
+                dst.box(r.dst_mip_level, r.dst_base_array_layer, r.layer_count, r.dst_offset, r.extent))
+    image = index.images[op.dst if isinstance(op, ir.CopyBufferToImage) else op.src]
+    texels = image.box(r.mip_level, r.base_array_layer, r.layer_count, r.image_offset, r.image_extent)
+    rows = buffer_rows(r, image.texel)
+    return (rows, texels) if isinstance(op, ir.CopyBufferToImage) else (texels, rows)
+
+
+def _scatter(m: Machine, memory: str, ranges, data: np.ndarray) -> None:
+    """`data` stored over `ranges` in order, as far as it reaches."""
+    at = 0
+    for lo, hi in ranges:
+        if at >= len(data):
+            return
+        m.store(memory, lo, data[at:at + hi - lo])
+        at += hi - lo
+
+
+def binding_ranges(b: ir.Binding) -> tuple[tuple[int, int], ...]:
+    """A binding's bytes: a buffer binding's range, or a storage image binding's subresources in the image's linear
+    layout, level by level; a dispatch reads and writes them as one run of bytes (docs/format.md, Abstract
+    shaders)."""
+    return b.ranges if b.subresources is not None else ((b.offset, b.offset + b.size),)
 
 
 def host_access(m: Machine, ref: str, op: ir.HostAccess) -> None:
@@ -55,7 +110,8 @@ def dispatch(m: Machine, ref: str, op: ir.Dispatch) -> None:
         # vkCmdDispatchIndirect: the group count is the three u32 at the offset.
         raw = m.load(ref, op.indirect.buffer, op.indirect.offset, op.indirect.offset + 12, stage="draw_indirect")
         groups = tuple(int(g) for g in raw.view(np.uint32))
-    inputs = [m.load(ref, b.buffer, b.offset, b.offset + b.size, stage="compute_shader") for b in op.bindings]
+    inputs = [np.concatenate([m.load(ref, b.buffer, lo, hi, stage="compute_shader") for lo, hi in binding_ranges(b)])
+              for b in op.bindings]
     if not math.prod(groups):
         return
     words = [x[:len(x) // 4 * 4] for x in inputs]
@@ -67,8 +123,9 @@ def dispatch(m: Machine, ref: str, op: ir.Dispatch) -> None:
             if ref in m.overlays:
                 # Only bytes the kernel changed are stores: a kernel that writes part of a binding
                 # leaves the rest as memory holds it, not as this (perturbed) dispatch read it.
-                new = np.where(new != words[k], new, m.peek(b.buffer, b.offset, b.offset + len(new)))
-            m.store(b.buffer, b.offset, new)
+                held = np.concatenate([m.peek(b.buffer, lo, hi) for lo, hi in binding_ranges(b)])
+                new = np.where(new != words[k], new, held[:len(new)])
+            _scatter(m, b.buffer, binding_ranges(b), new)
         return
     # An abstract shader (docs/format.md "Abstract shaders"): read bindings in binding order,
     # a read_write binding read in full before any write; an atomic binding adds to what it holds.
@@ -78,10 +135,11 @@ def dispatch(m: Machine, ref: str, op: ir.Dispatch) -> None:
     outputs = generic_outputs(tuple(r.tobytes() for r in reads), tuple(len(w) // 4 for w, _ in written),
                               ref_hash(ref))
     for out, (_, b) in zip(outputs, written):
-        m.store(b.buffer, b.offset, out.view(np.uint8))
+        _scatter(m, b.buffer, binding_ranges(b), out.view(np.uint8))
     for w, b in zip(words, op.bindings):
         if b.access == "atomic":
-            m.store(b.buffer, b.offset, (w.view(np.uint32) + atomic_addends(len(w) // 4, ref_hash(ref))).view(np.uint8))
+            _scatter(m, b.buffer, binding_ranges(b),
+                     (w.view(np.uint32) + atomic_addends(len(w) // 4, ref_hash(ref))).view(np.uint8))
 
 
 @functools.lru_cache(maxsize=256)
@@ -93,10 +151,12 @@ def generic_outputs(reads: tuple[bytes, ...], counts: tuple[int, ...], ref: int)
 
 def step_buffers(op: ir.Command | ir.HostOp) -> tuple[set[str], set[str]]:
     """(buffers read, buffers written) by an op, for tracing which results a step reaches."""
-    if isinstance(op, ir.Copy):
+    if isinstance(op, (ir.Copy, ir.ImageCopy)):
         return {op.src}, {op.dst}
     if isinstance(op, (ir.Fill, ir.Update)):
         return set(), {op.dst}
+    if isinstance(op, ir.ClearColorImage):
+        return set(), {op.image}
     if isinstance(op, ir.Dispatch):
         reads = {b.buffer for b in op.bindings if b.access != "write"}
         if op.indirect is not None:

@@ -1,4 +1,5 @@
-"""Memory as numpy bytes, one array per root buffer (aliases share it, StreamIndex.root).
+"""Memory as numpy bytes, one array per root buffer (aliases share it, StreamIndex.root) and one per image,
+the bytes of its linear layout (model/images.py), which image commands read and write.
 
 Two adversarial traits can be switched on (the simulator's purpose: a hazard
 becomes a wrong number):
@@ -48,7 +49,7 @@ class Overlay:
 class Machine:
     def __init__(self, stream: ir.Stream, garbage: np.random.Generator | None = None, cached: bool = False) -> None:
         self.index = stream.index
-        roots = [b for b in stream.buffers if b.alias_of is None]
+        roots = [b for b in stream.memories if b.alias_of is None]
         total = sum(b.size for b in roots)
         if total > MAX_MEMORY:  # told before numpy tries to allocate it
             raise StreamError(f"<stream {stream.name!r}>", [InputError("buffers", (

@@ -12,6 +12,7 @@ from itertools import islice
 import numpy as np
 
 from ..check import Finding, check
+from ..check.barriers import LAYOUT_WRITE
 from ..model import ir
 from ..model.errors import UsageError, integer_argument
 from ..model.loader import validate
@@ -30,6 +31,13 @@ NAMED = 8  # changed digests a verdict names: each finding of a dispatch with ma
 _NO_DATA = ("names synchronization objects, not two racing accesses: the operations it blocks run "
             "neither in the reference nor in any schedule, and the waits it misuses are run as the checker "
             "runs them")
+# Why a finding with a layout transition (a barrier's) has no value to change.
+_TRANSITION = ("one of its operations is a layout transition, which moves no bytes of the model's linear layout "
+               "(what a device does to an image's memory is opaque), so no schedule can show it in a value")
+
+
+def _transition(f: Finding) -> bool:
+    return any(a is not None and a.endswith("/" + LAYOUT_WRITE) for a in (f.first_access, f.second_access))
 
 
 def reference(stream: ir.Stream) -> SimResult:
@@ -97,7 +105,8 @@ def simulate(stream: ir.Stream, schedules: int = 200, seed: int = 0,
     for f in findings:
         if f not in slot:
             verdicts.append(FindingVerdict(f, "value_coinciding", _NO_DATA if f.kind not in DATA_KINDS else
-                                    "its operations never run: the stream blocks before them"))
+                                           _TRANSITION if _transition(f) else
+                                           "its operations never run: the stream blocks before them"))
             continue
         k = slot[f]
         verdicts.append(_verdict(f, [(s, order) for s, order, by in zip(results, orders, perturbed_by) if k in by],

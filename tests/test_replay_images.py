@@ -1,0 +1,208 @@
+"""Image commands replayed on Lavapipe under the validation layer: every digest (buffers, and each image read back
+in the model's linear layout) equals the simulator's reference, so the simulator's image semantics and the runtime's
+Vulkan calls agree byte for byte."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vkverify.check import check
+from vkverify.model import InvalidStream, from_dict
+from vkverify.model.data import ref_hash
+from vkverify.model.images import clear_texel
+from vkverify.shaders import generic
+from vkverify.sim import reference
+
+runtime = pytest.importorskip("vkverify.runtime")
+from vkverify.runtime.report import replay_text  # noqa: E402
+
+CLEAR_VALUES = {"unorm": [0.25, 0.5, 1.0, 0.75], "srgb": [0.25, 0.5, 1.0, 0.75], "sfloat": [0.25, -1.5, 3.0, 0.1],
+                "uint": [7, 300, 1, 2], "sint": [-7, 5, -200, 3]}
+
+
+def _barrier(src: str, src_access: str, dst: str, dst_access: str, images: list[dict]) -> dict:
+    return {"cmd": "barrier", "src_stage": [src], "src_access": [src_access] if src_access else [],
+            "dst_stage": [dst], "dst_access": [dst_access], "images": images}
+
+
+def image_stream(first_layout: str = "undefined", format: str = "r8g8b8a8_unorm") -> dict:
+    """Upload both layers of A's level 0 (one region with a buffer row length wider than the box) and its level 1,
+    make A transfer_src_optimal, copy a box of layer 1 to Out, clear layer 0 (transfer_dst_optimal again), then copy
+    a box of layer 0 into B, which goes from `first_layout` to transfer_dst_optimal, as A's first barrier does."""
+    kind = format.rpartition("_")[2]
+    layer = {"base_array_layer": 0, "layer_count": 1}
+    return {
+        "format": "vkverify-stream/1", "name": f"images-{first_layout}-{format}",
+        "devices": [{"id": "gpu0", "queues": [{"id": "q0", "family": 0}]}],
+        "buffers": [{"id": "Staging", "size": 4096, "memory": "host_coherent"}, {"id": "Out", "size": 4096}],
+        "images": [{"id": "A", "extent": [8, 4], "format": format, "mip_levels": 2, "array_layers": 2},
+                   {"id": "B", "extent": [6, 5], "format": format}],
+        "command_buffers": {"cb0": [
+            _barrier("none", "", "copy", "transfer_write",
+                     [{"image": "A", "old_layout": first_layout, "new_layout": "transfer_dst_optimal"}]),
+            {"cmd": "copy_buffer_to_image", "src": "Staging", "dst": "A", "regions": [
+                {"buffer_offset": 0, "buffer_row_length": 10, "mip_level": 0, "base_array_layer": 0,
+                 "layer_count": 2, "image_extent": [8, 4]},
+                {"buffer_offset": 2048, "mip_level": 1, "base_array_layer": 0, "layer_count": 2,
+                 "image_extent": [4, 2]}]},
+            _barrier("copy", "transfer_write", "copy", "transfer_read",
+                     [{"image": "A", "old_layout": "transfer_dst_optimal", "new_layout": "transfer_src_optimal"}]),
+            {"cmd": "copy_image_to_buffer", "src": "A", "dst": "Out", "regions": [
+                {"buffer_offset": 64, "buffer_row_length": 4, "buffer_image_height": 3, "mip_level": 0,
+                 "base_array_layer": 1, "layer_count": 1, "image_offset": [3, 1], "image_extent": [4, 3]}]},
+            _barrier("copy", "transfer_read", "clear", "transfer_write",
+                     [{"image": "A", **layer, "old_layout": "transfer_src_optimal",
+                       "new_layout": "transfer_dst_optimal"}]),
+            {"cmd": "clear_color_image", "image": "A", "ranges": [{**layer, "base_mip_level": 0, "level_count": 1}],
+             "value": CLEAR_VALUES[kind]},
+            _barrier("clear", "transfer_write", "copy", "transfer_read",
+                     [{"image": "A", **layer, "old_layout": "transfer_dst_optimal",
+                       "new_layout": "transfer_src_optimal"},
+                      {"image": "B", "old_layout": first_layout, "new_layout": "transfer_dst_optimal",
+                       "src_stage": ["none"], "src_access": [], "dst_access": ["transfer_write"]}]),
+            {"cmd": "copy_image", "src": "A", "dst": "B", "regions": [
+                {"src_mip_level": 0, "src_base_array_layer": 0, "dst_mip_level": 0, "dst_base_array_layer": 0,
+                 "layer_count": 1, "src_offset": [1, 1, 0], "dst_offset": [2, 3, 0], "extent": [4, 2, 1]}]},
+        ]},
+        "threads": {"main": [
+            {"op": "host_write", "buffer": "Staging", "offset": 0, "size": 4096,
+             "data": {"pattern": "random", "seed": 5}},
+            {"op": "submit", "queue": "q0", "command_buffers": ["cb0"]},
+            {"op": "device_wait_idle"}]},
+    }
+
+
+def test_the_simulator_moves_image_bytes_in_the_linear_layout():
+    """The reference's bytes where the stream puts them: A's layer 1 rows from the staging rows 10 texels apart,
+    Out's box rows 4 texels apart, layer 0 of level 0 the clear's texel, B's box A's cleared texels, zeros around."""
+    stream = from_dict(image_stream())
+    result = reference(stream)
+    staging = np.frombuffer(result.buffers["Staging"], np.uint8).reshape(-1, 4)
+    a = np.frombuffer(result.buffers["A"], np.uint8)
+    level0 = a[:2 * 32 * 4].reshape(2, 4, 8, 4)  # layer, row, texel, byte
+    for y in range(4):  # layer 1 is 4 rows of the buffer's 10-texel rows, after layer 0's
+        assert (level0[1, y] == staging[40 + y * 10:40 + y * 10 + 8]).all()
+    texel = np.frombuffer(clear_texel("r8g8b8a8_unorm", (0.25, 0.5, 1.0, 0.75)), np.uint8)
+    assert (level0[0] == texel).all() and list(texel) == [64, 128, 255, 191]
+    level1 = a[256:].reshape(2, 2, 4, 4)
+    assert (level1 == staging[512:528].reshape(2, 2, 4, 4)).all()
+    out = np.frombuffer(result.buffers["Out"], np.uint8).reshape(-1, 4)
+    for y in range(3):
+        assert (out[16 + y * 4:16 + y * 4 + 4] == level0[1, 1 + y, 3:7]).all()
+    b = np.frombuffer(result.buffers["B"], np.uint8).reshape(5, 6, 4)
+    assert (b[3:5, 2:6] == texel).all() and not b[:3].any() and not b[:, :2].any()
+
+
+def test_a_storage_image_binding_reads_its_subresources_bytes_level_by_level():
+    """An abstract shader's image binding is the bytes of its subresources in the linear layout, in order (level 0
+    layer 1, then level 1 layer 1), read as a buffer binding's would be (docs/format.md, Abstract shaders)."""
+    doc = image_stream()
+    doc["shaders"] = {"k": {"bindings": ["read", "write"]}}
+    doc["command_buffers"]["cb0"].append({"cmd": "dispatch", "shader": "k", "bindings": [
+        {"image": "A", "base_array_layer": 1, "layer_count": 1, "access": "read"},
+        {"buffer": "Out", "access": "write"}]})
+    result = reference(from_dict(doc))
+    a = result.buffers["A"]
+    read = np.frombuffer(a[128:256] + a[288:320], np.uint32)
+    [expected] = generic([read], [4096 // 4], ref_hash("cb0[8]"))
+    assert result.buffers["Out"] == expected.tobytes()
+
+
+@pytest.mark.parametrize("first_layout", ["undefined", "general"])
+@pytest.mark.parametrize("format", ["r8g8b8a8_unorm", "b8g8r8a8_srgb", "r32_sfloat", "r16g16b16a16_sfloat",
+                                    "r8_uint", "r32_sint", "r32g32b32a32_uint"])
+def test_image_commands_replay_with_the_simulator_s_digests(device_name, first_layout, format):
+    """Upload to two layers and a second level, layout transitions, a copy to a buffer, a clear of one layer and a
+    copy between images, with the images' first barriers from `undefined` (contents may be discarded; Lavapipe keeps
+    them, as the simulator does) or from `general`: no validation error, and every digest equal to the reference's
+    (A's and B's included)."""
+    stream = from_dict(image_stream(first_layout, format))
+    assert check(stream) == []
+    result = runtime.replay(stream, syncval=True)
+    errors = [m.text for m in result.messages if m.severity == "error"]
+    assert errors == []
+    assert {"A", "B", "Out"} <= result.digests.keys()
+    assert result.reference == {}, result.reference
+    assert check(result.recorded) == [] and result.recorded.images == stream.images
+    assert f"  image A: {result.digests['A']}" in replay_text(result)
+
+
+def test_image_barriers_replay_through_synchronization1_too(device_name, monkeypatch):
+    """On a device without synchronization2 (here: the same device, told it has none) image barriers are
+    VkImageMemoryBarrier in vkCmdPipelineBarrier, with the union of their stages: same digests, no error."""
+    from vkverify.runtime.device import LogicalDevice
+
+    opened = []
+
+    def without_synchronization2(cls, *args, **kwargs):
+        device = open_device(*args, **kwargs)
+        device.synchronization2 = False
+        opened.append(device)
+        return device
+    open_device = LogicalDevice.open
+    monkeypatch.setattr(LogicalDevice, "open", classmethod(without_synchronization2))
+    result = runtime.replay(from_dict(image_stream("undefined")), syncval=True)
+    assert opened and [m.text for m in result.messages if m.severity == "error"] == []
+    assert result.reference == {}, result.reference
+
+
+def test_a_storage_image_binding_is_refused_saying_where_and_why(device_name):
+    doc = image_stream()
+    doc["shaders"] = {"k": {"bindings": ["read", "write"]}}
+    doc["command_buffers"]["cb0"].append({"cmd": "dispatch", "shader": "k", "bindings": [
+        {"image": "B", "access": "read"}, {"buffer": "Out", "access": "write"}]})
+    reason = runtime.replayable(from_dict(doc))
+    assert reason == ("cb0[8] binds image 'B' as a storage image: the shader library has no image load/store "
+                      "kernels to run a dispatch on images with")
+    with pytest.raises(runtime.Unsupported, match="cb0.8. binds image 'B'"):
+        runtime.replay(from_dict(doc))
+
+
+def volume_stream() -> dict:
+    """A 3D image of two levels: an upload with a buffer image height taller than the box (depth slices 4 rows
+    apart), and a read of a box at depth offset 1 of level 0 and of all of level 1."""
+    return {
+        "format": "vkverify-stream/1", "name": "volume",
+        "devices": [{"id": "gpu0", "queues": [{"id": "q0", "family": 0}]}],
+        "buffers": [{"id": "Staging", "size": 1024, "memory": "host_coherent"}, {"id": "Out", "size": 1024}],
+        "images": [{"id": "V", "extent": [4, 3, 3], "format": "r32_uint", "mip_levels": 2}],
+        "command_buffers": {"cb0": [
+            _barrier("none", "", "copy", "transfer_write",
+                     [{"image": "V", "old_layout": "undefined", "new_layout": "transfer_dst_optimal"}]),
+            {"cmd": "copy_buffer_to_image", "src": "Staging", "dst": "V", "regions": [
+                {"buffer_offset": 0, "buffer_image_height": 4, "mip_level": 0, "image_extent": [4, 3, 3]},
+                {"buffer_offset": 512, "mip_level": 1, "image_extent": [2, 1, 1]}]},
+            _barrier("copy", "transfer_write", "copy", "transfer_read",
+                     [{"image": "V", "old_layout": "transfer_dst_optimal", "new_layout": "transfer_src_optimal"}]),
+            {"cmd": "copy_image_to_buffer", "src": "V", "dst": "Out", "regions": [
+                {"buffer_offset": 16, "mip_level": 0, "image_offset": [1, 0, 1], "image_extent": [3, 2, 2]},
+                {"buffer_offset": 256, "mip_level": 1, "image_extent": [2, 1, 1]}]},
+        ]},
+        "threads": {"main": [
+            {"op": "host_write", "buffer": "Staging", "offset": 0, "size": 1024, "data": {"pattern": "iota_u32"}},
+            {"op": "submit", "queue": "q0", "command_buffers": ["cb0"]},
+            {"op": "device_wait_idle"}]},
+    }
+
+
+def test_a_3d_image_s_slices_replay_with_the_simulator_s_digests(device_name):
+    """Depth slices and a second level of a 3D image: the buffer's slices 4 rows apart land 3 rows apart in the
+    layout, and the read box at depth 1 comes back from there; equal on Lavapipe, without a validation error."""
+    stream = from_dict(volume_stream())
+    ref = reference(stream)
+    v = np.frombuffer(ref.buffers["V"], np.uint32)
+    assert list(v[12:16]) == list(range(16, 20))  # slice 1, row 0: the buffer's words 16..19 (4 rows per slice)
+    assert list(v[36:38]) == [128, 129]  # level 1 after level 0's 36 texels
+    out = np.frombuffer(ref.buffers["Out"], np.uint32)
+    assert list(out[4:7]) == list(v[13:16])  # slice 1, row 0, texels 1..3
+    result = runtime.replay(stream, syncval=True)
+    assert [m.text for m in result.messages if m.severity == "error"] == []
+    assert result.reference == {}, result.reference
+
+
+def test_a_3d_image_with_array_layers_is_refused_at_load():
+    doc = volume_stream()
+    doc["images"][0]["array_layers"] = 2
+    with pytest.raises(InvalidStream, match=r"images\[0\]\.array_layers: a 3D image \(depth 3\) has one array layer"):
+        from_dict(doc)
