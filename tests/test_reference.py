@@ -246,3 +246,80 @@ def test_fast_checker_agrees_with_the_reference_on_images(doc):
     subresource ranges and layout transitions (benchmarks/differential.py --images runs many more)."""
     assert_agree(doc, disagreements)
     assert_agree(doc, fix_disagreements)
+
+
+# ---- events (spec 7.5) ----------------------------------------------------------------------------------------
+
+def _events(commands: list, ops: list | None = None) -> dict:
+    """One command buffer `cb` on q0 over B (host_coherent) and C, events E and H, submitted after `ops`."""
+    return {"format": "vkverify-stream/1", "name": "events", "devices": [{"id": "gpu0", "queues": [{"id": "q0"}]}],
+            "buffers": [{"id": "B", "size": 64, "memory": "host_coherent"}, {"id": "C", "size": 64}],
+            "events": [{"id": "E"}, {"id": "H"}], "shaders": {"r": {"bindings": ["read"]}},
+            "command_buffers": {"cb": commands},
+            "threads": {"main": [*(ops or []), {"op": "submit", "queue": "q0", "command_buffers": ["cb"]},
+                                 {"op": "device_wait_idle"}]}}
+
+
+FILL_B, FILL_C = {"cmd": "fill", "dst": "B", "value": 1}, {"cmd": "fill", "dst": "C", "value": 1}
+READ_B, READ_C = ({"cmd": "dispatch", "shader": "r", "bindings": [{"buffer": b}]} for b in "BC")
+ALL = {"src_stage": ["all_commands"], "src_access": ["memory_write"], "dst_stage": ["all_commands"],
+       "dst_access": ["memory_read"]}
+WAIT_E = {"cmd": "wait_events", "events": ["E"], **ALL}
+SET_E = {"cmd": "set_event", "event": "E", "stage": ["all_commands"]}
+
+
+def _set2(first: str, second: str) -> dict:
+    """vkCmdSetEvent2 of E: buffer barriers of B, then C, from the stages `first` and `second` to compute_shader."""
+    return {"cmd": "set_event", "event": "E", "buffers": [
+        {"buffer": b, "src_stage": [s], "src_access": ["memory_write"], "dst_stage": ["compute_shader"],
+         "dst_access": ["shader_read"]} for b, s in (("B", first), ("C", second))]}
+
+
+def _wait2(set2: dict) -> dict:
+    return {"cmd": "wait_events", "events": ["E"], "dependencies": [{"buffers": set2["buffers"]}]}
+
+
+EVENT_CASES = {
+    # "applied to operations that occurred earlier in submission order than the last event signal operation": a
+    # write before the set is ordered before a read after the wait; one between them is in neither scope.
+    "before the set": ([FILL_B, SET_E, WAIT_E, READ_B], None, set()),
+    "between set and wait": ([SET_E, FILL_B, WAIT_E, READ_B], None, {("raw", "cb[1]", "cb[3]")}),
+    # A barrier between the set and the wait does not chain into the wait: the fill (clear) is outside the set's
+    # first scope (compute_shader and earlier), and the barrier's second scope (compute_shader) misses the copy.
+    "barrier between": ([FILL_B, {"cmd": "set_event", "event": "E", "stage": ["compute_shader"]},
+                         {"cmd": "barrier", "src_stage": ["clear"], "src_access": ["memory_write"],
+                          "dst_stage": ["compute_shader"], "dst_access": ["memory_read"]},
+                         {"cmd": "wait_events", "events": ["E"], **ALL, "src_stage": ["compute_shader"]},
+                         {"cmd": "copy", "src": "B", "dst": "C"}], None, {("raw", "cb[0]", "cb[4]")}),
+    # vkCmdSetEvent2's k-th memory barrier is the first half of the wait's k-th: each buffer's own source stage.
+    "k-th with k-th": ([FILL_B, {"cmd": "copy", "src": "B", "dst": "C"}, _set2("clear", "copy"),
+                        _wait2(_set2("clear", "copy")), READ_B, READ_C], None, {("raw", "cb[0]", "cb[1]")}),
+    "k-th crossed": ([FILL_B, {"cmd": "copy", "src": "B", "dst": "C"}, _set2("copy", "clear"),
+                      _wait2(_set2("copy", "clear")), READ_B, READ_C], None,
+                     {("raw", "cb[0]", "cb[1]"), ("raw", "cb[0]", "cb[4]"), ("raw", "cb[1]", "cb[5]")}),
+    # A reset, then a set again: the wait's first scopes end at the later set.
+    "set again": ([SET_E, FILL_B, {"cmd": "reset_event", "event": "E"}, SET_E, WAIT_E, READ_B], None, set()),
+    # vkSetEvent before the submit: the wait orders nothing the submission does not (7.9) and completes.
+    "host set": ([{"cmd": "wait_events", "events": ["H"], "src_stage": ["host"], "src_access": ["host_write"],
+                   "dst_stage": ["compute_shader"], "dst_access": ["shader_read"]}, READ_B],
+                 [{"op": "host_write", "buffer": "B"}, {"op": "set_event", "event": "H"}], set()),
+}
+
+
+@pytest.mark.parametrize("commands, ops, hazards", EVENT_CASES.values(), ids=EVENT_CASES.keys())
+def test_the_reference_reads_events_from_the_spec(commands, ops, hazards):
+    doc = _events(commands, ops)
+    assert {(h.kind, h.first, h.second) for h in verdict(from_dict(doc)).hazards} == hazards
+    assert not disagreements(doc)
+
+
+@pytest.mark.parametrize("commands, ops", [
+    ([WAIT_E, READ_B], None),  # never set
+    ([SET_E, {"cmd": "reset_event", "event": "E"}, WAIT_E], None),  # reset last
+    ([WAIT_E], [{"op": "set_event", "event": "E"}, {"op": "reset_event", "event": "E"}]),
+], ids=["never set", "reset", "host reset"])
+def test_a_wait_no_set_satisfies_is_outside_the_reference_and_reported(commands, ops):
+    doc = _events(commands, ops)
+    with pytest.raises(OutsideReference, match="never satisfied"):
+        verdict(from_dict(doc))
+    assert "wait_never_satisfied" in {f.kind for f in check(from_dict(doc))}
