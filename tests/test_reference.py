@@ -20,8 +20,8 @@ from vkverify.check.reference import OutsideReference, Reference, references, su
 from vkverify.model import from_dict, load
 
 from .conftest import CORPUS, EXAMPLES
-from .differential import (SETTINGS, assert_agree, batched_streams, completes, disagreements, fix_disagreements,
-                           image_streams, pattern_streams, streams, thread_streams)
+from .differential import (SETTINGS, assert_agree, batched_streams, completes, disagreements, event_streams,
+                           fix_disagreements, image_streams, pattern_streams, streams, thread_streams)
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
 
@@ -44,6 +44,15 @@ def test_fast_checker_agrees_with_the_reference_on_the_patterns_of_issue_25(doc)
     """Uniform reads after shader_read barriers, buffer barriers on other buffers inside chains, stage-limited
     waits before later batches' signals, host barriers after waits, invalidates before host barriers, narrow
     acquires, host writes after the submit (benchmarks/differential.py --patterns runs many more)."""
+    assert_agree(doc, disagreements)
+
+
+@settings(max_examples=EXAMPLES_RUN // 2, **SETTINGS)
+@given(event_streams())
+def test_fast_checker_agrees_with_the_reference_on_events(doc):
+    """Sets, commands and waits as users write them (sync1 and sync2, global and buffer dependencies, two events in
+    one wait, a reset and a set again, split and resubmitted command buffers, a barrier between set and wait, events
+    on two queues, a host set before the submit; benchmarks/differential.py --events runs many more)."""
     assert_agree(doc, disagreements)
 
 
