@@ -332,3 +332,16 @@ def test_a_wait_no_set_satisfies_is_outside_the_reference_and_reported(commands,
     with pytest.raises(OutsideReference, match="never satisfied"):
         verdict(from_dict(doc))
     assert "wait_never_satisfied" in {f.kind for f in check(from_dict(doc))}
+
+
+def test_a_wait_into_the_host_stage_gives_its_queue_no_host_clock():
+    """The checker gave q0 a clock for the host stage, named by the wait's second scope; the barrier command both
+    command buffers share (one object), its scopes compiled on q0, then asked q1 for that clock (KeyError)."""
+    to_host = {"cmd": "barrier", "src_stage": ["all_commands"], "src_access": ["memory_write"], "dst_stage": ["host"],
+               "dst_access": ["host_read"]}
+    doc = _events([FILL_B, SET_E, {**WAIT_E, "dst_stage": ["host"], "dst_access": ["host_read"]}, to_host])
+    doc["devices"][0]["queues"].append({"id": "q1"})
+    doc["command_buffers"]["other"] = [to_host]
+    doc["threads"]["main"][1:1] = [{"op": "submit", "queue": "q1", "command_buffers": ["other"]}]
+    doc["threads"]["main"].append({"op": "host_read", "buffer": "B"})
+    assert not disagreements(doc)
