@@ -260,10 +260,11 @@ def test_fast_checker_agrees_with_the_reference_on_images(doc):
 # ---- events (spec 7.5) ----------------------------------------------------------------------------------------
 
 def _events(commands: list, ops: list | None = None) -> dict:
-    """One command buffer `cb` on q0 over B (host_coherent) and C, events E and H, submitted after `ops`."""
+    """One command buffer `cb` on q0 over B (host_coherent) and C, events E, F and H, submitted after `ops`."""
     return {"format": "vkverify-stream/1", "name": "events", "devices": [{"id": "gpu0", "queues": [{"id": "q0"}]}],
             "buffers": [{"id": "B", "size": 64, "memory": "host_coherent"}, {"id": "C", "size": 64}],
-            "events": [{"id": "E"}, {"id": "H"}], "shaders": {"r": {"bindings": ["read"]}},
+            "events": [{"id": e} for e in "EFH"],
+            "shaders": {"r": {"bindings": ["read"]}, "w": {"bindings": ["write"]}},
             "command_buffers": {"cb": commands},
             "threads": {"main": [*(ops or []), {"op": "submit", "queue": "q0", "command_buffers": ["cb"]},
                                  {"op": "device_wait_idle"}]}}
@@ -300,6 +301,15 @@ EVENT_CASES = {
                           "dst_stage": ["compute_shader"], "dst_access": ["memory_read"]},
                          {"cmd": "wait_events", "events": ["E"], **ALL, "src_stage": ["compute_shader"]},
                          {"cmd": "copy", "src": "B", "dst": "C"}], None, {("raw", "cb[0]", "cb[4]")}),
+    # vkCmdWaitEvents: "the operations that happened-before the event signal operations"; a write earlier than F's
+    # set, at a stage of the wait's source mask (the union of E's and F's) but not of F's set, after E's set, is
+    # made available by neither dependency: the barrier between set and wait orders its execution alone.
+    "not before the set": ([SET_E, {"cmd": "dispatch", "shader": "w", "bindings": [{"buffer": "B"}]},
+                            {"cmd": "set_event", "event": "F", "stage": ["clear"]},
+                            {"cmd": "barrier", "src_stage": ["all_commands"], "dst_stage": ["all_commands"]},
+                            {"cmd": "wait_events", "events": ["E", "F"], **ALL,
+                             "src_stage": ["all_commands", "clear"]}, {"cmd": "copy", "src": "B", "dst": "C"}],
+                           None, {("raw", "cb[1]", "cb[5]")}),
     # vkCmdSetEvent2's k-th memory barrier is the first half of the wait's k-th: each buffer's own source stage.
     "k-th with k-th": ([FILL_B, {"cmd": "copy", "src": "B", "dst": "C"}, _set2("clear", "copy"),
                         _wait2(_set2("clear", "copy")), READ_B, READ_C], None, {("raw", "cb[0]", "cb[1]")}),
@@ -345,3 +355,4 @@ def test_a_wait_into_the_host_stage_gives_its_queue_no_host_clock():
     doc["threads"]["main"][1:1] = [{"op": "submit", "queue": "q1", "command_buffers": ["other"]}]
     doc["threads"]["main"].append({"op": "host_read", "buffer": "B"})
     assert not disagreements(doc)
+

@@ -690,14 +690,17 @@ class Reference:
     # ---- memory dependencies ----------------------------------------------------------------------
 
     def availability(self, w: OperationAccess) -> list[Operation]:
-        """The operations that make write w available to the device domain (7.1, 7.9); a layout transition's
-        write is available as it is made (7.7.4)."""
+        """The operations that make write w available to the device domain (7.1, 7.9): w happens-before each
+        (memory model, "Availability and Visibility"), which a barrier's or a signal's access scope implies and a
+        wait's does not: its first synchronization scope is "the operations that happened-before the event signal
+        operations" (vkCmdWaitEvents), its access scope any access earlier than the set at its stages. A layout
+        transition's write is available as it is made (7.7.4)."""
         if w.stage == LAYOUT_TRANSITION:
             return [w.node]
         if w.host:
             return self._host_availability(w)
         return [n for n in self.queue_nodes[w.node.agent]
-                if w.node.pos < n.before and _in_first_access_pairs(n, w, self.by_buffer)]
+                if w.node.pos < n.before and _in_first_access_pairs(n, w, self.by_buffer) and self.hb(w.node, n)]
 
     def _host_availability(self, w: OperationAccess) -> list[Operation]:
         """Spec 7.9 host write ordering: a submission after the write reached the host domain (at once for
