@@ -61,7 +61,7 @@ def test_fast_checker_agrees_with_the_reference_on_events(doc):
                                       Readings(host_barrier_after_wait=False)],
                          ids=["no-host-in-all", "aliases", "no-host-after-wait"])
 @settings(max_examples=EXAMPLES_RUN // 4, **SETTINGS)
-@given(doc=streams() | batched_streams() | pattern_streams())
+@given(doc=streams() | batched_streams() | pattern_streams() | event_streams())
 def test_fast_checker_agrees_with_the_reference_under_other_readings(readings, doc):
     assert_agree(doc, partial(disagreements, readings=readings))
 
