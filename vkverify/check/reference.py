@@ -68,7 +68,7 @@ from ..model import ir
 from ..model.accesses import command_accesses
 from ..model.refs import format_ref
 from ..model.stages import ACCESS, COMMAND_STAGES, EXECUTING_STAGES, STAGE
-from .barriers import LAYOUT_TRANSITION, LAYOUT_WRITE, memory_barriers
+from .barriers import LAYOUT_TRANSITION, LAYOUT_WRITE
 from .readings import DEFAULT, Readings
 
 __all__ = ["OutsideReference", "Reference", "access_pairs", "first_scope", "joined", "references", "second_scope",
@@ -555,14 +555,9 @@ class Reference:
         scopes, visibility), with the transition, a write, between them. `through_event`: a wait's dependency
         (7.5), whose first scopes go through its event's set (_pair_events), so nothing chains into its nodes: their
         first synchronization scopes are empty. The nodes of its memory barriers' first halves, in order."""
-        entries = [(b, None, 0, 0) for b in (cmd,) if not cmd.buffers and not cmd.images]
-        for b in cmd.buffers:
-            root, base = self.index.root(b.buffer)
-            entries.append((b, root, base + b.offset, base + b.offset + b.size))
-        entries += [(b, b.image, lo, hi) for b in cmd.images for lo, hi in b.ranges]
         pos = len(self.queue_nodes[q])
         halves, out = [], []
-        for b, root, lo, hi in entries:
+        for b, root, lo, hi in self._memory_barriers(cmd):
             first = frozenset() if through_event else first_scope(b.src_stage)
             if "host" in _named(b.src_stage, STAGE) and not through_event:
                 first = first | _HOST_STAGE
@@ -584,6 +579,15 @@ class Reference:
             t.after.append(v)
         return out
 
+    def _memory_barriers(self, cmd: ir.Barrier) -> list[tuple]:
+        """Its memory barriers, each with its memory and range in root coordinates (None: all memory): itself where
+        it has no other, its buffer barriers, then each subresource range of its image barriers (7.7.3)."""
+        entries = [(b, None, 0, 0) for b in (cmd,) if not cmd.buffers and not cmd.images]
+        for b in cmd.buffers:
+            root, base = self.index.root(b.buffer)
+            entries.append((b, root, base + b.offset, base + b.offset + b.size))
+        return entries + [(b, b.image, lo, hi) for b in cmd.images for lo, hi in b.ranges]
+
     def _event(self, q: str, cmd: ir.SetEvent | ir.ResetEvent | ir.WaitEvents, ref: str, submit: Operation,
                submission: Operation) -> None:
         """Spec 7.5, an event command on q in submission order (submitted by host op `submit`, its submission node
@@ -604,12 +608,11 @@ class Reference:
         # vkCmdSetEvent: "The first synchronization scope includes all commands that occur earlier in submission
         # order ... limited to ... stageMask. The second synchronization scope includes only the event signal
         # operation." vkCmdSetEvent2: "the first half of memory dependencies defined by pDependencyInfo": a node
-        # per memory barrier (sharing a position; an image barrier's per subresource range, as _barrier's), the
-        # k-th the first half of the wait's k-th.
+        # per memory barrier (sharing a position), the k-th the first half of the wait's k-th.
         d = cmd.dependency
         pos = len(self.queue_nodes[q])
         nodes = []
-        for stages in [cmd.stage] if d is None else [b.src_stage for b in memory_barriers(d)]:
+        for stages in [cmd.stage] if d is None else [b.src_stage for b, *_ in self._memory_barriers(d)]:
             n = Operation("set", q, pos, first_scope(stages), ref=ref)
             self.nodes.append(n)
             self.queue_nodes[q].append(n)
