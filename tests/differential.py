@@ -584,6 +584,118 @@ def image_streams(draw) -> dict:
             "command_buffers": cbs, "threads": {"main": ops}}
 
 
+# ---- events (spec 7.5) ---------------------------------------------------------------------------------
+
+EVENT_BUFFERS = {"B": SIZE, "C": SIZE, "S": SIZE}
+HOST_DEPENDENCY = {"src_stage": ["host"], "src_access": ["host_write"]}
+# A dependency that orders every command and makes every write available and visible: drawn often, so that what a
+# set and its wait order, and what they do not, decides the verdict.
+FULL = {"src_stage": ["all_commands"], "src_access": ["memory_write"], "dst_stage": ["all_commands"],
+        "dst_access": ["memory_read", "memory_write"]}
+
+
+@st.composite
+def _event_command(draw) -> dict:
+    """A command before, between or after a set and its wait: an access to B (often), a write of B, or any command
+    of `streams()` over B, C and S (a barrier among them)."""
+    kind = draw(st.sampled_from(["access", "access", "write", "any"]))
+    if kind == "access":
+        return _access(draw)
+    return DEVICE_WRITES[draw(st.sampled_from(sorted(DEVICE_WRITES)))] if kind == "write" else \
+        draw(_command(EVENT_BUFFERS))
+
+
+def _dependency(draw, sync2: bool, **given) -> dict:
+    """A dependency's fields: FULL, or drawn masks, mostly of CHAIN_STAGES and CHAIN_ACCESSES (`given` where given);
+    one global barrier or 1-2 buffer barriers of B and C over drawn ranges; under sync2 a buffer barrier may have
+    masks of its own (vkCmdSetEvent2's k-th memory barrier is the first half of the wait's k-th)."""
+    def masks() -> dict:
+        kind = draw(st.integers(0, 3))
+        fields = {**(FULL if kind == 0 else _barrier(draw, narrow=kind > 1)), **given}
+        return {k: v for k, v in fields.items() if k != "cmd"}
+
+    dependency = masks()
+    if draw(st.booleans()):
+        dependency["buffers"] = [{"buffer": b, **draw(_range()), **(masks() if sync2 and draw(st.booleans()) else {})}
+                                 for b in draw(st.lists(st.sampled_from(["B", "C"]), min_size=1, max_size=2,
+                                                        unique=True))]
+    return dependency
+
+
+def _set_event(draw, event: str, sync2: bool) -> dict:
+    """vkCmdSetEvent of a drawn stage mask, or vkCmdSetEvent2 of a drawn dependency."""
+    if sync2:
+        return {"cmd": "set_event", "event": event, **_dependency(draw, True)}
+    stages = st.sampled_from(["all_commands"] * 4 + CHAIN_STAGES * 3 + STAGES)
+    return {"cmd": "set_event", "event": event, "stage": draw(st.lists(stages, min_size=1, max_size=2, unique=True))}
+
+
+def _wait_events(draw, sets: dict[str, dict | None], sync2: bool) -> dict:
+    """The wait for the events of `sets` (event -> its last set; None: the host's) as valid usage asks: vkCmdWaitEvents2
+    with each set's own dependency (VUID-vkCmdWaitEvents2-pEvents-10788), a host set's only host in its source
+    (-03839); vkCmdWaitEvents with the union of the sets' stage masks, host for the host's (-srcStageMask-01158)."""
+    events = sorted(sets)
+    if sync2:
+        return {"cmd": "wait_events", "events": events, "dependencies": [
+            _dependency(draw, True, **HOST_DEPENDENCY) if sets[e] is None else
+            {k: v for k, v in sets[e].items() if k not in ("cmd", "event")} for e in events]}
+    stages = sorted(set().union(*(["host"] if sets[e] is None else sets[e]["stage"] for e in events)))
+    return {"cmd": "wait_events", "events": events, **_dependency(draw, False, src_stage=stages)}
+
+
+@st.composite
+def event_streams(draw) -> dict:
+    """A stream of events as users write them, per queue (one or two, each with events of its own, q1 racing q0):
+    commands, a set (vkCmdSetEvent or vkCmdSetEvent2, masks drawn), commands touching the same bytes or a barrier,
+    the wait (the same sync version), commands; now and then a second event in the wait, a reset and a set again
+    before it, the command buffer split between set and wait into two submitted in order, the command buffer
+    submitted again (the pair runs twice), and an event the host sets before the submit (after a host write)."""
+    queues = ["q0", "q1"][:draw(st.integers(1, 2))]
+    host = draw(st.integers(0, 2)) == 0
+    memory = "host_coherent" if host else draw(st.sampled_from(["device_local", "host_coherent"]))
+    cbs: dict[str, list] = {}
+    ops: list[dict] = []
+    events: list[str] = []
+    for q in queues:
+        sync2 = draw(st.booleans())
+        names = [f"E{q}", f"F{q}"][:draw(st.integers(1, 2))]
+        events += names
+        sets: dict[str, dict | None] = {e: _set_event(draw, e, sync2) for e in names}
+        cb = draw(st.lists(_event_command(), min_size=1, max_size=2))
+        for e in names:
+            cb += [sets[e]] + draw(st.lists(_event_command(), max_size=1))
+        if draw(st.integers(0, 2)) == 0:  # a reset, then a set again
+            e = draw(st.sampled_from(names))
+            sets[e] = _set_event(draw, e, sync2)
+            cb += [{"cmd": "reset_event", "event": e, "stage": draw(_masks(CHAIN_STAGES))}] + \
+                draw(st.lists(_event_command(), max_size=1)) + [sets[e]]
+        split = len(cb)  # where the command buffer may end, and another begin
+        cb += draw(st.lists(_event_command(), max_size=2))
+        if draw(st.integers(0, 2)) == 0:
+            cb.append(_barrier(draw, narrow=True))
+        if host and q == "q0":
+            sets["H"] = None
+            events.append("H")
+            ops += [{"op": "host_write", "buffer": "B", **draw(_range(32))}] * draw(st.booleans()) + \
+                [{"op": "set_event", "event": "H"}]
+        cb += [_wait_events(draw, sets, sync2)] + draw(st.lists(_event_command(), min_size=1, max_size=2))
+        parts = [cb[:split], cb[split:]] if draw(st.integers(0, 2)) == 0 else [cb]
+        names = [f"cb{q}{i}" for i in range(len(parts))]
+        cbs.update(zip(names, parts))
+        submits = [{"op": "submit", "queue": q, "command_buffers": [n]} for n in names]
+        if len(parts) > 1 and draw(st.booleans()):  # one submit of two batches
+            submits = [{"op": "submit", "queue": q, "batches": [{"command_buffers": [n]} for n in names]}]
+        ops += submits * draw(st.integers(1, 2))
+    ops.append({"op": "device_wait_idle"})
+    return {"format": "vkverify-stream/1", "name": "events",
+            "devices": [{"id": "gpu0", "queues": [{"id": q, "family": 0} for q in queues]}],
+            "buffers": [{"id": "B", "size": SIZE, "memory": memory},
+                        {"id": "C", "size": SIZE, "memory": "device_local"},
+                        {"id": "S", "size": SIZE, "memory": "host_coherent"}],
+            "events": [{"id": e} for e in events], "shaders": {k: {"bindings": v} for k, v in SHADERS.items()},
+            "command_buffers": cbs, "threads": {"main": ops}}
+
+
 def completes(findings) -> bool:
     return not any(f.kind in NOT_COMPARED for f in findings)
 

@@ -16,8 +16,8 @@ from vkverify.check import check
 from vkverify.check.hb import Model
 from vkverify.model import from_dict
 
-from .differential import (SETTINGS, assert_agree, consumer_disagreements, explain_disagreements, pattern_streams,
-                           resubmitting_streams, streams)
+from .differential import (SETTINGS, assert_agree, consumer_disagreements, event_streams, explain_disagreements,
+                           pattern_streams, resubmitting_streams, streams)
 from .test_semaphores import timeline_streams
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_CONSUMER_EXAMPLES", "1000"))
@@ -46,6 +46,12 @@ def test_explain_agrees_with_the_checker_on_several_host_threads(doc):
 @settings(max_examples=EXAMPLES_RUN // 16, **SETTINGS)
 @given(resubmitting_streams())
 def test_explain_and_mutations_agree_on_resubmitted_command_buffers(doc):
+    assert_agree(doc, consumer_disagreements)
+
+
+@settings(max_examples=EXAMPLES_RUN // 16, **SETTINGS)
+@given(event_streams())
+def test_explain_and_mutations_agree_on_events(doc):
     assert_agree(doc, consumer_disagreements)
 
 

@@ -21,6 +21,7 @@ from itertools import count
 from ..model import ir
 from ..model.accesses import ACCESSES_BY_KIND
 from ..model.refs import format_ref
+from ..model.stages import STAGE
 from . import fixes
 from .access import Access
 from .access_state import AccessState
@@ -485,13 +486,17 @@ class Checker:
 
     def _own_stages(self, queue: QueueAgent, entries: tuple[BarrierEntry, ...]) -> None:
         """Clocks on `queue` for the stages and (stage, access) pairs no command has that `entries` name: an event's
-        stage (events.py), an image layout transition's (barriers.layout_transitions)."""
+        stage (events.py), an image layout transition's (barriers.layout_transitions). A pipeline stage a queue keeps
+        no clock for (host, in a wait's second scope) gets none, as in a barrier's: the scopes of a barrier command,
+        compiled on the first queue that runs it, are read on every queue (run_barrier)."""
         zero = (0,) * queue.clock_width
         for e in entries:
             for stage in e.src_exec | e.dst_exec:
-                queue.exec_clock.setdefault(stage, zero)
+                if stage not in STAGE:
+                    queue.exec_clock.setdefault(stage, zero)
             for pair in e.dst_scope:
-                queue.vis_clock.setdefault(pair, zero)
+                if pair[0] not in STAGE:
+                    queue.vis_clock.setdefault(pair, zero)
 
     def _log_entries(self, queue: QueueAgent, entries: tuple[BarrierEntry, ...]) -> None:
         """Entries that are no barrier command's (an event's set or wait, a transition's second half): logged and

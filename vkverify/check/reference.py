@@ -45,6 +45,14 @@ Readings of what the spec leaves open, applied here and in the checker alike (do
   `host_barrier_after_wait` off;
 - a buffer memory barrier covers only accesses through its own buffer (or, under the reading
   `buffer_barrier_covers_aliases`, any access to its bytes).
+
+Events (7.5) are read from vkCmdSetEvent(2) and vkCmdWaitEvents(2) alone: a set is a node whose first scope is its
+stage mask over earlier operations on its queue and whose second scope holds only its event signal operation; a
+wait's memory dependencies are barrier nodes that nothing chains into, joined by an edge from the last set of their
+event on their queue, their first access scopes limited to operations before that set (`Reference._pair_events`).
+A wait on an event the host set before its submission is joined to that host op. Outside what the reference reads:
+a wait no set satisfies, an event set or reset on several queues, and a host set or reset the wait's submission
+is not ordered with.
 """
 
 from __future__ import annotations
@@ -80,9 +88,10 @@ class OutsideReference(VkverifyError):
 class Operation:
     """One operation on a queue or a host thread (`pos`: its position on the queue, or in the thread's program).
     `first`/`second`: the stages of its first and second synchronization scopes on its own queue (7.1.2); an
-    access node has its own stage in both."""
+    access node has its own stage in both. `until`: a vkCmdWaitEvents memory dependency's first scopes hold only
+    operations before this position, its event's last set (7.5); None for every other node (its own position)."""
 
-    kind: str  # access | barrier | wait | submission | signal | fence | host
+    kind: str  # access | barrier | wait | submission | signal | fence | host | set (an event's)
     agent: str
     pos: int
     first: frozenset[str] = frozenset()
@@ -95,6 +104,12 @@ class Operation:
     hi: int = 0
     op: ir.HostOp | None = None
     after: list = field(default_factory=list)  # direct happens-before successors
+    until: int | None = None
+
+    @property
+    def before(self) -> int:
+        """Its first scopes hold the operations of its queue before this position."""
+        return self.pos if self.until is None else self.until
 
 
 @dataclass(eq=False)
@@ -316,8 +331,19 @@ class Reference:
         # binary semaphore -> [(thread, program key, wait or signal node)]
         self.binary: dict[str, list[tuple[str, tuple, Operation]]] = {
             s.id: [] for s in stream.semaphores if s.type == "binary"}
+        # Events (7.5): per (queue, event) its last set's nodes (None: a reset) and the submission that made it; the
+        # queues that set or reset each event; the host's sets and resets; each wait's (memory dependency nodes,
+        # event, last set or reset on its queue then, submission, ref).
+        self.event_state: dict[tuple[str, str], tuple[list[Operation] | None, Operation]] = {}
+        self.event_queues: dict[str, set[str]] = {}
+        self.host_events: dict[str, list[Operation]] = {}
+        self.event_waits: list[tuple[list[Operation], str, tuple | None, Operation, str]] = []
         self._build()
+        self._chain()
         self.reach = self._closure()
+        if self.event_waits:  # which set a wait waits for is read by happens-before without the events' edges
+            self._pair_events()
+            self.reach = self._closure()
 
     def _node(self, kind: str, agent: str, **kw) -> Operation:
         n = Operation(kind, agent, len(self.queue_nodes[agent]), **kw)
@@ -409,6 +435,8 @@ class Reference:
                                  "host_write" if write else None, op.buffer, op.offset, op.offset + op.size)
             elif isinstance(op, ir.Destroy):
                 self.destroys.append((h, op))
+            elif isinstance(op, (ir.HostSetEvent, ir.HostResetEvent)):
+                self.host_events.setdefault(op.event, []).append(h)
 
     def _shared_fences(self) -> dict[str, tuple[str, Operation]]:
         """Fences several threads use: which signal a wait observes is fixed only for one submitted once,
@@ -498,6 +526,9 @@ class Reference:
                     if isinstance(cmd, ir.Barrier):
                         self._barrier(q, cmd, cref, h)
                         continue
+                    if isinstance(cmd, ir.EVENT_COMMANDS):
+                        self._event(q, cmd, cref, h, sub)
+                        continue
                     uid = next(self.uids)
                     for stage, reads, write, buffer, lo, hi, atomic in command_accesses(cmd):
                         n = self._node("access", q, first=frozenset({stage}), second=frozenset({stage}), ref=cref)
@@ -513,30 +544,29 @@ class Reference:
             self.fence_of[h] = self._fence_node(q, h.ref, last)
         return last
 
-    def _barrier(self, q: str, cmd: ir.Barrier, ref: str, submit: Operation) -> None:
+    def _barrier(self, q: str, cmd: ir.Barrier, ref: str, submit: Operation,
+                 through_event: bool = False) -> list[Operation]:
         """Spec 7.6 vkCmdPipelineBarrier2: one node per memory barrier; they share a position, so the
         barriers of one command do not chain with each other. 7.7.3: an image memory barrier holds the bytes of
         its subresource range. 7.7.4: a layout transition "happens-after the availability operations" of its
         barrier and "happens-before the visibility operations"; "available memory is automatically made visible
         to a layout transition, and writes performed by a layout transition are automatically made available":
         its image barrier is then two nodes, the first half (first scopes, availability) and the second (second
-        scopes, visibility), with the transition, a write, between them."""
-        entries = [(b, None, 0, 0) for b in (cmd,) if not cmd.buffers and not cmd.images]
-        for b in cmd.buffers:
-            root, base = self.index.root(b.buffer)
-            entries.append((b, root, base + b.offset, base + b.offset + b.size))
-        entries += [(b, b.image, lo, hi) for b in cmd.images for lo, hi in b.ranges]
+        scopes, visibility), with the transition, a write, between them. `through_event`: a wait's dependency
+        (7.5), whose first scopes go through its event's set (_pair_events), so nothing chains into its nodes: their
+        first synchronization scopes are empty. The nodes of its memory barriers' first halves, in order."""
         pos = len(self.queue_nodes[q])
-        halves = []
-        for b, root, lo, hi in entries:
-            first = first_scope(b.src_stage)
-            if "host" in _named(b.src_stage, STAGE):
+        halves, out = [], []
+        for b, root, lo, hi in self._memory_barriers(cmd):
+            first = frozenset() if through_event else first_scope(b.src_stage)
+            if "host" in _named(b.src_stage, STAGE) and not through_event:
                 first = first | _HOST_STAGE
             transition = isinstance(b, ir.ImageBarrier) and b.old_layout != b.new_layout
             n = Operation("barrier", q, pos, first, frozenset() if transition else second_scope(b.dst_stage), ref=ref,
                           barrier=b, root=root, lo=lo, hi=hi)
             self.nodes.append(n)
             self.queue_nodes[q].append(n)
+            out.append(n)
             if transition:
                 halves.append(n)
         uid = next(self.uids)  # the barrier's transitions are one command's accesses
@@ -548,16 +578,96 @@ class Reference:
                            hi=n.hi)
             n.after.append(t)
             t.after.append(v)
+        return out
+
+    def _memory_barriers(self, cmd: ir.Barrier) -> list[tuple]:
+        """Its memory barriers, each with its memory and range in root coordinates (None: all memory): itself where
+        it has no other, its buffer barriers, then each subresource range of its image barriers (7.7.3)."""
+        entries = [(b, None, 0, 0) for b in (cmd,) if not cmd.buffers and not cmd.images]
+        for b in cmd.buffers:
+            root, base = self.index.root(b.buffer)
+            entries.append((b, root, base + b.offset, base + b.offset + b.size))
+        return entries + [(b, b.image, lo, hi) for b in cmd.images for lo, hi in b.ranges]
+
+    def _event(self, q: str, cmd: ir.SetEvent | ir.ResetEvent | ir.WaitEvents, ref: str, submit: Operation,
+               submission: Operation) -> None:
+        """Spec 7.5, an event command on q in submission order (submitted by host op `submit`, its submission node
+        `submission`)."""
+        if isinstance(cmd, ir.WaitEvents):
+            # vkCmdWaitEvents2: "it inserts memory dependencies according to the elements of pDependencyInfos and
+            # each corresponding element of pEvents"; their first scopes go through the event's set (_pair_events),
+            # so nothing chains into them here (_barrier's through_event).
+            for event, dependency in zip(cmd.events, cmd.dependencies):
+                nodes = self._barrier(q, dependency, ref, submit, through_event=True)
+                self.event_waits.append((nodes, event, self.event_state.get((q, event)), submission, ref))
+            return
+        self.event_queues.setdefault(cmd.event, set()).add(q)
+        if isinstance(cmd, ir.ResetEvent):
+            # vkCmdResetEvent: "an event unsignal operation which resets the event to the unsignaled state".
+            self.event_state[q, cmd.event] = (None, submission)
+            return
+        # vkCmdSetEvent: "The first synchronization scope includes all commands that occur earlier in submission
+        # order ... limited to ... stageMask. The second synchronization scope includes only the event signal
+        # operation." vkCmdSetEvent2: "the first half of memory dependencies defined by pDependencyInfo": a node
+        # per memory barrier (sharing a position), the k-th the first half of the wait's k-th.
+        d = cmd.dependency
+        pos = len(self.queue_nodes[q])
+        nodes = []
+        for stages in [cmd.stage] if d is None else [b.src_stage for b, *_ in self._memory_barriers(d)]:
+            n = Operation("set", q, pos, first_scope(stages), ref=ref)
+            self.nodes.append(n)
+            self.queue_nodes[q].append(n)
+            nodes.append(n)
+        self.event_state[q, cmd.event] = (nodes, submission)
+
+    def _pair_events(self) -> None:
+        """Spec 7.5 vkCmdWaitEvents2: "The first synchronization scope and access scope of each memory dependency
+        defined by any element i of pDependencyInfos are applied to operations that occurred earlier in submission
+        order than the last event signal operation on element i of pEvents": an edge from that set (its k-th node
+        to the k-th memory barrier; each of them where their numbers differ: the set's first scope is "the union of
+        all the memory dependencies") and `until` its position. A set by the host (vkSetEvent) before the submission
+        is joined to the wait; it orders nothing the submission does not (7.9), and the first access scopes hold no
+        operation of the queue ("earlier in submission order" than a host op: none). Called with happens-before
+        without these edges, which decides which set is the last."""
+        for nodes, event, last, submission, ref in self.event_waits:
+            if len(self.event_queues.get(event, ())) > 1:
+                raise OutsideReference(f"event {event!r} is set or reset on several queues: which is the last when "
+                                       f"{ref} waits depends on the schedule")
+            host = []  # the host's sets and resets of the event before the submission
+            for h in self.host_events.get(event, ()):
+                if self.hb(h, submission):
+                    host.append(h)
+                elif not all(self.hb(n, h) for n in nodes):
+                    raise OutsideReference(f"{h.ref} sets or resets {event!r} unordered with the wait {ref}: "
+                                           f"the reference reads host sets before the submission")
+            if last is not None:
+                if not all(self.hb(h, last[1]) for h in host):
+                    raise OutsideReference(f"{event!r} is set or reset by the host and on its queue in an order the "
+                                           f"reference does not read")
+                signal = last[0]
+            else:
+                latest = [h for h in host if all(g is h or self.hb(g, h) for g in host)]
+                signal = latest if len(latest) == 1 and isinstance(latest[0].op, ir.HostSetEvent) else None
+            if signal is None:
+                raise OutsideReference(f"{ref} waits for {event!r}, which is not set before it on its queue nor by "
+                                       f"the host: the wait is never satisfied")
+            pairs = zip(signal, nodes) if len(signal) == len(nodes) else product(signal, nodes)
+            for s, n in pairs:
+                s.after.append(n)
+                n.until = s.pos if s.kind == "set" else -1
 
     # ---- happens-before ---------------------------------------------------------------------------
 
-    def _closure(self) -> dict[int, int]:
-        """Every node's strict happens-before successors, as a bit set (transitive closure of the edges)."""
+    def _chain(self) -> None:
+        """The edges between the nodes of one queue (_chains)."""
         for nodes in self.queue_nodes.values():
             for i, a in enumerate(nodes):
                 for b in nodes[i + 1:]:
                     if b.pos > a.pos and _chains(a, b):
                         a.after.append(b)
+
+    def _closure(self) -> dict[int, int]:
+        """Every node's strict happens-before successors, as a bit set (transitive closure of the edges)."""
         self._ids = {id(n): i for i, n in enumerate(self.nodes)}
         graph = {i: {self._ids[id(b)] for b in n.after} for i, n in enumerate(self.nodes)}
         try:
@@ -584,14 +694,17 @@ class Reference:
     # ---- memory dependencies ----------------------------------------------------------------------
 
     def availability(self, w: OperationAccess) -> list[Operation]:
-        """The operations that make write w available to the device domain (7.1, 7.9); a layout transition's
-        write is available as it is made (7.7.4)."""
+        """The operations that make write w available to the device domain (7.1, 7.9): w happens-before each
+        (memory model, "Availability and Visibility"), which a barrier's or a signal's access scope implies and a
+        wait's does not: its first synchronization scope is "the operations that happened-before the event signal
+        operations" (vkCmdWaitEvents), its access scope any access earlier than the set at its stages. A layout
+        transition's write is available as it is made (7.7.4)."""
         if w.stage == LAYOUT_TRANSITION:
             return [w.node]
         if w.host:
             return self._host_availability(w)
         return [n for n in self.queue_nodes[w.node.agent]
-                if n.pos > w.node.pos and _in_first_access_pairs(n, w, self.by_buffer)]
+                if w.node.pos < n.before and _in_first_access_pairs(n, w, self.by_buffer) and self.hb(w.node, n)]
 
     def _host_availability(self, w: OperationAccess) -> list[Operation]:
         """Spec 7.9 host write ordering: a submission after the write reached the host domain (at once for
@@ -606,7 +719,8 @@ class Reference:
                 submitted = n.kind == "submission" and self.hb(reached, n)
                 if submitted or n.kind == "barrier" and ("host", "host_write") in access_pairs(
                         n.barrier.src_stage, n.barrier.src_access) and _covers(n, w, self.by_buffer) and any(
-                        m.kind in self.host_barrier_reaches and m.pos < n.pos and self.hb(reached, m) for m in nodes):
+                        m.kind in self.host_barrier_reaches and m.pos < n.before and self.hb(reached, m)
+                        for m in nodes):
                     out.append(n)
         return out
 
