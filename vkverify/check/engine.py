@@ -35,7 +35,7 @@ from .rules import makes_host_writes_available, transfers_ownership
 
 __all__ = ["Checker"]
 
-_NO_ACCESS = (*ir.SYNC_COMMANDS, ir.ExecuteCommands)  # steps run by run_barrier
+_NO_ACCESS = frozenset({*ir.SYNC_COMMANDS, ir.ExecuteCommands})  # steps run by run_barrier (exact types: no subclass)
 _NOT_REPLAYED = (*ir.EVENT_COMMANDS, ir.ExecuteCommands)
 
 
@@ -286,7 +286,7 @@ class Checker:
     def _step(self, cmd: ir.Command) -> tuple:
         """(cmd, its accesses or None for a barrier, whether two of them touch one memory: buffer ids suffice
         without aliases; most commands have two or three accesses, compared without a set)."""
-        if isinstance(cmd, _NO_ACCESS):
+        if type(cmd) in _NO_ACCESS:
             return cmd, None, False
         accesses = ACCESSES_BY_KIND[type(cmd)](cmd)
         n = len(accesses)
@@ -445,12 +445,12 @@ class Checker:
     def run_barrier(self, queue: QueueAgent, cmd: ir.Barrier, ref: str | None) -> None:
         """`ref` names the proxy of host writes the barrier makes available; None in a replay, which has no such
         barrier (Checker._replayable)."""
-        if isinstance(cmd, ir.ExecuteCommands):  # spec 6.7: their commands run here, in submission order
-            for cb in cmd.command_buffers:
-                self.run_command_buffer(queue, self.index.command_buffers[cb], self.issuing_submit)
-            return
-        if not isinstance(cmd, ir.Barrier):
-            self.run_event(queue, cmd, ref)
+        if type(cmd) is not ir.Barrier:
+            if type(cmd) is ir.ExecuteCommands:  # spec 6.7: their commands run here, in submission order
+                for cb in cmd.command_buffers:
+                    self.run_command_buffer(queue, self.index.command_buffers[cb], self.issuing_submit)
+            else:
+                self.run_event(queue, cmd, ref)
             return
         compiled = self.barriers.get(id(cmd))
         if compiled is None:

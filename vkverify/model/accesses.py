@@ -46,11 +46,12 @@ def _dispatch_accesses(cmd: ir.Dispatch) -> tuple[tuple, ...]:
                       cmd.indirect.offset + 12, False))
     for b in cmd.bindings:
         read, write = _BINDING[b.access]
-        into = reads if write is None else writes
         if b.ranges:  # a storage image's subresources
-            into.extend(("compute_shader", read, write, b.buffer, lo, hi, b.access == "atomic") for lo, hi in b.ranges)
-        else:
-            into.append(("compute_shader", read, write, b.buffer, b.offset, b.offset + b.size, b.access == "atomic"))
+            (reads if write is None else writes).extend(("compute_shader", read, write, b.buffer, lo, hi,
+                                                          b.access == "atomic") for lo, hi in b.ranges)
+            continue
+        (reads if write is None else writes).append(("compute_shader", read, write, b.buffer, b.offset,
+                                                     b.offset + b.size, b.access == "atomic"))
     return (*reads, *writes)
 
 

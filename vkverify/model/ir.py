@@ -638,10 +638,14 @@ class StreamIndex:
                     for i, c in enumerate(cb.commands) if c.id is not None}
         self.ids.update({op.id: format_ref(t.id, i) for t in stream.threads
                          for i, op in enumerate(t.ops) if op.id is not None})
+        # Each command buffer's vkCmdExecuteCommands: one pass, only where the stream has secondaries.
+        self.executes = {cb.id: tuple(c for c in cb.commands if type(c) is ExecuteCommands)
+                         for cb in stream.command_buffers}
         counts: dict[str, int] = {}
+        secondaries = any(self.executes.values())
         for _, b in batches(stream):
             for cb in b.command_buffers:
-                for run in self.executed(cb):
+                for run in self.executed(cb) if secondaries else (cb,):
                     counts[run] = counts.get(run, 0) + 1
         self.resubmitted = frozenset(cb for cb, n in counts.items() if n > 1)
 
@@ -659,11 +663,10 @@ class StreamIndex:
         """cb and the secondary command buffers its vkCmdExecuteCommands run, transitively (a cycle, which the
         loader refuses, is not followed)."""
         out = [cb]
-        for c in self.command_buffers[cb].commands if cb in self.command_buffers else ():
-            if isinstance(c, ExecuteCommands):
-                for s in c.command_buffers:
-                    if s not in within and s != cb:
-                        out += self.executed(s, within + (cb,))
+        for c in self.executes.get(cb, ()):
+            for s in c.command_buffers:
+                if s not in within and s != cb:
+                    out += self.executed(s, within + (cb,))
         return out
 
     def source(self, ref: str) -> str | None:

@@ -544,14 +544,14 @@ class _Builder:
     def check_secondaries(self, command_buffers: tuple[ir.CommandBuffer, ...]) -> None:
         """Spec 6.7: a secondary command buffer runs only inside a primary's vkCmdExecuteCommands, and never
         inside itself; each runs once in a primary's execution here, so that `s0[1]@main[5]` names one run."""
-        by_id = {cb.id: cb for cb in command_buffers}
-        self.secondaries = {s for cb in command_buffers for c in cb.commands if isinstance(c, ir.ExecuteCommands)
-                            for s in c.command_buffers}
+        executes = {cb.id: [(i, c) for i, c in enumerate(cb.commands) if type(c) is ir.ExecuteCommands]
+                    for cb in command_buffers}
+        self.secondaries = {s for found in executes.values() for _, c in found for s in c.command_buffers}
 
         def runs(cb: str, within: tuple[str, ...], path: tuple) -> list[str]:
             out = []
-            for i, c in enumerate(by_id[cb].commands if cb in by_id else ()):
-                for j, s in enumerate(c.command_buffers if isinstance(c, ir.ExecuteCommands) else ()):
+            for i, c in executes.get(cb, ()):
+                for j, s in enumerate(c.command_buffers):
                     if s in within + (cb,):
                         self.error(path + (i, "command_buffers", j), f"command buffer {s!r} executes itself")
                     else:
@@ -827,6 +827,9 @@ class _Builder:
         accesses = self.shader_accesses(path + ("shader",), c["shader"], len(c["bindings"]))
         bindings = []
         for j, b in enumerate(c["bindings"]):
+            if ("image" in b) == ("buffer" in b):  # not in the schema: a oneOf there costs every binding twice
+                self.error(path + ("bindings", j), "a binding names a `buffer` or an `image`, one of them")
+                continue
             image = self.image_ref(path + ("bindings", j, "image"), b["image"]) if "image" in b else None
             offset, size = (0, image.memory_view.size if image else 0) if "image" in b else \
                 self.byte_range(path + ("bindings", j), b, b["buffer"])
