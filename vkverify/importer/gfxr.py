@@ -19,6 +19,7 @@ buffer out) is read up to its last whole block, as the converter reads it.
 from __future__ import annotations
 
 import base64
+import fcntl
 import mmap
 import os
 import resource
@@ -259,6 +260,15 @@ def _run(argv: list[str], path: Path) -> None:
         raise _failed(argv, path, done.returncode, done.stderr.strip() or done.stdout)
 
 
+def _widen(pipe: int) -> None:
+    """Make `pipe` hold as much as a process may make it hold (Linux: /proc/sys/fs/pipe-max-size, 1 MiB by default),
+    where it can. A pipe holds 64 KiB by default, some 250 lines: the converter then stopped whenever the walk
+    lagged, and the walk waited whenever the converter did (on fft1251, 0.3-0.8 s of a 1.1-1.6 s walk; with
+    1 MiB, under 0.01 s)."""
+    with suppress(OSError, AttributeError, ValueError):  # not Linux, or a limit this process may not reach
+        fcntl.fcntl(pipe, fcntl.F_SETPIPE_SZ, int(Path("/proc/sys/fs/pipe-max-size").read_text()))
+
+
 @contextmanager
 def converting(path: Path, workdir: Path) -> Iterator[Iterator[bytes]]:
     """gfxrecon-convert's JSON lines (bytes) as it writes them, read while it runs: neither a file of them nor
@@ -270,6 +280,7 @@ def converting(path: Path, workdir: Path) -> Iterator[Iterator[bytes]]:
     memory, seconds = _limits(path)
     with (workdir / "convert.err").open("w+", encoding="utf-8", errors="replace") as errors:
         tool = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, bufsize=1 << 20)
+        _widen(tool.stdout.fileno())
         with suppress(ProcessLookupError):  # done already; set from here: a caller of this may run threads
             resource.prlimit(tool.pid, resource.RLIMIT_AS, (memory, memory))
             resource.prlimit(tool.pid, resource.RLIMIT_CPU, (int(seconds), int(seconds) + 1))  # SIGXCPU, then KILL
