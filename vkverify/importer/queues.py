@@ -157,6 +157,7 @@ class Queues:
     def vkSignalSemaphore(self, call: Call, a: dict) -> None:
         info = a["pSignalInfo"]
         if info["semaphore"] in self.semaphores:
+            self.signalling.add(self.thread_of(call.index))
             self.host(call, "signal_semaphore", semaphore=self.semaphores[info["semaphore"]]["id"],
                       value=info["value"])
 

@@ -111,6 +111,7 @@ class Translator(Commands, Queues):
         # (call index, capture thread, host op) in capture order: the calls are walked in it, a fill-memory
         # record before the first call after it.
         self.ops: list[tuple[int, int, dict]] = []
+        self.signalling: set[int] = set()  # the capture threads of the host's semaphore signals (stream_threads)
         self.exported: dict[int, dict] = {}  # file descriptor -> the semaphore exported as it
         self.warned: set[str] = set()
         # Captures without fill records: memory -> its mapping that no submit, flush or unmap has followed yet.
@@ -220,7 +221,8 @@ class Translator(Commands, Queues):
         self.add_op(call.index, {"op": op, **fields, "label": label})
 
     def add_op(self, index: int, op: dict) -> None:
-        self.ops.append((index, self.thread_of(index), op))
+        threads = self.call_threads  # `thread_of`, inline: a run adds tens of thousands of ops
+        self.ops.append((index, 0 if threads is None else threads.get(index, 0), op))
 
     def thread_of(self, index: int) -> int:
         return 0 if self.call_threads is None else self.call_threads.get(index, 0)
@@ -274,9 +276,8 @@ class Translator(Commands, Queues):
     def stream_threads(self) -> dict[str, list[dict]]:
         """Capture threads that signal a semaphore from the host as threads of their own (all of them with
         `every_thread`); the others as one thread `main`, in capture order."""
-        threads = dict.fromkeys(t for _, t, _ in self.ops)  # in the order of their first ops
-        signalling = {t for _, t, op in self.ops if op["op"] == "signal_semaphore"}
-        own = [t for t in threads if self.every_thread or t in signalling]
+        threads = dict.fromkeys(map(itemgetter(1), self.ops))  # in the order of their first ops
+        own = [t for t in threads if self.every_thread or t in self.signalling]
         merged = [t for t in threads if t not in own]
         out = {}
         if merged:
@@ -299,16 +300,16 @@ class Translator(Commands, Queues):
         """The ops of capture threads `tids` in capture order, except that a host wait that no call before it
         satisfies comes, with the rest of its thread, after the call that does: a return-order artifact, which
         on one thread would be a deadlock."""
-        satisfied = Satisfied(((index, op) for index, _, op in self.ops),
+        satisfied = Satisfied(self.ops,
                               {s["id"]: s["initial"] for s in self.semaphores.values() if "initial" in s},
                               {f["id"] for f in self.fences.values() if f["signaled"]})
         floors = dict.fromkeys(tids, -1)
         kept, moved = [], []
         for item in self.ops:
             index, thread, op = item
-            if thread not in floors:
+            floor = floors.get(thread)
+            if floor is None:
                 continue
-            floor = floors[thread]
             if op["op"] in WAITS:
                 floor = floors[thread] = max(floor, satisfied.after(index, op))
             if floor > index:
@@ -319,14 +320,14 @@ class Translator(Commands, Queues):
         # of its index) goes after the last that stays at or before the call it waits for: sliced in by bisection,
         # not merged op by op (a merge key per op was a tenth of a long run's memory, and heapq.merge's time).
         moved.sort(key=itemgetter(0, 1))
-        indices = [index for index, _, _ in kept]
+        indices = list(map(itemgetter(0), kept))
         out, start = [], 0
         for floor, _, op in moved:
             at = bisect_right(indices, floor)
-            out += [op for _, _, op in kept[start:at]]
+            out += map(itemgetter(2), kept[start:at])
             out.append(op)
             start = at
-        out += [op for _, _, op in kept[start:]]
+        out += map(itemgetter(2), kept[start:])
         return out
 
     # ---- devices and queues ------------------------------------------------
@@ -374,7 +375,10 @@ class Translator(Commands, Queues):
         qid = own if label is None else label[1]
         if label is not None:
             self.stream_queues.setdefault(qid, (device, int(label[2])))
-        self.attributed.setdefault(handle, set()).add(qid)
+        attributed = self.attributed.get(handle)  # not setdefault: that makes a set at each of a run's submits
+        if attributed is None:
+            attributed = self.attributed[handle] = set()
+        attributed.add(qid)
         return qid
 
     def vkSetDebugUtilsObjectNameEXT(self, call: Call, a: dict) -> None:
