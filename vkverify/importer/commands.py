@@ -354,7 +354,7 @@ class Commands:
         """The entries of a barrier call's bound buffers; stages: each barrier has its own (sync2)."""
         rec = self.recordings.get(call.args["commandBuffer"])
         labelled = {} if rec is None else rec.transfers
-        if rec is not None:
+        if labelled:
             rec.transfers = {}
         entries = (self._buffer_entry(call, b, labelled.get(i), *((b["srcStageMask"], b["dstStageMask"]) if stages
                                                                    else ())) for i, b in enumerate(barriers))
@@ -379,15 +379,15 @@ class Commands:
     def vkCmdPipelineBarrier(self, call: Call, a: dict) -> None:
         """Sync1: one stage pair for all barriers. Memory barriers (their access masks merged) become one
         global barrier, buffer barriers a second one; image barriers keep only the execution dependency."""
-        stages = {"src_stage": stage_names(a["srcStageMask"]), "dst_stage": stage_names(a["dstStageMask"])}
         memory = a["pMemoryBarriers"] or []
         entries = self._buffer_entries(call, a["pBufferMemoryBarriers"] or [], stages=False)
         if memory or not entries:
             src = functools.reduce(operator.or_, (m["srcAccessMask"] for m in memory), 0)
             dst = functools.reduce(operator.or_, (m["dstAccessMask"] for m in memory), 0)
-            self.cmd(call, "barrier", **stages, src_access=access_names(src), dst_access=access_names(dst))
+            self.cmd(call, "barrier", **_global_barrier(a["srcStageMask"], a["dstStageMask"], src, dst))
         if entries:
-            self.cmd(call, "barrier", **stages, buffers=entries)
+            self.cmd(call, "barrier", src_stage=stage_names(a["srcStageMask"]),
+                     dst_stage=stage_names(a["dstStageMask"]), buffers=entries)
 
     def vkCmdPipelineBarrier2(self, call: Call, a: dict) -> None:
         """Sync2: each memory barrier and each image barrier (execution only) is one barrier command;
@@ -406,6 +406,13 @@ class Commands:
             self.cmd(call, "barrier", src_stage=union[0], dst_stage=union[1], buffers=entries)
 
     vkCmdPipelineBarrier2KHR = vkCmdPipelineBarrier2
+
+
+@functools.lru_cache(maxsize=1024)  # a run repeats a few barriers thousands of times: each named once
+def _global_barrier(src_stage: int | str, dst_stage: int | str, src_access: int, dst_access: int) -> dict:
+    """A global barrier command's stages and accesses (shared: a command is written as its text at once)."""
+    return {"src_stage": stage_names(src_stage), "dst_stage": stage_names(dst_stage),
+            "src_access": access_names(src_access), "dst_access": access_names(dst_access)}
 
 
 def _specialization(info: dict | None, data: bytes | None) -> Specialization | None:
