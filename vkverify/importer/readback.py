@@ -29,7 +29,8 @@ import functools
 import itertools
 from bisect import bisect_left
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from operator import itemgetter
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..model.accesses import binding_reads, binding_writes
@@ -66,9 +67,9 @@ class Placement:
     mapped: bool  # the program maps the memory: the host may write it
 
 
-@dataclass(frozen=True, slots=True)
-class Written:
-    """Bytes [lo, hi) of one memory that a device command wrote last, through `buffer` from `at` on."""
+class Written(NamedTuple):
+    """Bytes [lo, hi) of one memory that a device command wrote last, through `buffer` from `at` on. A tuple: a
+    frozen dataclass's init (a setattr per field) took four times as long, at each write and wait."""
 
     lo: int
     hi: int
@@ -84,7 +85,7 @@ class Written:
     epoch: int = 0  # the barriers to the host stage over every byte before the write (Readbacks.host_barriers)
 
     def part(self, lo: int, hi: int) -> Written:
-        # Made field by field (so is `waited_for`): dataclasses.replace took twice the time, at each write and wait.
+        # Made field by field (so is `waited_for`): _replace takes twice the time, at each write and wait.
         return Written(lo, hi, self.buffer, self.at + lo - self.lo, self.queue, self.submit, self.copied, self.waited,
                        self.assumed, self.read, self.for_host, self.epoch)
 
@@ -171,7 +172,7 @@ def _marked(entries: list[Written], lo: int, hi: int, flag: str) -> list[Written
     already (a long run reads the same bytes at every step)."""
     if all(getattr(e, flag) for e in entries if e.lo < hi and lo < e.hi):
         return entries
-    return _cut(entries, lo, hi) + [replace(e, **{flag: True}) for e in _clip(entries, lo, hi)]
+    return _cut(entries, lo, hi) + [e._replace(**{flag: True}) for e in _clip(entries, lo, hi)]
 
 
 def _join(frontiers) -> Frontier:
@@ -235,6 +236,17 @@ def _to_host(cmd: dict) -> Iterator[tuple[str, int, int] | None]:
 
 def _names(stages: str | list[str] | None) -> list[str]:
     return [stages] if isinstance(stages, str) else list(stages or ())
+
+
+def _where(items: list, value: object) -> Iterator[int]:
+    """The positions of `value` in `items`, found by list.index (in C: a run has 100k ops, a few of them fills)."""
+    at = -1
+    while True:
+        try:
+            at = items.index(value, at + 1)
+        except ValueError:
+            return
+        yield at
 
 
 def _add(spans: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
@@ -302,7 +314,8 @@ class Readbacks:
         """(call index, capture thread, host op) in capture order, with assumed reads added after the waits and
         page-guard records turned into the host reads and writes they show (`_fill`)."""
         out: list[tuple[int, int, dict] | int] = []  # an int: the place in self.reads of an assumed read
-        records = [at for at, (_, _, op) in enumerate(ops) if op["op"] == "host_write" and op["label"].startswith(FILL)]
+        kinds = list(map(itemgetter("op"), map(itemgetter(2), ops)))
+        records = [at for at in _where(kinds, "host_write") if ops[at][2]["label"].startswith(FILL)]
         guarded = any(ops[at][0] not in self.flushed_fills for at in records)  # page-guard records show touches
         consumed = self._consumed(ops, set(records))
         flushes = iter(self.flushes)
