@@ -53,7 +53,7 @@ from ..model import InvalidStream, UsageError, from_dict, ir
 from ..model.dump import Encoded
 from ..model.gcpause import cyclic_gc_paused
 from .errors import CaptureError
-from .gfxr import Blocks, CapturedBytes, capture_env, converting, decompress, extract, read_blocks
+from .gfxr import Blocks, CapturedBytes, capture_env, converting, decompress, extracting, read_blocks
 from .records import Call, call_index, read_calls, read_lines
 from .resources import Resources
 from .summary import ImportSummary
@@ -118,14 +118,14 @@ def import_document(path: str | Path, shader_dir: str | Path | None = None, thre
         if path.suffix != ".gfxr":
             return _translate(path, read_calls(path, str(path)), None if shader_dir is None else Path(shader_dir),
                               None, False, assume_reads, progress)
-        blocks = read_blocks(path)
-        with tempfile.TemporaryDirectory(prefix="vkverify-import-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="vkverify-import-") as tmp, \
+                extracting(path, Path(tmp)) as shaders:  # the shaders extracted while the blocks are read
+            blocks = read_blocks(path)
             compressed = blocks.compressed
             if compressed:  # the fill bytes and push constants are in the compressed part
                 blocks = replace(read_blocks(decompress(path, Path(tmp)), shown_as=path), truncated=blocks.truncated)
-            with converting(path, Path(tmp)) as lines:  # converts while the shaders are extracted and translated
-                shaders = extract(path, Path(tmp))
-                doc, summary = _translate(path, read_lines(lines, str(path)), shaders, blocks, threads,
+            with converting(path, Path(tmp)) as lines:  # converts while the calls are translated
+                doc, summary = _translate(path, read_lines(lines, str(path)), shaders(), blocks, threads,
                                           assume_reads, progress)
             if compressed:  # its bytes are in the uncompressed copy, which goes with `tmp`
                 _as_text(doc)

@@ -27,16 +27,17 @@ import shutil
 import struct
 import signal
 import subprocess
+import time
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import CaptureError
 
-__all__ = ["Blocks", "CallThreads", "CapturedBytes", "FillMemory", "capture_env", "converting", "decompress", "extract",
-           "read_blocks"]
+__all__ = ["Blocks", "CallThreads", "CapturedBytes", "FillMemory", "capture_env", "converting", "decompress",
+           "extracting", "read_blocks"]
 
 _COMPRESSED = 0x80000000
 _META_DATA_BLOCK = 3
@@ -250,14 +251,29 @@ def _ran_past(argv: list[str], path: Path, seconds: float, what: str = "s") -> C
 
 
 def _run(argv: list[str], path: Path) -> None:
+    _finish(_start(argv, path), argv, path)
+
+
+def _start(argv: list[str], path: Path) -> tuple[subprocess.Popen, float]:
+    """A tool started on `path`, within its limits: (the process, the monotonic time it must be done by)."""
     memory, seconds = _limits(path)
+    # Limited before it runs (preexec_fn, as subprocess.run had it): a prlimit after the start races the tool.
+    tool = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                            preexec_fn=_limited(memory))  # noqa: PLW1509
+    return tool, time.monotonic() + seconds
+
+
+def _finish(started: tuple[subprocess.Popen, float], argv: list[str], path: Path) -> None:
+    """Wait for a tool `_start` started; its failure, or its running past its time, is a CaptureError."""
+    tool, deadline = started
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, errors="replace", preexec_fn=_limited(memory),
-                              timeout=seconds, check=False)
+        out, err = tool.communicate(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        raise _ran_past(argv, path, seconds) from None
-    if done.returncode != 0:
-        raise _failed(argv, path, done.returncode, done.stderr.strip() or done.stdout)
+        tool.kill()
+        tool.communicate()
+        raise _ran_past(argv, path, _limits(path)[1]) from None
+    if tool.returncode != 0:
+        raise _failed(argv, path, tool.returncode, err.strip() or out)
 
 
 def _widen(pipe: int) -> None:
@@ -308,9 +324,21 @@ def converting(path: Path, workdir: Path) -> Iterator[Iterator[bytes]]:
             raise found from None
 
 
-def extract(path: Path, workdir: Path) -> Path:
-    """Run gfxrecon-extract: the directory of the `sh<handle>` SPIR-V files."""
+@contextmanager
+def extracting(path: Path, workdir: Path) -> Iterator[Callable[[], Path]]:
+    """gfxrecon-extract started on `path` (it runs while the block reads the capture's blocks), and a function
+    that waits for it: the directory of the `sh<handle>` SPIR-V files. Stopped where the block raises first."""
     shaders = workdir / "shaders"
     shaders.mkdir()
-    _run([_tool("gfxrecon-extract", path), "--dir", str(shaders), str(path)], path)
-    return shaders
+    argv = [_tool("gfxrecon-extract", path), "--dir", str(shaders), str(path)]
+    started = _start(argv, path)
+
+    def done() -> Path:
+        _finish(started, argv, path)
+        return shaders
+    try:
+        yield done
+    finally:
+        if started[0].returncode is None:  # not waited for: what the block raised stands
+            started[0].kill()
+            started[0].communicate()
