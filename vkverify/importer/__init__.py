@@ -43,6 +43,7 @@ or memory kinds):
 
 from __future__ import annotations
 
+import math
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -53,7 +54,7 @@ from ..model import InvalidStream, UsageError, from_dict, ir
 from ..model.dump import Encoded
 from ..model.gcpause import cyclic_gc_paused
 from .errors import CaptureError
-from .gfxr import Blocks, CapturedBytes, capture_env, converting, decompress, extracting, read_blocks
+from .gfxr import Blocks, CapturedBytes, capture_env, converting, decompress, extracting, read_blocks, reading_blocks
 from .records import Call, call_index, read_calls, read_lines
 from .resources import Resources
 from .summary import ImportSummary
@@ -119,10 +120,10 @@ def import_document(path: str | Path, shader_dir: str | Path | None = None, thre
             return _translate(path, read_calls(path, str(path)), None if shader_dir is None else Path(shader_dir),
                               None, False, assume_reads, progress)
         with tempfile.TemporaryDirectory(prefix="vkverify-import-") as tmp, \
-                extracting(path, Path(tmp)) as shaders:  # the shaders extracted while the blocks are read
-            blocks = read_blocks(path)
+                extracting(path, Path(tmp)) as shaders, reading_blocks(path) as blocks:  # both while the walk goes on
             compressed = blocks.compressed
             if compressed:  # the fill bytes and push constants are in the compressed part
+                blocks.load(math.inf)
                 blocks = replace(read_blocks(decompress(path, Path(tmp)), shown_as=path), truncated=blocks.truncated)
             with converting(path, Path(tmp)) as lines:  # converts while the calls are translated
                 doc, summary = _translate(path, read_lines(lines, str(path)), shaders(), blocks, threads,

@@ -20,24 +20,28 @@ from __future__ import annotations
 
 import base64
 import fcntl
+import math
 import mmap
 import os
+import pickle
 import resource
 import shutil
 import struct
 import signal
 import subprocess
+import threading
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from .errors import CaptureError
 
 __all__ = ["Blocks", "CallThreads", "CapturedBytes", "FillMemory", "capture_env", "converting", "decompress",
-           "extracting", "read_blocks"]
+           "extracting", "read_blocks", "reading_blocks"]
 
 _COMPRESSED = 0x80000000
 _META_DATA_BLOCK = 3
@@ -115,32 +119,120 @@ class CallThreads:
         return self.tids[at] if at >= 0 else default
 
 
-@dataclass(frozen=True)
+class _Part(NamedTuple):
+    """What the blocks from the part before up to `read_to` (math.inf: the end) hold."""
+
+    read_to: float
+    fills: list[FillMemory]
+    starts: list[int]  # the thread runs that start in the part (CallThreads)
+    tids: list[int]
+    pushes: dict[int, bytes]
+    kept: dict[int, bytes]
+    truncated: str | None  # in the last part
+    error: str | None = None  # why the blocks cannot be read past the part before
+
+
+@dataclass
 class Blocks:
     path: Path  # the file the blocks were read from (uncompressed)
-    fills: tuple[FillMemory, ...]
-    threads: CallThreads  # the capture thread of each call and fill-memory record
-    push_constants: dict[int, bytes]  # vkCmdPushConstants call index -> pValues; empty where compressed
     compressed: bool
-    parameters: dict[int, bytes]  # call index -> the encoded parameters of a call in _KEPT_CALLS, where plain
+    fills: list[FillMemory] = field(default_factory=list)
+    threads: CallThreads = field(default_factory=CallThreads)  # the capture thread of each call and fill record
+    push_constants: dict[int, bytes] = field(default_factory=dict)  # vkCmdPushConstants call index -> pValues
+    parameters: dict[int, bytes] = field(default_factory=dict)  # call index -> a call in _KEPT_CALLS's parameters
     truncated: str | None = None  # where the file is cut off inside a block; None for a whole file
+    read_to: float = 0  # the blocks before this index are in (math.inf: all of them)
+    parts: Iterator[_Part] = field(default_factory=lambda: iter(()))  # those to come from reading_blocks
+
+    def load(self, index: float) -> None:
+        """Take the parts in that hold the blocks up to `index` (math.inf: all of them)."""
+        while self.read_to <= index and self.read_to != math.inf:
+            self.add(next(self.parts))
+
+    def add(self, part: _Part) -> None:
+        self.fills += part.fills
+        self.threads.starts += part.starts
+        self.threads.tids += part.tids
+        self.push_constants.update(part.pushes)
+        self.parameters.update(part.kept)
+        self.truncated, self.read_to = part.truncated, part.read_to
+
+
+def _mapped(path: Path, shown: str) -> tuple[mmap.mmap | bytes, int]:
+    """The capture's bytes and its option count; a CaptureError where it has no whole GFXR file header."""
+    with path.open("rb") as f:
+        # Mapped, not read: a long run's capture is gigabytes, of which the walk keeps a few bytes per block.
+        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else b""
+    if len(data) < 16 or data[:4] != b"GFXR":
+        raise CaptureError(shown, "not a GFXReconstruct capture (no GFXR file header)")
+    (count,) = struct.unpack_from("<I", data, 12)
+    if 16 + 8 * count > len(data):
+        raise CaptureError(shown, f"truncated: the file header's {count} options are cut off")
+    return data, count
+
+
+def _compressed(data: mmap.mmap | bytes, count: int) -> bool:
+    options = dict(struct.unpack_from("<II", data, 16 + 8 * i) for i in range(count))
+    return options.get(_COMPRESSION_OPTION, 0) != 0
 
 
 def read_blocks(path: Path, shown_as: Path | None = None) -> Blocks:
     shown = str(shown_as or path)
-    with path.open("rb") as f:
-        # Mapped, not read: a long run's capture is gigabytes, of which the walk keeps a few bytes per block.
-        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else b""
+    data, count = _mapped(path, shown)
     with data if isinstance(data, mmap.mmap) else nullcontext():
-        if len(data) < 16 or data[:4] != b"GFXR":
-            raise CaptureError(shown, "not a GFXReconstruct capture (no GFXR file header)")
-        (count,) = struct.unpack_from("<I", data, 12)
-        if 16 + 8 * count > len(data):
-            raise CaptureError(shown, f"truncated: the file header's {count} options are cut off")
+        blocks = Blocks(path, _compressed(data, count))
+        for part in _parts(data, count, math.inf):
+            if part.error is not None:
+                raise CaptureError(shown, part.error)
+            blocks.add(part)
+        return blocks
+
+
+_PART_BLOCKS = 8192  # blocks a part of reading_blocks holds: a few milliseconds of reading
+
+
+@contextmanager
+def reading_blocks(path: Path) -> Iterator[Blocks]:
+    """The capture's blocks, read by a process of its own while the walk goes on (`Blocks.load` takes in the
+    parts up to a call): reading them was a fifteenth of a long run's import, on one core with the walk. Its
+    header is checked here: a file without one raises the CaptureError read_blocks raises."""
+    if threading.active_count() > 1:  # a fork copies only this thread: what the others hold (locks) stays held
+        yield read_blocks(path)
+        return
+    shown = str(path)
+    data, count = _mapped(path, shown)
+    with data if isinstance(data, mmap.mmap) else nullcontext():
+        compressed = _compressed(data, count)
+        receive, send = os.pipe()
+        child = os.fork()
+        if child == 0:  # the reader: what it read, a part at a time, then its exit, running nothing of the parent's
+            try:
+                os.close(receive)
+                with os.fdopen(send, "wb") as out:
+                    for part in _parts(data, count, _PART_BLOCKS):
+                        pickle.dump(part, out, pickle.HIGHEST_PROTOCOL)
+                        out.flush()
+            finally:
+                os._exit(0)
+    os.close(send)
+    with os.fdopen(receive, "rb") as parts:
         try:
-            return _blocks(path, data, count, shown)
-        except struct.error:  # a block too short for the header its type promises
-            raise CaptureError(shown, "corrupted: a block is shorter than its type's header") from None
+            yield Blocks(path, compressed, parts=_received(parts, shown))
+        finally:
+            with suppress(ProcessLookupError):  # stopped where the walk ended first (a CaptureError)
+                os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+
+
+def _received(parts, shown: str) -> Iterator[_Part]:
+    while True:
+        try:
+            part = pickle.load(parts)
+        except (EOFError, pickle.UnpicklingError):
+            raise CaptureError(shown, "the process reading its blocks stopped") from None
+        if part.error is not None:
+            raise CaptureError(shown, part.error)
+        yield part
 
 
 _RELEASE = 16 << 20  # bytes of the mapping read past before their pages are given back
@@ -156,46 +248,56 @@ def _release(data: mmap.mmap | bytes, upto: int, released: int) -> int:
     return end
 
 
-def _blocks(path: Path, data: mmap.mmap | bytes, count: int, shown: str) -> Blocks:
-    options = dict(struct.unpack_from("<II", data, 16 + 8 * i) for i in range(count))
+def _parts(data: mmap.mmap | bytes, count: int, every: float) -> Iterator[_Part]:
+    """The blocks after the file header, `every` blocks a part (the last one to the end)."""
     pos, index = 16 + 8 * count, 0
-    fills, threads, pushes, kept = [], CallThreads(), {}, {}
-    truncated, released, last = None, 0, None
+    part = _Part(0, [], [], [], {}, {}, None)
+    truncated, released, last, cut = None, 0, None, every
     total = len(data)
-    while pos < total:
-        if pos - released >= _RELEASE:
-            released = _release(data, pos, released)
-        if pos + 12 > total:
-            truncated = f"block {index}'s header at byte {pos} is cut off"
-            break
-        size, kind = _BLOCK_HEADER(data, pos)
-        end = pos + 12 + size
-        if end > total:
-            truncated = f"block {index} at byte {pos} needs {size} bytes, {total - pos - 12} remain"
-            break
-        plain = not kind & _COMPRESSED
-        kind &= ~_COMPRESSED
-        if kind == _FUNCTION_CALL_BLOCK and size >= 12:
-            api, thread = _CALL_HEADER(data, pos + 12)
-            if thread != last:  # a call on the thread of the one before: nothing to add (most of them)
-                threads.add(index, thread)
-                last = thread
-            if api == _PUSH_CONSTANTS and plain:
-                # Parameters: command buffer, layout (u64 ids), stage flags, offset, size (u32), then
-                # pValues as an encoded array that ends with its `size` bytes.
-                (length,) = struct.unpack_from("<I", data, pos + 48)
-                pushes[index] = data[end - length:end]
-            elif api in _KEPT_CALLS and plain:
-                kept[index] = data[pos + 24:end]
-        elif kind == _META_DATA_BLOCK and size >= 36 and \
-                struct.unpack_from("<I", data, pos + 12)[0] & 0xFFFF == _FILL_MEMORY:
-            thread, memory, offset, length = struct.unpack_from("<QQQQ", data, pos + 16)
-            if thread != last:
-                threads.add(index, thread)
-                last = thread
-            fills.append(FillMemory(index, thread, memory, offset, length, pos + 48 if plain else None))
-        pos, index = end, index + 1
-    return Blocks(path, tuple(fills), threads, pushes, options.get(_COMPRESSION_OPTION, 0) != 0, kept, truncated)
+    try:
+        while pos < total:
+            if index == cut:
+                yield part._replace(read_to=index)
+                part, cut = _Part(0, [], [], [], {}, {}, None), cut + every
+            fills, starts, tids, pushes, kept = part[1:6]
+            if pos - released >= _RELEASE:
+                released = _release(data, pos, released)
+            if pos + 12 > total:
+                truncated = f"block {index}'s header at byte {pos} is cut off"
+                break
+            size, kind = _BLOCK_HEADER(data, pos)
+            end = pos + 12 + size
+            if end > total:
+                truncated = f"block {index} at byte {pos} needs {size} bytes, {total - pos - 12} remain"
+                break
+            plain = not kind & _COMPRESSED
+            kind &= ~_COMPRESSED
+            if kind == _FUNCTION_CALL_BLOCK and size >= 12:
+                api, thread = _CALL_HEADER(data, pos + 12)
+                if thread != last:  # a call on the thread of the one before: nothing to add (most of them)
+                    starts.append(index)
+                    tids.append(thread)
+                    last = thread
+                if api == _PUSH_CONSTANTS and plain:
+                    # Parameters: command buffer, layout (u64 ids), stage flags, offset, size (u32), then
+                    # pValues as an encoded array that ends with its `size` bytes.
+                    (length,) = struct.unpack_from("<I", data, pos + 48)
+                    pushes[index] = data[end - length:end]
+                elif api in _KEPT_CALLS and plain:
+                    kept[index] = data[pos + 24:end]
+            elif kind == _META_DATA_BLOCK and size >= 36 and \
+                    struct.unpack_from("<I", data, pos + 12)[0] & 0xFFFF == _FILL_MEMORY:
+                thread, memory, offset, length = struct.unpack_from("<QQQQ", data, pos + 16)
+                if thread != last:
+                    starts.append(index)
+                    tids.append(thread)
+                    last = thread
+                fills.append(FillMemory(index, thread, memory, offset, length, pos + 48 if plain else None))
+            pos, index = end, index + 1
+    except struct.error:  # a block too short for the header its type promises
+        yield part._replace(read_to=math.inf, error="corrupted: a block is shorter than its type's header")
+        return
+    yield part._replace(read_to=math.inf, truncated=truncated)
 
 
 def capture_env(capture: Path, env: Mapping[str, str]) -> dict[str, str]:

@@ -80,6 +80,7 @@ class Translator(Commands, Queues):
         self.progress = progress
         self.res = resources
         self.assume_reads = assume_reads
+        self.blocks = blocks
         self.fills = None if blocks is None else blocks.fills  # None: no fill records
         self.capture = None if blocks is None else blocks.path  # where the fill records' bytes are read from
         self.flushed_fills: set[int] = set()  # the fill records made at a flush: writes the program declared
@@ -122,19 +123,23 @@ class Translator(Commands, Queues):
     # ---- the walk ----------------------------------------------------------
 
     def run(self, calls) -> None:
-        fills = iter(self.fills or ())
-        pending = next(fills, None)
+        fills = [] if self.fills is None else self.fills  # grows as the blocks are taken in (Blocks.load)
+        read_to = math.inf if self.blocks is None else self.blocks.read_to
         kinds: dict[str, tuple] = {}  # a call's name -> what it is (_kind): a long capture repeats a few dozen
-        count, call = self.summary.calls, None
-        next_fill = math.inf if pending is None else pending.index
+        count, call, taken = self.summary.calls, None, 0
+        next_fill = fills[0].index if fills else math.inf
         for call in calls:
             index, name, args, result = call  # unpacked once, not read by name at each use (millions of calls)
+            if index >= read_to:  # the blocks up to the call: its thread, push constants and the fills before it
+                self.blocks.load(index)
+                read_to = self.blocks.read_to
+                next_fill = fills[taken].index if taken < len(fills) else math.inf
             while next_fill < index:
                 if name == "vkFlushMappedMemoryRanges":  # the call that made the layer write the record
                     self.flushed_fills.add(next_fill)
-                self.fill_memory(pending, pending.data(self.capture))
-                pending = next(fills, None)
-                next_fill = math.inf if pending is None else pending.index
+                self.fill_memory(fills[taken], fills[taken].data(self.capture))
+                taken += 1
+                next_fill = fills[taken].index if taken < len(fills) else math.inf
             count += 1
             if not count % PROGRESS_CALLS:
                 self.summary.calls = count
@@ -153,7 +158,10 @@ class Translator(Commands, Queues):
                 other(call)
         self.summary.calls = count
         self.last = call if call is not None else self.last
-        for rest in fills:
+        if self.blocks is not None:
+            self.blocks.load(math.inf)
+            self.truncated = self.blocks.truncated
+        for rest in fills[taken:]:
             self.fill_memory(rest, rest.data(self.capture))
         self.note_ending()
 
