@@ -70,8 +70,9 @@ class Queues:
     def _command_buffers(self, call: Call, handles: list[int]) -> list[str]:
         out = []
         for h in handles:
-            if h in self.recordings:
-                out.append(self.recordings[h].id)
+            rec = self.recordings.get(h)
+            if rec is not None:
+                out.append(rec.id)
             else:
                 self.warn(f"cb{h}", f"{call.name} #{call.index} submits command buffer {h}, never recorded "
                                     "in the capture: left out")
