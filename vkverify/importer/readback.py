@@ -238,15 +238,17 @@ def _names(stages: str | list[str] | None) -> list[str]:
     return [stages] if isinstance(stages, str) else list(stages or ())
 
 
-def _where(items: list, value: object) -> Iterator[int]:
-    """The positions of `value` in `items`, found by list.index (in C: a run has 100k ops, a few of them fills)."""
-    at = -1
+def _fill_records(ops: list[tuple[int, int, dict]]) -> list[int]:
+    """The positions of the fill-memory records' host writes in `ops`, the host writes found by list.index over
+    the ops' kinds (in C: a run has 100k ops, a few of them fills); the list of kinds goes with the call."""
+    kinds, at, out = list(map(itemgetter("op"), map(itemgetter(2), ops))), -1, []
     while True:
         try:
-            at = items.index(value, at + 1)
+            at = kinds.index("host_write", at + 1)
         except ValueError:
-            return
-        yield at
+            return out
+        if ops[at][2]["label"].startswith(FILL):
+            out.append(at)
 
 
 def _add(spans: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
@@ -314,8 +316,7 @@ class Readbacks:
         """(call index, capture thread, host op) in capture order, with assumed reads added after the waits and
         page-guard records turned into the host reads and writes they show (`_fill`)."""
         out: list[tuple[int, int, dict] | int] = []  # an int: the place in self.reads of an assumed read
-        kinds = list(map(itemgetter("op"), map(itemgetter(2), ops)))
-        records = [at for at in _where(kinds, "host_write") if ops[at][2]["label"].startswith(FILL)]
+        records = _fill_records(ops)
         guarded = any(ops[at][0] not in self.flushed_fills for at in records)  # page-guard records show touches
         consumed = self._consumed(ops, set(records))
         flushes = iter(self.flushes)

@@ -13,7 +13,9 @@ be an id (`Resources.name_buffer`), else `buf<handle>`.
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 import re
 from bisect import bisect_right
 from collections import Counter
@@ -248,8 +250,10 @@ class Translator(Commands, Queues):
         queue_device.update((qid, dev) for qid, (dev, _) in self.stream_queues.items())
         walk = Readbacks(placements, self.touches, queue_device, self.flushed_fills, self.flushes,
                          self.assume_reads)
-        indices = list(map(itemgetter(0), self.ops))  # compared in C, not pair by pair: a run has 100k ops
-        if indices != sorted(indices):  # a hand-made .jsonl's calls may be out of order: the walk reads them by index
+        # A hand-made .jsonl's calls may be out of order: the walk reads them by index. Each pair compared in C, with
+        # no list of the indices (a long run's ops are 100k, and the walk's peak memory follows).
+        indices = map(itemgetter(0), self.ops)
+        if any(map(operator.gt, indices, itertools.islice(map(itemgetter(0), self.ops), 1, None))):
             self.ops.sort(key=itemgetter(0))
         self.ops = walk.walk(self.ops)
         self.note_reads(walk)
