@@ -55,7 +55,8 @@ from ..model import InvalidStream, UsageError, from_dict, ir
 from ..model.dump import Encoded
 from ..model.gcpause import cyclic_gc_paused
 from .errors import CaptureError
-from .gfxr import Blocks, CapturedBytes, capture_env, converting, decompress, extracting, read_blocks, reading_blocks
+from .gfxr import (Blocks, CapturedBytes, capture_env, converting, decompress, extracting, held_open, read_blocks,
+                   reading_blocks)
 from .records import Call, call_index, read_calls, read_lines
 from .resources import Resources
 from .summary import ImportSummary
@@ -126,7 +127,7 @@ def import_document(path: str | Path, shader_dir: str | Path | None = None, thre
             if compressed:  # the fill bytes and push constants are in the compressed part
                 blocks.load(math.inf)
                 blocks = replace(read_blocks(decompress(path, Path(tmp)), shown_as=path), truncated=blocks.truncated)
-            with converting(path, Path(tmp)) as lines:  # converts while the calls are translated
+            with converting(path, Path(tmp)) as lines, held_open(blocks.path):  # converts while the walk goes on
                 doc, summary = _translate(path, read_lines(lines, str(path)), shaders(), blocks, threads,
                                           assume_reads, progress)
             if compressed:  # its bytes are in the uncompressed copy, which goes with `tmp`
