@@ -272,6 +272,7 @@ def _parts(data: mmap.mmap | bytes, count: int, every: float) -> Iterator[_Part]
     """The blocks after the file header, `every` blocks a part (the last one to the end)."""
     pos, index = 16 + 8 * count, 0
     part = _Part(0, [], [], [], {}, {}, None)
+    fills, starts, tids, pushes, kept = part[1:6]
     truncated, released, last, cut = None, 0, None, every
     total = len(data)
     try:
@@ -279,7 +280,7 @@ def _parts(data: mmap.mmap | bytes, count: int, every: float) -> Iterator[_Part]
             if index == cut:
                 yield part._replace(read_to=index)
                 part, cut = _Part(0, [], [], [], {}, {}, None), cut + every
-            fills, starts, tids, pushes, kept = part[1:6]
+                fills, starts, tids, pushes, kept = part[1:6]
             if pos - released >= _RELEASE:
                 released = _release(data, pos, released)
             if pos + 12 > total:
