@@ -9,6 +9,7 @@ benchmark (benchmarks/import.py) measures the same walk at 10^5 calls and more; 
 from __future__ import annotations
 
 import base64
+import math
 import os
 import subprocess
 import sys
@@ -155,6 +156,28 @@ def test_the_converter_is_bounded_in_its_own_cpu_time_not_in_the_walk_s(captured
     with pytest.raises(CaptureError, match=r"gfxrecon-convert ran past \d+ s of CPU"), \
             gfxr.converting(captured, tmp_path) as lines:
         list(lines)
+
+
+def test_blocks_read_in_parts_by_a_process_of_their_own_are_those_read_at_once(captured, monkeypatch):
+    """reading_blocks: another process reads the capture's blocks a part at a time while the walk takes in the
+    parts up to each call; the walk gets what read_blocks reads at once, wherever the parts end (every 7 blocks
+    here), and imports the same stream."""
+    from vkverify.importer import gfxr, import_document
+    from vkverify.model.dump import document_chunks
+
+    whole = gfxr.read_blocks(captured)
+    before = "".join(document_chunks(import_document(captured)[0]))
+    monkeypatch.setattr(gfxr, "_PART_BLOCKS", 7)
+    with gfxr.reading_blocks(captured) as parts:
+        parts.load(100)
+        assert parts.read_to == 105  # the parts up to block 100, not all of them
+        parts.load(105)
+        assert parts.read_to == 112  # block 105 itself is in the part after
+        parts.load(math.inf)
+    assert whole.fills and whole.threads.starts
+    assert (parts.fills, parts.threads, parts.push_constants, parts.parameters, parts.truncated) == \
+        (whole.fills, whole.threads, whole.push_constants, whole.parameters, whole.truncated)
+    assert "".join(document_chunks(import_document(captured)[0])) == before
 
 
 def test_the_summary_names_a_few_read_back_buffers_and_counts_the_rest():

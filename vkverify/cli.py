@@ -286,9 +286,11 @@ def _load_partial_or_report(file: str):
 
 
 def _import_and_report(capture: str, args: argparse.Namespace) -> int:
+    from contextlib import nullcontext
     from itertools import chain
 
     from .importer import PROGRESS_CALLS, import_document
+    from .importer.gfxr import held_open
     from .model.dump import document_chunks
     from .model.gcpause import cyclic_gc_paused
 
@@ -299,7 +301,9 @@ def _import_and_report(capture: str, args: argparse.Namespace) -> int:
     print("\n".join(summary.lines()), file=sys.stderr)
     if not args.quiet and summary.calls >= PROGRESS_CALLS:
         say(f"writing {args.output or 'the stream'}")
-    with cyclic_gc_paused():  # the document holds no cycle; a collection would walk all of it
+    # The document holds no cycle (a collection would walk all of it), and the bytes of the capture's fill records,
+    # read from it as they are written.
+    with cyclic_gc_paused(), held_open(Path(capture)) if Path(capture).suffix == ".gfxr" else nullcontext():
         emit(chain(document_chunks(doc), ["\n"]), args.output)
     return 0
 

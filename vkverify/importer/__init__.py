@@ -43,9 +43,11 @@ or memory kinds):
 
 from __future__ import annotations
 
+import math
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from operator import itemgetter
 from os import PathLike
 from pathlib import Path
 
@@ -53,7 +55,8 @@ from ..model import InvalidStream, UsageError, from_dict, ir
 from ..model.dump import Encoded
 from ..model.gcpause import cyclic_gc_paused
 from .errors import CaptureError
-from .gfxr import Blocks, CapturedBytes, capture_env, converting, decompress, extract, read_blocks
+from .gfxr import (Blocks, CapturedBytes, capture_env, converting, decompress, extracting, held_open, read_blocks,
+                   reading_blocks)
 from .records import Call, call_index, read_calls, read_lines
 from .resources import Resources
 from .summary import ImportSummary
@@ -118,14 +121,14 @@ def import_document(path: str | Path, shader_dir: str | Path | None = None, thre
         if path.suffix != ".gfxr":
             return _translate(path, read_calls(path, str(path)), None if shader_dir is None else Path(shader_dir),
                               None, False, assume_reads, progress)
-        blocks = read_blocks(path)
-        with tempfile.TemporaryDirectory(prefix="vkverify-import-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="vkverify-import-") as tmp, \
+                extracting(path, Path(tmp)) as shaders, reading_blocks(path) as blocks:  # both while the walk goes on
             compressed = blocks.compressed
             if compressed:  # the fill bytes and push constants are in the compressed part
+                blocks.load(math.inf)
                 blocks = replace(read_blocks(decompress(path, Path(tmp)), shown_as=path), truncated=blocks.truncated)
-            with converting(path, Path(tmp)) as lines:  # converts while the shaders are extracted and translated
-                shaders = extract(path, Path(tmp))
-                doc, summary = _translate(path, read_lines(lines, str(path)), shaders, blocks, threads,
+            with converting(path, Path(tmp)) as lines, held_open(blocks.path):  # converts while the walk goes on
+                doc, summary = _translate(path, read_lines(lines, str(path)), shaders(), blocks, threads,
                                           assume_reads, progress)
             if compressed:  # its bytes are in the uncompressed copy, which goes with `tmp`
                 _as_text(doc)
@@ -149,7 +152,8 @@ def _translate(path: Path, calls: Iterator[Call], shader_dir: Path | None, block
     except UNREADABLE as e:  # calls each readable that do not fit together (a handle of another kind)
         raise CaptureError(str(path), f"calls that do not fit together ({type(e).__name__}: {str(e)[:200]})") from None
     summary = translator.summary
-    summary.host_ops.update(op["op"] for ops in doc["threads"].values() for op in ops)
+    for ops in doc["threads"].values():  # counted in C: a long run has 100k ops
+        summary.host_ops.update(map(itemgetter("op"), ops))
     return doc, summary
 
 

@@ -355,7 +355,7 @@ class Commands:
         """The entries of a barrier call's bound buffers; stages: each barrier has its own (sync2)."""
         rec = self.recordings.get(call.args["commandBuffer"])
         labelled = {} if rec is None else rec.transfers
-        if rec is not None:
+        if labelled:
             rec.transfers = {}
         entries = (self._buffer_entry(call, b, labelled.get(i), *((b["srcStageMask"], b["dstStageMask"]) if stages
                                                                    else ())) for i, b in enumerate(barriers))
@@ -388,7 +388,7 @@ class Commands:
         if memory or not entries:
             src = functools.reduce(operator.or_, (m["srcAccessMask"] for m in memory), 0)
             dst = functools.reduce(operator.or_, (m["dstAccessMask"] for m in memory), 0)
-            out.append({**stages, "src_access": access_names(src), "dst_access": access_names(dst)})
+            out.append(_global_barrier(a["srcStageMask"], a["dstStageMask"], src, dst))
         if entries:
             out.append({**stages, "buffers": entries})
         return out
@@ -467,6 +467,13 @@ def _union(dependencies: list[dict]) -> dict:
     parts = [d for dependency in dependencies for d in (dependency, *dependency.get("buffers", ()))]
     return {key: sorted({name for d in parts for name in d.get(key, ())} - {"none"}) or ["none"]
             for key in ("src_stage", "dst_stage", "src_access", "dst_access")}
+
+
+@functools.lru_cache(maxsize=1024)  # a run repeats a few barriers thousands of times: each named once
+def _global_barrier(src_stage: int | str, dst_stage: int | str, src_access: int, dst_access: int) -> dict:
+    """A global barrier command's stages and accesses (shared: a command is written as its text at once)."""
+    return {"src_stage": stage_names(src_stage), "dst_stage": stage_names(dst_stage),
+            "src_access": access_names(src_access), "dst_access": access_names(dst_access)}
 
 
 def _specialization(info: dict | None, data: bytes | None) -> Specialization | None:

@@ -12,25 +12,26 @@ WAITS = ("wait_semaphores", "wait_fences")  # the host waits `Satisfied.after` f
 
 
 class Satisfied:
-    def __init__(self, ops: Iterable[tuple[int, dict]], initial: dict[str, int], signaled: set[str]) -> None:
-        """ops: (call index, host op) of every thread, in capture order; initial: timeline semaphore id ->
+    def __init__(self, ops: Iterable[tuple[int, int, dict]], initial: dict[str, int], signaled: set[str]) -> None:
+        """ops: (call index, thread, host op) of every thread, in capture order; initial: timeline semaphore id ->
         initial value; signaled: the fences created signaled."""
         self.initial = initial
         self.signals: dict[str, tuple[list[int], list[int]]] = {}  # semaphore -> (indices, highest value so far)
         self.fence_events: dict[str, tuple[list[int], list[bool]]] = {}  # fence -> (indices, signals or resets)
         for fence in signaled:
             self._fence(fence, -1, True)
-        for index, op in ops:
-            if op["op"] == "submit":
+        for index, _, op in ops:
+            kind = op["op"]
+            if kind == "submit":
                 for batch in op["batches"]:
                     for s in batch["signal"]:
                         if "value" in s:
                             self._signal(s["semaphore"], index, s["value"])
                 if "fence" in op:
                     self._fence(op["fence"], index, True)
-            elif op["op"] == "signal_semaphore":
+            elif kind == "signal_semaphore":
                 self._signal(op["semaphore"], index, op["value"])
-            elif op["op"] == "reset_fences":
+            elif kind == "reset_fences":
                 for fence in op["fences"]:
                     self._fence(fence, index, False)
 

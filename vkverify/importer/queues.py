@@ -5,6 +5,8 @@ A mixin of `Translator`: these calls become host ops of the calling thread.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from .flags import stage_names
 from .records import Call
 
@@ -58,7 +60,7 @@ class Queues:
             self.warn(f"queue{queue}", f"{call.name} #{call.index}: queue {queue} was never retrieved with "
                                        "vkGetDeviceQueue; its submits are left out")
             return
-        for handle in sorted(self.unwritten):  # in allocation order: capture ids grow
+        for handle in sorted(self.unwritten) if self.unwritten else ():  # in allocation order: capture ids grow
             self.assumed_write(self.unwritten[handle], call)
         op = {"queue": self.queue_id(queue), "batches": batches}
         if fence in self.fences:
@@ -68,8 +70,9 @@ class Queues:
     def _command_buffers(self, call: Call, handles: list[int]) -> list[str]:
         out = []
         for h in handles:
-            if h in self.recordings:
-                out.append(self.recordings[h].id)
+            rec = self.recordings.get(h)
+            if rec is not None:
+                out.append(rec.id)
             else:
                 self.warn(f"cb{h}", f"{call.name} #{call.index} submits command buffer {h}, never recorded "
                                     "in the capture: left out")
@@ -126,15 +129,18 @@ class Queues:
     def vkResetFences(self, call: Call, a: dict) -> None:
         self.host(call, "reset_fences", fences=[self.fences[f]["id"] for f in a["pFences"] if f in self.fences])
 
-    def _observe(self, call: Call, waits: list[tuple[int, int]]) -> None:
+    def _observe(self, call: Call, waits: Iterable[tuple[int, int]]) -> None:
         """A host wait for timeline values; values the host has already waited for (or the initial one) add nothing."""
         # A value observed is above the initial one: it stands for both (most of a polling run's reads add nothing).
-        fresh = [(sem["id"], v) for h, v in waits if (sem := self.semaphores.get(h)) is not None
-                 and v > self.observed.get(sem["id"], sem.get("initial", 0))]
-        for sem, v in fresh:
-            self.observed[sem] = v
+        fresh = []
+        for h, v in waits:
+            sem = self.semaphores.get(h)
+            if sem is not None and v > self.observed.get(sem["id"], sem.get("initial", 0)):
+                fresh.append({"semaphore": sem["id"], "value": v})
+        for w in fresh:  # after: each value is compared with what was observed before this call
+            self.observed[w["semaphore"]] = w["value"]
         if fresh:
-            self.host(call, "wait_semaphores", waits=[{"semaphore": sem, "value": v} for sem, v in fresh])
+            self.host(call, "wait_semaphores", waits=fresh)
 
     def vkWaitSemaphores(self, call: Call, a: dict) -> None:
         info = a["pWaitInfo"]
@@ -144,19 +150,20 @@ class Queues:
             self.warn("wait-any-sem", f"vkWaitSemaphores #{call.index} waits for any of several semaphores; "
                                       "which one was reached is not recorded, so such waits order nothing")
             return
-        self._observe(call, list(zip(info["pSemaphores"], info["pValues"])))
+        self._observe(call, zip(info["pSemaphores"], info["pValues"]))
 
     vkWaitSemaphoresKHR = vkWaitSemaphores
 
     def vkGetSemaphoreCounterValue(self, call: Call, a: dict) -> None:
         # Programs poll the counter to learn that work finished (wgpu does); reading V is taken as a host wait for V.
-        self._observe(call, [(a["semaphore"], a["pValue"])])
+        self._observe(call, ((a["semaphore"], a["pValue"]),))
 
     vkGetSemaphoreCounterValueKHR = vkGetSemaphoreCounterValue
 
     def vkSignalSemaphore(self, call: Call, a: dict) -> None:
         info = a["pSignalInfo"]
         if info["semaphore"] in self.semaphores:
+            self.signalling.add(self.thread_of(call.index))
             self.host(call, "signal_semaphore", semaphore=self.semaphores[info["semaphore"]]["id"],
                       value=info["value"])
 

@@ -29,7 +29,8 @@ import functools
 import itertools
 from bisect import bisect_left
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from operator import itemgetter
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..model.accesses import binding_reads, binding_writes
@@ -66,9 +67,9 @@ class Placement:
     mapped: bool  # the program maps the memory: the host may write it
 
 
-@dataclass(frozen=True, slots=True)
-class Written:
-    """Bytes [lo, hi) of one memory that a device command wrote last, through `buffer` from `at` on."""
+class Written(NamedTuple):
+    """Bytes [lo, hi) of one memory that a device command wrote last, through `buffer` from `at` on. A tuple: a
+    frozen dataclass's init (a setattr per field) took four times as long, at each write and wait."""
 
     lo: int
     hi: int
@@ -84,7 +85,7 @@ class Written:
     epoch: int = 0  # the barriers to the host stage over every byte before the write (Readbacks.host_barriers)
 
     def part(self, lo: int, hi: int) -> Written:
-        # Made field by field (so is `waited_for`): dataclasses.replace took twice the time, at each write and wait.
+        # Made field by field (so is `waited_for`): _replace takes twice the time, at each write and wait.
         return Written(lo, hi, self.buffer, self.at + lo - self.lo, self.queue, self.submit, self.copied, self.waited,
                        self.assumed, self.read, self.for_host, self.epoch)
 
@@ -114,7 +115,7 @@ class _Signals:
         """What the first signal of `value` or more covers."""
         at = bisect_left(self.highest, value)
         found = self.frontiers[at] if at < len(self.frontiers) else {}
-        return dict([found]) if isinstance(found, tuple) else found
+        return {found[0]: found[1]} if isinstance(found, tuple) else found
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +129,7 @@ class Snapshot:
     skip: int
 
     def part(self, lo: int, hi: int) -> Snapshot:
-        return replace(self, lo=lo, hi=hi, skip=self.skip + lo - self.lo)
+        return Snapshot(lo, hi, self.text, self.skip + lo - self.lo)  # not dataclasses.replace: twice the time
 
     def data(self) -> bytes:
         return _decoded(self.text)[self.skip:self.skip + self.hi - self.lo]
@@ -166,12 +167,12 @@ def _clip(entries: list, lo: int, hi: int) -> list:
     return [e.part(max(e.lo, lo), min(e.hi, hi)) for e in entries if e.lo < hi and e.hi > lo]
 
 
-def _marked(entries: list[Written], lo: int, hi: int, **change) -> list[Written]:
-    """`entries` with `change` made to their bytes within [lo, hi): `entries` itself where those bytes have it
+def _marked(entries: list[Written], lo: int, hi: int, flag: str) -> list[Written]:
+    """`entries` with `flag` set on their bytes within [lo, hi): `entries` itself where those bytes have it
     already (a long run reads the same bytes at every step)."""
-    if all(getattr(e, name) == value for e in entries if e.lo < hi and lo < e.hi for name, value in change.items()):
+    if all(getattr(e, flag) for e in entries if e.lo < hi and lo < e.hi):
         return entries
-    return _cut(entries, lo, hi) + [replace(e, **change) for e in _clip(entries, lo, hi)]
+    return _cut(entries, lo, hi) + [e._replace(**{flag: True}) for e in _clip(entries, lo, hi)]
 
 
 def _join(frontiers) -> Frontier:
@@ -235,6 +236,19 @@ def _to_host(cmd: dict) -> Iterator[tuple[str, int, int] | None]:
 
 def _names(stages: str | list[str] | None) -> list[str]:
     return [stages] if isinstance(stages, str) else list(stages or ())
+
+
+def _fill_records(ops: list[tuple[int, int, dict]]) -> list[int]:
+    """The positions of the fill-memory records' host writes in `ops`, the host writes found by list.index over
+    the ops' kinds (in C: a run has 100k ops, a few of them fills); the list of kinds goes with the call."""
+    kinds, at, out = list(map(itemgetter("op"), map(itemgetter(2), ops))), -1, []
+    while True:
+        try:
+            at = kinds.index("host_write", at + 1)
+        except ValueError:
+            return out
+        if ops[at][2]["label"].startswith(FILL):
+            out.append(at)
 
 
 def _add(spans: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
@@ -302,7 +316,7 @@ class Readbacks:
         """(call index, capture thread, host op) in capture order, with assumed reads added after the waits and
         page-guard records turned into the host reads and writes they show (`_fill`)."""
         out: list[tuple[int, int, dict] | int] = []  # an int: the place in self.reads of an assumed read
-        records = [at for at, (_, _, op) in enumerate(ops) if op["op"] == "host_write" and op["label"].startswith(FILL)]
+        records = _fill_records(ops)
         guarded = any(ops[at][0] not in self.flushed_fills for at in records)  # page-guard records show touches
         consumed = self._consumed(ops, set(records))
         flushes = iter(self.flushes)
@@ -344,19 +358,23 @@ class Readbacks:
         (device or host) reads before anything writes them: what the program reads there."""
         read_next: dict[int, list[tuple[int, int]]] = {}  # memory -> the bytes whose next access is a read
         out = {}
-        for at in reversed(range(len(ops))):
+        placements = self.placements
+        for at in range(len(ops) - 1, min(records, default=len(ops)) - 1, -1):  # what precedes every record: none
             op = ops[at][2]
-            if op["op"] == "submit":
+            kind = op["op"]
+            if kind == "submit":
                 touched = [access for batch in op["batches"] for cb in batch["command_buffers"]
                            for t in self.command_buffers.get(cb, ()) for access in t.accesses]
+            elif kind == "host_read" or kind == "host_write":
+                touched = [(op["buffer"], op["offset"], op["size"], kind == "host_read", kind == "host_write")]
             else:
-                touched = [(op["buffer"], op["offset"], op["size"], op["op"] == "host_read",
-                            op["op"] == "host_write")] if op["op"] in ("host_read", "host_write") else []
+                continue
             for buffer, offset, size, reads, writes in reversed(touched):
-                found = self._range(buffer, offset, size)
-                if found is None:
+                place = placements.get(buffer)  # `_range`, without its tuple
+                if place is None:
                     continue
-                (place, lo, hi), spans = found, read_next.get(found[0].memory, [])
+                lo = place.offset + offset
+                hi, spans = lo + size, read_next.get(place.memory, [])
                 if at in records:
                     out[at] = _within(spans, lo, hi)
                 spans = _subtract(spans, lo, hi) if writes else spans
@@ -369,10 +387,11 @@ class Readbacks:
         self.submits += 1
         queue = op["queue"]
         self.submitted[queue] = n = self.submitted.get(queue, 0) + 1
-        frontier = {**self.queue_frontier.get(queue, {}), queue: n}  # none covers more of its own submits
+        before = self.queue_frontier.get(queue)
+        frontier = {**before, queue: n} if before else {queue: n}  # none covers more of its own submits
         for batch in op["batches"]:
             if batch["wait"]:
-                frontier = _join([frontier, *(self._signal(w["semaphore"], w.get("value")) for w in batch["wait"])])
+                frontier = _join([frontier, *[self._signal(w["semaphore"], w.get("value")) for w in batch["wait"]]])
             for cb in batch["command_buffers"]:
                 for at, t in enumerate(self.command_buffers.get(cb, ())):
                     self._command(t, queue, n, cb, at)
@@ -384,11 +403,12 @@ class Readbacks:
 
     def _command(self, t: Touch, queue: str, submit: int, cb: str, at: int) -> None:
         for buffer, offset, size, reads, writes in t.accesses:
-            found = self._range(buffer, offset, size)
-            if found is not None:
+            place = self.placements.get(buffer)  # `_range`, without its tuple: a run's every command comes here
+            if place is not None:
+                lo = place.offset + offset
                 if reads:
-                    self._device_read(cb, at, buffer, *found)
-                self._device_access(*found, buffer, offset, writes and t.kind, queue, submit)
+                    self._device_read(cb, at, buffer, place, lo, lo + size)
+                self._device_access(place, lo, lo + size, buffer, offset, writes and t.kind, queue, submit)
         for target in t.to_host:
             found = None if target is None else self._range(*target)
             if target is None or found is not None:
@@ -441,7 +461,7 @@ class Readbacks:
                                                        epoch=self.host_barriers)]
             self.unwaited.add(place.memory)
         else:
-            entries = _marked(entries, lo, hi, read=True)
+            entries = _marked(entries, lo, hi, "read")
         self.written[place.memory] = entries
         self.rank.setdefault(place.memory, len(self.rank))
 
@@ -463,7 +483,7 @@ class Readbacks:
         place, lo, hi = found
         entries = self.written.get(place.memory)
         if entries:
-            self.written[place.memory] = _marked(entries, lo, hi, for_host=True)
+            self.written[place.memory] = _marked(entries, lo, hi, "for_host")
 
     def _host_write(self, op: dict) -> None:
         found = self._range(op["buffer"], op["offset"], op["size"])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import re
 from bisect import bisect_right
 from collections import Counter
@@ -83,6 +84,7 @@ class Translator(Commands, Queues):
         self.progress = progress
         self.res = resources
         self.assume_reads = assume_reads
+        self.blocks = blocks
         self.fills = None if blocks is None else blocks.fills  # None: no fill records
         self.capture = None if blocks is None else blocks.path  # where the fill records' bytes are read from
         self.flushed_fills: set[int] = set()  # the fill records made at a flush: writes the program declared
@@ -115,6 +117,7 @@ class Translator(Commands, Queues):
         # (call index, capture thread, host op) in capture order: the calls are walked in it, a fill-memory
         # record before the first call after it.
         self.ops: list[tuple[int, int, dict]] = []
+        self.signalling: set[int] = set()  # the capture threads of the host's semaphore signals (stream_threads)
         self.exported: dict[int, dict] = {}  # file descriptor -> the semaphore exported as it
         self.warned: set[str] = set()
         # Captures without fill records: memory -> its mapping that no submit, flush or unmap has followed yet.
@@ -126,19 +129,23 @@ class Translator(Commands, Queues):
     # ---- the walk ----------------------------------------------------------
 
     def run(self, calls) -> None:
-        fills = iter(self.fills or ())
-        pending = next(fills, None)
+        fills = [] if self.fills is None else self.fills  # grows as the blocks are taken in (Blocks.load)
+        read_to = math.inf if self.blocks is None else self.blocks.read_to
         kinds: dict[str, tuple] = {}  # a call's name -> what it is (_kind): a long capture repeats a few dozen
-        count, call = self.summary.calls, None
-        next_fill = math.inf if pending is None else pending.index
+        count, call, taken = self.summary.calls, None, 0
+        next_fill = fills[0].index if fills else math.inf
         for call in calls:
             index, name, args, result = call  # unpacked once, not read by name at each use (millions of calls)
+            if index >= read_to:  # the blocks up to the call: its thread, push constants and the fills before it
+                self.blocks.load(index)
+                read_to = self.blocks.read_to
+                next_fill = fills[taken].index if taken < len(fills) else math.inf
             while next_fill < index:
                 if name == "vkFlushMappedMemoryRanges":  # the call that made the layer write the record
                     self.flushed_fills.add(next_fill)
-                self.fill_memory(pending, pending.data(self.capture))
-                pending = next(fills, None)
-                next_fill = math.inf if pending is None else pending.index
+                self.fill_memory(fills[taken], fills[taken].data(self.capture))
+                taken += 1
+                next_fill = fills[taken].index if taken < len(fills) else math.inf
             count += 1
             if not count % PROGRESS_CALLS:
                 self.summary.calls = count
@@ -157,7 +164,10 @@ class Translator(Commands, Queues):
                 other(call)
         self.summary.calls = count
         self.last = call if call is not None else self.last
-        for rest in fills:
+        if self.blocks is not None:
+            self.blocks.load(math.inf)
+            self.truncated = self.blocks.truncated
+        for rest in fills[taken:]:
             self.fill_memory(rest, rest.data(self.capture))
         self.note_ending()
 
@@ -224,7 +234,8 @@ class Translator(Commands, Queues):
         self.add_op(call.index, {"op": op, **fields, "label": label})
 
     def add_op(self, index: int, op: dict) -> None:
-        self.ops.append((index, self.thread_of(index), op))
+        threads = self.call_threads  # `thread_of`, inline: a run adds tens of thousands of ops
+        self.ops.append((index, 0 if threads is None else threads.get(index, 0), op))
 
     def thread_of(self, index: int) -> int:
         return 0 if self.call_threads is None else self.call_threads.get(index, 0)
@@ -243,8 +254,11 @@ class Translator(Commands, Queues):
         queue_device.update((qid, dev) for qid, (dev, _) in self.stream_queues.items())
         walk = Readbacks(placements, self.touches, queue_device, self.flushed_fills, self.flushes,
                          self.assume_reads)
-        if any(a[0] > b[0] for a, b in itertools.pairwise(self.ops)):  # a hand-made .jsonl's calls may be
-            self.ops.sort(key=itemgetter(0))  # out of order: the walk reads them by call index
+        # A hand-made .jsonl's calls may be out of order: the walk reads them by index. Each pair compared in C, with
+        # no list of the indices (a long run's ops are 100k, and the walk's peak memory follows).
+        indices = map(itemgetter(0), self.ops)
+        if any(map(operator.gt, indices, itertools.islice(map(itemgetter(0), self.ops), 1, None))):
+            self.ops.sort(key=itemgetter(0))
         self.ops = walk.walk(self.ops)
         self.note_reads(walk)
 
@@ -278,9 +292,8 @@ class Translator(Commands, Queues):
     def stream_threads(self) -> dict[str, list[dict]]:
         """Capture threads that signal a semaphore from the host as threads of their own (all of them with
         `every_thread`); the others as one thread `main`, in capture order."""
-        threads = dict.fromkeys(t for _, t, _ in self.ops)  # in the order of their first ops
-        signalling = {t for _, t, op in self.ops if op["op"] == "signal_semaphore"}
-        own = [t for t in threads if self.every_thread or t in signalling]
+        threads = dict.fromkeys(map(itemgetter(1), self.ops))  # in the order of their first ops
+        own = [t for t in threads if self.every_thread or t in self.signalling]
         merged = [t for t in threads if t not in own]
         out = {}
         if merged:
@@ -303,16 +316,16 @@ class Translator(Commands, Queues):
         """The ops of capture threads `tids` in capture order, except that a host wait that no call before it
         satisfies comes, with the rest of its thread, after the call that does: a return-order artifact, which
         on one thread would be a deadlock."""
-        satisfied = Satisfied(((index, op) for index, _, op in self.ops),
+        satisfied = Satisfied(self.ops,
                               {s["id"]: s["initial"] for s in self.semaphores.values() if "initial" in s},
                               {f["id"] for f in self.fences.values() if f["signaled"]})
         floors = dict.fromkeys(tids, -1)
         kept, moved = [], []
         for item in self.ops:
             index, thread, op = item
-            if thread not in floors:
+            floor = floors.get(thread)
+            if floor is None:
                 continue
-            floor = floors[thread]
             if op["op"] in WAITS:
                 floor = floors[thread] = max(floor, satisfied.after(index, op))
             if floor > index:
@@ -323,14 +336,14 @@ class Translator(Commands, Queues):
         # of its index) goes after the last that stays at or before the call it waits for: sliced in by bisection,
         # not merged op by op (a merge key per op was a tenth of a long run's memory, and heapq.merge's time).
         moved.sort(key=itemgetter(0, 1))
-        indices = [index for index, _, _ in kept]
+        indices = list(map(itemgetter(0), kept))
         out, start = [], 0
         for floor, _, op in moved:
             at = bisect_right(indices, floor)
-            out += [op for _, _, op in kept[start:at]]
+            out += map(itemgetter(2), kept[start:at])
             out.append(op)
             start = at
-        out += [op for _, _, op in kept[start:]]
+        out += map(itemgetter(2), kept[start:])
         return out
 
     # ---- devices and queues ------------------------------------------------
@@ -378,7 +391,10 @@ class Translator(Commands, Queues):
         qid = own if label is None else label[1]
         if label is not None:
             self.stream_queues.setdefault(qid, (device, int(label[2])))
-        self.attributed.setdefault(handle, set()).add(qid)
+        attributed = self.attributed.get(handle)  # not setdefault: that makes a set at each of a run's submits
+        if attributed is None:
+            attributed = self.attributed[handle] = set()
+        attributed.add(qid)
         return qid
 
     def vkSetDebugUtilsObjectNameEXT(self, call: Call, a: dict) -> None:

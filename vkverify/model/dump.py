@@ -179,6 +179,10 @@ class Encoded:
     def texts(self) -> list[str]:
         return self._text.decode().split("\n")[:-1]
 
+    def joined(self, separator: str) -> str:
+        """The texts joined by `separator`: one replace over the whole, not a list of texts to join."""
+        return self._text[:-1].decode().replace("\n", separator)
+
     def __len__(self) -> int:
         return self._text.count(b"\n")
 
@@ -265,22 +269,35 @@ def _orjson_bytes(value: Any) -> bytes:
     return orjson.dumps(value, default=str, option=orjson.OPT_PASSTHROUGH_DATACLASS)
 
 
+def _encoded(value: Encoded, levels: int, pad: str, outer: str) -> str:
+    """An Encoded's items' texts as they are, one per line indented by `pad` below `levels` 1."""
+    if levels == 0 or not len(value):
+        return f"[{value.joined(',')}]"
+    return f"[\n{pad}" + value.joined(f",\n{pad}") + f"\n{outer}]"
+
+
 def _expanded(value: Any, levels: int, step: str, pad: str,
               encode: Callable[[Any], str] = json.dumps) -> Iterator[str]:
     """`value` with `levels` levels of containers laid out one item per line, and each item below on one line
     (by `encode`)."""
     inner = pad + step
-    if isinstance(value, Encoded):  # its items' texts as they are, in one piece
-        texts = value.texts()
-        if levels == 0 or not texts:
-            yield f"[{','.join(texts)}]"
-        else:
-            yield f"[\n{inner}" + f",\n{inner}".join(texts) + f"\n{pad}]"
+    if isinstance(value, Encoded):
+        yield _encoded(value, levels, inner, pad)
         return
     if isinstance(value, _Each) and (levels == 0 or not value.items):
         value = list(value)
     if levels == 0 or not isinstance(value, (dict, list, _Each)) or not value:
         yield encode(value)
+        return
+    if levels == 1 and pad and not isinstance(value, dict):  # a list of leaves, a thread's ops: a run's most
+        sep, start, texts, size = f",\n{inner}", f"[\n{inner}", [], 0
+        for text in map(encode, value):  # no head, index or test per item
+            texts.append(text)
+            size += len(text)
+            if size >= 1 << 16:
+                yield start + sep.join(texts)
+                start, texts, size = sep, [], 0
+        yield (start + sep.join(texts) if texts else "") + f"\n{pad}]"
         return
     items = value.items() if isinstance(value, dict) else ((None, v) for v in value)
     # Leaves are written some 64 KiB at a time, not each as a piece: a long run has 100k, a host write's data MiBs.
@@ -288,8 +305,9 @@ def _expanded(value: Any, levels: int, step: str, pad: str,
     for i, (key, item) in enumerate(items):
         head = f"{',' if i else ''}\n{inner}" if key is None else f"{',' if i else ''}\n{inner}{json.dumps(key)}: "
         below = _EXPANDED.get(key, 1) if pad == "" else levels - 1
-        if below == 0 and not isinstance(item, Encoded):  # a leaf, on its line: no generator of its own
-            leaves.append(head + encode(list(item) if isinstance(item, _Each) else item))
+        if below == 0 or isinstance(item, Encoded):  # in one piece: no generator of its own (a run has 100k)
+            leaves.append(head + (_encoded(item, below, inner + step, inner) if isinstance(item, Encoded) else
+                                  encode(list(item) if isinstance(item, _Each) else item)))
             size += len(leaves[-1])
             if size >= 1 << 16:
                 yield "".join(leaves)
