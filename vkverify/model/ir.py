@@ -382,10 +382,14 @@ class SetEvent(Tagged):
 
     @property
     def first_scopes(self) -> tuple[Stages, ...]:
-        """The source stages of each memory dependency the set defines the first half of (7.3 vkCmdSetEvent2: one
+        """The source stages of each memory dependency the set defines the first half of (7.5 vkCmdSetEvent2: one
         per memory barrier of its dependency; vkCmdSetEvent: its stageMask alone)."""
         d = self.dependency
-        return (self.stage,) if d is None else tuple(b.src_stage for b in d.buffers) or (d.src_stage,)
+        if d is None:
+            return (self.stage,)
+        # As check/barriers.compile_barrier makes entries of it: its buffer barriers, each image barrier's ranges.
+        return tuple(b.src_stage for b in d.buffers) + tuple(b.src_stage for b in d.images for _ in b.ranges) \
+            or (d.src_stage,)
 
 
 @dataclass(frozen=True, slots=True)
