@@ -55,8 +55,11 @@ def global_barrier(vk, cb, names: Mapping[str, Iterable[str]]) -> None:
 class Recorder:
     """Records one stream command buffer for one submission into `cb`."""
 
-    def __init__(self, runtime, cb, cb_id: str, at: str | None) -> None:
+    def __init__(self, runtime, cb, cb_id: str, at: str | None,
+                 secondaries: Mapping[str, object] | None = None) -> None:
+        """secondaries: the VkCommandBuffer of each secondary command buffer cb's vkCmdExecuteCommands run."""
         self.rt, self.vk, self.cb, self.cb_id, self.at = runtime, runtime.vk, cb, cb_id, at
+        self.secondaries = secondaries or {}
         self.sync2 = runtime.device.synchronization2
 
     def ref(self, index: int) -> str:
@@ -88,6 +91,9 @@ class Recorder:
             self.dispatch(index, c)
         elif isinstance(c, ir.Barrier):
             self.barrier(c)
+        elif isinstance(c, ir.ExecuteCommands):
+            handles = [self.secondaries[s] for s in c.command_buffers]
+            vk.vkCmdExecuteCommands(cb, len(handles), handles)  # vkCmdExecuteCommands
         else:
             self.event(c)
 
