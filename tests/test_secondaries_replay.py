@@ -1,10 +1,10 @@
 """Secondary command buffers (spec 6.7, issue 25) on a device: the runtime records each as a VkCommandBuffer of level
-SECONDARY (a VkCommandBufferInheritanceInfo with no render pass) before the primary whose vkCmdExecuteCommands runs
-it, once per submission where the stream names its commands per submission (runtime.py _vk_command_buffer). On
-Lavapipe, under the validation layer, a secondary with barriers, a copy and a dispatch, executed by two primaries,
-one of them submitted twice, replays with no message and with the simulator's digests (the abstract shader's
-values depend on the reference `s0[3]@main[2]`, so a secondary recorded once for all its runs would differ); the
-layer reports the hazards between a secondary and its primary that the checker reports."""
+SECONDARY (a VkCommandBufferInheritanceInfo with no render pass) when the primary that executes it reaches its
+vkCmdExecuteCommands, once per submission where the stream names its commands per submission (runtime.py
+_vk_command_buffer). On Lavapipe, under the validation layer, a secondary with barriers, a copy and a dispatch,
+executed by two primaries, one of them submitted twice, replays with no message and with the simulator's digests
+(the abstract shader's values depend on the reference `s0[3]@main[2]`, so a secondary recorded once for all its
+runs would differ); the layer reports the hazards between a secondary and its primary that the checker reports."""
 
 from __future__ import annotations
 
@@ -79,6 +79,26 @@ RACE = {
 }
 
 
+# s0 waits for the event cb0 sets before executing it (vkCmdSetEvent): its wait must be vkCmdWaitEvents.
+EVENT = {
+    "format": "vkverify-stream/1", "name": "secondary-waits-primary-event",
+    "buffers": [{"id": "A", "size": 256, "memory": "host_coherent"}, {"id": "B", "size": 256},
+                {"id": "C", "size": 256}],
+    "events": [{"id": "E"}],
+    "command_buffers": {
+        "s0": [{"cmd": "wait_events", "events": ["E"], "src_stage": ["copy"], "src_access": ["transfer_write"],
+                "dst_stage": ["copy"], "dst_access": ["transfer_read"]},
+               {"cmd": "copy", "src": "B", "dst": "C"}],
+        "cb0": [{"cmd": "copy", "src": "A", "dst": "B"},
+                {"cmd": "set_event", "event": "E", "stage": ["copy"]},
+                {"cmd": "execute_commands", "command_buffers": ["s0"]}]},
+    "threads": {"main": [
+        {"op": "host_write", "buffer": "A", "offset": 0, "size": 256},
+        {"op": "submit", "queue": "q0", "command_buffers": ["cb0"]},
+        {"op": "device_wait_idle"}]},
+}
+
+
 def test_the_simulator_runs_a_secondary_s_commands_in_place_per_submission():
     stream = from_dict(CLEAN)
     assert [s.ref for s in reference_order(stream)] == [
@@ -101,6 +121,16 @@ def test_secondaries_replay_cleanly_with_the_simulator_s_digests(device_name, tm
     path.write_text(json.dumps(CLEAN))
     assert main(["replay", "--syncval", str(path)]) == 0  # 0: every digest is the simulator's
     assert capsys.readouterr().out.splitlines()[-1] == "  reference: all digests equal"
+
+
+def test_a_secondary_waits_for_its_primary_s_event_as_the_set_was_recorded(device_name):
+    """A secondary recorded before its primary's commands would take the wait's kind before the set's
+    (VUID-vkCmdWaitEvents2-pEvents-03837) and the layer would see the copy unordered."""
+    stream = from_dict(EVENT)
+    assert check(stream) == []
+    result = runtime.replay(stream, syncval=True)
+    assert [(m.id_name, m.text) for m in result.messages] == []
+    assert result.reference == {}, result.reference
 
 
 def test_the_layer_reports_a_secondary_racing_its_primary(device_name, capsys):

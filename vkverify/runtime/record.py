@@ -11,7 +11,7 @@ read barrier orders it before the kernel.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from ..model import ir
 from ..model.data import data_bytes, ref_hash
@@ -56,10 +56,11 @@ class Recorder:
     """Records one stream command buffer for one submission into `cb`."""
 
     def __init__(self, runtime, cb, cb_id: str, at: str | None,
-                 secondaries: Mapping[str, object] | None = None) -> None:
-        """secondaries: the VkCommandBuffer of each secondary command buffer cb's vkCmdExecuteCommands run."""
+                 secondary: Callable[[str], object] | None = None) -> None:
+        """secondary: the VkCommandBuffer of a secondary command buffer cb's vkCmdExecuteCommands runs, recorded
+        when asked, as the commands before it have been (the kind of an event's last set: Recorder.event)."""
         self.rt, self.vk, self.cb, self.cb_id, self.at = runtime, runtime.vk, cb, cb_id, at
-        self.secondaries = secondaries or {}
+        self.secondary = secondary
         self.sync2 = runtime.device.synchronization2
 
     def ref(self, index: int) -> str:
@@ -92,7 +93,8 @@ class Recorder:
         elif isinstance(c, ir.Barrier):
             self.barrier(c)
         elif isinstance(c, ir.ExecuteCommands):
-            handles = [self.secondaries[s] for s in c.command_buffers]
+            handles = [self.secondary(s) for s in c.command_buffers]
+            self.rt.instance.operation = self.ref(index)  # the layer's messages at the execute are this command's
             vk.vkCmdExecuteCommands(cb, len(handles), handles)  # vkCmdExecuteCommands
         else:
             self.event(c)

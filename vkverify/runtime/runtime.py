@@ -503,13 +503,12 @@ class Runtime:
         """The VkCommandBuffer for a stream command buffer, recorded at its first
         submit (one per submission where `at` names it). runs: the submission's references (as `at`) of
         the command buffers it runs; a secondary one (spec 6.7) is recorded at level SECONDARY, once per
-        queue family (vkCmdExecuteCommands takes only its pool's family), before the one that executes it."""
+        queue family (vkCmdExecuteCommands takes only its pool's family), when the one that executes it
+        reaches its vkCmdExecuteCommands."""
         key = (cb_id, at, family) if secondary else (cb_id, at)
         if key not in self.recorded:
             vk = self.vk
             commands = self.record.commands(cb_id)
-            executes = {s: self._vk_command_buffer(s, (runs or {}).get(s), family, runs, True)
-                        for c in commands if isinstance(c, ir.ExecuteCommands) for s in c.command_buffers}
             cb = self._allocate_cb(family, with_submit(cb_id, at), secondary)  # the layer's messages name it
             # Simultaneous use: a stream may submit a command buffer again while it is pending (a secondary: run
             # by several primaries pending at once). A secondary inherits no render pass (compute only).
@@ -520,7 +519,8 @@ class Runtime:
             timed = self.timestamps is not None and not secondary  # a secondary's time is its primary's
             if timed:
                 self.timestamps.begin(key, cb)
-            recorder = Recorder(self, cb, cb_id, at, executes)
+            recorder = Recorder(self, cb, cb_id, at,
+                                lambda s: self._vk_command_buffer(s, (runs or {}).get(s), family, runs, True))
             for index, command in enumerate(commands):
                 recorder.command(index, command)
             if timed:
