@@ -6,15 +6,13 @@ replays with its digests. The comparison is tests/test_import_roundtrip.py's."""
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
-from vkverify.importer import import_capture
 from vkverify.model import ir
 
 from .test_events_replay import BETWEEN, BOTH_FORMS, dependency_form
-from .test_import_roundtrip import _imported_findings, _original_findings, _round_trip
+from .test_import_roundtrip import _imported_findings, _original_findings, round_trips
 
 runtime = pytest.importorskip("vkverify.runtime")
 
@@ -23,17 +21,7 @@ STREAMS = {"both-forms": BOTH_FORMS, "between-stage": BETWEEN, "between-dependen
 
 @pytest.fixture(scope="module")
 def trips(tmp_path_factory, device_name):
-    from tests.conftest import require_gfxreconstruct
-
-    require_gfxreconstruct()
-    out = {}
-    for name, doc in STREAMS.items():
-        path = tmp_path_factory.mktemp(name) / f"{name}.json"
-        path.write_text(json.dumps(doc))
-        trip = _round_trip(path, path.with_suffix(".gfxr"))
-        assert not isinstance(trip, str), trip
-        out[name] = trip, import_capture(path.with_suffix(".gfxr"))[1]
-    return out
+    return round_trips(tmp_path_factory, STREAMS)
 
 
 def _event_commands(stream: ir.Stream) -> list[tuple]:

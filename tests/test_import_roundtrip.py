@@ -82,6 +82,19 @@ def round_trip(tmp_path_factory, device_name):
     return get
 
 
+def round_trips(tmp_path_factory, streams: dict[str, dict]) -> dict[str, tuple]:
+    """name -> (its round trip, the import's summary) of each stream document (the feature tests' fixture)."""
+    require_gfxreconstruct()
+    out = {}
+    for name, doc in streams.items():
+        path = tmp_path_factory.mktemp(name) / f"{name}.json"
+        path.write_text(json.dumps(doc))
+        trip = _round_trip(path, path.with_suffix(".gfxr"))
+        assert not isinstance(trip, str), trip
+        out[name] = trip, import_capture(path.with_suffix(".gfxr"))[1]
+    return out
+
+
 def _round_trip(path: Path, capture: Path) -> RoundTrip | str:
     """The round trip of one stream, or why it cannot be made."""
     original = load(path)

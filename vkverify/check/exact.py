@@ -138,9 +138,10 @@ class _NodeIndex:
         self.queue: dict[str, str] = {}  # batch key -> queue
         for b in smt.plan(stream).batches:
             self.queue[b.key] = b.queue
-            for cb in b.batch.command_buffers:
-                self.batches.setdefault((cb, None), b.key)
-                self.batches.setdefault((cb, b.submit), b.key)
+            for submitted in b.batch.command_buffers:
+                for cb in stream.index.executed(submitted):  # the secondaries it runs are in the batch too
+                    self.batches.setdefault((cb, None), b.key)
+                    self.batches.setdefault((cb, b.submit), b.key)
 
     def node(self, ref: str) -> witness.ScheduleNode:
         base, submit = split_submit(ref)

@@ -208,12 +208,11 @@ class Commands:
             offsets = offsets[n:]
 
     def vkCmdExecuteCommands(self, call: Call, a: dict) -> None:
-        rec = self.recordings.get(a["commandBuffer"])
-        for secondary in a["pCommandBuffers"]:
-            if rec is not None and secondary in self.recordings:
-                rec.commands.extend(self.recordings[secondary].commands)
-                rec.touches.extend(self.recordings[secondary].touches)
-                self.summary.commands.update(t.kind for t in self.recordings[secondary].touches)
+        """An execute_commands of the secondaries' recordings as they are now (spec 6.7: their commands run in
+        its place), each a command buffer of its own, so that its commands keep their own references."""
+        secondaries = [self.recordings[s].id for s in a["pCommandBuffers"] if s in self.recordings]
+        if secondaries:
+            self.cmd(call, "execute_commands", command_buffers=secondaries)
 
     def vkCmdCopyBuffer(self, call: Call, a: dict) -> None:
         self._copy(call, a["srcBuffer"], a["dstBuffer"], a["pRegions"])

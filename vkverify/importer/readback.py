@@ -214,10 +214,12 @@ class Touch(NamedTuple):
     kind: str  # the command's `cmd`
     accesses: tuple[tuple[str, int, int, bool, bool], ...]  # `accesses`
     to_host: tuple[tuple[str, int, int] | None, ...]  # `_to_host`
+    executes: tuple[str, ...] = ()  # an execute_commands' secondary command buffers
 
 
 def touch(cmd: dict) -> Touch:
-    return Touch(cmd["cmd"], tuple(accesses(cmd)), tuple(_to_host(cmd)))
+    return Touch(cmd["cmd"], tuple(accesses(cmd)), tuple(_to_host(cmd)),
+                 tuple(cmd["command_buffers"]) if cmd["cmd"] == "execute_commands" else ())
 
 
 def _to_host(cmd: dict) -> Iterator[tuple[str, int, int] | None]:
@@ -364,7 +366,7 @@ class Readbacks:
             kind = op["op"]
             if kind == "submit":
                 touched = [access for batch in op["batches"] for cb in batch["command_buffers"]
-                           for t in self.command_buffers.get(cb, ()) for access in t.accesses]
+                           for _, _, t in self._run(cb) for access in t.accesses]
             elif kind == "host_read" or kind == "host_write":
                 touched = [(op["buffer"], op["offset"], op["size"], kind == "host_read", kind == "host_write")]
             else:
@@ -393,13 +395,23 @@ class Readbacks:
             if batch["wait"]:
                 frontier = _join([frontier, *[self._signal(w["semaphore"], w.get("value")) for w in batch["wait"]]])
             for cb in batch["command_buffers"]:
-                for at, t in enumerate(self.command_buffers.get(cb, ())):
-                    self._command(t, queue, n, cb, at)
+                for owner, at, t in self._run(cb):
+                    self._command(t, queue, n, owner, at)
             for s in batch["signal"]:
                 self._signals(s["semaphore"]).add(s.get("value"), frontier)
         self.queue_frontier[queue] = frontier
         if "fence" in op:
             self.fences[op["fence"]] = frontier
+
+    def _run(self, cb: str) -> Iterator[tuple[str, int, Touch]]:
+        """(command buffer, position, touch) of each command an execution of cb runs: a secondary's in the place
+        of the execute_commands that runs it (spec 6.7)."""
+        for at, t in enumerate(self.command_buffers.get(cb, ())):
+            if t.executes:
+                for s in t.executes:
+                    yield from self._run(s)
+            else:
+                yield cb, at, t
 
     def _command(self, t: Touch, queue: str, submit: int, cb: str, at: int) -> None:
         for buffer, offset, size, reads, writes in t.accesses:

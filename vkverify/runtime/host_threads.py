@@ -19,8 +19,9 @@ def run_thread_ops(execute, stream: ir.Stream, thread: ir.Thread, reads: dict[st
     host_read's digest lands in `reads` under its reference."""
     for i, op in enumerate(thread.ops):
         ref = format_ref(thread.id, i)
-        at = {cb: ref for b in op.batches for cb in b.command_buffers if cb in stream.index.resubmitted} \
-            if isinstance(op, ir.Submit) else None
+        # A secondary command buffer run in several submissions is named (and recorded) per submission too.
+        at = {run: ref for b in op.batches for cb in b.command_buffers for run in stream.index.executed(cb)
+              if run in stream.index.resubmitted} if isinstance(op, ir.Submit) else None
         out = execute(thread.id, op, at)
         if isinstance(op, ir.HostAccess) and op.op == "host_read":
             reads[ref] = hashlib.sha256(out).hexdigest()

@@ -11,7 +11,7 @@ read barrier orders it before the kernel.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from ..model import ir
 from ..model.data import data_bytes, ref_hash
@@ -56,8 +56,12 @@ def global_barrier(vk, cb, names: Mapping[str, Iterable[str]]) -> None:
 class Recorder:
     """Records one stream command buffer for one submission into `cb`."""
 
-    def __init__(self, runtime, cb, cb_id: str, at: str | None) -> None:
+    def __init__(self, runtime, cb, cb_id: str, at: str | None,
+                 secondary: Callable[[str], object] | None = None) -> None:
+        """secondary: the VkCommandBuffer of a secondary command buffer cb's vkCmdExecuteCommands runs, recorded
+        when asked, as the commands before it have been (the kind of an event's last set: Recorder.event)."""
         self.rt, self.vk, self.cb, self.cb_id, self.at = runtime, runtime.vk, cb, cb_id, at
+        self.secondary = secondary
         self.sync2 = runtime.device.synchronization2
 
     def ref(self, index: int) -> str:
@@ -91,6 +95,10 @@ class Recorder:
             self.image_command(c)
         elif isinstance(c, ir.Barrier):
             self.barrier(c)
+        elif isinstance(c, ir.ExecuteCommands):
+            handles = [self.secondary(s) for s in c.command_buffers]
+            self.rt.instance.operation = self.ref(index)  # the layer's messages at the execute are this command's
+            vk.vkCmdExecuteCommands(cb, len(handles), handles)  # vkCmdExecuteCommands
         else:
             self.event(c)
 

@@ -40,6 +40,14 @@ def replayable(stream: ir.Stream) -> str | None:
     if stream.events and len(stream.devices) > 1:
         # A VkEvent belongs to one VkDevice, and multi-device replay gives each stream device its own.
         return "events are replayed in a stream of one device"
+    executed = {s for cb in stream.command_buffers for c in cb.commands if isinstance(c, ir.ExecuteCommands)
+                for s in c.command_buffers}
+    nested = sorted(cb.id for cb in stream.command_buffers if cb.id in executed
+                    and any(isinstance(c, ir.ExecuteCommands) for c in cb.commands))
+    if nested:
+        # VUID-vkCmdExecuteCommands-bufferlevel-00088 without VK_EXT_nested_command_buffer, which the runtime
+        # does not enable.
+        return f"secondary command buffer {nested[0]!r} executes another: nesting needs VK_EXT_nested_command_buffer"
     abstract = {s.id for s in stream.shaders}
     written_by_abstract = {b.buffer for cb in stream.command_buffers for c in cb.commands
                            if isinstance(c, ir.Dispatch) and c.shader in abstract

@@ -116,7 +116,7 @@ class Runtime:
         self.events: dict[str, object] = {}
         self.event_sets: dict[str, bool] = {}  # event -> whether its last recorded set is vkCmdSetEvent2
         self.pools: dict[int, object] = {}
-        self.recorded: dict[tuple[str, str | None], object] = {}
+        self.recorded: dict[tuple, object] = {}  # (cb, at), a secondary's (cb, at, family) -> VkCommandBuffer
         self.recorders: set[str] = set()  # the command buffers the program records (command_buffer)
         self._recorded_ids: set[str] = set()  # the stream command buffers of `recorded`: asked at every submit
         self.abstract_shaders: dict[str, tuple[str, ...]] = {}
@@ -580,34 +580,43 @@ class Runtime:
         several stream queues (and families) may share one VkQueue (importer/__init__.py reads it)."""
         return self.instance.queue_label(self._queue(queue)[1], f"queue {queue}, family {self.group_of[queue]}")
 
-    def _allocate_cb(self, family: int, name: str):
+    def _allocate_cb(self, family: int, name: str, secondary: bool = False):
         vk = self.vk
         if family not in self.pools:
             info = vk.VkCommandPoolCreateInfo(queueFamilyIndex=family)
             self.pools[family] = vk.vkCreateCommandPool(self.device.handle, info, None)  # vkCreateCommandPool
-        info = vk.VkCommandBufferAllocateInfo(commandPool=self.pools[family], level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                              commandBufferCount=1)
+        level = vk.VK_COMMAND_BUFFER_LEVEL_SECONDARY if secondary else vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY
+        info = vk.VkCommandBufferAllocateInfo(commandPool=self.pools[family], level=level, commandBufferCount=1)
         cb = vk.vkAllocateCommandBuffers(self.device.handle, info)[0]  # vkAllocateCommandBuffers
         self.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_COMMAND_BUFFER, cb, name)
         return cb
 
-    def _vk_command_buffer(self, cb_id: str, at: str | None, family: int):
+    def _vk_command_buffer(self, cb_id: str, at: str | None, family: int, runs: Mapping[str, str] | None = None,
+                           secondary: bool = False):
         """The VkCommandBuffer for a stream command buffer, recorded at its first
-        submit (one per submission where `at` names it)."""
-        key = (cb_id, at)
+        submit (one per submission where `at` names it). runs: the submission's references (as `at`) of
+        the command buffers it runs; a secondary one (spec 6.7) is recorded at level SECONDARY, once per
+        queue family (vkCmdExecuteCommands takes only its pool's family), when the one that executes it
+        reaches its vkCmdExecuteCommands."""
+        key = (cb_id, at, family) if secondary else (cb_id, at)
         if key not in self.recorded:
             vk = self.vk
             commands = self.record.commands(cb_id)
-            cb = self._allocate_cb(family, with_submit(cb_id, at))  # the layer's messages name it
-            # Simultaneous use: a stream may submit a command buffer again while it is pending.
-            begin = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT)
+            cb = self._allocate_cb(family, with_submit(cb_id, at), secondary)  # the layer's messages name it
+            # Simultaneous use: a stream may submit a command buffer again while it is pending (a secondary: run
+            # by several primaries pending at once). A secondary inherits no render pass (compute only).
+            begin = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT,
+                                                pInheritanceInfo=vk.VkCommandBufferInheritanceInfo()
+                                                if secondary else None)
             vk.vkBeginCommandBuffer(cb, begin)  # vkBeginCommandBuffer
-            if self.timestamps is not None:
+            timed = self.timestamps is not None and not secondary  # a secondary's time is its primary's
+            if timed:
                 self.timestamps.begin(key, cb)
-            recorder = Recorder(self, cb, cb_id, at)
+            recorder = Recorder(self, cb, cb_id, at,
+                                lambda s: self._vk_command_buffer(s, (runs or {}).get(s), family, runs, True))
             for index, command in enumerate(commands):
                 recorder.command(index, command)
-            if self.timestamps is not None:
+            if timed:
                 self.timestamps.end(key, cb)
             vk.vkEndCommandBuffer(cb)  # vkEndCommandBuffer
             self.recorded[key] = cb
@@ -622,7 +631,7 @@ class Runtime:
         vk, sync2 = self.vk, self.device.synchronization2
         family, queue, lock = self._queue(op.queue)
         with self._lock:
-            cbs = [[self._vk_command_buffer(c, at.get(c), family) for c in b.command_buffers] for b in op.batches]
+            cbs = [[self._vk_command_buffer(c, at.get(c), family, at) for c in b.command_buffers] for b in op.batches]
             self.instance.operation = ref
             self._take_binary_signals(ref, op)
             keep, submits = [], []

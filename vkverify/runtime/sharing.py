@@ -126,7 +126,7 @@ def device_of_queue(stream: ir.Stream) -> dict[str, str]:
 def _accesses(stream: ir.Stream, batch: ir.Batch):
     """(root buffer, lo, hi, writes) of each access the batch's commands make, in root offsets."""
     for cb in batch.command_buffers:
-        for command in stream.index.command_buffers[cb].commands:
+        for _, _, command in stream.index.commands_of(cb):
             for _, _, write, buffer, lo, hi, _ in command_accesses(command):
                 root, base = stream.index.root(buffer)
                 yield root, base + lo, base + hi, write is not None
@@ -196,7 +196,7 @@ def _device_uses(stream: ir.Stream) -> tuple[dict[str, set[str]], dict[str, set[
     writers: dict[str, set[str]] = {}
     for op, b in ir.batches(stream):
         for cb in b.command_buffers:
-            for c in stream.index.command_buffers[cb].commands:
+            for _, _, c in stream.index.commands_of(cb):
                 for buf in sorted(_command_buffers(c)):
                     if on[op.queue] not in owners(stream, buf):
                         raise Unsupported(f"{cb} runs on {on[op.queue]} but buffer {buf!r} is memory of "

@@ -82,7 +82,7 @@ class StreamRecord:
             dicts = self.command_buffers[cb_id]
             cached = self._ir.get(cb_id)
             if cached is None or cached[0] != len(dicts):
-                doc = {**self.doc, "command_buffers": {cb_id: dicts}}
+                doc = {**self.doc, "command_buffers": {**self._executed((cb_id,)), cb_id: dicts}}
                 self._ir[cb_id] = cached = (len(dicts), from_dict(doc, f"<command buffer {cb_id}>")
                                             .index.command_buffers[cb_id].commands)
             return cached[1]
@@ -103,6 +103,18 @@ class StreamRecord:
         cbs = {cb for ops in threads.values() for op in ops if op["op"] == "submit"
                for b in op.get("batches", [op]) for cb in b.get("command_buffers", ())}
         with self.lock:
-            doc = {**self.doc, "command_buffers": {cb: list(self.command_buffers[cb]) for cb in cbs},
+            doc = {**self.doc, "command_buffers": self._executed(cbs),
                    "threads": {t: list(ops) for t, ops in threads.items()}}
         return from_dict(doc, "<runtime>", schema=False)
+
+    def _executed(self, cbs) -> dict[str, list[dict]]:
+        """Copies of `cbs` and of the secondary command buffers their execute_commands run, transitively: the
+        loader resolves the names an execute_commands gives."""
+        out: dict[str, list[dict]] = {}
+        todo = list(cbs)
+        while todo:
+            cb = todo.pop()
+            if cb not in out and cb in self.command_buffers:
+                out[cb] = list(self.command_buffers[cb])
+                todo += [s for c in out[cb] if c["cmd"] == "execute_commands" for s in c["command_buffers"]]
+        return out

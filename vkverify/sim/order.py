@@ -46,7 +46,7 @@ class _Steps(Consumer):
         self.done.add(step.ref)
 
     def batch(self, queue: str, p: PendingBatch, acquired: list) -> tuple[list, None]:
-        commands = [c for cb in p.batch.command_buffers for c in self.index.command_buffers[cb].commands]
+        commands = [c for cb in p.batch.command_buffers for _, _, c in self.index.commands_of(cb)]
         for ref, c in zip(batch_refs(self.index, p), commands):
             # A barrier or an event command accesses no memory. What a wait orders, the checker decides (spec
             # 7.5, check/events.py: the commands after it after those before its event's last set, in the set's
@@ -61,9 +61,10 @@ class _Steps(Consumer):
 
 
 def batch_refs(index: ir.StreamIndex, p: PendingBatch) -> tuple[str, ...]:
-    """The checker's references of the commands of a pending batch, as executed by its submit."""
-    return tuple(index.command_ref(cb, i, p.submit) for cb in p.batch.command_buffers
-                 for i in range(len(index.command_buffers[cb].commands)))
+    """The checker's references of the commands of a pending batch, as executed by its submit: those of the
+    secondary command buffers its vkCmdExecuteCommands run in their place (spec 6.7), not the execute's own."""
+    return tuple(index.command_ref(owner, i, p.submit) for cb in p.batch.command_buffers
+                 for owner, i, _ in index.commands_of(cb))
 
 
 def reference_order(stream: ir.Stream) -> tuple[Step, ...]:
