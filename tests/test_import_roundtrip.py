@@ -101,6 +101,8 @@ def _round_trip(path: Path, capture: Path) -> RoundTrip | str:
     reason = runtime.replayable(original)
     if reason is not None:
         return f"not replayable: {reason}"
+    if original.images:
+        return "the importer reads no images yet: a capture's image calls are skipped (docs/capture.md)"
     env = dict(capture_env(capture, os.environ), GFXRECON_MEMORY_TRACKING_MODE="assisted")
     done = subprocess.run([sys.executable, "-m", "vkverify.cli", "replay", "--format", "json", str(path)],
                           env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import assume, given, settings
 
 from vkverify.check import check
+from vkverify.model.errors import UsageError
 from vkverify.check.optimize import optimize
 from vkverify.check.reference import OutsideReference, verdict
 from vkverify.check.scopes import access_scope, first_execution_scope, second_execution_scope
@@ -136,14 +137,20 @@ def test_a_barrier_to_the_host_in_a_later_submit_orders_the_read_after_its_wait(
                                                                  "down[2]": "keep"}
 
 
-@pytest.mark.parametrize("path", [p for p in [*CORPUS, *EXAMPLES] if '"params"' not in p.read_text()],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [p for p in [*CORPUS, *EXAMPLES] if '"params"' not in p.read_text()
+                                  and '"execute_commands"' not in p.read_text()], ids=lambda p: p.name)
 def test_the_corpus_keeps_its_findings(path):
     stream = load(path)
     result = optimize(stream)
     assert findings(result.stream, result.original_ref) == findings(stream)
     assert len(barriers(result.stream)) <= len(barriers(stream))
     assert_no_wider(result)
+
+
+def test_a_stream_with_secondary_command_buffers_is_refused_with_the_reason():
+    [path] = [p for p in CORPUS if p.name.startswith("181-")]
+    with pytest.raises(UsageError, match="secondary command buffers"):
+        optimize(load(path))
 
 
 @settings(max_examples=EXAMPLES_RUN, **SETTINGS)

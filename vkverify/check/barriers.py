@@ -17,6 +17,7 @@ from itertools import pairwise
 from typing import NamedTuple
 
 from ..model import ir
+from ..model.images import LAYOUT_TRANSITION, LAYOUT_WRITE
 from .rules import chains, in_first_access_scope
 from .scopes import access_scope, accesses, explicit_stages, first_execution_scope, second_execution_scope
 
@@ -98,8 +99,6 @@ def compile_barrier(b: ir.Barrier, index: ir.StreamIndex) -> tuple[BarrierEntry,
 # checker runs it as an access between the barrier's two halves, at a stage no command has, with an access of its own.
 # The stage is each image barrier's own (`transition_stage`): an access in one barrier's first scope reaches that
 # barrier's transitions only. Findings and fixes name it LAYOUT_TRANSITION (`stage_text`).
-LAYOUT_TRANSITION = "image_layout_transition"
-LAYOUT_WRITE = "layout_transition"
 
 
 def transition_stage(b: ir.Barrier, k: int) -> str:

@@ -400,7 +400,7 @@ def _no_execution_dependency(model: Model, pair: Pair, reached: dict) -> list[st
         for n in bars:
             if n.key in reached:
                 continue
-            if e.stage in n.entry.src_exec and is_transition(e.stage):  # its own barrier's second half
+            if is_transition(e.stage) and in_synchronization_scope(e.stage, n.entry.src_exec):  # its second half
                 b, _ = _barrier_masks(model, n.key)
                 reasons.append(f"the layout transition of {e.ref} is ordered only before its barrier's second scope, "
                                f"dst_stage {names(b.dst_stage)}; the {_what(x)} {x.ref} is at {stage_text(x.stage)}")

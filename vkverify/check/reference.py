@@ -66,9 +66,9 @@ from math import factorial, prod
 from ..errors import VkverifyError
 from ..model import ir
 from ..model.accesses import command_accesses
+from ..model.images import LAYOUT_TRANSITION, LAYOUT_WRITE
 from ..model.refs import format_ref
 from ..model.stages import ACCESS, COMMAND_STAGES, EXECUTING_STAGES, STAGE
-from .barriers import LAYOUT_TRANSITION, LAYOUT_WRITE
 from .readings import DEFAULT, Readings
 
 __all__ = ["OutsideReference", "Reference", "access_pairs", "first_scope", "joined", "references", "second_scope",

@@ -15,8 +15,28 @@ import re
 
 import numpy as np
 
-__all__ = ["FORMATS", "LAYOUTS", "box_ranges", "buffer_rows", "clear_texel", "format_name", "layout_name",
-           "level_extent", "level_offset", "merge_ranges", "numeric_kind", "range_ranges", "subresources_text"]
+__all__ = [
+    "FORMATS",
+    "LAYOUTS",
+    "LAYOUT_TRANSITION",
+    "LAYOUT_WRITE",
+    "box_ranges",
+    "buffer_rows",
+    "clear_texel",
+    "format_name",
+    "layout_name",
+    "level_extent",
+    "level_offset",
+    "merge_ranges",
+    "numeric_kind",
+    "range_ranges",
+    "subresources_text",
+]
+
+# A layout transition as findings name it: its stage (no pipeline stage) and its access (spec 7.7.4: it reads and
+# writes the subresources); check/barriers.py gives each image barrier's transitions a stage of its own from it.
+LAYOUT_TRANSITION = "image_layout_transition"
+LAYOUT_WRITE = "layout_transition"
 
 # Bytes per texel of the formats compute and transfer use; VK_FORMAT_R8G8B8A8_UNORM is spelled r8g8b8a8_unorm.
 FORMATS = {
