@@ -47,6 +47,6 @@ def finish(result: ReplayResult, stream: ir.Stream, messages: list, syncval: boo
     if syncval:
         from ..check import check
         result.findings = check(stream)
-        result.agreement = agreement(result.findings, layer_findings(result.messages))
+        result.agreement = agreement(result.findings, layer_findings(result.messages), stream.index.executed)
     result.reference, result.reference_note = compare_reference(stream, result)
     return result

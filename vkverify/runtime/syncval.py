@@ -10,6 +10,8 @@ uninitialized memory: those findings are vkverify's alone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import re
 from dataclasses import dataclass
 
@@ -55,12 +57,12 @@ def layer_findings(messages) -> list[LayerFinding]:
     return list(out.values())
 
 
-def _matches(layer: LayerFinding, f) -> bool:
+def _matches(layer: LayerFinding, f, executed: Callable[[str], list[str]]) -> bool:
     if f.kind != layer.kind or f.second is None:
         return False
     second = without_submit(f.second)
-    if layer.buffer is None:  # submit-time: the command buffer is all the layer names
-        return owner_of(second) == layer.second
+    if layer.buffer is None:  # submit-time: the (primary) command buffer is all the layer names
+        return owner_of(second) in executed(layer.second)
     return layer.buffer == f.buffer and second == layer.second
 
 
@@ -71,10 +73,12 @@ class LayerAgreement:
     only_layer: list  # LayerFinding
 
 
-def agreement(findings, layer: list[LayerFinding]) -> LayerAgreement:
+def agreement(findings, layer: list[LayerFinding],
+              executed: Callable[[str], list[str]] = lambda cb: [cb]) -> LayerAgreement:
+    """`executed`: the command buffers a submitted one runs (itself and its secondaries: StreamIndex.executed)."""
     shared, only_v, matched = [], [], set()
     for f in findings:
-        hit = next((lf for lf in layer if _matches(lf, f)), None)
+        hit = next((lf for lf in layer if _matches(lf, f, executed)), None)
         if hit is None:
             only_v.append(f)
         else:
