@@ -280,13 +280,14 @@ def _covers(spans: list[tuple[int, int]], lo: int, hi: int) -> bool:
 
 class Readbacks:
     def __init__(self, placements: dict[str, Placement], command_buffers: dict[str, list[Touch]],
-                 queue_device: dict[str, str], flushed_fills: set[int], flushes: list[tuple[int, int, int, int]],
-                 assume: bool) -> None:
+                 queue_device: dict[str, str], flushed_fills: set[int],
+                 page_marks: list[tuple[int, int, int, int, bool]], assume: bool) -> None:
         """placements: the buffers on host-visible memory; command_buffers: what each command of each touches;
         queue_device: stream queue -> its device;
-        flushed_fills: the call indices of the fill records made at a flush; flushes: (call index, memory, lo,
-        hi) of each range a vkFlushMappedMemoryRanges flushed, by call index; assume: add the assumed reads."""
-        self.flushes = flushes
+        flushed_fills: the call indices of the fill records made at a flush; page_marks: (call index, memory, lo,
+        hi, shown), by call index, of each range a vkFlushMappedMemoryRanges flushed (shown False) and of the
+        bytes of a fill record that no live buffer holds (True); assume: add the assumed reads."""
+        self.page_marks = page_marks
         self.placements = placements
         self.flushed_fills = flushed_fills
         self.queue_device = queue_device
@@ -321,13 +322,13 @@ class Readbacks:
         records = _fill_records(ops)
         guarded = any(ops[at][0] not in self.flushed_fills for at in records)  # page-guard records show touches
         consumed = self._consumed(ops, set(records))
-        flushes = iter(self.flushes)
-        flush = next(flushes, None)
+        marks = iter(self.page_marks)
+        mark = next(marks, None)
         for at, item in enumerate(ops):
             index, thread, op = item
-            while flush is not None and flush[0] < index:
-                self._flushed(*flush[1:])
-                flush = next(flushes, None)
+            while mark is not None and mark[0] < index:
+                self._page_mark(*mark[1:])
+                mark = next(marks, None)
             kind = op["op"]
             if kind == "submit":
                 self._submit(op)
@@ -343,8 +344,8 @@ class Readbacks:
             out.append(item)  # the same tuple: a long run has tens of thousands of ops
             if kind in HOST_WAITS and self.unwaited:  # with no write pending, what a wait covers changes nothing
                 out += self._waited(self._covered(op), op["label"], index, thread)
-        for rest in [flush, *flushes] if flush is not None else ():
-            self._flushed(*rest[1:])
+        for rest in [mark, *marks] if mark is not None else ():
+            self._page_mark(*rest[1:])
         # Where the page guard shows the host's touches, a read stands unless no record covers its bytes by the
         # time the device rewrites them, a flush of them, or the end with a submit after its wait: the layer
         # records the pages the host touched at the next submit or flush. One with no submit after it is kept.
@@ -477,10 +478,17 @@ class Readbacks:
         self.written[place.memory] = entries
         self.rank.setdefault(place.memory, len(self.rank))
 
-    def _flushed(self, memory: int, lo: int, hi: int) -> None:
+    def _page_mark(self, memory: int, lo: int, hi: int, shown: bool) -> None:
         """A flush of bytes [lo, hi) of `memory`: the layer records the pages of them the host touched (before
-        the flush call), so an assumed read of them that no record confirmed by now never happened."""
-        self._refute(self.written.get(memory, []), lo, hi)
+        the flush call), so an assumed read of them that no record confirmed by now never happened. Or (shown) a
+        record of bytes no buffer holds any more: the host touched them since the last record, so an assumed
+        read of them happened (a program reads a staging buffer, destroys it, and the layer writes the record
+        at the next submit)."""
+        entries = self.written.get(memory, [])
+        if shown:
+            self.confirmed |= {e.assumed for e in entries if e.assumed is not None and e.lo < hi and lo < e.hi}
+        else:
+            self._refute(entries, lo, hi)
 
     def _refute(self, entries: list[Written], lo: int, hi: int) -> None:
         """The assumed reads of bytes [lo, hi) of `entries`' memory never happened, unless a record confirms them."""

@@ -88,7 +88,8 @@ class Translator(Commands, Queues):
         self.fills = None if blocks is None else blocks.fills  # None: no fill records
         self.capture = None if blocks is None else blocks.path  # where the fill records' bytes are read from
         self.flushed_fills: set[int] = set()  # the fill records made at a flush: writes the program declared
-        self.flushes: list[tuple[int, int, int, int]] = []  # (call index, memory, lo, hi) of each range flushed
+        # (call index, memory, lo, hi, shown) of each range flushed and of each fill record's bytes no buffer holds
+        self.page_marks: list[tuple[int, int, int, int, bool]] = []
         self.push_data = None if blocks is None else blocks.push_constants  # None: push constants unknown
         self.call_parameters = None if blocks is None else blocks.parameters  # None: JSON lines only
         self.call_threads = None if blocks is None else blocks.threads  # None: every call on one thread
@@ -252,7 +253,7 @@ class Translator(Commands, Queues):
                 placements[buf.id] = Placement(mem.handle, buf.offset, _staging(kind, buf.usage), mem.ever_mapped)
         queue_device = {qid: dev for qid, dev, _ in self.queues.values()}
         queue_device.update((qid, dev) for qid, (dev, _) in self.stream_queues.items())
-        walk = Readbacks(placements, self.touches, queue_device, self.flushed_fills, self.flushes,
+        walk = Readbacks(placements, self.touches, queue_device, self.flushed_fills, self.page_marks,
                          self.assume_reads)
         # A hand-made .jsonl's calls may be out of order: the walk reads them by index. Each pair compared in C, with
         # no list of the indices (a long run's ops are 100k, and the walk's peak memory follows).
@@ -550,11 +551,21 @@ class Translator(Commands, Queues):
         if mem is None:
             return
         start = (mem.mapped[0] if mem.mapped is not None else 0) + fill.offset  # the offset is in the mapped range
+        held = []
         for buf, off, n in self.res.buffers_over(mem, start, fill.size):
             op = {"op": "host_write", "buffer": buf.id, "offset": off, "size": n}
             if data is not None:  # the bytes written, so that a replay writes them too
                 op["data"] = {"base64": data.part(buf.offset + off - start, n)}
             self.add_op(fill.index, {**op, "label": f"fill memory #{fill.index}"})
+            held.append((buf.offset + off, buf.offset + off + n))
+        # The bytes no live buffer holds: an assumed read of a buffer destroyed since stands on them (readback.py).
+        unheld = start
+        for lo, hi in sorted(held):
+            if unheld < lo:
+                self.page_marks.append((fill.index, mem.handle, unheld, lo, True))
+            unheld = max(unheld, hi)
+        if unheld < start + fill.size:
+            self.page_marks.append((fill.index, mem.handle, unheld, start + fill.size, True))
 
     def _ranges(self, call: Call, op: str, ranges: list[dict], then: str | None = None) -> None:
         """`op` over each range where the memory is not coherent (only there does it mean something) and the
@@ -578,7 +589,7 @@ class Translator(Commands, Queues):
             mem = self.res.memories.get(r["memory"])
             if mem is not None:  # a size of 0 (invalid) is taken as the rest of the memory, as the layer does
                 end = mem.size if r["size"] in (WHOLE_SIZE, 0) else r["offset"] + r["size"]
-                self.flushes.append((call.index, mem.handle, r["offset"], end))
+                self.page_marks.append((call.index, mem.handle, r["offset"], end, False))
 
     def vkInvalidateMappedMemoryRanges(self, call: Call, a: dict) -> None:
         # A capture records no reads: a program invalidates a range to read it, so the read is put here.
