@@ -207,6 +207,8 @@ class Runtime:
             usage=vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT,
             initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED, **self.allocator.sharing_fields(sharing))
         with self._lock:
+            if sharing == "concurrent":  # as create_buffer says: its VkImage is exclusive where queues use one family
+                self.instance.note("concurrent")
             try:
                 handle = vk.vkCreateImage(self.device.handle, info, None)  # vkCreateImage
             except vk.VkError as error:

@@ -1,0 +1,223 @@
+"""Images through a capture (issue 25): a program of images (an upload from a buffer, layout transitions by pipeline
+barriers and by an event's dependency, copies back to a buffer and between images, clears), replayed on Lavapipe
+under the GFXReconstruct capture layer, imports with each image as the program declared it (its debug name its id)
+and each image command and image barrier as the program's (importer/images.py); the imported stream has the
+original's findings (a clear racing a copy into the same image, where a barrier is missing) and replays with its
+digests, the images' among them. The comparison is tests/test_import_roundtrip.py's."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from vkverify.importer import import_capture
+from vkverify.model import ir
+
+from .test_import_roundtrip import FENCED_CLEAR, _imported_findings, _original_findings, fenced_clears, round_trips
+from .test_replay_images import _barrier, image_stream
+
+runtime = pytest.importorskip("vkverify.runtime")
+
+
+def program(barrier: bool) -> dict:
+    """image_stream's upload, transitions, copies and clear, then B cleared after the copy into it (after a
+    barrier from that copy: `barrier`), made transfer_src_optimal by an event's dependency, and copied to Out."""
+    doc = image_stream()
+    doc["name"] = "images-" + ("ordered" if barrier else "racing")
+    doc["events"] = [{"id": "E"}]
+    cb = doc["command_buffers"]["cb0"]
+    if barrier:
+        cb.append(_barrier("copy", "transfer_write", "clear", "transfer_write", [
+            {"image": "B", "old_layout": "transfer_dst_optimal", "new_layout": "transfer_dst_optimal"}]))
+    cb.append({"cmd": "clear_color_image", "image": "B", "ranges": [{}], "value": [0.5, 0.25, 0.0, 1.0]})
+    to_copy = {"src_stage": ["clear"], "src_access": ["transfer_write"], "dst_stage": ["copy"],
+               "dst_access": ["transfer_read"],
+               "images": [{"image": "B", "old_layout": "transfer_dst_optimal", "new_layout": "transfer_src_optimal"}]}
+    cb += [{"cmd": "set_event", "event": "E", **to_copy}, {"cmd": "wait_events", "events": ["E"], **to_copy},
+           {"cmd": "copy_image_to_buffer", "src": "B", "dst": "Out", "regions": [
+               {"buffer_offset": 1024, "image_extent": [6, 5]}]}]
+    return doc
+
+
+STREAMS = {"ordered": program(barrier=True), "racing": program(barrier=False)}
+
+
+@pytest.fixture(scope="module")
+def trips(tmp_path_factory, device_name):
+    return round_trips(tmp_path_factory, STREAMS)
+
+
+def _region_commands(stream: ir.Stream) -> dict[str, ir.Command]:
+    """The program's commands the import holds, by the program's reference (their labels' debug label region)."""
+    return {c.label.rpartition(": ")[0]: c for cb in stream.command_buffers for c in cb.commands
+            if c.label and ": " in c.label}
+
+
+def _untagged(c):
+    return dataclasses.replace(c, id=None, label=None)
+
+
+def _entries(images: tuple[ir.ImageBarrier, ...]) -> list[ir.ImageBarrier]:
+    """Image barriers with no access named as none (the import names VK_ACCESS_2_NONE)."""
+    return [dataclasses.replace(b, src_access=b.src_access - {"none"}, dst_access=b.dst_access - {"none"})
+            for b in images]
+
+
+@pytest.mark.parametrize("name", STREAMS)
+def test_imported_images_have_the_original_findings(trips, name):
+    trip, summary = trips[name]
+    assert not summary.partial, summary.partial_lines()
+    original, imported = _original_findings(trip.original), _imported_findings(trip.imported)
+    assert imported - fenced_clears(trip.original, imported) == original
+    if name == "racing":  # the clear of B races the copy into B's box (rows 3 and 4, texels 2-5: bytes 80-120)
+        # and the transition before it (the rest of B: the one barrier before both orders only the copy)
+        assert original == {("waw", "B", (0, 104), "cb0[6]", "cb0[8]"), ("waw", "B", (80, 120), "cb0[7]", "cb0[8]")}
+    else:
+        assert original == set()
+
+
+@pytest.mark.xfail(strict=True, reason=FENCED_CLEAR)
+def test_the_runtime_s_zero_clears_are_ordered_before_the_program_s_transitions(trips):
+    """The runtime clears each fresh image, fenced, before the stream's work: A's and B's first transitions (cb0[0],
+    cb0[6]) come after it. Fails until the checker orders a transition through a fence wait (FENCED_CLEAR)."""
+    trip, _ = trips["ordered"]
+    assert fenced_clears(trip.original, _imported_findings(trip.imported)) == set()
+
+
+@pytest.mark.parametrize("name", STREAMS)
+def test_images_and_image_commands_import_as_the_program_s(trips, name):
+    """The images as declared (ids from their debug names, extent, format, levels, layers, memory, sharing); each
+    copy and clear equal to the program's, each image barrier's entries too (stages, accesses, subresources,
+    layouts), whether recorded by vkCmdPipelineBarrier2 or as the event's dependency (vkCmdSetEvent2 /
+    vkCmdWaitEvents2)."""
+    trip, _ = trips[name]
+    assert trip.imported.images == trip.original.images
+    imported = _region_commands(trip.imported)
+    original = dict(zip((f"cb0[{i}]" for i in range(99)), trip.original.command_buffers[0].commands))
+    assert imported.keys() == original.keys()
+    for ref, c in original.items():
+        got = imported[ref]
+        if isinstance(c, ir.Barrier):
+            assert _entries(got.images) == _entries(c.images), ref
+        elif isinstance(c, ir.SetEvent):
+            assert _entries(got.dependency.images) == _entries(c.dependency.images)
+        elif isinstance(c, ir.WaitEvents):
+            assert [_entries(d.images) for d in got.dependencies] == [_entries(d.images) for d in c.dependencies]
+        else:
+            assert _untagged(got) == _untagged(c), ref
+    kinds = {type(c).__name__ for c in imported.values()}
+    assert {"CopyBufferToImage", "CopyImageToBuffer", "CopyImage", "ClearColorImage"} <= kinds
+
+
+@pytest.mark.parametrize("name", STREAMS)
+def test_imported_images_replay_with_the_original_digests(trips, name):
+    trip, _ = trips[name]
+    digests = runtime.replay(trip.imported).digests
+    assert {"A", "B", "Out"} <= trip.digests.keys()
+    assert {b: digests.get(b) for b in trip.digests} == trip.digests
+
+
+REMAINING = 2**32 - 1
+
+
+def _image(handle: int, format: str = "VK_FORMAT_R32_UINT", samples: str = "VK_SAMPLE_COUNT_1_BIT",
+           depth: int = 1, layers: int = 2) -> tuple[str, dict]:
+    return "vkCreateImage", {"device": 2, "pImage": handle, "pCreateInfo": {
+        "flags": 0, "imageType": "VK_IMAGE_TYPE_3D" if depth > 1 else "VK_IMAGE_TYPE_2D", "format": format,
+        "extent": {"width": 4, "height": 4, "depth": depth}, "mipLevels": 3, "arrayLayers": layers,
+        "samples": samples, "tiling": "VK_IMAGE_TILING_OPTIMAL", "usage": 0xB,
+        "sharingMode": "VK_SHARING_MODE_EXCLUSIVE"}}
+
+
+def _view(handle: int, image: int, aspect: int = 1, kind: str = "VK_IMAGE_VIEW_TYPE_2D_ARRAY") -> tuple[str, dict]:
+    return "vkCreateImageView", {"device": 2, "pView": handle, "pCreateInfo": {
+        "image": image, "viewType": kind, "subresourceRange": {
+            "aspectMask": aspect, "baseMipLevel": 1, "levelCount": REMAINING, "baseArrayLayer": 1,
+            "layerCount": 1}}}
+
+
+def _calls() -> list[tuple[str, dict]]:
+    """Images 20 (depth), 22 (4 samples) and 23 (3D) with 21 (r32_uint, 3 levels, 2 layers), each bound to memory of
+    its own; 24 never bound. Storage views of 21 (levels 1-2 of layer 1), of its stencil aspect, and a 2D array
+    of 23's slices. Recorded: a depth clear of 20, a color clear of 22 and of 24, a blit of 21, a transition of 21
+    to an attachment layout, a clear of 21 and a dispatch (no SPIR-V) with the three views bound."""
+    whole = {"aspectMask": 1, "baseMipLevel": 0, "levelCount": REMAINING, "baseArrayLayer": 0, "layerCount": 1}
+    images = [_image(20, "VK_FORMAT_D32_SFLOAT"), _image(21), _image(22, samples="VK_SAMPLE_COUNT_4_BIT"),
+              _image(23, depth=4, layers=1), _image(24)]
+    memory = [call for h in (20, 21, 22, 23) for call in (
+        ("vkAllocateMemory", {"device": 2, "pMemory": h + 100, "pAllocateInfo": {
+            "allocationSize": 4096, "memoryTypeIndex": 0, "pNext": None}}),
+        ("vkBindImageMemory", {"device": 2, "image": h, "memory": h + 100, "memoryOffset": 0}))]
+    storage = {"descriptorType": "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE", "descriptorCount": 1}
+    descriptors = [
+        _view(40, 21), _view(41, 21, aspect=4), _view(42, 23),
+        ("vkCreateDescriptorSetLayout", {"pSetLayout": 50, "pCreateInfo": {"pBindings": [
+            {"binding": b, **storage} for b in range(3)]}}),
+        ("vkAllocateDescriptorSets", {"pAllocateInfo": {"descriptorPool": 51, "pSetLayouts": [50]},
+                                      "pDescriptorSets": [52]}),
+        ("vkUpdateDescriptorSets", {"pDescriptorCopies": None, "pDescriptorWrites": [
+            {"dstSet": 52, "dstBinding": b, "dstArrayElement": 0, "descriptorType": storage["descriptorType"],
+             "pImageInfo": [{"sampler": 0, "imageView": v, "imageLayout": "VK_IMAGE_LAYOUT_GENERAL"}]}
+            for b, v in enumerate((40, 41, 42))]}),
+        ("vkCreateComputePipelines", {"pPipelines": [60], "pCreateInfos": [
+            {"stage": {"module": 61, "pName": "main", "pSpecializationInfo": None}}]})]
+    transition = {"sType": "VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER", "srcAccessMask": 0, "dstAccessMask": 0,
+                  "oldLayout": "VK_IMAGE_LAYOUT_GENERAL", "newLayout": "VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL",
+                  "srcQueueFamilyIndex": REMAINING, "dstQueueFamilyIndex": REMAINING, "image": 21,
+                  "subresourceRange": whole}
+    color = {"float32": [0.5, 0, 0, 0], "int32": [7, 0, 0, 0], "uint32": [7, 0, 0, 0]}
+    commands = [("vkBeginCommandBuffer", {"commandBuffer": 30}),
+                ("vkCmdClearDepthStencilImage", {"commandBuffer": 30, "image": 20}),
+                ("vkCmdClearColorImage", {"commandBuffer": 30, "image": 22, "pColor": color, "pRanges": [whole]}),
+                ("vkCmdClearColorImage", {"commandBuffer": 30, "image": 24, "pColor": color, "pRanges": [whole]}),
+                ("vkCmdBlitImage", {"commandBuffer": 30, "srcImage": 21, "dstImage": 21}),
+                ("vkCmdPipelineBarrier", {"commandBuffer": 30, "srcStageMask": 0x1000, "dstStageMask": 0x1000,
+                                          "pMemoryBarriers": None, "pBufferMemoryBarriers": None,
+                                          "pImageMemoryBarriers": [transition]}),
+                ("vkCmdClearColorImage", {"commandBuffer": 30, "image": 21, "pColor": color, "pRanges": [whole]}),
+                ("vkCmdBindPipeline", {"commandBuffer": 30, "pipelineBindPoint": "VK_PIPELINE_BIND_POINT_COMPUTE",
+                                       "pipeline": 60}),
+                ("vkCmdBindDescriptorSets", {"commandBuffer": 30, "pipelineBindPoint": "VK_PIPELINE_BIND_POINT_COMPUTE",
+                                             "firstSet": 0, "pDescriptorSets": [52], "pDynamicOffsets": None}),
+                ("vkCmdDispatch", {"commandBuffer": 30, "groupCountX": 1, "groupCountY": 1, "groupCountZ": 1}),
+                ("vkEndCommandBuffer", {"commandBuffer": 30})]
+    return [("vkCreateDevice", {"physicalDevice": 1, "pDevice": 2}),
+            ("vkGetDeviceQueue", {"device": 2, "queueFamilyIndex": 0, "queueIndex": 0, "pQueue": 3}),
+            *images, *memory, *descriptors, *commands]
+
+
+def test_what_the_format_cannot_hold_is_refused_and_said(tmp_path):
+    """A depth image and a multisampled one are refused at their vkCreateImage, with a warning; a clear of one, of an
+    image bound to no memory, a blit and a transition to an attachment layout of an image the stream holds are left
+    out, each counted with its reason, and make the verdict partial; a depth clear of a refused image touches
+    nothing the stream holds (skipped). The stream holds 21 and 23, and 21's clear with the uint32 value."""
+    from .test_import import _jsonl
+
+    stream, summary = import_capture(_jsonl(tmp_path / "refusals.jsonl", _calls()))
+    assert [(i.id, i.extent, i.format, i.mip_levels, i.array_layers) for i in stream.images] == [
+        ("img21", (4, 4, 1), "r32_uint", 3, 2), ("img23", (4, 4, 4), "r32_uint", 3, 1)]
+    refused = [w for w in summary.warnings if w.startswith("vkCreateImage")]
+    assert len(refused) == 2 and "VK_FORMAT_D32_SFLOAT is not one of the format's color formats" in refused[0] \
+        and "VK_SAMPLE_COUNT_4_BIT: multisampled images are not held" in refused[1]
+    assert summary.skipped["vkCmdClearDepthStencilImage"] == 1
+    assert set(summary.left_out) == {
+        ("vkCmdClearColorImage", ("it touches image img22, which the stream does not hold (VK_SAMPLE_COUNT_4_BIT: "
+                                  "multisampled images are not held)")),
+        ("vkCmdClearColorImage", "it touches image img24, which is not bound to memory in the capture"),
+        ("vkCmdBlitImage", "the format has no such command, and it touches image img21"),
+        ("vkCmdPipelineBarrier", ("its image barrier of img21 from VK_IMAGE_LAYOUT_GENERAL to "
+                                  "VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL names a layout the format does not have"))}
+    assert summary.partial
+    assert any(line.startswith("left out: 1 vkCmdBlitImage call (first #") for line in summary.partial_lines())
+    clear, dispatch = [c for c in stream.command_buffers[0].commands if not isinstance(c, ir.Barrier)]
+    assert (clear.image, clear.value, clear.subresources) == ("img21", (7, 0, 0, 0), (ir.Subresources(0, 3, 0, 1),))
+    # The view of 21's levels 1-2 (VK_REMAINING_MIP_LEVELS) of layer 1 is a storage image binding (read_write: no
+    # SPIR-V); the stencil view and the 2D array of 23's slices are not: the dispatch is unresolved for them.
+    [binding] = dispatch.bindings
+    assert (binding.buffer, binding.subresources, binding.access) == ("img21", ir.Subresources(1, 2, 1, 1),
+                                                                      "read_write")
+    unresolved = sorted(summary.unresolved)
+    assert len(unresolved) == 2 and "a view of aspect mask 0x4 of image img21" in unresolved[0] and \
+        "a VK_IMAGE_VIEW_TYPE_2D_ARRAY of the depth slices of 3D image img23" in unresolved[1]
+
