@@ -3,16 +3,26 @@ barriers and by an event's dependency, copies back to a buffer and between image
 under the GFXReconstruct capture layer, imports with each image as the program declared it (its debug name its id)
 and each image command and image barrier as the program's (importer/images.py); the imported stream has the
 original's findings (a clear racing a copy into the same image, where a barrier is missing) and replays with its
-digests, the images' among them. The comparison is tests/test_import_roundtrip.py's."""
+digests, the images' among them. The comparison is tests/test_import_roundtrip.py's. A program of storage images
+written with the `vulkan` package (tests/storage_image_program.py), captured on Lavapipe, imports with its
+dispatch's bindings as the shader's SPIR-V says (replay has no image load/store kernels: it is checked, not
+replayed); what the format cannot hold is refused, and said, in a JSON-lines capture."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 import pytest
 
-from vkverify.importer import import_capture
-from vkverify.model import ir
+from vkverify.check import check
+from vkverify.importer import capture_env, import_capture
+from vkverify.model import from_dict, ir
+from vkverify.model.refs import parse_ref, without_submit
+
+from .conftest import ROOT, python_path, require_gfxreconstruct
 
 from .test_import_roundtrip import FENCED_CLEAR, _imported_findings, _original_findings, fenced_clears, round_trips
 from .test_replay_images import _barrier, image_stream
@@ -221,3 +231,91 @@ def test_what_the_format_cannot_hold_is_refused_and_said(tmp_path):
     assert len(unresolved) == 2 and "a view of aspect mask 0x4 of image img21" in unresolved[0] and \
         "a VK_IMAGE_VIEW_TYPE_2D_ARRAY of the depth slices of 3D image img23" in unresolved[1]
 
+
+def storage_program(race: bool) -> dict:
+    """The stream tests/storage_image_program.py runs (`race`: without the barrier between the dispatch and the
+    copy of D)."""
+    def barrier(src: str, dst: str, *images: dict) -> dict:
+        return {"cmd": "barrier", "src_stage": [src], "dst_stage": [dst], "images": list(images)}
+
+    def entry(image: str, src: list[str], dst: list[str], old: str, new: str) -> dict:
+        return {"image": image, "src_access": src, "dst_access": dst, "old_layout": old, "new_layout": new}
+    box = [{"image_extent": [4, 4]}]
+    readback = [] if race else [barrier("compute_shader", "transfer", entry(
+        "D", ["shader_write"], ["transfer_read"], "general", "transfer_src_optimal"))]
+    return {
+        "format": "vkverify-stream/1", "name": "storage-images",
+        "devices": [{"id": "gpu0", "queues": [{"id": "q0", "family": 0}]}],
+        "buffers": [{"id": "Up", "size": 64, "memory": "host_coherent"},
+                    {"id": "Down", "size": 64, "memory": "host_coherent"}],
+        "images": [{"id": "S", "extent": [4, 4], "format": "r32_uint"},
+                   {"id": "D", "extent": [4, 4], "format": "r32_uint"}],
+        "fences": [{"id": "F"}], "shaders": {"inc": {"bindings": ["read", "write"]}},
+        "command_buffers": {"cb0": [
+            barrier("top_of_pipe", "all_commands",
+                    entry("S", [], ["transfer_write"], "undefined", "transfer_dst_optimal"),
+                    entry("D", [], ["shader_write"], "undefined", "general")),
+            {"cmd": "copy_buffer_to_image", "src": "Up", "dst": "S", "regions": box},
+            barrier("transfer", "compute_shader",
+                    entry("S", ["transfer_write"], ["shader_read"], "transfer_dst_optimal", "general")),
+            {"cmd": "dispatch", "shader": "inc", "bindings": [{"image": "S"}, {"image": "D"}]},
+            *readback,
+            {"cmd": "copy_image_to_buffer", "src": "D", "dst": "Down", "regions": box},
+            barrier("compute_shader", "transfer",
+                    entry("S", ["shader_read"], ["transfer_write"], "general", "transfer_dst_optimal")),
+            {"cmd": "clear_color_image", "image": "S"},
+            {"cmd": "barrier", "src_stage": ["transfer"], "src_access": ["transfer_write"], "dst_stage": ["host"],
+             "dst_access": ["host_read"]}]},
+        "threads": {"main": [
+            {"op": "host_write", "buffer": "Up", "offset": 0, "size": 64},
+            {"op": "submit", "queue": "q0", "command_buffers": ["cb0"], "fence": "F"},
+            {"op": "wait_fences", "fences": ["F"]},
+            {"op": "host_read", "buffer": "Down", "offset": 0, "size": 64}]}}
+
+
+@pytest.fixture(scope="module")
+def storage(tmp_path_factory):
+    """race -> the import of tests/storage_image_program.py's capture."""
+    require_gfxreconstruct()
+    out = {}
+    for race in (False, True):
+        capture = tmp_path_factory.mktemp("storage") / "storage.gfxr"
+        done = subprocess.run([sys.executable, "-m", "tests.storage_image_program", *["--race"] * race],
+                              env={**capture_env(capture, os.environ), "PYTHONPATH": python_path()}, cwd=ROOT,
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr
+        out[race] = import_capture(capture)
+    return out
+
+
+def _shapes(stream: ir.Stream, ids: dict[str, str]) -> set[tuple]:
+    """Each finding as (kind, the program's id of its resource, range, what each side is: a command's kind, a host
+    op's): the program names nothing, so the import's ids are its handles (`ids` maps them)."""
+    def side(ref: str) -> str:
+        named = parse_ref(without_submit(ref))
+        owner = stream.index.command_buffers.get(named.owner) or stream.index.threads[named.owner]
+        return type((owner.commands if hasattr(owner, "commands") else owner.ops)[named.index]).__name__
+    return {(f.kind, ids.get(f.buffer, f.buffer), f.range, side(f.first), side(f.second)) for f in check(stream)}
+
+
+@pytest.mark.parametrize("race", [False, True])
+def test_a_captured_program_s_storage_images_import_with_the_shader_s_accesses(storage, race):
+    """tests/storage_image_program.py on Lavapipe: its two images as created (r32_uint 4x4), its upload, transitions,
+    copy back and clear, and its dispatch binding S as read and D as written, as the shader's `readonly` and
+    `writeonly` say in its SPIR-V; its findings are those of the stream it runs (the RAW of the dispatch's write of D
+    and the copy's read where the barrier is missing)."""
+    stream, summary = storage[race]
+    assert not summary.partial, summary.partial_lines()
+    original = from_dict(storage_program(race))
+    ids = dict(zip((i.id for i in stream.images), ("S", "D"))) | dict(zip((b.id for b in stream.buffers),
+                                                                          ("Up", "Down")))
+    assert [(ids[i.id], i.extent, i.format, i.mip_levels, i.array_layers) for i in stream.images] == [
+        (i.id, i.extent, i.format, i.mip_levels, i.array_layers) for i in original.images]
+    [cb] = stream.command_buffers
+    assert [type(c).__name__ for c in cb.commands] == [type(c).__name__ for c in original.command_buffers[0].commands]
+    [dispatch] = [c for c in cb.commands if isinstance(c, ir.Dispatch)]
+    assert [(ids[b.buffer], b.access, b.subresources, b.size) for b in dispatch.bindings] == [
+        ("S", "read", ir.Subresources(), 64), ("D", "write", ir.Subresources(), 64)]
+    found = _shapes(stream, ids)
+    assert found == _shapes(original, {})
+    assert found == ({("raw", "D", (0, 64), "Dispatch", "CopyImageToBuffer")} if race else set())
