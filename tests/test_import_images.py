@@ -1,12 +1,12 @@
 """Images through a capture (issue 25): a program of images (an upload from a buffer, layout transitions by pipeline
 barriers and by an event's dependency, copies back to a buffer and between images, clears), replayed on Lavapipe
-under the GFXReconstruct capture layer, imports with each image as the program declared it (its debug name its id)
-and each image command and image barrier as the program's (importer/images.py); the imported stream has the
-original's findings (a clear racing a copy into the same image, where a barrier is missing) and replays with its
-digests, the images' among them. The comparison is tests/test_import_roundtrip.py's. A program of storage images
-written with the `vulkan` package (tests/storage_image_program.py), captured on Lavapipe, imports with its
-dispatch's bindings as the shader's SPIR-V says (replay has no image load/store kernels: it is checked, not
-replayed); what the format cannot hold is refused, and said, in a JSON-lines capture."""
+under the GFXReconstruct capture layer, imports with each image as the program declared it (its debug name its id),
+each image command and image barrier as the program's and vkDestroyImage as its destroy (importer/images.py); the
+imported stream has the original's findings (a clear racing a copy into the same image, where a barrier is
+missing) and replays with its digests, the images' among them. The comparison is tests/test_import_roundtrip.py's.
+A program of storage images written with the `vulkan` package (tests/storage_image_program.py), captured on
+Lavapipe, imports with its dispatch's bindings as the shader's SPIR-V says (replay has no image load/store kernels:
+it is checked, not replayed); what the format cannot hold is refused, and said, in a JSON-lines capture."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ runtime = pytest.importorskip("vkverify.runtime")
 
 def program(barrier: bool) -> dict:
     """image_stream's upload, transitions, copies and clear, then B cleared after the copy into it (after a
-    barrier from that copy: `barrier`), made transfer_src_optimal by an event's dependency, and copied to Out."""
+    barrier from that copy: `barrier`), made transfer_src_optimal by an event's dependency, and copied to Out; A
+    destroyed after the device's idle wait."""
     doc = image_stream()
     doc["name"] = "images-" + ("ordered" if barrier else "racing")
     doc["events"] = [{"id": "E"}]
@@ -47,6 +48,7 @@ def program(barrier: bool) -> dict:
     cb += [{"cmd": "set_event", "event": "E", **to_copy}, {"cmd": "wait_events", "events": ["E"], **to_copy},
            {"cmd": "copy_image_to_buffer", "src": "B", "dst": "Out", "regions": [
                {"buffer_offset": 1024, "image_extent": [6, 5]}]}]
+    doc["threads"]["main"].append({"op": "destroy", "buffer": "A"})
     return doc
 
 
@@ -118,13 +120,15 @@ def test_images_and_image_commands_import_as_the_program_s(trips, name):
             assert _untagged(got) == _untagged(c), ref
     kinds = {type(c).__name__ for c in imported.values()}
     assert {"CopyBufferToImage", "CopyImageToBuffer", "CopyImage", "ClearColorImage"} <= kinds
+    destroys = [op for t in trip.imported.threads for op in t.ops if isinstance(op, ir.Destroy)]
+    assert [(op.buffer, op.label.partition(" #")[0]) for op in destroys] == [("A", "vkDestroyImage")]
 
 
 @pytest.mark.parametrize("name", STREAMS)
 def test_imported_images_replay_with_the_original_digests(trips, name):
     trip, _ = trips[name]
     digests = runtime.replay(trip.imported).digests
-    assert {"A", "B", "Out"} <= trip.digests.keys()
+    assert {"B", "Out"} <= trip.digests.keys() and "A" not in trip.digests  # A is destroyed
     assert {b: digests.get(b) for b in trip.digests} == trip.digests
 
 
@@ -232,6 +236,22 @@ def test_what_the_format_cannot_hold_is_refused_and_said(tmp_path):
         "a VK_IMAGE_VIEW_TYPE_2D_ARRAY of the depth slices of 3D image img23" in unresolved[1]
 
 
+def test_an_image_destroyed_while_its_commands_may_run_is_a_use_after_destroy(tmp_path):
+    """vkDestroyImage of 21 right after the submit of the commands that clear it and bind it, with no wait: a
+    destroy op of img21, which ends its lifetime while they may still use it."""
+    from .test_import import _jsonl
+
+    submit = ("vkQueueSubmit", {"queue": 3, "fence": 0, "pSubmits": [
+        {"pWaitSemaphores": None, "pWaitDstStageMask": None, "pCommandBuffers": [30], "pSignalSemaphores": None}]})
+    destroy = ("vkDestroyImage", {"device": 2, "image": 21})
+    stream, _ = import_capture(_jsonl(tmp_path / "destroyed.jsonl", [*_calls(), submit, destroy]))
+    assert [(op.buffer, op.label) for t in stream.threads for op in t.ops if isinstance(op, ir.Destroy)] == [
+        ("img21", f"vkDestroyImage #{len(_calls()) + 2}")]
+    # (The dispatch also reads layer 1 of 21, which nothing wrote: the clear is of layer 0.)
+    assert {(f.kind, f.buffer) for f in check(stream)} == {("use_after_destroy", "img21"),
+                                                          ("uninitialized_read", "img21")}
+
+
 def storage_program(race: bool) -> dict:
     """The stream tests/storage_image_program.py runs (`race`: without the barrier between the dispatch and the
     copy of D)."""
@@ -270,7 +290,8 @@ def storage_program(race: bool) -> dict:
             {"op": "host_write", "buffer": "Up", "offset": 0, "size": 64},
             {"op": "submit", "queue": "q0", "command_buffers": ["cb0"], "fence": "F"},
             {"op": "wait_fences", "fences": ["F"]},
-            {"op": "host_read", "buffer": "Down", "offset": 0, "size": 64}]}}
+            {"op": "host_read", "buffer": "Down", "offset": 0, "size": 64},
+            *({"op": "destroy", "buffer": x} for x in ("S", "D", "Up", "Down"))]}}
 
 
 @pytest.fixture(scope="module")

@@ -82,6 +82,11 @@ class Images:
 
     vkBindImageMemory2KHR = vkBindImageMemory2
 
+    def vkDestroyImage(self, call: Call, a: dict) -> None:
+        image = self.res.images.get(a["image"])
+        if image is not None and image.memory is not None and image.refused is None:
+            self.host(call, "destroy", buffer=image.id)
+
     def vkCreateImageView(self, call: Call, a: dict) -> None:
         """A view's subresources, for storage image descriptors; a view the format cannot hold keeps why."""
         info = a["pCreateInfo"]
