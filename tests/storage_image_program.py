@@ -3,10 +3,11 @@
 It uploads 4x4 r32_uint texels from a buffer to image S, runs a compute shader that reads S (`readonly`) and
 writes S + 1 to image D (`writeonly`), copies D back to a buffer, then clears S; layout transitions by sync1 image
 barriers throughout, and a barrier to the host before the fence. With `--race` the barrier between the dispatch
-and the copy of D is missing (D stays in `general`, which a copy may read). Prints DIFFERS where the buffer does
-not hold S + 1 (Lavapipe runs the dispatch and the copy in order all the same).
+and the copy of D is missing (D stays in `general`, which a copy may read); with `--template` the descriptors are
+written by a descriptor update template. Prints DIFFERS where the buffer does not hold S + 1 (Lavapipe runs the
+dispatch and the copy in order all the same).
 
-    python -m tests.storage_image_program [--race]
+    python -m tests.storage_image_program [--race] [--template]
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class Program(ComputeDevice):
             image=image, subresourceRange=whole) for image, src, dst, old, new in images]
         vk.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 0, None, 0, None, len(barriers), barriers)
 
-    def main(self, race: bool) -> None:
+    def main(self, race: bool, template: bool) -> None:
         vk, device = self.vk, self.device
         values = np.arange(SIDE * SIDE, dtype=np.uint32)
         up, up_memory = self._buffer(values.tobytes(), vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT)
@@ -106,7 +107,20 @@ class Program(ComputeDevice):
                  for view in (s_view, d_view)]
         writes = [vk.VkWriteDescriptorSet(dstSet=descriptor_set, dstBinding=b, descriptorCount=1,
                                           descriptorType=storage, pImageInfo=info) for b, info in enumerate(infos)]
-        vk.vkUpdateDescriptorSets(device, len(writes), writes, 0, None)
+        # VkDescriptorImageInfo: {VkSampler sampler; VkImageView imageView; VkImageLayout imageLayout}, 24 bytes.
+        data = vk.ffi.from_buffer(np.array([[0, int(vk.ffi.cast("uint64_t", view)), vk.VK_IMAGE_LAYOUT_GENERAL]
+                                            for view in (s_view, d_view)], np.uint64).tobytes())
+        entries = [vk.VkDescriptorUpdateTemplateEntry(dstBinding=0, descriptorCount=2, descriptorType=storage,
+                                                      offset=0, stride=24)]
+        template_info = vk.VkDescriptorUpdateTemplateCreateInfo(
+            descriptorUpdateEntryCount=1, pDescriptorUpdateEntries=entries,
+            templateType=vk.VK_DESCRIPTOR_UPDATE_TEMPLATE_TYPE_DESCRIPTOR_SET, descriptorSetLayout=set_layout)
+        if template:  # two descriptors of binding 0's one go on into binding 1 (VkDescriptorUpdateTemplateEntry)
+            update = vk.vkCreateDescriptorUpdateTemplate(device, template_info, None)
+            vk.vkUpdateDescriptorSetWithTemplate(device, descriptor_set, update, data)
+            vk.vkDestroyDescriptorUpdateTemplate(device, update, None)
+        else:
+            vk.vkUpdateDescriptorSets(device, len(writes), writes, 0, None)
         layers = vk.VkImageSubresourceLayers(aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, mipLevel=0, baseArrayLayer=0,
                                              layerCount=1)
         regions = [vk.VkBufferImageCopy(bufferOffset=0, bufferRowLength=0, bufferImageHeight=0,
@@ -157,4 +171,4 @@ class Program(ComputeDevice):
 
 
 if __name__ == "__main__":
-    Program().main(race="--race" in sys.argv[1:])
+    Program().main(race="--race" in sys.argv[1:], template="--template" in sys.argv[1:])

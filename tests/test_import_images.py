@@ -294,18 +294,22 @@ def storage_program(race: bool) -> dict:
             *({"op": "destroy", "buffer": x} for x in ("S", "D", "Up", "Down"))]}}
 
 
+# How tests/storage_image_program.py is run: its options.
+STORAGE = {"ordered": [], "racing": ["--race"], "template": ["--template"]}
+
+
 @pytest.fixture(scope="module")
 def storage(tmp_path_factory):
-    """race -> the import of tests/storage_image_program.py's capture."""
+    """STORAGE's name -> the import of tests/storage_image_program.py's capture, run so."""
     require_gfxreconstruct()
     out = {}
-    for race in (False, True):
+    for name, options in STORAGE.items():
         capture = tmp_path_factory.mktemp("storage") / "storage.gfxr"
-        done = subprocess.run([sys.executable, "-m", "tests.storage_image_program", *["--race"] * race],
+        done = subprocess.run([sys.executable, "-m", "tests.storage_image_program", *options],
                               env={**capture_env(capture, os.environ), "PYTHONPATH": python_path()}, cwd=ROOT,
                               capture_output=True, text=True, timeout=120, check=False)
         assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr
-        out[race] = import_capture(capture)
+        out[name] = import_capture(capture)
     return out
 
 
@@ -319,13 +323,15 @@ def _shapes(stream: ir.Stream, ids: dict[str, str]) -> set[tuple]:
     return {(f.kind, ids.get(f.buffer, f.buffer), f.range, side(f.first), side(f.second)) for f in check(stream)}
 
 
-@pytest.mark.parametrize("race", [False, True])
-def test_a_captured_program_s_storage_images_import_with_the_shader_s_accesses(storage, race):
+@pytest.mark.parametrize("name", STORAGE)
+def test_a_captured_program_s_storage_images_import_with_the_shader_s_accesses(storage, name):
     """tests/storage_image_program.py on Lavapipe: its two images as created (r32_uint 4x4), its upload, transitions,
     copy back and clear, and its dispatch binding S as read and D as written, as the shader's `readonly` and
-    `writeonly` say in its SPIR-V; its findings are those of the stream it runs (the RAW of the dispatch's write of D
-    and the copy's read where the barrier is missing)."""
-    stream, summary = storage[race]
+    `writeonly` say in its SPIR-V, whether vkUpdateDescriptorSets or a descriptor update template wrote them; its
+    findings are those of the stream it runs (the RAW of the dispatch's write of D and the copy's read where the
+    barrier is missing)."""
+    stream, summary = storage[name]
+    race = name == "racing"
     assert not summary.partial, summary.partial_lines()
     original = from_dict(storage_program(race))
     ids = dict(zip((i.id for i in stream.images), ("S", "D"))) | dict(zip((b.id for b in stream.buffers),
