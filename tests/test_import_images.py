@@ -154,8 +154,9 @@ def _view(handle: int, image: int, aspect: int = 1, kind: str = "VK_IMAGE_VIEW_T
 def _calls() -> list[tuple[str, dict]]:
     """Images 20 (depth), 22 (4 samples) and 23 (3D) with 21 (r32_uint, 3 levels, 2 layers), each bound to memory of
     its own; 24 never bound. Storage views of 21 (levels 1-2 of layer 1), of its stencil aspect, and a 2D array
-    of 23's slices. Recorded: a depth clear of 20, a color clear of 22 and of 24, a blit of 21, a transition of 21
-    to an attachment layout, a clear of 21 and a dispatch (no SPIR-V) with the three views bound."""
+    of 23's slices, and the first as a combined image sampler. Recorded: a depth clear of 20, a color clear of 22 and
+    of 24, a blit of 21, a transition of 21 to an attachment layout, a clear of 21 and a dispatch (no SPIR-V) with
+    the four descriptors bound."""
     whole = {"aspectMask": 1, "baseMipLevel": 0, "levelCount": REMAINING, "baseArrayLayer": 0, "layerCount": 1}
     images = [_image(20, "VK_FORMAT_D32_SFLOAT"), _image(21), _image(22, samples="VK_SAMPLE_COUNT_4_BIT"),
               _image(23, depth=4, layers=1), _image(24)]
@@ -167,13 +168,16 @@ def _calls() -> list[tuple[str, dict]]:
     descriptors = [
         _view(40, 21), _view(41, 21, aspect=4), _view(42, 23),
         ("vkCreateDescriptorSetLayout", {"pSetLayout": 50, "pCreateInfo": {"pBindings": [
-            {"binding": b, **storage} for b in range(3)]}}),
+            *({"binding": b, **storage} for b in range(3)),
+            {"binding": 3, "descriptorType": "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER", "descriptorCount": 1}]}}),
         ("vkAllocateDescriptorSets", {"pAllocateInfo": {"descriptorPool": 51, "pSetLayouts": [50]},
                                       "pDescriptorSets": [52]}),
         ("vkUpdateDescriptorSets", {"pDescriptorCopies": None, "pDescriptorWrites": [
-            {"dstSet": 52, "dstBinding": b, "dstArrayElement": 0, "descriptorType": storage["descriptorType"],
+            {"dstSet": 52, "dstBinding": b, "dstArrayElement": 0, "descriptorType": kind,
              "pImageInfo": [{"sampler": 0, "imageView": v, "imageLayout": "VK_IMAGE_LAYOUT_GENERAL"}]}
-            for b, v in enumerate((40, 41, 42))]}),
+            for b, (v, kind) in enumerate(((40, storage["descriptorType"]), (41, storage["descriptorType"]),
+                                           (42, storage["descriptorType"]),
+                                           (40, "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER")))]}),
         ("vkCreateComputePipelines", {"pPipelines": [60], "pCreateInfos": [
             {"stage": {"module": 61, "pName": "main", "pSpecializationInfo": None}}]})]
     transition = {"sType": "VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER", "srcAccessMask": 0, "dstAccessMask": 0,
@@ -227,13 +231,18 @@ def test_what_the_format_cannot_hold_is_refused_and_said(tmp_path):
     clear, dispatch = [c for c in stream.command_buffers[0].commands if not isinstance(c, ir.Barrier)]
     assert (clear.image, clear.value, clear.subresources) == ("img21", (7, 0, 0, 0), (ir.Subresources(0, 3, 0, 1),))
     # The view of 21's levels 1-2 (VK_REMAINING_MIP_LEVELS) of layer 1 is a storage image binding (read_write: no
-    # SPIR-V); the stencil view and the 2D array of 23's slices are not: the dispatch is unresolved for them.
+    # SPIR-V); the stencil view, the 2D array of 23's slices and the sampled 21 are not: the dispatch is unresolved
+    # for them.
     [binding] = dispatch.bindings
     assert (binding.buffer, binding.subresources, binding.access) == ("img21", ir.Subresources(1, 2, 1, 1),
                                                                       "read_write")
-    unresolved = sorted(summary.unresolved)
-    assert len(unresolved) == 2 and "a view of aspect mask 0x4 of image img21" in unresolved[0] and \
-        "a VK_IMAGE_VIEW_TYPE_2D_ARRAY of the depth slices of 3D image img23" in unresolved[1]
+    assert sorted(summary.unresolved) == [
+        ("shader module 61 samples image img21 (set 0, binding 3): the format has no sampled read; that read is "
+         "left out"),
+        ("shader module 61 uses set 0, binding 1: a view of aspect mask 0x4 of image img21 (only the color aspect is "
+         "held); that access is left out"),
+        ("shader module 61 uses set 0, binding 2: a VK_IMAGE_VIEW_TYPE_2D_ARRAY of the depth slices of 3D image "
+         "img23 (slices as layers are not held); that access is left out")]
 
 
 def test_an_image_destroyed_while_its_commands_may_run_is_a_use_after_destroy(tmp_path):

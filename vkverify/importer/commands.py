@@ -23,8 +23,9 @@ from .resources import PUSH_EVALUATIONS, ImageDescriptor, Specialization
 __all__ = ["CommandBufferRecording", "Commands"]
 
 QUEUE_FAMILY_IGNORED = 0xFFFFFFFF
-# The bindings a dispatch accesses memory through: buffers, and storage images (sampled images are out of scope).
-MEMORY_BINDINGS = ("storage_buffer", "uniform_buffer", "storage_texel_buffer", "uniform_texel_buffer", "storage_image")
+# The bindings a dispatch accesses memory through: buffers and images (a sampled read is said to be missing).
+MEMORY_BINDINGS = ("storage_buffer", "uniform_buffer", "storage_texel_buffer", "uniform_texel_buffer", "storage_image",
+                   "sampled_image", "combined_image_sampler")
 TRANSFER_LABEL = re.compile(r"buffer barrier (\d+): queue family (\d+) -> (\d+)")  # see __init__.py
 NO_DEPENDENCY = {"src_stage": ["none"], "dst_stage": ["none"]}  # a VkDependencyInfo with no barrier
 
@@ -318,7 +319,11 @@ class Commands:
                 image = self.held_image(d.image, call)
                 if image is not None:
                     resolved.add((number, binding))
-                    out.append({"image": image.id, **dict(d.subresources), "access": access or "read_write"})
+                    if d.sampled:  # the format's reads are storage reads: a sampled one would be ordered otherwise
+                        self.unresolved(f"shader module {module} samples image {image.id} (set {number}, binding "
+                                        f"{binding}): the format has no sampled read; that read is left out")
+                    else:
+                        out.append({"image": image.id, **dict(d.subresources), "access": access or "read_write"})
                 continue
             buf = None if d is None else self.bound(d.buffer, call)
             if buf is None:

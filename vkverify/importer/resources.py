@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..shaders import interface as library_interface
@@ -33,6 +33,8 @@ BUFFER_DESCRIPTORS = {
 }
 DYNAMIC = ("VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC", "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC")
 STORAGE_IMAGE = "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE"  # its access is the shader's, over its view's subresources
+# Images a shader samples: kept so that a dispatch reading a held image so says that read is missing.
+SAMPLED_IMAGES = ("VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE", "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER")
 # The descriptor types whose template data is a VkDescriptorImageInfo each (gfxrecon encodes them as one group).
 IMAGE_INFO_DESCRIPTORS = ("VK_DESCRIPTOR_TYPE_SAMPLER", "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER",
                           "VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE", STORAGE_IMAGE, "VK_DESCRIPTOR_TYPE_INPUT_ATTACHMENT")
@@ -109,10 +111,11 @@ class CapturedImage:
 
 @dataclass(frozen=True, slots=True)
 class ImageDescriptor:
-    """A storage image descriptor: its view's image and subresource range (VkImageSubresourceRange)."""
+    """A storage or sampled image descriptor: its view's image and subresource range (VkImageSubresourceRange)."""
 
     image: int
     subresources: tuple[tuple[str, int], ...]
+    sampled: bool = False  # a sampled image's (or a combined image sampler's): a read the format has no access for
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,9 +221,9 @@ class Resources:
     def write_descriptors(self, write: dict) -> None:
         """One VkWriteDescriptorSet; descriptors past a binding's count go on into the next binding."""
         kind = write["descriptorType"]
-        if kind not in BUFFER_DESCRIPTORS and kind != STORAGE_IMAGE:
+        if kind not in BUFFER_DESCRIPTORS and kind != STORAGE_IMAGE and kind not in SAMPLED_IMAGES:
             return
-        if kind == STORAGE_IMAGE:  # a view the capture does not create is no descriptor the stream knows
+        if kind == STORAGE_IMAGE or kind in SAMPLED_IMAGES:  # a view the capture does not create is no descriptor
             infos = [self.image_views.get(i["imageView"]) for i in write.get("pImageInfo") or []]
         elif kind.endswith("TEXEL_BUFFER"):
             infos = [self.buffer_views.get(v) for v in write.get("pTexelBufferView") or []]
@@ -237,6 +240,8 @@ class Resources:
                 where = (binding, element)
                 if kind == STORAGE_IMAGE:
                     found = info
+                elif kind in SAMPLED_IMAGES:
+                    found = info if isinstance(info, str) else replace(info, sampled=True)
                 else:
                     fields = (info["buffer"], info["offset"], info["range"], BUFFER_DESCRIPTORS[kind],
                               kind in DYNAMIC)
