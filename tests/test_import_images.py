@@ -153,10 +153,11 @@ def _view(handle: int, image: int, aspect: int = 1, kind: str = "VK_IMAGE_VIEW_T
 
 def _calls() -> list[tuple[str, dict]]:
     """Images 20 (depth), 22 (4 samples) and 23 (3D) with 21 (r32_uint, 3 levels, 2 layers), each bound to memory of
-    its own; 24 never bound. Storage views of 21 (levels 1-2 of layer 1), of its stencil aspect, and a 2D array
-    of 23's slices, and the first as a combined image sampler. Recorded: a depth clear of 20, a color clear of 22 and
-    of 24, a blit of 21, a transition of 21 to an attachment layout, a clear of 21 and a dispatch (no SPIR-V) with
-    the four descriptors bound."""
+    its own; 24 never bound; buffer 70, bound. Storage views of 21 (levels 1-2 of layer 1), of its stencil aspect,
+    and a 2D array of 23's slices, and the first as a combined image sampler. Recorded: a depth clear of 20, a color
+    clear of 22 and of 24, a copy of 20 to buffer 70 and of 22 to 21, a blit of 21, a transition of 21 to an
+    attachment layout (sync1) and of 20 (sync2), a clear of 21 and a dispatch (no SPIR-V) with the four descriptors
+    bound."""
     whole = {"aspectMask": 1, "baseMipLevel": 0, "levelCount": REMAINING, "baseArrayLayer": 0, "layerCount": 1}
     images = [_image(20, "VK_FORMAT_D32_SFLOAT"), _image(21), _image(22, samples="VK_SAMPLE_COUNT_4_BIT"),
               _image(23, depth=4, layers=1), _image(24)]
@@ -164,6 +165,9 @@ def _calls() -> list[tuple[str, dict]]:
         ("vkAllocateMemory", {"device": 2, "pMemory": h + 100, "pAllocateInfo": {
             "allocationSize": 4096, "memoryTypeIndex": 0, "pNext": None}}),
         ("vkBindImageMemory", {"device": 2, "image": h, "memory": h + 100, "memoryOffset": 0}))]
+    memory += [("vkCreateBuffer", {"device": 2, "pBuffer": 70, "pCreateInfo": {
+                   "size": 256, "usage": 2, "sharingMode": "VK_SHARING_MODE_EXCLUSIVE"}}),
+               ("vkBindBufferMemory", {"device": 2, "buffer": 70, "memory": 121, "memoryOffset": 1024})]
     storage = {"descriptorType": "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE", "descriptorCount": 1}
     descriptors = [
         _view(40, 21), _view(41, 21, aspect=4), _view(42, 23),
@@ -185,14 +189,28 @@ def _calls() -> list[tuple[str, dict]]:
                   "srcQueueFamilyIndex": REMAINING, "dstQueueFamilyIndex": REMAINING, "image": 21,
                   "subresourceRange": whole}
     color = {"float32": [0.5, 0, 0, 0], "int32": [7, 0, 0, 0], "uint32": [7, 0, 0, 0]}
+    layers = {"aspectMask": 1, "mipLevel": 0, "baseArrayLayer": 0, "layerCount": 1}
+    origin, box = {"x": 0, "y": 0, "z": 0}, {"width": 4, "height": 4, "depth": 1}
+    depth_barrier = {"srcStageMask": "VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT", "srcAccessMask": "VK_ACCESS_2_NONE",
+                     "dstStageMask": "VK_PIPELINE_STAGE_2_COPY_BIT", "dstAccessMask": "VK_ACCESS_2_NONE",
+                     **{k: v for k, v in transition.items() if k not in ("srcAccessMask", "dstAccessMask")},
+                     "image": 20}
     commands = [("vkBeginCommandBuffer", {"commandBuffer": 30}),
                 ("vkCmdClearDepthStencilImage", {"commandBuffer": 30, "image": 20}),
                 ("vkCmdClearColorImage", {"commandBuffer": 30, "image": 22, "pColor": color, "pRanges": [whole]}),
                 ("vkCmdClearColorImage", {"commandBuffer": 30, "image": 24, "pColor": color, "pRanges": [whole]}),
+                ("vkCmdCopyImageToBuffer", {"commandBuffer": 30, "srcImage": 20, "dstBuffer": 70, "pRegions": [
+                    {"bufferOffset": 0, "bufferRowLength": 0, "bufferImageHeight": 0, "imageSubresource": layers,
+                     "imageOffset": origin, "imageExtent": box}]}),
+                ("vkCmdCopyImage", {"commandBuffer": 30, "srcImage": 22, "dstImage": 21, "pRegions": [
+                    {"srcSubresource": layers, "srcOffset": origin, "dstSubresource": layers, "dstOffset": origin,
+                     "extent": box}]}),
                 ("vkCmdBlitImage", {"commandBuffer": 30, "srcImage": 21, "dstImage": 21}),
                 ("vkCmdPipelineBarrier", {"commandBuffer": 30, "srcStageMask": 0x1000, "dstStageMask": 0x1000,
                                           "pMemoryBarriers": None, "pBufferMemoryBarriers": None,
                                           "pImageMemoryBarriers": [transition]}),
+                ("vkCmdPipelineBarrier2", {"commandBuffer": 30, "pDependencyInfo": {
+                    "pMemoryBarriers": None, "pBufferMemoryBarriers": None, "pImageMemoryBarriers": [depth_barrier]}}),
                 ("vkCmdClearColorImage", {"commandBuffer": 30, "image": 21, "pColor": color, "pRanges": [whole]}),
                 ("vkCmdBindPipeline", {"commandBuffer": 30, "pipelineBindPoint": "VK_PIPELINE_BIND_POINT_COMPUTE",
                                        "pipeline": 60}),
@@ -206,10 +224,11 @@ def _calls() -> list[tuple[str, dict]]:
 
 
 def test_what_the_format_cannot_hold_is_refused_and_said(tmp_path):
-    """A depth image and a multisampled one are refused at their vkCreateImage, with a warning; a clear of one, of an
-    image bound to no memory, a blit and a transition to an attachment layout of an image the stream holds are left
-    out, each counted with its reason, and make the verdict partial; a depth clear of a refused image touches
-    nothing the stream holds (skipped). The stream holds 21 and 23, and 21's clear with the uint32 value."""
+    """A depth image and a multisampled one are refused at their vkCreateImage, with a warning; copies from them to a
+    buffer or an image the stream holds, a blit and a transition to an attachment layout of an image it holds are
+    left out, each counted with its reason, and make the verdict partial; clears of a refused image or of one bound
+    to no memory touch nothing the stream holds (skipped). Each barrier keeps its execution dependency. The stream
+    holds 21 and 23, and 21's clear with the uint32 value."""
     from .test_import import _jsonl
 
     stream, summary = import_capture(_jsonl(tmp_path / "refusals.jsonl", _calls()))
@@ -218,17 +237,22 @@ def test_what_the_format_cannot_hold_is_refused_and_said(tmp_path):
     refused = [w for w in summary.warnings if w.startswith("vkCreateImage")]
     assert len(refused) == 2 and "VK_FORMAT_D32_SFLOAT is not one of the format's color formats" in refused[0] \
         and "VK_SAMPLE_COUNT_4_BIT: multisampled images are not held" in refused[1]
-    assert summary.skipped["vkCmdClearDepthStencilImage"] == 1
+    assert (summary.skipped["vkCmdClearDepthStencilImage"], summary.skipped["vkCmdClearColorImage"]) == (1, 2)
     assert set(summary.left_out) == {
-        ("vkCmdClearColorImage", ("it touches image img22, which the stream does not hold (VK_SAMPLE_COUNT_4_BIT: "
-                                  "multisampled images are not held)")),
-        ("vkCmdClearColorImage", "it touches image img24, which is not bound to memory in the capture"),
+        ("vkCmdCopyImageToBuffer", ("it touches image img20, which the stream does not hold (VK_FORMAT_D32_SFLOAT "
+                                    "is not one of the format's color formats (depth, stencil, compressed and "
+                                    "multi-planar ones are not held))")),
+        ("vkCmdCopyImage", ("it touches image img22, which the stream does not hold (VK_SAMPLE_COUNT_4_BIT: "
+                            "multisampled images are not held)")),
         ("vkCmdBlitImage", "the format has no such command, and it touches image img21"),
         ("vkCmdPipelineBarrier", ("its image barrier of img21 from VK_IMAGE_LAYOUT_GENERAL to "
                                   "VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL names a layout the format does not have"))}
     assert summary.partial
     assert any(line.startswith("left out: 1 vkCmdBlitImage call (first #") for line in summary.partial_lines())
-    clear, dispatch = [c for c in stream.command_buffers[0].commands if not isinstance(c, ir.Barrier)]
+    sync1, sync2, clear, dispatch = stream.command_buffers[0].commands
+    assert (sync1.src_stage, sync1.dst_stage, sync1.images) == ({"transfer"}, {"transfer"}, ())
+    assert (sync2.src_stage, sync2.dst_stage, sync2.src_access, sync2.images) == (
+        {"compute_shader"}, {"copy"}, frozenset(), ())
     assert (clear.image, clear.value, clear.subresources) == ("img21", (7, 0, 0, 0), (ir.Subresources(0, 3, 0, 1),))
     # The view of 21's levels 1-2 (VK_REMAINING_MIP_LEVELS) of layer 1 is a storage image binding (read_write: no
     # SPIR-V); the stencil view, the 2D array of 23's slices and the sampled 21 are not: the dispatch is unresolved

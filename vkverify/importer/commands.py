@@ -399,8 +399,9 @@ class Commands:
         access masks merged) become one global dependency, buffer and image barriers a second one."""
         stages = {"src_stage": stage_names(a["srcStageMask"]), "dst_stage": stage_names(a["dstStageMask"])}
         memory = a["pMemoryBarriers"] or []
-        entries = _entries(self._buffer_entries(call, a["pBufferMemoryBarriers"] or [], stages=False),
-                           self.image_entries(call, a["pImageMemoryBarriers"] or [], stages=False))
+        # An image barrier the stream does not hold keeps its execution dependency: the stage pair is the call's.
+        images, _ = self.image_entries(call, a["pImageMemoryBarriers"] or [], stages=False)
+        entries = _entries(self._buffer_entries(call, a["pBufferMemoryBarriers"] or [], stages=False), images)
         out = []
         if memory or not entries:
             src = functools.reduce(operator.or_, (m["srcAccessMask"] for m in memory), 0)
@@ -416,12 +417,15 @@ class Commands:
 
     def sync2_dependencies(self, call: Call, info: dict) -> list[dict]:
         """A VkDependencyInfo's (vkCmdPipelineBarrier2, vkCmdSetEvent2, vkCmdWaitEvents2): each memory barrier is
-        one dependency; the buffer and image barriers, each with its own stages, one more."""
+        one dependency, each image barrier the stream does not hold one more (execution only); the buffer and image
+        barriers, each with its own stages, one more."""
         out = [{"src_stage": stage_names(m["srcStageMask"]), "dst_stage": stage_names(m["dstStageMask"]),
                 "src_access": access_names(m["srcAccessMask"]), "dst_access": access_names(m["dstAccessMask"])}
                for m in info["pMemoryBarriers"] or []]
-        entries = _entries(self._buffer_entries(call, info["pBufferMemoryBarriers"] or [], stages=True),
-                           self.image_entries(call, info["pImageMemoryBarriers"] or [], stages=True))
+        images, dropped = self.image_entries(call, info["pImageMemoryBarriers"] or [], stages=True)
+        out += [{"src_stage": stage_names(m["srcStageMask"]), "dst_stage": stage_names(m["dstStageMask"])}
+                for m in dropped]
+        entries = _entries(self._buffer_entries(call, info["pBufferMemoryBarriers"] or [], stages=True), images)
         if entries:
             each = [e for kind in entries.values() for e in kind]
             union = [sorted({s for e in each for s in e[key]}) for key in ("src_stage", "dst_stage")]

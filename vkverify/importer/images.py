@@ -3,8 +3,11 @@
 
 A mixin of `Translator`. An image the format cannot hold (a format that is not one of its color formats: depth,
 stencil, compressed, multi-planar; several samples; sparse or disjoint memory) is refused at its vkCreateImage, with
-a warning; each command that touches it, or an image not bound to memory, is then left out, counted by reason in the
-summary (`ImportSummary.left_out`), which makes a verdict on the stream partial: what it accesses is missing.
+a warning. A command that touches it, or an image bound to no memory, and something the stream holds (a buffer,
+another image, a dispatch's other bindings) is left out, counted by reason in the summary
+(`ImportSummary.left_out`), which makes a verdict on the stream partial: what it accesses is missing; one that
+touches nothing the stream holds is skipped, as outside the format. An image barrier of such an image keeps its
+execution dependency.
 """
 
 from __future__ import annotations
@@ -83,9 +86,8 @@ class Images:
     vkBindImageMemory2KHR = vkBindImageMemory2
 
     def vkDestroyImage(self, call: Call, a: dict) -> None:
-        image = self.res.images.get(a["image"])
-        if image is not None and image.memory is not None and image.refused is None:
-            self.host(call, "destroy", buffer=image.id)
+        if self.holds(a["image"]):
+            self.host(call, "destroy", buffer=self.res.images[a["image"]].id)
 
     def vkCreateImageView(self, call: Call, a: dict) -> None:
         """A view's subresources, for storage image descriptors; a view the format cannot hold keeps why."""
@@ -101,14 +103,23 @@ class Images:
             view = ImageDescriptor(image.handle, tuple(image.subresources(r).items()))
         self.res.image_views[a["pView"]] = view
 
-    def held_image(self, handle: int, call: Call) -> CapturedImage | None:
-        """The image if the stream holds it; None, the command left out and counted by reason, otherwise."""
+    def holds(self, handle: int) -> bool:
+        """Whether the stream holds image `handle`: created, of what the format can hold, bound to memory."""
         image = self.res.images.get(handle)
-        if image is None or image.memory is None or image.refused is not None:
+        return image is not None and image.memory is not None and image.refused is None
+
+    def held_image(self, handle: int, call: Call, held_too: bool = True) -> CapturedImage | None:
+        """The image if the stream holds it. Otherwise None, and the command is left out, counted by reason, where
+        it touches something the stream holds too (`held_too`), else counted as skipped."""
+        image = self.res.images.get(handle)
+        if not self.holds(handle):
             why = "which no call of the capture creates" if image is None else \
                 "which is not bound to memory in the capture" if image.memory is None else \
                 f"which the stream does not hold ({image.refused})"
-            self.left_out(call, f"it touches image {handle if image is None else image.id}, {why}")
+            if held_too:
+                self.left_out(call, f"it touches image {handle if image is None else image.id}, {why}")
+            else:
+                self.summary.skipped[call.name] += 1
             return None
         image.used = True
         return image
@@ -121,7 +132,7 @@ class Images:
         """The images bound to memory that the stream can hold."""
         out = []
         for image in self.res.images.values():
-            if image.memory is None or image.refused is not None:
+            if not self.holds(image.handle):
                 continue
             mem = self.res.memories[image.memory]
             doc = {"id": image.id, "extent": list(image.extent), "format": image.format,
@@ -153,7 +164,8 @@ class Images:
     vkCmdCopyImageToBuffer2KHR = vkCmdCopyImageToBuffer2
 
     def _buffer_image_copy(self, call: Call, buffer: int, image: int, regions: list[dict], to_image: bool) -> None:
-        img = self.held_image(image, call)
+        held = self.res.buffers.get(buffer)
+        img = self.held_image(image, call, held_too=held is not None and held.memory is not None)
         buf = None if img is None else self.bound(buffer, call)
         if buf is None:
             return
@@ -185,7 +197,7 @@ class Images:
     vkCmdCopyImage2KHR = vkCmdCopyImage2
 
     def _copy_image(self, call: Call, src: int, dst: int, regions: list[dict]) -> None:
-        s = self.held_image(src, call)
+        s = self.held_image(src, call, held_too=self.holds(dst))
         d = None if s is None else self.held_image(dst, call)
         if d is None:
             return
@@ -203,7 +215,7 @@ class Images:
         self.cmd(call, "copy_image", (), src=s.id, dst=d.id, regions=out)
 
     def vkCmdClearColorImage(self, call: Call, a: dict) -> None:
-        image = self.held_image(a["image"], call)
+        image = self.held_image(a["image"], call, held_too=False)
         if image is not None:
             self.cmd(call, "clear_color_image", (), image=image.id,
                      ranges=[image.subresources(r) for r in a["pRanges"]], value=_clear_value(a["pColor"],
@@ -230,8 +242,7 @@ class Images:
         self._unmapped(call, a["image"])
 
     def _unmapped(self, call: Call, *handles: int) -> None:
-        images = (self.res.images.get(h) for h in handles)
-        held = list(dict.fromkeys(i.id for i in images if i is not None and i.memory is not None and i.refused is None))
+        held = list(dict.fromkeys(self.res.images[h].id for h in handles if self.holds(h)))
         if held:
             self.left_out(call, f"the format has no such command, and it touches image {', '.join(held)}")
         else:
@@ -239,15 +250,17 @@ class Images:
 
     # ---- barriers ----------------------------------------------------------
 
-    def image_entries(self, call: Call, barriers: list[dict], stages: bool) -> list[dict]:
-        """The entries of a barrier call's image barriers the stream holds; stages: each has its own (sync2)."""
-        entries = (self._image_entry(call, b, stages) for b in barriers)
-        return [e for e in entries if e]
+    def image_entries(self, call: Call, barriers: list[dict], stages: bool) -> tuple[list[dict], list[dict]]:
+        """The entries of a barrier call's image barriers the stream holds, and those barriers it does not hold:
+        their execution dependencies stay (the caller's). stages: each barrier has its own (sync2)."""
+        entries = [self._image_entry(call, b, stages) for b in barriers]
+        return [e for e in entries if e], [b for b, e in zip(barriers, entries) if not e]
 
     def _image_entry(self, call: Call, b: dict, stages: bool) -> dict | None:
-        image = self.held_image(b["image"], call)
-        if image is None:
-            return None
+        if not self.holds(b["image"]):
+            return None  # no access of it is in the stream: its memory dependency orders nothing there
+        image = self.res.images[b["image"]]
+        image.used = True
         old, new = layout_name(b["oldLayout"]), layout_name(b["newLayout"])
         if old is None or new is None:
             self.left_out(call, f"its image barrier of {image.id} from {b['oldLayout']} to {b['newLayout']} names a "
