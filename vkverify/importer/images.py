@@ -87,7 +87,9 @@ class Images:
 
     def vkDestroyImage(self, call: Call, a: dict) -> None:
         if self.holds(a["image"]):
-            self.host(call, "destroy", buffer=self.res.images[a["image"]].id)
+            image = self.res.images[a["image"]]
+            image.used = True
+            self.host(call, "destroy", buffer=image.id)
 
     def vkCreateImageView(self, call: Call, a: dict) -> None:
         """A view's subresources, for storage image descriptors; a view the format cannot hold keeps why."""
