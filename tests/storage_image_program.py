@@ -4,10 +4,10 @@ It uploads 4x4 r32_uint texels from a buffer to image S, runs a compute shader t
 writes S + 1 to image D (`writeonly`), copies D back to a buffer, then clears S; layout transitions by sync1 image
 barriers throughout, and a barrier to the host before the fence. With `--race` the barrier between the dispatch
 and the copy of D is missing (D stays in `general`, which a copy may read); with `--template` the descriptors are
-written by a descriptor update template. Prints DIFFERS where the buffer does not hold S + 1 (Lavapipe runs the
-dispatch and the copy in order all the same).
+written by a descriptor update template, with `--push` pushed (vkCmdPushDescriptorSetKHR). Prints DIFFERS where the
+buffer does not hold S + 1 (Lavapipe runs the dispatch and the copy in order all the same).
 
-    python -m tests.storage_image_program [--race] [--template]
+    python -m tests.storage_image_program [--race] [--template | --push]
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class Program(ComputeDevice):
             image=image, subresourceRange=whole) for image, src, dst, old, new in images]
         vk.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 0, None, 0, None, len(barriers), barriers)
 
-    def main(self, race: bool, template: bool) -> None:
+    def main(self, race: bool, template: bool, push: bool) -> None:
         vk, device = self.vk, self.device
         values = np.arange(SIDE * SIDE, dtype=np.uint32)
         up, up_memory = self._buffer(values.tobytes(), vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT)
@@ -85,7 +85,9 @@ class Program(ComputeDevice):
         layout_bindings = [vk.VkDescriptorSetLayoutBinding(binding=b, descriptorType=storage, descriptorCount=1,
                                                            stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
                            for b in range(2)]
-        set_layout_info = vk.VkDescriptorSetLayoutCreateInfo(bindingCount=2, pBindings=layout_bindings)
+        set_layout_info = vk.VkDescriptorSetLayoutCreateInfo(
+            flags=vk.VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR if push else 0, bindingCount=2,
+            pBindings=layout_bindings)
         set_layout = vk.vkCreateDescriptorSetLayout(device, set_layout_info, None)
         set_layouts = [set_layout]
         layout_info = vk.VkPipelineLayoutCreateInfo(setLayoutCount=1, pSetLayouts=set_layouts)
@@ -102,10 +104,10 @@ class Program(ComputeDevice):
         pool = vk.vkCreateDescriptorPool(device, pool_info, None)
         alloc_info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1,
                                                     pSetLayouts=set_layouts)
-        descriptor_set = vk.vkAllocateDescriptorSets(device, alloc_info)[0]
+        descriptor_set = None if push else vk.vkAllocateDescriptorSets(device, alloc_info)[0]
         infos = [[vk.VkDescriptorImageInfo(imageView=view, imageLayout=vk.VK_IMAGE_LAYOUT_GENERAL)]
                  for view in (s_view, d_view)]
-        writes = [vk.VkWriteDescriptorSet(dstSet=descriptor_set, dstBinding=b, descriptorCount=1,
+        writes = [vk.VkWriteDescriptorSet(dstSet=descriptor_set or vk.VK_NULL_HANDLE, dstBinding=b, descriptorCount=1,
                                           descriptorType=storage, pImageInfo=info) for b, info in enumerate(infos)]
         # VkDescriptorImageInfo: {VkSampler sampler; VkImageView imageView; VkImageLayout imageLayout}, 24 bytes.
         data = vk.ffi.from_buffer(np.array([[0, int(vk.ffi.cast("uint64_t", view)), vk.VK_IMAGE_LAYOUT_GENERAL]
@@ -119,7 +121,7 @@ class Program(ComputeDevice):
             update = vk.vkCreateDescriptorUpdateTemplate(device, template_info, None)
             vk.vkUpdateDescriptorSetWithTemplate(device, descriptor_set, update, data)
             vk.vkDestroyDescriptorUpdateTemplate(device, update, None)
-        else:
+        elif not push:  # pushed: recorded with the commands
             vk.vkUpdateDescriptorSets(device, len(writes), writes, 0, None)
         layers = vk.VkImageSubresourceLayers(aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, mipLevel=0, baseArrayLayer=0,
                                              layerCount=1)
@@ -142,7 +144,11 @@ class Program(ComputeDevice):
             vk.vkCmdCopyBufferToImage(cb, up, s, to_dst, 1, regions)
             self.barrier(cb, transfer, compute, [(s, write, shader_read, to_dst, general)])
             vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
-            vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, sets, 0, None)
+            if push:
+                push_set = vk.vkGetDeviceProcAddr(device, "vkCmdPushDescriptorSetKHR")
+                push_set(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, len(writes), writes)
+            else:
+                vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, sets, 0, None)
             vk.vkCmdDispatch(cb, 1, 1, 1)
             if not race:
                 self.barrier(cb, compute, transfer, [(d, shader_write, read, general, to_src)])
@@ -171,4 +177,6 @@ class Program(ComputeDevice):
 
 
 if __name__ == "__main__":
-    Program().main(race="--race" in sys.argv[1:], template="--template" in sys.argv[1:])
+    options = sys.argv[1:]
+    Program(push_descriptors="--push" in options).main("--race" in options, "--template" in options,
+                                                       "--push" in options)

@@ -328,7 +328,7 @@ def storage_program(race: bool) -> dict:
 
 
 # How tests/storage_image_program.py is run: its options.
-STORAGE = {"ordered": [], "racing": ["--race"], "template": ["--template"]}
+STORAGE = {"ordered": [], "racing": ["--race"], "template": ["--template"], "push": ["--push"]}
 
 
 @pytest.fixture(scope="module")
@@ -360,9 +360,9 @@ def _shapes(stream: ir.Stream, ids: dict[str, str]) -> set[tuple]:
 def test_a_captured_program_s_storage_images_import_with_the_shader_s_accesses(storage, name):
     """tests/storage_image_program.py on Lavapipe: its two images as created (r32_uint 4x4), its upload, transitions,
     copy back and clear, and its dispatch binding S as read and D as written, as the shader's `readonly` and
-    `writeonly` say in its SPIR-V, whether vkUpdateDescriptorSets or a descriptor update template wrote them; its
-    findings are those of the stream it runs (the RAW of the dispatch's write of D and the copy's read where the
-    barrier is missing)."""
+    `writeonly` say in its SPIR-V, whether vkUpdateDescriptorSets, a descriptor update template or a push wrote
+    them; its findings are those of the stream it runs (the RAW of the dispatch's write of D and the copy's read
+    where the barrier is missing)."""
     stream, summary = storage[name]
     race = name == "racing"
     assert not summary.partial, summary.partial_lines()
