@@ -153,11 +153,11 @@ def _view(handle: int, image: int, aspect: int = 1, kind: str = "VK_IMAGE_VIEW_T
 
 def _calls() -> list[tuple[str, dict]]:
     """Images 20 (depth), 22 (4 samples) and 23 (3D) with 21 (r32_uint, 3 levels, 2 layers), each bound to memory of
-    its own; 24 never bound; buffer 70, bound. Storage views of 21 (levels 1-2 of layer 1), of its stencil aspect,
-    and a 2D array of 23's slices, and the first as a combined image sampler. Recorded: a depth clear of 20, a color
-    clear of 22 and of 24, a copy of 20 to buffer 70 and of 22 to 21, a blit of 21, a transition of 21 to an
-    attachment layout (sync1) and of 20 (sync2), a clear of 21 and a dispatch (no SPIR-V) with the four descriptors
-    bound."""
+    its own; 24 never bound; buffers 70 and 71 in 21's memory, 71 over 21's bytes (its requirements' size). Storage
+    views of 21 (levels 1-2 of layer 1), of its stencil aspect, and a 2D array of 23's slices, and the first as a
+    combined image sampler. Recorded: a depth clear of 20, a color clear of 22 and of 24, a copy of 20 to buffer 70
+    and of 22 to 21, a blit of 21, a transition of 21 to an attachment layout (sync1) and of 20 (sync2), a clear of
+    21 and a dispatch (no SPIR-V) with the four descriptors bound."""
     whole = {"aspectMask": 1, "baseMipLevel": 0, "levelCount": REMAINING, "baseArrayLayer": 0, "layerCount": 1}
     images = [_image(20, "VK_FORMAT_D32_SFLOAT"), _image(21), _image(22, samples="VK_SAMPLE_COUNT_4_BIT"),
               _image(23, depth=4, layers=1), _image(24)]
@@ -165,9 +165,11 @@ def _calls() -> list[tuple[str, dict]]:
         ("vkAllocateMemory", {"device": 2, "pMemory": h + 100, "pAllocateInfo": {
             "allocationSize": 4096, "memoryTypeIndex": 0, "pNext": None}}),
         ("vkBindImageMemory", {"device": 2, "image": h, "memory": h + 100, "memoryOffset": 0}))]
-    memory += [("vkCreateBuffer", {"device": 2, "pBuffer": 70, "pCreateInfo": {
-                   "size": 256, "usage": 2, "sharingMode": "VK_SHARING_MODE_EXCLUSIVE"}}),
-               ("vkBindBufferMemory", {"device": 2, "buffer": 70, "memory": 121, "memoryOffset": 1024})]
+    memory += [("vkGetImageMemoryRequirements", {"device": 2, "image": 21, "pMemoryRequirements": {"size": 512}}),
+               *(("vkCreateBuffer", {"device": 2, "pBuffer": b, "pCreateInfo": {
+                   "size": 256, "usage": 2, "sharingMode": "VK_SHARING_MODE_EXCLUSIVE"}}) for b in (70, 71)),
+               ("vkBindBufferMemory", {"device": 2, "buffer": 70, "memory": 121, "memoryOffset": 1024}),
+               ("vkBindBufferMemory", {"device": 2, "buffer": 71, "memory": 121, "memoryOffset": 256})]
     storage = {"descriptorType": "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE", "descriptorCount": 1}
     descriptors = [
         _view(40, 21), _view(41, 21, aspect=4), _view(42, 23),
@@ -234,6 +236,10 @@ def test_what_the_format_cannot_hold_is_refused_and_said(tmp_path):
     stream, summary = import_capture(_jsonl(tmp_path / "refusals.jsonl", _calls()))
     assert [(i.id, i.extent, i.format, i.mip_levels, i.array_layers) for i in stream.images] == [
         ("img21", (4, 4, 1), "r32_uint", 3, 2), ("img23", (4, 4, 4), "r32_uint", 3, 1)]
+    # 21 is bound at offset 0 of its memory and takes 512 bytes: buffer 71 at 256 aliases it, 70 at 1024 does not.
+    assert [w for w in summary.warnings if w.startswith("image")] == [
+        ("image img21 (vkBindImageMemory #11) shares bytes of memory 121 with buf71: the stream gives an image "
+         "memory of its own, so hazards between them are missing")]
     refused = [w for w in summary.warnings if w.startswith("vkCreateImage")]
     assert len(refused) == 2 and "VK_FORMAT_D32_SFLOAT is not one of the format's color formats" in refused[0] \
         and "VK_SAMPLE_COUNT_4_BIT: multisampled images are not held" in refused[1]

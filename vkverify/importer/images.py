@@ -70,18 +70,30 @@ class Images:
             self.summary.warnings.append(f"vkCreateImage #{call.index}: image {image.id} is not in the stream: "
                                          f"{refused}; the commands that touch it are left out")
 
-    def _bind_image(self, image: int, memory: int, call: Call) -> None:
+    def vkGetImageMemoryRequirements(self, call: Call, a: dict) -> None:
+        self._requirements(a["image"], a["pMemoryRequirements"]["size"])
+
+    def vkGetImageMemoryRequirements2(self, call: Call, a: dict) -> None:
+        self._requirements(a["pInfo"]["image"], a["pMemoryRequirements"]["memoryRequirements"]["size"])
+
+    vkGetImageMemoryRequirements2KHR = vkGetImageMemoryRequirements2
+
+    def _requirements(self, image: int, size: int) -> None:
+        if image in self.res.images:  # the bytes it takes in the memory it is bound to: where it may alias
+            self.res.images[image].size = size
+
+    def _bind_image(self, image: int, memory: int, offset: int, call: Call) -> None:
         img, mem = self.res.images.get(image), self.res.memories.get(memory)
         if img is not None and mem is not None:
-            img.memory = mem.handle
-            mem.images.append((image, call.index))
+            img.memory, img.offset, img.bound_at = mem.handle, offset, call.index
+            mem.images.append(image)
 
     def vkBindImageMemory(self, call: Call, a: dict) -> None:
-        self._bind_image(a["image"], a["memory"], call)
+        self._bind_image(a["image"], a["memory"], a["memoryOffset"], call)
 
     def vkBindImageMemory2(self, call: Call, a: dict) -> None:
         for info in a["pBindInfos"]:
-            self._bind_image(info["image"], info["memory"], call)
+            self._bind_image(info["image"], info["memory"], info["memoryOffset"], call)
 
     vkBindImageMemory2KHR = vkBindImageMemory2
 
@@ -130,8 +142,23 @@ class Images:
         self.summary.left_out[call.name, why] += 1
         self.summary.first_left_out.setdefault((call.name, why), call.index)
 
+    def alias_warnings(self) -> None:
+        """A warning for each held image whose bytes in its memory meet a buffer's or another image's: the format
+        gives an image memory of its own, so hazards between them are missing (findings may go missing)."""
+        for mem in self.res.memories.values():
+            held = [self.res.images[h] for h in mem.images if self.holds(h)]
+            for i, image in enumerate(held):
+                others = [b.id for b in map(self.res.buffers.get, mem.buffers) if image.overlaps(b.offset, b.size)]
+                others += [o.id for o in held[:i] if o.size is not None and image.overlaps(o.offset, o.size)]
+                if others:
+                    self.summary.warnings.append(
+                        f"image {image.id} (vkBindImageMemory #{image.bound_at}) shares bytes of memory {mem.handle} "
+                        f"with {', '.join(others)}: the stream gives an image memory of its own, so hazards between "
+                        "them are missing")
+
     def image_docs(self) -> list[dict]:
         """The images bound to memory that the stream can hold."""
+        self.alias_warnings()
         out = []
         for image in self.res.images.values():
             if not self.holds(image.handle):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -60,7 +61,7 @@ class Memory:
     ever_mapped: bool = False
     buffers: list[int] = field(default_factory=list)
     live: dict[int, None] = field(default_factory=dict)  # those of `buffers` not destroyed, in bind order
-    images: list[tuple[int, int]] = field(default_factory=list)  # (image handle, call index) bound to it
+    images: list[int] = field(default_factory=list)  # the images bound to it
 
 
 @dataclass
@@ -95,7 +96,15 @@ class CapturedImage:
     device: str
     refused: str | None = None  # why the stream cannot hold it: its accesses are left out
     memory: int | None = None
+    offset: int = 0  # in `memory`
+    size: int | None = None  # of its memory requirements; None where the capture does not query them
+    bound_at: int = 0  # the call index of its vkBindImageMemory
     used: bool = False  # the stream refers to it: its id is fixed
+
+    def overlaps(self, offset: int, size: int) -> bool:
+        """Whether its bytes in its memory meet [offset, offset + size) (all past its offset, size unknown)."""
+        end = math.inf if self.size is None else self.offset + self.size
+        return offset < end and self.offset < offset + size
 
     def subresources(self, r: dict) -> dict:
         """A VkImageSubresourceRange (or, with `mipLevel`, VkImageSubresourceLayers) as the stream's fields,

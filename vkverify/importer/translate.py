@@ -638,10 +638,6 @@ class Translator(Commands, Queues, Images):
                     if b.exclusive:
                         doc["sharing"] = "exclusive"
                     out.append(doc)
-            for image, index in mem.images if bufs else ():  # the format gives an image memory of its own
-                self.summary.warnings.append(f"image {self.res.images[image].id} (vkBindImageMemory #{index}) is "
-                                             f"bound to memory {mem.handle}, which buffers use too: the stream does "
-                                             "not hold that its bytes alias theirs (hazards between them are missing)")
         return out
 
 
