@@ -1,11 +1,12 @@
 """A program of storage images, written with the `vulkan` package, for tests/test_import_images.py to capture.
 
-It uploads 4x4 r32_uint texels from a buffer to image S, runs a compute shader that reads S (`readonly`) and
-writes S + 1 to image D (`writeonly`), copies D back to a buffer, then clears S; layout transitions by sync1 image
-barriers throughout, and a barrier to the host before the fence. With `--race` the barrier between the dispatch
-and the copy of D is missing (D stays in `general`, which a copy may read); with `--template` the descriptors are
-written by a descriptor update template, with `--push` pushed (vkCmdPushDescriptorSetKHR). Prints DIFFERS where the
-buffer does not hold S + 1 (Lavapipe runs the dispatch and the copy in order all the same).
+It uploads 4x4 r32_uint texels from a buffer to image S, runs a compute shader that reads S (`readonly`) and writes
+S + 1 to image D (`writeonly`), copies D back to a buffer, then clears S; layout transitions by sync1 image barriers
+throughout, and a barrier to the host before the fence. S is bound by vkBindImageMemory, D by vkBindImageMemory2
+(its requirements by vkGetImageMemoryRequirements2). With `--race` the barrier between the dispatch and the copy of
+D is missing (D stays in `general`, which a copy may read); with `--template` the descriptors are written by a
+descriptor update template, with `--push` pushed (vkCmdPushDescriptorSetKHR). Prints DIFFERS where the buffer does
+not hold S + 1 (Lavapipe runs the dispatch and the copy in order all the same).
 
     python -m tests.storage_image_program [--race] [--template | --push]
 """
@@ -43,7 +44,9 @@ def spirv() -> bytes:
 
 
 class Program(ComputeDevice):
-    def image(self):
+    def image(self, version2: bool):
+        """A 4x4 r32_uint image, bound to memory of its own (by vkGetImageMemoryRequirements2 and vkBindImageMemory2
+        where `version2`), and its view."""
         vk = self.vk
         info = vk.VkImageCreateInfo(
             imageType=vk.VK_IMAGE_TYPE_2D, format=vk.VK_FORMAT_R32_UINT,
@@ -53,11 +56,19 @@ class Program(ComputeDevice):
             vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT,
             sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED)
         image = vk.vkCreateImage(self.device, info, None)
-        requirements = vk.vkGetImageMemoryRequirements(self.device, image)
+        if version2:
+            requirements = vk.vkGetImageMemoryRequirements2(
+                self.device, vk.VkImageMemoryRequirementsInfo2(image=image)).memoryRequirements
+        else:
+            requirements = vk.vkGetImageMemoryRequirements(self.device, image)
         kind = next(i for i in range(32) if requirements.memoryTypeBits & (1 << i))
         alloc = vk.VkMemoryAllocateInfo(allocationSize=requirements.size, memoryTypeIndex=kind)
         memory = vk.vkAllocateMemory(self.device, alloc, None)
-        vk.vkBindImageMemory(self.device, image, memory, 0)
+        if version2:
+            binds = [vk.VkBindImageMemoryInfo(image=image, memory=memory, memoryOffset=0)]
+            vk.vkBindImageMemory2(self.device, 1, binds)
+        else:
+            vk.vkBindImageMemory(self.device, image, memory, 0)
         whole = vk.VkImageSubresourceRange(aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, baseMipLevel=0, levelCount=1,
                                            baseArrayLayer=0, layerCount=1)
         view_info = vk.VkImageViewCreateInfo(image=image, viewType=vk.VK_IMAGE_VIEW_TYPE_2D,
@@ -80,7 +91,7 @@ class Program(ComputeDevice):
         values = np.arange(SIDE * SIDE, dtype=np.uint32)
         up, up_memory = self._buffer(values.tobytes(), vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT)
         down, down_memory = self._buffer(bytes(SIZE), vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
-        (s, s_memory, s_view), (d, d_memory, d_view) = self.image(), self.image()
+        (s, s_memory, s_view), (d, d_memory, d_view) = self.image(version2=False), self.image(version2=True)
         storage = vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE
         layout_bindings = [vk.VkDescriptorSetLayoutBinding(binding=b, descriptorType=storage, descriptorCount=1,
                                                            stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
