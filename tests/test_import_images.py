@@ -219,6 +219,15 @@ def _calls() -> list[tuple[str, dict]]:
                 ("vkCmdBindDescriptorSets", {"commandBuffer": 30, "pipelineBindPoint": "VK_PIPELINE_BIND_POINT_COMPUTE",
                                              "firstSet": 0, "pDescriptorSets": [52], "pDynamicOffsets": None}),
                 ("vkCmdDispatch", {"commandBuffer": 30, "groupCountX": 1, "groupCountY": 1, "groupCountZ": 1}),
+                ("vkCmdCopyBufferToImage2", {"commandBuffer": 30, "pCopyBufferToImageInfo": {
+                    "srcBuffer": 70, "dstImage": 21, "pRegions": [
+                        {"bufferOffset": 64, "bufferRowLength": 8, "bufferImageHeight": 0,
+                         "imageSubresource": {**layers, "baseArrayLayer": 1}, "imageOffset": {"x": 1, "y": 0, "z": 0},
+                         "imageExtent": {"width": 2, "height": 2, "depth": 1}}]}}),
+                ("vkCmdCopyImage2", {"commandBuffer": 30, "pCopyImageInfo": {"srcImage": 21, "dstImage": 21,
+                                                                             "pRegions": [
+                    {"srcSubresource": layers, "srcOffset": origin, "dstSubresource": {**layers, "mipLevel": 1},
+                     "dstOffset": origin, "extent": {"width": 2, "height": 2, "depth": 1}}]}}),
                 ("vkEndCommandBuffer", {"commandBuffer": 30})]
     return [("vkCreateDevice", {"physicalDevice": 1, "pDevice": 2}),
             ("vkGetDeviceQueue", {"device": 2, "queueFamilyIndex": 0, "queueIndex": 0, "pQueue": 3}),
@@ -255,7 +264,12 @@ def test_what_the_format_cannot_hold_is_refused_and_said(tmp_path):
                                   "VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL names a layout the format does not have"))}
     assert summary.partial
     assert any(line.startswith("left out: 1 vkCmdBlitImage call (first #") for line in summary.partial_lines())
-    sync1, sync2, clear, dispatch = stream.command_buffers[0].commands
+    sync1, sync2, clear, dispatch, upload, copy = stream.command_buffers[0].commands
+    # vkCmdCopyBufferToImage2 and vkCmdCopyImage2: their regions as the first versions' (buffer rows 8 texels apart).
+    assert (upload.src, upload.dst, upload.regions, upload.src_ranges) == (
+        "buf70", "img21", (ir.ImageRegion(64, 8, 0, 0, 1, 1, (1, 0, 0), (2, 2, 1)),), ((64, 72), (96, 104)))
+    assert (copy.src, copy.dst, copy.regions) == (
+        "img21", "img21", (ir.ImageCopyRegion(0, 0, 1, 0, 1, (0, 0, 0), (0, 0, 0), (2, 2, 1)),))
     assert (sync1.src_stage, sync1.dst_stage, sync1.images) == ({"transfer"}, {"transfer"}, ())
     assert (sync2.src_stage, sync2.dst_stage, sync2.src_access, sync2.images) == (
         {"compute_shader"}, {"copy"}, frozenset(), ())
@@ -286,9 +300,8 @@ def test_an_image_destroyed_while_its_commands_may_run_is_a_use_after_destroy(tm
     stream, _ = import_capture(_jsonl(tmp_path / "destroyed.jsonl", [*_calls(), submit, destroy]))
     assert [(op.buffer, op.label) for t in stream.threads for op in t.ops if isinstance(op, ir.Destroy)] == [
         ("img21", f"vkDestroyImage #{len(_calls()) + 2}")]
-    # (The dispatch also reads layer 1 of 21, which nothing wrote: the clear is of layer 0.)
-    assert {(f.kind, f.buffer) for f in check(stream)} == {("use_after_destroy", "img21"),
-                                                          ("uninitialized_read", "img21")}
+    # (The recording has its own hazards: no barrier orders its commands.)
+    assert {f.buffer for f in check(stream) if f.kind == "use_after_destroy"} == {"img21"}
 
 
 def storage_program(race: bool) -> dict:
