@@ -154,10 +154,11 @@ def _view(handle: int, image: int, aspect: int = 1, kind: str = "VK_IMAGE_VIEW_T
 def _calls() -> list[tuple[str, dict]]:
     """Images 20 (depth), 22 (4 samples) and 23 (3D) with 21 (r32_uint, 3 levels, 2 layers), each bound to memory of
     its own; 24 never bound; buffers 70 and 71 in 21's memory, 71 over 21's bytes (its requirements' size). Storage
-    views of 21 (levels 1-2 of layer 1), of its stencil aspect, and a 2D array of 23's slices, and the first as a
-    combined image sampler. Recorded: a depth clear of 20, a color clear of 22 and of 24, a copy of 20 to buffer 70
-    and of 22 to 21, a blit of 21, a transition of 21 to an attachment layout (sync1) and of 20 (sync2), a clear of
-    21 and a dispatch (no SPIR-V) with the four descriptors bound."""
+    views of 21 (levels 1-2 of layer 1), of its stencil aspect, and a 2D array of 23's slices, the first as a
+    combined image sampler too, and 20's depth aspect as a sampled image. Recorded: a depth clear of 20, a color
+    clear of 22 and of 24, a copy of 20 to buffer 70 and of 22 to 21, a blit of 21, a transition of 21 to an
+    attachment layout (sync1) and of 20 (sync2), a clear of 21, a dispatch (no SPIR-V) with the five descriptors
+    bound, then vkCmdCopyBufferToImage2 and vkCmdCopyImage2 into 21."""
     whole = {"aspectMask": 1, "baseMipLevel": 0, "levelCount": REMAINING, "baseArrayLayer": 0, "layerCount": 1}
     images = [_image(20, "VK_FORMAT_D32_SFLOAT"), _image(21), _image(22, samples="VK_SAMPLE_COUNT_4_BIT"),
               _image(23, depth=4, layers=1), _image(24)]
@@ -172,10 +173,11 @@ def _calls() -> list[tuple[str, dict]]:
                ("vkBindBufferMemory", {"device": 2, "buffer": 71, "memory": 121, "memoryOffset": 256})]
     storage = {"descriptorType": "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE", "descriptorCount": 1}
     descriptors = [
-        _view(40, 21), _view(41, 21, aspect=4), _view(42, 23),
+        _view(40, 21), _view(41, 21, aspect=4), _view(42, 23), _view(43, 20, aspect=2),
         ("vkCreateDescriptorSetLayout", {"pSetLayout": 50, "pCreateInfo": {"pBindings": [
             *({"binding": b, **storage} for b in range(3)),
-            {"binding": 3, "descriptorType": "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER", "descriptorCount": 1}]}}),
+            {"binding": 3, "descriptorType": "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER", "descriptorCount": 1},
+            {"binding": 4, "descriptorType": "VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE", "descriptorCount": 1}]}}),
         ("vkAllocateDescriptorSets", {"pAllocateInfo": {"descriptorPool": 51, "pSetLayouts": [50]},
                                       "pDescriptorSets": [52]}),
         ("vkUpdateDescriptorSets", {"pDescriptorCopies": None, "pDescriptorWrites": [
@@ -183,7 +185,8 @@ def _calls() -> list[tuple[str, dict]]:
              "pImageInfo": [{"sampler": 0, "imageView": v, "imageLayout": "VK_IMAGE_LAYOUT_GENERAL"}]}
             for b, (v, kind) in enumerate(((40, storage["descriptorType"]), (41, storage["descriptorType"]),
                                            (42, storage["descriptorType"]),
-                                           (40, "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER")))]}),
+                                           (40, "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER"),
+                                           (43, "VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE")))]}),
         ("vkCreateComputePipelines", {"pPipelines": [60], "pCreateInfos": [
             {"stage": {"module": 61, "pName": "main", "pSpecializationInfo": None}}]})]
     transition = {"sType": "VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER", "srcAccessMask": 0, "dstAccessMask": 0,
@@ -276,7 +279,7 @@ def test_what_the_format_cannot_hold_is_refused_and_said(tmp_path):
     assert (clear.image, clear.value, clear.subresources) == ("img21", (7, 0, 0, 0), (ir.Subresources(0, 3, 0, 1),))
     # The view of 21's levels 1-2 (VK_REMAINING_MIP_LEVELS) of layer 1 is a storage image binding (read_write: no
     # SPIR-V); the stencil view, the 2D array of 23's slices and the sampled 21 are not: the dispatch is unresolved
-    # for them.
+    # for them. The sampled depth image 20 is none of the stream's: nothing of it is missing.
     [binding] = dispatch.bindings
     assert (binding.buffer, binding.subresources, binding.access) == ("img21", ir.Subresources(1, 2, 1, 1),
                                                                       "read_write")

@@ -24,8 +24,9 @@ __all__ = ["CommandBufferRecording", "Commands"]
 
 QUEUE_FAMILY_IGNORED = 0xFFFFFFFF
 # The bindings a dispatch accesses memory through: buffers and images (a sampled read is said to be missing).
+SAMPLED_BINDINGS = ("sampled_image", "combined_image_sampler")
 MEMORY_BINDINGS = ("storage_buffer", "uniform_buffer", "storage_texel_buffer", "uniform_texel_buffer", "storage_image",
-                   "sampled_image", "combined_image_sampler")
+                   *SAMPLED_BINDINGS)
 TRANSFER_LABEL = re.compile(r"buffer barrier (\d+): queue family (\d+) -> (\d+)")  # see __init__.py
 NO_DEPENDENCY = {"src_stage": ["none"], "dst_stage": ["none"]}  # a VkDependencyInfo with no barrier
 
@@ -310,20 +311,25 @@ class Commands:
         for number, binding, element, access in wanted:
             descriptor_set, offsets = rec.sets[number]
             d = self.res.sets.get(descriptor_set, {}).get((binding, element))
-            if isinstance(d, str):  # a storage image view the format cannot hold
+            if access == "sampled" or isinstance(d, ImageDescriptor) and d.sampled:
+                # The format's reads are storage reads (a sampled one would be ordered otherwise): a sampled read of
+                # an image the stream holds is missing from it; of another, it touches nothing the stream holds.
                 resolved.add((number, binding))
-                self.unresolved(f"shader module {module} uses set {number}, binding {binding}: {d}; that access is "
-                                "left out")
+                if isinstance(d, ImageDescriptor) and d.image is not None and self.holds(d.image):
+                    self.unresolved(f"shader module {module} samples image {self.res.images[d.image].id} (set "
+                                    f"{number}, binding {binding}): the format has no sampled read; that read is left "
+                                    "out")
+                continue
+            if isinstance(d, ImageDescriptor) and d.refused is not None:  # a storage view the format cannot hold
+                resolved.add((number, binding))
+                self.unresolved(f"shader module {module} uses set {number}, binding {binding}: {d.refused}; that "
+                                "access is left out")
                 continue
             if isinstance(d, ImageDescriptor):
                 image = self.held_image(d.image, call)
                 if image is not None:
                     resolved.add((number, binding))
-                    if d.sampled:  # the format's reads are storage reads: a sampled one would be ordered otherwise
-                        self.unresolved(f"shader module {module} samples image {image.id} (set {number}, binding "
-                                        f"{binding}): the format has no sampled read; that read is left out")
-                    else:
-                        out.append({"image": image.id, **dict(d.subresources), "access": access or "read_write"})
+                    out.append({"image": image.id, **dict(d.subresources), "access": access or "read_write"})
                 continue
             buf = None if d is None else self.bound(d.buffer, call)
             if buf is None:
@@ -342,13 +348,14 @@ class Commands:
         return out
 
     def _used(self, interface: ShaderInterface) -> tuple[tuple[int, int, int, str], ...]:
-        """(set, binding, count, access) of each buffer binding the code touches: one it never touches is no
-        access. Kept per interface (Resources keeps each for the whole import, so its id names it)."""
+        """(set, binding, count, access) of each buffer or image binding the code touches (access `sampled` for a
+        sampled image's): one it never touches is no access. Kept per interface (Resources keeps each for the
+        whole import, so its id names it)."""
         found = self.used_bindings.get(id(interface))
         if found is None:
             found = self.used_bindings[id(interface)] = tuple(
-                (i.set, i.binding, i.count, i.access) for i in interface.bindings
-                if i.descriptor_type in MEMORY_BINDINGS and i.access != "none")
+                (i.set, i.binding, i.count, "sampled" if i.descriptor_type in SAMPLED_BINDINGS else i.access)
+                for i in interface.bindings if i.descriptor_type in MEMORY_BINDINGS and i.access != "none")
         return found
 
     def unresolved(self, why: str) -> None:

@@ -108,11 +108,14 @@ class Images:
         info = a["pCreateInfo"]
         r, image = info["subresourceRange"], self.res.images.get(info["image"])
         if image is None:
-            view: ImageDescriptor | str = f"a view of image {info['image']}, which no call of the capture creates"
+            view = ImageDescriptor(None, (), refused=f"a view of image {info['image']}, which no call of the capture "
+                                                     "creates")
         elif r["aspectMask"] != COLOR_ASPECT:
-            view = f"a view of aspect mask {r['aspectMask']:#x} of image {image.id} (only the color aspect is held)"
+            view = ImageDescriptor(image.handle, (), refused=f"a view of aspect mask {r['aspectMask']:#x} of image "
+                                                             f"{image.id} (only the color aspect is held)")
         elif image.extent[2] > 1 and info["viewType"] != "VK_IMAGE_VIEW_TYPE_3D":
-            view = f"a {info['viewType']} of the depth slices of 3D image {image.id} (slices as layers are not held)"
+            view = ImageDescriptor(image.handle, (), refused=f"a {info['viewType']} of the depth slices of 3D image "
+                                                             f"{image.id} (slices as layers are not held)")
         else:
             view = ImageDescriptor(image.handle, tuple(image.subresources(r).items()))
         self.res.image_views[a["pView"]] = view

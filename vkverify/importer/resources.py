@@ -122,9 +122,10 @@ class CapturedImage:
 class ImageDescriptor:
     """A storage or sampled image descriptor: its view's image and subresource range (VkImageSubresourceRange)."""
 
-    image: int
+    image: int | None  # None: an image no call of the capture creates
     subresources: tuple[tuple[str, int], ...]
     sampled: bool = False  # a sampled image's (or a combined image sampler's): a read the format has no access for
+    refused: str | None = None  # why the format cannot hold its view
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,8 +147,7 @@ class Resources:
         self.twins: dict[int, list[CapturedBuffer]] = {}  # that first buffer -> the other devices' buffers there
         self.buffer_views: dict[int, tuple[int, int, int]] = {}  # view -> (buffer, offset, range)
         self.images: dict[int, CapturedImage] = {}
-        # image view -> its storage descriptor, or why the stream cannot hold its view (not of the color aspect, ...)
-        self.image_views: dict[int, ImageDescriptor | str] = {}
+        self.image_views: dict[int, ImageDescriptor] = {}  # image view -> the descriptor of it
         self.set_layouts: dict[int, dict[int, tuple[str, int]]] = {}  # layout -> binding -> (type, count)
         self.set_layout_of: dict[int, int] = {}  # descriptor set -> its layout
         self.sets: dict[int, dict[tuple[int, int], Descriptor]] = {}  # set -> (binding, element) -> descriptor
@@ -250,7 +250,7 @@ class Resources:
                 if kind == STORAGE_IMAGE:
                     found = info
                 elif kind in SAMPLED_IMAGES:
-                    found = info if isinstance(info, str) else replace(info, sampled=True)
+                    found = replace(info, sampled=True)
                 else:
                     fields = (info["buffer"], info["offset"], info["range"], BUFFER_DESCRIPTORS[kind],
                               kind in DYNAMIC)
