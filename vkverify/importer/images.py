@@ -307,4 +307,3 @@ class Images:
         if families[0] != families[1] and QUEUE_FAMILY_IGNORED not in families:
             entry.update(src_family=families[0], dst_family=families[1])
         return entry
-
