@@ -20,7 +20,7 @@ What a program states in debug-utils metadata, which a capture keeps, the import
 takes over what Vulkan objects would say (the vkverify runtime states it, so that
 a capture of its replay is the stream it replayed, on devices that merge queues
 or memory kinds):
-- a buffer's debug name is its id (`Resources.name_buffer`); a command recorded
+- a buffer's or image's debug name is its id (`Resources.name_buffer`, `name_image`); a command recorded
   inside command-buffer label regions keeps them in its label;
 - a queue label region (vkQueueBeginDebugUtilsLabelEXT) named
   "queue <id>, family <n>": the submits and idle waits on that VkQueue inside it
@@ -35,8 +35,8 @@ or memory kinds):
 - a debug message (vkSubmitDebugUtilsMessageEXT) "host_write" or "host_read":
   the calling thread's next flush or invalidate is that host access's (made so
   that the capture records it), not a flush or invalidate of the stream's;
-  "concurrent": its next vkCreateBuffer is of a concurrent buffer, whatever its
-  sharing mode (exclusive where the device has one queue family).
+  "concurrent": its next vkCreateBuffer or vkCreateImage is of a concurrent buffer or
+  image, whatever its sharing mode (exclusive where the device has one queue family).
 
 `capture_env` is the environment that runs a program under the capture layer.
 """

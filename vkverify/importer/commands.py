@@ -18,12 +18,15 @@ from .encoded import TemplateData, specialization_data, template_data
 from .flags import access_names, stage_names
 from .readback import Touch, touch
 from .records import Call
-from .resources import PUSH_EVALUATIONS, Specialization
+from .resources import PUSH_EVALUATIONS, ImageDescriptor, Specialization
 
 __all__ = ["CommandBufferRecording", "Commands"]
 
 QUEUE_FAMILY_IGNORED = 0xFFFFFFFF
-BUFFER_BINDINGS = ("storage_buffer", "uniform_buffer", "storage_texel_buffer", "uniform_texel_buffer")
+# The bindings a dispatch accesses memory through: buffers and images (a sampled read is said to be missing).
+SAMPLED_BINDINGS = ("sampled_image", "combined_image_sampler")
+MEMORY_BINDINGS = ("storage_buffer", "uniform_buffer", "storage_texel_buffer", "uniform_texel_buffer", "storage_image",
+                   *SAMPLED_BINDINGS)
 TRANSFER_LABEL = re.compile(r"buffer barrier (\d+): queue family (\d+) -> (\d+)")  # see __init__.py
 NO_DEPENDENCY = {"src_stage": ["none"], "dst_stage": ["none"]}  # a VkDependencyInfo with no barrier
 
@@ -123,14 +126,15 @@ class Commands:
         if rec is not None:
             rec.commands.seal()
 
-    def cmd(self, call: Call, cmd: str, **fields) -> None:
-        """A command, written as its text at once (model.dump.Encoded): nothing changes it after."""
+    def cmd(self, call: Call, cmd: str, accessed: tuple | None = None, **fields) -> None:
+        """A command, written as its text at once (model.dump.Encoded): nothing changes it after. accessed: the
+        buffer ranges it touches where readback.accesses cannot tell them (an image command's)."""
         rec = self.recordings.get(call.args["commandBuffer"])
         if rec is not None:
             where = " > ".join(rec.regions) + ": " if rec.regions else ""
             command = {"cmd": cmd, **fields, "label": f"{where}{call.name} #{call.index}"}
             rec.commands.append(command)
-            found = touch(command)  # one object for the commands that touch alike (a decode's tokens do)
+            found = touch(command, accessed)  # one object for the commands that touch alike (a decode's tokens do)
             rec.touches.append(self.touched.setdefault(found, found))
             self.summary.commands[cmd] += 1
 
@@ -307,6 +311,26 @@ class Commands:
         for number, binding, element, access in wanted:
             descriptor_set, offsets = rec.sets[number]
             d = self.res.sets.get(descriptor_set, {}).get((binding, element))
+            if access == "sampled" or isinstance(d, ImageDescriptor) and d.sampled:
+                # The format's reads are storage reads (a sampled one would be ordered otherwise): a sampled read of
+                # an image the stream holds is missing from it; of another, it touches nothing the stream holds.
+                resolved.add((number, binding))
+                if isinstance(d, ImageDescriptor) and d.image is not None and self.holds(d.image):
+                    self.unresolved(f"shader module {module} samples image {self.res.images[d.image].id} (set "
+                                    f"{number}, binding {binding}): the format has no sampled read; that read is left "
+                                    "out")
+                continue
+            if isinstance(d, ImageDescriptor) and d.refused is not None:  # a storage view the format cannot hold
+                resolved.add((number, binding))
+                self.unresolved(f"shader module {module} uses set {number}, binding {binding}: {d.refused}; that "
+                                "access is left out")
+                continue
+            if isinstance(d, ImageDescriptor):
+                image = self.held_image(d.image, call)
+                if image is not None:
+                    resolved.add((number, binding))
+                    out.append({"image": image.id, **dict(d.subresources), "access": access or "read_write"})
+                continue
             buf = None if d is None else self.bound(d.buffer, call)
             if buf is None:
                 continue
@@ -324,13 +348,14 @@ class Commands:
         return out
 
     def _used(self, interface: ShaderInterface) -> tuple[tuple[int, int, int, str], ...]:
-        """(set, binding, count, access) of each buffer binding the code touches: one it never touches is no
-        access. Kept per interface (Resources keeps each for the whole import, so its id names it)."""
+        """(set, binding, count, access) of each buffer or image binding the code touches (access `sampled` for a
+        sampled image's): one it never touches is no access. Kept per interface (Resources keeps each for the
+        whole import, so its id names it)."""
         found = self.used_bindings.get(id(interface))
         if found is None:
             found = self.used_bindings[id(interface)] = tuple(
-                (i.set, i.binding, i.count, i.access) for i in interface.bindings
-                if i.descriptor_type in BUFFER_BINDINGS and i.access != "none")
+                (i.set, i.binding, i.count, "sampled" if i.descriptor_type in SAMPLED_BINDINGS else i.access)
+                for i in interface.bindings if i.descriptor_type in MEMORY_BINDINGS and i.access != "none")
         return found
 
     def unresolved(self, why: str) -> None:
@@ -378,18 +403,19 @@ class Commands:
 
     def sync1_dependencies(self, call: Call, a: dict) -> list[dict]:
         """Sync1's (vkCmdPipelineBarrier, vkCmdWaitEvents): one stage pair for all barriers. Memory barriers (their
-        access masks merged) become one global dependency, buffer barriers a second one; image barriers keep only
-        the execution dependency."""
+        access masks merged) become one global dependency, buffer and image barriers a second one."""
         stages = {"src_stage": stage_names(a["srcStageMask"]), "dst_stage": stage_names(a["dstStageMask"])}
         memory = a["pMemoryBarriers"] or []
-        entries = self._buffer_entries(call, a["pBufferMemoryBarriers"] or [], stages=False)
+        # An image barrier the stream does not hold keeps its execution dependency: the stage pair is the call's.
+        images, _ = self.image_entries(call, a["pImageMemoryBarriers"] or [], stages=False)
+        entries = _entries(self._buffer_entries(call, a["pBufferMemoryBarriers"] or [], stages=False), images)
         out = []
         if memory or not entries:
             src = functools.reduce(operator.or_, (m["srcAccessMask"] for m in memory), 0)
             dst = functools.reduce(operator.or_, (m["dstAccessMask"] for m in memory), 0)
             out.append(_global_barrier(a["srcStageMask"], a["dstStageMask"], src, dst))
         if entries:
-            out.append({**stages, "buffers": entries})
+            out.append({**stages, **entries})
         return out
 
     def vkCmdPipelineBarrier(self, call: Call, a: dict) -> None:
@@ -397,18 +423,20 @@ class Commands:
             self.cmd(call, "barrier", **dependency)
 
     def sync2_dependencies(self, call: Call, info: dict) -> list[dict]:
-        """A VkDependencyInfo's (vkCmdPipelineBarrier2, vkCmdSetEvent2, vkCmdWaitEvents2): each memory barrier and
-        each image barrier (execution only) is one dependency; the buffer barriers, each with its own stages, one
-        more."""
+        """A VkDependencyInfo's (vkCmdPipelineBarrier2, vkCmdSetEvent2, vkCmdWaitEvents2): each memory barrier is
+        one dependency, each image barrier the stream does not hold one more (execution only); the buffer and image
+        barriers, each with its own stages, one more."""
         out = [{"src_stage": stage_names(m["srcStageMask"]), "dst_stage": stage_names(m["dstStageMask"]),
                 "src_access": access_names(m["srcAccessMask"]), "dst_access": access_names(m["dstAccessMask"])}
                for m in info["pMemoryBarriers"] or []]
+        images, dropped = self.image_entries(call, info["pImageMemoryBarriers"] or [], stages=True)
         out += [{"src_stage": stage_names(m["srcStageMask"]), "dst_stage": stage_names(m["dstStageMask"])}
-                for m in info["pImageMemoryBarriers"] or []]
-        entries = self._buffer_entries(call, info["pBufferMemoryBarriers"] or [], stages=True)
+                for m in dropped]
+        entries = _entries(self._buffer_entries(call, info["pBufferMemoryBarriers"] or [], stages=True), images)
         if entries:
-            union = [sorted({s for e in entries for s in e[key]}) for key in ("src_stage", "dst_stage")]
-            out.append({"src_stage": union[0], "dst_stage": union[1], "buffers": entries})
+            each = [e for kind in entries.values() for e in kind]
+            union = [sorted({s for e in each for s in e[key]}) for key in ("src_stage", "dst_stage")]
+            out.append({"src_stage": union[0], "dst_stage": union[1], **entries})
         return out
 
     def vkCmdPipelineBarrier2(self, call: Call, a: dict) -> None:
@@ -462,10 +490,17 @@ class Commands:
 
 
 def _union(dependencies: list[dict]) -> dict:
-    """One global dependency with the stages and accesses of all of `dependencies` (their buffer entries' too)."""
-    parts = [d for dependency in dependencies for d in (dependency, *dependency.get("buffers", ()))]
+    """One global dependency with the stages and accesses of all of `dependencies` (their buffer and image entries'
+    too: an image barrier's layout transition is not kept)."""
+    parts = [d for dependency in dependencies
+             for d in (dependency, *dependency.get("buffers", ()), *dependency.get("images", ()))]
     return {key: sorted({name for d in parts for name in d.get(key, ())} - {"none"}) or ["none"]
             for key in ("src_stage", "dst_stage", "src_access", "dst_access")}
+
+
+def _entries(buffers: list[dict], images: list[dict]) -> dict:
+    """A dependency's buffer and image barrier fields, those it has."""
+    return {**({"buffers": buffers} if buffers else {}), **({"images": images} if images else {})}
 
 
 @functools.lru_cache(maxsize=1024)  # a run repeats a few barriers thousands of times: each named once

@@ -56,6 +56,7 @@ class TemplateData:
 
     buffers: list[tuple[int, int, int]]  # (buffer id, offset, range) per VkDescriptorBufferInfo
     texel_buffer_views: list[int]
+    image_views: list[int]  # the image view id of each VkDescriptorImageInfo
 
 
 def template_data(parameters: bytes, at: int) -> TemplateData | None:
@@ -64,7 +65,9 @@ def template_data(parameters: bytes, at: int) -> TemplateData | None:
     if start is None:
         return None
     images, buffers, views = struct.unpack_from("<QQQ", parameters, start)
+    image_views = [struct.unpack_from("<Q", parameters, start + 24 + i * _DESCRIPTOR_IMAGE_INFO + 8)[0]
+                   for i in range(images)]
     at = start + 24 + images * _DESCRIPTOR_IMAGE_INFO
     infos = [struct.unpack_from("<QQQ", parameters, at + i * _DESCRIPTOR_BUFFER_INFO) for i in range(buffers)]
     at += buffers * _DESCRIPTOR_BUFFER_INFO
-    return TemplateData(infos, list(struct.unpack_from(f"<{views}Q", parameters, at)))
+    return TemplateData(infos, list(struct.unpack_from(f"<{views}Q", parameters, at)), image_views)

@@ -203,7 +203,8 @@ def accesses(cmd: dict) -> Iterator[tuple[str, int, int, bool, bool]]:
         yield cmd["dst"], cmd["offset"], cmd["size"], False, True
     elif kind.startswith("dispatch"):
         for b in cmd["bindings"]:
-            yield b["buffer"], b["offset"], b["size"], binding_reads(b["access"]), binding_writes(b["access"])
+            if "buffer" in b:  # not a storage image's: the host reaches no image
+                yield b["buffer"], b["offset"], b["size"], binding_reads(b["access"]), binding_writes(b["access"])
         if "indirect" in cmd:
             yield cmd["indirect"]["buffer"], cmd["indirect"]["offset"], 12, True, False
 
@@ -217,8 +218,9 @@ class Touch(NamedTuple):
     executes: tuple[str, ...] = ()  # an execute_commands' secondary command buffers
 
 
-def touch(cmd: dict) -> Touch:
-    return Touch(cmd["cmd"], tuple(accesses(cmd)), tuple(_to_host(cmd)),
+def touch(cmd: dict, accessed: tuple | None = None) -> Touch:
+    """accessed: the command's buffer accesses, given where `accesses` cannot tell them (an image command's)."""
+    return Touch(cmd["cmd"], tuple(accesses(cmd)) if accessed is None else accessed, tuple(_to_host(cmd)),
                  tuple(cmd["command_buffers"]) if cmd["cmd"] == "execute_commands" else ())
 
 
@@ -227,11 +229,11 @@ def _to_host(cmd: dict) -> Iterator[tuple[str, int, int] | None]:
     global barrier's: every buffer's."""
     if cmd["cmd"] != "barrier":
         return
-    if not cmd.get("buffers"):
+    if not cmd.get("buffers") and not cmd.get("images"):
         if "host" in _names(cmd.get("dst_stage")):
             yield None
         return
-    for b in cmd["buffers"]:
+    for b in cmd.get("buffers", ()):  # an image barrier makes nothing available to the host: it reaches no image
         if "host" in _names(b.get("dst_stage", cmd.get("dst_stage"))):
             yield b["buffer"], b["offset"], b["size"]
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..shaders import interface as library_interface
@@ -19,9 +20,11 @@ from ..shaders.specialize import specialize
 from .encoded import TemplateData
 from .flags import memory_kind
 
-__all__ = ["PUSH_EVALUATIONS", "WHOLE_SIZE", "CapturedBuffer", "Descriptor", "Memory", "Resources", "Specialization"]
+__all__ = ["PUSH_EVALUATIONS", "REMAINING", "WHOLE_SIZE", "CapturedBuffer", "CapturedImage", "Descriptor",
+           "ImageDescriptor", "Memory", "Resources", "Specialization"]
 
 WHOLE_SIZE = 2**64 - 1
+REMAINING = 2**32 - 1  # VK_REMAINING_MIP_LEVELS, VK_REMAINING_ARRAY_LAYERS
 # Descriptor type -> the binding access it fixes (None: the shader's). 7.7: a uniform buffer is read as UNIFORM_READ,
 # a uniform texel buffer as SHADER_SAMPLED_READ, which SHADER_READ covers: of the format's accesses, a plain read.
 BUFFER_DESCRIPTORS = {
@@ -30,11 +33,17 @@ BUFFER_DESCRIPTORS = {
     "VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER": None, "VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER": "read",
 }
 DYNAMIC = ("VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC", "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC")
+STORAGE_IMAGE = "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE"  # its access is the shader's, over its view's subresources
+# Images a shader samples: kept so that a dispatch reading a held image so says that read is missing.
+SAMPLED_IMAGES = ("VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE", "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER")
+# The descriptor types whose template data is a VkDescriptorImageInfo each (gfxrecon encodes them as one group).
+IMAGE_INFO_DESCRIPTORS = ("VK_DESCRIPTOR_TYPE_SAMPLER", "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER",
+                          "VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE", STORAGE_IMAGE, "VK_DESCRIPTOR_TYPE_INPUT_ATTACHMENT")
 Specialization = tuple[tuple[int, bytes], ...]  # (constant id, its bytes) of a VkSpecializationInfo, by id
 Push = tuple[tuple[int, bytes], ...]  # (offset, bytes) of the push-constant loads a branch depends on
 # Distinct push-constant values a module is evaluated with (a spirv-opt run each); past that, every branch counts.
 PUSH_EVALUATIONS = 16
-GENERATED_ID = re.compile(r"(buf|mem)\d+(_\d+)?")  # the ids the import makes up; a debug name may not take one
+GENERATED_ID = re.compile(r"(buf|mem|img)\d+(_\d+)?")  # the ids the import makes up; a debug name may not take one
 BUFFER_BINDINGS = (DescriptorType.STORAGE_BUFFER, DescriptorType.UNIFORM_BUFFER,
                    DescriptorType.STORAGE_TEXEL_BUFFER, DescriptorType.UNIFORM_TEXEL_BUFFER)
 
@@ -52,7 +61,7 @@ class Memory:
     ever_mapped: bool = False
     buffers: list[int] = field(default_factory=list)
     live: dict[int, None] = field(default_factory=dict)  # those of `buffers` not destroyed, in bind order
-    images: list[tuple[int, int]] = field(default_factory=list)  # (image handle, call index) bound to it
+    images: list[int] = field(default_factory=list)  # the images bound to it
 
 
 @dataclass
@@ -75,6 +84,50 @@ class CapturedBuffer:
         return offset, self.size - offset if size == WHOLE_SIZE else min(size, self.size - offset)
 
 
+@dataclass
+class CapturedImage:
+    handle: int
+    id: str
+    extent: tuple[int, int, int]
+    format: str | None  # the stream's name of its format; None: one the stream cannot hold
+    mip_levels: int
+    array_layers: int
+    exclusive: bool
+    device: str
+    refused: str | None = None  # why the stream cannot hold it: its accesses are left out
+    memory: int | None = None
+    offset: int = 0  # in `memory`
+    size: int | None = None  # of its memory requirements; None where the capture does not query them
+    bound_at: int = 0  # the call index of its vkBindImageMemory
+    used: bool = False  # the stream refers to it: its id is fixed
+
+    def overlaps(self, offset: int, size: int) -> bool:
+        """Whether its bytes in its memory meet [offset, offset + size) (all past its offset, size unknown)."""
+        end = math.inf if self.size is None else self.offset + self.size
+        return offset < end and self.offset < offset + size
+
+    def subresources(self, r: dict) -> dict:
+        """A VkImageSubresourceRange (or, with `mipLevel`, VkImageSubresourceLayers) as the stream's fields,
+        VK_REMAINING_* resolved."""
+        level = r.get("baseMipLevel", r.get("mipLevel", 0))
+        levels = 1 if "mipLevel" in r else r["levelCount"]
+        layer = r["baseArrayLayer"]
+        return {"base_mip_level": level,
+                "level_count": self.mip_levels - level if levels == REMAINING else levels,
+                "base_array_layer": layer,
+                "layer_count": self.array_layers - layer if r["layerCount"] == REMAINING else r["layerCount"]}
+
+
+@dataclass(frozen=True, slots=True)
+class ImageDescriptor:
+    """A storage or sampled image descriptor: its view's image and subresource range (VkImageSubresourceRange)."""
+
+    image: int | None  # None: an image no call of the capture creates
+    subresources: tuple[tuple[str, int], ...]
+    sampled: bool = False  # a sampled image's (or a combined image sampler's): a read the format has no access for
+    refused: str | None = None  # why the format cannot hold its view
+
+
 @dataclass(frozen=True, slots=True)
 class Descriptor:
     buffer: int
@@ -93,6 +146,8 @@ class Resources:
         self.host_buffers: dict[tuple[int, int], CapturedBuffer] = {}  # (host address, size) -> first buffer there
         self.twins: dict[int, list[CapturedBuffer]] = {}  # that first buffer -> the other devices' buffers there
         self.buffer_views: dict[int, tuple[int, int, int]] = {}  # view -> (buffer, offset, range)
+        self.images: dict[int, CapturedImage] = {}
+        self.image_views: dict[int, ImageDescriptor] = {}  # image view -> the descriptor of it
         self.set_layouts: dict[int, dict[int, tuple[str, int]]] = {}  # layout -> binding -> (type, count)
         self.set_layout_of: dict[int, int] = {}  # descriptor set -> its layout
         self.sets: dict[int, dict[tuple[int, int], Descriptor]] = {}  # set -> (binding, element) -> descriptor
@@ -158,18 +213,28 @@ class Resources:
         group = self.sharing(buf)
         handles = {b.handle for b in group}  # not `in group`: a dataclass's == compares every field
         if not any(b.used for b in group) and not GENERATED_ID.fullmatch(name) and \
-                all(b.id != name for b in self.buffers.values() if b.handle not in handles):
+                all(b.id != name for b in self.buffers.values() if b.handle not in handles) and \
+                all(i.id != name for i in self.images.values()):
             for b in group:
                 b.id = name
+
+    def name_image(self, image: CapturedImage, name: str) -> None:
+        """The program's debug name becomes the image's id, on name_buffer's terms (no buffer's id either)."""
+        if not image.used and not GENERATED_ID.fullmatch(name) and \
+                all(i.id != name for i in self.images.values() if i is not image) and \
+                all(b.id != name for b in self.buffers.values()):
+            image.id = name
 
     # ---- descriptors -------------------------------------------------------
 
     def write_descriptors(self, write: dict) -> None:
         """One VkWriteDescriptorSet; descriptors past a binding's count go on into the next binding."""
         kind = write["descriptorType"]
-        if kind not in BUFFER_DESCRIPTORS:
+        if kind not in BUFFER_DESCRIPTORS and kind != STORAGE_IMAGE and kind not in SAMPLED_IMAGES:
             return
-        if kind.endswith("TEXEL_BUFFER"):
+        if kind == STORAGE_IMAGE or kind in SAMPLED_IMAGES:  # a view the capture does not create is no descriptor
+            infos = [self.image_views.get(i["imageView"]) for i in write.get("pImageInfo") or []]
+        elif kind.endswith("TEXEL_BUFFER"):
             infos = [self.buffer_views.get(v) for v in write.get("pTexelBufferView") or []]
             infos = [None if v is None else {"buffer": v[0], "offset": v[1], "range": v[2]} for v in infos]
         else:
@@ -182,10 +247,16 @@ class Resources:
                 binding, element = binding + 1, 0
             if info is not None:
                 where = (binding, element)
-                fields = (info["buffer"], info["offset"], info["range"], BUFFER_DESCRIPTORS[kind], kind in DYNAMIC)
-                found = self.interned.get(fields)  # by its fields' tuple: a dataclass's hash and == are Python's
-                if found is None:
-                    found = self.interned[fields] = Descriptor(*fields)
+                if kind == STORAGE_IMAGE:
+                    found = info
+                elif kind in SAMPLED_IMAGES:
+                    found = replace(info, sampled=True)
+                else:
+                    fields = (info["buffer"], info["offset"], info["range"], BUFFER_DESCRIPTORS[kind],
+                              kind in DYNAMIC)
+                    found = self.interned.get(fields)  # by its fields' tuple: a dataclass's hash and == are Python's
+                    if found is None:
+                        found = self.interned[fields] = Descriptor(*fields)
                 contents[self.interned.setdefault(where, where)] = found
             element += 1
 
@@ -198,13 +269,16 @@ class Resources:
 
     def write_template(self, descriptor_set: int, template: int, data: TemplateData) -> None:
         """A descriptor update template's data, as VkWriteDescriptorSets: each buffer entry takes its
-        descriptorCount of the data's buffer infos in turn, each texel buffer entry its views."""
-        buffers, views = iter(data.buffers), iter(data.texel_buffer_views)
+        descriptorCount of the data's buffer infos in turn, each texel buffer entry its views, each image entry
+        (a storage image's, or another kind's, passed over) its image infos."""
+        buffers, views, images = iter(data.buffers), iter(data.texel_buffer_views), iter(data.image_views)
         for entry in self.templates.get(template, {}).get("pDescriptorUpdateEntries") or ():
             kind, count = entry["descriptorType"], entry["descriptorCount"]
             write = {"descriptorType": kind, "dstSet": descriptor_set, "dstBinding": entry["dstBinding"],
                      "dstArrayElement": entry["dstArrayElement"]}
-            if kind.endswith("TEXEL_BUFFER"):
+            if kind in IMAGE_INFO_DESCRIPTORS:
+                write["pImageInfo"] = [{"imageView": next(images)} for _ in range(count)]
+            elif kind.endswith("TEXEL_BUFFER"):
                 write["pTexelBufferView"] = [next(views) for _ in range(count)]
             elif kind in BUFFER_DESCRIPTORS:
                 write["pBufferInfo"] = [dict(zip(("buffer", "offset", "range"), next(buffers))) for _ in range(count)]

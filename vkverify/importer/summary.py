@@ -18,6 +18,7 @@ class ImportSummary:
     calls the mapping could not express faithfully; `unresolved` counts the
     dispatches whose accesses the stream lacks in part, by reason; `unmodelled`
     the calls whose ordering the stream cannot hold (vkGetEventStatus), by name;
+    `left_out` the commands on images the stream does not hold (or in ways it cannot), by call and reason;
     `unknown` the commands this importer does not read, by name; `cut` says
     how a capture ends without the program's teardown. With any of these, a
     verdict on the stream is partial.
@@ -32,13 +33,15 @@ class ImportSummary:
     unresolved: Counter = field(default_factory=Counter)  # reason -> dispatches
     unmodelled: Counter = field(default_factory=Counter)  # Vulkan call name -> count
     first_unmodelled: dict[str, int] = field(default_factory=dict)  # Vulkan call name -> its first call index
+    left_out: Counter = field(default_factory=Counter)  # (vkCmd name, why) -> count, of commands on images not held
+    first_left_out: dict[tuple[str, str], int] = field(default_factory=dict)  # that key -> its first call index
     unknown: Counter = field(default_factory=Counter)  # vkCmd name -> count, of commands not read
     first_unknown: dict[str, int] = field(default_factory=dict)  # vkCmd name -> its first call index
     cut: str | None = None  # how the capture ends without the program's teardown
 
     @property
     def partial(self) -> bool:
-        return bool(self.unresolved or self.unmodelled or self.unknown or self.cut)
+        return bool(self.unresolved or self.left_out or self.unmodelled or self.unknown or self.cut)
 
     @property
     def submits(self) -> int:
@@ -58,6 +61,8 @@ class ImportSummary:
     def partial_lines(self) -> list[str]:
         """Why a verdict on the stream covers only part of the program, a line per reason."""
         out = [f"unresolved: {n} dispatch{'es' if n > 1 else ''}: {why}" for why, n in self.unresolved.items()]
+        out += [f"left out: {n} {name} call{'s' if n > 1 else ''} (first #{self.first_left_out[name, why]}): {why}; "
+                "what it accesses is missing from the stream" for (name, why), n in self.left_out.items()]
         out += [f"unmodelled: {n} {name} call{'s' if n > 1 else ''} (first #{self.first_unmodelled[name]}): the "
                 "stream format cannot hold the ordering they make: it is missing from the stream" for name, n in
                 self.unmodelled.items()]

@@ -30,6 +30,7 @@ from ..model.ir import MEMORY_KINDS
 
 from .commands import Commands, CommandBufferRecording
 from .gfxr import Blocks, CapturedBytes, FillMemory
+from .images import Images
 from .order import WAITS, Satisfied
 from .queues import Queues
 from .readback import ASSUMED, Placement, Readbacks, Touch
@@ -39,7 +40,8 @@ from .summary import ImportSummary
 
 __all__ = ["PROGRESS_CALLS", "UNREADABLE", "Translator", "UnreadableCall"]
 
-# Calls that touch images, rendering or presentation: outside the stream format's scope.
+# Calls of rendering, presentation and image work the format does not have: outside the stream format's scope (the
+# image calls it has are read: images.py; their other calls, queries and such, change nothing it holds).
 OUT_OF_SCOPE = re.compile(r"Image|RenderPass|Rendering|Framebuffer|Swapchain|Surface|Present|Draw|Sampler|Blit|"
                           r"Resolve|Clear(Color|DepthStencil|Attachments)|Viewport|Scissor|QueryPool|"
                           r"Sparse|DescriptorSetWithTemplate|PushDescriptorSet|Subpass|AccelerationStructure|"
@@ -75,7 +77,7 @@ class UnreadableCall(VkverifyError):
     as a CaptureError naming the capture."""
 
 
-class Translator(Commands, Queues):
+class Translator(Commands, Queues, Images):
     def __init__(self, resources: Resources, blocks: Blocks | None, threads: bool, assume_reads: bool,
                  progress: Callable[[str], None] | None = None) -> None:
         """blocks: what the .gfxr holds beside the JSON lines (None for JSON lines only);
@@ -403,8 +405,11 @@ class Translator(Commands, Queues):
         name = info.get("pObjectName")
         buf = self.res.buffers.get(info["objectHandle"])
         mem = self.res.memories.get(info["objectHandle"])
+        image = self.res.images.get(info["objectHandle"])
         if info["objectType"] == "VK_OBJECT_TYPE_BUFFER" and buf is not None and name:
             self.res.name_buffer(buf, name)
+        elif info["objectType"] == "VK_OBJECT_TYPE_IMAGE" and image is not None and name:
+            self.res.name_image(image, name)
         elif info["objectType"] == "VK_OBJECT_TYPE_DEVICE_MEMORY" and mem is not None and name in MEMORY_KINDS:
             mem.declared = name
         elif info["objectType"] == "VK_OBJECT_TYPE_EVENT" and info["objectHandle"] in self.events and name:
@@ -480,11 +485,6 @@ class Translator(Commands, Queues):
             self._bind(info["buffer"], info["memory"], info["memoryOffset"])
 
     vkBindBufferMemory2KHR = vkBindBufferMemory2
-
-    def vkBindImageMemory(self, call: Call, a: dict) -> None:
-        self.summary.skipped[call.name] += 1
-        if a["memory"] in self.res.memories:
-            self.res.memories[a["memory"]].images.append((a["image"], call.index))
 
     def vkCreateBufferView(self, call: Call, a: dict) -> None:
         info = a["pCreateInfo"]
@@ -610,10 +610,11 @@ class Translator(Commands, Queues):
         for qid, (dev, family) in {**self.stream_queues, **declared}.items():
             queues.setdefault(dev, []).append({"id": qid, "family": family})
         devices = [{"id": d, "queues": q or [{"id": f"{d}.unused", "family": 0}]} for d, q in queues.items()]
+        images = self.image_docs()
         return {
             "format": "vkverify-stream/1", "name": name,
             "description": f"imported from a GFXReconstruct capture of {self.summary.calls} calls",
-            "devices": devices, "buffers": self.buffer_docs(),
+            "devices": devices, "buffers": self.buffer_docs(), **({"images": images} if images else {}),
             "semaphores": list({s["id"]: s for s in self.semaphores.values()}.values()),  # imported ones once
             "fences": list(self.fences.values()), "shaders": {k: {"bindings": v} for k, v in self.shaders.items()},
             **({"events": [{"id": e} for e in self.events.values()]} if self.events else {}),
@@ -648,9 +649,6 @@ class Translator(Commands, Queues):
                     if b.exclusive:
                         doc["sharing"] = "exclusive"
                     out.append(doc)
-            for image, index in mem.images if bufs else ():
-                self.summary.warnings.append(f"image {image} (vkBindImageMemory #{index}) is bound to memory "
-                                             f"{mem.handle}, which buffers use too: its accesses are not in the stream")
         return out
 
 

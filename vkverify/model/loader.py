@@ -957,7 +957,8 @@ class _Builder:
             elif device not in self.device_ids:
                 self.error(path + ("device",), f"unknown device {device!r}")
             return ir.DeviceWaitIdle(device, **tag)
-        self.buffer_ref(path + ("buffer",), op["buffer"])
+        if op["buffer"] not in self.images:  # an image's lifetime ends as a buffer's does
+            self.buffer_ref(path + ("buffer",), op["buffer"])
         return ir.Destroy(op["buffer"], **tag)
 
     def submit(self, path: tuple, op: dict, tag: dict) -> ir.Submit:

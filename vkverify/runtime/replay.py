@@ -3,7 +3,7 @@
 Host threads run as Python threads, each thread's ops in program order; they
 order each other only through the stream's own fences and semaphores (and the
 runtime holds a binary wait back until its signal is submitted). Afterwards
-every buffer that is neither an alias nor destroyed, and every image (the bytes
+every buffer that is neither an alias nor destroyed, and every image not destroyed (the bytes
 of its linear layout, model/images.py), is read back, and each one's bytes and
 each host_read's bytes get a sha256 digest.
 """
@@ -101,7 +101,8 @@ def replay(stream: ir.Stream, device: str | None = None, syncval: bool = False,
         rt.device_idle()
         digests = {b.id: hashlib.sha256(rt.read_back(b.id)).hexdigest() for b in stream.buffers
                    if b.alias_of is None and rt.buffers[b.id].handle is not None}
-        digests.update({i.id: hashlib.sha256(rt.read_back(i.id)).hexdigest() for i in stream.images})
+        digests.update({i.id: hashlib.sha256(rt.read_back(i.id)).hexdigest() for i in stream.images
+                        if i.id in rt.images})
         result = ReplayResult(stream.name, rt.device.name, digests, reads, rt.stream(),
                               gpu_ns=rt.gpu_nanoseconds() if timestamps else {})
     return finish(result, stream, list(rt.instance.messages), syncval)

@@ -207,6 +207,8 @@ class Runtime:
             usage=vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT,
             initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED, **self.allocator.sharing_fields(sharing))
         with self._lock:
+            if sharing == "concurrent":  # as create_buffer says: its VkImage is exclusive where queues use one family
+                self.instance.note("concurrent")
             try:
                 handle = vk.vkCreateImage(self.device.handle, info, None)  # vkCreateImage
             except vk.VkError as error:
@@ -515,6 +517,10 @@ class Runtime:
         if isinstance(op, ir.HostResetEvent):
             return self._call(ref, "vkResetEvent", self.vk.vkResetEvent, self.device.handle, self.events[op.event])
         with self._lock:
+            if op.buffer in self.images:  # with the memory of its own that create_image bound
+                image = self.images.pop(op.buffer)
+                self.vk.vkDestroyImage(self.device.handle, image.handle, None)  # vkDestroyImage
+                return self.vk.vkFreeMemory(self.device.handle, image.memory, None)  # vkFreeMemory
             return self.allocator.destroy(self.buffers[op.buffer])
 
     def vk_signal_semaphore(self, ref: str, op: ir.SignalSemaphore) -> None:
