@@ -11,14 +11,18 @@ read barrier orders it before the kernel.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 
 from ..model import ir
+from ..model.accesses import binding_writes
 from ..model.data import data_bytes, ref_hash
+from ..model.images import level_extent
 from ..model.refs import format_ref, parse_ref, without_submit
 from ..model.stages import access_mask, stage_mask
-from ..shaders import ATOMIC_KERNEL, generic_plan, pack_push
+from ..shaders import ATOMIC_KERNEL, IMAGE_KERNELS, UNIFORM_KERNEL, generic_plan, pack_push
 from .errors import Unsupported
+from .pipelines import ImageSlot
 from .images import clear_color, extent3d, layers, offset3d, subresource_range, vk_layout
 
 __all__ = ["Recorder", "binding_access", "global_barrier", "scratch_orders"]
@@ -27,20 +31,42 @@ UPDATE_CHUNK = 65536  # vkCmdUpdateBuffer's dataSize limit
 
 
 def scratch_orders(stream: ir.Stream, kind: str, buffer: str | None, second: str | None) -> bool:
-    """Whether a `kind` finding ending at `second` disappears in any replay: a WAR whose write is a read_write
-    binding is replayed behind the scratch copy's compute -> compute barrier, which orders every earlier
-    compute-stage read (the replay synchronizes more than the stream)."""
+    """Whether a `kind` finding ending at `second` disappears in any replay: a WAR whose write is replayed behind a
+    compute -> compute barrier, which orders every earlier compute-stage read (the replay synchronizes more than the
+    stream): a write of a dispatch whose inputs are staged (`staged`), or a storage image binding's (stored after
+    the generic kernel)."""
     if kind != "war" or buffer is None:
         return False
-    return binding_access(stream, second, buffer, "read_write")
+    cmd = _dispatch(stream, second)
+    if cmd is None:
+        return False
+    writes = [b for b in cmd.bindings if b.buffer == buffer and binding_writes(b.access)]
+    return any(b.subresources is not None for b in writes) or bool(writes) and any(map(staged, cmd.bindings))
+
+
+def staged(b: ir.Binding) -> bool:
+    """Whether an abstract shader's input binding is copied to a scratch buffer before the generic kernel reads it:
+    a read_write one (the kernel would read what other workgroups already wrote), a uniform one (the kernel reads
+    storage buffers) and a storage image one (the kernel reads buffers)."""
+    return b.access in ("read_write", "uniform") or b.subresources is not None and b.access == "read"
 
 
 def binding_access(stream: ir.Stream, ref: str | None, buffer: str, access: str) -> bool:
     """Whether the command at `ref` is a dispatch with an `access` binding of `buffer`."""
+    cmd = _dispatch(stream, ref)
+    return cmd is not None and any(b.access == access and b.buffer == buffer for b in cmd.bindings)
+
+
+def _dispatch(stream: ir.Stream, ref: str | None) -> ir.Dispatch | None:
     parsed = parse_ref(without_submit(ref)) if ref else None
     cb = stream.index.command_buffers.get(parsed.owner) if parsed else None
     cmd = cb.commands[parsed.index] if cb and parsed.index < len(cb.commands) else None
-    return isinstance(cmd, ir.Dispatch) and any(b.access == access and b.buffer == buffer for b in cmd.bindings)
+    return cmd if isinstance(cmd, ir.Dispatch) else None
+
+
+def image_bytes(b: ir.Binding) -> int:
+    """How many bytes a storage image binding's subresources hold (its `size` is the whole image's)."""
+    return sum(hi - lo for lo, hi in b.ranges)
 
 
 def global_barrier(vk, cb, names: Mapping[str, Iterable[str]]) -> None:
@@ -144,6 +170,9 @@ class Recorder:
     def dispatch(self, index: int, c: ir.Dispatch) -> None:
         rt = self.rt
         if c.shader not in rt.abstract_shaders:
+            if any(b.subresources is not None for b in c.bindings):
+                raise Unsupported(f"{self.ref(index)}: shader {c.shader!r} binds a storage image: only an abstract "
+                                  "shader's storage image bindings replay (through the image kernels)")
             pipeline = rt.pipelines.get(c.shader)
             slots = [(rt.vk_buffer(b.buffer), b.offset, b.size) for b in c.bindings]
             self.run(c, pipeline, slots, pack_push(pipeline.interface, c.push))
@@ -152,16 +181,51 @@ class Recorder:
         if plan.name is not None:
             reads = [c.bindings[i] for i in plan.read_slots]
             writes = [c.bindings[i] for i in plan.write_slots]
-            slots = [self.scratch_copy(b) if b.access == "read_write" else (rt.vk_buffer(b.buffer), b.offset, b.size)
-                     for b in reads]
-            slots += [(rt.vk_buffer(b.buffer), b.offset, b.size) for b in writes]
+            # Inputs the generic kernel may not read in place go to scratch buffers first, all made visible to it by
+            # one compute -> compute barrier.
+            inputs = {i: self.scratch_input(b) for i, b in enumerate(reads) if staged(b)}
+            if inputs:
+                self.compute_barrier()
+            slots = [inputs.get(i) or (rt.vk_buffer(b.buffer), b.offset, b.size) for i, b in enumerate(reads)]
+            outputs = [(rt.scratch_buffer(b.buffer, image_bytes(b)).handle, 0, image_bytes(b))
+                       if b.subresources is not None else (rt.vk_buffer(b.buffer), b.offset, b.size) for b in writes]
+            # Without a written binding the kernel still reads its inputs; it writes a scratch word.
+            slots += outputs or [(rt.scratch_buffer(f"{c.shader}.discard", 4).handle, 0, 4)]
             pipeline = rt.pipelines.get(plan.name)
             self.run(c, pipeline, slots, pack_push(pipeline.interface, [ref] + [size // 4 for _, _, size in slots]))
+            stores = [(b, out) for b, out in zip(writes, outputs) if b.subresources is not None]
+            if stores:
+                self.compute_barrier()
+            for b, (scratch, _, _) in stores:
+                self.image_words(c, b, scratch, store=True)
         for b in (c.bindings[i] for i in plan.atomic_slots):
             # No barrier before it: atomics commute, and the generic kernel reads no atomic binding.
             pipeline = rt.pipelines.get(ATOMIC_KERNEL)
             self.run(c, pipeline, [(rt.vk_buffer(b.buffer), b.offset, b.size)],
                      pack_push(pipeline.interface, [ref, b.size // 4]))
+
+    def image_words(self, c: ir.Dispatch, b: ir.Binding, words, store: bool) -> None:
+        """A storage image binding's texels into the u32 words of buffer `words` in the model's linear layout (the
+        binding's bytes: docs/format.md, Abstract shaders), or back: one image kernel per mip level, on a view of that
+        level and the binding's layers, in the layout the stream's barriers left the level's first layer in. A store
+        runs with the dispatch's own group count, so a dispatch of no groups (indirect too) stores nothing."""
+        rt, r = self.rt, b.subresources
+        image = rt.images[b.buffer]
+        load_kernel, store_kernel = IMAGE_KERNELS[image.image.extent[2] > 1]
+        pipeline = rt.pipelines.get(store_kernel if store else load_kernel)
+        first = 0
+        for level in range(r.base_mip_level, r.base_mip_level + r.level_count):
+            texels = math.prod(level_extent(image.image.extent, level)) * r.layer_count
+            view = ImageSlot(rt.storage_view(b.buffer, level, r.base_array_layer, r.layer_count),
+                             vk_layout(self.vk, image.layout(level, r.base_array_layer)))
+            buffer = (words, 0, image_bytes(b))
+            push = pack_push(pipeline.interface, [first])
+            if store:
+                self.run(c, pipeline, [buffer, view], push)
+            else:
+                self.bind_and_push(pipeline, [view, buffer], push)
+                self.vk.vkCmdDispatch(self.cb, max(1, min(-(-texels // 64), 65535)), 1, 1)  # vkCmdDispatch
+            first += texels
 
     def run(self, c: ir.Dispatch, pipeline, slots, push: bytes) -> None:
         """One kernel dispatch in the place of `c`, with its group count (direct or indirect)."""
@@ -184,23 +248,30 @@ class Recorder:
             vk.vkCmdPushConstants(cb, pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(push),
                                   values)  # vkCmdPushConstants
 
-    def scratch_copy(self, binding: ir.Binding) -> tuple[object, int, int]:
-        """Copy a read_write binding's bytes to a fresh scratch buffer (the
-        library `copy` kernel), then make them visible to the generic kernel."""
+    def scratch_input(self, binding: ir.Binding) -> tuple[object, int, int]:
+        """Copy a read_write buffer binding's bytes (the library `copy` kernel), a uniform binding's (read as a
+        uniform buffer: UNIFORM_KERNEL) or a storage image binding's texels (image_words) to a fresh scratch buffer,
+        read by the generic kernel after compute_barrier: each binding is read with the access the stream gives."""
         vk, rt = self.vk, self.rt
+        if binding.subresources is not None:
+            scratch = rt.scratch_buffer(binding.buffer, image_bytes(binding))
+            self.image_words(None, binding, scratch.handle, store=False)
+            return scratch.handle, 0, image_bytes(binding)
         scratch = rt.scratch_buffer(binding.buffer, binding.size)
-        pipeline = rt.pipelines.get("copy")
+        pipeline = rt.pipelines.get(UNIFORM_KERNEL if binding.access == "uniform" else "copy")
         words = binding.size // 4
         self.bind_and_push(pipeline, [(rt.vk_buffer(binding.buffer), binding.offset, binding.size),
                                       (scratch.handle, 0, binding.size)], pack_push(pipeline.interface, [words]))
         vk.vkCmdDispatch(self.cb, max(1, min(-(-words // 64), 65535)), 1, 1)  # vkCmdDispatch
-        # A global barrier, not a scratch-only buffer barrier: layer 1.3.239 limits a
-        # buffer barrier's execution dependency to its range and would report the
-        # kernel's write after the copy's read as a WAR the spec does not have.
+        return scratch.handle, 0, binding.size
+
+    def compute_barrier(self) -> None:
+        """Scratch words written by a compute kernel made visible to the next. A global barrier, not a scratch-only
+        buffer barrier: layer 1.3.239 limits a buffer barrier's execution dependency to its range and would report
+        the generic kernel's write after the copy's read as a WAR the spec does not have."""
         compute = frozenset({"compute_shader"})
         self.pipeline_barrier(compute, frozenset({"shader_storage_write"}), compute,
                               frozenset({"shader_storage_read"}), [], [])
-        return scratch.handle, 0, binding.size
 
     def barrier(self, c: ir.Barrier) -> None:
         self.pipeline_barrier(*self.parts(c))

@@ -14,10 +14,12 @@ import hashlib
 
 from ..model import ir
 from ..model.accesses import binding_writes
+from ..model.images import FORMATS
 from ..model.refs import format_ref
 from ..shaders import generic_plan
 from .create import create_objects, queue_requests
 from .errors import Unsupported
+from .images import STORAGE_TEXEL
 from .host_threads import run_concurrently, run_thread_ops
 from .multidevice import replay_devices
 from .replay_result import ReplayResult, finish
@@ -25,6 +27,8 @@ from .runtime import Runtime
 
 __all__ = ["ReplayResult", "replay", "replayable"]
 
+# The uniform kernel's block (uniform_load.comp), which reads an abstract shader's uniform binding.
+UNIFORM_BLOCK = 65536
 # Findings after which a real device would hang or touch freed memory.
 UNSAFE_KINDS = frozenset({"use_after_destroy", "deadlock", "wait_never_satisfied", "fence_misuse",
                           "binary_semaphore_misuse", "timeline_not_increasing"})
@@ -63,16 +67,33 @@ def replayable(stream: ir.Stream) -> str | None:
             image = next((b for b in c.bindings if b.subresources is not None), None) \
                 if isinstance(c, ir.Dispatch) else None
             if image is not None:
-                return (f"{format_ref(cb.id, i)} binds image {image.buffer!r} as a storage image: the shader library "
-                        "has no image load/store kernels to run a dispatch on images with")
+                why = storage_image_refusal(stream, c, image)
+                if why is not None:
+                    return f"{format_ref(cb.id, i)} binds image {image.buffer!r} as a storage image: {why}"
             if isinstance(c, ir.Dispatch) and c.indirect is not None and c.indirect.buffer in written_by_abstract:
                 return (f"dispatch_indirect reads group counts from {c.indirect.buffer!r}, which an abstract shader "
                         "writes with hash values past any device's maxComputeWorkGroupCount")
             if isinstance(c, ir.Dispatch) and c.shader in abstract:
+                wide = next((b for b in c.bindings if b.access == "uniform" and b.size > UNIFORM_BLOCK), None)
+                if wide is not None:
+                    return (f"{format_ref(cb.id, i)} (abstract shader {c.shader!r}): its uniform binding of "
+                            f"{wide.buffer!r} is {wide.size} bytes; the uniform kernel's block is {UNIFORM_BLOCK}")
                 try:
                     generic_plan([b.access for b in c.bindings])
                 except ValueError as e:  # the library's generic kernels stand for abstract shaders on a device
                     return f"{format_ref(cb.id, i)} (abstract shader {c.shader!r}): {e}"
+    return None
+
+
+def storage_image_refusal(stream: ir.Stream, c: ir.Dispatch, binding: ir.Binding) -> str | None:
+    """Why the image kernels (runtime/record.py, image_words) cannot run `c`'s storage image `binding`, or None."""
+    format = stream.index.images[binding.buffer].format
+    if c.shader not in {s.id for s in stream.shaders}:
+        return f"shader {c.shader!r} is not abstract: only an abstract shader's image bindings replay"
+    if binding.access not in ("read", "write", "read_write"):
+        return f"a {binding.access} image binding has no image kernel"
+    if FORMATS[format] != STORAGE_TEXEL:
+        return f"{format} has {FORMATS[format]}-byte texels: the image kernels move {STORAGE_TEXEL}-byte ones"
     return None
 
 
