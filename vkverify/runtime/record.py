@@ -25,9 +25,11 @@ from .errors import Unsupported
 from .pipelines import ImageSlot
 from .images import clear_color, extent3d, layers, offset3d, subresource_range, vk_layout
 
-__all__ = ["Recorder", "binding_access", "global_barrier", "scratch_orders"]
+__all__ = ["QUERY_RESULT_FLAGS", "Recorder", "binding_access", "global_barrier", "scratch_orders"]
 
 UPDATE_CHUNK = 65536  # vkCmdUpdateBuffer's dataSize limit
+# A query result copy's VK_QUERY_RESULT_*_BIT flags by the stream's bytes per query (runtime.Recorder.query_results).
+QUERY_RESULT_FLAGS = {4: (), 8: ("64",), 16: ("64", "WITH_AVAILABILITY")}
 
 
 def scratch_orders(stream: ir.Stream, kind: str, buffer: str | None, second: str | None) -> bool:
@@ -121,12 +123,43 @@ class Recorder:
             self.image_command(c)
         elif isinstance(c, ir.Barrier):
             self.barrier(c)
+        elif isinstance(c, ir.CopyQueryPoolResults):
+            self.query_results(c)
+        elif isinstance(c, ir.WriteBufferMarker):
+            self.marker(c)
         elif isinstance(c, ir.ExecuteCommands):
             handles = [self.secondary(s) for s in c.command_buffers]
             self.rt.instance.operation = self.ref(index)  # the layer's messages at the execute are this command's
             vk.vkCmdExecuteCommands(cb, len(handles), handles)  # vkCmdExecuteCommands
         else:
             self.event(c)
+
+    def query_results(self, c: ir.CopyQueryPoolResults) -> None:
+        """vkCmdCopyQueryPoolResults, waiting, of pipeline statistics queries that count compute shader invocations,
+        each reset and begun and ended just before over no command (a copy sees the query commands before it on its
+        queue without further synchronization): every value is 0 and every availability word non-zero (1 on the
+        devices seen; the simulator writes 1), where the stream's query timestamps would differ from run to run. A
+        result size of 4 is a 32-bit value, 8 a 64-bit one, 16 a 64-bit value and its availability; 12 has no
+        Vulkan layout (replayable refuses it)."""
+        vk, rt, cb = self.vk, self.rt, self.cb
+        pool = rt.query_pool(c.query_count)
+        vk.vkCmdResetQueryPool(cb, pool, 0, c.query_count)  # vkCmdResetQueryPool
+        for query in range(c.query_count):
+            vk.vkCmdBeginQuery(cb, pool, query, 0)  # vkCmdBeginQuery
+            vk.vkCmdEndQuery(cb, pool, query)  # vkCmdEndQuery
+        flags = sum(getattr(vk, f"VK_QUERY_RESULT_{f}_BIT") for f in ("WAIT", *QUERY_RESULT_FLAGS[c.result_size]))
+        # One query's stride is not used (the stream's is 0); layer 1.3.239 takes stride x count as the range written.
+        vk.vkCmdCopyQueryPoolResults(cb, pool, 0, c.query_count, rt.vk_buffer(c.dst), c.offset,
+                                     c.stride or c.result_size, flags)  # vkCmdCopyQueryPoolResults
+
+    def marker(self, c: ir.WriteBufferMarker) -> None:
+        """vkCmdWriteBufferMarker2AMD (with synchronization2) or vkCmdWriteBufferMarkerAMD; the replay enables
+        VK_AMD_buffer_marker for a stream with markers, and a device without it refuses the stream at its start."""
+        vk, rt = self.vk, self.rt
+        name = "vkCmdWriteBufferMarker2AMD" if self.sync2 else "vkCmdWriteBufferMarkerAMD"
+        write = vk.vkGetDeviceProcAddr(rt.device.handle, name)  # vkGetDeviceProcAddr
+        write(self.cb, stage_mask(c.stage, self.sync2, True), rt.vk_buffer(c.dst), c.offset,
+              c.marker & 0xFFFFFFFF)  # vkCmdWriteBufferMarker2AMD, vkCmdWriteBufferMarkerAMD
 
     def image_command(self, c: ir.ImageCopy | ir.ClearColorImage) -> None:
         """An image command with its regions as written; each image in the layout the stream's barriers left the

@@ -124,6 +124,7 @@ class Runtime:
         self.abstract_shaders: dict[str, tuple[str, ...]] = {}
         self.uploader = None  # uploads.Uploader: deferred copies join submits; closed before the device
         self.images: dict[str, DeviceImage] = {}
+        self.query_pools: list[tuple[object, int]] = []  # (VkQueryPool, queries): query_pool's
         self.hooks: list = []
         self.name = name
         self.device = self.allocator = self.pipelines = self.timestamps = None
@@ -233,6 +234,23 @@ class Runtime:
             if sharing != "concurrent":
                 entry["sharing"] = sharing
             self.record.declare("images", entry)
+
+    def query_pool(self, count: int):
+        """A VkQueryPool of at least `count` pipeline statistics queries of compute shader invocations, for the
+        replay of query result copies (record.Recorder.query_results), whose results are deterministic: each copy
+        resets its queries and runs each over no command. Made at first use (a larger one when asked for more),
+        destroyed at close."""
+        if not self.device.pipeline_statistics:
+            raise Unsupported(f"{self.device.name} has no pipelineStatisticsQuery: query result copies are replayed "
+                              "from pipeline statistics queries")
+        if not self.query_pools or self.query_pools[-1][1] < count:
+            vk = self.vk
+            info = vk.VkQueryPoolCreateInfo(
+                queryType=vk.VK_QUERY_TYPE_PIPELINE_STATISTICS, queryCount=max(count, 4),
+                pipelineStatistics=vk.VK_QUERY_PIPELINE_STATISTIC_COMPUTE_SHADER_INVOCATIONS_BIT)
+            pool = vk.vkCreateQueryPool(self.device.handle, info, None)  # vkCreateQueryPool
+            self.query_pools.append((pool, max(count, 4)))
+        return self.query_pools[-1][0]
 
     def storage_view(self, id: str, level: int, base_layer: int, layer_count: int):
         """The r32ui VkImageView of one mip level and a range of layers of image `id` (a 3D image: its depth), for the
@@ -792,6 +810,9 @@ class Runtime:
                     vk.vkDestroyImageView(device.handle, view, None)  # vkDestroyImageView
                 vk.vkDestroyImage(device.handle, image.handle, None)  # vkDestroyImage
                 vk.vkFreeMemory(device.handle, image.memory, None)  # vkFreeMemory
+            pools, self.query_pools = self.query_pools, []
+            for pool, _ in pools:
+                vk.vkDestroyQueryPool(device.handle, pool, None)  # vkDestroyQueryPool
             self.allocator.release()
             self.pipelines.release()
             if self.timestamps is not None:
