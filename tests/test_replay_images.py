@@ -255,7 +255,7 @@ def test_generated_image_streams_replay_with_the_simulator_s_digests(device_name
     """Streams of tests/differential.py's image_streams (uploads, readbacks, copies, clears, barriers with
     transitions, dispatches binding storage images read, written and read_write, on one queue or two): on Lavapipe,
     which runs one command after another, every digest equals the simulator's, hazards or not.
-    benchmarks/replay_images.py runs many more."""
+    benchmarks/replay_generated.py --images runs many more."""
     stream = from_dict(doc)
     assert runtime.replayable(stream) is None
     assert runtime.replay(stream).reference == {}

@@ -83,7 +83,7 @@ def test_a_result_size_with_no_vulkan_layout_is_refused():
         "and its availability)")
 
 
-def _offers_buffer_markers() -> bool:
+def offers_buffer_markers() -> bool:
     with runtime.Runtime() as rt:
         offered = {e.extensionName for e in rt.vk.vkEnumerateDeviceExtensionProperties(rt.device.physical, None)}
     return "VK_AMD_buffer_marker" in offered
@@ -96,7 +96,7 @@ def test_buffer_markers_replay_where_the_device_offers_them(device_name, name):
     the replay refuses the stream naming the extension, and the test skips saying so."""
     stream = load(SYNCVAL / f"{name}.json")
     assert runtime.replayable(stream) is None
-    if not _offers_buffer_markers():
+    if not offers_buffer_markers():
         with pytest.raises(runtime.Unsupported, match=re.escape(f"{device_name} offers no VK_AMD_buffer_marker")):
             runtime.replay(stream)
         pytest.skip(f"{device_name} offers no VK_AMD_buffer_marker: buffer markers are not replayed")
@@ -105,7 +105,7 @@ def test_buffer_markers_replay_where_the_device_offers_them(device_name, name):
     assert [m.text for m in result.messages if m.severity == "error" and not m.id_name.startswith("SYNC")] == []
 
 
-def _without_markers(doc: dict) -> dict:
+def without_markers(doc: dict) -> dict:
     out = copy.deepcopy(doc)
     out["command_buffers"] = {k: [c for c in v if c["cmd"] != "write_buffer_marker"] or [
         {"cmd": "fill", "dst": "C", "value": 3}] for k, v in out["command_buffers"].items()}
@@ -119,10 +119,10 @@ def test_generated_query_and_marker_streams_replay_with_the_simulator_s_digests(
     VK_AMD_buffer_marker): query result copies among reads, writes, atomics, fills and copies of the same words, on
     one queue or two; Lavapipe runs one command after another, so hazards or not, every digest and the host read
     equal the simulator's. Left out: a host read before any wait (it races the device: no one digest) and results
-    of 12 bytes (refused)."""
+    of 12 bytes (refused). benchmarks/replay_generated.py --markers runs many more."""
     ops = doc["threads"]["main"]
     assume(ops[-3]["op"] in ("wait_fences", "device_wait_idle"))
     assume(all(c.get("result_size") != 12 for cb in doc["command_buffers"].values() for c in cb))
-    stream = from_dict(doc if _offers_buffer_markers() else _without_markers(doc))
+    stream = from_dict(doc if offers_buffer_markers() else without_markers(doc))
     assert runtime.replayable(stream) is None
     assert runtime.replay(stream).reference == {}
