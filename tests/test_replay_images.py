@@ -322,3 +322,19 @@ def test_a_uniform_binding_replays_as_a_uniform_read(device_name):
     assert [(f.kind, f.buffer) for f in broken.agreement.only_vkverify] == [("raw", "U")]
     assert runtime.syncval.explain_only_vkverify(stream, broken.agreement.only_vkverify[0]) == (
         "a uniform read: the layer takes shader_read to cover it")
+
+
+def test_an_indirect_dispatch_of_no_groups_stores_nothing_to_its_image(device_name):
+    """The stores run with the dispatch's own group count, an indirect one's read from its buffer (here 0 0 0): A
+    keeps its uploaded bytes, as in the simulator, where a store of the generic kernel's untouched scratch words
+    would have zeroed them."""
+    doc = storage_stream("r32_uint", [6, 5], 1, 1, {})
+    doc["buffers"].append({"id": "Args", "size": 16})
+    doc["command_buffers"]["cb0"][2:] = [{"cmd": "dispatch_indirect", "shader": "rw", "indirect": {"buffer": "Args"},
+                                          "bindings": [{"buffer": "Out"}, {"image": "A"}]}]
+    stream = from_dict(doc)
+    ref = reference(stream)
+    assert ref.buffers["A"][:120] == ref.buffers["Staging"][:120] != bytes(120)
+    result = runtime.replay(stream, syncval=True)
+    assert [m.text for m in result.messages if m.severity == "error"] == []
+    assert result.reference == {}, result.reference

@@ -237,11 +237,12 @@ class Recorder:
             self.run(c, pipeline, [(rt.vk_buffer(b.buffer), b.offset, b.size)],
                      pack_push(pipeline.interface, [ref, b.size // 4]))
 
-    def image_words(self, c: ir.Dispatch, b: ir.Binding, words, store: bool) -> None:
+    def image_words(self, c: ir.Dispatch | None, b: ir.Binding, words, store: bool) -> None:
         """A storage image binding's texels into the u32 words of buffer `words` in the model's linear layout (the
         binding's bytes: docs/format.md, Abstract shaders), or back: one image kernel per mip level, on a view of that
         level and the binding's layers, in the layout the stream's barriers left the level's first layer in. A store
-        runs with the dispatch's own group count, so a dispatch of no groups (indirect too) stores nothing."""
+        runs with dispatch `c`'s own group count, so a dispatch of no groups (indirect too) stores nothing; a load
+        (c None) covers every texel whatever the count, as the simulator reads the binding whatever it is."""
         rt, r = self.rt, b.subresources
         image = rt.images[b.buffer]
         load_kernel, store_kernel = IMAGE_KERNELS[image.image.extent[2] > 1]
