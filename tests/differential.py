@@ -696,6 +696,79 @@ def event_streams(draw) -> dict:
             "command_buffers": cbs, "threads": {"main": ops}}
 
 
+# ---- buffer markers and query result copies (copies.adoc "Buffer Markers", queries.adoc) -----------------------
+
+# The stages a marker is written after (vkCmdWriteBufferMarkerAMD's pipelineStage: one stage).
+MARKER_STAGES = ["top_of_pipe", "compute_shader", "copy", "clear", "transfer", "all_commands", "bottom_of_pipe"]
+RESULT_SIZES = [4, 8, 12, 16]  # a 32- or 64-bit result, with its availability word or not
+
+
+@st.composite
+def _marker_command(draw) -> dict:
+    """A command among buffer markers and query result copies, on the words of B and C: a marker write
+    (vkCmdWriteBufferMarker(2)AMD) of a drawn stage and word, a copy of 1-3 query results of a drawn size, stride
+    and place (vkCmdCopyQueryPoolResults), a device access to B (a read, as a uniform buffer too, a write, an atomic
+    add, a fill, a copy to C), or a barrier (FULL, or narrow masks: copy, transfer and transfer_write among them,
+    which cover marker writes), global or over a drawn range of B or C."""
+    kind = draw(st.sampled_from(["marker", "marker", "query", "access", "access", "barrier", "barrier"]))
+    buffer = draw(st.sampled_from(["B", "C"]))
+    if kind == "marker":
+        return {"cmd": "write_buffer_marker", "dst": buffer, "offset": 4 * draw(st.integers(0, SIZE // 4 - 1)),
+                "stage": [draw(st.sampled_from(MARKER_STAGES))], "marker": draw(st.integers(0, 0xFFFFFFFF))}
+    if kind == "query":
+        size, count = draw(st.sampled_from(RESULT_SIZES)), draw(st.integers(1, 3))
+        stride = draw(st.sampled_from([size, 16, 24])) if count > 1 else size  # past its result: 8-byte aligned
+        stride = max(stride, -(-size // 8) * 8) if count > 1 else stride
+        span = stride * (count - 1) + size
+        offset = 8 * draw(st.integers(0, (SIZE - span) // 8))
+        return {"cmd": "copy_query_pool_results", "dst": buffer, "offset": offset, "stride": stride,
+                "query_count": count, "result_size": size}
+    if kind == "access":
+        if draw(st.integers(0, 4)) == 0:
+            return {"cmd": "dispatch", "shader": "a", "bindings": [{"buffer": "B", **draw(_range(SIZE, 4))}]}
+        return _access(draw, "B")
+    fields = {"buffers": [{"buffer": buffer, **draw(_range(SIZE, 4))}]} if draw(st.booleans()) else {}
+    return {"cmd": "barrier", **FULL, **fields} if draw(st.integers(0, 2)) == 0 else \
+        _barrier(draw, narrow=True, **fields)
+
+
+@st.composite
+def marker_streams(draw) -> dict:
+    """Buffer markers and query result copies among accesses to the same words and barriers (_marker_command):
+    one to three command buffers on one queue or two, the second queue's submits waiting for the first's timeline
+    signal at a drawn stage or not at all, a command buffer now and then submitted again, and a host read of B
+    after a fence or an idle wait, or before either."""
+    queues = ["q0", "q1"][:draw(st.integers(1, 2))]
+    cbs = {f"cb{i}": draw(st.lists(_marker_command(), min_size=2, max_size=5))
+           for i in range(draw(st.integers(1, 3)))}
+    ops: list[dict] = []
+    value = 0
+    for cb in list(cbs) + [draw(st.sampled_from(sorted(cbs)))] * draw(st.booleans()):
+        q = draw(st.sampled_from(queues))
+        op: dict = {"op": "submit", "queue": q, "command_buffers": [cb]}
+        if q == "q0" and len(queues) > 1 and draw(st.booleans()):
+            value += 1
+            op["signal"] = [{"semaphore": "T", "value": value, "stage": [draw(st.sampled_from(SEMAPHORE_STAGES))]}]
+        elif q == "q1" and value and draw(st.booleans()):
+            op["wait"] = [{"semaphore": "T", "value": value, "stage": [draw(st.sampled_from(SEMAPHORE_STAGES))]}]
+        ops.append(op)
+    end = draw(st.sampled_from(["fence", "idle", "racing"]))
+    if end == "fence":
+        ops[-1]["fence"] = "F"
+        ops.append({"op": "wait_fences", "fences": ["F"]})
+    elif end == "idle":
+        ops.append({"op": "device_wait_idle"})
+    ops.append({"op": "host_read", "buffer": "B", **draw(_range(SIZE))})
+    ops.append({"op": "device_wait_idle"})
+    return {"format": "vkverify-stream/1", "name": "markers",
+            "devices": [{"id": "gpu0", "queues": [{"id": q, "family": 0} for q in queues]}],
+            "buffers": [{"id": "B", "size": SIZE, "memory": "host_coherent"},
+                        {"id": "C", "size": SIZE, "memory": "device_local"}],
+            "semaphores": [{"id": "T", "type": "timeline"}], "fences": [{"id": "F"}],
+            "shaders": {k: {"bindings": v} for k, v in SHADERS.items()},
+            "command_buffers": cbs, "threads": {"main": ops}}
+
+
 def completes(findings) -> bool:
     return not any(f.kind in NOT_COMPARED for f in findings)
 

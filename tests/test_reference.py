@@ -21,7 +21,7 @@ from vkverify.model import from_dict, load
 
 from .conftest import CORPUS, EXAMPLES
 from .differential import (SETTINGS, assert_agree, batched_streams, completes, disagreements, event_streams,
-                           fix_disagreements, image_streams, pattern_streams, streams, thread_streams)
+                           fix_disagreements, image_streams, marker_streams, pattern_streams, streams, thread_streams)
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
 
@@ -54,6 +54,16 @@ def test_fast_checker_agrees_with_the_reference_on_events(doc):
     one wait, a reset and a set again, split and resubmitted command buffers, a barrier between set and wait, events
     on two queues, a host set before the submit; benchmarks/differential.py --events runs many more)."""
     assert_agree(doc, disagreements)
+
+
+@settings(max_examples=EXAMPLES_RUN // 2, **SETTINGS)
+@given(marker_streams())
+def test_fast_checker_agrees_with_the_reference_on_buffer_markers_and_query_results(doc):
+    """Marker writes of drawn stages and query result copies of drawn sizes and strides among reads, writes, atomics,
+    fills and copies of the same words, barriers, two queues joined by a timeline or not, a resubmit, a host read
+    (benchmarks/differential.py --markers runs many more)."""
+    assert_agree(doc, disagreements)
+    assert_agree(doc, fix_disagreements)
 
 
 @pytest.mark.parametrize("readings", [Readings(all_commands_includes_host=False),

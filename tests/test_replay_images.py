@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
+from tests.conftest import CORPUS, ROOT
+from tests.differential import SETTINGS, image_streams
 from vkverify.check import check
-from vkverify.model import InvalidStream, from_dict
+from vkverify.model import InvalidStream, from_dict, ir, load
 from vkverify.model.data import ref_hash
 from vkverify.model.images import clear_texel
 from vkverify.shaders import generic
@@ -147,16 +150,115 @@ def test_image_barriers_replay_through_synchronization1_too(device_name, monkeyp
     assert result.reference == {}, result.reference
 
 
-def test_a_storage_image_binding_is_refused_saying_where_and_why(device_name):
-    doc = image_stream()
-    doc["shaders"] = {"k": {"bindings": ["read", "write"]}}
-    doc["command_buffers"]["cb0"].append({"cmd": "dispatch", "shader": "k", "bindings": [
-        {"image": "B", "access": "read"}, {"buffer": "Out", "access": "write"}]})
+def _binds_a_storage_image(path) -> bool:
+    return any(b.subresources is not None for cb in load(path).command_buffers for c in cb.commands
+               if isinstance(c, ir.Dispatch) for b in c.bindings)
+
+
+STORAGE_IMAGE_STREAMS = [p for p in CORPUS + sorted((ROOT / "tests" / "syncval").glob("*.json"))
+                         if _binds_a_storage_image(p)]
+# Streams that bind a storage image in a layout other than general, as their ports do (corpus 175: in
+# shader_read_only_optimal; 176: a view of two layers, one of them still transfer_dst_optimal): the layer's
+# messages about the stream's own layouts.
+STREAM_LAYOUT_ERRORS = {
+    "175-image-transition-before-copy-done": {"VUID-VkWriteDescriptorSet-descriptorType-04152"},
+    "176-image-barrier-one-layer": {"VUID-VkDescriptorImageInfo-imageLayout-00344", "VUID-vkCmdDispatch-None-02699"},
+}
+
+
+def test_the_storage_image_streams_are_the_expected_ones():
+    """The parametrized test below runs every corpus and syncval stream that binds a storage image."""
+    assert len(STORAGE_IMAGE_STREAMS) == 8
+
+
+@pytest.mark.parametrize("path", STORAGE_IMAGE_STREAMS, ids=lambda p: p.stem)
+def test_storage_image_streams_replay_with_the_simulator_s_digests(device_name, path):
+    """The abstract shaders' storage image bindings run through the image kernels (image.glsl): every digest (the
+    images' included) equals the simulator's, and the layer's hazards on the images are vkverify's findings, one
+    for one (its messages name the kernels' views and scratch buffers, which stand for their image)."""
+    stream = load(path)
+    assert runtime.replayable(stream) is None
+    result = runtime.replay(stream, syncval=True)
+    assert result.reference == {}, result.reference
+    assert (result.agreement.only_vkverify, result.agreement.only_layer) == ([], [])
+    assert len(result.agreement.shared) == len(result.findings)
+    errors = {m.id_name for m in result.messages if m.severity == "error" and not m.id_name.startswith("SYNC-HAZARD")}
+    assert errors == STREAM_LAYOUT_ERRORS.get(path.stem, set())
+
+
+def storage_stream(format: str, extent: list[int], levels: int, layers: int, binding: dict) -> dict:
+    """An upload of random bytes to every level of image A, then abstract dispatches through storage image
+    bindings: `binding` (a subresource range) of A read_write in place, then read into Out and written from
+    Out into B's same range (barriers between all of them)."""
+    full = {"cmd": "barrier", "src_stage": ["all_commands"], "src_access": ["memory_write"],
+            "dst_stage": ["all_commands"], "dst_access": ["memory_read", "memory_write"]}
+    return {
+        "format": "vkverify-stream/1", "name": f"storage-{format}",
+        "devices": [{"id": "gpu0", "queues": [{"id": "q0", "family": 0}]}],
+        "buffers": [{"id": "Staging", "size": 8192, "memory": "host_coherent"}, {"id": "Out", "size": 2048}],
+        "images": [{"id": i, "extent": extent, "format": format, "mip_levels": levels, "array_layers": layers}
+                   for i in ("A", "B")],
+        "shaders": {"x": {"bindings": ["read_write"]}, "rw": {"bindings": ["read", "write"]}},
+        "command_buffers": {"cb0": [
+            {"cmd": "copy_buffer_to_image", "src": "Staging", "dst": "A", "regions": [
+                {"buffer_offset": 2048 * level, "mip_level": level, "layer_count": layers,
+                 "image_extent": [max(1, d >> level) for d in extent]} for level in range(levels)]},
+            full,
+            {"cmd": "dispatch", "shader": "x", "bindings": [{"image": "A", **binding}]},
+            full,
+            {"cmd": "dispatch", "shader": "rw", "bindings": [{"image": "A", **binding, "access": "read"},
+                                                             {"buffer": "Out"}]},
+            full,
+            {"cmd": "dispatch", "shader": "rw", "bindings": [{"buffer": "Out"}, {"image": "B", **binding}]},
+        ]},
+        "threads": {"main": [
+            {"op": "host_write", "buffer": "Staging", "offset": 0, "size": 8192,
+             "data": {"pattern": "random", "seed": 9}},
+            {"op": "submit", "queue": "q0", "command_buffers": ["cb0"]},
+            {"op": "device_wait_idle"}]},
+    }
+
+
+@pytest.mark.parametrize("format, extent, levels, layers, binding", [
+    ("r8g8b8a8_unorm", [8, 4], 2, 3, {"base_mip_level": 0, "level_count": 2, "base_array_layer": 1}),
+    ("b8g8r8a8_srgb", [5, 3], 2, 2, {"base_mip_level": 1, "base_array_layer": 0, "layer_count": 1}),
+    ("r32_uint", [6, 5], 1, 1, {}),
+    ("r32_sfloat", [4, 4, 3], 2, 1, {}),
+    ("r16g16_sfloat", [7, 2], 1, 2, {"base_array_layer": 1}),
+])
+def test_storage_image_bindings_move_their_subresources_bytes(device_name, format, extent, levels, layers, binding):
+    """A storage image binding's texels are its subresources' bytes in the model's linear layout, level by level
+    (docs/format.md): the image kernels read and write them so for any 4-byte format (an srgb one, which has no
+    storage support of its own, and a float one: no conversion), several levels and layers, a range that starts
+    past level 0 or layer 0, and a 3D image's slices: the device's A, B and Out equal the simulator's (the uploaded
+    bytes are random and every output word hashes every input word, so a texel out of place changes them)."""
+    stream = from_dict(storage_stream(format, extent, levels, layers, binding))
+    result = runtime.replay(stream, syncval=True)
+    assert [m.text for m in result.messages if m.severity == "error"] == []
+    assert result.reference == {}, result.reference
+
+
+def test_a_storage_image_binding_without_an_image_kernel_is_refused_saying_where_and_why(device_name):
+    """The image kernels move 4-byte texels through r32ui views: a binding of another texel size is refused, naming
+    the dispatch, the image and the format."""
+    doc = storage_stream("r16g16b16a16_sfloat", [4, 4], 1, 1, {})
     reason = runtime.replayable(from_dict(doc))
-    assert reason == ("cb0[8] binds image 'B' as a storage image: the shader library has no image load/store "
-                      "kernels to run a dispatch on images with")
-    with pytest.raises(runtime.Unsupported, match="cb0.8. binds image 'B'"):
+    assert reason == ("cb0[2] binds image 'A' as a storage image: r16g16b16a16_sfloat has 8-byte texels: the image "
+                      "kernels move 4-byte ones")
+    with pytest.raises(runtime.Unsupported, match="cb0.2. binds image 'A'"):
         runtime.replay(from_dict(doc))
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(doc=image_streams())
+def test_generated_image_streams_replay_with_the_simulator_s_digests(device_name, doc):
+    """Streams of tests/differential.py's image_streams (uploads, readbacks, copies, clears, barriers with
+    transitions, dispatches binding storage images read, written and read_write, on one queue or two): on Lavapipe,
+    which runs one command after another, every digest equals the simulator's, hazards or not.
+    benchmarks/replay_generated.py --images runs many more."""
+    stream = from_dict(doc)
+    assert runtime.replayable(stream) is None
+    assert runtime.replay(stream).reference == {}
 
 
 def volume_stream() -> dict:
@@ -206,3 +308,33 @@ def test_a_3d_image_with_array_layers_is_refused_at_load():
     doc["images"][0]["array_layers"] = 2
     with pytest.raises(InvalidStream, match=r"images\[0\]\.array_layers: a 3D image \(depth 3\) has one array layer"):
         from_dict(doc)
+
+
+def test_a_uniform_binding_replays_as_a_uniform_read(device_name):
+    """Corpus 146's uniform binding is read by the uniform kernel (a uniform buffer), so a barrier to uniform_read
+    orders it for the layer as for vkverify: no message; 145's barrier to shader_read leaves vkverify's RAW, which
+    the layer (taking shader_read to cover uniform reads) does not report, and says so."""
+    fixed = runtime.replay(load(ROOT / "tests" / "corpus" / "146-uniform-read-after-uniform-read-barrier.json"),
+                           syncval=True)
+    assert (fixed.reference, [m.text for m in fixed.messages if m.severity == "error"]) == ({}, [])
+    stream = load(ROOT / "tests" / "corpus" / "145-uniform-read-after-shader-read-barrier.json")
+    broken = runtime.replay(stream, syncval=True)
+    assert [(f.kind, f.buffer) for f in broken.agreement.only_vkverify] == [("raw", "U")]
+    assert runtime.syncval.explain_only_vkverify(stream, broken.agreement.only_vkverify[0]) == (
+        "a uniform read: the layer takes shader_read to cover it")
+
+
+def test_an_indirect_dispatch_of_no_groups_stores_nothing_to_its_image(device_name):
+    """The stores run with the dispatch's own group count, an indirect one's read from its buffer (here 0 0 0): A
+    keeps its uploaded bytes, as in the simulator, where a store of the generic kernel's untouched scratch words
+    would have zeroed them."""
+    doc = storage_stream("r32_uint", [6, 5], 1, 1, {})
+    doc["buffers"].append({"id": "Args", "size": 16})
+    doc["command_buffers"]["cb0"][2:] = [{"cmd": "dispatch_indirect", "shader": "rw", "indirect": {"buffer": "Args"},
+                                          "bindings": [{"buffer": "Out"}, {"image": "A"}]}]
+    stream = from_dict(doc)
+    ref = reference(stream)
+    assert ref.buffers["A"][:120] == ref.buffers["Staging"][:120] != bytes(120)
+    result = runtime.replay(stream, syncval=True)
+    assert [m.text for m in result.messages if m.severity == "error"] == []
+    assert result.reference == {}, result.reference

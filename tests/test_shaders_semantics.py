@@ -66,3 +66,9 @@ def test_atomic_add_adds_the_atomic_addends():
     before = np.arange(6, dtype=np.uint32) + np.uint32(2**32 - 3)
     out = SEMANTICS["atomic_add"]([before], [9, 4], (1, 1, 1))[0]
     assert list(out) == [*(before[:4] + atomic_addends(4, 9)), *before[4:]]
+
+
+def test_generic_plan_of_a_dispatch_that_only_reads_has_a_kernel_with_one_written_binding():
+    """Its reads still run on a replay: the kernel's written binding is the replay's scratch word."""
+    plan = generic_plan(["read", "uniform", "atomic"])
+    assert (plan.name, plan.read_slots, plan.write_slots, plan.atomic_slots) == ("generic_r2_w1", (0, 1), (), (2,))

@@ -15,10 +15,12 @@ __all__ = ["create_objects", "owners", "queue_requests", "shared_queue_deadlock"
 
 
 def queue_requests(stream: ir.Stream, device: ir.Device) -> dict[str, QueueRequest]:
-    """The queues `device` needs for `stream`: compute capability where a dispatch is submitted (a secondary
-    command buffer's too)."""
+    """The queues `device` needs for `stream`: compute capability where a dispatch or a query result copy is
+    submitted (a secondary command buffer's too; vkCmdResetQueryPool and vkCmdCopyQueryPoolResults need a graphics
+    or compute family)."""
     dispatching = {op.queue for op, b in ir.batches(stream) for cb in b.command_buffers
-                   if any(isinstance(c, ir.Dispatch) for _, _, c in stream.index.commands_of(cb))}
+                   if any(isinstance(c, (ir.Dispatch, ir.CopyQueryPoolResults))
+                          for _, _, c in stream.index.commands_of(cb))}
     return {q.id: QueueRequest(q.id, q.family, q.id in dispatching) for q in device.queues}
 
 

@@ -215,11 +215,12 @@ class LogicalDevice:
     families: dict = field(default_factory=dict)  # request group -> device family
     synchronization2: bool = False
     name: str = ""
+    pipeline_statistics: bool = False  # the pipelineStatisticsQuery feature, enabled where the device has it
 
     @classmethod
     def open(cls, instance: Instance, physical, requests: list[QueueRequest],
              extensions: tuple[str, ...] = ()) -> LogicalDevice:
-        """extensions: device extensions to enable (the caller checked the device has them)."""
+        """extensions: device extensions to enable; Unsupported, naming them, where the device lacks some."""
         vk = instance.vk
         props = vk.vkGetPhysicalDeviceProperties(physical)
         if vk.VK_VERSION_MINOR(props.apiVersion) < 2 and vk.VK_VERSION_MAJOR(props.apiVersion) == 1:
@@ -242,13 +243,23 @@ class LogicalDevice:
         if not v12.timelineSemaphore:
             raise Unsupported(f"{props.deviceName}: no timelineSemaphore feature")
         sync2 = bool(v13.synchronization2) and vk.VK_VERSION_MINOR(props.apiVersion) >= 3
+        statistics = bool(query.features.pipelineStatisticsQuery)
         enable13 = vk.VkPhysicalDeviceVulkan13Features(synchronization2=vk.VK_TRUE) if sync2 else None
         enable12 = vk.VkPhysicalDeviceVulkan12Features(pNext=enable13, timelineSemaphore=vk.VK_TRUE)
+        # The replay's query result copies read pipeline statistics queries (runtime.Runtime.query_pool).
+        enable10 = vk.VkPhysicalDeviceFeatures(pipelineStatisticsQuery=vk.VK_TRUE if statistics else vk.VK_FALSE)
+        enable = vk.VkPhysicalDeviceFeatures2(pNext=enable12, features=enable10)
         names = list(extensions)
-        info = vk.VkDeviceCreateInfo(pNext=enable12, queueCreateInfoCount=len(queue_infos),
+        offered = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(
+            physical, None)}  # vkEnumerateDeviceExtensionProperties
+        missing = sorted(set(names) - offered)
+        if missing:
+            raise Unsupported(f"{props.deviceName} offers no {', '.join(missing)}")
+        info = vk.VkDeviceCreateInfo(pNext=enable, queueCreateInfoCount=len(queue_infos),
                                      pQueueCreateInfos=queue_infos, enabledExtensionCount=len(names),
                                      ppEnabledExtensionNames=names or None)
-        device = cls(instance, physical, synchronization2=sync2, name=props.deviceName, families=groups)
+        device = cls(instance, physical, synchronization2=sync2, name=props.deviceName, families=groups,
+                     pipeline_statistics=statistics)
         device.handle = vk.vkCreateDevice(physical, info, None)  # vkCreateDevice
         locks = {}
         for fam, ids in per_family.items():

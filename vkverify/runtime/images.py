@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 from ..model import ir
 from ..model.images import numeric_kind
 
-__all__ = ["DeviceImage", "clear_color", "extent3d", "layers", "offset3d", "subresource_range", "vk_format",
-           "vk_layout", "whole"]
+__all__ = ["STORAGE_TEXEL", "DeviceImage", "clear_color", "extent3d", "layers", "offset3d", "subresource_range",
+           "vk_format", "vk_layout", "whole"]
+
+
+# The texel size a storage image binding replays with: image.glsl moves one u32 word per texel (an r32ui view).
+STORAGE_TEXEL = 4
 
 
 @dataclass(eq=False)
@@ -24,6 +28,7 @@ class DeviceImage:
     handle: object
     memory: object
     layouts: dict[tuple[int, int], str] = field(default_factory=dict)  # (level, layer) -> stream layout name
+    views: dict[tuple[int, int, int], object] = field(default_factory=dict)  # Runtime.storage_view's
 
     def layout(self, level: int, layer: int) -> str:
         return self.layouts[level, layer]

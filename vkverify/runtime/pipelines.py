@@ -13,9 +13,19 @@ from ..shaders import DescriptorType, ShaderInterface, interface, load_spirv
 from ..shaders.reflect import reflect
 from .errors import Unsupported
 
-__all__ = ["Pipeline", "Pipelines"]
+__all__ = ["ImageSlot", "Pipeline", "Pipelines"]
 
 SETS_PER_POOL = 256
+
+
+@dataclass(frozen=True)
+class ImageSlot:
+    """A storage image descriptor's contents: the view, and the layout its subresources are in when it is used."""
+    view: object
+    layout: int
+
+
+DESCRIPTOR_TYPES = (DescriptorType.STORAGE_BUFFER, DescriptorType.UNIFORM_BUFFER, DescriptorType.STORAGE_IMAGE)
 
 
 @dataclass(eq=False)
@@ -53,9 +63,8 @@ class Pipelines:
     def _create(self, name: str) -> Pipeline:
         vk, device = self.vk, self.device.handle
         spirv, shader = self.own[name] if name in self.own else (None, interface(name))
-        if any(b.set != 0 or b.descriptor_type not in (DescriptorType.STORAGE_BUFFER, DescriptorType.UNIFORM_BUFFER)
-               for b in shader.bindings):
-            raise Unsupported(f"shader {name!r}: only set 0 storage/uniform buffers are supported")
+        if any(b.set != 0 or b.descriptor_type not in DESCRIPTOR_TYPES for b in shader.bindings):
+            raise Unsupported(f"shader {name!r}: only set 0 storage/uniform buffers and storage images are supported")
         bindings = [vk.VkDescriptorSetLayoutBinding(
             binding=b.binding, descriptorType=_descriptor_type(vk, b.descriptor_type), descriptorCount=1,
             stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for b in shader.bindings]
@@ -78,16 +87,16 @@ class Pipelines:
         self.device.instance.name(device, vk.VK_OBJECT_TYPE_PIPELINE, handle, name)
         return Pipeline(name, shader, set_layout, layout, module, handle)
 
-    def descriptor_set(self, pipeline: Pipeline, buffers: list[tuple[object, int, int]]):
-        """A set for `pipeline` with buffers[k] = (VkBuffer, offset, size) at
-        binding k of the interface (binding order). Sets live until release."""
+    def descriptor_set(self, pipeline: Pipeline, slots: list[tuple[object, int, int] | ImageSlot]):
+        """A set for `pipeline` with slots[k] at binding k of the interface (binding order): (VkBuffer, offset, size)
+        for a buffer, an ImageSlot for a storage image. Sets live until release."""
         vk, device = self.vk, self.device.handle
-        if len(buffers) != len(pipeline.interface.bindings):
+        if len(slots) != len(pipeline.interface.bindings):
             raise Unsupported(f"shader {pipeline.name!r} declares {len(pipeline.interface.bindings)} bindings, "
-                              f"the dispatch binds {len(buffers)}")
+                              f"the dispatch binds {len(slots)}")
         if self.free_in_pool == 0:
-            sizes = [vk.VkDescriptorPoolSize(type=t, descriptorCount=SETS_PER_POOL * 8)
-                     for t in (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER)]
+            sizes = [vk.VkDescriptorPoolSize(type=_descriptor_type(vk, t), descriptorCount=SETS_PER_POOL * 8)
+                     for t in DESCRIPTOR_TYPES]
             pool_info = vk.VkDescriptorPoolCreateInfo(maxSets=SETS_PER_POOL, poolSizeCount=len(sizes), pPoolSizes=sizes)
             self.pools.append(vk.vkCreateDescriptorPool(device, pool_info, None))  # vkCreateDescriptorPool
             self.free_in_pool = SETS_PER_POOL
@@ -96,11 +105,13 @@ class Pipelines:
                                                     pSetLayouts=set_layouts)
         descriptor_set = vk.vkAllocateDescriptorSets(device, alloc_info)[0]  # vkAllocateDescriptorSets
         self.free_in_pool -= 1
-        infos = [[vk.VkDescriptorBufferInfo(buffer=b, offset=offset, range=size)] for b, offset, size in buffers]
+        infos = [{"pImageInfo": [vk.VkDescriptorImageInfo(imageView=slot.view, imageLayout=slot.layout)]}
+                 if isinstance(slot, ImageSlot) else
+                 {"pBufferInfo": [vk.VkDescriptorBufferInfo(buffer=slot[0], offset=slot[1], range=slot[2])]}
+                 for slot in slots]
         writes = [vk.VkWriteDescriptorSet(dstSet=descriptor_set, dstBinding=info.binding, descriptorCount=1,
-                                          descriptorType=_descriptor_type(vk, info.descriptor_type),
-                                          pBufferInfo=buffer_info)
-                  for info, buffer_info in zip(pipeline.interface.bindings, infos)]
+                                          descriptorType=_descriptor_type(vk, info.descriptor_type), **descriptor)
+                  for info, descriptor in zip(pipeline.interface.bindings, infos)]
         vk.vkUpdateDescriptorSets(device, len(writes), writes, 0, None)  # vkUpdateDescriptorSets
         return descriptor_set
 
@@ -118,5 +129,4 @@ class Pipelines:
 
 
 def _descriptor_type(vk, kind: DescriptorType) -> int:
-    return (vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER if kind == DescriptorType.UNIFORM_BUFFER
-            else vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER)
+    return getattr(vk, f"VK_DESCRIPTOR_TYPE_{kind.name}")

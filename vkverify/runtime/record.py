@@ -11,36 +11,64 @@ read barrier orders it before the kernel.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 
 from ..model import ir
+from ..model.accesses import binding_writes
 from ..model.data import data_bytes, ref_hash
+from ..model.images import level_extent
 from ..model.refs import format_ref, parse_ref, without_submit
 from ..model.stages import access_mask, stage_mask
-from ..shaders import ATOMIC_KERNEL, generic_plan, pack_push
+from ..shaders import ATOMIC_KERNEL, IMAGE_KERNELS, UNIFORM_KERNEL, generic_plan, pack_push
 from .errors import Unsupported
+from .pipelines import ImageSlot
 from .images import clear_color, extent3d, layers, offset3d, subresource_range, vk_layout
 
-__all__ = ["Recorder", "binding_access", "global_barrier", "scratch_orders"]
+__all__ = ["QUERY_RESULT_FLAGS", "Recorder", "binding_access", "global_barrier", "scratch_orders"]
 
 UPDATE_CHUNK = 65536  # vkCmdUpdateBuffer's dataSize limit
+# A query result copy's VK_QUERY_RESULT_*_BIT flags by the stream's bytes per query (runtime.Recorder.query_results).
+QUERY_RESULT_FLAGS = {4: (), 8: ("64",), 16: ("64", "WITH_AVAILABILITY")}
 
 
 def scratch_orders(stream: ir.Stream, kind: str, buffer: str | None, second: str | None) -> bool:
-    """Whether a `kind` finding ending at `second` disappears in any replay: a WAR whose write is a read_write
-    binding is replayed behind the scratch copy's compute -> compute barrier, which orders every earlier
-    compute-stage read (the replay synchronizes more than the stream)."""
+    """Whether a `kind` finding ending at `second` disappears in any replay: a WAR whose write is replayed behind a
+    compute -> compute barrier, which orders every earlier compute-stage read (the replay synchronizes more than the
+    stream): a write of a dispatch whose inputs are staged (`staged`), or a storage image binding's (stored after
+    the generic kernel)."""
     if kind != "war" or buffer is None:
         return False
-    return binding_access(stream, second, buffer, "read_write")
+    cmd = _dispatch(stream, second)
+    if cmd is None:
+        return False
+    writes = [b for b in cmd.bindings if b.buffer == buffer and binding_writes(b.access)]
+    return any(b.subresources is not None for b in writes) or bool(writes) and any(map(staged, cmd.bindings))
+
+
+def staged(b: ir.Binding) -> bool:
+    """Whether an abstract shader's input binding is copied to a scratch buffer before the generic kernel reads it:
+    a read_write one (the kernel would read what other workgroups already wrote), a uniform one (the kernel reads
+    storage buffers) and a storage image one (the kernel reads buffers)."""
+    return b.access in ("read_write", "uniform") or b.subresources is not None and b.access == "read"
 
 
 def binding_access(stream: ir.Stream, ref: str | None, buffer: str, access: str) -> bool:
     """Whether the command at `ref` is a dispatch with an `access` binding of `buffer`."""
+    cmd = _dispatch(stream, ref)
+    return cmd is not None and any(b.access == access and b.buffer == buffer for b in cmd.bindings)
+
+
+def _dispatch(stream: ir.Stream, ref: str | None) -> ir.Dispatch | None:
     parsed = parse_ref(without_submit(ref)) if ref else None
     cb = stream.index.command_buffers.get(parsed.owner) if parsed else None
     cmd = cb.commands[parsed.index] if cb and parsed.index < len(cb.commands) else None
-    return isinstance(cmd, ir.Dispatch) and any(b.access == access and b.buffer == buffer for b in cmd.bindings)
+    return cmd if isinstance(cmd, ir.Dispatch) else None
+
+
+def image_bytes(b: ir.Binding) -> int:
+    """How many bytes a storage image binding's subresources hold (its `size` is the whole image's)."""
+    return sum(hi - lo for lo, hi in b.ranges)
 
 
 def global_barrier(vk, cb, names: Mapping[str, Iterable[str]]) -> None:
@@ -95,12 +123,43 @@ class Recorder:
             self.image_command(c)
         elif isinstance(c, ir.Barrier):
             self.barrier(c)
+        elif isinstance(c, ir.CopyQueryPoolResults):
+            self.query_results(c)
+        elif isinstance(c, ir.WriteBufferMarker):
+            self.marker(c)
         elif isinstance(c, ir.ExecuteCommands):
             handles = [self.secondary(s) for s in c.command_buffers]
             self.rt.instance.operation = self.ref(index)  # the layer's messages at the execute are this command's
             vk.vkCmdExecuteCommands(cb, len(handles), handles)  # vkCmdExecuteCommands
         else:
             self.event(c)
+
+    def query_results(self, c: ir.CopyQueryPoolResults) -> None:
+        """vkCmdCopyQueryPoolResults, waiting, of pipeline statistics queries that count compute shader invocations,
+        each reset and begun and ended just before over no command (a copy sees the query commands before it on its
+        queue without further synchronization): every value is 0 and every availability word non-zero (1 on the
+        devices seen; the simulator writes 1), where the stream's query timestamps would differ from run to run. A
+        result size of 4 is a 32-bit value, 8 a 64-bit one, 16 a 64-bit value and its availability; 12 has no
+        Vulkan layout (replayable refuses it)."""
+        vk, rt, cb = self.vk, self.rt, self.cb
+        pool = rt.query_pool(c.query_count)
+        vk.vkCmdResetQueryPool(cb, pool, 0, c.query_count)  # vkCmdResetQueryPool
+        for query in range(c.query_count):
+            vk.vkCmdBeginQuery(cb, pool, query, 0)  # vkCmdBeginQuery
+            vk.vkCmdEndQuery(cb, pool, query)  # vkCmdEndQuery
+        flags = sum(getattr(vk, f"VK_QUERY_RESULT_{f}_BIT") for f in ("WAIT", *QUERY_RESULT_FLAGS[c.result_size]))
+        # One query's stride is not used (the stream's is 0); layer 1.3.239 takes stride x count as the range written.
+        vk.vkCmdCopyQueryPoolResults(cb, pool, 0, c.query_count, rt.vk_buffer(c.dst), c.offset,
+                                     c.stride or c.result_size, flags)  # vkCmdCopyQueryPoolResults
+
+    def marker(self, c: ir.WriteBufferMarker) -> None:
+        """vkCmdWriteBufferMarker2AMD (with synchronization2) or vkCmdWriteBufferMarkerAMD; the replay enables
+        VK_AMD_buffer_marker for a stream with markers, and a device without it refuses the stream at its start."""
+        vk, rt = self.vk, self.rt
+        name = "vkCmdWriteBufferMarker2AMD" if self.sync2 else "vkCmdWriteBufferMarkerAMD"
+        write = vk.vkGetDeviceProcAddr(rt.device.handle, name)  # vkGetDeviceProcAddr
+        write(self.cb, stage_mask(c.stage, self.sync2, True), rt.vk_buffer(c.dst), c.offset,
+              c.marker & 0xFFFFFFFF)  # vkCmdWriteBufferMarker2AMD, vkCmdWriteBufferMarkerAMD
 
     def image_command(self, c: ir.ImageCopy | ir.ClearColorImage) -> None:
         """An image command with its regions as written; each image in the layout the stream's barriers left the
@@ -144,6 +203,9 @@ class Recorder:
     def dispatch(self, index: int, c: ir.Dispatch) -> None:
         rt = self.rt
         if c.shader not in rt.abstract_shaders:
+            if any(b.subresources is not None for b in c.bindings):
+                raise Unsupported(f"{self.ref(index)}: shader {c.shader!r} binds a storage image: only an abstract "
+                                  "shader's storage image bindings replay (through the image kernels)")
             pipeline = rt.pipelines.get(c.shader)
             slots = [(rt.vk_buffer(b.buffer), b.offset, b.size) for b in c.bindings]
             self.run(c, pipeline, slots, pack_push(pipeline.interface, c.push))
@@ -152,16 +214,52 @@ class Recorder:
         if plan.name is not None:
             reads = [c.bindings[i] for i in plan.read_slots]
             writes = [c.bindings[i] for i in plan.write_slots]
-            slots = [self.scratch_copy(b) if b.access == "read_write" else (rt.vk_buffer(b.buffer), b.offset, b.size)
-                     for b in reads]
-            slots += [(rt.vk_buffer(b.buffer), b.offset, b.size) for b in writes]
+            # Inputs the generic kernel may not read in place go to scratch buffers first, all made visible to it by
+            # one compute -> compute barrier.
+            inputs = {i: self.scratch_input(b) for i, b in enumerate(reads) if staged(b)}
+            if inputs:
+                self.compute_barrier()
+            slots = [inputs.get(i) or (rt.vk_buffer(b.buffer), b.offset, b.size) for i, b in enumerate(reads)]
+            outputs = [(rt.scratch_buffer(b.buffer, image_bytes(b)).handle, 0, image_bytes(b))
+                       if b.subresources is not None else (rt.vk_buffer(b.buffer), b.offset, b.size) for b in writes]
+            # Without a written binding the kernel still reads its inputs; it writes a scratch word.
+            slots += outputs or [(rt.scratch_buffer(f"{c.shader}.discard", 4).handle, 0, 4)]
             pipeline = rt.pipelines.get(plan.name)
             self.run(c, pipeline, slots, pack_push(pipeline.interface, [ref] + [size // 4 for _, _, size in slots]))
+            stores = [(b, out) for b, out in zip(writes, outputs) if b.subresources is not None]
+            if stores:
+                self.compute_barrier()
+            for b, (scratch, _, _) in stores:
+                self.image_words(c, b, scratch, store=True)
         for b in (c.bindings[i] for i in plan.atomic_slots):
             # No barrier before it: atomics commute, and the generic kernel reads no atomic binding.
             pipeline = rt.pipelines.get(ATOMIC_KERNEL)
             self.run(c, pipeline, [(rt.vk_buffer(b.buffer), b.offset, b.size)],
                      pack_push(pipeline.interface, [ref, b.size // 4]))
+
+    def image_words(self, c: ir.Dispatch | None, b: ir.Binding, words, store: bool) -> None:
+        """A storage image binding's texels into the u32 words of buffer `words` in the model's linear layout (the
+        binding's bytes: docs/format.md, Abstract shaders), or back: one image kernel per mip level, on a view of that
+        level and the binding's layers, in the layout the stream's barriers left the level's first layer in. A store
+        runs with dispatch `c`'s own group count, so a dispatch of no groups (indirect too) stores nothing; a load
+        (c None) covers every texel whatever the count, as the simulator reads the binding whatever it is."""
+        rt, r = self.rt, b.subresources
+        image = rt.images[b.buffer]
+        load_kernel, store_kernel = IMAGE_KERNELS[image.image.extent[2] > 1]
+        pipeline = rt.pipelines.get(store_kernel if store else load_kernel)
+        first = 0
+        for level in range(r.base_mip_level, r.base_mip_level + r.level_count):
+            texels = math.prod(level_extent(image.image.extent, level)) * r.layer_count
+            view = ImageSlot(rt.storage_view(b.buffer, level, r.base_array_layer, r.layer_count),
+                             vk_layout(self.vk, image.layout(level, r.base_array_layer)))
+            buffer = (words, 0, image_bytes(b))
+            push = pack_push(pipeline.interface, [first])
+            if store:
+                self.run(c, pipeline, [buffer, view], push)
+            else:
+                self.bind_and_push(pipeline, [view, buffer], push)
+                self.vk.vkCmdDispatch(self.cb, max(1, min(-(-texels // 64), 65535)), 1, 1)  # vkCmdDispatch
+            first += texels
 
     def run(self, c: ir.Dispatch, pipeline, slots, push: bytes) -> None:
         """One kernel dispatch in the place of `c`, with its group count (direct or indirect)."""
@@ -184,23 +282,30 @@ class Recorder:
             vk.vkCmdPushConstants(cb, pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(push),
                                   values)  # vkCmdPushConstants
 
-    def scratch_copy(self, binding: ir.Binding) -> tuple[object, int, int]:
-        """Copy a read_write binding's bytes to a fresh scratch buffer (the
-        library `copy` kernel), then make them visible to the generic kernel."""
+    def scratch_input(self, binding: ir.Binding) -> tuple[object, int, int]:
+        """Copy a read_write buffer binding's bytes (the library `copy` kernel), a uniform binding's (read as a
+        uniform buffer: UNIFORM_KERNEL) or a storage image binding's texels (image_words) to a fresh scratch buffer,
+        read by the generic kernel after compute_barrier: each binding is read with the access the stream gives."""
         vk, rt = self.vk, self.rt
+        if binding.subresources is not None:
+            scratch = rt.scratch_buffer(binding.buffer, image_bytes(binding))
+            self.image_words(None, binding, scratch.handle, store=False)
+            return scratch.handle, 0, image_bytes(binding)
         scratch = rt.scratch_buffer(binding.buffer, binding.size)
-        pipeline = rt.pipelines.get("copy")
+        pipeline = rt.pipelines.get(UNIFORM_KERNEL if binding.access == "uniform" else "copy")
         words = binding.size // 4
         self.bind_and_push(pipeline, [(rt.vk_buffer(binding.buffer), binding.offset, binding.size),
                                       (scratch.handle, 0, binding.size)], pack_push(pipeline.interface, [words]))
         vk.vkCmdDispatch(self.cb, max(1, min(-(-words // 64), 65535)), 1, 1)  # vkCmdDispatch
-        # A global barrier, not a scratch-only buffer barrier: layer 1.3.239 limits a
-        # buffer barrier's execution dependency to its range and would report the
-        # kernel's write after the copy's read as a WAR the spec does not have.
+        return scratch.handle, 0, binding.size
+
+    def compute_barrier(self) -> None:
+        """Scratch words written by a compute kernel made visible to the next. A global barrier, not a scratch-only
+        buffer barrier: layer 1.3.239 limits a buffer barrier's execution dependency to its range and would report
+        the generic kernel's write after the copy's read as a WAR the spec does not have."""
         compute = frozenset({"compute_shader"})
         self.pipeline_barrier(compute, frozenset({"shader_storage_write"}), compute,
                               frozenset({"shader_storage_read"}), [], [])
-        return scratch.handle, 0, binding.size
 
     def barrier(self, c: ir.Barrier) -> None:
         self.pipeline_barrier(*self.parts(c))

@@ -14,10 +14,13 @@ import hashlib
 
 from ..model import ir
 from ..model.accesses import binding_writes
+from ..model.images import FORMATS
 from ..model.refs import format_ref
 from ..shaders import generic_plan
 from .create import create_objects, queue_requests
 from .errors import Unsupported
+from .images import STORAGE_TEXEL
+from .record import QUERY_RESULT_FLAGS
 from .host_threads import run_concurrently, run_thread_ops
 from .multidevice import replay_devices
 from .replay_result import ReplayResult, finish
@@ -25,6 +28,9 @@ from .runtime import Runtime
 
 __all__ = ["ReplayResult", "replay", "replayable"]
 
+BUFFER_MARKER = "VK_AMD_buffer_marker"
+# The uniform kernel's block (uniform_load.comp), which reads an abstract shader's uniform binding.
+UNIFORM_BLOCK = 65536
 # Findings after which a real device would hang or touch freed memory.
 UNSAFE_KINDS = frozenset({"use_after_destroy", "deadlock", "wait_never_satisfied", "fence_misuse",
                           "binary_semaphore_misuse", "timeline_not_increasing"})
@@ -54,25 +60,50 @@ def replayable(stream: ir.Stream) -> str | None:
                            for b in c.bindings if binding_writes(b.access)}
     if stream.images and len(stream.devices) > 1:
         return "images on a stream of several devices: multi-device replay creates and reads back buffers only"
+    if needed_extensions(stream) and len(stream.devices) > 1:
+        return "buffer markers are replayed in a stream of one device (the one that enables VK_AMD_buffer_marker)"
     for cb in stream.command_buffers:
         for i, c in enumerate(cb.commands):
-            if isinstance(c, (ir.WriteBufferMarker, ir.CopyQueryPoolResults)):
-                what = "buffer markers" if isinstance(c, ir.WriteBufferMarker) else "query pool results"
-                return (f"{format_ref(cb.id, i)}: {what} are not replayed (VK_AMD_buffer_marker and query pools are "
-                        "not in the runtime)")
+            if isinstance(c, ir.CopyQueryPoolResults) and c.result_size not in QUERY_RESULT_FLAGS:
+                return (f"{format_ref(cb.id, i)}: a query result of {c.result_size} bytes has no Vulkan layout (4, 8: "
+                        "one 32- or 64-bit value; 16: a 64-bit value and its availability)")
             image = next((b for b in c.bindings if b.subresources is not None), None) \
                 if isinstance(c, ir.Dispatch) else None
             if image is not None:
-                return (f"{format_ref(cb.id, i)} binds image {image.buffer!r} as a storage image: the shader library "
-                        "has no image load/store kernels to run a dispatch on images with")
+                why = storage_image_refusal(stream, c, image)
+                if why is not None:
+                    return f"{format_ref(cb.id, i)} binds image {image.buffer!r} as a storage image: {why}"
             if isinstance(c, ir.Dispatch) and c.indirect is not None and c.indirect.buffer in written_by_abstract:
                 return (f"dispatch_indirect reads group counts from {c.indirect.buffer!r}, which an abstract shader "
                         "writes with hash values past any device's maxComputeWorkGroupCount")
             if isinstance(c, ir.Dispatch) and c.shader in abstract:
+                wide = next((b for b in c.bindings if b.access == "uniform" and b.size > UNIFORM_BLOCK), None)
+                if wide is not None:
+                    return (f"{format_ref(cb.id, i)} (abstract shader {c.shader!r}): its uniform binding of "
+                            f"{wide.buffer!r} is {wide.size} bytes; the uniform kernel's block is {UNIFORM_BLOCK}")
                 try:
                     generic_plan([b.access for b in c.bindings])
                 except ValueError as e:  # the library's generic kernels stand for abstract shaders on a device
                     return f"{format_ref(cb.id, i)} (abstract shader {c.shader!r}): {e}"
+    return None
+
+
+def needed_extensions(stream: ir.Stream) -> tuple[str, ...]:
+    """The device extensions a replay of `stream` enables: VK_AMD_buffer_marker for buffer markers (a device without
+    it refuses the stream as the runtime opens it, naming the extension)."""
+    markers = any(isinstance(c, ir.WriteBufferMarker) for cb in stream.command_buffers for c in cb.commands)
+    return (BUFFER_MARKER,) if markers else ()
+
+
+def storage_image_refusal(stream: ir.Stream, c: ir.Dispatch, binding: ir.Binding) -> str | None:
+    """Why the image kernels (runtime/record.py, image_words) cannot run `c`'s storage image `binding`, or None."""
+    format = stream.index.images[binding.buffer].format
+    if c.shader not in {s.id for s in stream.shaders}:
+        return f"shader {c.shader!r} is not abstract: only an abstract shader's image bindings replay"
+    if binding.access not in ("read", "write", "read_write"):
+        return f"a {binding.access} image binding has no image kernel"
+    if FORMATS[format] != STORAGE_TEXEL:
+        return f"{format} has {FORMATS[format]}-byte texels: the image kernels move {STORAGE_TEXEL}-byte ones"
     return None
 
 
@@ -93,7 +124,8 @@ def replay(stream: ir.Stream, device: str | None = None, syncval: bool = False,
             raise Unsupported(f"{stream.name}: timestamps are taken on a stream of one device")
         return replay_devices(stream, device, syncval)
     with Runtime(queue_requests(stream, stream.devices[0]), device=device, validation=syncval, syncval=syncval,
-                 check=False, name=stream.name, device_id=stream.devices[0].id, timestamps=timestamps) as rt:
+                 check=False, name=stream.name, device_id=stream.devices[0].id, timestamps=timestamps,
+                 extensions=needed_extensions(stream)) as rt:
         create_objects(stream, {stream.devices[0].id: rt})
         reads: dict[str, str] = {}
         run_concurrently([(lambda t: run_thread_ops(rt.execute, stream, t, reads), t, t.id) for t in stream.threads],

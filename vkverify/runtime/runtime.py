@@ -39,7 +39,7 @@ from .auto_barriers import AutoBarriers
 from .caller import caller
 from .device import LogicalDevice, Instance, QueueRequest, pick_physical
 from .errors import DeviceFault, Unsupported
-from .images import DeviceImage, extent3d, layers, subresource_range, vk_format, vk_layout, whole
+from .images import STORAGE_TEXEL, DeviceImage, extent3d, layers, subresource_range, vk_format, vk_layout, whole
 from .memory import Allocator, DeviceBuffer
 from .online import HAZARDS, OnlineCheck
 from .pipelines import Pipelines
@@ -54,6 +54,8 @@ WAIT_LIMIT_S = 60.0  # a wait that long is reported as a fault, not a hang
 # A read back's copy made visible to the host's read of the staging buffer (not recorded in the stream).
 READ_BACK = {"src_stage": ["copy"], "src_access": ["transfer_write"], "dst_stage": ["host"],
              "dst_access": ["host_read"]}
+# VK_IMAGE_CREATE_EXTENDED_USAGE_BIT, core in Vulkan 1.1: the `vulkan` package leaves its name unset.
+IMAGE_CREATE_EXTENDED_USAGE_BIT = 0x100
 # A fresh image's zero clear made visible to every later command (the stream's first barrier may be a transition).
 ZEROED = {"src_stage": ["transfer"], "src_access": ["transfer_write"], "dst_stage": ["all_commands"],
           "dst_access": ["memory_read", "memory_write"]}
@@ -122,6 +124,7 @@ class Runtime:
         self.abstract_shaders: dict[str, tuple[str, ...]] = {}
         self.uploader = None  # uploads.Uploader: deferred copies join submits; closed before the device
         self.images: dict[str, DeviceImage] = {}
+        self.query_pools: list[tuple[object, int]] = []  # (VkQueryPool, queries): query_pool's
         self.hooks: list = []
         self.name = name
         self.device = self.allocator = self.pipelines = self.timestamps = None
@@ -200,12 +203,19 @@ class Runtime:
         choice_argument("sharing", sharing, ("concurrent", "exclusive"))
         choice_argument("format", format, tuple(FORMATS))
         image = ir.Image(id, tuple(extent), format, mip_levels, array_layers, memory, sharing=sharing)
+        # Sampled: a stream's barriers may name shader_read_only_optimal (VUID-VkImageMemoryBarrier2-oldLayout-01211).
+        usage = vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT | vk.VK_IMAGE_USAGE_SAMPLED_BIT
+        flags = 0
+        if image.texel == STORAGE_TEXEL:
+            # Storage image bindings replay through r32ui views (image.glsl), whatever the format: a mutable format,
+            # and extended usage for formats with no storage support of their own (srgb).
+            usage |= vk.VK_IMAGE_USAGE_STORAGE_BIT
+            flags = vk.VK_IMAGE_CREATE_MUTABLE_FORMAT_BIT | IMAGE_CREATE_EXTENDED_USAGE_BIT
         info = vk.VkImageCreateInfo(
-            imageType=vk.VK_IMAGE_TYPE_3D if image.extent[2] > 1 else vk.VK_IMAGE_TYPE_2D,
+            flags=flags, imageType=vk.VK_IMAGE_TYPE_3D if image.extent[2] > 1 else vk.VK_IMAGE_TYPE_2D,
             format=vk_format(vk, format), extent=extent3d(vk, image.extent), mipLevels=mip_levels,
             arrayLayers=array_layers, samples=vk.VK_SAMPLE_COUNT_1_BIT, tiling=vk.VK_IMAGE_TILING_OPTIMAL,
-            usage=vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT,
-            initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED, **self.allocator.sharing_fields(sharing))
+            usage=usage, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED, **self.allocator.sharing_fields(sharing))
         with self._lock:
             if sharing == "concurrent":  # as create_buffer says: its VkImage is exclusive where queues use one family
                 self.instance.note("concurrent")
@@ -226,6 +236,39 @@ class Runtime:
             if sharing != "concurrent":
                 entry["sharing"] = sharing
             self.record.declare("images", entry)
+
+    def query_pool(self, count: int):
+        """A VkQueryPool of at least `count` pipeline statistics queries of compute shader invocations, for the
+        replay of query result copies (record.Recorder.query_results), whose results are deterministic: each copy
+        resets its queries and runs each over no command. Made at first use (a larger one when asked for more),
+        destroyed at close."""
+        if not self.device.pipeline_statistics:
+            raise Unsupported(f"{self.device.name} has no pipelineStatisticsQuery: query result copies are replayed "
+                              "from pipeline statistics queries")
+        if not self.query_pools or self.query_pools[-1][1] < count:
+            vk = self.vk
+            info = vk.VkQueryPoolCreateInfo(
+                queryType=vk.VK_QUERY_TYPE_PIPELINE_STATISTICS, queryCount=max(count, 4),
+                pipelineStatistics=vk.VK_QUERY_PIPELINE_STATISTIC_COMPUTE_SHADER_INVOCATIONS_BIT)
+            pool = vk.vkCreateQueryPool(self.device.handle, info, None)  # vkCreateQueryPool
+            self.query_pools.append((pool, max(count, 4)))
+        return self.query_pools[-1][0]
+
+    def storage_view(self, id: str, level: int, base_layer: int, layer_count: int):
+        """The r32ui VkImageView of one mip level and a range of layers of image `id` (a 3D image: its depth), for the
+        replay's image kernels; made at first use, destroyed with the image."""
+        image = self.images[id]
+        key = (level, base_layer, layer_count)
+        if key not in image.views:
+            vk, volume = self.vk, image.image.extent[2] > 1
+            info = vk.VkImageViewCreateInfo(
+                image=image.handle, viewType=vk.VK_IMAGE_VIEW_TYPE_3D if volume else vk.VK_IMAGE_VIEW_TYPE_2D_ARRAY,
+                format=vk.VK_FORMAT_R32_UINT, subresourceRange=subresource_range(
+                    vk, ir.Subresources(level, 1, base_layer, layer_count)))
+            view = vk.vkCreateImageView(self.device.handle, info, None)  # vkCreateImageView
+            self.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_IMAGE_VIEW, view, f"{id}.view{len(image.views)}")
+            image.views[key] = view
+        return image.views[key]
 
     def _zero_image(self, image: DeviceImage) -> None:
         """Every subresource cleared to zeros and left in `general`, made visible to every later command."""
@@ -769,8 +812,13 @@ class Runtime:
                 self.allocator.destroy(b)
             images, self.images = self.images, {}
             for image in images.values():
+                for view in image.views.values():
+                    vk.vkDestroyImageView(device.handle, view, None)  # vkDestroyImageView
                 vk.vkDestroyImage(device.handle, image.handle, None)  # vkDestroyImage
                 vk.vkFreeMemory(device.handle, image.memory, None)  # vkFreeMemory
+            pools, self.query_pools = self.query_pools, []
+            for pool, _ in pools:
+                vk.vkDestroyQueryPool(device.handle, pool, None)  # vkDestroyQueryPool
             self.allocator.release()
             self.pipelines.release()
             if self.timestamps is not None:

@@ -28,6 +28,9 @@ LAYER_KINDS = {"SYNC-HAZARD-READ-AFTER-WRITE": "raw", "SYNC-HAZARD-WRITE-AFTER-R
 # message; a plain write after one gives a WAR whose prior usage is a read (VVL issue 8278: its shader analysis
 # does not follow atomics).
 ATOMIC_AS_READ = "an atomic access: the layer records it as a read"
+# Layer 1.3.239 takes VK_ACCESS_SHADER_READ_BIT to cover uniform reads (its test UseShaderReadAccessForUniformBuffer);
+# vk.xml's SHADER_READ is sampled, storage and binding table reads (corpus 145).
+UNIFORM_UNDER_SHADER_READ = "a uniform read: the layer takes shader_read to cover it"
 _SUBMIT_CB = re.compile(r"Hazard \w+ for entry \d+, VkCommandBuffer 0x[0-9a-f]+\[([^\]@]+)")
 
 
@@ -50,7 +53,7 @@ def layer_findings(messages) -> list[LayerFinding]:
             second, buffer = submit_cb.group(1), None
         else:
             second = without_submit(m.operation)
-            # Scratch copies (`B.scratch0`) stand for the buffer they copy.
+            # Scratch copies (`B.scratch0`) stand for the buffer they copy, storage views (`I.view0`) for their image.
             buffer = next((o.partition(".")[0] for o in m.objects), None)
         finding = LayerFinding(kind, buffer, second, m.operation)
         out.setdefault((kind, buffer, second), finding)
@@ -102,7 +105,13 @@ def explain_only_vkverify(stream, f) -> str:
     if f.buffer is not None and any(binding_access(stream, r, f.buffer, "atomic") for r in refs):
         return ATOMIC_AS_READ
     if scratch_orders(stream, f.kind, f.buffer, f.second):
-        return "a read_write binding is replayed after a scratch copy and a compute barrier, which orders earlier reads"
+        if binding_access(stream, f.second, f.buffer, "read_write"):
+            return ("a read_write binding is replayed after a scratch copy and a compute barrier, which orders earlier "
+                    "reads")
+        return ("the replay stages the dispatch's inputs or stores its image after a compute barrier, which orders "
+                "earlier reads")
+    if f.kind == "raw" and binding_access(stream, f.second, f.buffer, "uniform"):
+        return UNIFORM_UNDER_SHADER_READ
     if f.kind == "waw" and _written(f.first_access) == _written(f.second_access):
         return "two writes of the same stage and access: the layer reports no WAW between them"
     return "not reported by the layer"

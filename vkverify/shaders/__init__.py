@@ -5,8 +5,9 @@ numpy semantics are in `semantics.SEMANTICS`. Regenerate the SPIR-V with
 `python -m vkverify.shaders build`. Nothing here imports Vulkan.
 """
 
-from vkverify.shaders.library import (ATOMIC_KERNEL, GenericPlan, Shader, binding_accesses, generic_plan, interface,
-                                      library, load_spirv, stream_accesses)
+from vkverify.shaders.library import (ATOMIC_KERNEL, IMAGE_KERNELS, GenericPlan, Shader, binding_accesses,
+                                      UNIFORM_KERNEL, generic_plan, interface, library, load_spirv,
+                                      stream_accesses)
 from vkverify.shaders.reflect import (
     BindingInfo,
     DescriptorType,
@@ -20,7 +21,9 @@ from vkverify.shaders.semantics import SEMANTICS, atomic_addends, checksum, gene
 
 __all__ = [
                                       "ATOMIC_KERNEL",
+                                      "IMAGE_KERNELS",
                                       "SEMANTICS",
+                                      "UNIFORM_KERNEL",
                                       "BindingInfo",
                                       "DescriptorType",
                                       "GenericPlan",

@@ -41,16 +41,25 @@ def execute(m: Machine, step: Step) -> None:
     elif isinstance(op, ir.WriteBufferMarker):
         m.store(op.dst, op.offset, np.array([op.marker & 0xFFFFFFFF], np.uint32).view(np.uint8))
     elif isinstance(op, ir.CopyQueryPoolResults):
-        # A query's value is the device's (a timestamp): a word of the command's reference stands for it.
+        # The query pool is not modelled: each result is a value 0 and, where the result has one, an availability
+        # word 1 (the last 8 bytes of a 16-byte result, 4 of a 12-byte one), as the replay's queries give
+        # (docs/format.md, "Buffer markers and query results").
+        available = AVAILABILITY_BYTES.get(op.result_size, 0)
+        result = np.zeros(op.result_size, np.uint8)
+        if available:
+            result[-available] = 1
         for i in range(op.query_count):
-            word = np.frombuffer(ref_hash(f"{ref}/{i}").to_bytes(4, "little"), np.uint8)
-            m.store(op.dst, op.offset + i * op.stride, np.resize(word, op.result_size))
+            m.store(op.dst, op.offset + i * op.stride, result)
     elif isinstance(op, ir.HostAccess):
         host_access(m, ref, op)
     elif isinstance(op, ir.Destroy):
         m.destroyed.add(op.buffer)
     # A barrier moves no bytes. A layout transition from `undefined` "may discard" the range's contents (spec
     # 7.7.4): the simulator keeps them as they were, one of the executions the spec allows.
+
+
+# The bytes of a query result's availability word, by the result's size (docs/format.md, query results).
+AVAILABILITY_BYTES = {12: 4, 16: 8}
 
 
 def image_copy(m: Machine, ref: str, op: ir.ImageCopy) -> None:

@@ -1,0 +1,5 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define IMAGE uimage3D
+#define STORE 1
+#include "image.glsl"
