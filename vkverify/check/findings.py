@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import fixes
 from .access import Access
@@ -254,6 +254,24 @@ class Findings(Sequence[Finding]):
         for f in findings:
             new.settle(len(new), f)
         return new
+
+    def join(self, other: Findings) -> None:
+        """Add the findings of `other` (another run of the stream: schedule.check's submission orders) this lacks,
+        worded, by the key `record` dedupes by; of one both have, the bytes are merged."""
+        at = {(self.kinds[i], self.buffers[i], self.firsts[i], self.seconds[i], self.names(i)[5]): i
+              for i in range(len(self))}
+        for f in other:
+            i = at.get((f.kind, f.buffer, f.first, f.second, f.ops))
+            if i is None:
+                at[f.kind, f.buffer, f.first, f.second, f.ops] = len(self)
+                self.settle(len(self), f)
+            elif f.range is not None:
+                mine = self.finding(i).range
+                span = f.range if mine is None else (min(mine[0], f.range[0]), max(mine[1], f.range[1]))
+                if i in self.settled:
+                    self.settled[i] = replace(self.settled[i], range=span)
+                elif span != mine:
+                    self.grown[i] = span
 
     def settle(self, i: int, f: Finding) -> None:
         """Finding i is `f` from now on; i == len(self): `f` is added after the others."""
