@@ -125,9 +125,12 @@ SINK = (("second access",), EXEC)  # the product node standing for the pair's se
 class Model(Consumer):
     """The stream's synchronization nodes, cross-agent edges, compared pairs and blocked waits."""
 
-    def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT) -> None:
+    def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT,
+                 order: ir.SubmissionOrder | None = None) -> None:
+        """`order`: the submission order to run (walk.several_orders; None: the walk's own)."""
         self.stream = stream
         self.readings = readings
+        self.order = order
         # The nodes before a barrier with host in its source stages through which it holds host ops (readings).
         self.host_barrier_reaches = ("wait", "sub") if readings.host_barrier_after_wait else ("sub",)
         self.index = stream.index
@@ -175,7 +178,7 @@ class Model(Consumer):
         self.cross.setdefault(a, []).append(b)
 
     def _run(self) -> None:
-        walk = Walk(self.stream, self)
+        walk = Walk(self.stream, self, order=self.order)
         walk.run()
         self.hazards.update(("blocked", ref) for ref in walk.blocked())
         self._drop_hidden()
