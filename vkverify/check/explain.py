@@ -111,7 +111,7 @@ def explain(stream: ir.Stream, first: str, second: str) -> Explanation:
     a_ref, b_ref = resolve(stream, first), resolve(stream, second)
     # Threads calling one queue: check reads every submission order they allow (docs/format.md, "Several host
     # threads"), the walk's first. A pair is explained in the first that leaves it unordered running `first`
-    # before `second`, else in the first that leaves it unordered, else in the walk's.
+    # before `second` (in another, `second` first, it is another pair), else in the walk's.
     out = None
     for order in [None, *several_orders(stream)]:
         model = Model(stream, order=order)
@@ -124,8 +124,7 @@ def explain(stream: ir.Stream, first: str, second: str) -> Explanation:
                 if len({t for t, _ in calls}) > 1))
         if not ex.ordered and in_order:
             return ex
-        if out is None or out.ordered and not ex.ordered:
-            out = ex
+        out = out or ex
     return out
 
 
