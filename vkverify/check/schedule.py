@@ -1,6 +1,7 @@
 """Runs a stream in the walker's legal order (walk.Walk: host threads in program order, queues as
 their waits allow, device work as early as possible) and moves the vector clocks of the checker it holds
-(engine.Checker): the walk's consumer, which the checker knows nothing of.
+(engine.Checker): the walk's consumer, which the checker knows nothing of. A stream whose threads call one
+queue runs once more in each other submission order they allow (check; walk.several_orders).
 
 Waits that never become satisfiable end the run with `deadlock`, `wait_never_satisfied` or
 `fence_misuse` findings naming the blocked ops.
