@@ -8,7 +8,7 @@ every consumer sees explicit values.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from math import factorial, prod
+from math import comb
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -652,10 +652,14 @@ def submission_orders(stream: Stream, most: int) -> list[SubmissionOrder] | None
         for pc, op in enumerate(t.ops):
             for q in queues_called(stream.index, op):
                 calls[q].setdefault(t.id, []).append((t.id, pc))
-    n = prod(factorial(sum(map(len, by.values()))) // prod(factorial(len(c)) for c in by.values())
-             for by in calls.values())
-    if n > most:
-        return None
+    n = 1  # how many: per queue, the ways to place each thread's calls among those of the threads before it
+    for by in calls.values():
+        placed = 0
+        for c in by.values():
+            placed += len(c)
+            n *= comb(placed, len(c))
+            if n > most:
+                return None
     orders: list[SubmissionOrder] = [{}]
     for q, by in calls.items():
         orders = [{**order, q: merged} for order in orders for merged in _interleavings(list(by.values()))]
