@@ -45,7 +45,7 @@ from .rules import (atomic_pair, chains, host_write_needs_flush, in_release_acce
                     transitions_in_order,
                     makes_host_writes_available)
 from .scopes import second_execution_scope, signal_first_scope
-from .walk import Consumer, Misuse, PendingBatch, Walk
+from .walk import Consumer, Misuse, PendingBatch, Walk, several_orders
 
 __all__ = ["SINK", "AccessNode", "Model", "Pair", "SyncNode", "conflicts", "signal_order"]
 
@@ -154,9 +154,11 @@ class Model(Consumer):
         self._issuing = ""  # the host op of the access being compared: its submit, or itself
         self._uses: dict[str, dict] | None = {} if any(
             isinstance(op, ir.Destroy) for t in stream.threads for op in t.ops) else None
-        # With several host threads, an idle wait covers only the batches whose submit happens-before it (5.3.4;
-        # docs/format.md, Several host threads): per queue, each batch's submit and the position its end takes.
-        self._batch_ends: dict[str, list[tuple[str, int]]] | None = {} if len(stream.threads) > 1 else None
+        # With several host threads whose submission orders are not each read (walk.several_orders), an idle wait
+        # covers only the batches whose submit happens-before it (5.3.4; docs/format.md, Several host threads): per
+        # queue, each batch's submit and the position its end takes.
+        self._batch_ends: dict[str, list[tuple[str, int]]] | None = \
+            {} if len(stream.threads) > 1 and not several_orders(stream) else None
         self._run()
 
     # ---- building ----------------------------------------------------------
