@@ -8,10 +8,8 @@
 Prints how many streams were compared, skipped (not completing, or outside what the reference reads: each
 reason counted) and how many disagreed; each disagreeing stream goes to --out as one JSON line (with what
 differed), the smallest first on the terminal. In --mode reference a stream of several threads is compared with
-the reference's verdict over every submission order its threads allow (docs/format.md, "Several host threads");
-each disagreement says whether it stands against the reference in the checker's own submission order too
-(`own_order`: a rule the checker gets wrong) or only in another (a verdict that depends on its schedule). The
-suite runs each comparison with fewer examples (the test named below).
+the reference's verdict over every submission order its threads allow, which the checker reads too (docs/format.md,
+"Several host threads"). The suite runs each comparison with fewer examples (the test named below).
 
 Modes (what is compared with what):
 - reference: the fast checker against the slow reference (tests/test_reference.py), both under the readings
@@ -135,19 +133,13 @@ def main() -> int:
         if differ:
             counts["disagreed"] += 1
             found.append((differ, doc))
-            if args.mode == "reference":
-                own = disagreements(doc, readings, own_order=True)
-                counts["own_order"] = counts.get("own_order", 0) + bool(own)
-                differ.append(f"own_order: {own}")
         done = sum(counts.values()) - counts["disagreed"]
         if done % 500 == 0:
             print(f"  {done} streams, {counts['disagreed']} disagreed", file=sys.stderr)
 
     run()
-    own = f" ({counts.get('own_order', 0)} in the checker's own submission order too)" if counts["disagreed"] and \
-        args.mode == "reference" else ""
     print(f"{args.mode}: {counts['compared']} compared, {counts['skipped']} skipped, {counts['disagreed']} "
-          f"disagreed{own} ({time.perf_counter() - start:.0f} s, seed {args.seed})")
+          f"disagreed ({time.perf_counter() - start:.0f} s, seed {args.seed})")
     for reason, n in reasons.most_common():
         print(f"  skipped {n}: {reason}")
     if found:

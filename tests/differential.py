@@ -25,7 +25,7 @@ from vkverify.check.reference import OutsideReference, Reference, joined, refere
 from vkverify.check.barriers import LAYOUT_TRANSITION, stage_text
 from vkverify.check.engine import Checker
 from vkverify.check.schedule import Schedule
-from vkverify.check.walk import Consumer, Walk, shared_timelines, signals
+from vkverify.check.walk import shared_timelines, signals
 from vkverify.model import from_dict, ir
 from vkverify.model.refs import format_ref, parse_ref, split_ref
 from vkverify.mutations import analyze
@@ -784,40 +784,16 @@ def assert_agree(doc: dict, compare) -> None:
     assert not found, "\n".join(found) + "\n" + json.dumps(doc)
 
 
-class _Calls(Consumer):
-    """The walk's submission order: each queue's submits and idle waits as (thread, op position), as it calls them."""
-
-    def __init__(self, stream: ir.Stream) -> None:
-        self.threads = [t.id for t in stream.threads]
-        self.calls: dict[str, list] = {q: [] for q in stream.index.queues}
-
-    def submit(self, thread: int, pc: int, op: ir.Submit) -> None:
-        self.calls[op.queue].append((self.threads[thread], pc))
-
-    def wait_idle(self, thread: int, pc: int, op: ir.HostOp, queues: list[str]) -> None:
-        for q in queues:
-            self.calls[q].append((self.threads[thread], pc))
-
-
-def walk_order(stream: ir.Stream) -> dict[str, tuple]:
-    """The submission order of the checker's own schedule (walk.Walk.run), one of the reference's orders."""
-    calls = _Calls(stream)
-    Walk(stream, calls).run()
-    return {q: tuple(c) for q, c in calls.calls.items()}
-
-
-def disagreements(doc: dict, readings: Readings = DEFAULT, own_order: bool = False) -> list[str]:
+def disagreements(doc: dict, readings: Readings = DEFAULT) -> list[str]:
     """How the fast checker's findings differ from the reference's verdict on the stream `doc`, both under
     `readings` (empty: they agree); the reference's verdict is a hazard of any submission order the threads
     allow. Racing pairs compare as unordered pairs: which side comes first, and so whether the pair is called
     raw or war, depends on the schedule; so do pairs racing in some submission order, and pairs on a queue that
     several threads feed that come in either order in two submission orders (`unordered`). Whether a pair is
-    racing (no execution dependency either way, which decides its witness) is compared too. `own_order`: the
-    reference in the checker's own submission order alone (walk_order), which tells a rule the checker gets
-    wrong from a verdict that depends on its schedule."""
+    racing (no execution dependency either way, which decides its witness) is compared too."""
     stream = from_dict(doc)
     findings = check(stream, readings)
-    oracles = [Reference(stream, readings, walk_order(stream))] if own_order else references(stream, readings)
+    oracles = references(stream, readings)
     oracle, verdict = oracles[0], joined(oracles)
     out = []
     fast = {(f.kind, f.first, f.second) for f in findings if f.kind in ACCESS_KINDS}

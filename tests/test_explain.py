@@ -205,3 +205,16 @@ def test_another_threads_write_to_host_cached_memory_needs_flush_and_invalidate(
     assert [(f.kind, f.first, f.second) for f in check(stream)] == ([] if why is None else [("raw", "up[0]", read)])
     assert bool(pair.chains) == (why is None) and (why is None or why in pair.reasons[0]), pair
     assert check(stream, replace(DEFAULT, host_threads_coherent=True)) == []
+
+
+@pytest.mark.parametrize("prefix, pair, fixed_pair", [("200", ("cb1[1]", "cb0[0]"), ("cb0[0]", "cb1[1]")),
+                                                     ("202", ("up[0]", "cb1[0]"), ("up[0]", "cb1[0]"))])
+def test_a_pair_unordered_in_another_submission_order_is_explained_there(prefix, pair, fixed_pair):
+    """Two threads submit to one queue: the pair the walk's submission order orders (or runs the other way round)
+    is explained in the other, which a note names (docs/format.md, "Several host threads"); in the fixed twin the
+    submits come in one order, which orders it."""
+    ex = explain(load(corpus(prefix)), *pair)
+    assert not ex.ordered
+    assert any(n.startswith("in the submission order q0: use[0], ") for n in ex.notes)
+    fixed = explain(load(corpus(str(int(prefix) + 1))), *fixed_pair)
+    assert fixed.ordered and not any("submission order" in n for n in fixed.notes)

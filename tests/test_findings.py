@@ -10,7 +10,7 @@ from vkverify.check import check
 from vkverify.check.findings import Findings
 from vkverify.check.engine import Checker
 from vkverify.check.schedule import Schedule
-from vkverify.check.walk import shared_timelines
+from vkverify.check.walk import several_orders, shared_timelines
 from vkverify.model import load
 
 from .conftest import CORPUS, EXAMPLES
@@ -57,3 +57,24 @@ def test_findings_are_a_sequence_worded_when_read():
     assert f.message == "cb0[1] reads 'A' bytes [0, 4096) that cb0[0] wrote, without a memory dependency"
     with pytest.raises(IndexError):
         found[1]
+
+
+def test_join_adds_what_another_run_found_and_merges_the_bytes_of_what_both_found():
+    """schedule.check's runs in each submission order: Findings.join keys findings as record does, adds the
+    other run's new ones worded, and widens the range of one both report."""
+    stream = load(next(p for p in CORPUS if p.name.startswith("200-")))
+    use_first = next(o for o in several_orders(stream) if o["q0"][0][0] == "use")
+    theirs = Schedule(Checker(stream), shared_timelines(stream), order=use_first, every_order=True).run()
+    assert [(f.kind, f.first, f.second, f.range) for f in theirs] == [("waw", "cb1[1]", "cb0[0]", (0, 4096))]
+    fresh = Findings(None)
+    fresh.join(theirs)
+    assert list(fresh) == list(theirs)  # added, worded as the run words it
+    mine = Findings(None)
+    mine.record("waw", "D", 0, 8, "x[0]", "x[1]", -1, -1, 1, 0, ("worded", "fix"))
+    mine.record("waw", "D", 4096, 4100, "cb1[1]", "cb0[0]", -1, -1, 2, 0, ("worded", "fix"))
+    mine.record("raw", "D", 0, 8, "cb1[1]", "cb0[0]", -1, -1, 2, 0, ("worded", "fix"))
+    mine.join(theirs)
+    assert [(f.kind, f.first, f.range) for f in mine] == [("waw", "x[0]", (0, 8)), ("waw", "cb1[1]", (0, 4100)),
+                                                          ("raw", "cb1[1]", (0, 8))]
+    mine.join(Schedule(Checker(stream), shared_timelines(stream)).run())  # the walk's order: nothing
+    assert len(mine) == 3

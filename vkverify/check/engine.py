@@ -172,10 +172,12 @@ class Checker:
                                 (f"{x.ref} uses {x.buffer!r} after {destroyed.ref} destroyed it",
                                  f"remove {x.ref} or move the destroy of {x.buffer!r} ({destroyed.ref}) after it"))
                     return False
-                # Submitted before the destroy, run after it in this schedule: pending at the destroy.
-                self.report("use_after_destroy", x.buffer, lo, hi, x, destroyed, x.uid,
-                            (f"{destroyed.ref} destroys {x.buffer!r} while {x.ref} may still use it",
-                             fixes.destroy(x, destroyed.ref)), racing=True)
+                if x.family is not None:  # submitted before the destroy, run after it in this schedule: pending
+                    self.report("use_after_destroy", x.buffer, lo, hi, x, destroyed, x.uid,
+                                (f"{destroyed.ref} destroys {x.buffer!r} while {x.ref} may still use it",
+                                 fixes.destroy(x, destroyed.ref)), racing=True)
+                # Another thread's host access the destroy does not happen-before is no use after it (rule 9:
+                # every later use, and every pending device use), in whichever order this schedule ran the two.
             if self.uses is not None and x.family is not None:
                 self.uses.setdefault(x.buffer, {})[(x.agent, x.stage)] = x
         if hi <= lo:

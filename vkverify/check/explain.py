@@ -19,10 +19,11 @@ import networkx as nx
 from ..model import ir
 from ..model.errors import UsageError
 from ..model.loader import validate
-from ..model.refs import owner_of, parse_ref, split_submit, without_submit
+from ..model.refs import format_ref, owner_of, parse_ref, split_submit, without_submit
 from .barriers import ALIAS, FULL, NONE, OWN, coverage, is_transition, stage_text
 from .hb import SINK, AccessNode, Model, SyncNode, Pair, conflicts
 from .events import through_event
+from .walk import several_orders
 from .rules import (chains as stages_chain, first_access_scope_gap, in_first_access_scope, in_synchronization_scope,
                     second_access_scope_gap)
 
@@ -108,7 +109,30 @@ def explain(stream: ir.Stream, first: str, second: str) -> Explanation:
         values, stream = stream.instances[0]
         notes.append("parameters " + ", ".join(f"{k}={v}" for k, v in values) + " (the smallest instance)")
     a_ref, b_ref = resolve(stream, first), resolve(stream, second)
-    model = Model(stream)
+    # Threads calling one queue: check reads every submission order they allow (docs/format.md, "Several host
+    # threads"), the walk's first. A pair is explained in the first that leaves it unordered running `first`
+    # before `second` (in another, `second` first, it is another pair), else in the walk's.
+    out = None
+    for order in [None, *several_orders(stream)]:
+        model = Model(stream, order=order)
+        if order is not None and any(h[0] == "blocked" for h in model.hazards):
+            continue  # no schedule runs this order
+        ex, in_order = _explained(stream, model, a_ref, b_ref, notes)
+        if order is not None:
+            ex.notes.append("in the submission order " + "; ".join(
+                f"{q}: {', '.join(format_ref(*call) for call in calls)}" for q, calls in order.items()
+                if len({t for t, _ in calls}) > 1))
+        if not ex.ordered and in_order:
+            return ex
+        out = out or ex
+    return out
+
+
+def _explained(stream: ir.Stream, model: Model, a_ref: str, b_ref: str,
+               notes: list[str]) -> tuple[Explanation, bool]:
+    """explain's answer in `model`'s submission order, after `notes`; and whether that order runs each access of
+    a_ref before the access of b_ref it is paired with, where the two share a queue or thread."""
+    notes = list(notes)
     found = []
     for ref in (a_ref, b_ref):
         op = op_at(stream, without_submit(ref))
@@ -140,7 +164,8 @@ def explain(stream: ir.Stream, first: str, second: str) -> Explanation:
         for (lo, hi), (chains, reasons) in _merge([(seg, _explain_segment(model, pair, seg)) for seg in segs]):
             out.append(PairExplanation(pair.kind, pair.second.buffer, (lo - base, hi - base),
                                        _describe(pair.first), _describe(pair.second), chains, reasons))
-    return Explanation(a_ref, b_ref, out, notes)
+    in_order = all(p.first.agent != p.second.agent or p.first.seq < p.second.seq for p, _ in pairs)
+    return Explanation(a_ref, b_ref, out, notes), in_order
 
 
 def op_at(stream: ir.Stream, ref: str):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import fixes
 from .access import Access
@@ -255,6 +255,41 @@ class Findings(Sequence[Finding]):
             new.settle(len(new), f)
         return new
 
+    def join(self, other: Findings) -> None:
+        """Add the findings of `other` (another run of the stream: schedule.check's submission orders) this lacks,
+        worded, by the key `record` dedupes by; of one both have, the bytes are merged. Only those added are
+        worded: most are in every run."""
+        at = {self.key(i): i for i in range(len(self))}
+        for j in range(len(other)):
+            i = at.get(other.key(j))
+            if i is None:
+                at[other.key(j)] = len(self)
+                self.settle(len(self), other.finding(j))
+                continue
+            theirs, mine = other.span(j), self.span(i)
+            if theirs is None or theirs == mine:
+                continue
+            span = theirs if mine is None else (min(mine[0], theirs[0]), max(mine[1], theirs[1]))
+            if i in self.settled:
+                self.settled[i] = replace(self.settled[i], range=span)
+            else:
+                self.grown[i] = span
+
+    def key(self, i: int) -> tuple:
+        """Finding i's key, as `record` dedupes by, without wording it."""
+        if i in self.settled:
+            f = self.settled[i]
+            return f.kind, f.buffer, f.first, f.second, f.ops
+        words = self.words.get(i)
+        return self.kinds[i], self.buffers[i], self.firsts[i], self.seconds[i], words and words[2]
+
+    def span(self, i: int) -> tuple[int, int] | None:
+        """Finding i's bytes (its range), without wording it."""
+        if i in self.settled:
+            return self.settled[i].range
+        lo, hi = self.rows[ROW * i + LO:ROW * i + HI + 1]
+        return self.grown.get(i) or (None if lo == _ABSENT else (lo, hi))
+
     def settle(self, i: int, f: Finding) -> None:
         """Finding i is `f` from now on; i == len(self): `f` is added after the others."""
         if i == len(self):
@@ -269,8 +304,7 @@ class Findings(Sequence[Finding]):
         first, second = self._access(self.firsts[i], e), self._access(self.seconds[i], x)
         message, fix, ops = self.words.get(i) or self._hazard_words(i, first, second, lo, hi,
                                                                     bool(flags & HOSTS_ORDERED))
-        span = self.grown.get(i) or (None if lo == _ABSENT else (lo, hi))
-        return Finding(self.kinds[i], message, fix, self.buffers[i], span, self.firsts[i], self.seconds[i],
+        return Finding(self.kinds[i], message, fix, self.buffers[i], self.span(i), self.firsts[i], self.seconds[i],
                        _described(first), _described(second), bool(flags & RACING), ops,
                        (first and first.label, second and second.label))
 

@@ -45,7 +45,7 @@ from .rules import (atomic_pair, chains, host_write_needs_flush, in_release_acce
                     transitions_in_order,
                     makes_host_writes_available)
 from .scopes import second_execution_scope, signal_first_scope
-from .walk import Consumer, Misuse, PendingBatch, Walk
+from .walk import Consumer, Misuse, PendingBatch, Walk, several_orders
 
 __all__ = ["SINK", "AccessNode", "Model", "Pair", "SyncNode", "conflicts", "signal_order"]
 
@@ -125,9 +125,12 @@ SINK = (("second access",), EXEC)  # the product node standing for the pair's se
 class Model(Consumer):
     """The stream's synchronization nodes, cross-agent edges, compared pairs and blocked waits."""
 
-    def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT) -> None:
+    def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT,
+                 order: ir.SubmissionOrder | None = None) -> None:
+        """`order`: the submission order to run (walk.several_orders; None: the walk's own)."""
         self.stream = stream
         self.readings = readings
+        self.order = order
         # The nodes before a barrier with host in its source stages through which it holds host ops (readings).
         self.host_barrier_reaches = ("wait", "sub") if readings.host_barrier_after_wait else ("sub",)
         self.index = stream.index
@@ -151,9 +154,11 @@ class Model(Consumer):
         self._issuing = ""  # the host op of the access being compared: its submit, or itself
         self._uses: dict[str, dict] | None = {} if any(
             isinstance(op, ir.Destroy) for t in stream.threads for op in t.ops) else None
-        # With several host threads, an idle wait covers only the batches whose submit happens-before it (5.3.4;
-        # docs/format.md, Several host threads): per queue, each batch's submit and the position its end takes.
-        self._batch_ends: dict[str, list[tuple[str, int]]] | None = {} if len(stream.threads) > 1 else None
+        # With several host threads whose submission orders are not each read (walk.several_orders), an idle wait
+        # covers only the batches whose submit happens-before it (5.3.4; docs/format.md, Several host threads): per
+        # queue, each batch's submit and the position its end takes.
+        self._batch_ends: dict[str, list[tuple[str, int]]] | None = \
+            {} if len(stream.threads) > 1 and not several_orders(stream) else None
         self._run()
 
     # ---- building ----------------------------------------------------------
@@ -175,7 +180,7 @@ class Model(Consumer):
         self.cross.setdefault(a, []).append(b)
 
     def _run(self) -> None:
-        walk = Walk(self.stream, self)
+        walk = Walk(self.stream, self, order=self.order)
         walk.run()
         self.hazards.update(("blocked", ref) for ref in walk.blocked())
         self._drop_hidden()

@@ -57,11 +57,9 @@ is not ordered with.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from graphlib import CycleError, TopologicalSorter
 from itertools import count, pairwise, product
-from math import factorial, prod
 
 from ..errors import VkverifyError
 from ..model import ir
@@ -251,45 +249,15 @@ def _covers(n: Operation, x: OperationAccess, by_buffer: bool) -> bool:
 
 # ---- submission orders -------------------------------------------------------------------------------
 
-def _idle_queues(index: ir.StreamIndex, op: ir.QueueWaitIdle | ir.DeviceWaitIdle) -> list[str]:
-    """Spec 5.3.4: vkQueueWaitIdle waits for one queue, vkDeviceWaitIdle for every queue of the device."""
-    if isinstance(op, ir.QueueWaitIdle):
-        return [op.queue]
-    return [q for q, (device, _) in index.queues.items() if device == op.device]
-
-
-def _interleavings(calls: list[tuple]) -> Iterator[tuple]:
-    """Every merge of the sequences `calls` that keeps each one's order."""
-    calls = [c for c in calls if c]
-    if len(calls) <= 1:
-        yield tuple(x for c in calls for x in c)
-        return
-    for i, c in enumerate(calls):
-        for rest in _interleavings(calls[:i] + [c[1:]] + calls[i + 1:]):
-            yield (c[0], *rest)
-
-
-def submission_orders(stream: ir.Stream) -> list[dict[str, tuple[tuple[str, int], ...]]]:
-    """Spec 7.2 submission order, "the order in which vkQueueSubmit commands are executed on the host, for a
-    single queue": per queue, its submits and idle waits as (thread, op position). One thread's calls come in
-    its program order; those of several threads to one queue in every interleaving (the queue is externally
-    synchronized, in an order the stream does not record), each queue's independently."""
+def submission_orders(stream: ir.Stream) -> list[ir.SubmissionOrder]:
+    """Every submission order of the stream's queues (ir.submission_orders): one per interleaving of the calls of
+    several threads to one queue, each queue's independently."""
     if stream.params:
         raise OutsideReference("the reference reads streams without params")
-    calls: dict[str, dict[str, list]] = {q: {} for q in stream.index.queues}
-    for t in stream.threads:
-        for pc, op in enumerate(t.ops):
-            queues = [op.queue] if isinstance(op, ir.Submit) else \
-                _idle_queues(stream.index, op) if isinstance(op, (ir.QueueWaitIdle, ir.DeviceWaitIdle)) else []
-            for q in queues:
-                calls[q].setdefault(t.id, []).append((t.id, pc))
-    n = prod(factorial(sum(map(len, by.values()))) // prod(factorial(len(c)) for c in by.values())
-             for by in calls.values())
-    if n > MAX_ORDERS:
-        raise OutsideReference(f"{n} submission orders of queues fed by several threads (the reference reads at "
-                               f"most {MAX_ORDERS})")
-    return [dict(orders) for orders in product(*([(q, order) for order in _interleavings(list(by.values()))]
-                                                 for q, by in calls.items()))]
+    orders = ir.submission_orders(stream, MAX_ORDERS)
+    if orders is None:
+        raise OutsideReference(f"more than {MAX_ORDERS} submission orders of queues fed by several threads")
+    return orders
 
 
 # ---- building the operations ------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Runs a stream in the walker's legal order (walk.Walk: host threads in program order, queues as
 their waits allow, device work as early as possible) and moves the vector clocks of the checker it holds
-(engine.Checker): the walk's consumer, which the checker knows nothing of.
+(engine.Checker): the walk's consumer, which the checker knows nothing of. A stream whose threads call one
+queue runs once more in each other submission order they allow (check; walk.several_orders).
 
 Waits that never become satisfiable end the run with `deadlock`, `wait_never_satisfied` or
 `fence_misuse` findings naming the blocked ops.
@@ -17,7 +18,7 @@ from .engine import Checker
 from .findings import Finding, Findings
 from .readings import DEFAULT, Readings
 from .scopes import second_execution_scope, signal_first_scope
-from .walk import Consumer, Misuse, PendingBatch, Walk, shared_timelines
+from .walk import Consumer, Misuse, PendingBatch, Walk, several_orders, shared_timelines
 
 __all__ = ["Schedule", "check"]
 
@@ -37,29 +38,43 @@ def check(stream: ir.Stream, readings: Readings = DEFAULT, witness: str = "slice
     # The run makes millions of small objects that form no cycles (about a fifth of the time at 3*10^5
     # commands went to the cyclic collector's rescans, measured).
     with cyclic_gc_paused():
-        findings = Schedule(Checker(stream, readings), shared).run()
+        # Threads calling one queue: its submission order is any interleaving of their calls (docs/format.md,
+        # "Several host threads"); the verdict is every finding of each one some schedule runs.
+        orders = several_orders(stream)
+        findings = Schedule(Checker(stream, readings), shared, every_order=bool(orders)).run()
+        for order in orders:
+            other = Schedule(Checker(stream, readings), shared, order=order, every_order=True).run()
+            if other is not None:
+                findings.join(other)
     return exact.refine(stream, findings, shared, witness, exact.WITNESSES if witnesses is None else witnesses)
 
 
 class Schedule(Consumer):
     """The walk's consumer that runs `checker`'s stream through it: a release is the clock it carries."""
 
-    def __init__(self, checker: Checker, shared: frozenset[str] = frozenset(), host_threads: int | None = None) -> None:
+    def __init__(self, checker: Checker, shared: frozenset[str] = frozenset(), host_threads: int | None = None,
+                 order: ir.SubmissionOrder | None = None, every_order: bool = False) -> None:
         """`shared`: the stream's timelines several agents signal (walk.shared_timelines); host_threads: how many
-        of the stream's threads run ops (default: all of them)."""
+        of the stream's threads run ops (default: all of them); `order`: the submission order to run (None: the
+        walk's own); `every_order`: whether each submission order the threads allow is run (check)."""
         self.checker = checker
         self.shared = shared
+        self.order = order
         stream = checker.stream
-        # With several host threads, an idle wait covers only the batches whose submit happens-before it (below):
-        # per queue, each batch's submit (its thread's clock entry, position) and the release at its end.
-        several = (len(stream.threads) if host_threads is None else host_threads) > 1
+        # With several host threads whose orders are not each run, an idle wait covers only the batches whose
+        # submit happens-before it (below): per queue, each batch's submit (its thread's clock entry, position) and
+        # the release at its end. Where each is run, it covers every batch before it in the run's order (5.3.4).
+        several = (len(stream.threads) if host_threads is None else host_threads) > 1 and not every_order
         self.batch_ends: dict[str, list] | None = {} if several else None
 
-    def run(self) -> Findings:
+    def run(self) -> Findings | None:
+        """The findings; None where no schedule runs `order` (the walk blocks in it)."""
         # The walk refers to the checker, not the reverse: no cycle keeps the checker's millions of objects
         # alive once check() returns (the cyclic collector is paused, and would then scan them all).
-        walk = Walk(self.checker.stream, self, self.shared)
+        walk = Walk(self.checker.stream, self, self.shared, order=self.order)
         walk.run()
+        if self.order is not None and walk.blocked():
+            return None
         walk.report_blocked()
         return self.checker.result()
 
@@ -108,8 +123,9 @@ class Schedule(Consumer):
 
     def wait_idle(self, thread: int, pc: int, op: ir.HostOp, queues: list[str]) -> None:
         """Spec 5.3.4: an idle wait is "equivalent to having submitted a valid fence to every previously executed
-        queue submission": of another thread's submits, only those that happen-before it on the host were
-        (threads are ordered only through Vulkan objects; docs/format.md, Several host threads)."""
+        queue submission": in the one order run of several, of another thread's submits only those that
+        happen-before it on the host were (threads are ordered only through Vulkan objects; docs/format.md,
+        Several host threads)."""
         if self.batch_ends is None:
             self.host_wait(thread, pc, op, [self.checker.queues[q].signal_fence() for q in queues])
             return

@@ -4,7 +4,8 @@ Host threads perform their ops in program order; a submit queues its batches in 
 (spec 7.2); a batch starts once its semaphore waits are satisfied (7.4); a host wait blocks until
 what it waits for has happened (7.3 fences, 7.4.2 timeline values, 5.3.4 idle waits). `Walk.run`
 takes one legal order, the checker's (each thread until it blocks, every queue drained after each
-host op); `sim/order.py` picks others with `host_ready`, `batch_ready` and the `step_*` methods.
+host op), in a submission order given (each call to a queue in its turn: several threads calling one queue,
+`several_orders`) or its own; `sim/order.py` picks others with `host_ready`, `batch_ready` and the `step_*` methods.
 
 What running an op means belongs to the `Consumer`: the checker moves vector clocks, hb.Model adds
 graph nodes, the simulator lists data steps. A release (a semaphore or fence signal, an idle wait)
@@ -25,7 +26,8 @@ from typing import NamedTuple
 from ..model import ir
 from ..model.refs import format_ref, sort_key
 
-__all__ = ["BinarySignal", "Consumer", "FenceState", "Misuse", "PendingBatch", "Walk", "shared_timelines", "signals"]
+__all__ = ["ORDERS", "BinarySignal", "Consumer", "FenceState", "Misuse", "PendingBatch", "Walk", "several_orders",
+           "shared_timelines", "signals"]
 
 
 @dataclass(eq=False)
@@ -99,6 +101,17 @@ class Consumer:
         """A rule the stream breaks."""
 
 
+ORDERS = 64  # the submission orders of queues several threads call that are read, at most (else the walk's own)
+
+
+def several_orders(stream: ir.Stream) -> list[ir.SubmissionOrder]:
+    """The submission orders of a stream whose threads call one queue (ir.submission_orders), each of which
+    check and explain read (docs/format.md, "Several host threads"); none where it has one, or more than ORDERS
+    (then the walk's own alone)."""
+    orders = ir.submission_orders(stream, ORDERS) if len(stream.threads) > 1 else None
+    return orders if orders and len(orders) > 1 else []
+
+
 def shared_timelines(stream: ir.Stream) -> frozenset[str]:
     """Timelines signalled by several queues or host threads: which signal satisfies a wait then
     depends on the schedule."""
@@ -127,21 +140,17 @@ def ever_signals(stream: ir.Stream, semaphore: str, value: int) -> bool:
                for t in stream.threads for op in t.ops for s in signals(op))
 
 
-def idle_queues(index: ir.StreamIndex, op: ir.QueueWaitIdle | ir.DeviceWaitIdle) -> list[str]:
-    """Spec 5.3.4: vkQueueWaitIdle waits for one queue, vkDeviceWaitIdle for every queue of the device."""
-    if isinstance(op, ir.QueueWaitIdle):
-        return [op.queue]
-    return [q for q, (device, _) in index.queues.items() if device == op.device]
-
-
 class Walk:
     """The state of the walk: each thread's next op, each queue's pending batches, fences, semaphores."""
 
     def __init__(self, stream: ir.Stream, consumer: Consumer, shared: frozenset[str] | None = None,
-                 runs_on: dict[str, object] | None = None) -> None:
+                 runs_on: dict[str, object] | None = None, order: ir.SubmissionOrder | None = None) -> None:
         """`runs_on`: stream queue -> the device queue it is submitted to, where stream queues share one (a
-        device with fewer queues than the stream): their batches then form one submission order (spec 7.2)."""
+        device with fewer queues than the stream): their batches then form one submission order (spec 7.2).
+        `order`: the submission order to run (ir.submission_orders): a call to a queue waits for its turn."""
         self.stream = stream
+        self.order = order
+        self.made = dict.fromkeys(order or (), 0)  # queue -> how many of its calls in `order` are made
         self.index = stream.index
         self.consumer = consumer
         self.threads = [(t.id, t.ops) for t in stream.threads]
@@ -312,21 +321,32 @@ class Walk:
             found = [self.timeline_signal(w.semaphore, w.value) for w in op.waits]
             return None if None in found else [s[1] for s in found if s]
         if isinstance(op, (ir.QueueWaitIdle, ir.DeviceWaitIdle)):
-            queues = idle_queues(self.index, op)
+            queues = ir.idle_queues(self.index, op)
             return None if any(self.pending[q] for q in queues) else queues
         return []
 
     def host_ready(self, thread: int) -> bool:
         _, ops = self.threads[thread]
-        return self.pc[thread] < len(ops) and self.waited(ops[self.pc[thread]]) is not None
+        return self.pc[thread] < len(ops) and self.waited(ops[self.pc[thread]]) is not None and self.turn(thread)
+
+    def turn(self, thread: int) -> bool:
+        """Whether the thread's next op may run in the walk's submission order: a call to a queue (a submit, an
+        idle wait) once the calls before it there are made; every op where the walk is given no order."""
+        if self.order is None:
+            return True
+        (name, ops), pc = self.threads[thread], self.pc[thread]
+        return all(self.order[q][self.made[q]] == (name, pc) for q in ir.queues_called(self.index, ops[pc]))
 
     def step_host(self, thread: int) -> bool:
         """Perform the thread's next op; False while it blocks."""
         pc, (name, ops) = self.pc[thread], self.threads[thread]
         op = ops[pc]
         waited = self.waited(op)
-        if waited is None:
+        if waited is None or not self.turn(thread):
             return False
+        if self.order is not None:
+            for q in ir.queues_called(self.index, op):
+                self.made[q] += 1
         if isinstance(op, (ir.WaitFences, ir.WaitSemaphores)):
             self.consumer.host_wait(thread, pc, op, waited)
         elif isinstance(op, (ir.QueueWaitIdle, ir.DeviceWaitIdle)):

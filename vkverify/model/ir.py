@@ -8,6 +8,7 @@ every consumer sees explicit values.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from math import comb
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -65,6 +66,7 @@ __all__ = [
     "SignalSemaphore",
     "Stream",
     "StreamIndex",
+    "SubmissionOrder",
     "Submit",
     "Subresources",
     "Tagged",
@@ -75,6 +77,9 @@ __all__ = [
     "WaitSemaphores",
     "WriteBufferMarker",
     "batches",
+    "idle_queues",
+    "queues_called",
+    "submission_orders",
     "submits",
     "submitted",
 ]
@@ -617,6 +622,59 @@ def submits(stream: Stream) -> Iterator[tuple[Thread, Submit]]:
 def batches(stream: Stream) -> Iterator[tuple[Submit, Batch]]:
     """Each batch of each submit (submits() order), with its submit."""
     return ((op, b) for _, op in submits(stream) for b in op.batches)
+
+
+def idle_queues(index: StreamIndex, op: QueueWaitIdle | DeviceWaitIdle) -> list[str]:
+    """Spec 5.3.4: vkQueueWaitIdle waits for one queue, vkDeviceWaitIdle for every queue of the device."""
+    if isinstance(op, QueueWaitIdle):
+        return [op.queue]
+    return [q for q, (device, _) in index.queues.items() if device == op.device]
+
+
+def queues_called(index: StreamIndex, op: object) -> list[str]:
+    """The queues a host op calls (spec 7.2 submission order): a submit's, an idle wait's (5.3.4); none else."""
+    if isinstance(op, Submit):
+        return [op.queue]
+    return idle_queues(index, op) if isinstance(op, (QueueWaitIdle, DeviceWaitIdle)) else []
+
+
+SubmissionOrder = dict[str, tuple[tuple[str, int], ...]]  # queue -> its calls as (thread, op position), in order
+
+
+def submission_orders(stream: Stream, most: int) -> list[SubmissionOrder] | None:
+    """Spec 7.2 submission order, "the order in which vkQueueSubmit commands are executed on the host, for a
+    single queue": per queue, its submits and idle waits (5.3.4: a fence submitted after every earlier
+    submission) as (thread, op position). One thread's calls come in its program order; those of several threads
+    to one queue in every interleaving (the queue is externally synchronized, in an order the stream does not
+    record), each queue's independently. None where there are more than `most`."""
+    calls: dict[str, dict[str, list]] = {q: {} for q in stream.index.queues}
+    for t in stream.threads:
+        for pc, op in enumerate(t.ops):
+            for q in queues_called(stream.index, op):
+                calls[q].setdefault(t.id, []).append((t.id, pc))
+    n = 1  # how many: per queue, the ways to place each thread's calls among those of the threads before it
+    for by in calls.values():
+        placed = 0
+        for c in by.values():
+            placed += len(c)
+            n *= comb(placed, len(c))
+            if n > most:
+                return None
+    orders: list[SubmissionOrder] = [{}]
+    for q, by in calls.items():
+        orders = [{**order, q: merged} for order in orders for merged in _interleavings(list(by.values()))]
+    return orders
+
+
+def _interleavings(calls: list[list]) -> Iterator[tuple]:
+    """Every merge of the sequences `calls` that keeps each one's order."""
+    calls = [c for c in calls if c]
+    if len(calls) <= 1:
+        yield tuple(x for c in calls for x in c)
+        return
+    for i, c in enumerate(calls):
+        for rest in _interleavings(calls[:i] + [c[1:]] + calls[i + 1:]):
+            yield (c[0], *rest)
 
 
 def submitted(op: object) -> list[str]:
