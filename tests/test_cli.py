@@ -402,3 +402,24 @@ def test_color_on_request_or_on_a_terminal_unless_no_color(monkeypatch, capsys, 
     monkeypatch.setenv("NO_COLOR", no_color)
     code, out, _ = run(capsys, "check", "--color", color, RAW)  # auto: capsys is no terminal
     assert code == 1 and ("\x1b[1;31m  #1 raw A" in out) == painted and ("\x1b[" in out) == painted
+
+
+def test_a_verdict_on_more_submission_orders_than_check_reads_is_partial(tmp_path, capsys):
+    """Two threads each submitting four times to one queue and waiting for it idle, nothing ordering them: C(10, 5)
+    = 252 interleavings of their calls, more than walk.ORDERS, so only the walk's own is read and the verdict says
+    so; with two submits each (C(6, 3) = 20), every one is read and the verdict is whole."""
+    def stream(submits: int) -> dict:
+        doc = json.loads((ROOT / "tests/corpus/200-two-threads-one-queue-barrier-covers-one-order.json").read_text())
+        doc.pop("expect", None)
+        doc["threads"] = {t: [{"op": "submit", "queue": "q0", "command_buffers": [cb]}] * submits
+                          + [{"op": "queue_wait_idle", "queue": "q0"}] for t, cb in (("up", "cb0"), ("use", "cb1"))}
+        return doc
+    verdicts = {}
+    for submits in (2, 4):
+        path = tmp_path / f"{submits}.json"
+        path.write_text(json.dumps(stream(submits)))
+        main(["check", "--format", "json", "--exit-zero", str(path)])
+        (verdicts[submits],) = json.loads(capsys.readouterr().out)
+    assert "partial" not in verdicts[2]
+    (why,) = verdicts[4]["partial"]
+    assert "more than 64 orders" in why and "Several host threads" in why

@@ -53,6 +53,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .check import check
     from .check.expect import compare, suppress
     from .check.readings import DEFAULT
+    from .check.walk import orders_unread
 
     results = []
     for file in args.files:
@@ -61,6 +62,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             results.append(bad_input(file, loaded))
             continue
         stream, partial = loaded
+        partial = (*partial, *orders_unread(stream))
         found = suppress(stream, check(stream, args.readings or DEFAULT, args.witness, args.witnesses))
         # Left as they are where every kind is reported: the checker's findings are worded only when read.
         kept = found.kept if args.kinds == ALL_KINDS else [f for f in found.kept if f.kind in args.kinds]

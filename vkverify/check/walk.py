@@ -26,8 +26,8 @@ from typing import NamedTuple
 from ..model import ir
 from ..model.refs import format_ref, sort_key
 
-__all__ = ["ORDERS", "BinarySignal", "Consumer", "FenceState", "Misuse", "PendingBatch", "Walk", "several_orders",
-           "shared_timelines", "signals"]
+__all__ = ["ORDERS", "BinarySignal", "Consumer", "FenceState", "Misuse", "PendingBatch", "Walk", "orders_unread",
+           "several_orders", "shared_timelines", "signals"]
 
 
 @dataclass(eq=False)
@@ -110,6 +110,14 @@ def several_orders(stream: ir.Stream) -> list[ir.SubmissionOrder]:
     (then the walk's own alone)."""
     orders = ir.submission_orders(stream, ORDERS) if len(stream.threads) > 1 else None
     return orders if orders and len(orders) > 1 else []
+
+
+def orders_unread(stream: ir.Stream) -> tuple[str, ...]:
+    """Why a verdict on `stream` is partial where its threads allow more submission orders than check reads."""
+    if len(stream.threads) > 1 and ir.submission_orders(stream, ORDERS) is None:
+        return (f"its threads call a queue in more than {ORDERS} orders: only the walk's own submission order is "
+                "read (docs/format.md, \"Several host threads\")",)
+    return ()
 
 
 def shared_timelines(stream: ir.Stream) -> frozenset[str]:
