@@ -115,8 +115,9 @@ def several_orders(stream: ir.Stream) -> list[ir.SubmissionOrder]:
 def orders_unread(stream: ir.Stream) -> tuple[str, ...]:
     """Why a verdict on `stream` is partial where its threads allow more submission orders than check reads."""
     if len(stream.threads) > 1 and ir.submission_orders(stream, ORDERS) is None:
-        return (f"its threads call a queue in more than {ORDERS} orders: only the walk's own submission order is "
-                "read (docs/format.md, \"Several host threads\")",)
+        why = (f"its threads call a queue in more than {ORDERS} orders: only the walk's own submission order is "
+               "read (docs/format.md, \"Several host threads\")")
+        return (why,)
     return ()
 
 
