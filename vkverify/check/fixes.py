@@ -59,8 +59,7 @@ def memory_dependency(wording: Wording, w: Access, x: Access, hosts_ordered: boo
                 + (f" ({'an image' if x.buffer in wording.images else 'a buffer'} barrier on {x.buffer!r} suffices)"
                    if one else " (a global memory barrier)"))
     if w.family is not None and x.family is not None:
-        return (f"signal a semaphore after {w.ref} on {_where(wording, w)} and wait on it before {x.ref} "
-                f"on {_where(wording, x)} with a stage mask that includes {x.stage}")
+        return _semaphore(wording, w, x)
     if w.family is not None:  # device write, host read or write
         host = "host_write" if x.write else "host_read"
         cached = " then vkInvalidateMappedMemoryRanges over the range," if noncoherent and not x.write else ""
@@ -91,9 +90,17 @@ def execution_dependency(wording: Wording, r: Access, x: Access) -> str:
     if r.family is not None and x.family is None:
         return f"wait for the fence or semaphore signalled after {r.ref} before {x.ref}"
     if r.family is not None:
-        return (f"signal a semaphore after {r.ref} on {_where(wording, r)} and wait on it before {x.ref} "
-                f"on {_where(wording, x)} with a stage mask that includes {x.stage}")
+        return _semaphore(wording, r, x)
     return f"submit {x.ref} only after {r.ref} on {_where(wording, r)}"
+
+
+def _semaphore(wording: Wording, e: Access, x: Access) -> str:
+    """Spec 7.4: a semaphore from e's queue to x's; a layout transition is in the scope of all_commands alone (7.6:
+    "all operations performed by all commands"), so a signal after one, or a wait before one, names it."""
+    signal = " at all_commands" if is_transition(e.stage) else ""
+    stage = "all_commands" if is_transition(x.stage) else x.stage
+    return (f"signal a semaphore{signal} after {e.ref} on {_where(wording, e)} and wait on it before {x.ref} "
+            f"on {_where(wording, x)} with a stage mask that includes {stage}")
 
 
 def _transition_scope(other: Access, transition: Access, scope: str) -> str:
