@@ -903,10 +903,10 @@ def fix_disagreements(doc: dict) -> list[str]:
         commands = doc["command_buffers"][first.owner]
         if src_stage == dst_stage == LAYOUT_TRANSITION:
             continue  # two transitions: the fix names a stage in two barriers (fixes._transitions), not one edit
-        if LAYOUT_TRANSITION in (src_stage, dst_stage):  # the fix widens the scopes of the transition's own barrier
+        # A wait's transition after the first: its fix is a barrier before the wait to all_commands (fixes._before_wait)
+        wait = dst_stage == LAYOUT_TRANSITION and commands[second.index]["cmd"] == "wait_events"
+        if LAYOUT_TRANSITION in (src_stage, dst_stage) and not wait:  # the fix widens the transition's barrier
             at = second.index if dst_stage == LAYOUT_TRANSITION else first.index
-            if commands[at]["cmd"] == "wait_events" and dst_stage == LAYOUT_TRANSITION:
-                continue  # a wait's first scope is its event's set's (7.5): the fix's src_stage must be the set's too
             side, stage, access = ("src", src_stage, writes) if dst_stage == LAYOUT_TRANSITION else \
                 ("dst", dst_stage, dst.split("+") if memory else [])
             transition = dict(commands[at])
@@ -917,8 +917,8 @@ def fix_disagreements(doc: dict) -> list[str]:
                 commands[:at] + [transition] + commands[at + 1:])}}
             moved = f.second
         else:
-            barrier = {"cmd": "barrier", "src_stage": [src_stage], "dst_stage": [dst_stage], "src_access": writes,
-                       "dst_access": dst.split("+") if memory else []}
+            barrier = {"cmd": "barrier", "src_stage": [src_stage], "dst_stage": ["all_commands" if wait else dst_stage],
+                       "src_access": writes, "dst_access": dst.split("+") if memory and not wait else []}
             fixed = {**doc, "command_buffers": {**doc["command_buffers"], first.owner: (
                 commands[:second.index] + [barrier] + commands[second.index:])}}
             moved = format_ref(second.owner, second.index + 1)

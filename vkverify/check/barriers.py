@@ -38,6 +38,7 @@ __all__ = [
     "barrier_steps",
     "compile_barrier",
     "coverage",
+    "in_wait",
     "is_transition",
     "layout_transitions",
     "memory_barriers",
@@ -106,15 +107,21 @@ def compile_barrier(b: ir.Barrier, index: ir.StreamIndex) -> tuple[BarrierEntry,
 # halves. Findings and fixes name it LAYOUT_TRANSITION (`stage_text`).
 
 
-def transition_stage(b: ir.Barrier, k: int, first_scope: frozenset[str]) -> str:
+def transition_stage(b: ir.Barrier, k: int, first_scope: frozenset[str], wait: bool) -> str:
     """The stage of the layout transitions of the k-th image barrier of dependency b with first synchronization
     scope `first_scope`, named by their value: an equal one later in submission order holds in its first scope all
-    that an earlier one did, so the two may share it."""
-    return f"{LAYOUT_TRANSITION}@{hash((b, k, first_scope)) & 0xFFFFFFFFFFFF:x}"
+    that an earlier one did, so the two may share it. `wait`: a vkCmdWaitEvents2's (`in_wait`)."""
+    return f"{LAYOUT_TRANSITION}@{'wait@' if wait else ''}{hash((b, k, first_scope)) & 0xFFFFFFFFFFFF:x}"
 
 
 def is_transition(stage: str) -> bool:
     return stage.startswith(LAYOUT_TRANSITION)
+
+
+def in_wait(stage: str) -> bool:
+    """Whether a transition's stage is a wait's: its first scope is what its event's set ordered (7.5), so a fix
+    orders the earlier access before the wait itself."""
+    return stage.startswith(f"{LAYOUT_TRANSITION}@wait@")
 
 
 def stage_text(stage: str) -> str:
@@ -137,8 +144,8 @@ class Steps(NamedTuple):
         return Steps(*(a + b for a, b in zip(self, other)))
 
 
-def layout_transitions(b: ir.Barrier, entries: tuple[BarrierEntry, ...]) -> Steps:
-    """Dependency b, compiled as `entries` (compile_barrier's order; a wait's with its event's first scope), as
+def layout_transitions(b: ir.Barrier, entries: tuple[BarrierEntry, ...], wait: bool = False) -> Steps:
+    """Dependency b, compiled as `entries` (compile_barrier's order; a `wait`'s with its event's first scope), as
     Steps: each entry of a transitioning image barrier also orders before and makes visible to its transition, and
     holds in its first scope what a scope of every later transition does; the second halves order the
     transitions, and the chains through them, before b's second scopes."""
@@ -152,7 +159,7 @@ def layout_transitions(b: ir.Barrier, entries: tuple[BarrierEntry, ...]) -> Step
         if not ib.transition:
             before += own
             continue
-        stage = transition_stage(b, k, own[0].src_exec)
+        stage = transition_stage(b, k, own[0].src_exec, wait)
         before += [replace(e, src_exec=e.src_exec | {LATER_TRANSITIONS},
                            dst_exec=e.dst_exec | {stage, EARLIER_TRANSITIONS},
                            dst_scope=e.dst_scope | {(stage, LAYOUT_WRITE)}) for e in own]

@@ -92,7 +92,7 @@ def event_entries(states: EventStates, queue: str, cmd: ir.SetEvent | ir.ResetEv
         if isinstance(scopes, str):
             unsatisfied.append((event, scopes))
         else:
-            steps += layout_transitions(dependency, wait_entries(dependency, event, scopes, index))
+            steps += layout_transitions(dependency, wait_entries(dependency, event, scopes, index), wait=True)
     return steps, unsatisfied
 
 
