@@ -552,25 +552,47 @@ def _image_command(draw) -> dict:
     if kind == "barrier":
         return _barrier(draw, narrow=True, **({"buffers": [{"buffer": "B", **draw(_range())}]}
                                               if draw(st.booleans()) else {}))
+    return _image_barrier(draw, image)
+
+
+# Image barriers' stages: those that chain (CHAIN_STAGES), and those that hold every layout transition in one scope
+# and nothing in the other (7.6.1), so that which scopes hold a transition decides the verdict.
+IMAGE_BARRIER_STAGES = CHAIN_STAGES + ["bottom_of_pipe", "top_of_pipe"]
+
+
+def _image_barrier(draw, image: str, src_stage: list[str] | None = None) -> dict:
+    """A barrier with one image barrier over a drawn subresource range of `image`, a layout transition or not."""
+    def stages() -> list[str]:  # often none: then only a scope that holds every transition orders it
+        return [] if draw(st.integers(0, 2)) == 0 else draw(_masks(IMAGE_BARRIER_STAGES))
+
     old, new = draw(st.sampled_from(LAYOUTS)), draw(st.sampled_from(LAYOUTS[1:]))
-    return _barrier(draw, narrow=True, images=[{"image": image, **draw(_subresources()), "old_layout": old,
-                                                "new_layout": draw(st.sampled_from([old, new])) if old != "undefined"
-                                                else new}])
+    return _barrier(draw, src_stage if src_stage is not None else stages(), stages(), narrow=True,
+                    images=[{"image": image, **draw(_subresources()), "old_layout": old,
+                             "new_layout": draw(st.sampled_from([old, new])) if old != "undefined" else new}])
 
 
 @st.composite
 def image_streams(draw) -> dict:
     """Images I and J (IMAGE_EXTENT, two levels, two layers) and buffers: one or two command buffers of image
-    commands (_image_command), on one queue or two joined by a semaphore of drawn stage."""
+    commands (_image_command), often with an event whose wait has an image barrier (7.7.4 in a wait's dependency);
+    two are submitted on one queue or two, now and then joined by a semaphore of drawn stage, often all_commands
+    (which holds every layout transition, 7.6)."""
     cbs = {f"cb{i}": draw(st.lists(_image_command(), min_size=2, max_size=6)) for i in range(draw(st.integers(1, 2)))}
-    two_queues = len(cbs) == 2 and draw(st.booleans())
+    if draw(st.booleans()):  # vkCmdSetEvent, then vkCmdWaitEvents of the same stage mask with an image barrier
+        cb = cbs[draw(st.sampled_from(sorted(cbs)))]
+        at = draw(st.integers(0, len(cb)))
+        stage = draw(st.lists(st.sampled_from(IMAGE_BARRIER_STAGES), min_size=1, max_size=2, unique=True))
+        cb.insert(at, {"cmd": "set_event", "event": "E", "stage": stage})
+        wait = _image_barrier(draw, draw(st.sampled_from(["I", "J"])), src_stage=stage)
+        cb.insert(draw(st.integers(at + 1, len(cb))), {**wait, "cmd": "wait_events", "events": ["E"]})
+    joined = len(cbs) == 2 and draw(st.booleans())
+    queue = "q1" if joined and draw(st.booleans()) else "q0"
+    stages = st.sampled_from(["all_commands"] * 3 + SEMAPHORE_STAGES)
     ops = [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"],
-            **({"signal": [{"semaphore": "T", "value": 1, "stage": [draw(st.sampled_from(SEMAPHORE_STAGES))]}]}
-               if two_queues else {})}]
+            **({"signal": [{"semaphore": "T", "value": 1, "stage": [draw(stages)]}]} if joined else {})}]
     if len(cbs) == 2:
-        ops.append({"op": "submit", "queue": "q1" if two_queues else "q0", "command_buffers": ["cb1"],
-                    **({"wait": [{"semaphore": "T", "value": 1, "stage": [draw(st.sampled_from(SEMAPHORE_STAGES))]}]}
-                       if two_queues else {})})
+        ops.append({"op": "submit", "queue": queue, "command_buffers": ["cb1"],
+                    **({"wait": [{"semaphore": "T", "value": 1, "stage": [draw(stages)]}]} if joined else {})})
     ops.append({"op": "device_wait_idle"})
     image = {"extent": list(IMAGE_EXTENT), "format": "r8g8b8a8_unorm", "mip_levels": 2, "array_layers": 2}
     return {"format": "vkverify-stream/1", "name": "images",
@@ -579,7 +601,7 @@ def image_streams(draw) -> dict:
                         {"id": "S", "size": SIZE * 4, "memory": "host_coherent"}],
             "images": [{"id": i, **image, "memory": draw(st.sampled_from(["device_local", "host_coherent"]))}
                        for i in ("I", "J")],
-            "semaphores": [{"id": "T", "type": "timeline"}],
+            "semaphores": [{"id": "T", "type": "timeline"}], "events": [{"id": "E"}],
             "shaders": {k: {"bindings": v} for k, v in SHADERS.items()},
             "command_buffers": cbs, "threads": {"main": ops}}
 
@@ -837,8 +859,10 @@ def disagreements(doc: dict, readings: Readings = DEFAULT) -> list[str]:
             # A read a write was ordered after: the checker keeps only the reads since the latest write
             # (docs/format.md, Checker conventions), so it compares `second` with that write, which stands for it.
             # A layout transition a later one of its queue superseded (they run in submission order, 7.7.4): the
-            # checker compares what comes after with that one, which orders `second` here.
+            # checker compares what comes after with that one, which orders `second` here; and a write a transition
+            # came after, which a later transition of its queue meets only as that transition's successor.
             newer = newer or any(oracle.transition_order(a, w) and oracle.hb(w.node, b.node)
+                                 or oracle.hb(a.node, w.node) and oracle.transition_order(w, b)
                                  for a in oracle.accesses if a.ref == first and a.root == root
                                  for b in oracle.accesses if b.ref == second and b.root == root
                                  for w in oracle.accesses if w.root == root and w.write)
@@ -928,7 +952,9 @@ def fix_disagreements(doc: dict) -> list[str]:
         commands = doc["command_buffers"][first.owner]
         if src_stage == dst_stage == LAYOUT_TRANSITION:
             continue  # two transitions: the fix names a stage in two barriers (fixes._transitions), not one edit
-        if LAYOUT_TRANSITION in (src_stage, dst_stage):  # the fix widens the scopes of the transition's own barrier
+        # A wait's transition after the first: its fix is a barrier before the wait to all_commands (fixes._before_wait)
+        wait = dst_stage == LAYOUT_TRANSITION and commands[second.index]["cmd"] == "wait_events"
+        if LAYOUT_TRANSITION in (src_stage, dst_stage) and not wait:  # the fix widens the transition's barrier
             at = second.index if dst_stage == LAYOUT_TRANSITION else first.index
             side, stage, access = ("src", src_stage, writes) if dst_stage == LAYOUT_TRANSITION else \
                 ("dst", dst_stage, dst.split("+") if memory else [])
@@ -940,8 +966,8 @@ def fix_disagreements(doc: dict) -> list[str]:
                 commands[:at] + [transition] + commands[at + 1:])}}
             moved = f.second
         else:
-            barrier = {"cmd": "barrier", "src_stage": [src_stage], "dst_stage": [dst_stage], "src_access": writes,
-                       "dst_access": dst.split("+") if memory else []}
+            barrier = {"cmd": "barrier", "src_stage": [src_stage], "dst_stage": ["all_commands" if wait else dst_stage],
+                       "src_access": writes, "dst_access": dst.split("+") if memory and not wait else []}
             fixed = {**doc, "command_buffers": {**doc["command_buffers"], first.owner: (
                 commands[:second.index] + [barrier] + commands[second.index:])}}
             moved = format_ref(second.owner, second.index + 1)

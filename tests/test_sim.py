@@ -132,6 +132,9 @@ VALUE_COINCIDING = {
     "175-image-transition-before-copy-done.json": "one of its operations is a layout transition",
     "176-image-barrier-one-layer.json": "stores the bytes I[16384, 32768) already held",
     "188-image-transitions-two-queues.json": "one of its operations is a layout transition",
+    "190-semaphore-signal-misses-transition.json": "one of its operations is a layout transition",
+    "192-wait-events-transition-without-availability.json": "one of its operations is a layout transition",
+    "194-barrier-after-transition-misses-it.json": "one of its operations is a layout transition",
 }
 SYNC_REASON = "names synchronization objects"  # deadlock, fence misuse...: no two racing accesses
 

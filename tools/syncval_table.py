@@ -43,12 +43,6 @@ FILE_FIELD = {
 }
 DATA_DEPENDENT = ("needs locations a shader computes (data[atomicAdd(counter[0], 1)]: a binding is a fixed byte "
                   "range)")
-DISAGREES_WAIT_TRANSITION = (
-    "disagrees: vkverify takes a vkCmdWaitEvents image barrier's layout transition for an access scope only and "
-    "misses its hazards (7.7.4 holds for a wait's image barriers too)")
-DISAGREES_SEMAPHORE_TRANSITION = (
-    "disagrees: vkverify's semaphore scopes (all_commands, bottom_of_pipe) hold no image layout transition, though "
-    "ALL_COMMANDS 'specifies all operations performed by all commands' (7.6)")
 # Tests whose code the patterns below do not tell apart: each reason read from the test.
 EXPLICIT = {
     "NegativeSyncVal.BadDestroy": "no synchronization (a device destroyed with a command buffer allocated)",
@@ -70,14 +64,6 @@ EXPLICIT = {
     "NegativeSyncVal.CopyOptimalImageHazards":
         "needs images aliasing one memory (VK_IMAGE_CREATE_ALIAS_BIT) and vkCmdResolveImage",
     "NegativeSyncVal.CmdClear": "needs depth/stencil images (vkCmdClearDepthStencilImage)",
-    "NegativeSyncVal.WaitEventImageLayoutTransition": DISAGREES_WAIT_TRANSITION,
-    "PositiveSyncVal.WaitEventImageLayoutTransition": (
-        "needs image layout transitions in an event's dependency: vkverify takes a wait's image barriers for access "
-        "scopes only, so the stream could not fail (NegativeSyncVal.WaitEventImageLayoutTransition)"),
-    "PositiveSyncVal.QSTransitionWithSrcNoneStage": DISAGREES_SEMAPHORE_TRANSITION,
-    "PositiveSyncVal.QSTransitionWithSrcNoneStage2": DISAGREES_SEMAPHORE_TRANSITION,
-    "PositiveSyncVal.QSTransitionAndRead": DISAGREES_SEMAPHORE_TRANSITION,
-    "PositiveSyncValBinarySemaphore.SemaphoreScopeIncludesLayoutTransition": DISAGREES_SEMAPHORE_TRANSITION,
     "PositiveSyncVal.ImageUsedInShaderWithoutAccess": (
         "needs a binding the shader does not access (imageSize() only): a binding is read, written, a uniform or "
         "atomic"),

@@ -172,7 +172,7 @@ class AccessState:
     def hidden_by_atomics(self, x: Access, root: str, seg: Segment) -> frozenset:
         """The uids of the accesses of seg hidden from x: those an atomic that happens-before x (7.1, an execution
         dependency over all of seg) happens after, as the most recent write hides the older ones."""
-        return frozenset().union(*(hides for e, hides in seg.atomics
+        return frozenset().union(*(hides for e, hides in (*seg.atomics, *seg.hiders)
                                    if e.uid != x.uid and not self.unordered(e, x, root, seg.lo, seg.hi, None)))
 
     def alike(self, e: Access, x: Access) -> bool:

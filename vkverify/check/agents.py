@@ -13,15 +13,14 @@ from itertools import count
 
 from ..model import ir
 from ..model.accesses import DEVICE_ACCESSES
-from ..model.stages import DEVICE_STAGES
 from .barriers import BarrierLog
-from .scopes import HOST
+from .scopes import ALL_DEVICE, HOST
 
 __all__ = ["EPOCHS", "FENCE_SCOPE", "Clock", "QueueAgent", "ThreadAgent", "acquired_releases", "join", "join_all"]
 
 Clock = tuple[int, ...]
 # Spec 7.3 fence signal: every command earlier in submission order, no stage mask (host-stage barriers too).
-FENCE_SCOPE = frozenset(DEVICE_STAGES) | HOST
+FENCE_SCOPE = ALL_DEVICE | HOST
 EPOCHS = count(1)  # QueueAgent.epoch
 
 
@@ -76,7 +75,7 @@ class QueueAgent:
 
     def __post_init__(self) -> None:
         zero = (0,) * self.clock_width
-        self.exec_clock = {s: zero for s in DEVICE_STAGES}
+        self.exec_clock = {s: zero for s in sorted(ALL_DEVICE)}
         self.vis_clock = {pair: zero for pair in DEVICE_ACCESSES}
         # Everything its waits and submissions acquired: a barrier with `host` in its source stage mask has
         # the host operations before them in its first scope (docs/format.md, "Readings").

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import NamedTuple
 
 from ..model import ir
 from ..model.images import LAYOUT_TRANSITION, LAYOUT_WRITE
 from .rules import chains, in_first_access_scope
-from .scopes import access_scope, accesses, explicit_stages, first_execution_scope, second_execution_scope
+from .scopes import (EARLIER_TRANSITIONS, LATER_TRANSITIONS, access_scope, accesses, explicit_stages,
+                     first_execution_scope, second_execution_scope)
 
 __all__ = [
     "ALIAS",
@@ -32,9 +33,12 @@ __all__ = [
     "BarrierEntry",
     "BarrierLog",
     "State",
+    "Steps",
     "apply_barrier",
+    "barrier_steps",
     "compile_barrier",
     "coverage",
+    "in_wait",
     "is_transition",
     "layout_transitions",
     "memory_barriers",
@@ -94,21 +98,30 @@ def compile_barrier(b: ir.Barrier, index: ir.StreamIndex) -> tuple[BarrierEntry,
     return tuple(out)
 
 
-# Spec 7.7.4 "Image Layout Transitions": a transition "happens-after the availability operations" of its barrier's first
-# scope and "happens-before the visibility operations" of its second, and it reads and writes the subresources. The
-# checker runs it as an access between the barrier's two halves, at a stage no command has, with an access of its own.
-# The stage is each image barrier's own (`transition_stage`): an access in one barrier's first scope reaches that
-# barrier's transitions only. Findings and fixes name it LAYOUT_TRANSITION (`stage_text`).
+# Spec 7.7.4 "Image Layout Transitions": a transition "happens-after the availability operations" of its memory
+# dependency's first scope and "happens-before the visibility operations" of its second, and it reads and writes the
+# subresources; a barrier's or a vkCmdWaitEvents2's dependency alike. The checker runs it as an access between the
+# dependency's two halves, at a stage no command has, with an access of its own. The stage is each image barrier's
+# own (`transition_stage`): an access in one barrier's first scope reaches that barrier's transitions only. The
+# scopes that hold every transition (all_commands, scopes.EARLIER_TRANSITIONS and LATER_TRANSITIONS) meet the two
+# halves. Findings and fixes name it LAYOUT_TRANSITION (`stage_text`).
 
 
-def transition_stage(b: ir.Barrier, k: int) -> str:
-    """The stage of the layout transitions of the k-th image barrier of b, named by its value: an equal barrier later
-    in submission order holds in its first scope all that an earlier one did, so the two may share it."""
-    return f"{LAYOUT_TRANSITION}@{hash((b, k)) & 0xFFFFFFFFFFFF:x}"
+def transition_stage(b: ir.Barrier, k: int, first_scope: frozenset[str], wait: bool) -> str:
+    """The stage of the layout transitions of the k-th image barrier of dependency b with first synchronization
+    scope `first_scope`, named by their value: an equal one later in submission order holds in its first scope all
+    that an earlier one did, so the two may share it. `wait`: a vkCmdWaitEvents2's (`in_wait`)."""
+    return f"{LAYOUT_TRANSITION}@{'wait@' if wait else ''}{hash((b, k, first_scope)) & 0xFFFFFFFFFFFF:x}"
 
 
 def is_transition(stage: str) -> bool:
     return stage.startswith(LAYOUT_TRANSITION)
+
+
+def in_wait(stage: str) -> bool:
+    """Whether a transition's stage is a wait's: its first scope is what its event's set ordered (7.5), so a fix
+    orders the earlier access before the wait itself."""
+    return stage.startswith(f"{LAYOUT_TRANSITION}@wait@")
 
 
 def stage_text(stage: str) -> str:
@@ -116,29 +129,53 @@ def stage_text(stage: str) -> str:
     return LAYOUT_TRANSITION if is_transition(stage) else stage
 
 
-def layout_transitions(b: ir.Barrier, index: ir.StreamIndex) -> tuple[tuple[BarrierEntry, ...], tuple, tuple]:
-    """A barrier with image layout transitions as three steps: its entries, each of a transitioning image barrier
-    also ordering before and making visible to the transition; the transitions, as accesses (stage, reads, write,
-    image, lo, hi, atomic); then the entries that order the transitions before the barrier's second scopes.
-    Without transitions: compile_barrier's entries and nothing else."""
-    entries = compile_barrier(b, index)
-    moving = [(k, ib) for k, ib in enumerate(b.images) if ib.transition]
-    if not moving:
-        return entries, (), ()
-    first = len(entries) - sum(len(ib.ranges) for ib in b.images)
-    stages = [transition_stage(b, k) if ib.transition else None for k, ib in enumerate(b.images)]
-    before = list(entries[:first])
-    for ib, stage in zip(b.images, stages):
-        for e in entries[len(before):len(before) + len(ib.ranges)]:
-            before.append(e if stage is None else BarrierEntry(
-                e.root, e.buffer, e.lo, e.hi, e.src_exec, e.src_stages, e.src_access, e.dst_exec | {stage},
-                e.dst_scope | {(stage, LAYOUT_WRITE)}))
-    accesses = tuple((stages[k], (), LAYOUT_WRITE, ib.image, lo, hi, False) for k, ib in moving for lo, hi in ib.ranges)
-    after = tuple(BarrierEntry(ib.image, ib.image, lo, hi, frozenset({stages[k]}), frozenset({stages[k]}),
-                               frozenset({LAYOUT_WRITE}), second_execution_scope(ib.dst_stage),
-                               access_scope(ib.dst_stage, ib.dst_access))
-                  for k, ib in moving for lo, hi in ib.ranges)
-    return tuple(before), accesses, after
+class Steps(NamedTuple):
+    """A synchronization command as its queue runs it (7.7.4): its entries, a transitioning image barrier's being
+    its first half, with each one's memory barrier as written; the layout transitions, as accesses (stage, reads,
+    write, image, lo, hi, atomic); then the entries of the second halves, with each one's image barrier."""
+
+    entries: tuple[BarrierEntry, ...]
+    written: tuple
+    transitions: tuple = ()
+    after: tuple[BarrierEntry, ...] = ()
+    after_written: tuple = ()
+
+    def __add__(self, other: Steps) -> Steps:  # a vkCmdWaitEvents2's dependencies, one after another
+        return Steps(*(a + b for a, b in zip(self, other)))
+
+
+def layout_transitions(b: ir.Barrier, entries: tuple[BarrierEntry, ...], wait: bool = False) -> Steps:
+    """Dependency b, compiled as `entries` (compile_barrier's order; a `wait`'s with its event's first scope), as
+    Steps: each entry of a transitioning image barrier also orders before and makes visible to its transition, and
+    holds in its first scope what a scope of every later transition does; the second halves order the
+    transitions, and the chains through them, before b's second scopes."""
+    written = memory_barriers(b)
+    if not any(ib.transition for ib in b.images):
+        return Steps(entries, written)
+    before = list(entries[:len(entries) - sum(len(ib.ranges) for ib in b.images)])
+    transitions, after, after_written = [], [], []
+    for k, ib in enumerate(b.images):
+        own = entries[len(before):len(before) + len(ib.ranges)]
+        if not ib.transition:
+            before += own
+            continue
+        stage = transition_stage(b, k, own[0].src_exec, wait)
+        before += [replace(e, src_exec=e.src_exec | {LATER_TRANSITIONS},
+                           dst_exec=e.dst_exec | {stage, EARLIER_TRANSITIONS},
+                           dst_scope=e.dst_scope | {(stage, LAYOUT_WRITE)}) for e in own]
+        for lo, hi in ib.ranges:
+            transitions.append((stage, (), LAYOUT_WRITE, ib.image, lo, hi, False))
+            after.append(BarrierEntry(ib.image, ib.image, lo, hi, frozenset({stage}), frozenset({stage}),
+                                      frozenset({LAYOUT_WRITE}),
+                                      second_execution_scope(ib.dst_stage) | {EARLIER_TRANSITIONS},
+                                      access_scope(ib.dst_stage, ib.dst_access)))
+            after_written.append(ib)
+    return Steps(tuple(before), written, tuple(transitions), tuple(after), tuple(after_written))
+
+
+def barrier_steps(b: ir.Barrier, index: ir.StreamIndex) -> Steps:
+    """Spec 7.6 vkCmdPipelineBarrier2 as its queue runs it."""
+    return layout_transitions(b, compile_barrier(b, index))
 
 
 def memory_barriers(b: ir.Barrier) -> tuple[ir.Barrier | ir.BufferBarrier | ir.ImageBarrier, ...]:

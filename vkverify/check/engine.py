@@ -26,7 +26,7 @@ from . import fixes
 from .access import Access
 from .access_state import AccessState
 from .agents import EPOCHS, Clock, QueueAgent, ThreadAgent, join, join_all
-from .barriers import BarrierEntry, layout_transitions
+from .barriers import BarrierEntry, Steps, barrier_steps
 from .events import EventStates, event_entries
 from .findings import ACCESS_KINDS, Findings
 from .readings import DEFAULT, Readings
@@ -456,16 +456,15 @@ class Checker:
             return
         compiled = self.barriers.get(id(cmd))
         if compiled is None:
-            entries, transitions, after = layout_transitions(cmd, self.index)
-            if transitions:
-                self._own_stages(queue, entries + after)
+            steps = barrier_steps(cmd, self.index)
+            if steps.transitions:
+                self._own_stages(queue, steps.entries + steps.after)
             # Per entry, the clocks it reads and writes (_scopes); then the entries that make host writes available,
-            # the buffer barriers that transfer ownership, and the image layout transitions with the entries after
-            # them (barriers.layout_transitions).
-            compiled = self.barriers[id(cmd)] = (entries, self._scopes(queue, entries),
-                tuple(e for e in entries if makes_host_writes_available(e.src_stages, e.src_access)),
+            # the buffer barriers that transfer ownership, and the steps of the image layout transitions.
+            compiled = self.barriers[id(cmd)] = (steps.entries, self._scopes(queue, steps.entries),
+                tuple(e for e in steps.entries if makes_host_writes_available(e.src_stages, e.src_access)),
                 tuple(bb for bb in cmd.buffers if transfers_ownership(bb.src_family, bb.dst_family)),
-                transitions and (transitions, after))
+                steps.transitions and steps)
         entries, scopes, available, transfers, transitions = compiled
         if transitions:
             self._own_stages(queue, entries)  # another queue may run the command buffer
@@ -480,11 +479,15 @@ class Checker:
         for bb in transfers:
             self.state.ownership_transfer(queue, bb)
         if transitions:
-            accesses, after = transitions
-            queue.pos += 1  # the transitions come after the first half and before the second (7.7.4)
-            self._run_accesses(queue, cmd, ref, accesses, True)
-            queue.pos += 1
-            self._log_entries(queue, after)
+            self._run_transitions(queue, cmd, ref, transitions)
+
+    def _run_transitions(self, queue: QueueAgent, cmd: ir.Barrier | ir.WaitEvents, ref: str, steps: Steps) -> None:
+        """Spec 7.7.4: the layout transitions come after their dependencies' first halves (logged already) and
+        before their second halves."""
+        queue.pos += 1
+        self._run_accesses(queue, cmd, ref, steps.transitions, True)
+        queue.pos += 1
+        self._log_entries(queue, steps.after)
 
     def _own_stages(self, queue: QueueAgent, entries: tuple[BarrierEntry, ...]) -> None:
         """Clocks on `queue` for the stages and (stage, access) pairs no command has that `entries` name: an event's
@@ -512,14 +515,16 @@ class Checker:
     def run_event(self, queue: QueueAgent, cmd: ir.SetEvent | ir.ResetEvent | ir.WaitEvents, ref: str) -> None:
         """Spec 7.5: a set or a wait as entries of the queue's barrier log (events.py); a reset changes only the
         event's state. A wait no set satisfies is reported (the queue would wait for ever) and orders nothing."""
-        entries, _, unsatisfied = event_entries(self.events, queue.id, cmd, self.index)
+        steps, unsatisfied = event_entries(self.events, queue.id, cmd, self.index)
         for event, why in unsatisfied:
             self.report("wait_never_satisfied", None, None, None, None, None, None,
                         (f"{ref} waits for event {why}",
                          f"set {event!r} on {queue.id} before the wait, or by the host before the submission"),
                         ops=(ref,))
-        if entries:
-            self._log_entries(queue, entries)
+        if steps.entries:
+            self._log_entries(queue, steps.entries)
+        if steps.transitions:
+            self._run_transitions(queue, cmd, ref, steps)
 
     def _scopes(self, queue: QueueAgent, entries: tuple[BarrierEntry, ...]) -> tuple:
         """Per entry, the clocks it reads and writes: its scopes restricted to what the queue tracks, the host

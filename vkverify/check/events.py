@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..model import ir
-from .barriers import BarrierEntry, compile_barrier, memory_barriers
+from .barriers import BarrierEntry, Steps, compile_barrier, layout_transitions, memory_barriers
 from .scopes import explicit_stages, first_execution_scope
 
 __all__ = ["HOST", "EventStates", "dependencies", "event_entries", "event_stage", "set_entries", "through_event",
@@ -72,30 +72,28 @@ def dependencies(cmd: ir.Barrier | ir.SetEvent | ir.ResetEvent | ir.WaitEvents) 
 
 
 def event_entries(states: EventStates, queue: str, cmd: ir.SetEvent | ir.ResetEvent | ir.WaitEvents,
-                  index: ir.StreamIndex) -> tuple[tuple[BarrierEntry, ...], tuple, list[tuple[str, str]]]:
-    """Run an event command on `queue`: the entries it adds to the queue's barrier log (none for a reset), each
-    one's masks as written (a dependency, or one of its buffer barriers; vkCmdSetEvent's a barrier of its stage
-    mask alone), and per event a wait finds unsatisfied, (event, why): the queue would wait for ever, and the wait
-    orders nothing."""
+                  index: ir.StreamIndex) -> tuple[Steps, list[tuple[str, str]]]:
+    """Run an event command on `queue`: what it adds to the queue's barrier log (barriers.Steps: none for a reset;
+    a set's masks as written are a dependency, or one of its buffer barriers; vkCmdSetEvent's a barrier of its
+    stage mask alone; a wait's dependencies with their image layout transitions, 7.7.4), and per event a wait finds
+    unsatisfied, (event, why): the queue would wait for ever, and the wait orders nothing."""
     if isinstance(cmd, ir.ResetEvent):
         states.run(queue, cmd)
-        return (), (), []
+        return Steps((), ()), []
     if isinstance(cmd, ir.SetEvent):
         states.run(queue, cmd)
         written = memory_barriers(cmd.dependency) if cmd.dependency is not None else \
             (ir.Barrier(cmd.stage, frozenset(), frozenset(), frozenset()),)
-        return set_entries(cmd), written, []
-    entries: tuple[BarrierEntry, ...] = ()
-    written: tuple = ()
+        return Steps(set_entries(cmd), written), []
+    steps = Steps((), ())
     unsatisfied = []
     for event, dependency in zip(cmd.events, cmd.dependencies):
         scopes = states.waited(queue, event)
         if isinstance(scopes, str):
             unsatisfied.append((event, scopes))
         else:
-            entries += wait_entries(dependency, event, scopes, index)
-            written += memory_barriers(dependency)
-    return entries, written, unsatisfied
+            steps += layout_transitions(dependency, wait_entries(dependency, event, scopes, index), wait=True)
+    return steps, unsatisfied
 
 
 @dataclass

@@ -22,7 +22,8 @@ from ..model.loader import validate
 from ..model.refs import format_ref, owner_of, parse_ref, split_submit, without_submit
 from .barriers import ALIAS, FULL, NONE, OWN, coverage, is_transition, stage_text
 from .hb import SINK, AccessNode, Model, SyncNode, Pair, conflicts
-from .events import through_event
+from .events import dependencies, through_event
+from .scopes import EARLIER_TRANSITIONS
 from .walk import several_orders
 from .rules import (chains as stages_chain, first_access_scope_gap, in_first_access_scope, in_synchronization_scope,
                     second_access_scope_gap)
@@ -140,9 +141,11 @@ def _explained(stream: ir.Stream, model: Model, a_ref: str, b_ref: str,
                                 ir.CopyImageToBuffer, ir.CopyImage, ir.ClearColorImage, ir.WriteBufferMarker,
                                 ir.CopyQueryPoolResults))
                 or isinstance(op, ir.HostAccess) and op.op in ("host_write", "host_read")
-                or isinstance(op, ir.Barrier) and any(ib.transition for ib in op.images)):
+                or isinstance(op, (ir.Barrier, ir.WaitEvents)) and any(ib.transition for d in dependencies(op)
+                                                                       for ib in d.images)):
             raise ExplainError(ref, "accesses no memory: name a copy, fill, update, dispatch, an image command, a "
-                                    "barrier with an image layout transition, host_write, host_read or destroy")
+                                    "barrier or wait_events with an image layout transition, host_write, host_read "
+                                    "or destroy")
         accesses = [x for r, xs in model.accesses.items() if _matches(ref, r) for x in xs]
         if not accesses:
             notes.append(f"{ref} never runs: the stream blocks before it (see `vkverify check`)")
@@ -318,7 +321,7 @@ def _chain(model: Model, pair: Pair, path: list) -> list[str]:
             if prev[0] == "access" and is_transition(e.stage):
                 parts.append("its layout transition of the image comes before its second scopes (7.7.4)")
             elif prev[0] == "access":
-                parts.append(f"first scope: {e.stage} is in src_stage"
+                parts.append(f"first scope: {stage_text(e.stage)} is in src_stage"
                              + ("" if e.stage in node.entry.src_stages else " (logically earlier)"))
                 if pair.memory and e.write and in_first_access_scope(e.stage, e.write, node.entry.src_stages,
                                                                      node.entry.src_access):
@@ -328,23 +331,25 @@ def _chain(model: Model, pair: Pair, path: list) -> list[str]:
             if nxt == SINK[0] and is_transition(x.stage):
                 parts.append("its layout transition of the image comes after its first scopes (7.7.4)")
             elif nxt == SINK[0]:
-                parts.append(f"second scope: {x.stage} is in dst_stage")
+                parts.append(f"second scope: {stage_text(x.stage)} is in dst_stage")
                 if pair.memory:
-                    parts.append(f"dst_access makes it visible to {x.stage}/{'+'.join(pair.need)}")
+                    parts.append(f"dst_access makes it visible to {stage_text(x.stage)}/{'+'.join(pair.need)}")
             elif tok.host_visible and x.host:
                 parts.append("dst_stage host and dst_access host_read make it visible to the host")
             steps.append(f"{name(model, key)} ({masks}): " + "; ".join(parts))
             continue
         if key[0] in ("sig", "fence", "idle") and prev[0] in ("bar", "wait", "sub"):
-            parts.append(f"its first scope meets the second scope of step {i - 1}")
+            parts.append(f"its first scope meets the second scope of step {i - 1}"
+                         + (" in the layout transition, which all_commands holds (7.6)"
+                            if node.ins & model.nodes[prev].outs == {EARLIER_TRANSITIONS} else ""))
         elif key[0] == "sig" and prev[0] == "access":
             stage = names(op_at(model.stream, key[1]).batches[key[2]].signals[key[3]].stage)
-            parts.append(f"first scope: {e.stage} is in its stage mask {stage} "
+            parts.append(f"first scope: {stage_text(e.stage)} is in its stage mask {stage} "
                          f"(with everything earlier on {node.agent})")
         elif key[0] in ("fence", "idle") and prev[0] == "access":
             parts.append(f"first scope: all earlier work on {node.agent}")
         elif key[0] == "wait" and nxt == SINK[0]:
-            parts.append(f"second scope: {x.stage} is in its stage mask {names(_wait(model, key).stage)}")
+            parts.append(f"second scope: {stage_text(x.stage)} is in its stage mask {names(_wait(model, key).stage)}")
         elif key[0] == "sub" and nxt == SINK[0]:
             parts.append("the submission orders earlier host operations before every command in it")
         elif key[0] == "host" and prev[0] == "access":
@@ -414,10 +419,10 @@ def _no_execution_dependency(model: Model, pair: Pair, reached: dict) -> list[st
             if n.kind == "bar":
                 b, _ = _barrier_masks(model, n.key)
                 reasons.append(f"the barrier {n.key[1]} has dst_stage {names(b.dst_stage)}, the {_what(x)} {x.ref} "
-                               f"is at {x.stage}")
+                               f"is at {stage_text(x.stage)}")
             elif n.kind == "wait":
                 reasons.append(f"the {name(model, n.key)} has stage {names(_wait(model, n.key).stage)}, the "
-                               f"{_what(x)} {x.ref} is at {x.stage}")
+                               f"{_what(x)} {x.ref} is at {stage_text(x.stage)}")
     if e.agent == x.agent and not x.host:
         bars = [n for n in _between(model, pair) if n.kind == "bar"]
         if not bars:
@@ -438,7 +443,7 @@ def _no_execution_dependency(model: Model, pair: Pair, reached: dict) -> list[st
                 continue  # the set it waits for says why, as a barrier would
             b, _ = _barrier_masks(model, n.key)
             reasons.append(f"the {_command(model, n.key)} {n.key[1]} has src_stage {names(b.src_stage)}, "
-                           f"the {_what(e)} {e.ref} is at {e.stage}")
+                           f"the {_what(e)} {e.ref} is at {stage_text(e.stage)}")
     if e.agent != x.agent and not reasons:
         reasons += _no_cross_edge(model, pair, reached)
     return reasons
@@ -466,8 +471,9 @@ def _no_memory_dependency(model: Model, pair: Pair, seg: tuple[int, int], reache
             b, _ = _barrier_masks(model, n.key)
             for m in makers:
                 a, _ = _barrier_masks(model, m.key)
-                reasons.append(f"the barrier {n.key[1]} makes the write visible to {x.stage}/{'+'.join(pair.need)} "
-                               f"but does not chain after the barrier {m.key[1]}, which made it available: "
+                reasons.append(f"the barrier {n.key[1]} makes the write visible to "
+                               f"{stage_text(x.stage)}/{'+'.join(pair.need)} but does not chain after the barrier "
+                               f"{m.key[1]}, which made it available: "
                                f"{m.key[1]}'s dst_stage {names(a.dst_stage)} misses its src_stage "
                                f"{names(b.src_stage)}")
     if reasons:
@@ -483,12 +489,12 @@ def _no_memory_dependency(model: Model, pair: Pair, seg: tuple[int, int], reache
                 lacking = second_access_scope_gap(x.stage, pair.need, n.entry.dst_scope)
                 reasons.append(f"the barrier {n.key[1]} makes {e.ref}'s write available but its dst_access "
                                f"{names(b.dst_access)} lacks {names(lacking)}: not visible to "
-                               f"{x.stage}/{'+'.join(pair.need)}")
+                               f"{stage_text(x.stage)}/{'+'.join(pair.need)}")
     if not reasons:
         for n in makers:
             b, _ = _barrier_masks(model, n.key)
             reasons.append(f"the barrier {n.key[1]} makes {e.ref}'s write available, but no barrier that makes it "
-                           f"visible to {x.stage} chains after its dst_stage {names(b.dst_stage)}")
+                           f"visible to {stage_text(x.stage)} chains after its dst_stage {names(b.dst_stage)}")
     return reasons
 
 
@@ -514,8 +520,9 @@ def _not_made_available(model: Model, pair: Pair, seg: tuple[int, int], executed
                                f"src_stage {names(b.src_stage)}: its access scope holds only the stages it names")
         elif n.kind == "rel" and n.key[0] == "sig" and not in_synchronization_scope(e.stage, n.ins):
             s = op_at(model.stream, n.key[1]).batches[n.key[2]].signals[n.key[3]]
-            reasons.append(f"the {name(model, n.key)} has stage {names(s.stage)}, which excludes {e.stage}: "
-                           f"{e.ref} reaches it only through a chain whose first barrier made nothing available")
+            reasons.append(f"the {name(model, n.key)} has stage {names(s.stage)}, which excludes "
+                           f"{stage_text(e.stage)}: {e.ref} reaches it only through a chain whose first barrier made "
+                           f"nothing available")
     return reasons or [f"nothing makes the {e.write} of {e.ref} available"]
 
 
@@ -608,7 +615,7 @@ def _no_cross_edge(model: Model, pair: Pair, reached: dict) -> list[str]:
             if n.key[0] == "sig":
                 s = op_at(model.stream, n.key[1]).batches[n.key[2]].signals[n.key[3]]
                 out.append(f"the {name(model, n.key)} has stage {names(s.stage)}, the {_what(e)} {e.ref} is at "
-                           f"{e.stage}")
+                           f"{stage_text(e.stage)}")
             continue
         targets = [model.nodes[t] for t in model.cross.get(n.key, [])]
         if not targets:

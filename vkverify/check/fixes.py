@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ..model import ir
 from .access import Access
-from .barriers import is_transition, stage_text
+from .barriers import in_wait, is_transition, stage_text
 from .readings import Readings
 
 __all__ = ["Wording", "acquire_stage", "destroy", "execution_dependency", "memory_dependency", "ownership",
@@ -48,6 +48,8 @@ def memory_dependency(wording: Wording, w: Access, x: Access, hosts_ordered: boo
     noncoherent = wording.memory_kind[x.buffer] == "host_cached"  # coherence is the memory's: an alias follows it
     if w.agent == x.agent and is_transition(w.stage) and is_transition(x.stage):
         return _transitions(w, x)
+    if w.agent == x.agent and in_wait(x.stage):
+        return _before_wait(w, x, f"src {w.stage}/{w.write}")
     if w.agent == x.agent and is_transition(x.stage):
         return _transition_scope(w, x, f"src_stage {w.stage} and src_access {w.write}")
     if w.agent == x.agent and is_transition(w.stage) and x.family is not None:
@@ -59,8 +61,7 @@ def memory_dependency(wording: Wording, w: Access, x: Access, hosts_ordered: boo
                 + (f" ({'an image' if x.buffer in wording.images else 'a buffer'} barrier on {x.buffer!r} suffices)"
                    if one else " (a global memory barrier)"))
     if w.family is not None and x.family is not None:
-        return (f"signal a semaphore after {w.ref} on {_where(wording, w)} and wait on it before {x.ref} "
-                f"on {_where(wording, x)} with a stage mask that includes {x.stage}")
+        return _semaphore(wording, w, x)
     if w.family is not None:  # device write, host read or write
         host = "host_write" if x.write else "host_read"
         cached = " then vkInvalidateMappedMemoryRanges over the range," if noncoherent and not x.write else ""
@@ -84,6 +85,8 @@ def execution_dependency(wording: Wording, r: Access, x: Access) -> str:
     """WAR: spec 7.1 an execution dependency suffices."""
     if r.agent == x.agent and is_transition(r.stage) and is_transition(x.stage):
         return _transitions(r, x)
+    if r.agent == x.agent and in_wait(x.stage):
+        return _before_wait(r, x, f"src_stage {r.stage}")
     if r.agent == x.agent and is_transition(x.stage):
         return _transition_scope(r, x, f"src_stage {r.stage}")
     if r.agent == x.agent and x.family is not None:
@@ -91,9 +94,24 @@ def execution_dependency(wording: Wording, r: Access, x: Access) -> str:
     if r.family is not None and x.family is None:
         return f"wait for the fence or semaphore signalled after {r.ref} before {x.ref}"
     if r.family is not None:
-        return (f"signal a semaphore after {r.ref} on {_where(wording, r)} and wait on it before {x.ref} "
-                f"on {_where(wording, x)} with a stage mask that includes {x.stage}")
+        return _semaphore(wording, r, x)
     return f"submit {x.ref} only after {r.ref} on {_where(wording, r)}"
+
+
+def _semaphore(wording: Wording, e: Access, x: Access) -> str:
+    """Spec 7.4: a semaphore from e's queue to x's; a layout transition is in the scope of all_commands alone (7.6:
+    "all operations performed by all commands"), so a signal after one, or a wait before one, names it."""
+    signal = " at all_commands" if is_transition(e.stage) else ""
+    stage = "all_commands" if is_transition(x.stage) else x.stage
+    return (f"signal a semaphore{signal} after {e.ref} on {_where(wording, e)} and wait on it before {x.ref} "
+            f"on {_where(wording, x)} with a stage mask that includes {stage}")
+
+
+def _before_wait(other: Access, transition: Access, src: str) -> str:
+    """Spec 7.5 and 7.7.4: a wait's layout transition comes after what its event's set ordered, which need not hold
+    `other`; a barrier before the wait whose second scope holds every later transition (7.6: all_commands) does."""
+    return (f"vkCmdPipelineBarrier2 between {other.ref} and {transition.ref}: {src} -> dst_stage all_commands: the "
+            f"wait's layout transition writes the image")
 
 
 def _transition_scope(other: Access, transition: Access, scope: str) -> str:

@@ -33,10 +33,8 @@ from typing import NamedTuple
 import networkx as nx
 
 from ..model import ir
-from ..model.stages import DEVICE_STAGES
 from ..model.refs import format_ref, parse_ref
-from .barriers import (EMPTY, FULL, BarrierEntry, State, apply_barrier, coverage, is_transition, layout_transitions,
-                       memory_barriers, sees)
+from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, barrier_steps, coverage, is_transition, sees
 from ..model.accesses import command_accesses
 from .agents import FENCE_SCOPE
 from .events import EventStates, dependencies, event_entries, through_event
@@ -44,12 +42,11 @@ from .readings import DEFAULT, Readings
 from .rules import (atomic_pair, chains, host_write_needs_flush, in_release_access_scope, in_synchronization_scope,
                     transitions_in_order,
                     makes_host_writes_available)
-from .scopes import second_execution_scope, signal_first_scope
+from .scopes import ALL_DEVICE, second_execution_scope, signal_first_scope
 from .walk import Consumer, Misuse, PendingBatch, Walk, several_orders
 
 __all__ = ["SINK", "AccessNode", "Model", "Pair", "SyncNode", "conflicts", "signal_order"]
 
-ALL_DEVICE = frozenset(DEVICE_STAGES)
 HOST_READ = ("host", "host_read")
 # Either in a destination: the domain operation to the host.
 HOST_ACCESS = frozenset({HOST_READ, ("host", "host_write")})
@@ -233,23 +230,21 @@ class Model(Consumer):
                 if not isinstance(cmd, ir.SYNC_COMMANDS):
                     self._command_accesses(queue, executed, command_accesses(cmd))
                     continue
-                transitions, after = (), ()
                 if isinstance(cmd, ir.Barrier):
-                    entries, transitions, after = layout_transitions(cmd, self.index)
-                    written = memory_barriers(cmd)
+                    steps = barrier_steps(cmd, self.index)
                 else:
-                    entries, written, unsatisfied = event_entries(self.events, queue, cmd, self.index)
+                    steps, unsatisfied = event_entries(self.events, queue, cmd, self.index)
                     if unsatisfied:
                         self.hazards.add(("wait_never_satisfied", executed))
                 buffers = len(cmd.buffers) if isinstance(cmd, ir.Barrier) else 0
                 self._barrier_nodes(queue, executed, [
-                    ((ref, f"{ref}.buffers[{k}]") if buffers > 1 and k < buffers else (ref,), e, written[k])
-                    for k, e in enumerate(entries)])
-                if transitions:  # barriers.layout_transitions: between the barrier's two halves
-                    self._command_accesses(queue, executed, transitions)
-                    moving = [ib for ib in cmd.images if ib.transition for _ in ib.ranges]
-                    self._barrier_nodes(queue, executed, [((ref,), e, ib) for e, ib in zip(after, moving)],
-                                        len(entries))
+                    ((ref, f"{ref}.buffers[{k}]") if buffers > 1 and k < buffers else (ref,), e, steps.written[k])
+                    for k, e in enumerate(steps.entries)])
+                if steps.transitions:  # barriers.layout_transitions: between the dependencies' two halves
+                    self._command_accesses(queue, executed, steps.transitions)
+                    self._barrier_nodes(queue, executed, [((ref,), e, ib) for e, ib in zip(steps.after,
+                                                                                           steps.after_written)],
+                                        len(steps.entries))
         scope = self.readings.all_commands_includes_host
         releases = [self._add(("sig", submit, bi, si), "rel", queue, ins=signal_first_scope(sig.stage, scope),
                               ops=(f"{submit}.batches[{bi}].signal[{si}]",)).key

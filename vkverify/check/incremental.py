@@ -322,6 +322,7 @@ def _fork_memory(m: RangeMap, accesses: dict) -> RangeMap:
         seg.reads = tuple(_fork_access(r, accesses) for r in seg.reads)
         if seg.atomics:
             seg.atomics = tuple((_fork_access(a, accesses), hides) for a, hides in seg.atomics)
+            seg.hiders = tuple((_fork_access(a, accesses), hides) for a, hides in seg.hiders)
         seg.invalidated = dict(seg.invalidated)
     return new
 

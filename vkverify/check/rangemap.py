@@ -28,25 +28,41 @@ class Segment:
     # another, nor `write` and the reads, for what races it), each with the uids of the accesses it happens
     # after: those it hides from an access that happens after it, as a write hides what came before it.
     atomics: tuple[tuple[Any, frozenset], ...] = ()
+    # Atomics a later one stood for (add_atomic), each with the uids of `write` and `reads` it happens after: it
+    # still hides those from an access that happens after it but not after the later one.
+    hiders: tuple[tuple[Any, frozenset], ...] = ()
 
     def add_atomic(self, x: Any, hides: frozenset, alike: Any) -> None:
         """Atomic access x read and wrote the bytes, after the accesses whose uids are `hides`: it stands for the
-        atomics among those, and for those `alike(e, x)` says every dependency orders as it orders x (as a read
-        stands for the earlier ones of its agent and stage, add_read), whose hidden accesses it hides too."""
+        atomics among those as a write they race (an access unordered with one is unordered with x), and for those
+        `alike(e, x)` says every dependency orders as it orders x (as a read stands for the earlier ones of its
+        agent and stage, add_read), whose hidden accesses it hides too. Those it happens after go on hiding what
+        they happened after (`hiders`)."""
         kept = []
         for e in self.atomics:
             if alike(e[0], x):
                 hides |= e[1]
             elif e[0].uid not in hides:
                 kept.append(e)
+            else:
+                self._keep_hider(*e)
         self.atomics = (*kept, (x, hides))
         self.initialized = True
+
+    def _keep_hider(self, e: Any, hides: frozenset) -> None:
+        """Memory model "Data Race", docs/format.md rule 10: atomic e hides what it happened after from an access it
+        happens-before. Of one agent and stage the earliest that hides an access is kept: an access ordered after a
+        later one is ordered after it (7.1: a first scope holds every earlier command at its stages), so the
+        hiders stay as few as the write and the reads they hide."""
+        held = hides & ({r.uid for r in self.reads} | ({self.write.uid} if self.write is not None else set()))
+        if held and not any(h.agent == e.agent and h.stage == e.stage and held <= known for h, known in self.hiders):
+            self.hiders = (*self.hiders, (e, held))
 
     def written(self, write: Any, owner: int | None) -> None:
         """`write` wrote the bytes: what was known of them before no longer matters but their owner, which
         `owner` replaces where given."""
-        self.write, self.reads, self.initialized, self.flushed, self.released_to, self.atomics = \
-            write, (), True, None, None, ()
+        self.write, self.reads, self.initialized, self.flushed, self.released_to, self.atomics, self.hiders = \
+            write, (), True, None, None, (), ()
         if owner is not None:
             self.owner = owner
 

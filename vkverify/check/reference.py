@@ -174,18 +174,27 @@ def _named(mask: frozenset[str], table: dict) -> frozenset[str]:
     return frozenset(x for name in mask for x in table[name].covers)
 
 
+# 7.6: ALL_COMMANDS "specifies all operations performed by all commands supported on the queue it is used with"; a
+# layout transition is one (7.7.4: it is "specified in a memory dependency", the operation of that command). 7.6.1:
+# BOTTOM_OF_PIPE in a first scope and TOP_OF_PIPE in a second are "equivalent to ALL_COMMANDS" there. A transition
+# node has LAYOUT_TRANSITION for its scopes, so those scopes meet it; no other stage's scope does.
+_ALL_OPERATIONS = frozenset({LAYOUT_TRANSITION})
+
+
 def first_scope(src_stage: frozenset[str]) -> frozenset[str]:
     """7.6.1: a source mask's execution scope, the stages named and those logically earlier, of those
-    commands execute at (top_of_pipe alone: none)."""
+    commands execute at (top_of_pipe alone: none); with bottom_of_pipe (all_commands) every operation."""
     named = _named(src_stage, STAGE)
-    return frozenset(s for s in EXECUTING_STAGES if any(s == t or s in STAGE[t].earlier for t in named))
+    return frozenset(s for s in EXECUTING_STAGES if any(s == t or s in STAGE[t].earlier for t in named)) | \
+        (_ALL_OPERATIONS if "bottom_of_pipe" in named else frozenset())
 
 
 def second_scope(dst_stage: frozenset[str]) -> frozenset[str]:
     """7.6.1: a destination mask's execution scope, the stages named and those logically later
-    (bottom_of_pipe alone: none)."""
+    (bottom_of_pipe alone: none); with top_of_pipe (all_commands) every operation."""
     named = _named(dst_stage, STAGE)
-    return frozenset(s for s in EXECUTING_STAGES if any(s == t or t in STAGE[s].earlier for t in named))
+    return frozenset(s for s in EXECUTING_STAGES if any(s == t or t in STAGE[s].earlier for t in named)) | \
+        (_ALL_OPERATIONS if "top_of_pipe" in named else frozenset())
 
 
 def access_pairs(stage: frozenset[str], access: frozenset[str]) -> frozenset[tuple[str, str]]:
@@ -433,7 +442,8 @@ class Reference:
 
     def _fence_node(self, queue: str, ref: str, batch: int | None) -> Operation:
         """A fence signal after the batch number `batch` (None: the queue's first) ends."""
-        n = self._node("fence", queue, first=COMMAND_STAGES | _HOST_STAGE, batch=next(self.batches), ref=ref)
+        n = self._node("fence", queue, first=COMMAND_STAGES | _HOST_STAGE | _ALL_OPERATIONS, batch=next(self.batches),
+                       ref=ref)
         self._after(self._when(n), None if batch is None else ("end", batch))
         return n
 
@@ -473,7 +483,7 @@ class Reference:
         q = op.queue
         thread = h.agent
         # 7.9 host write ordering: the submission orders earlier host operations before its commands.
-        sub = self._node("submission", q, second=COMMAND_STAGES, ref=h.ref)
+        sub = self._node("submission", q, second=COMMAND_STAGES | _ALL_OPERATIONS, ref=h.ref)
         h.after.append(sub)
         for bi, batch in enumerate(op.batches or (ir.Batch(),)):
             number = next(self.batches)
@@ -540,7 +550,7 @@ class Reference:
         uid = next(self.uids)  # the barrier's transitions are one command's accesses
         for n in halves:
             b = n.barrier
-            t = self._node("access", q, ref=ref)
+            t = self._node("access", q, first=_ALL_OPERATIONS, second=_ALL_OPERATIONS, ref=ref)
             self._access(t, submit, uid, ref, LAYOUT_TRANSITION, (), LAYOUT_WRITE, b.image, n.lo, n.hi)
             v = self._node("barrier", q, second=second_scope(b.dst_stage), ref=ref, barrier=b, root=n.root, lo=n.lo,
                            hi=n.hi)

@@ -13,16 +13,14 @@ from collections.abc import Sequence
 
 from ..model import ir
 from ..model.gcpause import cyclic_gc_paused
-from ..model.stages import DEVICE_STAGES
 from .engine import Checker
 from .findings import Finding, Findings
 from .readings import DEFAULT, Readings
-from .scopes import second_execution_scope, signal_first_scope
+from .scopes import ALL_DEVICE, second_execution_scope, signal_first_scope
 from .walk import Consumer, Misuse, PendingBatch, Walk, several_orders, shared_timelines
 
 __all__ = ["Schedule", "check"]
 
-_ALL_DEVICE = frozenset(DEVICE_STAGES)
 
 
 def check(stream: ir.Stream, readings: Readings = DEFAULT, witness: str = "slice",
@@ -98,7 +96,7 @@ class Schedule(Consumer):
         queue = c.queues[queue_id]
         submission, issued = p.context
         # Spec 7.9 host write ordering: the submission makes earlier host writes visible to the device.
-        queue.acquire(submission, _ALL_DEVICE)
+        queue.acquire(submission, ALL_DEVICE)
         for w, clock in zip(p.batch.waits, acquired):
             if clock is not None:
                 queue.acquire(clock, second_execution_scope(w.stage), c.readings.host_barrier_after_wait)

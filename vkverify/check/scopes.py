@@ -13,10 +13,10 @@ from __future__ import annotations
 from functools import cache
 
 from ..model.names import ACCESS_SETS, STAGE_SETS
-from ..model.stages import COMMAND_STAGES, EXECUTING_STAGES, STAGES
+from ..model.stages import COMMAND_STAGES, DEVICE_STAGES, EXECUTING_STAGES, STAGES
 
-__all__ = ["HOST", "access_scope", "accesses", "explicit_stages", "first_execution_scope", "second_execution_scope",
-           "signal_first_scope"]
+__all__ = ["ALL_DEVICE", "EARLIER_TRANSITIONS", "HOST", "LATER_TRANSITIONS", "access_scope", "accesses",
+           "explicit_stages", "first_execution_scope", "second_execution_scope", "signal_first_scope"]
 
 # Logically earlier and later stages (spec 7.6.1 "Pipeline stage ordering"), each stage with
 # itself, kept to the stages commands execute at: TOP_OF_PIPE is then NONE in a first scope and
@@ -25,6 +25,21 @@ _ORDERED = {s.name: s.earlier | {s.name} for s in STAGES if s.covers == {s.name}
 _EARLIER = {s: earlier & EXECUTING_STAGES for s, earlier in _ORDERED.items()}
 _LATER = {s: {t for t, earlier in _ORDERED.items() if s in earlier} & EXECUTING_STAGES for s in _ORDERED}
 HOST = frozenset({"host"})
+
+# Spec 7.6: ALL_COMMANDS "specifies all operations performed by all commands", an image layout transition (7.7.4)
+# among them; so does BOTTOM_OF_PIPE in a first scope and TOP_OF_PIPE in a second (7.6.1), no other stage. Each
+# image barrier's transitions have a stage of their own (barriers.transition_stage); in a scope these two names
+# stand for all of them, matched by intersection (rules.chains) as any stage is:
+# - EARLIER_TRANSITIONS: a first scope's, every earlier transition; so a chain that reached a transition holds it;
+# - LATER_TRANSITIONS: a second scope's, every later transition; so the first half of a transition's barrier
+#   holds it in its first scope (the transition is in that second scope, and happens-before its barrier's second
+#   half: 7.1's chain goes on through it).
+EARLIER_TRANSITIONS, LATER_TRANSITIONS = "layout transitions before", "layout transitions after"
+_EARLIER["bottom_of_pipe"] |= {EARLIER_TRANSITIONS}
+_LATER["top_of_pipe"] |= {LATER_TRANSITIONS}
+# A second scope of every operation of the queue's commands: a submission's (7.9 host write ordering), a fence's
+# acquire; the device's stage clocks are kept for these stages.
+ALL_DEVICE = frozenset(DEVICE_STAGES) | {EARLIER_TRANSITIONS, LATER_TRANSITIONS}
 
 
 @cache
