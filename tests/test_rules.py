@@ -131,7 +131,7 @@ def test_the_reference_shares_no_rule_code_with_the_checker():
     imported = {"." * node.level + (node.module or "") for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     assert {m for m in imported if not m.startswith("..model")} == {
-        "__future__", "collections.abc", "dataclasses", "graphlib", "itertools", "math", ".readings",
+        "__future__", "dataclasses", "graphlib", "itertools", ".readings",
         "..errors"}, imported
 
 
