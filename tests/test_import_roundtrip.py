@@ -196,5 +196,10 @@ def test_imported_capture_replays_with_the_original_digests(path, round_trip):
         or _device(trip.original, f.first) != _device(trip.original, f.second))]
     if racing:
         pytest.skip(f"no digests to compare: racing accesses run concurrently, in either order ({racing})")
+    if any(b.subresources is not None for cb in trip.original.command_buffers for c in cb.commands
+           if isinstance(c, ir.Dispatch) for b in c.bindings):
+        pytest.skip("no digests to compare: a storage image binding replays through the runtime's image kernels "
+                    "(image_load, image_store: docs/runtime.md), which import as abstract shaders that write values "
+                    "of their own, not the image's texels")
     digests = runtime.replay(trip.imported).digests
     assert {b: digests.get(b) for b in trip.digests} == trip.digests

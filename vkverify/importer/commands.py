@@ -20,7 +20,7 @@ from .readback import Touch, touch
 from .records import Call
 from .resources import PUSH_EVALUATIONS, ImageDescriptor, Specialization
 
-__all__ = ["CommandBufferRecording", "Commands"]
+__all__ = ["QUEUE_FAMILY_IGNORED", "CommandBufferRecording", "Commands"]
 
 QUEUE_FAMILY_IGNORED = 0xFFFFFFFF
 # The bindings a dispatch accesses memory through: buffers and images (a sampled read is said to be missing).

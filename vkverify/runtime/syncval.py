@@ -15,12 +15,13 @@ from collections.abc import Callable
 import re
 from dataclasses import dataclass
 
+from ..check.walk import several_orders
 from ..model import ir
 from ..model.refs import owner_of, without_submit
 from .record import binding_access, scratch_orders
 
-__all__ = ["LayerAgreement", "LayerFinding", "agreement", "explain_only_layer", "explain_only_vkverify",
-           "layer_findings"]
+__all__ = ["TRANSITION_OUT_OF_SCOPE", "LayerAgreement", "LayerFinding", "agreement", "explain_only_layer",
+           "explain_only_vkverify", "layer_findings"]
 
 LAYER_KINDS = {"SYNC-HAZARD-READ-AFTER-WRITE": "raw", "SYNC-HAZARD-WRITE-AFTER-READ": "war",
                "SYNC-HAZARD-WRITE-AFTER-WRITE": "waw"}
@@ -31,6 +32,12 @@ ATOMIC_AS_READ = "an atomic access: the layer records it as a read"
 # Layer 1.3.239 takes VK_ACCESS_SHADER_READ_BIT to cover uniform reads (its test UseShaderReadAccessForUniformBuffer);
 # vk.xml's SHADER_READ is sampled, storage and binding table reads (corpus 145).
 UNIFORM_UNDER_SHADER_READ = "a uniform read: the layer takes shader_read to cover it"
+# docs/format.md, "Several host threads": vkverify reads every order in which threads' calls to one queue can come.
+SUBMISSION_ORDERS = "threads calling one queue: the replay runs one of the submission orders vkverify reads"
+# Spec 7.6: ALL_COMMANDS "specifies all operations performed by all commands", a barrier's layout transition too; the
+# layer here (1.3.239) leaves transitions out of such scopes and of a none-stage barrier's, which later syncval holds
+# (its SemaphoreScopeIncludesLayoutTransition and QSTransitionWithSrcNoneStage tests).
+TRANSITION_OUT_OF_SCOPE = "a layout transition: syncval 1.3.239 holds none in an all_commands or none-stage scope"
 _SUBMIT_CB = re.compile(r"Hazard \w+ for entry \d+, VkCommandBuffer 0x[0-9a-f]+\[([^\]@]+)")
 
 
@@ -98,6 +105,8 @@ def explain_only_vkverify(stream, f) -> str:
         return "host access to mapped memory: the layer never tracks it"
     if f.kind == "uninitialized_read":
         return "uninitialized memory: the layer does not track what was written"
+    if several_orders(stream):
+        return SUBMISSION_ORDERS
     if f.kind == "ownership_missing":
         return "queue family ownership: no synchronization check in the layer (one device family here)"
     if any(s.type == "timeline" for s in stream.semaphores):
@@ -134,4 +143,6 @@ def explain_only_layer(stream, lf: LayerFinding, messages) -> str:
             and any(b.access == "atomic" for cb in stream.command_buffers for c in cb.commands
                     if isinstance(c, ir.Dispatch) for b in c.bindings)):
         return f"{ATOMIC_AS_READ}: a plain write after it is a WAR to the layer"
+    if "_usage: SYNC_IMAGE_LAYOUT_TRANSITION" in text:
+        return TRANSITION_OUT_OF_SCOPE
     return "reported by the layer only"
