@@ -148,6 +148,16 @@ def _compared(f: Finding, first: str | None, second: str | None) -> tuple:
     return f.kind, f.buffer, f.range, first, second
 
 
+def whole_findings(trips: dict[str, tuple], name: str) -> set[tuple]:
+    """The findings of the round trip `name` (round_trips), after asserting that its import is whole and has the
+    original's findings (the feature tests' first check)."""
+    trip, summary = trips[name]
+    assert not summary.partial, summary.partial_lines()
+    original = _original_findings(trip.original)
+    assert _imported_findings(trip.imported) == original
+    return original
+
+
 def _original_findings(stream: ir.Stream) -> set[tuple]:
     def side(ref: str | None):
         return _host_op(stream, ref) or ref

@@ -247,7 +247,7 @@ def _barrier_masks(model: Model, key: tuple):
     return model.nodes[key].written, op_at(model.stream, without_submit(key[1])).label
 
 
-def _command(model: Model, key: tuple) -> str:
+def command_text(model: Model, key: tuple) -> str:
     """What the command of a `bar` node is: a barrier, or an event's set or wait."""
     cmd = op_at(model.stream, without_submit(key[1]))
     if isinstance(cmd, ir.SetEvent):
@@ -262,7 +262,7 @@ def name(model: Model, key: tuple) -> str:
         b, _ = _barrier_masks(model, key)
         where = f" (buffer barrier on {b.buffer})" if isinstance(b, ir.BufferBarrier) else \
             f" (image barrier on {b.image})" if isinstance(b, ir.ImageBarrier) else ""
-        return f"{_command(model, key)} {key[1]}{_label_of(model.stream, key[1])}{where}"
+        return f"{command_text(model, key)} {key[1]}{_label_of(model.stream, key[1])}{where}"
     if kind in ("wait", "sig"):
         submit, bi, i = key[1], key[2], key[3]
         op = op_at(model.stream, submit)
@@ -442,7 +442,7 @@ def _no_execution_dependency(model: Model, pair: Pair, reached: dict) -> list[st
                                    f"(7.5): the {_what(e)} {e.ref} comes after it")
                 continue  # the set it waits for says why, as a barrier would
             b, _ = _barrier_masks(model, n.key)
-            reasons.append(f"the {_command(model, n.key)} {n.key[1]} has src_stage {names(b.src_stage)}, "
+            reasons.append(f"the {command_text(model, n.key)} {n.key[1]} has src_stage {names(b.src_stage)}, "
                            f"the {_what(e)} {e.ref} is at {stage_text(e.stage)}")
     if e.agent != x.agent and not reasons:
         reasons += _no_cross_edge(model, pair, reached)

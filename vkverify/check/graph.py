@@ -23,7 +23,7 @@ import networkx as nx
 from ..errors import VkverifyError
 from ..model import ir
 from ..model.refs import format_ref, without_submit
-from .explain import host_op_text, name, names, op_at
+from .explain import command_text, host_op_text, name, names, op_at
 from .findings import Finding
 from .hb import Model
 
@@ -127,11 +127,11 @@ def _tag_ref(stream: ir.Stream, ref: str) -> str:
 def _queue_label(model: Model, key: tuple) -> str:
     if key[0] == "bar":
         cmd = op_at(model.stream, without_submit(key[1]))
+        what = f"{command_text(model, key)} {key[1]}{_tag(cmd)}"
         if isinstance(cmd, ir.SetEvent):
-            return f"set_event {cmd.event} {key[1]}{_tag(cmd)}\n{names(cmd.stage)}"
+            return f"{what}\n{names(cmd.stage)}"
         b = cmd.dependencies[0] if isinstance(cmd, ir.WaitEvents) else cmd
-        what = f"wait_events {', '.join(cmd.events)}" if isinstance(cmd, ir.WaitEvents) else "barrier"
-        return (f"{what} {key[1]}{_tag(cmd)}\n{names(b.src_stage)} -> {names(b.dst_stage)}"
+        return (f"{what}\n{names(b.src_stage)} -> {names(b.dst_stage)}"
                 + (f"\n{names(b.src_access)} -> {names(b.dst_access)}" if b.src_access or b.dst_access else ""))
     if key[0] == "sub":
         return f"batch {key[2]} of {key[1]}"
