@@ -42,6 +42,7 @@ __all__ = [
     "ExpectedFinding",
     "Fence",
     "Fill",
+    "GetSemaphoreCounterValue",
     "HostAccess",
     "HostResetEvent",
     "HostSetEvent",
@@ -498,6 +499,11 @@ class SemaphoreValue:
 @dataclass(frozen=True, slots=True)
 class WaitSemaphores(Tagged):
     waits: tuple[SemaphoreValue, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GetSemaphoreCounterValue(WaitSemaphores):
+    """vkGetSemaphoreCounterValue that read `waits[0].value`: a host wait for it, already satisfied (docs/format.md)."""
 
 
 @dataclass(frozen=True, slots=True)
