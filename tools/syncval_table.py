@@ -48,11 +48,6 @@ EXPLICIT = {
     "NegativeSyncVal.BadDestroy": "no synchronization (a device destroyed with a command buffer allocated)",
     "PositiveSyncVal.QSBufferCopyHazardsDisabled":
         "a layer setting (submit-time validation off); its scenario is NegativeSyncVal.QSBufferCopyHazards-1",
-    "PositiveSyncVal.SignalAndGetSemaphoreCounter": "needs semaphore counter reads (vkGetSemaphoreCounterValue)",
-    "PositiveSyncVal.GetSemaphoreCounterFromMultipleThreads":
-        "needs semaphore counter reads (vkGetSemaphoreCounterValue)",
-    "PositiveSyncValTimelineSemaphore.FrameSynchronization2":
-        "needs semaphore counter reads (vkGetSemaphoreCounterValue)",
     "PositiveSyncValTimelineSemaphore.ExternalSemaphoreWaitBeforeSignal":
         "needs external semaphores (two handles of one payload)",
     # The counter is an atomic binding the format has; the data word each dispatch writes is not a fixed range.
