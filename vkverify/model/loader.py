@@ -1061,7 +1061,7 @@ def _extent(values: list[int]) -> tuple[int, int, int]:
 
 def _access_covers(declared: str, actual: str) -> bool:
     """A stream may declare more access than the shader has, never less."""
-    if declared == actual or declared == "read_write":
+    if declared == actual or declared == "read_write" or actual == "none":
         return True
     return declared == "read" and actual == "uniform" or declared == "uniform" and actual == "read"
 
