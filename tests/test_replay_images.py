@@ -168,7 +168,7 @@ STREAM_LAYOUT_ERRORS = {
 
 def test_the_storage_image_streams_are_the_expected_ones():
     """The parametrized test below runs every corpus and syncval stream that binds a storage image."""
-    assert len(STORAGE_IMAGE_STREAMS) == 8
+    assert len(STORAGE_IMAGE_STREAMS) == 13
 
 
 @pytest.mark.parametrize("path", STORAGE_IMAGE_STREAMS, ids=lambda p: p.stem)

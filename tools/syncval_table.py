@@ -59,9 +59,6 @@ EXPLICIT = {
     "NegativeSyncVal.CopyOptimalImageHazards":
         "needs images aliasing one memory (VK_IMAGE_CREATE_ALIAS_BIT) and vkCmdResolveImage",
     "NegativeSyncVal.CmdClear": "needs depth/stencil images (vkCmdClearDepthStencilImage)",
-    "PositiveSyncVal.ImageUsedInShaderWithoutAccess": (
-        "needs a binding the shader does not access (imageSize() only): a binding is read, written, a uniform or "
-        "atomic"),
     "PositiveSyncVal.QueueFamilyOwnershipTransfer":
         "needs queue family ownership transfers of images (a release and an acquire that transition the image once)",
 }
