@@ -194,6 +194,22 @@ def test_a_wait_captured_before_the_submit_that_ended_it_follows_that_submit(tmp
     assert check(stream) == []
 
 
+def test_a_counter_read_imports_as_what_it_read_and_waits_for_it(tmp_path):
+    # A polling loop: #4 reads 0 (nothing), #5 and #6 read 1 (one op: the second adds nothing); captured before
+    # the submit that signals 1 (#7), the read follows it, as a wait does.
+    read = ("vkGetSemaphoreCounterValue", {"device": 2, "semaphore": 4})
+    calls = [("vkCreateDevice", {"physicalDevice": 1, "pDevice": 2}),
+             ("vkGetDeviceQueue", {"device": 2, "queueFamilyIndex": 0, "queueIndex": 0, "pQueue": 3}),
+             _timeline(2, 4), (read[0], {**read[1], "pValue": 0}), (read[0], {**read[1], "pValue": 1}),
+             (read[0], {**read[1], "pValue": 1}), _submit(3, [], [(4, 1)])]
+    stream, _ = import_capture(_jsonl(tmp_path / "poll.jsonl", calls))
+    assert [op.label for op in stream.threads[0].ops] == ["vkQueueSubmit2 #7", "vkGetSemaphoreCounterValue #5"]
+    counter_read = stream.threads[0].ops[1]
+    assert type(counter_read) is ir.GetSemaphoreCounterValue
+    assert counter_read.waits == (ir.SemaphoreValue("sem4", 1),)
+    assert check(stream) == []
+
+
 def test_json_lines_out_of_index_order_are_read_in_index_order(tmp_path):
     # A hand-made .jsonl may list its calls out of order: the host ops follow the call indices, as a capture's do.
     calls = [("vkCreateDevice", {"physicalDevice": 1, "pDevice": 2}),

@@ -172,7 +172,7 @@ OLD_LAYER_TRANSITIONS = {"PositiveSyncVal.QSTransitionAndRead", "PositiveSyncVal
 
 def test_the_storage_image_streams_are_the_expected_ones():
     """The parametrized test below runs every corpus and syncval stream that binds a storage image."""
-    assert len(STORAGE_IMAGE_STREAMS) == 12 and OLD_LAYER_TRANSITIONS <= {p.stem for p in STORAGE_IMAGE_STREAMS}
+    assert len(STORAGE_IMAGE_STREAMS) == 13 and OLD_LAYER_TRANSITIONS <= {p.stem for p in STORAGE_IMAGE_STREAMS}
 
 
 @pytest.mark.parametrize("path", STORAGE_IMAGE_STREAMS, ids=lambda p: p.stem)

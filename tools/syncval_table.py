@@ -48,11 +48,6 @@ EXPLICIT = {
     "NegativeSyncVal.BadDestroy": "no synchronization (a device destroyed with a command buffer allocated)",
     "PositiveSyncVal.QSBufferCopyHazardsDisabled":
         "a layer setting (submit-time validation off); its scenario is NegativeSyncVal.QSBufferCopyHazards-1",
-    "PositiveSyncVal.SignalAndGetSemaphoreCounter": "needs semaphore counter reads (vkGetSemaphoreCounterValue)",
-    "PositiveSyncVal.GetSemaphoreCounterFromMultipleThreads":
-        "needs semaphore counter reads (vkGetSemaphoreCounterValue)",
-    "PositiveSyncValTimelineSemaphore.FrameSynchronization2":
-        "needs semaphore counter reads (vkGetSemaphoreCounterValue)",
     "PositiveSyncValTimelineSemaphore.ExternalSemaphoreWaitBeforeSignal":
         "needs external semaphores (two handles of one payload)",
     # The counter is an atomic binding the format has; the data word each dispatch writes is not a fixed range.
@@ -64,9 +59,6 @@ EXPLICIT = {
     "NegativeSyncVal.CopyOptimalImageHazards":
         "needs images aliasing one memory (VK_IMAGE_CREATE_ALIAS_BIT) and vkCmdResolveImage",
     "NegativeSyncVal.CmdClear": "needs depth/stencil images (vkCmdClearDepthStencilImage)",
-    "PositiveSyncVal.ImageUsedInShaderWithoutAccess": (
-        "needs a binding the shader does not access (imageSize() only): a binding is read, written, a uniform or "
-        "atomic"),
     "PositiveSyncVal.QueueFamilyOwnershipTransfer":
         "needs queue family ownership transfers of images (a release and an acquire that transition the image once)",
 }

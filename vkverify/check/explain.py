@@ -285,6 +285,8 @@ def name(model: Model, key: tuple) -> str:
 def host_op_text(op: ir.HostOp) -> str:
     if isinstance(op, ir.WaitFences):
         return f"wait_fences {names(op.fences)}"
+    if isinstance(op, ir.GetSemaphoreCounterValue):
+        return f"get_semaphore_counter_value {op.waits[0].semaphore} = {op.waits[0].value}"
     if isinstance(op, ir.WaitSemaphores):
         return "wait_semaphores " + ", ".join(f"{w.semaphore} >= {w.value}" for w in op.waits)
     if isinstance(op, ir.SignalSemaphore):

@@ -401,7 +401,7 @@ class Reference:
                     if fences[f][0] == "pending":
                         self.resets.append((h, fences[f][1]))
                     fences[f] = ("unsignaled", None)
-            elif isinstance(op, ir.WaitSemaphores):
+            elif isinstance(op, ir.WaitSemaphores):  # a counter read of V too: it observed V's signal (docs/format.md)
                 self.timeline_waits += [(h, w.semaphore, w.value) for w in op.waits]
             elif isinstance(op, ir.SignalSemaphore):
                 self.timeline_signals[op.semaphore].append((op.value, h))

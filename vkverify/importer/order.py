@@ -6,9 +6,15 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable
 
-__all__ = ["WAITS", "Satisfied"]
+__all__ = ["WAITS", "Satisfied", "semaphore_waits"]
 
-WAITS = ("wait_semaphores", "wait_fences")  # the host waits `Satisfied.after` finds a call for
+# The host waits `Satisfied.after` finds a call for.
+WAITS = ("wait_semaphores", "get_semaphore_counter_value", "wait_fences")
+
+
+def semaphore_waits(op: dict) -> list[dict]:
+    """The `{"semaphore", "value"}` a host op waits for: a counter read waits for the value it read."""
+    return op["waits"] if op["op"] == "wait_semaphores" else [op] if op["op"] == "get_semaphore_counter_value" else []
 
 
 class Satisfied:
@@ -52,15 +58,14 @@ class Satisfied:
         """The index of the call after which the host wait `op` (at `index`) can return: `index` itself
         where a call before it satisfies it, or where none in the whole capture does."""
         found = [index]
-        if op["op"] == "wait_semaphores":
-            for w in op["waits"]:
-                if self.initial.get(w["semaphore"], 0) >= w["value"]:
-                    continue
-                indices, highest = self.signals.get(w["semaphore"], ([], []))
-                at = bisect_left(highest, w["value"])  # the first signal of a high enough value
-                if at < len(indices):
-                    found.append(indices[at])
-        elif op["op"] == "wait_fences":
+        for w in semaphore_waits(op):
+            if self.initial.get(w["semaphore"], 0) >= w["value"]:
+                continue
+            indices, highest = self.signals.get(w["semaphore"], ([], []))
+            at = bisect_left(highest, w["value"])  # the first signal of a high enough value
+            if at < len(indices):
+                found.append(indices[at])
+        if op["op"] == "wait_fences":
             for fence in op["fences"]:
                 indices, signals = self.fence_events.get(fence, ([], []))
                 at = bisect_left(indices, index)

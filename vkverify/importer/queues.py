@@ -129,8 +129,9 @@ class Queues:
     def vkResetFences(self, call: Call, a: dict) -> None:
         self.host(call, "reset_fences", fences=[self.fences[f]["id"] for f in a["pFences"] if f in self.fences])
 
-    def _observe(self, call: Call, waits: Iterable[tuple[int, int]]) -> None:
-        """A host wait for timeline values; values the host has already waited for (or the initial one) add nothing."""
+    def _observe(self, call: Call, waits: Iterable[tuple[int, int]], op: str = "wait_semaphores") -> None:
+        """A host wait for timeline values (`op`); values the host has already waited for (or the initial one) add
+        nothing."""
         # A value observed is above the initial one: it stands for both (most of a polling run's reads add nothing).
         fresh = []
         for h, v in waits:
@@ -139,8 +140,10 @@ class Queues:
                 fresh.append({"semaphore": sem["id"], "value": v})
         for w in fresh:  # after: each value is compared with what was observed before this call
             self.observed[w["semaphore"]] = w["value"]
-        if fresh:
-            self.host(call, "wait_semaphores", waits=fresh)
+        if fresh and op == "wait_semaphores":
+            self.host(call, op, waits=fresh)
+        elif fresh:
+            self.host(call, op, **fresh[0])
 
     def vkWaitSemaphores(self, call: Call, a: dict) -> None:
         info = a["pWaitInfo"]
@@ -155,8 +158,8 @@ class Queues:
     vkWaitSemaphoresKHR = vkWaitSemaphores
 
     def vkGetSemaphoreCounterValue(self, call: Call, a: dict) -> None:
-        # Programs poll the counter to learn that work finished (wgpu does); reading V is taken as a host wait for V.
-        self._observe(call, ((a["semaphore"], a["pValue"]),))
+        # Programs poll the counter to learn that work finished (wgpu does); reading V is a host wait for V.
+        self._observe(call, ((a["semaphore"], a["pValue"]),), "get_semaphore_counter_value")
 
     vkGetSemaphoreCounterValueKHR = vkGetSemaphoreCounterValue
 

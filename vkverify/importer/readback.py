@@ -35,6 +35,7 @@ from typing import NamedTuple
 
 from ..model.accesses import binding_reads, binding_writes
 from .gfxr import CapturedBytes
+from .order import semaphore_waits
 
 __all__ = ["ASSUMED", "Placement", "Readbacks", "Touch", "Written", "accesses", "touch"]
 
@@ -52,7 +53,7 @@ WRITE_RECYCLED = ("a host write (bytes the device wrote through another buffer, 
 WRITE_REUSED = "a host write (bytes the device wrote and read back, which a later command reads)"
 WRITE_UNWAITED = "a host write (bytes a device command may still be writing)"
 WRITE_FLUSHED = "a host write (flushed bytes the device wrote, which a later command reads)"
-HOST_WAITS = ("wait_fences", "wait_semaphores", "queue_wait_idle", "device_wait_idle")
+HOST_WAITS = ("wait_fences", "wait_semaphores", "get_semaphore_counter_value", "queue_wait_idle", "device_wait_idle")
 
 Frontier = dict[str, int]  # queue -> the number of its submits that are complete, the latest of them included
 
@@ -446,8 +447,8 @@ class Readbacks:
         kind = op["op"]
         if kind == "wait_fences":
             return _join(self.fences.get(f, {}) for f in op["fences"])
-        if kind == "wait_semaphores":
-            return _join(self._signal(w["semaphore"], w["value"]) for w in op["waits"])
+        if kind in ("wait_semaphores", "get_semaphore_counter_value"):
+            return _join(self._signal(w["semaphore"], w["value"]) for w in semaphore_waits(op))
         if kind == "queue_wait_idle":
             return self.queue_frontier.get(op["queue"], {})
         return _join(f for q, f in self.queue_frontier.items() if self.queue_device.get(q) == op["device"])

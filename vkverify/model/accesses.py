@@ -15,7 +15,7 @@ __all__ = ["ACCESSES_BY_KIND", "BINDING_ACCESSES", "DEVICE_ACCESSES", "binding_r
 # read and write (atomicAdd, atomicExchange, ...): the storage accesses SPIR-V's OpAtomic* make.
 _BINDING = {"read": (("shader_storage_read",), None), "read_write": (("shader_storage_read",), "shader_storage_write"),
             "uniform": (("uniform_read",), None), "write": ((), "shader_storage_write"),
-            "atomic": (("shader_storage_read",), "shader_storage_write")}
+            "atomic": (("shader_storage_read",), "shader_storage_write"), "none": ((), None)}
 BINDING_ACCESSES = tuple(_BINDING)
 
 
@@ -46,6 +46,8 @@ def _dispatch_accesses(cmd: ir.Dispatch) -> tuple[tuple, ...]:
                       cmd.indirect.offset + 12, False))
     for b in cmd.bindings:
         read, write = _BINDING[b.access]
+        if not read and write is None:  # bound, not accessed (imageSize() only): a descriptor is no memory access
+            continue
         if b.ranges:  # a storage image's subresources
             (reads if write is None else writes).extend(("compute_shader", read, write, b.buffer, lo, hi,
                                                           b.access == "atomic") for lo, hi in b.ranges)

@@ -120,6 +120,8 @@ def host_op_to_dict(op: ir.HostOp) -> dict:
             out["fence"] = op.fence
     elif isinstance(op, (ir.WaitFences, ir.ResetFences)):
         out = {"op": "wait_fences" if isinstance(op, ir.WaitFences) else "reset_fences", "fences": list(op.fences)}
+    elif isinstance(op, ir.GetSemaphoreCounterValue):
+        out = {"op": "get_semaphore_counter_value", "semaphore": op.waits[0].semaphore, "value": op.waits[0].value}
     elif isinstance(op, ir.WaitSemaphores):
         out = {"op": "wait_semaphores", "waits": [{"semaphore": w.semaphore, "value": w.value} for w in op.waits]}
     elif isinstance(op, ir.SignalSemaphore):

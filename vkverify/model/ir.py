@@ -42,6 +42,7 @@ __all__ = [
     "ExpectedFinding",
     "Fence",
     "Fill",
+    "GetSemaphoreCounterValue",
     "HostAccess",
     "HostResetEvent",
     "HostSetEvent",
@@ -182,7 +183,7 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class ShaderDecl:
-    """An abstract shader: per binding, "read", "write", "read_write", "uniform" or "atomic"."""
+    """An abstract shader: per binding, "read", "write", "read_write", "uniform", "atomic" or "none"."""
 
     id: str
     bindings: tuple[str, ...]
@@ -246,7 +247,7 @@ class Binding:
     buffer: str  # or a storage image's id, with `subresources`
     offset: int
     size: int
-    access: str  # "read" | "write" | "read_write" | "uniform" | "atomic"
+    access: str  # "read" | "write" | "read_write" | "uniform" | "atomic" | "none"
     subresources: Subresources | None = None  # a storage image binding: the view's levels and layers
     ranges: tuple[tuple[int, int], ...] = field(default=(), repr=False)  # its bytes (loader: model/images.py)
 
@@ -498,6 +499,11 @@ class SemaphoreValue:
 @dataclass(frozen=True, slots=True)
 class WaitSemaphores(Tagged):
     waits: tuple[SemaphoreValue, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GetSemaphoreCounterValue(WaitSemaphores):
+    """vkGetSemaphoreCounterValue that read `waits[0].value`: a host wait for it, already satisfied (docs/format.md)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -940,6 +940,9 @@ class _Builder:
         if kind == "signal_semaphore":
             self.semaphore_ref(path, op, timeline_only=True)
             return ir.SignalSemaphore(op["semaphore"], op["value"], **tag)
+        if kind == "get_semaphore_counter_value":
+            self.semaphore_ref(path, op, timeline_only=True)
+            return ir.GetSemaphoreCounterValue((ir.SemaphoreValue(op["semaphore"], op["value"]),), **tag)
         if kind in ("host_write", "host_read", "flush", "invalidate"):
             offset, size = self.byte_range(path, op, op["buffer"])
             return ir.HostAccess(kind, op["buffer"], offset, size, self.data(path, op.get("data"), size), **tag)
@@ -1058,7 +1061,7 @@ def _extent(values: list[int]) -> tuple[int, int, int]:
 
 def _access_covers(declared: str, actual: str) -> bool:
     """A stream may declare more access than the shader has, never less."""
-    if declared == actual or declared == "read_write":
+    if declared == actual or declared == "read_write" or actual == "none":
         return True
     return declared == "read" and actual == "uniform" or declared == "uniform" and actual == "read"
 

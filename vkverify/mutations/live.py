@@ -740,8 +740,8 @@ def _classes(hazards: set) -> set[str]:
 
 
 # A host op's kind where it synchronizes (a host access: flush and invalidate only).
-_SYNC_OPS = {"wait_fences", "wait_semaphores", "queue_wait_idle", "device_wait_idle", "signal_semaphore", "flush",
-             "invalidate"}
+_SYNC_OPS = {"wait_fences", "wait_semaphores", "get_semaphore_counter_value", "queue_wait_idle", "device_wait_idle",
+             "signal_semaphore", "flush", "invalidate"}
 
 
 def sync_sites(command_buffers: dict[str, list[dict]], threads: dict[str, list[dict]]) -> list[list[str]]:

@@ -67,7 +67,8 @@ def replayable(stream: ir.Stream) -> str | None:
             if isinstance(c, ir.CopyQueryPoolResults) and c.result_size not in QUERY_RESULT_FLAGS:
                 return (f"{format_ref(cb.id, i)}: a query result of {c.result_size} bytes has no Vulkan layout (4, 8: "
                         "one 32- or 64-bit value; 16: a 64-bit value and its availability)")
-            image = next((b for b in c.bindings if b.subresources is not None), None) \
+            # A `none` image binding is bound and not accessed: the generic kernel leaves it out.
+            image = next((b for b in c.bindings if b.subresources is not None and b.access != "none"), None) \
                 if isinstance(c, ir.Dispatch) else None
             if image is not None:
                 why = storage_image_refusal(stream, c, image)

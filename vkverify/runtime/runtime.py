@@ -543,6 +543,8 @@ class Runtime:
             with self._lock:
                 self.armed.update(dict.fromkeys(op.fences, False))
             return self._call(ref, "vkResetFences", self.vk.vkResetFences, self.device.handle, len(handles), handles)
+        if isinstance(op, ir.GetSemaphoreCounterValue):
+            return self._get_semaphore_counter_value(ref, op)
         if isinstance(op, ir.WaitSemaphores):
             return self._wait_semaphores(ref, op)
         if isinstance(op, ir.SignalSemaphore):
@@ -784,6 +786,17 @@ class Runtime:
         values = [w.value for w in op.waits]
         info = vk.VkSemaphoreWaitInfo(semaphoreCount=len(handles), pSemaphores=handles, pValues=values)
         self._wait(ref, "vkWaitSemaphores", lambda: vk.vkWaitSemaphores(self.device.handle, info, WAIT_SLICE_NS))
+
+    def _get_semaphore_counter_value(self, ref: str, op: ir.GetSemaphoreCounterValue) -> None:
+        """Reads the counter until it has reached the value the stream says was read, as a polling program does."""
+        vk, wait = self.vk, op.waits[0]
+        handle = self.semaphores[wait.semaphore][0]
+
+        def attempt() -> None:
+            if vk.vkGetSemaphoreCounterValue(self.device.handle, handle) < wait.value:
+                raise vk.VkTimeout()  # not there yet: _wait reads again
+
+        self._wait(ref, "vkGetSemaphoreCounterValue", attempt)
 
     # ---- output and teardown -------------------------------------------------
 

@@ -167,7 +167,7 @@ def step_buffers(op: ir.Command | ir.HostOp) -> tuple[set[str], set[str]]:
     if isinstance(op, ir.ClearColorImage):
         return set(), {op.image}
     if isinstance(op, ir.Dispatch):
-        reads = {b.buffer for b in op.bindings if b.access != "write"}
+        reads = {b.buffer for b in op.bindings if binding_reads(b.access)}
         if op.indirect is not None:
             reads.add(op.indirect.buffer)
         return reads, {b.buffer for b in op.bindings if binding_writes(b.access)}

@@ -7,6 +7,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ...model import ir
+from ...model.accesses import binding_reads
 from ..memory import DeviceBuffer
 from .slots import LANDING
 
@@ -103,7 +104,7 @@ def reads_of(commands) -> set[str]:
         if isinstance(c, ir.Copy):
             out.add(c.src)
         elif isinstance(c, ir.Dispatch):
-            out.update(b.buffer for b in c.bindings if b.access != "write")
+            out.update(b.buffer for b in c.bindings if binding_reads(b.access))
             if c.indirect is not None:
                 out.add(c.indirect.buffer)
     return out
