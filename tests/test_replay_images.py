@@ -338,3 +338,48 @@ def test_an_indirect_dispatch_of_no_groups_stores_nothing_to_its_image(device_na
     result = runtime.replay(stream, syncval=True)
     assert [m.text for m in result.messages if m.severity == "error"] == []
     assert result.reference == {}, result.reference
+
+
+def compressed_stream() -> dict:
+    """One r32g32_uint texel uploaded to S, copied to block 1 of C (12x4 bc1_rgba_unorm_block: 3 blocks of 8 bytes),
+    then a 4x4 box at (8,0) uploaded to C's block 2 from Staging's bytes 16-24."""
+    return {
+        "format": "vkverify-stream/1", "name": "compressed",
+        "devices": [{"id": "gpu0", "queues": [{"id": "q0", "family": 0}]}],
+        "buffers": [{"id": "Staging", "size": 64, "memory": "host_coherent"}],
+        "images": [{"id": "S", "extent": [1, 1], "format": "r32g32_uint"},
+                   {"id": "C", "extent": [12, 4], "format": "bc1_rgba_unorm_block"}],
+        "command_buffers": {"cb0": [
+            {"cmd": "copy_buffer_to_image", "src": "Staging", "dst": "S", "regions": [{"image_extent": [1, 1]}]},
+            _barrier("copy", "transfer_write", "copy", "transfer_read", []),
+            {"cmd": "copy_image", "src": "S", "dst": "C", "regions": [{"dst_offset": [4, 0, 0], "extent": [1, 1, 1]}]},
+            {"cmd": "copy_buffer_to_image", "src": "Staging", "dst": "C", "regions": [
+                {"buffer_offset": 16, "image_offset": [8, 0], "image_extent": [4, 4]}]},
+        ]},
+        "threads": {"main": [
+            {"op": "host_write", "buffer": "Staging", "offset": 0, "size": 64,
+             "data": {"pattern": "random", "seed": 3}},
+            {"op": "submit", "queue": "q0", "command_buffers": ["cb0"]},
+            {"op": "device_wait_idle"}]},
+    }
+
+
+def test_a_compressed_image_s_layout_holds_texel_blocks():
+    """The simulator moves whole blocks: one source texel is one BC1 block (spec 20.3), and a 4x4 box one block of the
+    buffer (20.4); the two copies into C touch different blocks, so the checker finds no race between them."""
+    stream = from_dict(compressed_stream())
+    assert stream.index.images["C"].memory_view.size == 24
+    assert check(stream) == []
+    result = reference(stream)
+    staging, c = result.buffers["Staging"], result.buffers["C"]
+    assert c == bytes(8) + staging[:8] + staging[16:24]
+
+
+def test_a_compressed_image_is_refused_by_the_replay_and_its_clear_at_load():
+    doc = compressed_stream()
+    reason = runtime.replayable(from_dict(doc))
+    assert reason == ("image 'C' is bc1_rgba_unorm_block: compressed images are not replayed (they need "
+                      "textureCompressionBC or textureCompressionASTC_LDR, which the runtime does not enable)")
+    doc["command_buffers"]["cb0"].append({"cmd": "clear_color_image", "image": "C"})
+    with pytest.raises(InvalidStream, match="VUID-vkCmdClearColorImage-image-00007"):
+        from_dict(doc)

@@ -13,7 +13,7 @@ execution dependency.
 from __future__ import annotations
 
 from ..model import ir
-from ..model.images import FORMATS, buffer_rows, format_name, layout_name, merge_ranges, numeric_kind
+from ..model.images import FORMATS, block_extent, buffer_rows, format_name, layout_name, merge_ranges, numeric_kind
 from .commands import QUEUE_FAMILY_IGNORED
 from .flags import access_names, stage_names
 from .records import Call
@@ -212,7 +212,7 @@ class Images:
         rows = merge_ranges(x for r in out for x in buffer_rows(ir.ImageRegion(
             r["buffer_offset"], r["buffer_row_length"], r["buffer_image_height"], r["mip_level"],
             r["base_array_layer"], r["layer_count"], tuple(r["image_offset"]), tuple(r["image_extent"])),
-            FORMATS[img.format]))
+            FORMATS[img.format], block_extent(img.format)))
         accessed = tuple((buf.id, lo, hi - lo, to_image, not to_image) for lo, hi in rows)
         if to_image:
             self.cmd(call, "copy_buffer_to_image", accessed, src=buf.id, dst=img.id, regions=out)

@@ -12,7 +12,7 @@ from math import comb
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .images import FORMATS, box_ranges, level_offset, range_ranges, subresources_text
+from .images import FORMATS, block_extent, box_ranges, level_offset, range_ranges, subresources_text
 from .refs import format_ref, split_ref
 
 __all__ = [
@@ -139,27 +139,34 @@ class Image:
 
     @property
     def texel(self) -> int:
+        """The texel block's size in bytes."""
         return FORMATS[self.format]
+
+    @property
+    def block(self) -> tuple[int, int]:
+        """The texel block's extent (width, height) in texels."""
+        return block_extent(self.format)
 
     @property
     def memory_view(self) -> Buffer:
         """The image as the memory the checker keeps: a buffer of its layout's bytes, under the image's id."""
-        return Buffer(self.id, level_offset(self.extent, self.array_layers, self.texel, self.mip_levels), self.memory,
-                      self.devices, None, 0, self.sharing)
+        return Buffer(self.id, level_offset(self.extent, self.array_layers, self.texel, self.mip_levels, self.block),
+                      self.memory, self.devices, None, 0, self.sharing)
 
     def ranges(self, r: Subresources) -> list[tuple[int, int]]:
         """The bytes of a subresource range."""
         return range_ranges(self.extent, self.array_layers, self.texel, r.base_mip_level, r.level_count,
-                            r.base_array_layer, r.layer_count)
+                            r.base_array_layer, r.layer_count, self.block)
 
     def subresources_text(self, lo: int, hi: int) -> str:
         """The subresources bytes [lo, hi) of the layout hold, for people."""
-        return subresources_text(self.extent, self.array_layers, self.texel, self.mip_levels, lo, hi)
+        return subresources_text(self.extent, self.array_layers, self.texel, self.mip_levels, lo, hi, self.block)
 
     def box(self, level: int, base_layer: int, layer_count: int, offset: tuple[int, int, int],
             extent: tuple[int, int, int]) -> list[tuple[int, int]]:
         """The bytes of a box of texels of one mip level, in each of the layers."""
-        return box_ranges(self.extent, self.array_layers, self.texel, level, base_layer, layer_count, offset, extent)
+        return box_ranges(self.extent, self.array_layers, self.texel, level, base_layer, layer_count, offset, extent,
+                          self.block)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,8 @@ import jsonschema
 from . import ir, jsontext, params
 from .errors import InputError, InvalidStream, UsageError, json_path
 from .gcpause import cyclic_gc_paused
-from .images import FORMATS, LAYOUTS, buffer_rows, format_name, layout_name, level_extent, merge_ranges
+from .images import (COMPRESSED, FORMATS, LAYOUTS, buffer_rows, copy_dst_extent, format_name, layout_name, level_extent,
+                     merge_ranges)
 from .names import access_name, stage_name
 from .refs import parse_ref, split_submit, with_submit
 from .schema import schema
@@ -635,7 +636,9 @@ class _Builder:
         if image is None:
             return
         size = level_extent(image.extent, level) if level < image.mip_levels else (0, 0, 0)
-        if any(o + e > s for o, e, s in zip(offset, extent, size)):
+        # A box of a compressed image may end in the partial blocks at the level's edge (spec 20.3).
+        whole = tuple(-(-s // b) * b for s, b in zip(size, image.block + (1,)))
+        if any(o + e > s for o, e, s in zip(offset, extent, whole)):
             self.error(path, f"the box at {list(offset)} of {list(extent)} texels is past mip level {level} of "
                              f"{image.id!r} ({list(size)})")
 
@@ -643,6 +646,9 @@ class _Builder:
         kind = c["cmd"]
         if kind == "clear_color_image":
             image = self.image_ref(path + ("image",), c["image"])
+            if image is not None and image.format in COMPRESSED:
+                self.error(path + ("image",), f"{image.id!r} is {image.format}: a compressed image is not cleared "
+                                              "(VUID-vkCmdClearColorImage-image-00007)")
             ranges = tuple(self.subresources(path + ("ranges", j), r, image)
                            for j, r in enumerate(c.get("ranges", [{}])))
             return ir.ClearColorImage(c["image"], ranges, tuple(c.get("value", (0, 0, 0, 0))),
@@ -657,14 +663,16 @@ class _Builder:
                                             r.get("dst_mip_level", 0), r.get("dst_base_array_layer", 0),
                                             r.get("layer_count", 1), _offset(r.get("src_offset", [])),
                                             _offset(r.get("dst_offset", [])), extent)
+                # The extent is the source's texels; the destination's box has as many of its own blocks.
+                dst_extent = copy_dst_extent(extent, src.block, dst.block) if src and dst else extent
                 self.box(where, src, region.src_mip_level, region.src_offset, extent)
-                self.box(where, dst, region.dst_mip_level, region.dst_offset, extent)
-                regions.append(region)
-            return ir.CopyImage(c["src"], c["dst"], tuple(regions), tuple(
-                x for r in regions if src for x in src.box(r.src_mip_level, r.src_base_array_layer, r.layer_count,
-                                                           r.src_offset, r.extent)), tuple(
-                x for r in regions if dst for x in dst.box(r.dst_mip_level, r.dst_base_array_layer, r.layer_count,
-                                                           r.dst_offset, r.extent)), **tag)
+                self.box(where, dst, region.dst_mip_level, region.dst_offset, dst_extent)
+                regions.append((region, dst_extent))
+            return ir.CopyImage(c["src"], c["dst"], tuple(r for r, _ in regions), tuple(
+                x for r, _ in regions if src for x in src.box(r.src_mip_level, r.src_base_array_layer, r.layer_count,
+                                                              r.src_offset, r.extent)), tuple(
+                x for r, e in regions if dst for x in dst.box(r.dst_mip_level, r.dst_base_array_layer, r.layer_count,
+                                                              r.dst_offset, e)), **tag)
         to_image = kind == "copy_buffer_to_image"
         buffer_key, image_key = ("src", "dst") if to_image else ("dst", "src")
         total = self.buffer_ref(path + (buffer_key,), c[buffer_key])
@@ -680,7 +688,7 @@ class _Builder:
             regions.append(region)
             if image is None:
                 continue
-            rows = buffer_rows(region, image.texel)
+            rows = buffer_rows(region, image.texel, image.block)
             if total is not None and rows and rows[-1][1] > total:
                 self.error(where, f"the region's texels end at byte {rows[-1][1]} of {c[buffer_key]!r} (size {total})")
             buffer_ranges += rows

@@ -14,7 +14,7 @@ import hashlib
 
 from ..model import ir
 from ..model.accesses import binding_writes
-from ..model.images import FORMATS
+from ..model.images import COMPRESSED, FORMATS
 from ..model.refs import format_ref
 from ..shaders import generic_plan
 from .create import create_objects, queue_requests
@@ -60,6 +60,12 @@ def replayable(stream: ir.Stream) -> str | None:
                            for b in c.bindings if binding_writes(b.access)}
     if stream.images and len(stream.devices) > 1:
         return "images on a stream of several devices: multi-device replay creates and reads back buffers only"
+    compressed = next((i for i in stream.images if i.format in COMPRESSED), None)
+    if compressed is not None:
+        # Each family needs its device feature (textureCompressionBC, textureCompressionASTC_LDR; Lavapipe has no
+        # ASTC), and the runtime's uploads and read-backs move texels, not blocks.
+        return (f"image {compressed.id!r} is {compressed.format}: compressed images are not replayed (they need "
+                "textureCompressionBC or textureCompressionASTC_LDR, which the runtime does not enable)")
     if needed_extensions(stream) and len(stream.devices) > 1:
         return "buffer markers are replayed in a stream of one device (the one that enables VK_AMD_buffer_marker)"
     for cb in stream.command_buffers:

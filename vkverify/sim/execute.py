@@ -10,7 +10,7 @@ import numpy as np
 from ..model import ir
 from ..model.accesses import binding_reads, binding_writes
 from ..model.data import data_bytes, ref_hash
-from ..model.images import buffer_rows, clear_texel
+from ..model.images import buffer_rows, clear_texel, copy_dst_extent
 from ..shaders import SEMANTICS, atomic_addends, generic
 from .machine import Machine, digest
 from .order import Step
@@ -77,10 +77,11 @@ def _region_sides(index: ir.StreamIndex, op: ir.ImageCopy, r) -> tuple[list, lis
     if isinstance(op, ir.CopyImage):
         src, dst = index.images[op.src], index.images[op.dst]
         return (src.box(r.src_mip_level, r.src_base_array_layer, r.layer_count, r.src_offset, r.extent),
-                dst.box(r.dst_mip_level, r.dst_base_array_layer, r.layer_count, r.dst_offset, r.extent))
+                dst.box(r.dst_mip_level, r.dst_base_array_layer, r.layer_count, r.dst_offset,
+                        copy_dst_extent(r.extent, src.block, dst.block)))
     image = index.images[op.dst if isinstance(op, ir.CopyBufferToImage) else op.src]
     texels = image.box(r.mip_level, r.base_array_layer, r.layer_count, r.image_offset, r.image_extent)
-    rows = buffer_rows(r, image.texel)
+    rows = buffer_rows(r, image.texel, image.block)
     return (rows, texels) if isinstance(op, ir.CopyBufferToImage) else (texels, rows)
 
 
