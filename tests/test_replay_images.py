@@ -383,3 +383,60 @@ def test_a_compressed_image_is_refused_by_the_replay_and_its_clear_at_load():
     doc["command_buffers"]["cb0"].append({"cmd": "clear_color_image", "image": "C"})
     with pytest.raises(InvalidStream, match="VUID-vkCmdClearColorImage-image-00007"):
         from_dict(doc)
+
+
+def blit_stream(filter: str = "nearest") -> dict:
+    """Upload 8x8 texels to both layers of A, then blit: layer 0 whole to B's left half mirrored in x and y (scale 1),
+    layer 1 whole down to a 4x4 box of B's right half (2:1), and A's 2x2 corner of layer 0 up to a 4x4 box below it."""
+    def region(src_layer: int, src: list, dst: list) -> dict:
+        return {"src_base_array_layer": src_layer, "layer_count": 1, "src_offsets": src, "dst_offsets": dst}
+    return {
+        "format": "vkverify-stream/1", "name": f"blit-{filter}",
+        "devices": [{"id": "gpu0", "queues": [{"id": "q0", "family": 0}]}],
+        "buffers": [{"id": "Staging", "size": 512, "memory": "host_coherent"}],
+        "images": [{"id": "A", "extent": [8, 8], "array_layers": 2}, {"id": "B", "extent": [16, 8]}],
+        "command_buffers": {"cb0": [
+            _barrier("none", "", "copy", "transfer_write",
+                     [{"image": "A", "old_layout": "undefined", "new_layout": "transfer_dst_optimal"}]),
+            {"cmd": "copy_buffer_to_image", "src": "Staging", "dst": "A", "regions": [
+                {"layer_count": 2, "image_extent": [8, 8]}]},
+            _barrier("copy", "transfer_write", "blit", "transfer_read",
+                     [{"image": "A", "old_layout": "transfer_dst_optimal", "new_layout": "transfer_src_optimal"},
+                      {"image": "B", "old_layout": "undefined", "new_layout": "transfer_dst_optimal",
+                       "src_stage": ["none"], "src_access": [], "dst_access": ["transfer_write"]}]),
+            {"cmd": "blit_image", "src": "A", "dst": "B", "filter": filter, "regions": [
+                region(0, [[0, 0, 0], [8, 8, 1]], [[8, 8, 0], [0, 0, 1]]),
+                region(1, [[0, 0, 0], [8, 8, 1]], [[8, 0, 0], [12, 4, 1]]),
+                region(0, [[0, 0, 0], [2, 2, 1]], [[8, 4, 0], [12, 8, 1]])]},
+        ]},
+        "threads": {"main": [
+            {"op": "host_write", "buffer": "Staging", "offset": 0, "size": 512,
+             "data": {"pattern": "random", "seed": 9}},
+            {"op": "submit", "queue": "q0", "command_buffers": ["cb0"]},
+            {"op": "device_wait_idle"}]},
+    }
+
+
+def test_the_simulator_blits_each_destination_texel_from_the_nearest_source_texel():
+    """B's left half is A's layer 0 turned half a circle, its top right A's layer 1 at every other texel (the texel
+    each 2x2 block's center maps to: the block's lower right one), its bottom right A's corner each texel doubled."""
+    result = reference(from_dict(blit_stream()))
+    a = np.frombuffer(result.buffers["A"], np.uint8).reshape(2, 8, 8, 4)
+    b = np.frombuffer(result.buffers["B"], np.uint8).reshape(8, 16, 4)
+    assert (b[:, :8] == a[0, ::-1, ::-1]).all()
+    assert (b[:4, 8:12] == a[1, 1::2, 1::2]).all()
+    assert (b[4:, 8:12] == a[0, :2, :2].repeat(2, 0).repeat(2, 1)).all()
+    assert not b[:, 12:].any()
+
+
+def test_a_blit_replays_with_the_simulator_s_digests(device_name):
+    stream = from_dict(blit_stream())
+    assert check(stream) == []
+    result = runtime.replay(stream, syncval=True)
+    assert [m.text for m in result.messages if m.severity == "error"] == []
+    assert result.reference == {}, result.reference
+
+
+def test_a_linear_blit_is_refused_by_the_simulator_saying_why():
+    with pytest.raises(InvalidStream, match=r"cb0\[3\]: the simulator blits with the nearest filter, not 'linear'"):
+        reference(from_dict(blit_stream("linear")))

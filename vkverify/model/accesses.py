@@ -60,6 +60,12 @@ def _image_copy_accesses(cmd: ir.ImageCopy) -> tuple[tuple, ...]:
         tuple(("copy", (), "transfer_write", cmd.dst, lo, hi, False) for lo, hi in cmd.dst_ranges)
 
 
+def _blit_accesses(cmd: ir.BlitImage) -> tuple[tuple, ...]:
+    """7.6.1: vkCmdBlitImage reads and writes at the blit stage, the texels of each region's two boxes."""
+    return tuple(("blit", ("transfer_read",), None, cmd.src, lo, hi, False) for lo, hi in cmd.src_ranges) + \
+        tuple(("blit", (), "transfer_write", cmd.dst, lo, hi, False) for lo, hi in cmd.dst_ranges)
+
+
 def _clear_image_accesses(cmd: ir.ClearColorImage) -> tuple[tuple, ...]:
     return tuple(("clear", (), "transfer_write", cmd.image, lo, hi, False) for lo, hi in cmd.ranges)
 
@@ -80,7 +86,8 @@ def _query_copy_accesses(cmd: ir.CopyQueryPoolResults) -> tuple[tuple, ...]:
 
 
 ACCESSES_BY_KIND = {ir.CopyBufferToImage: _image_copy_accesses, ir.CopyImageToBuffer: _image_copy_accesses,
-                    ir.CopyImage: _image_copy_accesses, ir.ClearColorImage: _clear_image_accesses,
+                    ir.CopyImage: _image_copy_accesses, ir.BlitImage: _blit_accesses,
+                    ir.ClearColorImage: _clear_image_accesses,
                     ir.Copy: _copy_accesses, ir.Fill: _clear_accesses, ir.Update: _clear_accesses,
                     ir.Dispatch: _dispatch_accesses, ir.WriteBufferMarker: _marker_accesses,
                     ir.CopyQueryPoolResults: _query_copy_accesses,

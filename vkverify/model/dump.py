@@ -64,6 +64,12 @@ def command_to_dict(c: ir.Command) -> dict:
              "dst_mip_level": r.dst_mip_level, "dst_base_array_layer": r.dst_base_array_layer,
              "layer_count": r.layer_count, "src_offset": list(r.src_offset), "dst_offset": list(r.dst_offset),
              "extent": list(r.extent)} for r in c.regions]}
+    elif isinstance(c, ir.BlitImage):
+        out = {"cmd": "blit_image", "src": c.src, "dst": c.dst, "filter": c.filter, "regions": [
+            {"src_mip_level": r.src_mip_level, "src_base_array_layer": r.src_base_array_layer,
+             "dst_mip_level": r.dst_mip_level, "dst_base_array_layer": r.dst_base_array_layer,
+             "layer_count": r.layer_count, "src_offsets": [list(o) for o in r.src_offsets],
+             "dst_offsets": [list(o) for o in r.dst_offsets]} for r in c.regions]}
     elif isinstance(c, ir.ClearColorImage):
         out = {"cmd": "clear_color_image", "image": c.image, "ranges": [_subresources(r) for r in c.subresources],
                "value": list(c.value)}

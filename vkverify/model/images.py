@@ -23,6 +23,7 @@ __all__ = [
     "LAYOUTS",
     "LAYOUT_TRANSITION",
     "LAYOUT_WRITE",
+    "blit_box",
     "block_extent",
     "box_ranges",
     "buffer_rows",
@@ -154,6 +155,12 @@ def box_ranges(extent: tuple[int, int, int], layers: int, texel: int, level: int
         for layer in range(base_layer, base_layer + layer_count)
         for k in range(z, z + box[2]) for j in range(y0, y1)
         for row in (start + layer * size + ((k * h + j) * w + x0) * texel,))
+
+
+def blit_box(corners) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """(lowest corner, extent) of the texels between a VkImageBlit side's two offsets, in either order (spec 20.5: a
+    blit whose offsets are reversed mirrors the image)."""
+    return (tuple(map(min, *corners)), tuple(abs(b - a) for a, b in zip(*corners)))
 
 
 def copy_dst_extent(extent: tuple[int, int, int], src_block: tuple[int, int],

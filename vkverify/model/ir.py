@@ -23,6 +23,7 @@ __all__ = [
     "Barrier",
     "Batch",
     "Binding",
+    "BlitImage",
     "Buffer",
     "BufferBarrier",
     "ClearColorImage",
@@ -48,6 +49,7 @@ __all__ = [
     "Ignore",
     "Image",
     "ImageBarrier",
+    "ImageBlit",
     "ImageCopy",
     "ImageCopyRegion",
     "ImageRegion",
@@ -315,6 +317,32 @@ class CopyImage(ImageCopy):
 
 
 @dataclass(frozen=True, slots=True)
+class ImageBlit:
+    """VkImageBlit: each side's two corners (srcOffsets, dstOffsets), in one mip level's layers."""
+
+    src_mip_level: int
+    src_base_array_layer: int
+    dst_mip_level: int
+    dst_base_array_layer: int
+    layer_count: int
+    src_offsets: tuple[tuple[int, int, int], tuple[int, int, int]]
+    dst_offsets: tuple[tuple[int, int, int], tuple[int, int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class BlitImage(Tagged):
+    """vkCmdBlitImage: regions of ImageBlit scaled with `filter` ("nearest" or "linear"), and the bytes each side
+    touches (loader: model/images.py)."""
+
+    src: str
+    dst: str
+    regions: tuple[ImageBlit, ...]
+    filter: str = "nearest"
+    src_ranges: tuple[tuple[int, int], ...] = field(default=(), repr=False)
+    dst_ranges: tuple[tuple[int, int], ...] = field(default=(), repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class ClearColorImage(Tagged):
     image: str
     subresources: tuple[Subresources, ...]
@@ -450,7 +478,8 @@ class ExecuteCommands(Tagged):
 
 
 Command = (Copy | Fill | Update | Dispatch | Barrier | SetEvent | ResetEvent | WaitEvents | CopyBufferToImage |
-           CopyImageToBuffer | CopyImage | ClearColorImage | ExecuteCommands | WriteBufferMarker | CopyQueryPoolResults)
+           CopyImageToBuffer | CopyImage | BlitImage | ClearColorImage | ExecuteCommands | WriteBufferMarker |
+           CopyQueryPoolResults)
 
 EVENT_COMMANDS = (SetEvent, ResetEvent, WaitEvents)
 SYNC_COMMANDS = (Barrier, *EVENT_COMMANDS)  # the commands that synchronize and access no memory

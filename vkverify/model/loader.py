@@ -27,8 +27,8 @@ import jsonschema
 from . import ir, jsontext, params
 from .errors import InputError, InvalidStream, UsageError, json_path
 from .gcpause import cyclic_gc_paused
-from .images import (COMPRESSED, FORMATS, LAYOUTS, buffer_rows, copy_dst_extent, format_name, layout_name, level_extent,
-                     merge_ranges)
+from .images import (COMPRESSED, FORMATS, LAYOUTS, blit_box, buffer_rows, copy_dst_extent, format_name, layout_name,
+                     level_extent, merge_ranges)
 from .names import access_name, stage_name
 from .refs import parse_ref, split_submit, with_submit
 from .schema import schema
@@ -673,6 +673,8 @@ class _Builder:
                                                               r.src_offset, r.extent)), tuple(
                 x for r, e in regions if dst for x in dst.box(r.dst_mip_level, r.dst_base_array_layer, r.layer_count,
                                                               r.dst_offset, e)), **tag)
+        if kind == "blit_image":
+            return self.blit_image(path, c, tag)
         to_image = kind == "copy_buffer_to_image"
         buffer_key, image_key = ("src", "dst") if to_image else ("dst", "src")
         total = self.buffer_ref(path + (buffer_key,), c[buffer_key])
@@ -698,6 +700,31 @@ class _Builder:
         buffer_ranges, image_ranges = tuple(merge_ranges(buffer_ranges)), tuple(merge_ranges(image_ranges))
         return cls(c["src"], c["dst"], tuple(regions), *((buffer_ranges, image_ranges) if to_image else
                                                          (image_ranges, buffer_ranges)), **tag)
+
+    def blit_image(self, path: tuple, c: dict, tag: dict) -> ir.BlitImage:
+        src, dst = self.image_ref(path + ("src",), c["src"]), self.image_ref(path + ("dst",), c["dst"])
+        regions, src_ranges, dst_ranges = [], [], []
+        for j, r in enumerate(c["regions"]):
+            where = path + ("regions", j)
+            region = ir.ImageBlit(r.get("src_mip_level", 0), r.get("src_base_array_layer", 0),
+                                  r.get("dst_mip_level", 0), r.get("dst_base_array_layer", 0), r.get("layer_count", 1),
+                                  tuple(_offset(o) for o in r["src_offsets"]),
+                                  tuple(_offset(o) for o in r["dst_offsets"]))
+            regions.append(region)
+            for image, level, layer, corners, ranges in (
+                    (src, region.src_mip_level, region.src_base_array_layer, region.src_offsets, src_ranges),
+                    (dst, region.dst_mip_level, region.dst_base_array_layer, region.dst_offsets, dst_ranges)):
+                # The box between the two corners, which may be in either order (a blit may mirror).
+                low, box = blit_box(corners)
+                if not all(box):
+                    self.error(where, f"the box between {[list(o) for o in corners]} holds no texels (a 2D image's z "
+                                      "offsets are 0 and 1: VUID-vkCmdBlitImage-srcImage-00247, -dstImage-00252)")
+                    continue
+                self.box(where, image, level, low, box)
+                if image is not None:
+                    ranges += image.box(level, layer, region.layer_count, low, box)
+        return ir.BlitImage(c["src"], c["dst"], tuple(regions), c.get("filter", "nearest"),
+                            tuple(merge_ranges(src_ranges)), tuple(merge_ranges(dst_ranges)), **tag)
 
     def check_aliases(self, buffers: tuple[ir.Buffer, ...]) -> None:
         by_id = {b.id: b for b in buffers}
@@ -1051,7 +1078,7 @@ class _Builder:
 
 
 _DEPENDENCY_KEYS = ("src_stage", "src_access", "dst_stage", "dst_access", "buffers", "images")
-_IMAGE_COMMANDS = ("copy_buffer_to_image", "copy_image_to_buffer", "copy_image", "clear_color_image")
+_IMAGE_COMMANDS = ("copy_buffer_to_image", "copy_image_to_buffer", "copy_image", "blit_image", "clear_color_image")
 
 
 def _offset(values: list[int]) -> tuple[int, int, int]:
