@@ -4,6 +4,8 @@ Vulkan calls agree byte for byte."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -151,8 +153,10 @@ def test_image_barriers_replay_through_synchronization1_too(device_name, monkeyp
 
 
 def _binds_a_storage_image(path) -> bool:
-    return any(b.subresources is not None for cb in load(path).command_buffers for c in cb.commands
-               if isinstance(c, ir.Dispatch) for b in c.bindings)
+    """Binds an image, and each as a storage image (a sampled binding has no image kernel)."""
+    bound = [b.access for cb in load(path).command_buffers for c in cb.commands if isinstance(c, ir.Dispatch)
+             for b in c.bindings if b.subresources is not None]
+    return bool(bound) and "sampled" not in bound
 
 
 STORAGE_IMAGE_STREAMS = [p for p in CORPUS + sorted((ROOT / "tests" / "syncval").glob("*.json"))
@@ -440,3 +444,15 @@ def test_a_blit_replays_with_the_simulator_s_digests(device_name):
 def test_a_linear_blit_is_refused_by_the_simulator_saying_why():
     with pytest.raises(InvalidStream, match=r"cb0\[3\]: the simulator blits with the nearest filter, not 'linear'"):
         reference(from_dict(blit_stream("linear")))
+
+
+def test_a_sampled_binding_is_refused_by_the_replay_and_on_a_buffer_at_load():
+    """A combined image sampler's image (corpus 223) has no image kernel; `sampled` on a buffer (a uniform texel
+    buffer) is not in the format."""
+    doc = json.loads(next(p for p in CORPUS if p.name.startswith("223-")).read_text())
+    assert runtime.replayable(from_dict(doc)) == ("cb0[2] binds image 'I' as a sampled image: a sampled image binding "
+                                                  "has no image kernel")
+    doc["command_buffers"]["cb0"][2]["bindings"][1]["access"] = "sampled"
+    doc["shaders"]["transform"]["bindings"][1] = "sampled"
+    with pytest.raises(InvalidStream, match="a sampled binding is an image's"):
+        from_dict(doc)

@@ -79,7 +79,6 @@ USES = [
     ("presentation (swapchains)", r"Swapchain|QueuePresent|AcquireNextImage"),
     ("needs multi-planar formats", r"MultiPlanar"),
     ("needs barriers over slices of 3D images (maintenance9)", r"maintenance9"),
-    ("needs sampled image reads (a combined image sampler)", r"\bsampler2D\b"),
     ("needs images", (r"vkt::Image\b|VkImage\w*|CmdCopyImage|CmdCopyBufferToImage|CmdCopyImageToBuffer"
                      r"|CmdClearColorImage|CmdBlitImage|CmdResolveImage")),
 ]

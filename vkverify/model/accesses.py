@@ -12,10 +12,11 @@ __all__ = ["ACCESSES_BY_KIND", "BINDING_ACCESSES", "DEVICE_ACCESSES", "binding_r
 
 
 # A binding's access kind -> what it reads, what it writes (None: nothing). An atomic binding's operations
-# read and write (atomicAdd, atomicExchange, ...): the storage accesses SPIR-V's OpAtomic* make.
+# read and write (atomicAdd, atomicExchange, ...): the storage accesses SPIR-V's OpAtomic* make. A sampled binding
+# (a combined image sampler's image, texture()) is read by SHADER_SAMPLED_READ (7.7: "a sampled image").
 _BINDING = {"read": (("shader_storage_read",), None), "read_write": (("shader_storage_read",), "shader_storage_write"),
             "uniform": (("uniform_read",), None), "write": ((), "shader_storage_write"),
-            "atomic": (("shader_storage_read",), "shader_storage_write")}
+            "atomic": (("shader_storage_read",), "shader_storage_write"), "sampled": (("shader_sampled_read",), None)}
 BINDING_ACCESSES = tuple(_BINDING)
 
 

@@ -191,7 +191,7 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class ShaderDecl:
-    """An abstract shader: per binding, "read", "write", "read_write", "uniform" or "atomic"."""
+    """An abstract shader: per binding, "read", "write", "read_write", "uniform", "atomic" or "sampled"."""
 
     id: str
     bindings: tuple[str, ...]
@@ -255,7 +255,7 @@ class Binding:
     buffer: str  # or a storage image's id, with `subresources`
     offset: int
     size: int
-    access: str  # "read" | "write" | "read_write" | "uniform" | "atomic"
+    access: str  # "read" | "write" | "read_write" | "uniform" | "atomic" | "sampled" (an image's)
     subresources: Subresources | None = None  # a storage image binding: the view's levels and layers
     ranges: tuple[tuple[int, int], ...] = field(default=(), repr=False)  # its bytes (loader: model/images.py)
 

@@ -875,6 +875,9 @@ class _Builder:
             elif accesses and j < len(accesses) and not _access_covers(access, accesses[j]):
                 self.error(path + ("bindings", j, "access"),
                            f"declared {access!r} but shader {c['shader']!r} binding {j} is {accesses[j]!r}")
+            if access == "sampled" and "image" not in b:
+                self.error(path + ("bindings", j, "access"), "a sampled binding is an image's (a combined image "
+                                                             "sampler); a uniform texel buffer is not in the format")
             if "image" in b:
                 r = self.subresources(path + ("bindings", j), b, image)
                 bindings.append(ir.Binding(b["image"], offset, size, access, r,

@@ -78,7 +78,8 @@ def replayable(stream: ir.Stream) -> str | None:
             if image is not None:
                 why = storage_image_refusal(stream, c, image)
                 if why is not None:
-                    return f"{format_ref(cb.id, i)} binds image {image.buffer!r} as a storage image: {why}"
+                    kind = "sampled" if image.access == "sampled" else "storage"
+                    return f"{format_ref(cb.id, i)} binds image {image.buffer!r} as a {kind} image: {why}"
             if isinstance(c, ir.Dispatch) and c.indirect is not None and c.indirect.buffer in written_by_abstract:
                 return (f"dispatch_indirect reads group counts from {c.indirect.buffer!r}, which an abstract shader "
                         "writes with hash values past any device's maxComputeWorkGroupCount")
