@@ -456,3 +456,21 @@ def test_a_sampled_binding_is_refused_by_the_replay_and_on_a_buffer_at_load():
     doc["shaders"]["transform"]["bindings"][1] = "sampled"
     with pytest.raises(InvalidStream, match="a sampled binding is an image's"):
         from_dict(doc)
+
+
+def test_a_2d_array_compatible_3d_image_s_barrier_layers_are_its_slices():
+    """On a 16x16x2 image of 3 levels, layer 1 of a barrier is level 0's second slice, bytes [1024, 2048);
+    left out, the layers are every slice of every level; the replay refuses the image, and the flag on a 2D image is
+    an error at load."""
+    doc = json.loads((ROOT / "tests" / "syncval" / "PositiveSyncVal.Maintenance9TransitionWithMultipleMips.json")
+                     .read_text())
+    [barrier] = from_dict(doc).command_buffers[0].commands
+    assert barrier.images[0].ranges == ((0, 2048 + 256 + 64),)  # level 0: 16x16x2, 1: 8x8x1, 2: 4x4x1
+    doc["command_buffers"]["cb0"][0]["images"][0].update(level_count=1, base_array_layer=1, layer_count=1)
+    stream = from_dict(doc)
+    assert stream.command_buffers[0].commands[0].images[0].ranges == ((1024, 2048),)
+    assert runtime.replayable(stream) == ("image 'I' is 2d_array_compatible: barriers over a 3D image's slices need "
+                                          "VK_KHR_maintenance9, which the runtime does not enable")
+    doc["images"][0]["extent"] = [16, 16]
+    with pytest.raises(InvalidStream, match="VUID-VkImageCreateInfo-flags-00950"):
+        from_dict(doc)

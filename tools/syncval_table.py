@@ -78,7 +78,6 @@ USES = [
     ("video", r"Video"),
     ("presentation (swapchains)", r"Swapchain|QueuePresent|AcquireNextImage"),
     ("needs multi-planar formats", r"MultiPlanar"),
-    ("needs barriers over slices of 3D images (maintenance9)", r"maintenance9"),
     ("needs images", (r"vkt::Image\b|VkImage\w*|CmdCopyImage|CmdCopyBufferToImage|CmdCopyImageToBuffer"
                      r"|CmdClearColorImage|CmdBlitImage|CmdResolveImage")),
 ]

@@ -218,7 +218,8 @@ def _doc(s: ir.Stream, each: Callable[[Callable[[Any], dict], Sequence[Any]], An
     if s.images:
         out["images"] = [{"id": m.id, "extent": list(m.extent), "format": m.format, "mip_levels": m.mip_levels,
                           "array_layers": m.array_layers, "memory": m.memory, "device": m.devices[0],
-                          **({"sharing": m.sharing} if m.sharing != "concurrent" else {})} for m in s.images]
+                          **({"sharing": m.sharing} if m.sharing != "concurrent" else {}),
+                          **({"create_flags": sorted(m.create_flags)} if m.create_flags else {})} for m in s.images]
     if s.events:
         out["events"] = [{"id": e.id} for e in s.events]
     out["shaders"] = {x.id: {"bindings": list(x.bindings)} for x in s.shaders}

@@ -36,6 +36,7 @@ __all__ = [
     "merge_ranges",
     "numeric_kind",
     "range_ranges",
+    "slice_ranges",
     "subresources_text",
 ]
 
@@ -135,6 +136,19 @@ def range_ranges(extent: tuple[int, int, int], layers: int, texel: int, base_lev
         size = level_size(extent, level, texel, block)
         start = level_offset(extent, layers, texel, level, block) + base_layer * size
         out.append((start, start + layer_count * size))
+    return merge_ranges(out)
+
+
+def slice_ranges(extent: tuple[int, int, int], texel: int, base_level: int, level_count: int, base_slice: int,
+                 slice_count: int, block: tuple[int, int] = (1, 1)) -> list[tuple[int, int]]:
+    """The byte ranges of depth slices [base_slice, base_slice + slice_count) of a 3D image's (one layer's) levels:
+    one per level, slices past a level's depth left out (a level's slices are contiguous)."""
+    out = []
+    for level in range(base_level, base_level + level_count):
+        w, h, d = level_extent(extent, level)
+        size = _blocks(w, block[0]) * _blocks(h, block[1]) * texel
+        start = level_offset(extent, 1, texel, level, block)
+        out.append((start + min(base_slice, d) * size, start + min(base_slice + slice_count, d) * size))
     return merge_ranges(out)
 
 

@@ -12,7 +12,7 @@ from math import comb
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .images import FORMATS, block_extent, box_ranges, level_offset, range_ranges, subresources_text
+from .images import FORMATS, block_extent, box_ranges, level_offset, range_ranges, slice_ranges, subresources_text
 from .refs import format_ref, split_ref
 
 __all__ = [
@@ -138,6 +138,12 @@ class Image:
     memory: str = "device_local"
     devices: tuple[str, ...] = ("gpu0",)
     sharing: str = "concurrent"
+    create_flags: frozenset[str] = frozenset()  # VkImageCreateFlags: "2d_array_compatible"
+
+    @property
+    def slices_are_layers(self) -> bool:
+        """A 3D image created 2D_ARRAY_COMPATIBLE: an image barrier's layers are its depth slices (maintenance9)."""
+        return "2d_array_compatible" in self.create_flags
 
     @property
     def texel(self) -> int:
@@ -159,6 +165,13 @@ class Image:
         """The bytes of a subresource range."""
         return range_ranges(self.extent, self.array_layers, self.texel, r.base_mip_level, r.level_count,
                             r.base_array_layer, r.layer_count, self.block)
+
+    def barrier_ranges(self, r: Subresources) -> list[tuple[int, int]]:
+        """The bytes of an image barrier's subresource range: its layers are depth slices where slices_are_layers."""
+        if self.slices_are_layers:
+            return slice_ranges(self.extent, self.texel, r.base_mip_level, r.level_count, r.base_array_layer,
+                                r.layer_count, self.block)
+        return self.ranges(r)
 
     def subresources_text(self, lo: int, hi: int) -> str:
         """The subresources bytes [lo, hi) of the layout hold, for people."""

@@ -607,21 +607,27 @@ class _Builder:
         if extent[2] > 1 and m.get("array_layers", 1) != 1:
             self.error(path + ("array_layers",), f"a 3D image (depth {extent[2]}) has one array layer "
                                                  "(VUID-VkImageCreateInfo-imageType-00961)")
+        flags = frozenset(m.get("create_flags", ()))
+        if "2d_array_compatible" in flags and extent[2] == 1:
+            self.error(path + ("create_flags",), "2d_array_compatible is a 3D image's flag "
+                                                 "(VUID-VkImageCreateInfo-flags-00950)")
         device = m.get("device", devices[0].id)
         if device not in self.device_ids:
             self.error(path + ("device",), f"unknown device {device!r}")
         return ir.Image(m["id"], extent, fmt, levels, m.get("array_layers", 1), m.get("memory", "device_local"),
-                        (device,), m.get("sharing", "concurrent"))
+                        (device,), m.get("sharing", "concurrent"), flags)
 
     def image_ref(self, path: tuple, image: str) -> ir.Image | None:
         if image not in self.images:
             self.error(path, f"unknown image {image!r}")
         return self.images.get(image)
 
-    def subresources(self, path: tuple, obj: dict, image: ir.Image | None, whole: bool = True) -> ir.Subresources:
-        """A subresource range (VkImageSubresourceRange) checked against the image; by default all of it."""
+    def subresources(self, path: tuple, obj: dict, image: ir.Image | None, whole: bool = True,
+                     slices: bool = False) -> ir.Subresources:
+        """A subresource range (VkImageSubresourceRange) checked against the image; by default all of it. `slices`:
+        an image barrier's, whose layers are a slices_are_layers image's depth slices."""
         levels = image.mip_levels if image else 1
-        layers = image.array_layers if image else 1
+        layers = (image.extent[2] if slices and image.slices_are_layers else image.array_layers) if image else 1
         base_level, base_layer = obj.get("base_mip_level", 0), obj.get("base_array_layer", 0)
         r = ir.Subresources(base_level, obj.get("level_count", levels - base_level if whole else 1),
                             base_layer, obj.get("layer_count", layers - base_layer))
@@ -924,7 +930,7 @@ class _Builder:
         for j, b in enumerate(c.get("images", [])):
             where = path + ("images", j)
             image = self.image_ref(where + ("image",), b["image"])
-            r = self.subresources(where, b, image)
+            r = self.subresources(where, b, image, slices=True)
             if ("src_family" in b) != ("dst_family" in b):
                 self.error(where, "give both `src_family` and `dst_family`, or neither")
             for key in ("old_layout", "new_layout"):
@@ -934,7 +940,7 @@ class _Builder:
                                           layout_name(b.get("old_layout", "general")) or "general",
                                           layout_name(b.get("new_layout", "general")) or "general",
                                           b.get("src_family"), b.get("dst_family"),
-                                          tuple(image.ranges(r)) if image else ()))
+                                          tuple(image.barrier_ranges(r)) if image else ()))
         return ir.Barrier(*masks, tuple(entries), tuple(images), **tag)
 
     def masks(self, path: tuple, obj: dict, inherited: tuple | None) -> tuple[frozenset, ...]:

@@ -60,6 +60,11 @@ def replayable(stream: ir.Stream) -> str | None:
                            for b in c.bindings if binding_writes(b.access)}
     if stream.images and len(stream.devices) > 1:
         return "images on a stream of several devices: multi-device replay creates and reads back buffers only"
+    sliced = next((i for i in stream.images if i.slices_are_layers), None)
+    if sliced is not None:
+        # The runtime keeps layouts per (level, layer) and enables no VK_KHR_maintenance9.
+        return (f"image {sliced.id!r} is 2d_array_compatible: barriers over a 3D image's slices need "
+                "VK_KHR_maintenance9, which the runtime does not enable")
     compressed = next((i for i in stream.images if i.format in COMPRESSED), None)
     if compressed is not None:
         # Each family needs its device feature (textureCompressionBC, textureCompressionASTC_LDR; Lavapipe has no
