@@ -474,3 +474,26 @@ def test_a_2d_array_compatible_3d_image_s_barrier_layers_are_its_slices():
     doc["images"][0]["extent"] = [16, 16]
     with pytest.raises(InvalidStream, match="VUID-VkImageCreateInfo-flags-00950"):
         from_dict(doc)
+
+
+def test_a_multi_planar_image_s_planes_lie_one_after_the_other():
+    """16x8 g8_b8_r8_3plane_420_unorm: plane 0 is 128 bytes, planes 1 and 2 8x4 (32 bytes each). A copy of a box of A's
+    plane 0 to B's plane 2 writes the box's rows of plane 2 (from byte 160, 8 a row); the replay refuses the image,
+    and a clear of it is an error at load."""
+    doc = compressed_stream()
+    doc["images"] = [{"id": n, "extent": [16, 8], "format": "g8_b8_r8_3plane_420_unorm"} for n in "AB"]
+    doc["command_buffers"]["cb0"] = [
+        {"cmd": "clear_color_image", "image": "A"},
+        _barrier("copy", "transfer_write", "copy", "transfer_read", []),
+        {"cmd": "copy_image", "src": "A", "dst": "B", "regions": [
+            {"src_offset": [2, 0], "dst_plane": 2, "dst_offset": [4, 1], "extent": [4, 3]}]}]
+    with pytest.raises(InvalidStream, match="'A' is multi-planar"):
+        from_dict(doc)
+    doc["command_buffers"]["cb0"][0] = {"cmd": "copy_image", "src": "C", "dst": "A", "regions": [{"extent": [16, 8]}]}
+    doc["images"].append({"id": "C", "extent": [16, 8], "format": "r8_unorm", "memory": "host_coherent"})
+    stream = from_dict(doc)
+    assert stream.index.images["A"].memory_view.size == 128 + 32 + 32
+    assert stream.command_buffers[0].commands[2].dst_ranges == tuple((160 + 8 * y + 4, 160 + 8 * y + 8)
+                                                                       for y in (1, 2, 3))
+    assert runtime.replayable(stream) == ("image 'A' is g8_b8_r8_3plane_420_unorm: multi-planar images are not "
+                                          "replayed (the runtime reads images back as one plane)")

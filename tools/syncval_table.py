@@ -77,7 +77,6 @@ USES = [
     ("ray tracing", r"RayTracing|AccelerationStructure|TraceRays"),
     ("video", r"Video"),
     ("presentation (swapchains)", r"Swapchain|QueuePresent|AcquireNextImage"),
-    ("needs multi-planar formats", r"MultiPlanar"),
     ("needs images", (r"vkt::Image\b|VkImage\w*|CmdCopyImage|CmdCopyBufferToImage|CmdCopyImageToBuffer"
                      r"|CmdClearColorImage|CmdBlitImage|CmdResolveImage")),
 ]

@@ -63,7 +63,8 @@ def command_to_dict(c: ir.Command) -> dict:
             {"src_mip_level": r.src_mip_level, "src_base_array_layer": r.src_base_array_layer,
              "dst_mip_level": r.dst_mip_level, "dst_base_array_layer": r.dst_base_array_layer,
              "layer_count": r.layer_count, "src_offset": list(r.src_offset), "dst_offset": list(r.dst_offset),
-             "extent": list(r.extent)} for r in c.regions]}
+             "extent": list(r.extent), **({"src_plane": r.src_plane} if r.src_plane else {}),
+             **({"dst_plane": r.dst_plane} if r.dst_plane else {})} for r in c.regions]}
     elif isinstance(c, ir.BlitImage):
         out = {"cmd": "blit_image", "src": c.src, "dst": c.dst, "filter": c.filter, "regions": [
             {"src_mip_level": r.src_mip_level, "src_base_array_layer": r.src_base_array_layer,

@@ -23,6 +23,7 @@ __all__ = [
     "LAYOUTS",
     "LAYOUT_TRANSITION",
     "LAYOUT_WRITE",
+    "PLANES",
     "blit_box",
     "block_extent",
     "box_ranges",
@@ -55,6 +56,15 @@ COMPRESSED = {
         (4, 4), (5, 4), (5, 5), (6, 5), (6, 6), (8, 5), (8, 6), (8, 8), (10, 5), (10, 6), (10, 8), (10, 10),
         (12, 10), (12, 12)) for kind in ("unorm", "srgb")},
 }
+# Multi-planar formats (spec 34.1.1, "Multi-planar Formats"): each plane's texel size and its subsampling (the plane's
+# width and height are the image's divided by it, rounded up); the layout holds the planes one after the other.
+PLANES = {
+    "g8_b8_r8_3plane_420_unorm": ((1, (1, 1)), (1, (2, 2)), (1, (2, 2))),
+    "g8_b8r8_2plane_420_unorm": ((1, (1, 1)), (2, (2, 2))),
+    "g8_b8_r8_3plane_422_unorm": ((1, (1, 1)), (1, (2, 1)), (1, (2, 1))),
+    "g8_b8r8_2plane_422_unorm": ((1, (1, 1)), (2, (2, 1))),
+    "g8_b8_r8_3plane_444_unorm": ((1, (1, 1)), (1, (1, 1)), (1, (1, 1))),
+}
 # Bytes per texel block (one texel but in a compressed format) of the formats compute and transfer use;
 # VK_FORMAT_R8G8B8A8_UNORM is spelled r8g8b8a8_unorm.
 FORMATS = {
@@ -62,6 +72,7 @@ FORMATS = {
     "r8g8b8a8_uint": 4, "r8g8b8a8_srgb": 4, "b8g8r8a8_unorm": 4, "b8g8r8a8_srgb": 4, "r32_uint": 4, "r32_sint": 4,
     "r32_sfloat": 4, "r16g16_sfloat": 4, "r16g16b16a16_sfloat": 8, "r32g32_sfloat": 8, "r32g32_uint": 8,
     "r32g32b32a32_sfloat": 16, "r32g32b32a32_uint": 16, **{name: size for name, (size, _) in COMPRESSED.items()},
+    **{name: planes[0][0] for name, planes in PLANES.items()},  # plane 0's
 }
 
 

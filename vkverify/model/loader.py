@@ -27,8 +27,8 @@ import jsonschema
 from . import ir, jsontext, params
 from .errors import InputError, InvalidStream, UsageError, json_path
 from .gcpause import cyclic_gc_paused
-from .images import (COMPRESSED, FORMATS, LAYOUTS, blit_box, buffer_rows, copy_dst_extent, format_name, layout_name,
-                     level_extent, merge_ranges)
+from .images import (COMPRESSED, FORMATS, LAYOUTS, PLANES, blit_box, buffer_rows, copy_dst_extent, format_name,
+                     layout_name, level_extent, merge_ranges)
 from .names import access_name, stage_name
 from .refs import parse_ref, split_submit, with_submit
 from .schema import schema
@@ -638,10 +638,20 @@ class _Builder:
                              f"{image.id!r} ({levels} levels, {layers} layers)")
         return r
 
-    def box(self, path: tuple, image: ir.Image | None, level: int, offset: tuple, extent: tuple) -> None:
+    def single_plane(self, path: tuple, image: ir.Image | None) -> None:
+        """Only copy_image and barriers take a multi-planar image (a plane's region of a copy; every plane)."""
+        if image is not None and image.format in PLANES:
+            self.error(path, f"{image.id!r} is multi-planar ({image.format}): the format copies its planes with "
+                             "copy_image and barriers cover them, no other command takes it")
+
+    def box(self, path: tuple, image: ir.Image | None, level: int, offset: tuple, extent: tuple,
+            plane: int = 0) -> None:
         if image is None:
             return
-        size = level_extent(image.extent, level) if level < image.mip_levels else (0, 0, 0)
+        if plane >= len(image.planes):
+            self.error(path, f"{image.id!r} has no plane {plane} ({image.format})")
+            return
+        size = level_extent(image.planes[plane][0], level) if level < image.mip_levels else (0, 0, 0)
         # A box of a compressed image may end in the partial blocks at the level's edge (spec 20.3).
         whole = tuple(-(-s // b) * b for s, b in zip(size, image.block + (1,)))
         if any(o + e > s for o, e, s in zip(offset, extent, whole)):
@@ -652,6 +662,7 @@ class _Builder:
         kind = c["cmd"]
         if kind == "clear_color_image":
             image = self.image_ref(path + ("image",), c["image"])
+            self.single_plane(path + ("image",), image)
             if image is not None and image.format in COMPRESSED:
                 self.error(path + ("image",), f"{image.id!r} is {image.format}: a compressed image is not cleared "
                                               "(VUID-vkCmdClearColorImage-image-00007)")
@@ -668,23 +679,27 @@ class _Builder:
                 region = ir.ImageCopyRegion(r.get("src_mip_level", 0), r.get("src_base_array_layer", 0),
                                             r.get("dst_mip_level", 0), r.get("dst_base_array_layer", 0),
                                             r.get("layer_count", 1), _offset(r.get("src_offset", [])),
-                                            _offset(r.get("dst_offset", [])), extent)
+                                            _offset(r.get("dst_offset", [])), extent, r.get("src_plane", 0),
+                                            r.get("dst_plane", 0))
                 # The extent is the source's texels; the destination's box has as many of its own blocks.
                 dst_extent = copy_dst_extent(extent, src.block, dst.block) if src and dst else extent
-                self.box(where, src, region.src_mip_level, region.src_offset, extent)
-                self.box(where, dst, region.dst_mip_level, region.dst_offset, dst_extent)
+                self.box(where, src, region.src_mip_level, region.src_offset, extent, region.src_plane)
+                self.box(where, dst, region.dst_mip_level, region.dst_offset, dst_extent, region.dst_plane)
                 regions.append((region, dst_extent))
+            valid = [(r, e) for r, e in regions if src and dst and r.src_plane < len(src.planes)
+                     and r.dst_plane < len(dst.planes)]
             return ir.CopyImage(c["src"], c["dst"], tuple(r for r, _ in regions), tuple(
-                x for r, _ in regions if src for x in src.box(r.src_mip_level, r.src_base_array_layer, r.layer_count,
-                                                              r.src_offset, r.extent)), tuple(
-                x for r, e in regions if dst for x in dst.box(r.dst_mip_level, r.dst_base_array_layer, r.layer_count,
-                                                              r.dst_offset, e)), **tag)
+                x for r, _ in valid for x in src.box(r.src_mip_level, r.src_base_array_layer, r.layer_count,
+                                                     r.src_offset, r.extent, r.src_plane)), tuple(
+                x for r, e in valid for x in dst.box(r.dst_mip_level, r.dst_base_array_layer, r.layer_count,
+                                                     r.dst_offset, e, r.dst_plane)), **tag)
         if kind == "blit_image":
             return self.blit_image(path, c, tag)
         to_image = kind == "copy_buffer_to_image"
         buffer_key, image_key = ("src", "dst") if to_image else ("dst", "src")
         total = self.buffer_ref(path + (buffer_key,), c[buffer_key])
         image = self.image_ref(path + (image_key,), c[image_key])
+        self.single_plane(path + (image_key,), image)
         regions, buffer_ranges, image_ranges = [], [], []
         for j, r in enumerate(c["regions"]):
             where = path + ("regions", j)
@@ -709,6 +724,8 @@ class _Builder:
 
     def blit_image(self, path: tuple, c: dict, tag: dict) -> ir.BlitImage:
         src, dst = self.image_ref(path + ("src",), c["src"]), self.image_ref(path + ("dst",), c["dst"])
+        self.single_plane(path + ("src",), src)
+        self.single_plane(path + ("dst",), dst)
         regions, src_ranges, dst_ranges = [], [], []
         for j, r in enumerate(c["regions"]):
             where = path + ("regions", j)
@@ -885,6 +902,7 @@ class _Builder:
                 self.error(path + ("bindings", j, "access"), "a sampled binding is an image's (a combined image "
                                                              "sampler); a uniform texel buffer is not in the format")
             if "image" in b:
+                self.single_plane(path + ("bindings", j, "image"), image)
                 r = self.subresources(path + ("bindings", j), b, image)
                 bindings.append(ir.Binding(b["image"], offset, size, access, r,
                                            tuple(image.ranges(r)) if image else ()))

@@ -14,7 +14,7 @@ import hashlib
 
 from ..model import ir
 from ..model.accesses import binding_writes
-from ..model.images import COMPRESSED, FORMATS
+from ..model.images import COMPRESSED, FORMATS, PLANES
 from ..model.refs import format_ref
 from ..shaders import generic_plan
 from .create import create_objects, queue_requests
@@ -65,6 +65,10 @@ def replayable(stream: ir.Stream) -> str | None:
         # The runtime keeps layouts per (level, layer) and enables no VK_KHR_maintenance9.
         return (f"image {sliced.id!r} is 2d_array_compatible: barriers over a 3D image's slices need "
                 "VK_KHR_maintenance9, which the runtime does not enable")
+    planar = next((i for i in stream.images if i.format in PLANES), None)
+    if planar is not None:
+        return (f"image {planar.id!r} is {planar.format}: multi-planar images are not replayed (the runtime reads "
+                "images back as one plane)")
     compressed = next((i for i in stream.images if i.format in COMPRESSED), None)
     if compressed is not None:
         # Each family needs its device feature (textureCompressionBC, textureCompressionASTC_LDR; Lavapipe has no

@@ -78,9 +78,9 @@ def _region_sides(index: ir.StreamIndex, op: ir.ImageCopy, r) -> tuple[list, lis
     """(source ranges, destination ranges) of one region of `op`."""
     if isinstance(op, ir.CopyImage):
         src, dst = index.images[op.src], index.images[op.dst]
-        return (src.box(r.src_mip_level, r.src_base_array_layer, r.layer_count, r.src_offset, r.extent),
+        return (src.box(r.src_mip_level, r.src_base_array_layer, r.layer_count, r.src_offset, r.extent, r.src_plane),
                 dst.box(r.dst_mip_level, r.dst_base_array_layer, r.layer_count, r.dst_offset,
-                        copy_dst_extent(r.extent, src.block, dst.block)))
+                        copy_dst_extent(r.extent, src.block, dst.block), r.dst_plane))
     image = index.images[op.dst if isinstance(op, ir.CopyBufferToImage) else op.src]
     texels = image.box(r.mip_level, r.base_array_layer, r.layer_count, r.image_offset, r.image_extent)
     rows = buffer_rows(r, image.texel, image.block)
