@@ -4,6 +4,7 @@ buffers compares images' too.
 An image's subresources (one aspect, color: compute and transfer use no other) lie mip level by mip level, and
 within a level array layer by layer, each a `depth x height x width` block of texels (of texel blocks in a
 block-compressed format: spec 48.3, "Compressed Image Formats"; an access of part of a block touches the block).
+A multi-planar image's planes (PLANES) lie one after the other, each so laid out at its own extent and texel size.
 A subresource range of one level is one byte range; a copy's box is one byte range per row of texels it touches
 (merged where rows, or whole planes, are contiguous). The layout is the model's, not the device's (optimal tiling is
 opaque): two accesses overlap in it exactly when they touch a common texel of a common subresource, which is what
