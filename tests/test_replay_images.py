@@ -4,6 +4,8 @@ Vulkan calls agree byte for byte."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -152,8 +154,10 @@ def test_image_barriers_replay_through_synchronization1_too(device_name, monkeyp
 
 
 def _binds_a_storage_image(path) -> bool:
-    return any(b.subresources is not None for cb in load(path).command_buffers for c in cb.commands
-               if isinstance(c, ir.Dispatch) for b in c.bindings)
+    """Binds an image, and each as a storage image (a sampled binding has no image kernel)."""
+    bound = [b.access for cb in load(path).command_buffers for c in cb.commands if isinstance(c, ir.Dispatch)
+             for b in c.bindings if b.subresources is not None]
+    return bool(bound) and "sampled" not in bound
 
 
 STORAGE_IMAGE_STREAMS = [p for p in CORPUS + sorted((ROOT / "tests" / "syncval").glob("*.json"))
@@ -345,3 +349,158 @@ def test_an_indirect_dispatch_of_no_groups_stores_nothing_to_its_image(device_na
     result = runtime.replay(stream, syncval=True)
     assert [m.text for m in result.messages if m.severity == "error"] == []
     assert result.reference == {}, result.reference
+
+
+def compressed_stream() -> dict:
+    """One r32g32_uint texel uploaded to S, copied to block 1 of C (12x4 bc1_rgba_unorm_block: 3 blocks of 8 bytes),
+    then a 4x4 box at (8,0) uploaded to C's block 2 from Staging's bytes 16-24."""
+    return {
+        "format": "vkverify-stream/1", "name": "compressed",
+        "devices": [{"id": "gpu0", "queues": [{"id": "q0", "family": 0}]}],
+        "buffers": [{"id": "Staging", "size": 64, "memory": "host_coherent"}],
+        "images": [{"id": "S", "extent": [1, 1], "format": "r32g32_uint"},
+                   {"id": "C", "extent": [12, 4], "format": "bc1_rgba_unorm_block"}],
+        "command_buffers": {"cb0": [
+            {"cmd": "copy_buffer_to_image", "src": "Staging", "dst": "S", "regions": [{"image_extent": [1, 1]}]},
+            _barrier("copy", "transfer_write", "copy", "transfer_read", []),
+            {"cmd": "copy_image", "src": "S", "dst": "C", "regions": [{"dst_offset": [4, 0, 0], "extent": [1, 1, 1]}]},
+            {"cmd": "copy_buffer_to_image", "src": "Staging", "dst": "C", "regions": [
+                {"buffer_offset": 16, "image_offset": [8, 0], "image_extent": [4, 4]}]},
+        ]},
+        "threads": {"main": [
+            {"op": "host_write", "buffer": "Staging", "offset": 0, "size": 64,
+             "data": {"pattern": "random", "seed": 3}},
+            {"op": "submit", "queue": "q0", "command_buffers": ["cb0"]},
+            {"op": "device_wait_idle"}]},
+    }
+
+
+def test_a_compressed_image_s_layout_holds_texel_blocks():
+    """The simulator moves whole blocks: one source texel is one BC1 block (spec 20.3), and a 4x4 box one block of the
+    buffer (20.4); the two copies into C touch different blocks, so the checker finds no race between them."""
+    stream = from_dict(compressed_stream())
+    assert stream.index.images["C"].memory_view.size == 24
+    assert check(stream) == []
+    result = reference(stream)
+    staging, c = result.buffers["Staging"], result.buffers["C"]
+    assert c == bytes(8) + staging[:8] + staging[16:24]
+
+
+def test_a_compressed_image_is_refused_by_the_replay_and_its_clear_at_load():
+    doc = compressed_stream()
+    reason = runtime.replayable(from_dict(doc))
+    assert reason == ("image 'C' is bc1_rgba_unorm_block: compressed images are not replayed (they need "
+                      "textureCompressionBC or textureCompressionASTC_LDR, which the runtime does not enable)")
+    doc["command_buffers"]["cb0"].append({"cmd": "clear_color_image", "image": "C"})
+    with pytest.raises(InvalidStream, match="VUID-vkCmdClearColorImage-image-00007"):
+        from_dict(doc)
+
+
+def blit_stream(filter: str = "nearest") -> dict:
+    """Upload 8x8 texels to both layers of A, then blit: layer 0 whole to B's left half mirrored in x and y (scale 1),
+    layer 1 whole down to a 4x4 box of B's right half (2:1), and A's 2x2 corner of layer 0 up to a 4x4 box below it."""
+    def region(src_layer: int, src: list, dst: list) -> dict:
+        return {"src_base_array_layer": src_layer, "layer_count": 1, "src_offsets": src, "dst_offsets": dst}
+    return {
+        "format": "vkverify-stream/1", "name": f"blit-{filter}",
+        "devices": [{"id": "gpu0", "queues": [{"id": "q0", "family": 0}]}],
+        "buffers": [{"id": "Staging", "size": 512, "memory": "host_coherent"}],
+        "images": [{"id": "A", "extent": [8, 8], "array_layers": 2}, {"id": "B", "extent": [16, 8]}],
+        "command_buffers": {"cb0": [
+            _barrier("none", "", "copy", "transfer_write",
+                     [{"image": "A", "old_layout": "undefined", "new_layout": "transfer_dst_optimal"}]),
+            {"cmd": "copy_buffer_to_image", "src": "Staging", "dst": "A", "regions": [
+                {"layer_count": 2, "image_extent": [8, 8]}]},
+            _barrier("copy", "transfer_write", "blit", "transfer_read",
+                     [{"image": "A", "old_layout": "transfer_dst_optimal", "new_layout": "transfer_src_optimal"},
+                      {"image": "B", "old_layout": "undefined", "new_layout": "transfer_dst_optimal",
+                       "src_stage": ["none"], "src_access": [], "dst_access": ["transfer_write"]}]),
+            {"cmd": "blit_image", "src": "A", "dst": "B", "filter": filter, "regions": [
+                region(0, [[0, 0, 0], [8, 8, 1]], [[8, 8, 0], [0, 0, 1]]),
+                region(1, [[0, 0, 0], [8, 8, 1]], [[8, 0, 0], [12, 4, 1]]),
+                region(0, [[0, 0, 0], [2, 2, 1]], [[8, 4, 0], [12, 8, 1]])]},
+        ]},
+        "threads": {"main": [
+            {"op": "host_write", "buffer": "Staging", "offset": 0, "size": 512,
+             "data": {"pattern": "random", "seed": 9}},
+            {"op": "submit", "queue": "q0", "command_buffers": ["cb0"]},
+            {"op": "device_wait_idle"}]},
+    }
+
+
+def test_the_simulator_blits_each_destination_texel_from_the_nearest_source_texel():
+    """B's left half is A's layer 0 turned half a circle, its top right A's layer 1 at every other texel (the texel
+    each 2x2 block's center maps to: the block's lower right one), its bottom right A's corner each texel doubled."""
+    result = reference(from_dict(blit_stream()))
+    a = np.frombuffer(result.buffers["A"], np.uint8).reshape(2, 8, 8, 4)
+    b = np.frombuffer(result.buffers["B"], np.uint8).reshape(8, 16, 4)
+    assert (b[:, :8] == a[0, ::-1, ::-1]).all()
+    assert (b[:4, 8:12] == a[1, 1::2, 1::2]).all()
+    assert (b[4:, 8:12] == a[0, :2, :2].repeat(2, 0).repeat(2, 1)).all()
+    assert not b[:, 12:].any()
+
+
+def test_a_blit_replays_with_the_simulator_s_digests(device_name):
+    stream = from_dict(blit_stream())
+    assert check(stream) == []
+    result = runtime.replay(stream, syncval=True)
+    assert [m.text for m in result.messages if m.severity == "error"] == []
+    assert result.reference == {}, result.reference
+
+
+def test_a_linear_blit_is_refused_by_the_simulator_saying_why():
+    with pytest.raises(InvalidStream, match=r"cb0\[3\]: the simulator blits with the nearest filter, not 'linear'"):
+        reference(from_dict(blit_stream("linear")))
+
+
+def test_a_sampled_binding_is_refused_by_the_replay_and_on_a_buffer_at_load():
+    """A combined image sampler's image (corpus 223) has no image kernel; `sampled` on a buffer (a uniform texel
+    buffer) is not in the format."""
+    doc = json.loads(next(p for p in CORPUS if p.name.startswith("223-")).read_text())
+    assert runtime.replayable(from_dict(doc)) == ("cb0[2] binds image 'I' as a sampled image: a sampled image binding "
+                                                  "has no image kernel")
+    doc["command_buffers"]["cb0"][2]["bindings"][1]["access"] = "sampled"
+    doc["shaders"]["transform"]["bindings"][1] = "sampled"
+    with pytest.raises(InvalidStream, match="a sampled binding is an image's"):
+        from_dict(doc)
+
+
+def test_a_2d_array_compatible_3d_image_s_barrier_layers_are_its_slices():
+    """On a 16x16x2 image of 3 levels, layer 1 of a barrier is level 0's second slice, bytes [1024, 2048);
+    left out, the layers are every slice of every level; the replay refuses the image, and the flag on a 2D image is
+    an error at load."""
+    doc = json.loads((ROOT / "tests" / "syncval" / "PositiveSyncVal.Maintenance9TransitionWithMultipleMips.json")
+                     .read_text())
+    [barrier] = from_dict(doc).command_buffers[0].commands
+    assert barrier.images[0].ranges == ((0, 2048 + 256 + 64),)  # level 0: 16x16x2, 1: 8x8x1, 2: 4x4x1
+    doc["command_buffers"]["cb0"][0]["images"][0].update(level_count=1, base_array_layer=1, layer_count=1)
+    stream = from_dict(doc)
+    assert stream.command_buffers[0].commands[0].images[0].ranges == ((1024, 2048),)
+    assert runtime.replayable(stream) == ("image 'I' is 2d_array_compatible: barriers over a 3D image's slices need "
+                                          "VK_KHR_maintenance9, which the runtime does not enable")
+    doc["images"][0]["extent"] = [16, 16]
+    with pytest.raises(InvalidStream, match="VUID-VkImageCreateInfo-flags-00950"):
+        from_dict(doc)
+
+
+def test_a_multi_planar_image_s_planes_lie_one_after_the_other():
+    """16x8 g8_b8_r8_3plane_420_unorm: plane 0 is 128 bytes, planes 1 and 2 8x4 (32 bytes each). A copy of a box of A's
+    plane 0 to B's plane 2 writes the box's rows of plane 2 (from byte 160, 8 a row); the replay refuses the image,
+    and a clear of it is an error at load."""
+    doc = compressed_stream()
+    doc["images"] = [{"id": n, "extent": [16, 8], "format": "g8_b8_r8_3plane_420_unorm"} for n in "AB"]
+    doc["command_buffers"]["cb0"] = [
+        {"cmd": "clear_color_image", "image": "A"},
+        _barrier("copy", "transfer_write", "copy", "transfer_read", []),
+        {"cmd": "copy_image", "src": "A", "dst": "B", "regions": [
+            {"src_offset": [2, 0], "dst_plane": 2, "dst_offset": [4, 1], "extent": [4, 3]}]}]
+    with pytest.raises(InvalidStream, match="'A' is multi-planar"):
+        from_dict(doc)
+    doc["command_buffers"]["cb0"][0] = {"cmd": "copy_image", "src": "C", "dst": "A", "regions": [{"extent": [16, 8]}]}
+    doc["images"].append({"id": "C", "extent": [16, 8], "format": "r8_unorm", "memory": "host_coherent"})
+    stream = from_dict(doc)
+    assert stream.index.images["A"].memory_view.size == 128 + 32 + 32
+    assert stream.command_buffers[0].commands[2].dst_ranges == tuple((160 + 8 * y + 4, 160 + 8 * y + 8)
+                                                                       for y in (1, 2, 3))
+    assert runtime.replayable(stream) == ("image 'A' is g8_b8_r8_3plane_420_unorm: multi-planar images are not "
+                                          "replayed (the runtime reads images back as one plane)")

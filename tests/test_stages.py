@@ -32,9 +32,9 @@ def test_access_bits_are_vulkans(row):
 
 
 def test_sync1_masks_stand_in_for_the_bits_sync1_lacks():
-    """copy and clear are TRANSFER, the storage accesses SHADER_READ / SHADER_WRITE; an empty or
+    """copy, blit and clear are TRANSFER, the storage accesses SHADER_READ / SHADER_WRITE; an empty or
     `none` stage mask is TOP_OF_PIPE as source, BOTTOM_OF_PIPE as destination (7.6.1)."""
-    assert stage_mask({"copy", "clear", "all_transfer"}, False, True) == vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+    assert stage_mask({"copy", "blit", "clear", "all_transfer"}, False, True) == vk.VK_PIPELINE_STAGE_TRANSFER_BIT
     assert stage_mask({"copy", "clear"}, True, True) == \
         vk.VK_PIPELINE_STAGE_2_COPY_BIT | vk.VK_PIPELINE_STAGE_2_CLEAR_BIT
     assert stage_mask(set(), False, True) == stage_mask({"none"}, False, True) == vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT
@@ -67,7 +67,7 @@ def test_all_graphics_decodes_but_is_no_name_of_the_format():
     assert stage_name("VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT") == "all_transfer"
     # vk.xml: SHADER_READ is sampled, storage and binding table reads, never a uniform buffer's (UNIFORM_READ).
     assert access_name("VK_ACCESS_SHADER_READ_BIT") == "shader_read" and ACCESS_SETS["shader_read"] == {
-        "shader_storage_read"}
+        "shader_sampled_read", "shader_storage_read"}
 
 
 def test_execution_scopes_follow_the_pipeline_orders():
@@ -78,7 +78,7 @@ def test_execution_scopes_follow_the_pipeline_orders():
     first, second = (lambda *s: first_execution_scope(frozenset(s))), (lambda *s: second_execution_scope(frozenset(s)))
     assert first("compute_shader") == {"draw_indirect", "compute_shader"}
     assert second("draw_indirect") == {"draw_indirect", "compute_shader"}
-    assert first("copy") == {"copy"} and second("clear") == {"clear"} and first("transfer") == {"copy", "clear"}
+    assert first("copy") == {"copy"} and second("clear") == {"clear"} and first("transfer") == {"copy", "blit", "clear"}
     assert first("top_of_pipe") == second("bottom_of_pipe") == set()
     assert first("bottom_of_pipe") == first("all_commands") == COMMAND_STAGES | {EARLIER_TRANSITIONS}
     assert second("top_of_pipe") == second("all_commands") == COMMAND_STAGES | {LATER_TRANSITIONS}
@@ -88,7 +88,8 @@ def test_execution_scopes_follow_the_pipeline_orders():
 def test_device_accesses_are_what_commands_perform():
     """DEVICE_ACCESSES, derived from the table's supported stages (7.7.1), is exactly the (stage, access)
     pairs the format's commands perform: a copy, a fill, an update and a dispatch of every binding kind,
-    indirect."""
+    indirect, a sampled image binding, and an image blit."""
+    from vkverify.model import from_dict
     from vkverify.model.accesses import DEVICE_ACCESSES, command_accesses
     from vkverify.model.builder import Stream
 
@@ -96,7 +97,12 @@ def test_device_accesses_are_what_commands_perform():
     s.declare_shader("k", ["read", "write", "read_write", "uniform"])
     s.allocate_command_buffer("cb").cmd_copy_buffer("A", "B").cmd_fill_buffer("A").cmd_update_buffer("B", 0, 16) \
         .cmd_dispatch("k", ["A", "B", "A", "B"], indirect={"buffer": "A", "offset": 0})
-    performed = {(stage, access) for c in s.build().command_buffers[0].commands
+    images = from_dict({"format": "vkverify-stream/1", "name": "images", "images": [{"id": "I", "extent": [4, 4]}],
+                        "shaders": {"sample": {"bindings": ["sampled"]}},
+                        "command_buffers": {"cb": [{"cmd": "blit_image", "src": "I", "dst": "I", "regions": [
+                            {"src_offsets": [[0, 0, 0], [2, 2, 1]], "dst_offsets": [[2, 2, 0], [4, 4, 1]]}]},
+                            {"cmd": "dispatch", "shader": "sample", "bindings": [{"image": "I"}]}]}})
+    performed = {(stage, access) for c in (*s.build().command_buffers[0].commands, *images.command_buffers[0].commands)
                  for stage, reads, write, *_ in command_accesses(c) for access in (*reads, *([write] if write else []))}
     assert performed == set(DEVICE_ACCESSES) and len(DEVICE_ACCESSES) == len(performed)
     assert set(DEVICE_ACCESSES) <= {(s, a.name) for a in ACCESSES for s in a.stages}

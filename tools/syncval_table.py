@@ -69,11 +69,6 @@ USES = [
     ("ray tracing", r"RayTracing|AccelerationStructure|TraceRays"),
     ("video", r"Video"),
     ("presentation (swapchains)", r"Swapchain|QueuePresent|AcquireNextImage"),
-    ("needs blits (vkCmdBlitImage)", r"CmdBlitImage"),
-    ("needs multi-planar formats", r"MultiPlanar"),
-    ("needs compressed formats", r"_BLOCK\b"),
-    ("needs barriers over slices of 3D images (maintenance9)", r"maintenance9"),
-    ("needs sampled image reads (a combined image sampler)", r"\bsampler2D\b"),
     ("needs images", (r"vkt::Image\b|VkImage\w*|CmdCopyImage|CmdCopyBufferToImage|CmdCopyImageToBuffer"
                      r"|CmdClearColorImage|CmdBlitImage|CmdResolveImage")),
 ]

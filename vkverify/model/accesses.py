@@ -12,10 +12,12 @@ __all__ = ["ACCESSES_BY_KIND", "BINDING_ACCESSES", "DEVICE_ACCESSES", "binding_r
 
 
 # A binding's access kind -> what it reads, what it writes (None: nothing). An atomic binding's operations
-# read and write (atomicAdd, atomicExchange, ...): the storage accesses SPIR-V's OpAtomic* make.
+# read and write (atomicAdd, atomicExchange, ...): the storage accesses SPIR-V's OpAtomic* make. A sampled binding
+# (a combined image sampler's image, texture()) is read by SHADER_SAMPLED_READ (7.7: "a sampled image").
 _BINDING = {"read": (("shader_storage_read",), None), "read_write": (("shader_storage_read",), "shader_storage_write"),
             "uniform": (("uniform_read",), None), "write": ((), "shader_storage_write"),
-            "atomic": (("shader_storage_read",), "shader_storage_write"), "none": ((), None)}
+            "atomic": (("shader_storage_read",), "shader_storage_write"), "sampled": (("shader_sampled_read",), None),
+            "none": ((), None)}
 BINDING_ACCESSES = tuple(_BINDING)
 
 
@@ -62,6 +64,12 @@ def _image_copy_accesses(cmd: ir.ImageCopy) -> tuple[tuple, ...]:
         tuple(("copy", (), "transfer_write", cmd.dst, lo, hi, False) for lo, hi in cmd.dst_ranges)
 
 
+def _blit_accesses(cmd: ir.BlitImage) -> tuple[tuple, ...]:
+    """7.6.1: vkCmdBlitImage reads and writes at the blit stage, the texels of each region's two boxes."""
+    return tuple(("blit", ("transfer_read",), None, cmd.src, lo, hi, False) for lo, hi in cmd.src_ranges) + \
+        tuple(("blit", (), "transfer_write", cmd.dst, lo, hi, False) for lo, hi in cmd.dst_ranges)
+
+
 def _clear_image_accesses(cmd: ir.ClearColorImage) -> tuple[tuple, ...]:
     return tuple(("clear", (), "transfer_write", cmd.image, lo, hi, False) for lo, hi in cmd.ranges)
 
@@ -82,7 +90,8 @@ def _query_copy_accesses(cmd: ir.CopyQueryPoolResults) -> tuple[tuple, ...]:
 
 
 ACCESSES_BY_KIND = {ir.CopyBufferToImage: _image_copy_accesses, ir.CopyImageToBuffer: _image_copy_accesses,
-                    ir.CopyImage: _image_copy_accesses, ir.ClearColorImage: _clear_image_accesses,
+                    ir.CopyImage: _image_copy_accesses, ir.BlitImage: _blit_accesses,
+                    ir.ClearColorImage: _clear_image_accesses,
                     ir.Copy: _copy_accesses, ir.Fill: _clear_accesses, ir.Update: _clear_accesses,
                     ir.Dispatch: _dispatch_accesses, ir.WriteBufferMarker: _marker_accesses,
                     ir.CopyQueryPoolResults: _query_copy_accesses,

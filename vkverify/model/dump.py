@@ -63,7 +63,14 @@ def command_to_dict(c: ir.Command) -> dict:
             {"src_mip_level": r.src_mip_level, "src_base_array_layer": r.src_base_array_layer,
              "dst_mip_level": r.dst_mip_level, "dst_base_array_layer": r.dst_base_array_layer,
              "layer_count": r.layer_count, "src_offset": list(r.src_offset), "dst_offset": list(r.dst_offset),
-             "extent": list(r.extent)} for r in c.regions]}
+             "extent": list(r.extent), **({"src_plane": r.src_plane} if r.src_plane else {}),
+             **({"dst_plane": r.dst_plane} if r.dst_plane else {})} for r in c.regions]}
+    elif isinstance(c, ir.BlitImage):
+        out = {"cmd": "blit_image", "src": c.src, "dst": c.dst, "filter": c.filter, "regions": [
+            {"src_mip_level": r.src_mip_level, "src_base_array_layer": r.src_base_array_layer,
+             "dst_mip_level": r.dst_mip_level, "dst_base_array_layer": r.dst_base_array_layer,
+             "layer_count": r.layer_count, "src_offsets": [list(o) for o in r.src_offsets],
+             "dst_offsets": [list(o) for o in r.dst_offsets]} for r in c.regions]}
     elif isinstance(c, ir.ClearColorImage):
         out = {"cmd": "clear_color_image", "image": c.image, "ranges": [_subresources(r) for r in c.subresources],
                "value": list(c.value)}
@@ -214,7 +221,8 @@ def _doc(s: ir.Stream, each: Callable[[Callable[[Any], dict], Sequence[Any]], An
     if s.images:
         out["images"] = [{"id": m.id, "extent": list(m.extent), "format": m.format, "mip_levels": m.mip_levels,
                           "array_layers": m.array_layers, "memory": m.memory, "device": m.devices[0],
-                          **({"sharing": m.sharing} if m.sharing != "concurrent" else {})} for m in s.images]
+                          **({"sharing": m.sharing} if m.sharing != "concurrent" else {}),
+                          **({"create_flags": sorted(m.create_flags)} if m.create_flags else {})} for m in s.images]
     if s.events:
         out["events"] = [{"id": e.id} for e in s.events]
     out["shaders"] = {x.id: {"bindings": list(x.bindings)} for x in s.shaders}

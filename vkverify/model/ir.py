@@ -12,7 +12,8 @@ from math import comb
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .images import FORMATS, box_ranges, level_offset, range_ranges, subresources_text
+from .images import (FORMATS, PLANES, block_extent, box_ranges, level_offset, merge_ranges, range_ranges,
+                     slice_ranges, subresources_text)
 from .refs import format_ref, split_ref
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "Barrier",
     "Batch",
     "Binding",
+    "BlitImage",
     "Buffer",
     "BufferBarrier",
     "ClearColorImage",
@@ -49,6 +51,7 @@ __all__ = [
     "Ignore",
     "Image",
     "ImageBarrier",
+    "ImageBlit",
     "ImageCopy",
     "ImageCopyRegion",
     "ImageRegion",
@@ -137,30 +140,69 @@ class Image:
     memory: str = "device_local"
     devices: tuple[str, ...] = ("gpu0",)
     sharing: str = "concurrent"
+    create_flags: frozenset[str] = frozenset()  # VkImageCreateFlags: "2d_array_compatible"
+
+    @property
+    def slices_are_layers(self) -> bool:
+        """A 3D image created 2D_ARRAY_COMPATIBLE: an image barrier's layers are its depth slices (maintenance9)."""
+        return "2d_array_compatible" in self.create_flags
 
     @property
     def texel(self) -> int:
+        """The texel block's size in bytes."""
         return FORMATS[self.format]
+
+    @property
+    def block(self) -> tuple[int, int]:
+        """The texel block's extent (width, height) in texels."""
+        return block_extent(self.format)
+
+    @property
+    def planes(self) -> tuple[tuple[tuple[int, int, int], int, int, int], ...]:
+        """Each plane's (extent, texel size, first byte, end byte) in the layout: one plane but in a multi-planar
+        format, whose planes lie one after the other (model/images.py, PLANES)."""
+        out, at = [], 0
+        for texel, (dx, dy) in PLANES.get(self.format, ((self.texel, (1, 1)),)):
+            extent = (-(-self.extent[0] // dx), -(-self.extent[1] // dy), self.extent[2])
+            end = at + level_offset(extent, self.array_layers, texel, self.mip_levels, self.block)
+            out.append((extent, texel, at, end))
+            at = end
+        return tuple(out)
 
     @property
     def memory_view(self) -> Buffer:
         """The image as the memory the checker keeps: a buffer of its layout's bytes, under the image's id."""
-        return Buffer(self.id, level_offset(self.extent, self.array_layers, self.texel, self.mip_levels), self.memory,
-                      self.devices, None, 0, self.sharing)
+        return Buffer(self.id, self.planes[-1][3], self.memory, self.devices, None, 0, self.sharing)
 
     def ranges(self, r: Subresources) -> list[tuple[int, int]]:
-        """The bytes of a subresource range."""
-        return range_ranges(self.extent, self.array_layers, self.texel, r.base_mip_level, r.level_count,
-                            r.base_array_layer, r.layer_count)
+        """The bytes of a subresource range, in every plane."""
+        return merge_ranges((at + lo, at + hi) for extent, texel, at, _ in self.planes for lo, hi in range_ranges(
+            extent, self.array_layers, texel, r.base_mip_level, r.level_count, r.base_array_layer, r.layer_count,
+            self.block))
+
+    def barrier_ranges(self, r: Subresources) -> list[tuple[int, int]]:
+        """The bytes of an image barrier's subresource range: its layers are depth slices where slices_are_layers."""
+        if self.slices_are_layers:
+            return slice_ranges(self.extent, self.texel, r.base_mip_level, r.level_count, r.base_array_layer,
+                                r.layer_count, self.block)
+        return self.ranges(r)
 
     def subresources_text(self, lo: int, hi: int) -> str:
-        """The subresources bytes [lo, hi) of the layout hold, for people."""
-        return subresources_text(self.extent, self.array_layers, self.texel, self.mip_levels, lo, hi)
+        """The subresources bytes [lo, hi) of the layout hold, for people (`plane 1 level 0 layer 0` in a
+        multi-planar format)."""
+        planes = self.planes
+        return ", ".join(
+            ("" if len(planes) == 1 else f"plane {p} ") + part
+            for p, (extent, texel, at, end) in enumerate(planes) if lo < end and hi > at
+            for part in subresources_text(extent, self.array_layers, texel, self.mip_levels, max(lo, at) - at,
+                                          min(hi, end) - at, self.block).split(", "))
 
     def box(self, level: int, base_layer: int, layer_count: int, offset: tuple[int, int, int],
-            extent: tuple[int, int, int]) -> list[tuple[int, int]]:
-        """The bytes of a box of texels of one mip level, in each of the layers."""
-        return box_ranges(self.extent, self.array_layers, self.texel, level, base_layer, layer_count, offset, extent)
+            extent: tuple[int, int, int], plane: int = 0) -> list[tuple[int, int]]:
+        """The bytes of a box of texels of one mip level of one plane (its own texels), in each of the layers."""
+        size, texel, at, _ = self.planes[plane]
+        return [(at + lo, at + hi) for lo, hi in box_ranges(size, self.array_layers, texel, level, base_layer,
+                                                            layer_count, offset, extent, self.block)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +225,7 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class ShaderDecl:
-    """An abstract shader: per binding, "read", "write", "read_write", "uniform", "atomic" or "none"."""
+    """An abstract shader: per binding, "read", "write", "read_write", "uniform", "atomic", "sampled" or "none"."""
 
     id: str
     bindings: tuple[str, ...]
@@ -247,7 +289,7 @@ class Binding:
     buffer: str  # or a storage image's id, with `subresources`
     offset: int
     size: int
-    access: str  # "read" | "write" | "read_write" | "uniform" | "atomic" | "none"
+    access: str  # "read" | "write" | "read_write" | "uniform" | "atomic" | "sampled" (an image's) | "none"
     subresources: Subresources | None = None  # a storage image binding: the view's levels and layers
     ranges: tuple[tuple[int, int], ...] = field(default=(), repr=False)  # its bytes (loader: model/images.py)
 
@@ -279,6 +321,8 @@ class ImageCopyRegion:
     src_offset: tuple[int, int, int]
     dst_offset: tuple[int, int, int]
     extent: tuple[int, int, int]
+    src_plane: int = 0  # VK_IMAGE_ASPECT_PLANE_n_BIT of a multi-planar image (0: color, or plane 0)
+    dst_plane: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +350,32 @@ class CopyImageToBuffer(ImageCopy):
 @dataclass(frozen=True, slots=True)
 class CopyImage(ImageCopy):
     """vkCmdCopyImage: regions of ImageCopyRegion."""
+
+
+@dataclass(frozen=True, slots=True)
+class ImageBlit:
+    """VkImageBlit: each side's two corners (srcOffsets, dstOffsets), in one mip level's layers."""
+
+    src_mip_level: int
+    src_base_array_layer: int
+    dst_mip_level: int
+    dst_base_array_layer: int
+    layer_count: int
+    src_offsets: tuple[tuple[int, int, int], tuple[int, int, int]]
+    dst_offsets: tuple[tuple[int, int, int], tuple[int, int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class BlitImage(Tagged):
+    """vkCmdBlitImage: regions of ImageBlit scaled with `filter` ("nearest" or "linear"), and the bytes each side
+    touches (loader: model/images.py)."""
+
+    src: str
+    dst: str
+    regions: tuple[ImageBlit, ...]
+    filter: str = "nearest"
+    src_ranges: tuple[tuple[int, int], ...] = field(default=(), repr=False)
+    dst_ranges: tuple[tuple[int, int], ...] = field(default=(), repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -444,7 +514,8 @@ class ExecuteCommands(Tagged):
 
 
 Command = (Copy | Fill | Update | Dispatch | Barrier | SetEvent | ResetEvent | WaitEvents | CopyBufferToImage |
-           CopyImageToBuffer | CopyImage | ClearColorImage | ExecuteCommands | WriteBufferMarker | CopyQueryPoolResults)
+           CopyImageToBuffer | CopyImage | BlitImage | ClearColorImage | ExecuteCommands | WriteBufferMarker |
+           CopyQueryPoolResults)
 
 EVENT_COMMANDS = (SetEvent, ResetEvent, WaitEvents)
 SYNC_COMMANDS = (Barrier, *EVENT_COMMANDS)  # the commands that synchronize and access no memory

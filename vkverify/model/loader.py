@@ -27,7 +27,8 @@ import jsonschema
 from . import ir, jsontext, params
 from .errors import InputError, InvalidStream, UsageError, json_path
 from .gcpause import cyclic_gc_paused
-from .images import FORMATS, LAYOUTS, buffer_rows, format_name, layout_name, level_extent, merge_ranges
+from .images import (COMPRESSED, FORMATS, LAYOUTS, PLANES, blit_box, buffer_rows, copy_dst_extent, format_name,
+                     layout_name, level_extent, merge_ranges)
 from .names import access_name, stage_name
 from .refs import parse_ref, split_submit, with_submit
 from .schema import schema
@@ -606,21 +607,27 @@ class _Builder:
         if extent[2] > 1 and m.get("array_layers", 1) != 1:
             self.error(path + ("array_layers",), f"a 3D image (depth {extent[2]}) has one array layer "
                                                  "(VUID-VkImageCreateInfo-imageType-00961)")
+        flags = frozenset(m.get("create_flags", ()))
+        if "2d_array_compatible" in flags and extent[2] == 1:
+            self.error(path + ("create_flags",), "2d_array_compatible is a 3D image's flag "
+                                                 "(VUID-VkImageCreateInfo-flags-00950)")
         device = m.get("device", devices[0].id)
         if device not in self.device_ids:
             self.error(path + ("device",), f"unknown device {device!r}")
         return ir.Image(m["id"], extent, fmt, levels, m.get("array_layers", 1), m.get("memory", "device_local"),
-                        (device,), m.get("sharing", "concurrent"))
+                        (device,), m.get("sharing", "concurrent"), flags)
 
     def image_ref(self, path: tuple, image: str) -> ir.Image | None:
         if image not in self.images:
             self.error(path, f"unknown image {image!r}")
         return self.images.get(image)
 
-    def subresources(self, path: tuple, obj: dict, image: ir.Image | None, whole: bool = True) -> ir.Subresources:
-        """A subresource range (VkImageSubresourceRange) checked against the image; by default all of it."""
+    def subresources(self, path: tuple, obj: dict, image: ir.Image | None, whole: bool = True,
+                     slices: bool = False) -> ir.Subresources:
+        """A subresource range (VkImageSubresourceRange) checked against the image; by default all of it. `slices`:
+        an image barrier's, whose layers are a slices_are_layers image's depth slices."""
         levels = image.mip_levels if image else 1
-        layers = image.array_layers if image else 1
+        layers = (image.extent[2] if slices and image.slices_are_layers else image.array_layers) if image else 1
         base_level, base_layer = obj.get("base_mip_level", 0), obj.get("base_array_layer", 0)
         r = ir.Subresources(base_level, obj.get("level_count", levels - base_level if whole else 1),
                             base_layer, obj.get("layer_count", layers - base_layer))
@@ -631,11 +638,23 @@ class _Builder:
                              f"{image.id!r} ({levels} levels, {layers} layers)")
         return r
 
-    def box(self, path: tuple, image: ir.Image | None, level: int, offset: tuple, extent: tuple) -> None:
+    def single_plane(self, path: tuple, image: ir.Image | None) -> None:
+        """Only copy_image and barriers take a multi-planar image (a plane's region of a copy; every plane)."""
+        if image is not None and image.format in PLANES:
+            self.error(path, f"{image.id!r} is multi-planar ({image.format}): the format copies its planes with "
+                             "copy_image and barriers cover them, no other command takes it")
+
+    def box(self, path: tuple, image: ir.Image | None, level: int, offset: tuple, extent: tuple,
+            plane: int = 0) -> None:
         if image is None:
             return
-        size = level_extent(image.extent, level) if level < image.mip_levels else (0, 0, 0)
-        if any(o + e > s for o, e, s in zip(offset, extent, size)):
+        if plane >= len(image.planes):
+            self.error(path, f"{image.id!r} has no plane {plane} ({image.format})")
+            return
+        size = level_extent(image.planes[plane][0], level) if level < image.mip_levels else (0, 0, 0)
+        # A box of a compressed image may end in the partial blocks at the level's edge (spec 20.3).
+        whole = tuple(-(-s // b) * b for s, b in zip(size, image.block + (1,)))
+        if any(o + e > s for o, e, s in zip(offset, extent, whole)):
             self.error(path, f"the box at {list(offset)} of {list(extent)} texels is past mip level {level} of "
                              f"{image.id!r} ({list(size)})")
 
@@ -643,6 +662,10 @@ class _Builder:
         kind = c["cmd"]
         if kind == "clear_color_image":
             image = self.image_ref(path + ("image",), c["image"])
+            self.single_plane(path + ("image",), image)
+            if image is not None and image.format in COMPRESSED:
+                self.error(path + ("image",), f"{image.id!r} is {image.format}: a compressed image is not cleared "
+                                              "(VUID-vkCmdClearColorImage-image-00007)")
             ranges = tuple(self.subresources(path + ("ranges", j), r, image)
                            for j, r in enumerate(c.get("ranges", [{}])))
             return ir.ClearColorImage(c["image"], ranges, tuple(c.get("value", (0, 0, 0, 0))),
@@ -656,19 +679,27 @@ class _Builder:
                 region = ir.ImageCopyRegion(r.get("src_mip_level", 0), r.get("src_base_array_layer", 0),
                                             r.get("dst_mip_level", 0), r.get("dst_base_array_layer", 0),
                                             r.get("layer_count", 1), _offset(r.get("src_offset", [])),
-                                            _offset(r.get("dst_offset", [])), extent)
-                self.box(where, src, region.src_mip_level, region.src_offset, extent)
-                self.box(where, dst, region.dst_mip_level, region.dst_offset, extent)
-                regions.append(region)
-            return ir.CopyImage(c["src"], c["dst"], tuple(regions), tuple(
-                x for r in regions if src for x in src.box(r.src_mip_level, r.src_base_array_layer, r.layer_count,
-                                                           r.src_offset, r.extent)), tuple(
-                x for r in regions if dst for x in dst.box(r.dst_mip_level, r.dst_base_array_layer, r.layer_count,
-                                                           r.dst_offset, r.extent)), **tag)
+                                            _offset(r.get("dst_offset", [])), extent, r.get("src_plane", 0),
+                                            r.get("dst_plane", 0))
+                # The extent is the source's texels; the destination's box has as many of its own blocks.
+                dst_extent = copy_dst_extent(extent, src.block, dst.block) if src and dst else extent
+                self.box(where, src, region.src_mip_level, region.src_offset, extent, region.src_plane)
+                self.box(where, dst, region.dst_mip_level, region.dst_offset, dst_extent, region.dst_plane)
+                regions.append((region, dst_extent))
+            valid = [(r, e) for r, e in regions if src and dst and r.src_plane < len(src.planes)
+                     and r.dst_plane < len(dst.planes)]
+            return ir.CopyImage(c["src"], c["dst"], tuple(r for r, _ in regions), tuple(
+                x for r, _ in valid for x in src.box(r.src_mip_level, r.src_base_array_layer, r.layer_count,
+                                                     r.src_offset, r.extent, r.src_plane)), tuple(
+                x for r, e in valid for x in dst.box(r.dst_mip_level, r.dst_base_array_layer, r.layer_count,
+                                                     r.dst_offset, e, r.dst_plane)), **tag)
+        if kind == "blit_image":
+            return self.blit_image(path, c, tag)
         to_image = kind == "copy_buffer_to_image"
         buffer_key, image_key = ("src", "dst") if to_image else ("dst", "src")
         total = self.buffer_ref(path + (buffer_key,), c[buffer_key])
         image = self.image_ref(path + (image_key,), c[image_key])
+        self.single_plane(path + (image_key,), image)
         regions, buffer_ranges, image_ranges = [], [], []
         for j, r in enumerate(c["regions"]):
             where = path + ("regions", j)
@@ -680,7 +711,7 @@ class _Builder:
             regions.append(region)
             if image is None:
                 continue
-            rows = buffer_rows(region, image.texel)
+            rows = buffer_rows(region, image.texel, image.block)
             if total is not None and rows and rows[-1][1] > total:
                 self.error(where, f"the region's texels end at byte {rows[-1][1]} of {c[buffer_key]!r} (size {total})")
             buffer_ranges += rows
@@ -690,6 +721,33 @@ class _Builder:
         buffer_ranges, image_ranges = tuple(merge_ranges(buffer_ranges)), tuple(merge_ranges(image_ranges))
         return cls(c["src"], c["dst"], tuple(regions), *((buffer_ranges, image_ranges) if to_image else
                                                          (image_ranges, buffer_ranges)), **tag)
+
+    def blit_image(self, path: tuple, c: dict, tag: dict) -> ir.BlitImage:
+        src, dst = self.image_ref(path + ("src",), c["src"]), self.image_ref(path + ("dst",), c["dst"])
+        self.single_plane(path + ("src",), src)
+        self.single_plane(path + ("dst",), dst)
+        regions, src_ranges, dst_ranges = [], [], []
+        for j, r in enumerate(c["regions"]):
+            where = path + ("regions", j)
+            region = ir.ImageBlit(r.get("src_mip_level", 0), r.get("src_base_array_layer", 0),
+                                  r.get("dst_mip_level", 0), r.get("dst_base_array_layer", 0), r.get("layer_count", 1),
+                                  tuple(_offset(o) for o in r["src_offsets"]),
+                                  tuple(_offset(o) for o in r["dst_offsets"]))
+            regions.append(region)
+            for image, level, layer, corners, ranges in (
+                    (src, region.src_mip_level, region.src_base_array_layer, region.src_offsets, src_ranges),
+                    (dst, region.dst_mip_level, region.dst_base_array_layer, region.dst_offsets, dst_ranges)):
+                # The box between the two corners, which may be in either order (a blit may mirror).
+                low, box = blit_box(corners)
+                if not all(box):
+                    self.error(where, f"the box between {[list(o) for o in corners]} holds no texels (a 2D image's z "
+                                      "offsets are 0 and 1: VUID-vkCmdBlitImage-srcImage-00247, -dstImage-00252)")
+                    continue
+                self.box(where, image, level, low, box)
+                if image is not None:
+                    ranges += image.box(level, layer, region.layer_count, low, box)
+        return ir.BlitImage(c["src"], c["dst"], tuple(regions), c.get("filter", "nearest"),
+                            tuple(merge_ranges(src_ranges)), tuple(merge_ranges(dst_ranges)), **tag)
 
     def check_aliases(self, buffers: tuple[ir.Buffer, ...]) -> None:
         by_id = {b.id: b for b in buffers}
@@ -840,7 +898,11 @@ class _Builder:
             elif accesses and j < len(accesses) and not _access_covers(access, accesses[j]):
                 self.error(path + ("bindings", j, "access"),
                            f"declared {access!r} but shader {c['shader']!r} binding {j} is {accesses[j]!r}")
+            if access == "sampled" and "image" not in b:
+                self.error(path + ("bindings", j, "access"), "a sampled binding is an image's (a combined image "
+                                                             "sampler); a uniform texel buffer is not in the format")
             if "image" in b:
+                self.single_plane(path + ("bindings", j, "image"), image)
                 r = self.subresources(path + ("bindings", j), b, image)
                 bindings.append(ir.Binding(b["image"], offset, size, access, r,
                                            tuple(image.ranges(r)) if image else ()))
@@ -886,7 +948,7 @@ class _Builder:
         for j, b in enumerate(c.get("images", [])):
             where = path + ("images", j)
             image = self.image_ref(where + ("image",), b["image"])
-            r = self.subresources(where, b, image)
+            r = self.subresources(where, b, image, slices=True)
             if ("src_family" in b) != ("dst_family" in b):
                 self.error(where, "give both `src_family` and `dst_family`, or neither")
             for key in ("old_layout", "new_layout"):
@@ -896,7 +958,7 @@ class _Builder:
                                           layout_name(b.get("old_layout", "general")) or "general",
                                           layout_name(b.get("new_layout", "general")) or "general",
                                           b.get("src_family"), b.get("dst_family"),
-                                          tuple(image.ranges(r)) if image else ()))
+                                          tuple(image.barrier_ranges(r)) if image else ()))
         return ir.Barrier(*masks, tuple(entries), tuple(images), **tag)
 
     def masks(self, path: tuple, obj: dict, inherited: tuple | None) -> tuple[frozenset, ...]:
@@ -1046,7 +1108,7 @@ class _Builder:
 
 
 _DEPENDENCY_KEYS = ("src_stage", "src_access", "dst_stage", "dst_access", "buffers", "images")
-_IMAGE_COMMANDS = ("copy_buffer_to_image", "copy_image_to_buffer", "copy_image", "clear_color_image")
+_IMAGE_COMMANDS = ("copy_buffer_to_image", "copy_image_to_buffer", "copy_image", "blit_image", "clear_color_image")
 
 
 def _offset(values: list[int]) -> tuple[int, int, int]:

@@ -119,7 +119,7 @@ class Recorder:
                 vk.vkCmdUpdateBuffer(cb, buf(c.dst), c.offset + start, len(chunk), chunk)  # vkCmdUpdateBuffer
         elif isinstance(c, ir.Dispatch):
             self.dispatch(index, c)
-        elif isinstance(c, (ir.ImageCopy, ir.ClearColorImage)):
+        elif isinstance(c, (ir.ImageCopy, ir.BlitImage, ir.ClearColorImage)):
             self.image_command(c)
         elif isinstance(c, ir.Barrier):
             self.barrier(c)
@@ -161,7 +161,7 @@ class Recorder:
         write(self.cb, stage_mask(c.stage, self.sync2, True), rt.vk_buffer(c.dst), c.offset,
               c.marker & 0xFFFFFFFF)  # vkCmdWriteBufferMarker2AMD, vkCmdWriteBufferMarkerAMD
 
-    def image_command(self, c: ir.ImageCopy | ir.ClearColorImage) -> None:
+    def image_command(self, c: ir.ImageCopy | ir.BlitImage | ir.ClearColorImage) -> None:
         """An image command with its regions as written; each image in the layout the stream's barriers left the
         subresource of its first region (or range) in (runtime/images.py)."""
         vk, cb, images = self.vk, self.cb, self.rt.images
@@ -174,6 +174,16 @@ class Recorder:
             vk.vkCmdClearColorImage(cb, image.handle, layout(image, first.base_mip_level, first.base_array_layer),
                                     clear_color(vk, image.image.format, c.value), len(ranges),
                                     ranges)  # vkCmdClearColorImage
+        elif isinstance(c, ir.BlitImage):
+            src, dst, first = images[c.src], images[c.dst], c.regions[0]
+            blits = [vk.VkImageBlit(
+                srcSubresource=layers(vk, r.src_mip_level, r.src_base_array_layer, r.layer_count),
+                srcOffsets=[offset3d(vk, o) for o in r.src_offsets],
+                dstSubresource=layers(vk, r.dst_mip_level, r.dst_base_array_layer, r.layer_count),
+                dstOffsets=[offset3d(vk, o) for o in r.dst_offsets]) for r in c.regions]
+            vk.vkCmdBlitImage(cb, src.handle, layout(src, first.src_mip_level, first.src_base_array_layer),
+                              dst.handle, layout(dst, first.dst_mip_level, first.dst_base_array_layer),
+                              len(blits), blits, getattr(vk, f"VK_FILTER_{c.filter.upper()}"))  # vkCmdBlitImage
         elif isinstance(c, ir.CopyImage):
             src, dst, first = images[c.src], images[c.dst], c.regions[0]
             regions = [vk.VkImageCopy(

@@ -10,7 +10,7 @@ import numpy as np
 from ..model import ir
 from ..model.accesses import binding_reads, binding_writes
 from ..model.data import data_bytes, ref_hash
-from ..model.images import buffer_rows, clear_texel
+from ..model.images import blit_box, buffer_rows, clear_texel, copy_dst_extent
 from ..shaders import SEMANTICS, atomic_addends, generic
 from .machine import Machine, digest
 from .order import Step
@@ -34,6 +34,8 @@ def execute(m: Machine, step: Step) -> None:
         dispatch(m, step.ref, op)
     elif isinstance(op, ir.ImageCopy):
         image_copy(m, ref, op)
+    elif isinstance(op, ir.BlitImage):
+        blit(m, ref, op)
     elif isinstance(op, ir.ClearColorImage):
         texel = np.frombuffer(clear_texel(m.index.images[op.image].format, op.value), np.uint8)
         for lo, hi in op.ranges:  # each starts at a texel: levels and layers are whole texels
@@ -76,12 +78,36 @@ def _region_sides(index: ir.StreamIndex, op: ir.ImageCopy, r) -> tuple[list, lis
     """(source ranges, destination ranges) of one region of `op`."""
     if isinstance(op, ir.CopyImage):
         src, dst = index.images[op.src], index.images[op.dst]
-        return (src.box(r.src_mip_level, r.src_base_array_layer, r.layer_count, r.src_offset, r.extent),
-                dst.box(r.dst_mip_level, r.dst_base_array_layer, r.layer_count, r.dst_offset, r.extent))
+        return (src.box(r.src_mip_level, r.src_base_array_layer, r.layer_count, r.src_offset, r.extent, r.src_plane),
+                dst.box(r.dst_mip_level, r.dst_base_array_layer, r.layer_count, r.dst_offset,
+                        copy_dst_extent(r.extent, src.block, dst.block), r.dst_plane))
     image = index.images[op.dst if isinstance(op, ir.CopyBufferToImage) else op.src]
     texels = image.box(r.mip_level, r.base_array_layer, r.layer_count, r.image_offset, r.image_extent)
-    rows = buffer_rows(r, image.texel)
+    rows = buffer_rows(r, image.texel, image.block)
     return (rows, texels) if isinstance(op, ir.CopyBufferToImage) else (texels, rows)
+
+
+def blit(m: Machine, ref: str, op: ir.BlitImage) -> None:
+    """vkCmdBlitImage with the nearest filter between images of one format (Machine refuses others), region by region
+    and layer by layer: each destination texel takes the source texel its center maps to (spec 20.5: u = (x + 0.5 -
+    dstOffsets[0].x) * (srcOffsets[1].x - srcOffsets[0].x) / (dstOffsets[1].x - dstOffsets[0].x) + srcOffsets[0].x,
+    floor(u) clamped to the source box; reversed offsets mirror)."""
+    src, dst = m.index.images[op.src], m.index.images[op.dst]
+    for r in op.regions:
+        (s_low, s_box), (d_low, d_box) = blit_box(r.src_offsets), blit_box(r.dst_offsets)
+        # Per dimension (z, y, x): which source texel of the box each destination texel of the box takes.
+        picks = []
+        for k in (2, 1, 0):
+            (s0, s1), (d0, d1) = (r.src_offsets[0][k], r.src_offsets[1][k]), (r.dst_offsets[0][k], r.dst_offsets[1][k])
+            u = (np.arange(d_low[k], d_low[k] + d_box[k]) + 0.5 - d0) * (s1 - s0) / (d1 - d0) + s0
+            picks.append(np.clip(np.floor(u).astype(np.int64) - s_low[k], 0, s_box[k] - 1))
+        for layer in range(r.layer_count):
+            rows = src.box(r.src_mip_level, r.src_base_array_layer + layer, 1, s_low, s_box)
+            texels = np.concatenate([m.load(ref, op.src, lo, hi) for lo, hi in rows]).reshape(
+                s_box[2], s_box[1], s_box[0], src.texel)
+            out = texels[np.ix_(*picks)]
+            _scatter(m, op.dst, dst.box(r.dst_mip_level, r.dst_base_array_layer + layer, 1, d_low, d_box),
+                     out.reshape(-1))
 
 
 def _scatter(m: Machine, memory: str, ranges, data: np.ndarray) -> None:
@@ -160,7 +186,7 @@ def generic_outputs(reads: tuple[bytes, ...], counts: tuple[int, ...], ref: int)
 
 def step_buffers(op: ir.Command | ir.HostOp) -> tuple[set[str], set[str]]:
     """(buffers read, buffers written) by an op, for tracing which results a step reaches."""
-    if isinstance(op, (ir.Copy, ir.ImageCopy)):
+    if isinstance(op, (ir.Copy, ir.ImageCopy, ir.BlitImage)):
         return {op.src}, {op.dst}
     if isinstance(op, (ir.Fill, ir.Update)):
         return set(), {op.dst}

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..model import ir
 from ..model.errors import InputError, StreamError
+from ..model.refs import format_ref
 
 __all__ = ["Machine", "Overlay", "digest", "poison"]
 
@@ -46,6 +47,22 @@ class Overlay:
     stage: str | None = None  # only the step's reads at this stage (a dispatch_indirect reads at two)
 
 
+def blit_refusal(stream: ir.Stream) -> str | None:
+    """Why the simulator cannot run a blit of `stream`, or None: it blits with the nearest filter between images of
+    one format, texel to texel (a linear filter's weights and a format conversion's rounding are the device's)."""
+    for cb in stream.command_buffers:
+        for i, c in enumerate(cb.commands):
+            if not isinstance(c, ir.BlitImage):
+                continue
+            src, dst = stream.index.images[c.src], stream.index.images[c.dst]
+            if c.filter != "nearest":
+                return f"{format_ref(cb.id, i)}: the simulator blits with the nearest filter, not {c.filter!r}"
+            if src.format != dst.format or src.block != (1, 1):
+                return (f"{format_ref(cb.id, i)}: the simulator blits between images of one uncompressed format, not "
+                        f"{src.format} to {dst.format}")
+    return None
+
+
 class Machine:
     def __init__(self, stream: ir.Stream, garbage: np.random.Generator | None = None, cached: bool = False) -> None:
         self.index = stream.index
@@ -54,6 +71,9 @@ class Machine:
         if total > MAX_MEMORY:  # told before numpy tries to allocate it
             raise StreamError(f"<stream {stream.name!r}>", [InputError("buffers", (
                 f"{total} bytes of memory; the simulator holds at most {MAX_MEMORY} (1 GiB) at a time"))])
+        unsimulated = blit_refusal(stream)
+        if unsimulated is not None:
+            raise StreamError(f"<stream {stream.name!r}>", [InputError("command_buffers", unsimulated)])
         self.memory = {b.id: np.zeros(b.size, np.uint8) for b in roots}
         # Per root with undefined start: which bytes nothing has written yet (only tracked with garbage).
         self.undefined: dict[str, np.ndarray] = {}
