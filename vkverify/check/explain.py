@@ -28,8 +28,8 @@ from .walk import several_orders
 from .rules import (chains as stages_chain, first_access_scope_gap, in_first_access_scope, in_synchronization_scope,
                     second_access_scope_gap)
 
-__all__ = ["ExplainError", "Explanation", "PairExplanation", "explain", "format_text", "host_op_text", "name",
-           "names", "op_at", "resolve"]
+__all__ = ["ExplainError", "Explanation", "PairExplanation", "command_text", "explain", "format_text", "host_op_text",
+           "name", "names", "op_at", "resolve"]
 
 MAX_CHAINS = 3  # alternative chains printed per pair, shortest first
 MAX_PATHS = 200  # simple paths examined to find them: the product graph may hold many equivalent ones
