@@ -45,7 +45,9 @@ def test_computeml_dense_layer_has_the_adjudicated_findings(computeml_capture):
     assert (raw.labels, raw.first_access, raw.second_access) == (
         (scale.label, read.label), "compute_shader/shader_storage_write", "host/host_read")
     assert read.label.startswith("fill memory #") and read.label.endswith("(page guard)")
-    assert wait.label.startswith("vkWaitForFences #")
+    # The host's wait: vkWaitForFences, or the status read before it where the fence had already signaled (a
+    # vkGetFenceStatus that returns VK_SUCCESS is as good as a wait: one CI run in several, by timing).
+    assert wait.label.startswith(("vkWaitForFences #", "vkGetFenceStatus #"))
     assert "src compute_shader/shader_storage_write -> dst host/host_read" in raw.fix
 
     # Not reported since push constants are evaluated as specialization constants are (issue 24): computeml

@@ -201,7 +201,8 @@ def _calls() -> list[tuple[str, dict]]:
                 ("vkCmdCopyImage", {"commandBuffer": 30, "srcImage": 22, "dstImage": 21, "pRegions": [
                     {"srcSubresource": layers, "srcOffset": origin, "dstSubresource": layers, "dstOffset": origin,
                      "extent": box}]}),
-                ("vkCmdBlitImage", {"commandBuffer": 30, "srcImage": 21, "dstImage": 21}),
+                ("vkCmdBlitImage", {"commandBuffer": 30, "srcImage": 21, "dstImage": 21,
+                                    "filter": "VK_FILTER_CUBIC_EXT", "pRegions": []}),
                 ("vkCmdPipelineBarrier", {"commandBuffer": 30, "srcStageMask": 0x1000, "dstStageMask": 0x1000,
                                           "pMemoryBarriers": None, "pBufferMemoryBarriers": None,
                                           "pImageMemoryBarriers": [transition]}),
@@ -228,9 +229,30 @@ def _calls() -> list[tuple[str, dict]]:
             *images, *memory, *descriptors, *commands]
 
 
+def test_a_blit_imports_as_blit_image(tmp_path):
+    """vkCmdBlitImage with the nearest filter: its regions' subresources and corners (a 2:1 downscale, mirrored in x)
+    as the format's blit_image."""
+    from .test_import import _jsonl
+
+    layers = {"aspectMask": 1, "mipLevel": 0, "baseArrayLayer": 1, "layerCount": 1}
+    blit = ("vkCmdBlitImage", {"commandBuffer": 30, "srcImage": 21, "dstImage": 21, "filter": "VK_FILTER_NEAREST",
+                               "pRegions": [{"srcSubresource": layers,
+                                             "srcOffsets": [{"x": 0, "y": 0, "z": 0}, {"x": 4, "y": 4, "z": 1}],
+                                             "dstSubresource": {**layers, "mipLevel": 1},
+                                             "dstOffsets": [{"x": 2, "y": 0, "z": 0}, {"x": 0, "y": 2, "z": 1}]}]})
+    calls = [blit if name == "vkCmdBlitImage" else (name, a) for name, a in _calls()]
+    stream, summary = import_capture(_jsonl(tmp_path / "blit.jsonl", calls))
+    [found] = [c for c in stream.command_buffers[0].commands if isinstance(c, ir.BlitImage)]
+    [region] = found.regions
+    assert (found.src, found.dst, found.filter) == ("img21", "img21", "nearest")
+    assert (region.src_mip_level, region.src_base_array_layer, region.dst_mip_level, region.layer_count) == (0, 1, 1, 1)
+    assert (region.src_offsets, region.dst_offsets) == (((0, 0, 0), (4, 4, 1)), ((2, 0, 0), (0, 2, 1)))
+    assert not any(name == "vkCmdBlitImage" for name, _ in summary.left_out)
+
+
 def test_what_the_format_cannot_hold_is_refused_and_said(tmp_path):
     """A depth image and a multisampled one are refused at their vkCreateImage, with a warning; copies from them to a
-    buffer or an image the stream holds, a blit and a transition to an attachment layout of an image it holds are
+    buffer or an image the stream holds, a cubic blit and a transition to an attachment layout of an image it holds are
     left out, each counted with its reason, and make the verdict partial; clears of a refused image or of one bound
     to no memory touch nothing the stream holds (skipped). Each barrier keeps its execution dependency. The stream
     holds 21 and 23, and 21's clear with the uint32 value."""
@@ -253,7 +275,7 @@ def test_what_the_format_cannot_hold_is_refused_and_said(tmp_path):
                                     "held))")),
         ("vkCmdCopyImage", ("it touches image img22, which the stream does not hold (VK_SAMPLE_COUNT_4_BIT: "
                             "multisampled images are not held)")),
-        ("vkCmdBlitImage", "the format has no such command, and it touches image img21"),
+        ("vkCmdBlitImage", "it blits with VK_FILTER_CUBIC_EXT, which the format's blit_image does not have"),
         ("vkCmdPipelineBarrier", ("its image barrier of img21 from VK_IMAGE_LAYOUT_GENERAL to "
                                   "VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL names a layout the format does not have"))}
     assert summary.partial
