@@ -6,11 +6,19 @@ from pathlib import Path
 
 import pytest
 
+from vkverify.model import ir
+
 ROOT = Path(__file__).resolve().parent.parent
 # A downstream project that tests/test_gate.py runs in a copy: its conftest must not join this suite's.
 collect_ignore = ["downstream"]
 CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.json"))
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
+
+
+def image_binding_accesses(stream) -> list[str]:
+    """The access of each image binding of the stream's dispatches (a binding with subresources: model/ir.py)."""
+    return [b.access for cb in stream.command_buffers for c in cb.commands if isinstance(c, ir.Dispatch)
+            for b in c.bindings if b.subresources is not None]
 
 
 def python_path() -> str:

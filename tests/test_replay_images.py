@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from tests.conftest import CORPUS, ROOT
+from tests.conftest import CORPUS, ROOT, image_binding_accesses
 from tests.differential import SETTINGS, image_streams
 from vkverify.check import check
-from vkverify.model import InvalidStream, from_dict, ir, load
+from vkverify.model import InvalidStream, from_dict, load
 from vkverify.model.data import ref_hash
 from vkverify.model.images import clear_texel
 from vkverify.shaders import generic
@@ -155,8 +155,7 @@ def test_image_barriers_replay_through_synchronization1_too(device_name, monkeyp
 
 def _binds_a_storage_image(path) -> bool:
     """Binds an image, and each as a storage image (a sampled binding has no image kernel)."""
-    bound = [b.access for cb in load(path).command_buffers for c in cb.commands if isinstance(c, ir.Dispatch)
-             for b in c.bindings if b.subresources is not None]
+    bound = image_binding_accesses(load(path))
     return bool(bound) and "sampled" not in bound
 
 

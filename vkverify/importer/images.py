@@ -46,6 +46,14 @@ def _refusal(info: dict) -> str | None:
 BLIT_FILTERS = {"VK_FILTER_NEAREST": "nearest", "VK_FILTER_LINEAR": "linear"}  # VkFilter -> blit_image's filter
 
 
+def _layers(src: dict, dst: dict) -> dict:
+    """An image-to-image region's level and layers on each side (copy_image's, blit_image's), from the subresources
+    of each (Image.subresources)."""
+    return {"src_mip_level": src["base_mip_level"], "src_base_array_layer": src["base_array_layer"],
+            "dst_mip_level": dst["base_mip_level"], "dst_base_array_layer": dst["base_array_layer"],
+            "layer_count": src["layer_count"]}
+
+
 def _offset(o: dict) -> list[int]:
     return [o["x"], o["y"], o["z"]]
 
@@ -235,11 +243,17 @@ class Images:
 
     vkCmdCopyImage2KHR = vkCmdCopyImage2
 
-    def _copy_image(self, call: Call, src: int, dst: int, regions: list[dict]) -> None:
+    def _held_pair(self, call: Call, src: int, dst: int):
+        """(src, dst) of an image-to-image command, each an image the stream holds; None where one is not."""
         s = self.held_image(src, call, held_too=self.holds(dst))
         d = None if s is None else self.held_image(dst, call)
-        if d is None:
+        return None if d is None else (s, d)
+
+    def _copy_image(self, call: Call, src: int, dst: int, regions: list[dict]) -> None:
+        pair = self._held_pair(call, src, dst)
+        if pair is None:
             return
+        s, d = pair
         out = []
         for r in regions:
             sr, dr = s.subresources(r["srcSubresource"]), d.subresources(r["dstSubresource"])
@@ -247,10 +261,8 @@ class Images:
                 self.left_out(call, f"it copies between the depth slices of one image and the layers of another "
                                     f"({s.id}, {d.id}): the format's copy_image copies layers to layers")
                 return
-            out.append({"src_mip_level": sr["base_mip_level"], "src_base_array_layer": sr["base_array_layer"],
-                        "dst_mip_level": dr["base_mip_level"], "dst_base_array_layer": dr["base_array_layer"],
-                        "layer_count": sr["layer_count"], "src_offset": _offset(r["srcOffset"]),
-                        "dst_offset": _offset(r["dstOffset"]), "extent": _extent(r["extent"])})
+            out.append({**_layers(sr, dr), "src_offset": _offset(r["srcOffset"]), "dst_offset": _offset(r["dstOffset"]),
+                        "extent": _extent(r["extent"])})
         self.cmd(call, "copy_image", (), src=s.id, dst=d.id, regions=out)
 
     def vkCmdClearColorImage(self, call: Call, a: dict) -> None:
@@ -268,19 +280,17 @@ class Images:
         self._blit_image(call, info["srcImage"], info["dstImage"], info["pRegions"], info["filter"])
 
     def _blit_image(self, call: Call, src: int, dst: int, regions: list[dict], filter: str) -> None:
-        s = self.held_image(src, call, held_too=self.holds(dst))
-        d = None if s is None else self.held_image(dst, call)
-        if d is None:
+        pair = self._held_pair(call, src, dst)
+        if pair is None:
             return
+        s, d = pair
         if filter not in BLIT_FILTERS:  # VK_FILTER_CUBIC_EXT: its footprint is not the format's
             self.left_out(call, f"it blits with {filter}, which the format's blit_image does not have")
             return
         out = []
         for r in regions:
             sr, dr = s.subresources(r["srcSubresource"]), d.subresources(r["dstSubresource"])
-            out.append({"src_mip_level": sr["base_mip_level"], "src_base_array_layer": sr["base_array_layer"],
-                        "dst_mip_level": dr["base_mip_level"], "dst_base_array_layer": dr["base_array_layer"],
-                        "layer_count": sr["layer_count"], "src_offsets": [_offset(o) for o in r["srcOffsets"]],
+            out.append({**_layers(sr, dr), "src_offsets": [_offset(o) for o in r["srcOffsets"]],
                         "dst_offsets": [_offset(o) for o in r["dstOffsets"]]})
         self.cmd(call, "blit_image", (), src=s.id, dst=d.id, regions=out, filter=BLIT_FILTERS[filter])
 
