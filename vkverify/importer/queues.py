@@ -133,13 +133,17 @@ class Queues:
         """A host wait for timeline values (`op`); values the host has already waited for (or the initial one) add
         nothing."""
         # A value observed is above the initial one: it stands for both (most of a polling run's reads add nothing).
+        # Per capture thread: a value another thread saw orders nothing on this one (threads may be kept apart).
+        observed = self.observed.get(thread := self.thread_of(call.index))
+        if observed is None:
+            observed = self.observed[thread] = {}
         fresh = []
         for h, v in waits:
             sem = self.semaphores.get(h)
-            if sem is not None and v > self.observed.get(sem["id"], sem.get("initial", 0)):
+            if sem is not None and v > observed.get(sem["id"], sem.get("initial", 0)):
                 fresh.append({"semaphore": sem["id"], "value": v})
         for w in fresh:  # after: each value is compared with what was observed before this call
-            self.observed[w["semaphore"]] = w["value"]
+            observed[w["semaphore"]] = w["value"]
         if fresh and op == "wait_semaphores":
             self.host(call, op, waits=fresh)
         elif fresh:

@@ -105,7 +105,8 @@ class Translator(Commands, Queues, Images):
         self.attributed: dict[int, set[str]] = {}  # VkQueue -> the queue ids its calls went to
         self.noted: dict[int, str] = {}  # capture thread -> the last of NOTES it sent, for its next call it concerns
         self.semaphores: dict[int, dict] = {}
-        self.observed: dict[str, int] = {}  # timeline semaphore id -> highest value a host op has waited for
+        # capture thread -> timeline semaphore id -> the highest value a host op of the thread has waited for
+        self.observed: dict[int, dict[str, int]] = {}
         self.fences: dict[int, dict] = {}
         self.events: dict[int, str] = {}  # VkEvent -> its stream id
         self.used_events: set[int] = set()  # those the stream refers to: their ids are fixed
