@@ -25,7 +25,9 @@ queue = vk.vkGetDeviceQueue(device, family, 0)
 wanted = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 props = vk.vkGetPhysicalDeviceMemoryProperties(physical)
 memory_type = next(i for i in range(props.memoryTypeCount) if props.memoryTypes[i].propertyFlags & wanted == wanted)
-usage = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+# Storage too: not a staging buffer, which the import takes the host to read after its copy (an assumed read)
+usage = (vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+         | vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT)
 
 
 def buffer():
