@@ -14,14 +14,24 @@ from .runtime import Runtime
 __all__ = ["create_objects", "owners", "queue_requests", "shared_queue_deadlock"]
 
 
+# Commands a transfer-only family cannot run: a dispatch, and those whose command pool "must support graphics, or
+# compute operations" (vkCmdCopyQueryPoolResults, vkCmdClearColorImage) or graphics (vkCmdBlitImage: the families
+# that have compute have graphics on the devices replay runs on).
+NOT_TRANSFER_ONLY = (ir.Dispatch, ir.CopyQueryPoolResults, ir.ClearColorImage, ir.BlitImage)
+
+
 def queue_requests(stream: ir.Stream, device: ir.Device) -> dict[str, QueueRequest]:
-    """The queues `device` needs for `stream`: compute capability where a dispatch or a query result copy is
-    submitted (a secondary command buffer's too; vkCmdResetQueryPool and vkCmdCopyQueryPoolResults need a graphics
-    or compute family)."""
-    dispatching = {op.queue for op, b in ir.batches(stream) for cb in b.command_buffers
-                   if any(isinstance(c, (ir.Dispatch, ir.CopyQueryPoolResults))
-                          for _, _, c in stream.index.commands_of(cb))}
-    return {q.id: QueueRequest(q.id, q.family, q.id in dispatching) for q in device.queues}
+    """The queues `device` needs for `stream`: compute capability where a command of NOT_TRANSFER_ONLY is
+    submitted (a secondary command buffer's too), and for the family the runtime's own work runs on
+    (Runtime._internal: the stream's family 0, else its first) where the device holds images, which that work
+    clears (vkCmdClearColorImage)."""
+    computing = {op.queue for op, b in ir.batches(stream) for cb in b.command_buffers
+                 if any(isinstance(c, NOT_TRANSFER_ONLY) for _, _, c in stream.index.commands_of(cb))}
+    families = [q.family for q in device.queues]
+    internal = 0 if 0 in families or not families else families[0]
+    clears = any(device.id in m.devices for m in stream.images)
+    return {q.id: QueueRequest(q.id, q.family, q.id in computing or (clears and q.family == internal))
+            for q in device.queues}
 
 
 def owners(stream: ir.Stream, buffer: str) -> tuple[str, ...]:
