@@ -10,6 +10,7 @@ Waits that never become satisfiable end the run with `deadlock`, `wait_never_sat
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..model import ir
 from ..model.gcpause import cyclic_gc_paused
@@ -17,7 +18,7 @@ from .engine import Checker
 from .findings import Finding, Findings
 from .readings import DEFAULT, Readings
 from .scopes import ALL_DEVICE, second_execution_scope, signal_first_scope
-from .walk import Consumer, Misuse, PendingBatch, Walk, several_orders, shared_timelines
+from .walk import Consumer, Misuse, PendingBatch, Walk, deadlock_message, several_orders, shared_timelines
 
 __all__ = ["Schedule", "check"]
 
@@ -40,10 +41,16 @@ def check(stream: ir.Stream, readings: Readings = DEFAULT, witness: str = "slice
         # "Several host threads"); the verdict is every finding of each one some schedule runs.
         orders = several_orders(stream)
         findings = Schedule(Checker(stream, readings), shared, every_order=bool(orders)).run()
+        completing = False
         for order in orders:
             other = Schedule(Checker(stream, readings), shared, order=order, every_order=True).run()
             if other is not None:
+                completing = True
                 findings.join(other)
+        for i in range(len(findings)) if completing else ():  # the walk's own order blocked, another did not
+            if findings.kinds[i] == "deadlock":
+                f = findings.finding(i)
+                findings.settle(i, replace(f, message=deadlock_message(f.ops, other_orders_complete=True)))
     return exact.refine(stream, findings, shared, witness, exact.WITNESSES if witnesses is None else witnesses)
 
 

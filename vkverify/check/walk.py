@@ -19,15 +19,15 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..model import ir
 from ..model.refs import format_ref, sort_key
 
-__all__ = ["ORDERS", "BinarySignal", "Consumer", "FenceState", "Misuse", "PendingBatch", "Walk", "orders_unread",
-           "several_orders", "shared_timelines", "signals"]
+__all__ = ["ORDERS", "BinarySignal", "Consumer", "FenceState", "Misuse", "PendingBatch", "Walk", "deadlock_message",
+           "orders_unread", "several_orders", "shared_timelines", "signals"]
 
 
 @dataclass(eq=False)
@@ -110,6 +110,15 @@ def several_orders(stream: ir.Stream) -> list[ir.SubmissionOrder]:
     (then the walk's own alone)."""
     orders = ir.submission_orders(stream, ORDERS) if len(stream.threads) > 1 else None
     return orders if orders and len(orders) > 1 else []
+
+
+def deadlock_message(ops: Sequence[str], other_orders_complete: bool = False) -> str:
+    """A deadlock's message; other_orders_complete: the walk's own submission order blocks where some other
+    order the threads allow completes (a hang where the threads take the walk's)."""
+    if other_orders_complete:
+        return (f"in the submission order the walk took, which the threads allow, {', '.join(ops)} wait for each "
+                "other (other orders complete)")
+    return f"no schedule completes: {', '.join(ops)} wait for each other"
 
 
 def orders_unread(stream: ir.Stream) -> tuple[str, ...]:
@@ -451,7 +460,7 @@ class Walk:
             ops = tuple(sorted(set(cause), key=sort_key))
             self.consumer.misuse(Misuse(
                 "deadlock", "submit each signal before (or on another queue than) the wait that needs it",
-                f"no schedule completes: {', '.join(ops)} wait for each other", ops))
+                deadlock_message(ops), ops))
 
     def never_satisfied(self, semaphore: str, value: int) -> bool:
         return self.timeline_signal(semaphore, value) is None and not ever_signals(self.stream, semaphore, value)
