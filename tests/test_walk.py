@@ -8,14 +8,15 @@ import os
 
 from hypothesis import HealthCheck, given, settings
 
-from vkverify.check import smt
+from vkverify.check import check, smt
 from vkverify.check.hb import Model
 from vkverify.check.engine import Checker
 from vkverify.check.schedule import Schedule
 from vkverify.check.walk import Consumer, Misuse, PendingBatch, Walk
-from vkverify.model import from_dict, ir
+from vkverify.model import from_dict, ir, load
 from vkverify.sim.order import reference_order
 
+from .conftest import CORPUS
 from .differential import streams
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400")) // 2
@@ -186,3 +187,16 @@ def test_the_walk_completes_exactly_when_some_schedule_does(doc):
         return  # a misused wait means something else to each (the walk ignores it, z3 pairs it later)
     complete = smt.Semantics(stream).blocking_core() is None
     assert complete == (not walk.blocked()), json.dumps(doc)
+
+
+def test_a_deadlock_of_one_submission_order_is_worded_as_that_order_s():
+    """Corpus 260: the walk's own order blocks and another completes: a hang in that order, not in every schedule;
+    corpus 53 (one thread) blocks in every schedule."""
+    def deadlock(name: str) -> str:
+        (path,) = [p for p in CORPUS if p.name.startswith(f"{name}-")]
+        (found,) = [f for f in check(load(path)) if f.kind == "deadlock"]
+        return found.message
+
+    assert deadlock("260").startswith("in the submission order the walk took") and "other orders complete" in \
+        deadlock("260")
+    assert deadlock("53").startswith("no schedule completes")
