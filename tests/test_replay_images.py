@@ -153,14 +153,8 @@ def test_image_barriers_replay_through_synchronization1_too(device_name, monkeyp
     assert result.reference == {}, result.reference
 
 
-def _binds_a_storage_image(path) -> bool:
-    """Binds an image, and each as a storage image (a sampled binding has no image kernel)."""
-    bound = image_binding_accesses(load(path))
-    return bool(bound) and "sampled" not in bound
-
-
-STORAGE_IMAGE_STREAMS = [p for p in CORPUS + sorted((ROOT / "tests" / "syncval").glob("*.json"))
-                         if _binds_a_storage_image(p)]
+IMAGE_BINDING_STREAMS = [p for p in CORPUS + sorted((ROOT / "tests" / "syncval").glob("*.json"))
+                         if image_binding_accesses(load(p))]
 # Streams that bind a storage image in a layout other than general, as their ports do (corpus 175: in
 # shader_read_only_optimal; 176: a view of two layers, one of them still transfer_dst_optimal): the layer's
 # messages about the stream's own layouts.
@@ -171,18 +165,26 @@ STREAM_LAYOUT_ERRORS = {
 
 
 OLD_LAYER_TRANSITIONS = {"PositiveSyncVal.QSTransitionAndRead", "PositiveSyncVal.QSTransitionWithSrcNoneStage"}
+SAMPLED_STREAMS = {"222-sampled-read-barrier-names-storage-read", "223-sampled-read-barrier-names-sampled-read",
+                   "NegativeSyncVal.CopyVsShaderDescriptorAccess-1", "NegativeSyncVal.CopyVsShaderDescriptorAccess-2",
+                   "NegativeSyncVal.SampledImageDescriptorHazard"}
 
 
-def test_the_storage_image_streams_are_the_expected_ones():
-    """The parametrized test below runs every corpus and syncval stream that binds a storage image."""
-    assert len(STORAGE_IMAGE_STREAMS) == 13 and OLD_LAYER_TRANSITIONS <= {p.stem for p in STORAGE_IMAGE_STREAMS}
+def test_the_image_binding_streams_are_the_expected_ones():
+    """The parametrized test below runs every corpus and syncval stream that binds an image: 13 as storage images,
+    5 as sampled ones."""
+    sampled = {p.stem for p in IMAGE_BINDING_STREAMS if "sampled" in image_binding_accesses(load(p))}
+    assert (len(IMAGE_BINDING_STREAMS), sampled) == (18, SAMPLED_STREAMS)
+    assert OLD_LAYER_TRANSITIONS <= {p.stem for p in IMAGE_BINDING_STREAMS}
 
 
-@pytest.mark.parametrize("path", STORAGE_IMAGE_STREAMS, ids=lambda p: p.stem)
-def test_storage_image_streams_replay_with_the_simulator_s_digests(device_name, path):
-    """The abstract shaders' storage image bindings run through the image kernels (image.glsl): every digest (the
-    images' included) equals the simulator's, and the layer's hazards on the images are vkverify's findings, one
-    for one (its messages name the kernels' views and scratch buffers, which stand for their image)."""
+@pytest.mark.parametrize("path", IMAGE_BINDING_STREAMS, ids=lambda p: p.stem)
+def test_image_binding_streams_replay_with_the_simulator_s_digests(device_name, path):
+    """The abstract shaders' storage image bindings run through the image kernels (image.glsl), sampled ones through
+    the sampled kernels (a combined image sampler read with texelFetch): every digest (the images' included) equals
+    the simulator's, and the layer's hazards on the images are vkverify's findings, one for one (its messages name
+    the kernels' views and scratch buffers, which stand for their image): a sampled read is the layer's
+    SHADER_SAMPLED_READ, which a barrier to shader_storage_read leaves unordered (corpus 222)."""
     stream = load(path)
     assert runtime.replayable(stream) is None
     result = runtime.replay(stream, syncval=True)
@@ -196,10 +198,11 @@ def test_storage_image_streams_replay_with_the_simulator_s_digests(device_name, 
     assert errors == STREAM_LAYOUT_ERRORS.get(path.stem, set())
 
 
-def storage_stream(format: str, extent: list[int], levels: int, layers: int, binding: dict) -> dict:
+def storage_stream(format: str, extent: list[int], levels: int, layers: int, binding: dict,
+                   read: str = "read") -> dict:
     """An upload of random bytes to every level of image A, then abstract dispatches through storage image
-    bindings: `binding` (a subresource range) of A read_write in place, then read into Out and written from
-    Out into B's same range (barriers between all of them)."""
+    bindings: `binding` (a subresource range) of A read_write in place, then read (`read`: as a storage image, or
+    `sampled`) into Out and written from Out into B's same range (barriers between all of them)."""
     full = {"cmd": "barrier", "src_stage": ["all_commands"], "src_access": ["memory_write"],
             "dst_stage": ["all_commands"], "dst_access": ["memory_read", "memory_write"]}
     return {
@@ -208,7 +211,8 @@ def storage_stream(format: str, extent: list[int], levels: int, layers: int, bin
         "buffers": [{"id": "Staging", "size": 8192, "memory": "host_coherent"}, {"id": "Out", "size": 2048}],
         "images": [{"id": i, "extent": extent, "format": format, "mip_levels": levels, "array_layers": layers}
                    for i in ("A", "B")],
-        "shaders": {"x": {"bindings": ["read_write"]}, "rw": {"bindings": ["read", "write"]}},
+        "shaders": {"x": {"bindings": ["read_write"]}, "rw": {"bindings": ["read", "write"]},
+                    "sw": {"bindings": [read, "write"]}},
         "command_buffers": {"cb0": [
             {"cmd": "copy_buffer_to_image", "src": "Staging", "dst": "A", "regions": [
                 {"buffer_offset": 2048 * level, "mip_level": level, "layer_count": layers,
@@ -216,7 +220,7 @@ def storage_stream(format: str, extent: list[int], levels: int, layers: int, bin
             full,
             {"cmd": "dispatch", "shader": "x", "bindings": [{"image": "A", **binding}]},
             full,
-            {"cmd": "dispatch", "shader": "rw", "bindings": [{"image": "A", **binding, "access": "read"},
+            {"cmd": "dispatch", "shader": "sw", "bindings": [{"image": "A", **binding, "access": read},
                                                              {"buffer": "Out"}]},
             full,
             {"cmd": "dispatch", "shader": "rw", "bindings": [{"buffer": "Out"}, {"image": "B", **binding}]},
@@ -236,13 +240,16 @@ def storage_stream(format: str, extent: list[int], levels: int, layers: int, bin
     ("r32_sfloat", [4, 4, 3], 2, 1, {}),
     ("r16g16_sfloat", [7, 2], 1, 2, {"base_array_layer": 1}),
 ])
-def test_storage_image_bindings_move_their_subresources_bytes(device_name, format, extent, levels, layers, binding):
+@pytest.mark.parametrize("read", ["read", "sampled"])
+def test_storage_image_bindings_move_their_subresources_bytes(device_name, format, extent, levels, layers, binding,
+                                                              read):
     """A storage image binding's texels are its subresources' bytes in the model's linear layout, level by level
     (docs/format.md): the image kernels read and write them so for any 4-byte format (an srgb one, which has no
     storage support of its own, and a float one: no conversion), several levels and layers, a range that starts
     past level 0 or layer 0, and a 3D image's slices: the device's A, B and Out equal the simulator's (the uploaded
-    bytes are random and every output word hashes every input word, so a texel out of place changes them)."""
-    stream = from_dict(storage_stream(format, extent, levels, layers, binding))
+    bytes are random and every output word hashes every input word, so a texel out of place changes them). A sampled
+    binding's texels come so through the sampled kernels (texelFetch on an r32ui view: no filtering, no conversion)."""
+    stream = from_dict(storage_stream(format, extent, levels, layers, binding, read))
     result = runtime.replay(stream, syncval=True)
     assert [m.text for m in result.messages if m.severity == "error"] == []
     assert result.reference == {}, result.reference
@@ -452,12 +459,9 @@ def test_a_linear_blit_is_refused_by_the_simulator_saying_why():
         reference(from_dict(blit_stream("linear")))
 
 
-def test_a_sampled_binding_is_refused_by_the_replay_and_on_a_buffer_at_load():
-    """A combined image sampler's image (corpus 223) has no image kernel; `sampled` on a buffer (a uniform texel
-    buffer) is not in the format."""
+def test_a_sampled_binding_on_a_buffer_is_refused_at_load():
+    """`sampled` on a buffer (a uniform texel buffer) is not in the format; on an image it replays (corpus 223)."""
     doc = json.loads(next(p for p in CORPUS if p.name.startswith("223-")).read_text())
-    assert runtime.replayable(from_dict(doc)) == ("cb0[2] binds image 'I' as a sampled image: a sampled image binding "
-                                                  "has no image kernel")
     doc["command_buffers"]["cb0"][2]["bindings"][1]["access"] = "sampled"
     doc["shaders"]["transform"]["bindings"][1] = "sampled"
     with pytest.raises(InvalidStream, match="a sampled binding is an image's"):

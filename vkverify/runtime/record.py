@@ -20,7 +20,7 @@ from ..model.data import data_bytes, ref_hash
 from ..model.images import level_extent
 from ..model.refs import format_ref, parse_ref, without_submit
 from ..model.stages import access_mask, stage_mask
-from ..shaders import ATOMIC_KERNEL, IMAGE_KERNELS, UNIFORM_KERNEL, generic_plan, pack_push
+from ..shaders import ATOMIC_KERNEL, IMAGE_KERNELS, SAMPLED_KERNELS, UNIFORM_KERNEL, generic_plan, pack_push
 from .errors import Unsupported
 from .pipelines import ImageSlot
 from .images import clear_color, extent3d, layers, offset3d, subresource_range, vk_layout
@@ -49,8 +49,8 @@ def scratch_orders(stream: ir.Stream, kind: str, buffer: str | None, second: str
 def staged(b: ir.Binding) -> bool:
     """Whether an abstract shader's input binding is copied to a scratch buffer before the generic kernel reads it:
     a read_write one (the kernel would read what other workgroups already wrote), a uniform one (the kernel reads
-    storage buffers) and a storage image one (the kernel reads buffers)."""
-    return b.access in ("read_write", "uniform") or b.subresources is not None and b.access == "read"
+    storage buffers) and a storage image or sampled one (the kernel reads buffers)."""
+    return b.access in ("read_write", "uniform") or b.subresources is not None and b.access in ("read", "sampled")
 
 
 def binding_access(stream: ir.Stream, ref: str | None, buffer: str, access: str) -> bool:
@@ -249,14 +249,17 @@ class Recorder:
 
     def image_words(self, c: ir.Dispatch | None, b: ir.Binding, words, store: bool) -> None:
         """A storage image binding's texels into the u32 words of buffer `words` in the model's linear layout (the
-        binding's bytes: docs/format.md, Abstract shaders), or back: one image kernel per mip level, on a view of that
+        binding's bytes: docs/format.md, Abstract shaders), or back; a sampled binding's through a combined image
+        sampler (SAMPLED_KERNELS: a sampled read, as the stream's): one image kernel per mip level, on a view of that
         level and the binding's layers, in the layout the stream's barriers left the level's first layer in. A store
         runs with dispatch `c`'s own group count, so a dispatch of no groups (indirect too) stores nothing; a load
         (c None) covers every texel whatever the count, as the simulator reads the binding whatever it is."""
         rt, r = self.rt, b.subresources
         image = rt.images[b.buffer]
-        load_kernel, store_kernel = IMAGE_KERNELS[image.image.extent[2] > 1]
-        pipeline = rt.pipelines.get(store_kernel if store else load_kernel)
+        volume = image.image.extent[2] > 1
+        load_kernel, store_kernel = IMAGE_KERNELS[volume]
+        pipeline = rt.pipelines.get(store_kernel if store else SAMPLED_KERNELS[volume] if b.access == "sampled"
+                                    else load_kernel)
         first = 0
         for level in range(r.base_mip_level, r.base_mip_level + r.level_count):
             texels = math.prod(level_extent(image.image.extent, level)) * r.layer_count
@@ -294,8 +297,9 @@ class Recorder:
 
     def scratch_input(self, binding: ir.Binding) -> tuple[object, int, int]:
         """Copy a read_write buffer binding's bytes (the library `copy` kernel), a uniform binding's (read as a
-        uniform buffer: UNIFORM_KERNEL) or a storage image binding's texels (image_words) to a fresh scratch buffer,
-        read by the generic kernel after compute_barrier: each binding is read with the access the stream gives."""
+        uniform buffer: UNIFORM_KERNEL) or a storage image or sampled binding's texels (image_words) to a fresh
+        scratch buffer, read by the generic kernel after compute_barrier: each binding is read with the access the
+        stream gives."""
         vk, rt = self.vk, self.rt
         if binding.subresources is not None:
             scratch = rt.scratch_buffer(binding.buffer, image_bytes(binding))

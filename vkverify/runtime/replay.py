@@ -113,11 +113,12 @@ def needed_extensions(stream: ir.Stream) -> tuple[str, ...]:
 
 
 def storage_image_refusal(stream: ir.Stream, c: ir.Dispatch, binding: ir.Binding) -> str | None:
-    """Why the image kernels (runtime/record.py, image_words) cannot run `c`'s storage image `binding`, or None."""
+    """Why the image kernels (runtime/record.py, image_words) cannot run `c`'s storage image or sampled `binding`,
+    or None."""
     format = stream.index.images[binding.buffer].format
     if c.shader not in {s.id for s in stream.shaders}:
         return f"shader {c.shader!r} is not abstract: only an abstract shader's image bindings replay"
-    if binding.access not in ("read", "write", "read_write"):
+    if binding.access not in ("read", "write", "read_write", "sampled"):
         return f"a {binding.access} image binding has no image kernel"
     if FORMATS[format] != STORAGE_TEXEL:
         return f"{format} has {FORMATS[format]}-byte texels: the image kernels move {STORAGE_TEXEL}-byte ones"
