@@ -5,6 +5,7 @@ Vulkan calls agree byte for byte."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -13,15 +14,16 @@ from hypothesis import given, settings
 from tests.conftest import CORPUS, ROOT, image_binding_accesses
 from tests.differential import SETTINGS, image_streams
 from vkverify.check import check
-from vkverify.model import InvalidStream, from_dict, load
+from vkverify.model import InvalidStream, UsageError, from_dict, load
 from vkverify.model.data import ref_hash
-from vkverify.model.images import clear_texel
+from vkverify.model.images import COMPRESSED, PLANES, clear_texel
 from vkverify.shaders import generic
 from vkverify.sim import reference
 
 runtime = pytest.importorskip("vkverify.runtime")
 from vkverify.runtime.report import replay_text  # noqa: E402
-from vkverify.runtime.syncval import TRANSITION_OUT_OF_SCOPE, explain_only_layer  # noqa: E402
+from vkverify.runtime.syncval import (COMPRESSED_BOXES, SLICES_WIDENED, TRANSITION_OUT_OF_SCOPE,  # noqa: E402
+                                      explain_only_layer, explain_only_vkverify)
 
 CLEAR_VALUES = {"unorm": [0.25, 0.5, 1.0, 0.75], "srgb": [0.25, 0.5, 1.0, 0.75], "sfloat": [0.25, -1.5, 3.0, 0.1],
                 "uint": [7, 300, 1, 2], "sint": [-7, 5, -200, 3]}
@@ -392,14 +394,169 @@ def test_a_compressed_image_s_layout_holds_texel_blocks():
     assert c == bytes(8) + staging[:8] + staging[16:24]
 
 
-def test_a_compressed_image_is_refused_by_the_replay_and_its_clear_at_load():
+def test_a_compressed_image_replays_and_its_clear_is_refused_at_load(device_name):
+    """C's blocks replay as the simulator moves them (zero-filled by a copy, as vkCmdClearColorImage takes no
+    compressed format, and read back block by block), with a second level (6x2: two blocks, after level 0's
+    three) uploaded too; a clear of C is an error at load."""
     doc = compressed_stream()
-    reason = runtime.replayable(from_dict(doc))
-    assert reason == ("image 'C' is bc1_rgba_unorm_block: compressed images are not replayed (they need "
-                      "textureCompressionBC or textureCompressionASTC_LDR, which the runtime does not enable)")
+    doc["images"][1]["mip_levels"] = 2
+    doc["command_buffers"]["cb0"].append({"cmd": "copy_buffer_to_image", "src": "Staging", "dst": "C", "regions": [
+        {"buffer_offset": 32, "mip_level": 1, "image_extent": [6, 2]}]})
+    stream = from_dict(doc)
+    assert reference(stream).buffers["C"][24:] == reference(stream).buffers["Staging"][32:48]
+    result = runtime.replay(stream, syncval=True)
+    assert [m.text for m in result.messages if m.severity == "error"] == []
+    assert result.reference == {}, result.reference
+    doc = compressed_stream()
     doc["command_buffers"]["cb0"].append({"cmd": "clear_color_image", "image": "C"})
     with pytest.raises(InvalidStream, match="VUID-vkCmdClearColorImage-image-00007"):
         from_dict(doc)
+
+
+SYNCVAL = sorted((ROOT / "tests" / "syncval").glob("*.json"))
+# Streams with a compressed image or a 2d_array_compatible one, and those with a multi-planar image.
+FORMAT_STREAMS = [p for p in CORPUS + SYNCVAL if any(i.format in COMPRESSED or i.slices_are_layers
+                                                     for i in load(p).images)]
+PLANAR_STREAMS = [p for p in CORPUS + SYNCVAL if any(i.format in PLANES for i in load(p).images)]
+
+
+def test_the_format_streams_are_the_expected_ones():
+    assert [p.stem for p in FORMAT_STREAMS] == [
+        "NegativeSyncVal.CopyToCompressedImage-1", "NegativeSyncVal.CopyToCompressedImage-2",
+        "PositiveSyncVal.CopyBufferToCompressedImage", "PositiveSyncVal.CopyBufferToCompressedImageASTC",
+        "PositiveSyncVal.CopyBufferToCompressedImageASTC2", "PositiveSyncVal.CopyBufferToCompressedImageASTC3",
+        "PositiveSyncVal.Maintenance9LayerTransitionTestUpdate",
+        "PositiveSyncVal.Maintenance9LayerTransitionTestValidation",
+        "PositiveSyncVal.Maintenance9TransitionWithMultipleMips"]
+    assert len(PLANAR_STREAMS) == 10
+
+
+def _device_refusal(stream) -> str | None:
+    """Why the device cannot hold one of the stream's images (Runtime.format_refusal), or None."""
+    with runtime.Runtime() as rt:
+        return next(filter(None, (rt.format_refusal(i.format) for i in stream.images)), None)
+
+
+@pytest.mark.parametrize("path", FORMAT_STREAMS, ids=lambda p: p.stem)
+def test_compressed_and_2d_array_compatible_streams_replay_with_the_simulator_s_digests(device_name, path):
+    """Compressed images replay where the device has their format (Lavapipe: BC, no ASTC: the replay refuses those
+    naming the format and the device, and the test skips with that reason); 2d_array_compatible images with
+    barriers over every slice (no VK_KHR_maintenance9). Every digest equals the simulator's, and the layer's
+    hazards are vkverify's but for 1.3.239's compressed boxes (COMPRESSED_BOXES)."""
+    stream = load(path)
+    assert runtime.replayable(stream) is None
+    refusal = _device_refusal(stream)
+    if refusal is not None:
+        with pytest.raises(runtime.Unsupported, match=re.escape(refusal)):
+            runtime.replay(stream)
+        pytest.skip(refusal)
+    result = runtime.replay(stream, syncval=True)
+    assert result.reference == {}, result.reference
+    assert result.agreement.only_vkverify == []
+    assert {explain_only_layer(stream, lf, result.messages) for lf in result.agreement.only_layer} == (
+        {COMPRESSED_BOXES} if path.stem == "PositiveSyncVal.CopyBufferToCompressedImage" else set())
+    assert len(result.agreement.shared) == len(result.findings)
+    assert [m.text for m in result.messages if m.severity == "error" and not m.id_name.startswith("SYNC-HAZARD")] == []
+
+
+def test_multi_planar_streams_are_refused_saying_why():
+    for path in PLANAR_STREAMS:
+        stream = load(path)
+        image = next(i for i in stream.images if i.format in PLANES)
+        assert runtime.replayable(stream) == (
+            f"image {image.id!r} is {image.format}: multi-planar images are not replayed (the runtime's images are "
+            "one plane: create_image takes no multi-planar format)")
+
+
+def test_create_image_refuses_what_it_cannot_hold_naming_the_argument(device_name):
+    """A multi-planar format and a 2d_array_compatible 2D image are usage errors naming the argument (and the formats
+    it takes); a format the device lacks is Unsupported, naming the format and the device."""
+    with runtime.Runtime() as rt:
+        with pytest.raises(UsageError, match=r"format: expected one of 'r8_unorm', .*'bc1_rgb_unorm_block', .*"
+                                             r"'astc_12x12_srgb_block', got 'g8_b8_r8_3plane_420_unorm'$"):
+            rt.create_image("P", (16, 8, 1), "g8_b8_r8_3plane_420_unorm")
+        with pytest.raises(UsageError, match="create_flags: 2d_array_compatible is a 3D image's flag"):
+            rt.create_image("F", (16, 8, 1), create_flags=["2d_array_compatible"])
+        refusal = rt.format_refusal("astc_4x4_unorm_block")
+        if refusal is None:
+            pytest.skip(f"{rt.device.name} has ASTC")
+        assert refusal == f"{rt.device.name} has no transfer_src, transfer_dst, sampled_image support for " \
+                          "astc_4x4_unorm_block (optimal tiling)"
+        with pytest.raises(runtime.Unsupported, match=re.escape(f"image 'A': {refusal}")):
+            rt.create_image("A", (16, 8, 1), "astc_4x4_unorm_block")
+        assert "A" not in rt.images
+
+
+def sliced_stream(last_copy: int | None = None) -> dict:
+    """A 2d_array_compatible 8x4x3 image of 2 levels: an upload of both levels, a barrier of level 0's slices 1-2
+    (transfer_dst -> transfer_src), a read of those slices into Out, then a barrier of level 1 and a second upload of
+    it. `last_copy`: then a global barrier between the copies, a barrier of level 0's slice 0 alone, a transition
+    with no destination stage, and a copy into slice `last_copy` of level 0."""
+    def barrier(src, src_access, dst, dst_access, image) -> dict:
+        return _barrier(src, src_access, dst, dst_access, [{"image": "I", **image}])
+    commands = [
+        barrier("none", "", "copy", "transfer_write",
+                {"old_layout": "undefined", "new_layout": "transfer_dst_optimal"}),
+        {"cmd": "copy_buffer_to_image", "src": "Staging", "dst": "I", "regions": [
+            {"image_extent": [8, 4, 3]}, {"buffer_offset": 1024, "mip_level": 1, "image_extent": [4, 2, 1]}]},
+        barrier("copy", "transfer_write", "copy", "transfer_read", {
+            "level_count": 1, "base_array_layer": 1, "layer_count": 2, "old_layout": "transfer_dst_optimal",
+            "new_layout": "transfer_src_optimal"}),
+        {"cmd": "copy_image_to_buffer", "src": "I", "dst": "Out", "regions": [
+            {"image_offset": [0, 0, 1], "image_extent": [8, 4, 2]}]},
+        barrier("copy", "transfer_write", "copy", "transfer_write", {
+            "base_mip_level": 1, "old_layout": "transfer_dst_optimal", "new_layout": "transfer_dst_optimal"}),
+        {"cmd": "copy_buffer_to_image", "src": "Staging", "dst": "I", "regions": [
+            {"buffer_offset": 1536, "mip_level": 1, "image_extent": [4, 2, 1]}]}]
+    if last_copy is not None:
+        commands += [
+            _barrier("copy", "transfer_write", "copy", "transfer_write", []),
+            {**barrier("copy", "transfer_write", "none", "", {
+                "level_count": 1, "layer_count": 1, "old_layout": "transfer_dst_optimal", "new_layout": "general"}),
+             "dst_access": []},
+            {"cmd": "copy_buffer_to_image", "src": "Staging", "dst": "I", "regions": [
+                {"image_offset": [0, 0, last_copy], "image_extent": [8, 4, 1]}]}]
+    return {
+        "format": "vkverify-stream/1", "name": f"slices-{last_copy}",
+        "devices": [{"id": "gpu0", "queues": [{"id": "q0", "family": 0}]}],
+        "buffers": [{"id": "Staging", "size": 2048, "memory": "host_coherent"}, {"id": "Out", "size": 2048}],
+        "images": [{"id": "I", "extent": [8, 4, 3], "format": "r32_uint", "mip_levels": 2,
+                    "create_flags": ["2d_array_compatible"]}],
+        "command_buffers": {"cb0": commands},
+        "threads": {"main": [
+            {"op": "host_write", "buffer": "Staging", "offset": 0, "size": 2048,
+             "data": {"pattern": "random", "seed": 4}},
+            {"op": "submit", "queue": "q0", "command_buffers": ["cb0"]},
+            {"op": "device_wait_idle"}]},
+    }
+
+
+def test_a_2d_array_compatible_image_replays_with_barriers_over_every_slice(device_name):
+    """Barriers of some slices and of one level replay over every slice of their levels, in general: the bytes
+    (random: I's two levels, and Out's read of slices 1-2) equal the simulator's, with no validation error."""
+    stream = from_dict(sliced_stream())
+    assert check(stream) == []
+    assert np.frombuffer(reference(stream).buffers["Out"], np.uint32)[:64].all()  # slices 1-2: 64 random words
+    result = runtime.replay(stream, syncval=True)
+    assert [m.text for m in result.messages if m.severity == "error"] == []
+    assert result.reference == {}, result.reference
+
+
+def test_a_transition_of_one_slice_is_replayed_without_it_and_the_comparison_says_so(device_name):
+    """A barrier of slice 0 alone with no destination stage: its transition and a later copy into slice 0 are a
+    WAW for vkverify, which the replay (no transition: Recorder.image_fields) does not show the layer (the global
+    barrier orders the copies), and the comparison names why; a copy into slice 1 meets no transition (syncval's
+    Maintenance9LayerTransition tests). The digests are the simulator's either way."""
+    racing = from_dict(sliced_stream(last_copy=0))
+    [waw] = check(racing)
+    assert (waw.kind, waw.buffer, waw.second_access) == ("waw", "I", "copy/transfer_write")
+    result = runtime.replay(racing, syncval=True)
+    assert [explain_only_vkverify(racing, f) for f in result.agreement.only_vkverify] == [SLICES_WIDENED]
+    assert (result.reference, result.agreement.only_layer) == ({}, [])
+    apart = from_dict(sliced_stream(last_copy=1))
+    assert check(apart) == []
+    result = runtime.replay(apart, syncval=True)
+    assert (result.reference, result.findings, result.agreement.only_layer) == ({}, [], [])
 
 
 def blit_stream(filter: str = "nearest") -> dict:
@@ -470,8 +627,7 @@ def test_a_sampled_binding_on_a_buffer_is_refused_at_load():
 
 def test_a_2d_array_compatible_3d_image_s_barrier_layers_are_its_slices():
     """On a 16x16x2 image of 3 levels, layer 1 of a barrier is level 0's second slice, bytes [1024, 2048);
-    left out, the layers are every slice of every level; the replay refuses the image, and the flag on a 2D image is
-    an error at load."""
+    left out, the layers are every slice of every level; the flag on a 2D image is an error at load."""
     doc = json.loads((ROOT / "tests" / "syncval" / "PositiveSyncVal.Maintenance9TransitionWithMultipleMips.json")
                      .read_text())
     [barrier] = from_dict(doc).command_buffers[0].commands
@@ -479,8 +635,6 @@ def test_a_2d_array_compatible_3d_image_s_barrier_layers_are_its_slices():
     doc["command_buffers"]["cb0"][0]["images"][0].update(level_count=1, base_array_layer=1, layer_count=1)
     stream = from_dict(doc)
     assert stream.command_buffers[0].commands[0].images[0].ranges == ((1024, 2048),)
-    assert runtime.replayable(stream) == ("image 'I' is 2d_array_compatible: barriers over a 3D image's slices need "
-                                          "VK_KHR_maintenance9, which the runtime does not enable")
     doc["images"][0]["extent"] = [16, 16]
     with pytest.raises(InvalidStream, match="VUID-VkImageCreateInfo-flags-00950"):
         from_dict(doc)
@@ -506,4 +660,5 @@ def test_a_multi_planar_image_s_planes_lie_one_after_the_other():
     assert stream.command_buffers[0].commands[2].dst_ranges == tuple((160 + 8 * y + 4, 160 + 8 * y + 8)
                                                                        for y in (1, 2, 3))
     assert runtime.replayable(stream) == ("image 'A' is g8_b8_r8_3plane_420_unorm: multi-planar images are not "
-                                          "replayed (the runtime reads images back as one plane)")
+                                          "replayed (the runtime's images are one plane: create_image takes no "
+                                          "multi-planar format)")

@@ -326,9 +326,12 @@ class Recorder:
         self.transition(c)
 
     def transition(self, c: ir.Barrier) -> None:
-        """Later commands of this and later recorded command buffers see the layouts c's image barriers leave."""
+        """Later commands of this and later recorded command buffers see the layouts c's image barriers leave (a
+        2d_array_compatible image stays in general: image_fields)."""
         for b in c.images:
-            self.rt.images[b.image].transition(b.subresources, b.new_layout)
+            image = self.rt.images[b.image]
+            if not image.image.slices_are_layers:
+                image.transition(b.subresources, b.new_layout)
 
     def parts(self, c: ir.Barrier) -> tuple:
         """A stream barrier as the arguments of pipeline_barrier, dependency_info and sync1_barriers."""
@@ -450,8 +453,19 @@ class Recorder:
 
     def image_fields(self, b: ir.ImageBarrier, image) -> dict:
         """What an image memory barrier (sync1 or sync2) has beside its masks: layouts as the stream writes them,
-        families, the image and its subresource range."""
+        families, the image and its subresource range.
+
+        A 2d_array_compatible image's barrier names depth slices (VK_KHR_maintenance9), which the runtime does not
+        enable: it covers the image's one layer, every slice of the stream's levels, and makes no layout transition
+        (general, where create_image left the image, to general; every command the runtime records takes general).
+        A superset of the stream's dependencies, and no transition of slices the stream does not transition: the
+        bytes of a stream without hazards are the same (a transition moves none: sim/execute.py), and the device
+        may order more than the stream (docs/runtime.md)."""
         src, dst = self.families(b)
-        return {"oldLayout": vk_layout(self.vk, b.old_layout), "newLayout": vk_layout(self.vk, b.new_layout),
+        old, new, r = b.old_layout, b.new_layout, b.subresources
+        if image.image.slices_are_layers:
+            old = new = "general"
+            r = ir.Subresources(r.base_mip_level, r.level_count, 0, 1)
+        return {"oldLayout": vk_layout(self.vk, old), "newLayout": vk_layout(self.vk, new),
                 "srcQueueFamilyIndex": src, "dstQueueFamilyIndex": dst, "image": image.handle,
-                "subresourceRange": subresource_range(self.vk, b.subresources)}
+                "subresourceRange": subresource_range(self.vk, r)}
