@@ -542,6 +542,24 @@ def test_a_2d_array_compatible_image_replays_with_barriers_over_every_slice(devi
     assert result.reference == {}, result.reference
 
 
+def test_a_2d_array_compatible_image_read_back_midway_stays_in_general(device_name):
+    """A read back leaves a 2d_array_compatible image in general, where the replay's barriers of it take it to be:
+    the stream's command buffer submitted after one runs without a validation error (a read back that left it
+    transfer_src_optimal gave five), and the second read back holds its uploads."""
+    from vkverify.runtime.create import create_objects, queue_requests
+
+    stream = from_dict(sliced_stream())
+    with runtime.Runtime(queue_requests(stream, stream.devices[0]), validation=True) as rt:
+        create_objects(stream, {"gpu0": rt})
+        assert rt.read_back("I") == bytes(stream.index.images["I"].memory_view.size)
+        rt.host_write("Staging", np.arange(512, dtype=np.uint32).tobytes())
+        rt.submit("q0", ["cb0"])
+        rt.device_idle()
+        words = np.frombuffer(rt.read_back("I"), np.uint32)
+        assert [m.text for m in rt.instance.messages if m.severity == "error"] == []
+    assert list(words[:96]) == list(range(96)) and list(words[96:104]) == list(range(384, 392))
+
+
 def test_a_transition_of_one_slice_is_replayed_without_it_and_the_comparison_says_so(device_name):
     """A barrier of slice 0 alone with no destination stage: its transition and a later copy into slice 0 are a
     WAW for vkverify, which the replay (no transition: Recorder.image_fields) does not show the layer (the global

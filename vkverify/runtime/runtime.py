@@ -408,14 +408,15 @@ class Runtime:
     def _read_back_image(self, image: DeviceImage) -> bytes:
         """The image's bytes in the model's linear layout (model/images.py): each mip level, all its layers, copied
         to where that layout puts them (_level_copies). Each subresource is first made transfer_src_optimal from the
-        layout the stream left it in."""
+        layout the stream left it in; a 2d_array_compatible image stays in general (record.Recorder.image_fields)."""
         vk, ir_image = self.vk, image.image
         size = ir_image.memory_view.size
         staging = self.allocator.create(f"{ir_image.id}.readback", size, "host_coherent",
                                         vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+        source = "general" if ir_image.slices_are_layers else "transfer_src_optimal"
         barriers = [vk.VkImageMemoryBarrier(
             srcAccessMask=vk.VK_ACCESS_MEMORY_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT,
-            oldLayout=vk_layout(vk, layout), newLayout=vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+            oldLayout=vk_layout(vk, layout), newLayout=vk_layout(vk, source),
             srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
             image=image.handle, subresourceRange=subresource_range(vk, ir.Subresources(level, 1, layer, 1)))
             for (level, layer), layout in image.layouts.items()]
@@ -424,11 +425,11 @@ class Runtime:
             def record(cb) -> None:
                 vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
                                         0, 0, None, 0, None, len(barriers), barriers)  # vkCmdPipelineBarrier
-                vk.vkCmdCopyImageToBuffer(cb, image.handle, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, staging.handle,
-                                          len(regions), regions)  # vkCmdCopyImageToBuffer
+                vk.vkCmdCopyImageToBuffer(cb, image.handle, vk_layout(vk, source), staging.handle, len(regions),
+                                          regions)  # vkCmdCopyImageToBuffer
                 global_barrier(vk, cb, READ_BACK)
             self._internal(f"read back {ir_image.id}", record)
-            image.transition(whole(ir_image), "transfer_src_optimal")
+            image.transition(whole(ir_image), source)
             return bytes(staging.view(0, size))
         finally:
             self.allocator.destroy(staging)
