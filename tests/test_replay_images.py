@@ -241,16 +241,22 @@ def storage_stream(format: str, extent: list[int], levels: int, layers: int, bin
     ("r32_uint", [6, 5], 1, 1, {}),
     ("r32_sfloat", [4, 4, 3], 2, 1, {}),
     ("r16g16_sfloat", [7, 2], 1, 2, {"base_array_layer": 1}),
+    ("r16g16b16a16_sfloat", [5, 3], 2, 2, {"base_array_layer": 1}),
+    ("r32g32b32a32_uint", [4, 2, 3], 2, 1, {}),
+    ("bc1_rgba_unorm_block", [12, 8], 2, 2, {"level_count": 2}),
+    ("bc7_srgb_block", [10, 6], 2, 1, {"base_mip_level": 1}),
 ])
 @pytest.mark.parametrize("read", ["read", "sampled"])
 def test_storage_image_bindings_move_their_subresources_bytes(device_name, format, extent, levels, layers, binding,
                                                               read):
     """A storage image binding's texels are its subresources' bytes in the model's linear layout, level by level
-    (docs/format.md): the image kernels read and write them so for any 4-byte format (an srgb one, which has no
-    storage support of its own, and a float one: no conversion), several levels and layers, a range that starts
-    past level 0 or layer 0, and a 3D image's slices: the device's A, B and Out equal the simulator's (the uploaded
-    bytes are random and every output word hashes every input word, so a texel out of place changes them). A sampled
-    binding's texels come so through the sampled kernels (texelFetch on an r32ui view: no filtering, no conversion)."""
+    (docs/format.md): the image kernels read and write them so for any format of 4-, 8- or 16-byte texels (an srgb
+    one, which has no storage support of its own, float ones: no conversion; a compressed one's blocks, through a
+    view of an uncompressed format, a layer at a time), several levels and layers, a range that starts past level 0
+    or layer 0, and a 3D image's slices: the device's A, B and Out equal the simulator's (the uploaded bytes are
+    random and every output word hashes every input word, so a texel out of place changes them). A sampled
+    binding's texels come so through the sampled kernels (texelFetch on the same view: no filtering, no
+    conversion, no decompression)."""
     stream = from_dict(storage_stream(format, extent, levels, layers, binding, read))
     result = runtime.replay(stream, syncval=True)
     assert [m.text for m in result.messages if m.severity == "error"] == []
@@ -258,12 +264,12 @@ def test_storage_image_bindings_move_their_subresources_bytes(device_name, forma
 
 
 def test_a_storage_image_binding_without_an_image_kernel_is_refused_saying_where_and_why(device_name):
-    """The image kernels move 4-byte texels through r32ui views: a binding of another texel size is refused, naming
-    the dispatch, the image and the format."""
-    doc = storage_stream("r16g16b16a16_sfloat", [4, 4], 1, 1, {})
+    """The image kernels move 4-, 8- and 16-byte texels through r32ui, rg32ui and rgba32ui views: a binding of another
+    texel size is refused, naming the dispatch, the image and the format."""
+    doc = storage_stream("r16_sfloat", [4, 4], 1, 1, {})
     reason = runtime.replayable(from_dict(doc))
-    assert reason == ("cb0[2] binds image 'A' as a storage image: r16g16b16a16_sfloat has 8-byte texels: the image "
-                      "kernels move 4-byte ones")
+    assert reason == ("cb0[2] binds image 'A' as a storage image: r16_sfloat has 2-byte texels: the image kernels "
+                      "move 4-, 8- and 16-byte ones")
     with pytest.raises(runtime.Unsupported, match="cb0.2. binds image 'A'"):
         runtime.replay(from_dict(doc))
 

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from ..model import ir
 from ..model.images import FORMATS, PLANES, numeric_kind
 
-__all__ = ["IMAGE_FEATURES", "IMAGE_FORMATS", "STORAGE_TEXEL", "DeviceImage", "clear_color", "extent3d", "layers",
+__all__ = ["IMAGE_FEATURES", "IMAGE_FORMATS", "KERNEL_VIEW_FORMATS", "DeviceImage", "clear_color", "extent3d", "layers",
            "offset3d", "subresource_range", "vk_format", "vk_layout", "whole"]
 
 
-# The texel size a storage image binding replays with: image.glsl moves one u32 word per texel (an r32ui view).
-STORAGE_TEXEL = 4
+# The view format an image binding replays through, by the texel block's bytes: image.glsl moves 1, 2 or 4 u32 words
+# per texel block (an r32ui, rg32ui or rgba32ui view; a compressed format's block is one texel of the view).
+KERNEL_VIEW_FORMATS = {4: "r32_uint", 8: "r32g32_uint", 16: "r32g32b32a32_uint"}
 # The formats Runtime.create_image takes: a multi-planar image's copies name planes (VK_IMAGE_ASPECT_PLANE_n_BIT) and
 # its zero fill and read back would go plane by plane, which the runtime does not do.
 IMAGE_FORMATS = tuple(f for f in FORMATS if f not in PLANES)

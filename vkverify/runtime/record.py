@@ -11,13 +11,12 @@ read barrier orders it before the kernel.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping
 
 from ..model import ir
 from ..model.accesses import binding_writes
 from ..model.data import data_bytes, ref_hash
-from ..model.images import level_extent
+from ..model.images import COMPRESSED, level_extent
 from ..model.refs import format_ref, parse_ref, without_submit
 from ..model.stages import access_mask, stage_mask
 from ..shaders import ATOMIC_KERNEL, IMAGE_KERNELS, SAMPLED_KERNELS, UNIFORM_KERNEL, generic_plan, pack_push
@@ -251,28 +250,35 @@ class Recorder:
         """A storage image binding's texels into the u32 words of buffer `words` in the model's linear layout (the
         binding's bytes: docs/format.md, Abstract shaders), or back; a sampled binding's through a combined image
         sampler (SAMPLED_KERNELS: a sampled read, as the stream's): one image kernel per mip level, on a view of that
-        level and the binding's layers, in the layout the stream's barriers left the level's first layer in. A store
-        runs with dispatch `c`'s own group count, so a dispatch of no groups (indirect too) stores nothing; a load
-        (c None) covers every texel whatever the count, as the simulator reads the binding whatever it is."""
+        level and the binding's layers (of each layer: a compressed image's uncompressed view has one, VUID-
+        VkImageViewCreateInfo-image-07072), in the layout the stream's barriers left the level's first layer in. A
+        texel block is 1, 2 or 4 words. A store runs with dispatch `c`'s own group count, so a
+        dispatch of no groups (indirect too) stores nothing; a load (c None) covers every texel whatever the count,
+        as the simulator reads the binding whatever it is."""
         rt, r = self.rt, b.subresources
         image = rt.images[b.buffer]
-        volume = image.image.extent[2] > 1
-        load_kernel, store_kernel = IMAGE_KERNELS[volume]
-        pipeline = rt.pipelines.get(store_kernel if store else SAMPLED_KERNELS[volume] if b.access == "sampled"
+        kernels = (image.image.extent[2] > 1, image.image.texel // 4)
+        load_kernel, store_kernel = IMAGE_KERNELS[kernels]
+        pipeline = rt.pipelines.get(store_kernel if store else SAMPLED_KERNELS[kernels] if b.access == "sampled"
                                     else load_kernel)
+        (bw, bh), compressed = image.image.block, image.image.format in COMPRESSED
+        layers = [(layer, 1) for layer in range(r.base_array_layer, r.base_array_layer + r.layer_count)] \
+            if compressed else [(r.base_array_layer, r.layer_count)]
         first = 0
         for level in range(r.base_mip_level, r.base_mip_level + r.level_count):
-            texels = math.prod(level_extent(image.image.extent, level)) * r.layer_count
-            view = ImageSlot(rt.storage_view(b.buffer, level, r.base_array_layer, r.layer_count),
-                             vk_layout(self.vk, image.layout(level, r.base_array_layer)))
-            buffer = (words, 0, image_bytes(b))
-            push = pack_push(pipeline.interface, [first])
-            if store:
-                self.run(c, pipeline, [buffer, view], push)
-            else:
-                self.bind_and_push(pipeline, [view, buffer], push)
-                self.vk.vkCmdDispatch(self.cb, max(1, min(-(-texels // 64), 65535)), 1, 1)  # vkCmdDispatch
-            first += texels
+            w, h, d = level_extent(image.image.extent, level)
+            for base, count in layers:
+                view = ImageSlot(rt.storage_view(b.buffer, level, base, count),
+                                 vk_layout(self.vk, image.layout(level, base)))
+                buffer = (words, 0, image_bytes(b))
+                push = pack_push(pipeline.interface, [first])
+                blocks = -(-w // bw) * -(-h // bh) * d * count  # texels, but of a compressed format
+                if store:
+                    self.run(c, pipeline, [buffer, view], push)
+                else:
+                    self.bind_and_push(pipeline, [view, buffer], push)
+                    self.vk.vkCmdDispatch(self.cb, max(1, min(-(-blocks // 64), 65535)), 1, 1)  # vkCmdDispatch
+                first += blocks * image.image.texel // 4
 
     def run(self, c: ir.Dispatch, pipeline, slots, push: bytes) -> None:
         """One kernel dispatch in the place of `c`, with its group count (direct or indirect)."""

@@ -19,7 +19,7 @@ from ..model.refs import format_ref
 from ..shaders import generic_plan
 from .create import create_objects, queue_requests
 from .errors import Unsupported
-from .images import STORAGE_TEXEL
+from .images import KERNEL_VIEW_FORMATS
 from .record import QUERY_RESULT_FLAGS
 from .host_threads import run_concurrently, run_thread_ops
 from .multidevice import replay_devices
@@ -109,8 +109,8 @@ def storage_image_refusal(stream: ir.Stream, c: ir.Dispatch, binding: ir.Binding
         return f"shader {c.shader!r} is not abstract: only an abstract shader's image bindings replay"
     if binding.access not in ("read", "write", "read_write", "sampled"):
         return f"a {binding.access} image binding has no image kernel"
-    if FORMATS[format] != STORAGE_TEXEL:
-        return f"{format} has {FORMATS[format]}-byte texels: the image kernels move {STORAGE_TEXEL}-byte ones"
+    if FORMATS[format] not in KERNEL_VIEW_FORMATS:
+        return f"{format} has {FORMATS[format]}-byte texels: the image kernels move 4-, 8- and 16-byte ones"
     return None
 
 

@@ -39,8 +39,8 @@ from .auto_barriers import AutoBarriers
 from .caller import caller
 from .device import LogicalDevice, Instance, QueueRequest, pick_physical
 from .errors import DeviceFault, Unsupported
-from .images import (IMAGE_FEATURES, IMAGE_FORMATS, STORAGE_TEXEL, DeviceImage, extent3d, layers, subresource_range,
-                     vk_format, vk_layout, whole)
+from .images import (IMAGE_FEATURES, IMAGE_FORMATS, KERNEL_VIEW_FORMATS, DeviceImage, extent3d, layers,
+                     subresource_range, vk_format, vk_layout, whole)
 from .memory import Allocator, DeviceBuffer
 from .online import HAZARDS, OnlineCheck
 from .pipelines import Pipelines
@@ -55,10 +55,11 @@ WAIT_LIMIT_S = 60.0  # a wait that long is reported as a fault, not a hang
 # A read back's copy made visible to the host's read of the staging buffer (not recorded in the stream).
 READ_BACK = {"src_stage": ["copy"], "src_access": ["transfer_write"], "dst_stage": ["host"],
              "dst_access": ["host_read"]}
-# VK_IMAGE_CREATE_EXTENDED_USAGE_BIT and VK_IMAGE_CREATE_2D_ARRAY_COMPATIBLE_BIT, core in Vulkan 1.1: the `vulkan`
-# package leaves their names unset.
+# VK_IMAGE_CREATE_EXTENDED_USAGE_BIT, _2D_ARRAY_COMPATIBLE_BIT and _BLOCK_TEXEL_VIEW_COMPATIBLE_BIT, core in Vulkan 1.1:
+# the `vulkan` package leaves their names unset.
 IMAGE_CREATE_EXTENDED_USAGE_BIT = 0x100
 IMAGE_CREATE_2D_ARRAY_COMPATIBLE_BIT = 0x20
+IMAGE_CREATE_BLOCK_TEXEL_VIEW_COMPATIBLE_BIT = 0x80
 # A fresh image's zero clear made visible to every later command (the stream's first barrier may be a transition).
 ZEROED = {"src_stage": ["transfer"], "src_access": ["transfer_write"], "dst_stage": ["all_commands"],
           "dst_access": ["memory_read", "memory_write"]}
@@ -220,11 +221,14 @@ class Runtime:
         # Sampled: a stream's barriers may name shader_read_only_optimal (VUID-VkImageMemoryBarrier2-oldLayout-01211).
         usage = vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT | vk.VK_IMAGE_USAGE_SAMPLED_BIT
         flags = IMAGE_CREATE_2D_ARRAY_COMPATIBLE_BIT if image.slices_are_layers else 0
-        if image.texel == STORAGE_TEXEL:
-            # Storage image bindings replay through r32ui views (image.glsl), whatever the format: a mutable format,
-            # and extended usage for formats with no storage support of their own (srgb).
+        if image.texel in KERNEL_VIEW_FORMATS:
+            # Image bindings replay through r32ui, rg32ui or rgba32ui views (image.glsl), whatever the format: a
+            # mutable format, extended usage for formats with no storage support of their own (srgb, compressed),
+            # and a compressed format's views of an uncompressed one, a block per texel.
             usage |= vk.VK_IMAGE_USAGE_STORAGE_BIT
             flags |= vk.VK_IMAGE_CREATE_MUTABLE_FORMAT_BIT | IMAGE_CREATE_EXTENDED_USAGE_BIT
+            if format in COMPRESSED:
+                flags |= IMAGE_CREATE_BLOCK_TEXEL_VIEW_COMPATIBLE_BIT
         info = vk.VkImageCreateInfo(
             flags=flags, imageType=vk.VK_IMAGE_TYPE_3D if image.extent[2] > 1 else vk.VK_IMAGE_TYPE_2D,
             format=vk_format(vk, format), extent=extent3d(vk, image.extent), mipLevels=mip_levels,
@@ -282,15 +286,16 @@ class Runtime:
         return self.query_pools[-1][0]
 
     def storage_view(self, id: str, level: int, base_layer: int, layer_count: int):
-        """The r32ui VkImageView of one mip level and a range of layers of image `id` (a 3D image: its depth), for the
-        replay's image kernels; made at first use, destroyed with the image."""
+        """The r32ui, rg32ui or rgba32ui VkImageView (KERNEL_VIEW_FORMATS) of one mip level and a range of layers of
+        image `id` (a 3D image: its depth), for the replay's image kernels; made at first use, destroyed with the
+        image."""
         image = self.images[id]
         key = (level, base_layer, layer_count)
         if key not in image.views:
             vk, volume = self.vk, image.image.extent[2] > 1
             info = vk.VkImageViewCreateInfo(
                 image=image.handle, viewType=vk.VK_IMAGE_VIEW_TYPE_3D if volume else vk.VK_IMAGE_VIEW_TYPE_2D_ARRAY,
-                format=vk.VK_FORMAT_R32_UINT, subresourceRange=subresource_range(
+                format=vk_format(vk, KERNEL_VIEW_FORMATS[image.image.texel]), subresourceRange=subresource_range(
                     vk, ir.Subresources(level, 1, base_layer, layer_count)))
             view = vk.vkCreateImageView(self.device.handle, info, None)  # vkCreateImageView
             self.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_IMAGE_VIEW, view, f"{id}.view{len(image.views)}")

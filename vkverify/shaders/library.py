@@ -26,13 +26,17 @@ class Shader:
     semantics: Semantics | None  # None: a replay's kernel (IMAGE_KERNELS, UNIFORM_KERNEL)
 
 
-# The replay's storage image kernels (image.glsl), (load, store) by whether the image is 3D: one mip level of an
-# abstract shader's storage image binding to u32 words of a buffer and back, in the model's linear layout; and its
-# uniform kernel, which reads a uniform binding as a uniform buffer into words of a buffer. They are not dispatched
-# by streams (no numpy semantics): the simulator reads and writes a binding's bytes directly. SAMPLED_KERNELS read a
-# sampled binding (a combined image sampler) as IMAGE_KERNELS' loads read a storage one.
-IMAGE_KERNELS = {False: ("image_load", "image_store"), True: ("image_load_3d", "image_store_3d")}
-SAMPLED_KERNELS = {False: "sampled_load", True: "sampled_load_3d"}
+# The replay's storage image kernels (image.glsl), (load, store) by whether the image is 3D and the u32 words of its
+# texel block (1, 2, 4): one mip level of an abstract shader's storage image binding to u32 words of a buffer and
+# back, in the model's linear layout; and its uniform kernel, which reads a uniform binding as a uniform buffer into
+# words of a buffer. They are not dispatched by streams (no numpy semantics): the simulator reads and writes a
+# binding's bytes directly. SAMPLED_KERNELS read a sampled binding (a combined image sampler) as IMAGE_KERNELS' loads
+# read a storage one.
+IMAGE_KERNELS = {(volume, words): tuple(f"image_{kind}{'_3d' * volume}{f'_w{words}' * (words > 1)}"
+                                        for kind in ("load", "store"))
+                 for volume in (False, True) for words in (1, 2, 4)}
+SAMPLED_KERNELS = {(volume, words): f"sampled_load{'_3d' * volume}{f'_w{words}' * (words > 1)}"
+                   for volume in (False, True) for words in (1, 2, 4)}
 UNIFORM_KERNEL = "uniform_load"
 _REPLAY_KERNELS = frozenset({UNIFORM_KERNEL, *SAMPLED_KERNELS.values(),
                              *(k for pair in IMAGE_KERNELS.values() for k in pair)})
