@@ -291,14 +291,12 @@ def test_what_the_format_cannot_hold_is_refused_and_said(tmp_path):
         {"compute_shader"}, {"copy"}, frozenset(), ())
     assert (clear.image, clear.value, clear.subresources) == ("img21", (7, 0, 0, 0), (ir.Subresources(0, 3, 0, 1),))
     # The view of 21's levels 1-2 (VK_REMAINING_MIP_LEVELS) of layer 1 is a storage image binding (read_write: no
-    # SPIR-V); the stencil view, the 2D array of 23's slices and the sampled 21 are not: the dispatch is unresolved
-    # for them. The sampled depth image 20 is none of the stream's: nothing of it is missing.
-    [binding] = dispatch.bindings
-    assert (binding.buffer, binding.subresources, binding.access) == ("img21", ir.Subresources(1, 2, 1, 1),
-                                                                      "read_write")
+    # SPIR-V), the combined image sampler of that view a sampled one; the stencil view and the 2D array of 23's
+    # slices are not: the dispatch is unresolved for them. The sampled depth image 20 is none of the stream's: nothing
+    # of it is missing.
+    assert [(b.buffer, b.subresources, b.access) for b in dispatch.bindings] == [
+        ("img21", ir.Subresources(1, 2, 1, 1), "read_write"), ("img21", ir.Subresources(1, 2, 1, 1), "sampled")]
     assert sorted(summary.unresolved) == [
-        ("shader module 61 samples image img21 (set 0, binding 3): the format has no sampled read; that read is "
-         "left out"),
         ("shader module 61 uses set 0, binding 1: a view of aspect mask 0x4 of image img21 (only the color aspect is "
          "held); that access is left out"),
         ("shader module 61 uses set 0, binding 2: a VK_IMAGE_VIEW_TYPE_2D_ARRAY of the depth slices of 3D image "

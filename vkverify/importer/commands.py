@@ -312,14 +312,12 @@ class Commands:
             descriptor_set, offsets = rec.sets[number]
             d = self.res.sets.get(descriptor_set, {}).get((binding, element))
             if access == "sampled" or isinstance(d, ImageDescriptor) and d.sampled:
-                # The format's reads are storage reads (a sampled one would be ordered otherwise): a sampled read of
-                # an image the stream holds is missing from it; of another, it touches nothing the stream holds.
-                resolved.add((number, binding))
-                if isinstance(d, ImageDescriptor) and d.image is not None and self.holds(d.image):
-                    self.unresolved(f"shader module {module} samples image {self.res.images[d.image].id} (set "
-                                    f"{number}, binding {binding}): the format has no sampled read; that read is left "
-                                    "out")
-                continue
+                # A sampled image's or combined image sampler's read (shader_sampled_read). Of an image the stream does
+                # not hold (or a buffer descriptor), it touches nothing the stream holds: the dispatch stays whole.
+                if not (isinstance(d, ImageDescriptor) and d.image is not None and self.holds(d.image)):
+                    resolved.add((number, binding))
+                    continue
+                access = "sampled"
             if isinstance(d, ImageDescriptor) and d.refused is not None:  # a storage view the format cannot hold
                 resolved.add((number, binding))
                 self.unresolved(f"shader module {module} uses set {number}, binding {binding}: {d.refused}; that "

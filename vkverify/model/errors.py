@@ -102,4 +102,5 @@ def choice_argument(argument: str, value, choices: tuple):
     """`value` when it is one of `choices`; else UsageError naming `argument` and the choices."""
     if isinstance(value, str) and value in choices:
         return value
-    raise UsageError(argument, f"expected one of {', '.join(map(repr, choices))}, got {value!r}"[:300])
+    # The value's text is cut short (it may be a whole document), the choices never: they are the accepted values.
+    raise UsageError(argument, f"expected one of {', '.join(map(repr, choices))}, got {repr(value)[:100]}")

@@ -63,7 +63,8 @@ def create_objects(stream: ir.Stream, runtimes: Mapping[str, Runtime], home: Map
                 runtimes[d].create_buffer(b.id, b.size, b.memory, b.alias_of, b.offset, b.sharing)
     for i in stream.images:
         for d in i.devices:
-            runtimes[d].create_image(i.id, i.extent, i.format, i.mip_levels, i.array_layers, i.memory, i.sharing)
+            runtimes[d].create_image(i.id, i.extent, i.format, i.mip_levels, i.array_layers, i.memory, i.sharing,
+                                     i.create_flags)
     for s in stream.semaphores:
         if semaphore is None or not semaphore(s):
             runtimes[home.get(s.id, first)].create_semaphore(s.id, s.type == "timeline", s.initial)

@@ -9,17 +9,26 @@ zero-filled: the simulator's reference starts from zeros.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..model import ir
-from ..model.images import numeric_kind
+from ..model.images import FORMATS, PLANES, numeric_kind
 
-__all__ = ["STORAGE_TEXEL", "DeviceImage", "clear_color", "extent3d", "layers", "offset3d", "subresource_range",
-           "vk_format", "vk_layout", "whole"]
+__all__ = ["IMAGE_FEATURES", "IMAGE_FORMATS", "KERNEL_VIEW_FORMATS", "DeviceImage", "clear_color", "extent3d", "layers",
+           "offset3d", "subresource_range", "vk_format", "vk_layout", "whole"]
 
 
-# The texel size a storage image binding replays with: image.glsl moves one u32 word per texel (an r32ui view).
-STORAGE_TEXEL = 4
+# The view format an image binding replays through, by the texel block's bytes: image.glsl moves 1, 2 or 4 u32 words
+# per texel block (an r32ui, rg32ui or rgba32ui view; a compressed format's block is one texel of the view).
+KERNEL_VIEW_FORMATS = {4: "r32_uint", 8: "r32g32_uint", 16: "r32g32b32a32_uint"}
+# The formats Runtime.create_image takes: a multi-planar image's copies name planes (VK_IMAGE_ASPECT_PLANE_n_BIT) and
+# its zero fill and read back would go plane by plane, which the runtime does not do.
+IMAGE_FORMATS = tuple(f for f in FORMATS if f not in PLANES)
+# The VK_FORMAT_FEATURE_*_BIT an image's format needs with optimal tiling: every image is a copy's source and
+# destination (its zero fill and read back too) and may be sampled. Values, not names: the `vulkan` package leaves
+# the transfer bits' names unset (None).
+IMAGE_FEATURES = {"transfer_src": 0x4000, "transfer_dst": 0x8000, "sampled_image": 0x1}
 
 
 @dataclass(eq=False)
@@ -44,7 +53,8 @@ def vk_layout(vk, name: str) -> int:
 
 
 def vk_format(vk, name: str) -> int:
-    return getattr(vk, f"VK_FORMAT_{name.upper()}")
+    """VK_FORMAT_* of a format's name; an ASTC block extent keeps its lowercase x (VK_FORMAT_ASTC_10x10_UNORM_BLOCK)."""
+    return getattr(vk, "VK_FORMAT_" + re.sub(r"(\d)X(\d)", r"\1x\2", name.upper()))
 
 
 def whole(image: ir.Image) -> ir.Subresources:

@@ -20,12 +20,15 @@ SETS_PER_POOL = 256
 
 @dataclass(frozen=True)
 class ImageSlot:
-    """A storage image descriptor's contents: the view, and the layout its subresources are in when it is used."""
+    """A storage image or combined image sampler descriptor's contents: the view, and the layout its subresources are
+    in when it is used (a combined image sampler's sampler is Pipelines.sampler)."""
     view: object
     layout: int
 
 
 DESCRIPTOR_TYPES = (DescriptorType.STORAGE_BUFFER, DescriptorType.UNIFORM_BUFFER, DescriptorType.STORAGE_IMAGE)
+# The replay's sampled kernels (shaders.SAMPLED_KERNELS) bind a combined image sampler; a program's shaders may not.
+KERNEL_DESCRIPTOR_TYPES = (*DESCRIPTOR_TYPES, DescriptorType.COMBINED_IMAGE_SAMPLER)
 
 
 @dataclass(eq=False)
@@ -45,6 +48,7 @@ class Pipelines:
     own: dict[str, tuple[bytes, ShaderInterface]] = field(default_factory=dict)  # the program's shaders
     pools: list = field(default_factory=list)
     free_in_pool: int = 0
+    _sampler: object = None
 
     @property
     def vk(self):
@@ -63,7 +67,8 @@ class Pipelines:
     def _create(self, name: str) -> Pipeline:
         vk, device = self.vk, self.device.handle
         spirv, shader = self.own[name] if name in self.own else (None, interface(name))
-        if any(b.set != 0 or b.descriptor_type not in DESCRIPTOR_TYPES for b in shader.bindings):
+        allowed = DESCRIPTOR_TYPES if name in self.own else KERNEL_DESCRIPTOR_TYPES
+        if any(b.set != 0 or b.descriptor_type not in allowed for b in shader.bindings):
             raise Unsupported(f"shader {name!r}: only set 0 storage/uniform buffers and storage images are supported")
         bindings = [vk.VkDescriptorSetLayoutBinding(
             binding=b.binding, descriptorType=_descriptor_type(vk, b.descriptor_type), descriptorCount=1,
@@ -89,14 +94,14 @@ class Pipelines:
 
     def descriptor_set(self, pipeline: Pipeline, slots: list[tuple[object, int, int] | ImageSlot]):
         """A set for `pipeline` with slots[k] at binding k of the interface (binding order): (VkBuffer, offset, size)
-        for a buffer, an ImageSlot for a storage image. Sets live until release."""
+        for a buffer, an ImageSlot for a storage image or a combined image sampler. Sets live until release."""
         vk, device = self.vk, self.device.handle
         if len(slots) != len(pipeline.interface.bindings):
             raise Unsupported(f"shader {pipeline.name!r} declares {len(pipeline.interface.bindings)} bindings, "
                               f"the dispatch binds {len(slots)}")
         if self.free_in_pool == 0:
             sizes = [vk.VkDescriptorPoolSize(type=_descriptor_type(vk, t), descriptorCount=SETS_PER_POOL * 8)
-                     for t in DESCRIPTOR_TYPES]
+                     for t in KERNEL_DESCRIPTOR_TYPES]
             pool_info = vk.VkDescriptorPoolCreateInfo(maxSets=SETS_PER_POOL, poolSizeCount=len(sizes), pPoolSizes=sizes)
             self.pools.append(vk.vkCreateDescriptorPool(device, pool_info, None))  # vkCreateDescriptorPool
             self.free_in_pool = SETS_PER_POOL
@@ -105,18 +110,33 @@ class Pipelines:
                                                     pSetLayouts=set_layouts)
         descriptor_set = vk.vkAllocateDescriptorSets(device, alloc_info)[0]  # vkAllocateDescriptorSets
         self.free_in_pool -= 1
-        infos = [{"pImageInfo": [vk.VkDescriptorImageInfo(imageView=slot.view, imageLayout=slot.layout)]}
+        infos = [{"pImageInfo": [vk.VkDescriptorImageInfo(
+                     sampler=self.sampler() if info.descriptor_type == DescriptorType.COMBINED_IMAGE_SAMPLER else None,
+                     imageView=slot.view, imageLayout=slot.layout)]}
                  if isinstance(slot, ImageSlot) else
                  {"pBufferInfo": [vk.VkDescriptorBufferInfo(buffer=slot[0], offset=slot[1], range=slot[2])]}
-                 for slot in slots]
+                 for info, slot in zip(pipeline.interface.bindings, slots)]
         writes = [vk.VkWriteDescriptorSet(dstSet=descriptor_set, dstBinding=info.binding, descriptorCount=1,
                                           descriptorType=_descriptor_type(vk, info.descriptor_type), **descriptor)
                   for info, descriptor in zip(pipeline.interface.bindings, infos)]
         vk.vkUpdateDescriptorSets(device, len(writes), writes, 0, None)  # vkUpdateDescriptorSets
         return descriptor_set
 
+    def sampler(self):
+        """The combined image samplers' VkSampler: the sampled kernels read with texelFetch, which filters nothing.
+        Made at first use, destroyed at release."""
+        if self._sampler is None:
+            vk = self.vk
+            info = vk.VkSamplerCreateInfo(magFilter=vk.VK_FILTER_NEAREST, minFilter=vk.VK_FILTER_NEAREST,
+                                          mipmapMode=vk.VK_SAMPLER_MIPMAP_MODE_NEAREST)
+            self._sampler = vk.vkCreateSampler(self.device.handle, info, None)  # vkCreateSampler
+        return self._sampler
+
     def release(self) -> None:
         vk, device = self.vk, self.device.handle
+        sampler, self._sampler = self._sampler, None
+        if sampler is not None:
+            vk.vkDestroySampler(device, sampler, None)  # vkDestroySampler
         pools, self.pools = self.pools, []
         for pool in pools:
             vk.vkDestroyDescriptorPool(device, pool, None)  # vkDestroyDescriptorPool

@@ -11,16 +11,15 @@ read barrier orders it before the kernel.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping
 
 from ..model import ir
 from ..model.accesses import binding_writes
 from ..model.data import data_bytes, ref_hash
-from ..model.images import level_extent
+from ..model.images import COMPRESSED, level_extent
 from ..model.refs import format_ref, parse_ref, without_submit
 from ..model.stages import access_mask, stage_mask
-from ..shaders import ATOMIC_KERNEL, IMAGE_KERNELS, UNIFORM_KERNEL, generic_plan, pack_push
+from ..shaders import ATOMIC_KERNEL, IMAGE_KERNELS, SAMPLED_KERNELS, UNIFORM_KERNEL, generic_plan, pack_push
 from .errors import Unsupported
 from .pipelines import ImageSlot
 from .images import clear_color, extent3d, layers, offset3d, subresource_range, vk_layout
@@ -49,8 +48,8 @@ def scratch_orders(stream: ir.Stream, kind: str, buffer: str | None, second: str
 def staged(b: ir.Binding) -> bool:
     """Whether an abstract shader's input binding is copied to a scratch buffer before the generic kernel reads it:
     a read_write one (the kernel would read what other workgroups already wrote), a uniform one (the kernel reads
-    storage buffers) and a storage image one (the kernel reads buffers)."""
-    return b.access in ("read_write", "uniform") or b.subresources is not None and b.access == "read"
+    storage buffers) and a storage image or sampled one (the kernel reads buffers)."""
+    return b.access in ("read_write", "uniform") or b.subresources is not None and b.access in ("read", "sampled")
 
 
 def binding_access(stream: ir.Stream, ref: str | None, buffer: str, access: str) -> bool:
@@ -249,27 +248,37 @@ class Recorder:
 
     def image_words(self, c: ir.Dispatch | None, b: ir.Binding, words, store: bool) -> None:
         """A storage image binding's texels into the u32 words of buffer `words` in the model's linear layout (the
-        binding's bytes: docs/format.md, Abstract shaders), or back: one image kernel per mip level, on a view of that
-        level and the binding's layers, in the layout the stream's barriers left the level's first layer in. A store
-        runs with dispatch `c`'s own group count, so a dispatch of no groups (indirect too) stores nothing; a load
-        (c None) covers every texel whatever the count, as the simulator reads the binding whatever it is."""
+        binding's bytes: docs/format.md, Abstract shaders), or back; a sampled binding's through a combined image
+        sampler (SAMPLED_KERNELS: a sampled read, as the stream's): one image kernel per mip level, on a view of that
+        level and the binding's layers (of each layer: a compressed image's uncompressed view has one, VUID-
+        VkImageViewCreateInfo-image-07072), in the layout the stream's barriers left the level's first layer in. A
+        texel block is 1, 2 or 4 words. A store runs with dispatch `c`'s own group count, so a
+        dispatch of no groups (indirect too) stores nothing; a load (c None) covers every texel whatever the count,
+        as the simulator reads the binding whatever it is."""
         rt, r = self.rt, b.subresources
         image = rt.images[b.buffer]
-        load_kernel, store_kernel = IMAGE_KERNELS[image.image.extent[2] > 1]
-        pipeline = rt.pipelines.get(store_kernel if store else load_kernel)
+        kernels = (image.image.extent[2] > 1, image.image.texel // 4)
+        load_kernel, store_kernel = IMAGE_KERNELS[kernels]
+        pipeline = rt.pipelines.get(store_kernel if store else SAMPLED_KERNELS[kernels] if b.access == "sampled"
+                                    else load_kernel)
+        (bw, bh), compressed = image.image.block, image.image.format in COMPRESSED
+        layers = [(layer, 1) for layer in range(r.base_array_layer, r.base_array_layer + r.layer_count)] \
+            if compressed else [(r.base_array_layer, r.layer_count)]
         first = 0
         for level in range(r.base_mip_level, r.base_mip_level + r.level_count):
-            texels = math.prod(level_extent(image.image.extent, level)) * r.layer_count
-            view = ImageSlot(rt.storage_view(b.buffer, level, r.base_array_layer, r.layer_count),
-                             vk_layout(self.vk, image.layout(level, r.base_array_layer)))
-            buffer = (words, 0, image_bytes(b))
-            push = pack_push(pipeline.interface, [first])
-            if store:
-                self.run(c, pipeline, [buffer, view], push)
-            else:
-                self.bind_and_push(pipeline, [view, buffer], push)
-                self.vk.vkCmdDispatch(self.cb, max(1, min(-(-texels // 64), 65535)), 1, 1)  # vkCmdDispatch
-            first += texels
+            w, h, d = level_extent(image.image.extent, level)
+            for base, count in layers:
+                view = ImageSlot(rt.storage_view(b.buffer, level, base, count),
+                                 vk_layout(self.vk, image.layout(level, base)))
+                buffer = (words, 0, image_bytes(b))
+                push = pack_push(pipeline.interface, [first])
+                blocks = -(-w // bw) * -(-h // bh) * d * count  # texels, but of a compressed format
+                if store:
+                    self.run(c, pipeline, [buffer, view], push)
+                else:
+                    self.bind_and_push(pipeline, [view, buffer], push)
+                    self.vk.vkCmdDispatch(self.cb, max(1, min(-(-blocks // 64), 65535)), 1, 1)  # vkCmdDispatch
+                first += blocks * image.image.texel // 4
 
     def run(self, c: ir.Dispatch, pipeline, slots, push: bytes) -> None:
         """One kernel dispatch in the place of `c`, with its group count (direct or indirect)."""
@@ -294,8 +303,9 @@ class Recorder:
 
     def scratch_input(self, binding: ir.Binding) -> tuple[object, int, int]:
         """Copy a read_write buffer binding's bytes (the library `copy` kernel), a uniform binding's (read as a
-        uniform buffer: UNIFORM_KERNEL) or a storage image binding's texels (image_words) to a fresh scratch buffer,
-        read by the generic kernel after compute_barrier: each binding is read with the access the stream gives."""
+        uniform buffer: UNIFORM_KERNEL) or a storage image or sampled binding's texels (image_words) to a fresh
+        scratch buffer, read by the generic kernel after compute_barrier: each binding is read with the access the
+        stream gives."""
         vk, rt = self.vk, self.rt
         if binding.subresources is not None:
             scratch = rt.scratch_buffer(binding.buffer, image_bytes(binding))
@@ -322,9 +332,12 @@ class Recorder:
         self.transition(c)
 
     def transition(self, c: ir.Barrier) -> None:
-        """Later commands of this and later recorded command buffers see the layouts c's image barriers leave."""
+        """Later commands of this and later recorded command buffers see the layouts c's image barriers leave (a
+        2d_array_compatible image stays in general: image_fields)."""
         for b in c.images:
-            self.rt.images[b.image].transition(b.subresources, b.new_layout)
+            image = self.rt.images[b.image]
+            if not image.image.slices_are_layers:
+                image.transition(b.subresources, b.new_layout)
 
     def parts(self, c: ir.Barrier) -> tuple:
         """A stream barrier as the arguments of pipeline_barrier, dependency_info and sync1_barriers."""
@@ -446,8 +459,19 @@ class Recorder:
 
     def image_fields(self, b: ir.ImageBarrier, image) -> dict:
         """What an image memory barrier (sync1 or sync2) has beside its masks: layouts as the stream writes them,
-        families, the image and its subresource range."""
+        families, the image and its subresource range.
+
+        A 2d_array_compatible image's barrier names depth slices (VK_KHR_maintenance9), which the runtime does not
+        enable: it covers the image's one layer, every slice of the stream's levels, and makes no layout transition
+        (general, where create_image left the image, to general; every command the runtime records takes general).
+        A superset of the stream's dependencies, and no transition of slices the stream does not transition: the
+        bytes of a stream without hazards are the same (a transition moves none: sim/execute.py), and the device
+        may order more than the stream (docs/runtime.md)."""
         src, dst = self.families(b)
-        return {"oldLayout": vk_layout(self.vk, b.old_layout), "newLayout": vk_layout(self.vk, b.new_layout),
+        old, new, r = b.old_layout, b.new_layout, b.subresources
+        if image.image.slices_are_layers:
+            old = new = "general"
+            r = ir.Subresources(r.base_mip_level, r.level_count, 0, 1)
+        return {"oldLayout": vk_layout(self.vk, old), "newLayout": vk_layout(self.vk, new),
                 "srcQueueFamilyIndex": src, "dstQueueFamilyIndex": dst, "image": image.handle,
-                "subresourceRange": subresource_range(self.vk, b.subresources)}
+                "subresourceRange": subresource_range(self.vk, r)}

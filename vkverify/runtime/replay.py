@@ -14,12 +14,12 @@ import hashlib
 
 from ..model import ir
 from ..model.accesses import binding_writes
-from ..model.images import COMPRESSED, FORMATS, PLANES
+from ..model.images import FORMATS, PLANES
 from ..model.refs import format_ref
 from ..shaders import generic_plan
 from .create import create_objects, queue_requests
 from .errors import Unsupported
-from .images import STORAGE_TEXEL
+from .images import KERNEL_VIEW_FORMATS
 from .record import QUERY_RESULT_FLAGS
 from .host_threads import run_concurrently, run_thread_ops
 from .multidevice import replay_devices
@@ -60,21 +60,10 @@ def replayable(stream: ir.Stream) -> str | None:
                            for b in c.bindings if binding_writes(b.access)}
     if stream.images and len(stream.devices) > 1:
         return "images on a stream of several devices: multi-device replay creates and reads back buffers only"
-    sliced = next((i for i in stream.images if i.slices_are_layers), None)
-    if sliced is not None:
-        # The runtime keeps layouts per (level, layer) and enables no VK_KHR_maintenance9.
-        return (f"image {sliced.id!r} is 2d_array_compatible: barriers over a 3D image's slices need "
-                "VK_KHR_maintenance9, which the runtime does not enable")
     planar = next((i for i in stream.images if i.format in PLANES), None)
     if planar is not None:
-        return (f"image {planar.id!r} is {planar.format}: multi-planar images are not replayed (the runtime reads "
-                "images back as one plane)")
-    compressed = next((i for i in stream.images if i.format in COMPRESSED), None)
-    if compressed is not None:
-        # Each family needs its device feature (textureCompressionBC, textureCompressionASTC_LDR; Lavapipe has no
-        # ASTC), and the runtime's uploads and read-backs move texels, not blocks.
-        return (f"image {compressed.id!r} is {compressed.format}: compressed images are not replayed (they need "
-                "textureCompressionBC or textureCompressionASTC_LDR, which the runtime does not enable)")
+        return (f"image {planar.id!r} is {planar.format}: multi-planar images are not replayed (the runtime's "
+                "images are one plane: create_image takes no multi-planar format)")
     if needed_extensions(stream) and len(stream.devices) > 1:
         return "buffer markers are replayed in a stream of one device (the one that enables VK_AMD_buffer_marker)"
     for cb in stream.command_buffers:
@@ -113,14 +102,15 @@ def needed_extensions(stream: ir.Stream) -> tuple[str, ...]:
 
 
 def storage_image_refusal(stream: ir.Stream, c: ir.Dispatch, binding: ir.Binding) -> str | None:
-    """Why the image kernels (runtime/record.py, image_words) cannot run `c`'s storage image `binding`, or None."""
+    """Why the image kernels (runtime/record.py, image_words) cannot run `c`'s storage image or sampled `binding`,
+    or None."""
     format = stream.index.images[binding.buffer].format
     if c.shader not in {s.id for s in stream.shaders}:
         return f"shader {c.shader!r} is not abstract: only an abstract shader's image bindings replay"
-    if binding.access not in ("read", "write", "read_write"):
+    if binding.access not in ("read", "write", "read_write", "sampled"):
         return f"a {binding.access} image binding has no image kernel"
-    if FORMATS[format] != STORAGE_TEXEL:
-        return f"{format} has {FORMATS[format]}-byte texels: the image kernels move {STORAGE_TEXEL}-byte ones"
+    if FORMATS[format] not in KERNEL_VIEW_FORMATS:
+        return f"{format} has {FORMATS[format]}-byte texels: the image kernels move 4-, 8- and 16-byte ones"
     return None
 
 

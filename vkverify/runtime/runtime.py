@@ -30,7 +30,7 @@ from typing import Self
 
 from ..model import UsageError, builder, ir
 from ..model.errors import choice_argument
-from ..model.images import FORMATS, level_extent, level_offset
+from ..model.images import COMPRESSED, level_extent, level_offset
 from ..model.data import data_bytes
 from ..model.dump import command_to_dict, host_op_to_dict
 from ..model.refs import with_submit
@@ -39,7 +39,8 @@ from .auto_barriers import AutoBarriers
 from .caller import caller
 from .device import LogicalDevice, Instance, QueueRequest, pick_physical
 from .errors import DeviceFault, Unsupported
-from .images import STORAGE_TEXEL, DeviceImage, extent3d, layers, subresource_range, vk_format, vk_layout, whole
+from .images import (IMAGE_FEATURES, IMAGE_FORMATS, KERNEL_VIEW_FORMATS, DeviceImage, extent3d, layers,
+                     subresource_range, vk_format, vk_layout, whole)
 from .memory import Allocator, DeviceBuffer
 from .online import HAZARDS, OnlineCheck
 from .pipelines import Pipelines
@@ -54,8 +55,11 @@ WAIT_LIMIT_S = 60.0  # a wait that long is reported as a fault, not a hang
 # A read back's copy made visible to the host's read of the staging buffer (not recorded in the stream).
 READ_BACK = {"src_stage": ["copy"], "src_access": ["transfer_write"], "dst_stage": ["host"],
              "dst_access": ["host_read"]}
-# VK_IMAGE_CREATE_EXTENDED_USAGE_BIT, core in Vulkan 1.1: the `vulkan` package leaves its name unset.
+# VK_IMAGE_CREATE_EXTENDED_USAGE_BIT, _2D_ARRAY_COMPATIBLE_BIT and _BLOCK_TEXEL_VIEW_COMPATIBLE_BIT, core in Vulkan 1.1:
+# the `vulkan` package leaves their names unset.
 IMAGE_CREATE_EXTENDED_USAGE_BIT = 0x100
+IMAGE_CREATE_2D_ARRAY_COMPATIBLE_BIT = 0x20
+IMAGE_CREATE_BLOCK_TEXEL_VIEW_COMPATIBLE_BIT = 0x80
 # A fresh image's zero clear made visible to every later command (the stream's first barrier may be a transition).
 ZEROED = {"src_stage": ["transfer"], "src_access": ["transfer_write"], "dst_stage": ["all_commands"],
           "dst_access": ["memory_read", "memory_write"]}
@@ -196,21 +200,35 @@ class Runtime:
 
     def create_image(self, id: str, extent: tuple[int, int, int], format: str = "r8g8b8a8_unorm",
                      mip_levels: int = 1, array_layers: int = 1, memory: str = "device_local",
-                     sharing: str = "concurrent") -> None:
-        """An image (docs/format.md, images) of optimal tiling for transfers, cleared to zeros in `general`."""
+                     sharing: str = "concurrent", create_flags: Iterable[str] = ()) -> None:
+        """An image (docs/format.md, images) of optimal tiling for transfers, cleared to zeros in `general`.
+        UsageError for a format it does not take (IMAGE_FORMATS: no multi-planar one), Unsupported for one the
+        device has no support for (format_refusal). create_flags: ["2d_array_compatible"] on a 3D image, whose
+        barriers the runtime records over every slice (docs/runtime.md)."""
         vk = self.vk
         choice_argument("memory", memory, ir.MEMORY_KINDS)
         choice_argument("sharing", sharing, ("concurrent", "exclusive"))
-        choice_argument("format", format, tuple(FORMATS))
-        image = ir.Image(id, tuple(extent), format, mip_levels, array_layers, memory, sharing=sharing)
+        choice_argument("format", format, IMAGE_FORMATS)
+        flags = frozenset(choice_argument("create_flags", f, ("2d_array_compatible",)) for f in create_flags)
+        extent = tuple(extent) + (1,) * (3 - len(extent))
+        if flags and extent[2] == 1:
+            raise UsageError("create_flags", "2d_array_compatible is a 3D image's flag "
+                                             "(VUID-VkImageCreateInfo-flags-00950)")
+        why = self.format_refusal(format)
+        if why is not None:
+            raise Unsupported(f"image {id!r}: {why}")
+        image = ir.Image(id, extent, format, mip_levels, array_layers, memory, sharing=sharing, create_flags=flags)
         # Sampled: a stream's barriers may name shader_read_only_optimal (VUID-VkImageMemoryBarrier2-oldLayout-01211).
         usage = vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT | vk.VK_IMAGE_USAGE_SAMPLED_BIT
-        flags = 0
-        if image.texel == STORAGE_TEXEL:
-            # Storage image bindings replay through r32ui views (image.glsl), whatever the format: a mutable format,
-            # and extended usage for formats with no storage support of their own (srgb).
+        flags = IMAGE_CREATE_2D_ARRAY_COMPATIBLE_BIT if image.slices_are_layers else 0
+        if image.texel in KERNEL_VIEW_FORMATS:
+            # Image bindings replay through r32ui, rg32ui or rgba32ui views (image.glsl), whatever the format: a
+            # mutable format, extended usage for formats with no storage support of their own (srgb, compressed),
+            # and a compressed format's views of an uncompressed one, a block per texel.
             usage |= vk.VK_IMAGE_USAGE_STORAGE_BIT
-            flags = vk.VK_IMAGE_CREATE_MUTABLE_FORMAT_BIT | IMAGE_CREATE_EXTENDED_USAGE_BIT
+            flags |= vk.VK_IMAGE_CREATE_MUTABLE_FORMAT_BIT | IMAGE_CREATE_EXTENDED_USAGE_BIT
+            if format in COMPRESSED:
+                flags |= IMAGE_CREATE_BLOCK_TEXEL_VIEW_COMPATIBLE_BIT
         info = vk.VkImageCreateInfo(
             flags=flags, imageType=vk.VK_IMAGE_TYPE_3D if image.extent[2] > 1 else vk.VK_IMAGE_TYPE_2D,
             format=vk_format(vk, format), extent=extent3d(vk, image.extent), mipLevels=mip_levels,
@@ -235,7 +253,20 @@ class Runtime:
                      "array_layers": array_layers, "memory": memory}
             if sharing != "concurrent":
                 entry["sharing"] = sharing
+            if image.create_flags:
+                entry["create_flags"] = sorted(image.create_flags)
             self.record.declare("images", entry)
+
+    def format_refusal(self, format: str) -> str | None:
+        """Why the device cannot hold a `format` image as create_image makes them (IMAGE_FEATURES), or None: a
+        compressed format is the device's to support (Lavapipe has BC, no ASTC)."""
+        vk = self.vk
+        have = vk.vkGetPhysicalDeviceFormatProperties(  # vkGetPhysicalDeviceFormatProperties
+            self.device.physical, vk_format(vk, format)).optimalTilingFeatures
+        missing = [name for name, bit in IMAGE_FEATURES.items() if not have & bit]
+        if not missing:
+            return None
+        return f"{self.device.name} has no {', '.join(missing)} support for {format} (optimal tiling)"
 
     def query_pool(self, count: int):
         """A VkQueryPool of at least `count` pipeline statistics queries of compute shader invocations, for the
@@ -255,15 +286,16 @@ class Runtime:
         return self.query_pools[-1][0]
 
     def storage_view(self, id: str, level: int, base_layer: int, layer_count: int):
-        """The r32ui VkImageView of one mip level and a range of layers of image `id` (a 3D image: its depth), for the
-        replay's image kernels; made at first use, destroyed with the image."""
+        """The r32ui, rg32ui or rgba32ui VkImageView (KERNEL_VIEW_FORMATS) of one mip level and a range of layers of
+        image `id` (a 3D image: its depth), for the replay's image kernels; made at first use, destroyed with the
+        image."""
         image = self.images[id]
         key = (level, base_layer, layer_count)
         if key not in image.views:
             vk, volume = self.vk, image.image.extent[2] > 1
             info = vk.VkImageViewCreateInfo(
                 image=image.handle, viewType=vk.VK_IMAGE_VIEW_TYPE_3D if volume else vk.VK_IMAGE_VIEW_TYPE_2D_ARRAY,
-                format=vk.VK_FORMAT_R32_UINT, subresourceRange=subresource_range(
+                format=vk_format(vk, KERNEL_VIEW_FORMATS[image.image.texel]), subresourceRange=subresource_range(
                     vk, ir.Subresources(level, 1, base_layer, layer_count)))
             view = vk.vkCreateImageView(self.device.handle, info, None)  # vkCreateImageView
             self.instance.name(self.device.handle, vk.VK_OBJECT_TYPE_IMAGE_VIEW, view, f"{id}.view{len(image.views)}")
@@ -271,8 +303,15 @@ class Runtime:
         return image.views[key]
 
     def _zero_image(self, image: DeviceImage) -> None:
-        """Every subresource cleared to zeros and left in `general`, made visible to every later command."""
+        """Every subresource cleared to zeros and left in `general`, made visible to every later command. A
+        compressed image, which vkCmdClearColorImage does not take (VUID-vkCmdClearColorImage-image-00007), gets
+        the zeros of a host-coherent buffer copied in (written before the submit: visible to it)."""
         vk, everything = self.vk, whole(image.image)
+        zeros = None
+        if image.image.format in COMPRESSED:
+            zeros = self.allocator.create(f"{image.image.id}.zeros", image.image.memory_view.size, "host_coherent",
+                                          vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT)
+            self._zero(zeros)
 
         def record(cb) -> None:
             to_general = [vk.VkImageMemoryBarrier(
@@ -282,11 +321,32 @@ class Runtime:
                 subresourceRange=subresource_range(vk, everything))]
             vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
                                     0, None, 0, None, 1, to_general)  # vkCmdPipelineBarrier
-            vk.vkCmdClearColorImage(cb, image.handle, vk.VK_IMAGE_LAYOUT_GENERAL, vk.VkClearColorValue(uint32=[0] * 4),
-                                    1, [subresource_range(vk, everything)])  # vkCmdClearColorImage
+            if zeros is None:
+                vk.vkCmdClearColorImage(cb, image.handle, vk.VK_IMAGE_LAYOUT_GENERAL,
+                                        vk.VkClearColorValue(uint32=[0] * 4), 1,
+                                        [subresource_range(vk, everything)])  # vkCmdClearColorImage
+            else:
+                regions = self._level_copies(image.image)
+                vk.vkCmdCopyBufferToImage(cb, zeros.handle, image.handle, vk.VK_IMAGE_LAYOUT_GENERAL, len(regions),
+                                          regions)  # vkCmdCopyBufferToImage
             global_barrier(vk, cb, ZEROED)
-        self._internal(f"image {image.image.id}", record)
+        try:
+            self._internal(f"image {image.image.id}", record)
+        finally:
+            if zeros is not None:
+                self.allocator.destroy(zeros)
         image.transition(everything, "general")
+
+    def _level_copies(self, image: ir.Image) -> list:
+        """VkBufferImageCopy of each mip level, all its layers, to or from where the model's linear layout puts it
+        in a buffer of the image's bytes: vkCmdCopyImageToBuffer's addressing with row length and image height 0
+        (spec 20.4), texel blocks of a compressed format tightly packed as texels are."""
+        vk = self.vk
+        return [vk.VkBufferImageCopy(
+            bufferOffset=level_offset(image.extent, image.array_layers, image.texel, level, image.block),
+            bufferRowLength=0, bufferImageHeight=0, imageSubresource=layers(vk, level, 0, image.array_layers),
+            imageOffset=vk.VkOffset3D(x=0, y=0, z=0), imageExtent=extent3d(vk, level_extent(image.extent, level)))
+            for level in range(image.mip_levels)]
 
     def _zero(self, buffer: DeviceBuffer) -> None:
         """Fresh memory is zero-filled: the simulator's reference starts from zeros,
@@ -352,33 +412,29 @@ class Runtime:
 
     def _read_back_image(self, image: DeviceImage) -> bytes:
         """The image's bytes in the model's linear layout (model/images.py): each mip level, all its layers, copied
-        tightly packed to where that layout puts them, which is vkCmdCopyImageToBuffer's addressing with row
-        length and image height 0 (spec 20.4). Each subresource is first made transfer_src_optimal from the layout
-        the stream left it in."""
+        to where that layout puts them (_level_copies). Each subresource is first made transfer_src_optimal from the
+        layout the stream left it in; a 2d_array_compatible image stays in general (record.Recorder.image_fields)."""
         vk, ir_image = self.vk, image.image
         size = ir_image.memory_view.size
         staging = self.allocator.create(f"{ir_image.id}.readback", size, "host_coherent",
                                         vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+        source = "general" if ir_image.slices_are_layers else "transfer_src_optimal"
         barriers = [vk.VkImageMemoryBarrier(
             srcAccessMask=vk.VK_ACCESS_MEMORY_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT,
-            oldLayout=vk_layout(vk, layout), newLayout=vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+            oldLayout=vk_layout(vk, layout), newLayout=vk_layout(vk, source),
             srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
             image=image.handle, subresourceRange=subresource_range(vk, ir.Subresources(level, 1, layer, 1)))
             for (level, layer), layout in image.layouts.items()]
-        regions = [vk.VkBufferImageCopy(
-            bufferOffset=level_offset(ir_image.extent, ir_image.array_layers, ir_image.texel, level),
-            bufferRowLength=0, bufferImageHeight=0, imageSubresource=layers(vk, level, 0, ir_image.array_layers),
-            imageOffset=vk.VkOffset3D(x=0, y=0, z=0), imageExtent=extent3d(vk, level_extent(ir_image.extent, level)))
-            for level in range(ir_image.mip_levels)]
+        regions = self._level_copies(ir_image)
         try:
             def record(cb) -> None:
                 vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
                                         0, 0, None, 0, None, len(barriers), barriers)  # vkCmdPipelineBarrier
-                vk.vkCmdCopyImageToBuffer(cb, image.handle, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, staging.handle,
-                                          len(regions), regions)  # vkCmdCopyImageToBuffer
+                vk.vkCmdCopyImageToBuffer(cb, image.handle, vk_layout(vk, source), staging.handle, len(regions),
+                                          regions)  # vkCmdCopyImageToBuffer
                 global_barrier(vk, cb, READ_BACK)
             self._internal(f"read back {ir_image.id}", record)
-            image.transition(whole(ir_image), "transfer_src_optimal")
+            image.transition(whole(ir_image), source)
             return bytes(staging.view(0, size))
         finally:
             self.allocator.destroy(staging)

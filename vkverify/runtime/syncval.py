@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 from ..check.walk import several_orders
 from ..model import ir
+from ..model.images import COMPRESSED
 from ..model.refs import owner_of, without_submit
 from .record import binding_access, scratch_orders
 
-__all__ = ["TRANSITION_OUT_OF_SCOPE", "LayerAgreement", "LayerFinding", "agreement", "explain_only_layer",
-           "explain_only_vkverify", "layer_findings"]
+__all__ = ["COMPRESSED_BOXES", "SLICES_WIDENED", "TRANSITION_OUT_OF_SCOPE", "LayerAgreement", "LayerFinding",
+           "agreement", "explain_only_layer", "explain_only_vkverify", "layer_findings"]
 
 LAYER_KINDS = {"SYNC-HAZARD-READ-AFTER-WRITE": "raw", "SYNC-HAZARD-WRITE-AFTER-READ": "war",
                "SYNC-HAZARD-WRITE-AFTER-WRITE": "waw"}
@@ -38,6 +39,14 @@ SUBMISSION_ORDERS = "threads calling one queue: the replay runs one of the submi
 # layer here (1.3.239) leaves transitions out of such scopes and of a none-stage barrier's, which later syncval holds
 # (its SemaphoreScopeIncludesLayoutTransition and QSTransitionWithSrcNoneStage tests).
 TRANSITION_OUT_OF_SCOPE = "a layout transition: syncval 1.3.239 holds none in an all_commands or none-stage scope"
+# Layer 1.3.239 places a copy box's x offset in a compressed image in texels times the bytes per texel, not in blocks
+# (fixed by VVL pull request 7713, 2024; syncval's test CopyBufferToCompressedImage): side by side boxes overlap for it.
+COMPRESSED_BOXES = ("a compressed image's copy boxes: syncval 1.3.239 misplaces a box's x offset in blocks (VVL pull "
+                    "request 7713), so side by side boxes overlap for it")
+# Without VK_KHR_maintenance9 the replay's barriers of a 2d_array_compatible image cover every slice and make no
+# layout transition (record.Recorder.image_fields).
+SLICES_WIDENED = ("a 2d_array_compatible image: the replay's barriers of it cover every slice and make no layout "
+                  "transition (no VK_KHR_maintenance9), which orders more")
 _SUBMIT_CB = re.compile(r"Hazard \w+ for entry \d+, VkCommandBuffer 0x[0-9a-f]+\[([^\]@]+)")
 
 
@@ -111,6 +120,8 @@ def explain_only_vkverify(stream, f) -> str:
         return "queue family ownership: no synchronization check in the layer (one device family here)"
     if any(s.type == "timeline" for s in stream.semaphores):
         return "timeline semaphores: syncval 1.3.239 does not support them"
+    if f.buffer in stream.index.images and stream.index.images[f.buffer].slices_are_layers:
+        return SLICES_WIDENED
     if f.buffer is not None and any(binding_access(stream, r, f.buffer, "atomic") for r in refs):
         return ATOMIC_AS_READ
     if scratch_orders(stream, f.kind, f.buffer, f.second):
@@ -145,4 +156,6 @@ def explain_only_layer(stream, lf: LayerFinding, messages) -> str:
         return f"{ATOMIC_AS_READ}: a plain write after it is a WAR to the layer"
     if "_usage: SYNC_IMAGE_LAYOUT_TRANSITION" in text:
         return TRANSITION_OUT_OF_SCOPE
+    if lf.buffer in stream.index.images and stream.index.images[lf.buffer].format in COMPRESSED:
+        return COMPRESSED_BOXES
     return "reported by the layer only"

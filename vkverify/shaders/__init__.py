@@ -5,8 +5,8 @@ numpy semantics are in `semantics.SEMANTICS`. Regenerate the SPIR-V with
 `python -m vkverify.shaders build`. Nothing here imports Vulkan.
 """
 
-from vkverify.shaders.library import (ATOMIC_KERNEL, IMAGE_KERNELS, GenericPlan, Shader, binding_accesses,
-                                      UNIFORM_KERNEL, generic_plan, interface, library, load_spirv,
+from vkverify.shaders.library import (ATOMIC_KERNEL, IMAGE_KERNELS, SAMPLED_KERNELS, GenericPlan, Shader,
+                                      binding_accesses, UNIFORM_KERNEL, generic_plan, interface, library, load_spirv,
                                       stream_accesses)
 from vkverify.shaders.reflect import (
     BindingInfo,
@@ -22,6 +22,7 @@ from vkverify.shaders.semantics import SEMANTICS, atomic_addends, checksum, gene
 __all__ = [
                                       "ATOMIC_KERNEL",
                                       "IMAGE_KERNELS",
+                                      "SAMPLED_KERNELS",
                                       "SEMANTICS",
                                       "UNIFORM_KERNEL",
                                       "BindingInfo",

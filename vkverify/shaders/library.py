@@ -12,7 +12,7 @@ from types import MappingProxyType
 from vkverify.shaders.reflect import DescriptorType, ShaderInterface, reflect
 from vkverify.shaders.semantics import SEMANTICS, Semantics, generic_name
 
-__all__ = ["ATOMIC_KERNEL", "IMAGE_KERNELS", "SHADER_DIR", "UNIFORM_KERNEL", "GenericPlan", "Shader",
+__all__ = ["ATOMIC_KERNEL", "IMAGE_KERNELS", "SAMPLED_KERNELS", "SHADER_DIR", "UNIFORM_KERNEL", "GenericPlan", "Shader",
            "binding_accesses", "generic_plan", "interface", "library", "load_spirv", "stream_accesses"]
 
 SHADER_DIR = Path(__file__).parent
@@ -26,13 +26,20 @@ class Shader:
     semantics: Semantics | None  # None: a replay's kernel (IMAGE_KERNELS, UNIFORM_KERNEL)
 
 
-# The replay's storage image kernels (image.glsl), (load, store) by whether the image is 3D: one mip level of an
-# abstract shader's storage image binding to u32 words of a buffer and back, in the model's linear layout; and its
-# uniform kernel, which reads a uniform binding as a uniform buffer into words of a buffer. They are not dispatched
-# by streams (no numpy semantics): the simulator reads and writes a binding's bytes directly.
-IMAGE_KERNELS = {False: ("image_load", "image_store"), True: ("image_load_3d", "image_store_3d")}
+# The replay's storage image kernels (image.glsl), (load, store) by whether the image is 3D and the u32 words of its
+# texel block (1, 2, 4): one mip level of an abstract shader's storage image binding to u32 words of a buffer and
+# back, in the model's linear layout; and its uniform kernel, which reads a uniform binding as a uniform buffer into
+# words of a buffer. They are not dispatched by streams (no numpy semantics): the simulator reads and writes a
+# binding's bytes directly. SAMPLED_KERNELS read a sampled binding (a combined image sampler) as IMAGE_KERNELS' loads
+# read a storage one.
+IMAGE_KERNELS = {(volume, words): tuple(f"image_{kind}{'_3d' * volume}{f'_w{words}' * (words > 1)}"
+                                        for kind in ("load", "store"))
+                 for volume in (False, True) for words in (1, 2, 4)}
+SAMPLED_KERNELS = {(volume, words): f"sampled_load{'_3d' * volume}{f'_w{words}' * (words > 1)}"
+                   for volume in (False, True) for words in (1, 2, 4)}
 UNIFORM_KERNEL = "uniform_load"
-_REPLAY_KERNELS = frozenset({UNIFORM_KERNEL, *(k for pair in IMAGE_KERNELS.values() for k in pair)})
+_REPLAY_KERNELS = frozenset({UNIFORM_KERNEL, *SAMPLED_KERNELS.values(),
+                             *(k for pair in IMAGE_KERNELS.values() for k in pair)})
 
 
 @functools.cache
@@ -114,11 +121,11 @@ class GenericPlan:
 
 def generic_plan(accesses: Sequence[str]) -> GenericPlan:
     """The plan for an abstract shader whose bindings have `accesses`
-    ("read", "write", "read_write", "atomic"; "uniform" counts as read). ValueError where no generic kernel
+    ("read", "write", "read_write", "atomic"; "uniform" and "sampled" count as read). ValueError where no generic kernel
     runs the plain bindings (more than 4 read or written). A dispatch that writes no plain binding still reads
     its inputs (the accesses a replay is checked by): its generic kernel has one written binding more than
     `write_slots`, which the replay binds to a scratch word."""
-    reads = tuple(i for i, a in enumerate(accesses) if a in ("read", "read_write", "uniform"))
+    reads = tuple(i for i, a in enumerate(accesses) if a in ("read", "read_write", "uniform", "sampled"))
     writes = tuple(i for i, a in enumerate(accesses) if a in ("write", "read_write"))
     atomics = tuple(i for i, a in enumerate(accesses) if a == "atomic")
     name = generic_name(len(reads), max(len(writes), 1)) if reads or writes or not atomics else None

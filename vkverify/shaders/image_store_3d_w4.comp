@@ -1,0 +1,6 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define IMAGE uimage3D
+#define STORE 1
+#define WORDS 4
+#include "image.glsl"

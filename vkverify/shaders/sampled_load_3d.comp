@@ -1,0 +1,6 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define IMAGE usampler3D
+#define STORE 0
+#define SAMPLED 1
+#include "image.glsl"

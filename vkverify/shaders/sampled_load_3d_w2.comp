@@ -1,0 +1,7 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define IMAGE usampler3D
+#define STORE 0
+#define SAMPLED 1
+#define WORDS 2
+#include "image.glsl"
