@@ -295,7 +295,7 @@ class Reference:
         self.queue_nodes: dict[str, list[Operation]] = {q: [] for q in self.index.queues}
         self.accesses: list[OperationAccess] = []
         # copies.adoc "Buffer Markers": (earlier, later) marker write nodes the later one's implicit dependency
-        # orders, the earlier write visible to the later (_marker_write).
+        # orders, the earlier write visible to the later (_marker_write): no conflict, as two atomics are none.
         self.marker_dependencies: set[tuple[Operation, Operation]] = set()
         self.uids = count()
         self.batches = count()
@@ -349,8 +349,8 @@ class Reference:
         occur earlier in submission order that specified either the same pipelineStage or a stage that is logically
         earlier" (7.6.1), its first access scope "only accesses performed by other buffer marker write commands",
         its second scopes "only the buffer marker write". So an edge from each such earlier marker write of the
-        queue to m, and its write visible to m's. The dependency on the prior operations at pipelineStage is not
-        read (docs/format.md, "Buffer markers")."""
+        queue to m; the pair, its write visible to m's, is no conflict (`conflicts`). The dependency on the prior
+        operations at pipelineStage is not read (docs/format.md, "Buffer markers")."""
         for e in self.accesses:
             if e is not m and e.marker is not None and e.node.agent == m.node.agent \
                     and same_or_logically_earlier(e.marker, m.marker):
@@ -813,7 +813,8 @@ class Reference:
                 for i, one in enumerate(on):
                     for other in on[i + 1:]:
                         if one.uid == other.uid or not (one.write or other.write) or self._atomics(one, other) \
-                                or self.transition_order(one, other) or self.transition_order(other, one):
+                                or self.transition_order(one, other) or self.transition_order(other, one) \
+                                or {(one.node, other.node), (other.node, one.node)} & self.marker_dependencies:
                             continue
                         a, b = (other, one) if self.hb(other.node, one.node) else (one, other)
                         if self.hb(a.node, b.node):
@@ -839,8 +840,6 @@ class Reference:
     def missing_memory_dependency(self, a: OperationAccess, b: OperationAccess) -> str | None:
         """Spec 7.1 note: the hazard b's access is to a write a it happens after (None: a memory dependency
         makes a visible). A read_write access is a read and a write (syncval's two usages): each must see a."""
-        if (a.node, b.node) in self.marker_dependencies:
-            return None
         if b.reads and not self.memory_dependency(a, b, b.reads):
             return "raw"
         if b.write and not self.memory_dependency(a, b, (b.write,)):
