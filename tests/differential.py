@@ -755,14 +755,41 @@ def _marker_command(draw) -> dict:
 
 
 @st.composite
+def _marker_neighbours(draw) -> list[dict]:
+    """What a buffer marker write's own ordering decides (copies.adoc "Buffer Markers"), on one drawn word of B:
+    a marker write and a shader's atomics over that word, either first (no atomic operation, the marker races
+    them), or two marker writes of drawn stages (ordered only where the earlier names the later's stage or a
+    logically earlier one)."""
+    word = draw(st.integers(0, SIZE // 4 - 1))
+
+    def marker() -> dict:
+        return {"cmd": "write_buffer_marker", "dst": "B", "offset": 4 * word,
+                "stage": [draw(st.sampled_from(MARKER_STAGES))], "marker": draw(st.integers(0, 0xFFFFFFFF))}
+    if draw(st.booleans()):
+        lo, hi = draw(st.integers(0, word)), draw(st.integers(word + 1, SIZE // 4))
+        other = {"cmd": "dispatch", "shader": "a",
+                 "bindings": [{"buffer": "B", "offset": 4 * lo, "size": 4 * (hi - lo)}]}
+    else:
+        other = marker()
+    return draw(st.permutations([marker(), other]))
+
+
+@st.composite
 def marker_streams(draw) -> dict:
-    """Buffer markers and query result copies among accesses to the same words and barriers (_marker_command):
-    one to three command buffers on one queue or two, the second queue's submits waiting for the first's timeline
+    """Buffer markers and query result copies among accesses to the same words and barriers (_marker_command), often
+    with a marker write next to a shader's atomics or another marker on one word (_marker_neighbours): one to three
+    command buffers on one queue or two, the second queue's submits waiting for the first's timeline
     signal at a drawn stage or not at all, a command buffer now and then submitted again, and a host read of B
     after a fence or an idle wait, or before either."""
     queues = ["q0", "q1"][:draw(st.integers(1, 2))]
     cbs = {f"cb{i}": draw(st.lists(_marker_command(), min_size=2, max_size=5))
            for i in range(draw(st.integers(1, 3)))}
+    if draw(st.booleans()):  # two of _marker_neighbours in one command buffer, drawn commands between or none
+        commands = cbs[draw(st.sampled_from(sorted(cbs)))]
+        first, second = draw(_marker_neighbours())
+        at = draw(st.integers(0, len(commands)))
+        commands.insert(draw(st.integers(at, len(commands))), second)
+        commands.insert(at, first)
     ops: list[dict] = []
     value = 0
     for cb in list(cbs) + [draw(st.sampled_from(sorted(cbs)))] * draw(st.booleans()):

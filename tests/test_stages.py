@@ -8,8 +8,8 @@ import pytest
 from vkverify.check.scopes import EARLIER_TRANSITIONS, LATER_TRANSITIONS, first_execution_scope, second_execution_scope
 from vkverify.importer.flags import access_names, stage_names
 from vkverify.model.names import ACCESS_SETS, STAGE_SETS, access_name, stage_name
-from vkverify.model.stages import (ACCESSES, COMMAND_STAGES, STAGES, access_mask, access_names_of, stage_mask,
-                                   stage_names_of)
+from vkverify.model.stages import (ACCESSES, COMMAND_STAGES, STAGES, access_mask, access_names_of,
+                                   same_or_logically_earlier, stage_mask, stage_names_of)
 
 vk = pytest.importorskip("vulkan")
 
@@ -83,6 +83,18 @@ def test_execution_scopes_follow_the_pipeline_orders():
     assert first("bottom_of_pipe") == first("all_commands") == COMMAND_STAGES | {EARLIER_TRANSITIONS}
     assert second("top_of_pipe") == second("all_commands") == COMMAND_STAGES | {LATER_TRANSITIONS}
     assert first("host") == second("host") == {"host"}
+
+
+@pytest.mark.parametrize("earlier, later, ordered", [
+    ("compute_shader", "compute_shader", True), ("top_of_pipe", "compute_shader", True),
+    ("draw_indirect", "compute_shader", True), ("compute_shader", "draw_indirect", False),
+    ("transfer", "compute_shader", False), ("compute_shader", "copy", False), ("copy", "transfer", True),
+    ("transfer", "copy", False), ("all_commands", "compute_shader", False), ("compute_shader", "all_commands", True),
+    ("transfer", "bottom_of_pipe", True), ("bottom_of_pipe", "top_of_pipe", False)])
+def test_same_or_logically_earlier_follows_the_pipeline_orders(earlier, later, ordered):
+    """7.6.1, as a buffer marker write's implicit dependency reads it (copies.adoc: an earlier marker that
+    "specified either the same pipelineStage or a stage that is logically earlier")."""
+    assert same_or_logically_earlier({earlier}, {later}) is ordered
 
 
 def test_device_accesses_are_what_commands_perform():

@@ -27,3 +27,4 @@ class Access:
     ordered: set | None = None  # (agent, stage, need, lo, hi) already ordered after this access
     fact: int = -1  # its facts' index in the run's findings (findings.Findings), once it is in one; -1 before
     atomic: bool = False  # made by a shader's atomic operations (an "atomic" binding)
+    marker: frozenset[str] | None = None  # a buffer marker write's: the stages it names (rules.marker_writes_ordered)

@@ -30,7 +30,7 @@ from .agents import QueueAgent, ThreadAgent, acquired_releases, join
 from .barriers import BarrierEntry, State, is_transition, sees
 from .rangemap import RangeMap, Segment
 from .readings import Readings
-from .rules import atomic_pair, host_write_needs_flush, transitions_in_order
+from .rules import atomic_pair, host_write_needs_flush, marker_writes_ordered, transitions_in_order
 from .scopes import second_execution_scope
 
 __all__ = ["AccessState", "Reporter"]
@@ -101,7 +101,8 @@ class AccessState:
     def detect(self, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment, to: Reporter) -> None:
         """Report to `to` what x's reads and write of seg (buf's bytes from `base` in memory `root`) violate, in
         this order: a read of bytes nothing wrote, of bytes another queue family owns, a RAW; then a WAW (not
-        after a RAW of the same bytes) and the WARs. Nothing is recorded: the walk records x after detecting
+        after a RAW of the same bytes, nor of a marker write its implicit dependency orders after the write) and
+        the WARs. Nothing is recorded: the walk records x after detecting
         (syncval's Update). Each is reported as found, as the ordering queries' memos then stand. The atomics
         since the write (Segment.atomics) are writes x meets too, but those of its device where x is atomic;
         an atomic x happens after hides what it came after, as a write does."""
@@ -140,7 +141,8 @@ class AccessState:
             return
         if not raw:
             if w is not None and w.uid != x.uid and not (
-                    is_transition(x.stage) and transitions_in_order(is_transition(w.stage), True, w.agent == x.agent)):
+                    is_transition(x.stage) and transitions_in_order(is_transition(w.stage), True, w.agent == x.agent)
+                    or marker_writes_ordered(w.marker, x.marker, w.agent == x.agent)):
                 self._waw(w, x, buf, root, base, seg, to)
             for e in atomics:
                 self._waw(e, x, buf, root, base, seg, to)

@@ -132,7 +132,7 @@ def stage_text(stage: str) -> str:
 class Steps(NamedTuple):
     """A synchronization command as its queue runs it (7.7.4): its entries, a transitioning image barrier's being
     its first half, with each one's memory barrier as written; the layout transitions, as accesses (stage, reads,
-    write, image, lo, hi, atomic); then the entries of the second halves, with each one's image barrier."""
+    write, image, lo, hi, atomic, marker); then the entries of the second halves, with each one's image barrier."""
 
     entries: tuple[BarrierEntry, ...]
     written: tuple
@@ -164,7 +164,7 @@ def layout_transitions(b: ir.Barrier, entries: tuple[BarrierEntry, ...], wait: b
                            dst_exec=e.dst_exec | {stage, EARLIER_TRANSITIONS},
                            dst_scope=e.dst_scope | {(stage, LAYOUT_WRITE)}) for e in own]
         for lo, hi in ib.ranges:
-            transitions.append((stage, (), LAYOUT_WRITE, ib.image, lo, hi, False))
+            transitions.append((stage, (), LAYOUT_WRITE, ib.image, lo, hi, False, None))
             after.append(BarrierEntry(ib.image, ib.image, lo, hi, frozenset({stage}), frozenset({stage}),
                                       frozenset({LAYOUT_WRITE}),
                                       second_execution_scope(ib.dst_stage) | {EARLIER_TRANSITIONS},

@@ -319,17 +319,17 @@ class Checker:
         index, pos, label, family, first_barrier, issued = \
             queue.index, queue.pos, cmd.label, queue.family, len(queue.log.all_kinds), self.issuing_order
         if not sharing:  # no access sees another's record: compare and record each
-            for stage, reads, write, buffer, lo, hi, atomic in accesses:
+            for stage, reads, write, buffer, lo, hi, atomic, marker in accesses:
                 x = Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier, issued)
-                x.atomic = atomic
+                x.atomic, x.marker = atomic, marker
                 self.access(x, lo, hi)
             return
         # Every access of the command is compared before any is recorded (syncval's detect, then update): a
         # write through one binding is compared with the reads before another binding's read replaced them.
         compared = []
-        for stage, reads, write, buffer, lo, hi, atomic in accesses:
+        for stage, reads, write, buffer, lo, hi, atomic, marker in accesses:
             x = Access(index, pos, stage, reads, write, ref, buffer, uid, label, family, first_barrier, issued)
-            x.atomic = atomic
+            x.atomic, x.marker = atomic, marker
             if self.access(x, lo, hi, record=False):
                 compared.append((x, lo, hi))
         for x, lo, hi in compared:
@@ -347,10 +347,12 @@ class Checker:
             self.state.placement, queue.log, queue.index, queue.pos, queue.family, self.issuing_order
         kinds, memo, is_global, uses = log.all_kinds, log.alone, log.global_kind, self.uses
         n = len(kinds)
-        for stage, reads, write, buffer, lo, hi, atomic in accesses:
+        for stage, reads, write, buffer, lo, hi, atomic, marker in accesses:
             x = Access(agent, pos, stage, reads, write, ref, buffer, uid, label, family, n, issued)
             if atomic:
                 x.atomic = True
+            if marker is not None:
+                x.marker = marker
             buf, _, base, memory = placement[buffer]
             segments = memory.segments
             seg = segments[0]
@@ -403,7 +405,7 @@ class Checker:
             if quiet and not fallback:
                 continue
             ref, uid, first_barrier, recorded = None, None, len(queue.log.all_kinds), []
-            for j, ((stage, reads, write, buffer, lo, hi, _), mode, record, repeated, cuts) in enumerate(items):
+            for j, ((stage, reads, write, buffer, lo, hi, _, marker), mode, record, repeated, cuts) in enumerate(items):
                 compare = mode == ALWAYS or (fallback and mode == DOMINATED)
                 seen = None
                 if compare and write is None:
@@ -430,6 +432,7 @@ class Checker:
                 if not (compare or record):
                     continue
                 x = Access(index, pos, stage, reads, write, ref, buffer, uid, cmd.label, family, first_barrier, issued)
+                x.marker = marker
                 if compare:
                     before = self.reported
                     if reported is not None:

@@ -151,11 +151,13 @@ def _explained(stream: ir.Stream, model: Model, a_ref: str, b_ref: str,
             notes.append(f"{ref} never runs: the stream blocks before it (see `vkverify check`)")
         found.append(accesses)
     pairs = _pairs(model, *found)
-    markers = all(isinstance(op_at(stream, without_submit(r)), ir.WriteBufferMarker) for r in (a_ref, b_ref))
-    if markers:
-        notes.append(f"{a_ref} and {b_ref} are buffer marker writes: each orders the earlier ones before it, with a "
-                     "memory dependency (copies.adoc, \"Buffer Markers\")")
-    elif any(model.mutually_ordered(e, x) for e in found[0] for x in found[1]):
+    ordered = [(e, x) for e in found[0] for x in found[1] if model.mutually_ordered(e, x) or
+               model.mutually_ordered(x, e)]
+    if any(e.marker is not None for e, _ in ordered):
+        notes.append(f"{a_ref} and {b_ref} are buffer marker writes of one queue, the earlier naming the later's stage "
+                     "or a logically earlier one: the later's implicit dependency orders the earlier before it, with "
+                     "a memory dependency (copies.adoc, \"Buffer Markers\")")
+    elif ordered:
         notes.append(f"{a_ref} and {b_ref} are atomic operations of one device: mutually-ordered atomics do not race "
                      "(memory model, \"Data Race\"), whatever orders them")
     elif not pairs and all(found):

@@ -40,8 +40,7 @@ from .agents import FENCE_SCOPE
 from .events import EventStates, dependencies, event_entries, through_event
 from .readings import DEFAULT, Readings
 from .rules import (atomic_pair, chains, host_write_needs_flush, in_release_access_scope, in_synchronization_scope,
-                    transitions_in_order,
-                    makes_host_writes_available)
+                    makes_host_writes_available, marker_writes_ordered, transitions_in_order)
 from .scopes import ALL_DEVICE, second_execution_scope, signal_first_scope
 from .walk import Consumer, Misuse, PendingBatch, Walk, several_orders
 
@@ -90,6 +89,7 @@ class AccessNode:
     host: bool
     memory: str
     atomic: bool = False
+    marker: frozenset[str] | None = None  # a buffer marker write's named stages (rules.marker_writes_ordered)
 
 
 @dataclass(eq=False)
@@ -270,7 +270,8 @@ class Model(Consumer):
         """A command's accesses at one position: as the checker does, every one is paired before any is recorded."""
         seq, uid = self._next(queue), self._new_uid()
         nodes = [AccessNode(executed, queue, seq, stage, reads, write, buffer, *self._root(buffer, lo, hi), uid, False,
-                            self._memory(buffer), atomic) for stage, reads, write, buffer, lo, hi, atomic in accesses]
+                            self._memory(buffer), atomic, marker)
+                 for stage, reads, write, buffer, lo, hi, atomic, marker in accesses]
         for x in [x for x in nodes if self._compare(x)]:
             self._record(x)
 
@@ -390,8 +391,10 @@ class Model(Consumer):
 
     def mutually_ordered(self, e: AccessNode, x: AccessNode) -> bool:
         """Memory model "Data Race": atomics of one device do not race (rules.atomic_pair); nor do two layout
-        transitions of one queue (rules.transitions_in_order)."""
-        if transitions_in_order(is_transition(e.stage), is_transition(x.stage), e.agent == x.agent):
+        transitions of one queue (rules.transitions_in_order), nor an earlier marker write e and a later one x its
+        implicit dependency orders (rules.marker_writes_ordered)."""
+        if transitions_in_order(is_transition(e.stage), is_transition(x.stage), e.agent == x.agent) or \
+                marker_writes_ordered(e.marker, x.marker, e.agent == x.agent and e.seq < x.seq):
             return True
         return e.atomic and x.atomic and atomic_pair(True, True, self.index.queues[e.agent][0] ==
                                                      self.index.queues[x.agent][0])
@@ -600,7 +603,7 @@ def _boundaries(stream: ir.Stream) -> dict[str, list[int]]:
                     for lo, hi in ib.ranges:
                         add(ib.image, lo, hi)
             else:
-                for _, _, _, buffer, lo, hi, _ in command_accesses(cmd):
+                for _, _, _, buffer, lo, hi, *_ in command_accesses(cmd):
                     add(buffer, lo, hi)
     for t in stream.threads:
         for op in t.ops:

@@ -66,7 +66,7 @@ from ..model import ir
 from ..model.accesses import command_accesses
 from ..model.images import LAYOUT_TRANSITION, LAYOUT_WRITE
 from ..model.refs import format_ref
-from ..model.stages import ACCESS, COMMAND_STAGES, EXECUTING_STAGES, STAGE
+from ..model.stages import ACCESS, COMMAND_STAGES, EXECUTING_STAGES, STAGE, same_or_logically_earlier
 from .readings import DEFAULT, Readings
 
 __all__ = ["OutsideReference", "Reference", "access_pairs", "first_scope", "joined", "references", "second_scope",
@@ -125,6 +125,7 @@ class OperationAccess:
     memory: str
     submit: Operation  # the host op that submitted it (a host access: its own op)
     atomic: bool = False  # a shader's atomic operations
+    marker: frozenset[str] | None = None  # a buffer marker write's: the stages it names
 
     @property
     def host(self) -> bool:
@@ -293,6 +294,9 @@ class Reference:
         self.nodes: list[Operation] = []
         self.queue_nodes: dict[str, list[Operation]] = {q: [] for q in self.index.queues}
         self.accesses: list[OperationAccess] = []
+        # copies.adoc "Buffer Markers": (earlier, later) marker write nodes the later one's implicit dependency
+        # orders, the earlier write visible to the later (_marker_write): no conflict, as two atomics are none.
+        self.marker_dependencies: set[tuple[Operation, Operation]] = set()
         self.uids = count()
         self.batches = count()
         self.fence_misuse: set[str] = set()
@@ -329,11 +333,29 @@ class Reference:
         return n
 
     def _access(self, node: Operation, submit: Operation, uid: int, ref: str, stage: str, reads, write, buffer: str,
-                lo: int, hi: int, atomic: bool = False) -> None:
+                lo: int, hi: int, atomic: bool = False, marker: frozenset[str] | None = None) -> None:
         root, base = self.index.root(buffer)
         memory = self.index.buffers[root].memory
-        self.accesses.append(OperationAccess(node, uid, ref, stage, tuple(reads), write, buffer, root, base + lo,
-                                    base + hi, memory, submit, atomic))
+        a = OperationAccess(node, uid, ref, stage, tuple(reads), write, buffer, root, base + lo, base + hi, memory,
+                            submit, atomic, marker)
+        self.accesses.append(a)
+        if marker is not None:
+            self._marker_write(a)
+
+    def _marker_write(self, m: OperationAccess) -> None:
+        """copies.adoc "Buffer Markers", vkCmdWriteBufferMarker2AMD "defines an execution dependency between prior
+        operations and writing the marker value, as well as a memory dependency from earlier buffer marker write
+        commands": its first synchronization scope "additionally includes other buffer marker write commands that
+        occur earlier in submission order that specified either the same pipelineStage or a stage that is logically
+        earlier" (7.6.1), its first access scope "only accesses performed by other buffer marker write commands",
+        its second scopes "only the buffer marker write". So an edge from each such earlier marker write of the
+        queue to m; the pair, its write visible to m's, is no conflict (`conflicts`). The dependency on the prior
+        operations at pipelineStage is not read (docs/format.md, "Buffer markers")."""
+        for e in self.accesses:
+            if e is not m and e.marker is not None and e.node.agent == m.node.agent \
+                    and same_or_logically_earlier(e.marker, m.marker):
+                e.node.after.append(m.node)
+                self.marker_dependencies.add((e.node, m.node))
 
     @staticmethod
     def _when(n: Operation) -> object:
@@ -508,9 +530,9 @@ class Reference:
                         self._event(q, cmd, cref, h, sub)
                         continue
                     uid = next(self.uids)
-                    for stage, reads, write, buffer, lo, hi, atomic in command_accesses(cmd):
+                    for stage, reads, write, buffer, lo, hi, atomic, marker in command_accesses(cmd):
                         n = self._node("access", q, first=frozenset({stage}), second=frozenset({stage}), ref=cref)
-                        self._access(n, h, uid, cref, stage, reads, write, buffer, lo, hi, atomic)
+                        self._access(n, h, uid, cref, stage, reads, write, buffer, lo, hi, atomic, marker)
             for k, s in enumerate(batch.signals):
                 n = self._node("signal", q, first=signal_scope(s.stage, self.readings.all_commands_includes_host),
                                batch=number, ref=h.ref)
@@ -791,7 +813,8 @@ class Reference:
                 for i, one in enumerate(on):
                     for other in on[i + 1:]:
                         if one.uid == other.uid or not (one.write or other.write) or self._atomics(one, other) \
-                                or self.transition_order(one, other) or self.transition_order(other, one):
+                                or self.transition_order(one, other) or self.transition_order(other, one) \
+                                or {(one.node, other.node), (other.node, one.node)} & self.marker_dependencies:
                             continue
                         a, b = (other, one) if self.hb(other.node, one.node) else (one, other)
                         if self.hb(a.node, b.node):

@@ -36,7 +36,7 @@ __all__ = ["ALWAYS", "DOMINATED", "NEVER", "PlanStep", "replay_plan"]
 NEVER, DOMINATED, ALWAYS = 0, 1, 2
 
 # One command of a plan: its index in the command buffer, the command, None for a barrier or
-# ((stage, reads, write, buffer, lo, hi, atomic), mode, record, repeated, cuts) per access it compares, records, repeats
+# (access (command_accesses' tuple), mode, record, repeated, cuts) per access it compares, records, repeats
 # the findings of (`repeated`: a NEVER access's, as `replay_plan` was given them) or whose bytes cut the range map
 # (`cuts`: a NEVER access's), and whether those are only DOMINATED reads not recorded.
 PlanStep = tuple[int, object, tuple | None, bool]
@@ -64,7 +64,7 @@ def replay_plan(steps: list[tuple], placement: dict,
             continue
         placed = []
         # Every access of a command is compared before any is recorded (Checker._run_accesses).
-        for j, (stage, reads, write, buffer, lo, hi, _) in enumerate(accesses):
+        for j, (stage, reads, write, buffer, lo, hi, *_) in enumerate(accesses):
             if hi <= lo:
                 continue  # no bytes: nothing compared or recorded
             _, root, base, memory = placement[buffer]

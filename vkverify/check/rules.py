@@ -8,6 +8,8 @@ with the logically earlier or later stages, access scopes with only the stages n
 
 from __future__ import annotations
 
+from ..model.stages import same_or_logically_earlier
+
 __all__ = [
     "atomic_pair",
     "chains",
@@ -17,6 +19,7 @@ __all__ = [
     "in_release_access_scope",
     "in_synchronization_scope",
     "makes_host_writes_available",
+    "marker_writes_ordered",
     "second_access_scope_gap",
     "transfers_ownership",
     "transitions_in_order",
@@ -96,3 +99,14 @@ def atomic_pair(first_atomic: bool, second_atomic: bool, same_device: bool) -> b
     shader's atomics are of Device scope (GLSL's), whose instance holds every queue and dispatch of the device,
     never another device's; the host's accesses are never atomic here."""
     return first_atomic and second_atomic and same_device
+
+
+def marker_writes_ordered(earlier: frozenset[str] | None, later: frozenset[str] | None, same_queue: bool) -> bool:
+    """copies.adoc "Buffer Markers", vkCmdWriteBufferMarker2AMD: a marker write's first synchronization scope
+    "additionally includes other buffer marker write commands that occur earlier in submission order that specified
+    either the same pipelineStage or a stage that is logically earlier", and its first access scope "includes only
+    accesses performed by other buffer marker write commands": so an earlier marker write (`earlier`, the stages it
+    names; None: not a marker write) of the queue happens-before a later one with a memory dependency only where
+    its stages are the later's or logically earlier (7.6.1). Two others race; so does a marker write with a
+    shader's atomics (it is no atomic operation)."""
+    return earlier is not None and later is not None and same_queue and same_or_logically_earlier(earlier, later)

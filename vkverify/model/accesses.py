@@ -32,60 +32,61 @@ def binding_writes(access: str) -> bool:
 
 
 def _copy_accesses(cmd: ir.Copy) -> tuple[tuple, ...]:
-    return tuple(("copy", ("transfer_read",), None, cmd.src, r.src_offset, r.src_offset + r.size, False)
+    return tuple(("copy", ("transfer_read",), None, cmd.src, r.src_offset, r.src_offset + r.size, False, None)
                  for r in cmd.regions) + tuple(("copy", (), "transfer_write", cmd.dst, r.dst_offset,
-                                                r.dst_offset + r.size, False) for r in cmd.regions)
+                                                r.dst_offset + r.size, False, None) for r in cmd.regions)
 
 
 def _clear_accesses(cmd: ir.Fill | ir.Update) -> tuple[tuple, ...]:
-    return (("clear", (), "transfer_write", cmd.dst, cmd.offset, cmd.offset + cmd.size, False),)
+    return (("clear", (), "transfer_write", cmd.dst, cmd.offset, cmd.offset + cmd.size, False, None),)
 
 
 def _dispatch_accesses(cmd: ir.Dispatch) -> tuple[tuple, ...]:
     reads, writes = [], []
     if cmd.indirect is not None:
         reads.append(("draw_indirect", ("indirect_command_read",), None, cmd.indirect.buffer, cmd.indirect.offset,
-                      cmd.indirect.offset + 12, False))
+                      cmd.indirect.offset + 12, False, None))
     for b in cmd.bindings:
         read, write = _BINDING[b.access]
         if not read and write is None:  # bound, not accessed (imageSize() only): a descriptor is no memory access
             continue
         if b.ranges:  # a storage image's subresources
             (reads if write is None else writes).extend(("compute_shader", read, write, b.buffer, lo, hi,
-                                                          b.access == "atomic") for lo, hi in b.ranges)
+                                                          b.access == "atomic", None) for lo, hi in b.ranges)
             continue
         (reads if write is None else writes).append(("compute_shader", read, write, b.buffer, b.offset,
-                                                     b.offset + b.size, b.access == "atomic"))
+                                                     b.offset + b.size, b.access == "atomic", None))
     return (*reads, *writes)
 
 
 def _image_copy_accesses(cmd: ir.ImageCopy) -> tuple[tuple, ...]:
-    return tuple(("copy", ("transfer_read",), None, cmd.src, lo, hi, False) for lo, hi in cmd.src_ranges) + \
-        tuple(("copy", (), "transfer_write", cmd.dst, lo, hi, False) for lo, hi in cmd.dst_ranges)
+    return tuple(("copy", ("transfer_read",), None, cmd.src, lo, hi, False, None) for lo, hi in cmd.src_ranges) + \
+        tuple(("copy", (), "transfer_write", cmd.dst, lo, hi, False, None) for lo, hi in cmd.dst_ranges)
 
 
 def _blit_accesses(cmd: ir.BlitImage) -> tuple[tuple, ...]:
     """7.6.1: vkCmdBlitImage reads and writes at the blit stage, the texels of each region's two boxes."""
-    return tuple(("blit", ("transfer_read",), None, cmd.src, lo, hi, False) for lo, hi in cmd.src_ranges) + \
-        tuple(("blit", (), "transfer_write", cmd.dst, lo, hi, False) for lo, hi in cmd.dst_ranges)
+    return tuple(("blit", ("transfer_read",), None, cmd.src, lo, hi, False, None) for lo, hi in cmd.src_ranges) + \
+        tuple(("blit", (), "transfer_write", cmd.dst, lo, hi, False, None) for lo, hi in cmd.dst_ranges)
 
 
 def _clear_image_accesses(cmd: ir.ClearColorImage) -> tuple[tuple, ...]:
-    return tuple(("clear", (), "transfer_write", cmd.image, lo, hi, False) for lo, hi in cmd.ranges)
+    return tuple(("clear", (), "transfer_write", cmd.image, lo, hi, False, None) for lo, hi in cmd.ranges)
 
 
 def _marker_accesses(cmd: ir.WriteBufferMarker) -> tuple[tuple, ...]:
     """copies.adoc "Buffer Markers": "the access scope for buffer marker writes falls under the
     VK_ACCESS_TRANSFER_WRITE_BIT flag, and is performed by either pipelineStage or VK_PIPELINE_STAGE_TRANSFER_BIT"
-    (syncval: a transfer write); marker writes are ordered among themselves (each's first scope holds the earlier
-    ones, with a memory dependency), so two do not race: as two atomics do not (docs/format.md)."""
-    return (("copy", (), "transfer_write", cmd.dst, cmd.offset, cmd.offset + 4, True),)
+    (syncval: a transfer write). Not an atomic operation: it races a shader's atomics on its bytes. Its `marker`
+    field, the stage it names, is what its implicit dependency on earlier marker writes reads (rules.py
+    marker_writes_ordered; the reference states it again)."""
+    return (("copy", (), "transfer_write", cmd.dst, cmd.offset, cmd.offset + 4, False, cmd.stage),)
 
 
 def _query_copy_accesses(cmd: ir.CopyQueryPoolResults) -> tuple[tuple, ...]:
     """vkCmdCopyQueryPoolResults "is considered to be a transfer operation" writing each result at its stride (one
     query: its result alone, whatever the stride)."""
-    return tuple(("copy", (), "transfer_write", cmd.dst, lo, lo + cmd.result_size, False)
+    return tuple(("copy", (), "transfer_write", cmd.dst, lo, lo + cmd.result_size, False, None)
                  for lo in (cmd.offset + i * cmd.stride for i in range(cmd.query_count)))
 
 
@@ -99,10 +100,10 @@ ACCESSES_BY_KIND = {ir.CopyBufferToImage: _image_copy_accesses, ir.CopyImageToBu
 
 
 def command_accesses(cmd: ir.Command) -> tuple[tuple, ...]:
-    """(stage, reads, write, buffer, lo, hi, atomic) of each access a command performs, reads first
+    """(stage, reads, write, buffer, lo, hi, atomic, marker) of each access a command performs, reads first
     (spec 7.6.1 "Pipeline stages" of vkCmdCopyBuffer, vkCmdFillBuffer, vkCmdUpdateBuffer, vkCmdDispatch);
     none for a pipeline barrier, an event command or vkCmdExecuteCommands (its command buffers' commands have theirs).
     A read_write or atomic binding is one access that reads and
     writes; atomic: made by atomic operations (appendices/memorymodel.adoc, "Data race": two atomic operations do
-    not race)."""
+    not race); marker: the stages a buffer marker write names (its pipelineStage), None for any other access."""
     return ACCESSES_BY_KIND[type(cmd)](cmd)

@@ -31,6 +31,7 @@ __all__ = [
     "Stage",
     "access_mask",
     "access_names_of",
+    "same_or_logically_earlier",
     "stage_mask",
     "stage_names_of",
 ]
@@ -126,6 +127,14 @@ COMMAND_STAGES = EXECUTING_STAGES & frozenset(DEVICE_STAGES)
 # The (stage, access) pairs device commands perform, in table order (the checker keeps a visibility clock for each).
 DEVICE_ACCESSES = tuple((s.name, a.name) for s in STAGES if s.name in COMMAND_STAGES
                         for a in ACCESSES if s.name in a.stages)
+
+
+def same_or_logically_earlier(stages: Iterable[str], than: Iterable[str]) -> bool:
+    """7.6.1 "Pipeline stage ordering": whether every stage `stages` names (a meta name: each stage it covers) is
+    one `than` names or logically earlier than one. top_of_pipe is earlier than every stage, bottom_of_pipe later;
+    stages of two pipelines (compute_shader and copy) are neither."""
+    reach = {e for name in than for s in STAGE[name].covers for e in STAGE[s].earlier | {s}}
+    return all(s in reach for name in stages for s in STAGE[name].covers)
 
 
 def _sync1(rows: Iterable[Flag]) -> dict[str, int]:

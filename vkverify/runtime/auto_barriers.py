@@ -72,7 +72,7 @@ class AutoBarriers:
 def _to_host(stream: ir.Stream, commands: tuple[ir.Command, ...]) -> tuple[ir.Barrier, ...]:
     """A barrier from the writes of `commands` to host-visible memory to the host's reads and writes, or none."""
     index = stream.index
-    writes = {(stage, write) for c in commands for stage, _, write, buffer, _, _, _ in command_accesses(c)
+    writes = {(stage, write) for c in commands for stage, _, write, buffer, *_ in command_accesses(c)
               if write is not None and index.buffers[index.root(buffer)[0]].memory in ir.HOST_VISIBLE_KINDS}
     if not writes:
         return ()

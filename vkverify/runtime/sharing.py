@@ -127,7 +127,7 @@ def _accesses(stream: ir.Stream, batch: ir.Batch):
     """(root buffer, lo, hi, writes) of each access the batch's commands make, in root offsets."""
     for cb in batch.command_buffers:
         for _, _, command in stream.index.commands_of(cb):
-            for _, _, write, buffer, lo, hi, _ in command_accesses(command):
+            for _, _, write, buffer, lo, hi, *_ in command_accesses(command):
                 root, base = stream.index.root(buffer)
                 yield root, base + lo, base + hi, write is not None
 
