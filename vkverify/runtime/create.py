@@ -15,9 +15,11 @@ __all__ = ["create_objects", "owners", "queue_requests", "shared_queue_deadlock"
 
 
 # Commands a transfer-only family cannot run: a dispatch, and those whose command pool "must support graphics, or
-# compute operations" (vkCmdCopyQueryPoolResults, vkCmdClearColorImage) or graphics (vkCmdBlitImage: the families
-# that have compute have graphics on the devices replay runs on).
-NOT_TRANSFER_ONLY = (ir.Dispatch, ir.CopyQueryPoolResults, ir.ClearColorImage, ir.BlitImage)
+# compute operations" (vkCmdCopyQueryPoolResults, vkCmdClearColorImage; vkCmdSetEvent, vkCmdResetEvent and
+# vkCmdWaitEvents, also video) or graphics (vkCmdBlitImage: the families that have compute have graphics on the
+# devices replay runs on).
+NOT_TRANSFER_ONLY = (ir.Dispatch, ir.CopyQueryPoolResults, ir.ClearColorImage, ir.BlitImage, ir.SetEvent,
+                     ir.ResetEvent, ir.WaitEvents)
 
 
 def queue_requests(stream: ir.Stream, device: ir.Device) -> dict[str, QueueRequest]:

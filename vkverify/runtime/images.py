@@ -42,6 +42,12 @@ class DeviceImage:
     def layout(self, level: int, layer: int) -> str:
         return self.layouts[level, layer]
 
+    def held_layout(self, r: ir.Subresources) -> str | None:
+        """The layout every subresource of `r` is in now; None where they differ."""
+        held = {self.layouts.get((level, layer)) for level in range(r.base_mip_level, r.base_mip_level + r.level_count)
+                for layer in range(r.base_array_layer, r.base_array_layer + r.layer_count)}
+        return held.pop() if len(held) == 1 else None
+
     def transition(self, r: ir.Subresources, layout: str) -> None:
         for level in range(r.base_mip_level, r.base_mip_level + r.level_count):
             for layer in range(r.base_array_layer, r.base_array_layer + r.layer_count):

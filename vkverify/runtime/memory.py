@@ -154,7 +154,10 @@ class Allocator:
         vk, handle = self.vk, self.device.handle
         properties = vk.vkGetPhysicalDeviceMemoryProperties(self.device.physical)  # vkGetPhysicalDeviceMemoryProperties
         requirements = vk.vkGetImageMemoryRequirements(handle, image)  # vkGetImageMemoryRequirements
-        type_index = choose_type(vk, properties, kind, requirements.memoryTypeBits)
+        try:
+            type_index = choose_type(vk, properties, kind, requirements.memoryTypeBits)
+        except Unsupported:  # NVIDIA's optimal-tiling images take no host-visible type; the host reaches no image
+            type_index = choose_type(vk, properties, "device_local", requirements.memoryTypeBits)
         memory = self._allocate(f"image {id}", type_index, kind, requirements.size)
         vk.vkBindImageMemory(handle, image, memory, 0)  # vkBindImageMemory
         return memory

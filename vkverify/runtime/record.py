@@ -155,9 +155,15 @@ class Recorder:
         """vkCmdWriteBufferMarker2AMD (with synchronization2) or vkCmdWriteBufferMarkerAMD; the replay enables
         VK_AMD_buffer_marker for a stream with markers, and a device without it refuses the stream at its start."""
         vk, rt = self.vk, self.rt
-        name = "vkCmdWriteBufferMarker2AMD" if self.sync2 else "vkCmdWriteBufferMarkerAMD"
-        write = vk.vkGetDeviceProcAddr(rt.device.handle, name)  # vkGetDeviceProcAddr
-        write(self.cb, stage_mask(c.stage, self.sync2, True), rt.vk_buffer(c.dst), c.offset,
+        write, sync2 = None, self.sync2
+        if sync2:
+            try:
+                write = vk.vkGetDeviceProcAddr(rt.device.handle, "vkCmdWriteBufferMarker2AMD")  # vkGetDeviceProcAddr
+            except vk.ProcedureNotFoundError:  # a layer older than the command (1.3.239) hides it: the sync1 one
+                sync2 = False
+        if write is None:
+            write = vk.vkGetDeviceProcAddr(rt.device.handle, "vkCmdWriteBufferMarkerAMD")  # vkGetDeviceProcAddr
+        write(self.cb, stage_mask(c.stage, sync2, True), rt.vk_buffer(c.dst), c.offset,
               c.marker & 0xFFFFFFFF)  # vkCmdWriteBufferMarker2AMD, vkCmdWriteBufferMarkerAMD
 
     def image_command(self, c: ir.ImageCopy | ir.BlitImage | ir.ClearColorImage) -> None:
@@ -469,6 +475,9 @@ class Recorder:
         may order more than the stream (docs/runtime.md)."""
         src, dst = self.families(b)
         old, new, r = b.old_layout, b.new_layout, b.subresources
+        held = image.held_layout(r)
+        if old != "undefined" and held is not None:  # a stream may start where a program's set-up left an image
+            old = held
         if image.image.slices_are_layers:
             old = new = "general"
             r = ir.Subresources(r.base_mip_level, r.level_count, 0, 1)
