@@ -17,7 +17,8 @@ from vkverify.check.hb import Model
 from vkverify.model import from_dict
 
 from .differential import (SETTINGS, assert_agree, consumer_disagreements, event_streams, explain_disagreements,
-                           marker_streams, pattern_streams, resubmitting_streams, streams)
+                           image_feature_streams, image_streams, marker_streams, pattern_streams, resubmitting_streams,
+                           streams, thread_streams)
 from .test_semaphores import timeline_streams
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_CONSUMER_EXAMPLES", "1000"))
@@ -59,6 +60,22 @@ def test_explain_and_mutations_agree_on_events(doc):
 @given(marker_streams())
 def test_explain_and_mutations_agree_on_buffer_markers_and_query_results(doc):
     assert_agree(doc, consumer_disagreements)
+
+
+@settings(max_examples=EXAMPLES_RUN // 8, **SETTINGS)
+@given(image_streams() | image_feature_streams())
+def test_explain_and_mutations_agree_on_images(doc):
+    """Image commands and barriers (layout transitions), blits, sampled bindings, compressed, multi-planar and 3D
+    images (benchmarks/differential.py --mode consumers --images, --image-features run many more)."""
+    assert_agree(doc, consumer_disagreements)
+
+
+@settings(max_examples=EXAMPLES_RUN // 4, **SETTINGS)
+@given(thread_streams())
+def test_explain_agrees_with_the_checker_on_a_producer_and_a_consumer_thread(doc):
+    """Two host threads, host waits and counter reads among them: explain's verdict on every pair the checker
+    compares is the checker's (benchmarks/differential.py --mode explain --threads runs many more)."""
+    assert_agree(doc, explain_disagreements)
 
 
 # cb0 writes B0's bytes [1, 29) through an alias; cb1, submitted three times after it on q1, adds to B0's bytes
