@@ -1,12 +1,15 @@
 """Long differential runs: two readings of happens-before compared on many generated streams.
 
     python benchmarks/differential.py --examples 5000 [--seed 7] [--out disagreements.jsonl]
-        [--resubmit | --timelines | --batched | --threads | --patterns | --images | --events | --markers]
+        [--resubmit | --timelines | --batched | --threads | --patterns | --images | --image-features | --events
+         | --markers]
         [--mode reference|consumers|explain|fixes|incremental|replay|quick|witness|sim]
         [--reading NAME=VALUE ...]
 
 Prints how many streams were compared, skipped (not completing, or outside what the reference reads: each
-reason counted) and how many disagreed; each disagreeing stream goes to --out as one JSON line (with what
+reason counted) and how many disagreed, and of those compared how many use each feature of tests/differential.py's
+FEATURES (counter reads, unaccessed and sampled bindings, blits, compressed images, plane copies, slice barriers);
+each disagreeing stream goes to --out as one JSON line (with what
 differed), the smallest first on the terminal. In --mode reference a stream of several threads is compared with
 the reference's verdict over every submission order its threads allow, which the checker reads too (docs/format.md,
 "Several host threads"). The suite runs each comparison with fewer examples (the test named below).
@@ -31,7 +34,9 @@ or command buffers (batched_streams); --timelines: several host threads signalli
 (tests/test_semaphores.py timeline_streams); --threads: a producer and a consumer thread, on their own queues
 or sharing one (thread_streams); neither of the last two for incremental; --patterns: the patterns issue 25 found
 the checker wrong on, with drawn stages and masks (pattern_streams); --images: image uploads, readbacks, copies,
-clears, storage image dispatches and image barriers with layout transitions (image_streams); --events: sets and
+clears, storage image dispatches and image barriers with layout transitions (image_streams); --image-features: those
+with blits, sampled and unaccessed bindings, and a block-compressed, multi-planar or 3D (2d_array_compatible) image's
+copies, uploads, clears, dispatches and barriers inserted (image_feature_streams); --events: sets and
 waits of events as users write them (event_streams); --markers: buffer marker writes and query result copies among
 accesses to the same words (marker_streams). consumers and fixes read a stream of several threads where its
 submission order is the only one (Reference), and skip it otherwise.
@@ -52,10 +57,10 @@ from hypothesis import HealthCheck, given, seed, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.differential import (batched_streams, completes, consumer_disagreements, disagreements, event_streams,
-                                explain_disagreements, fix_disagreements, image_streams, marker_streams,
-                                pattern_streams, resubmitting_streams, streams, thread_streams,
-                                variant_disagreements)
+from tests.differential import (FEATURES, batched_streams, completes, consumer_disagreements, disagreements,
+                                event_streams, explain_disagreements, features, fix_disagreements,
+                                image_feature_streams, image_streams, marker_streams, pattern_streams,
+                                resubmitting_streams, streams, thread_streams, variant_disagreements)
 from tests.test_incremental import incremental_disagreements
 from tests.test_semaphores import timeline_streams
 from tests.test_sim_properties import sim_doc_disagreements
@@ -88,6 +93,8 @@ def main() -> int:
     generator.add_argument("--threads", action="store_true", help="a producer and a consumer thread")
     generator.add_argument("--patterns", action="store_true", help="the patterns of issue 25 (pattern_streams)")
     generator.add_argument("--images", action="store_true", help="image commands and barriers (image_streams)")
+    generator.add_argument("--image-features", action="store_true",
+                           help="blits, sampled bindings, compressed, planar and 3D images (image_feature_streams)")
     generator.add_argument("--events", action="store_true", help="sets and waits of events (event_streams)")
     generator.add_argument("--markers", action="store_true",
                            help="buffer markers and query result copies (marker_streams)")
@@ -109,6 +116,7 @@ def main() -> int:
         compare = partial(disagreements, readings=readings)
     counts = {"compared": 0, "skipped": 0, "disagreed": 0}
     reasons: Counter[str] = Counter()
+    using: Counter[str] = Counter()  # compared streams per feature
     found: list[tuple[list[str], dict]] = []
     start = time.perf_counter()
 
@@ -117,6 +125,7 @@ def main() -> int:
     @given(timeline_streams() if args.timelines else thread_streams() if args.threads
            else resubmitting_streams() if args.resubmit else batched_streams() if args.batched
            else pattern_streams() if args.patterns else image_streams() if args.images
+           else image_feature_streams() if args.image_features
            else event_streams() if args.events else marker_streams() if args.markers else streams())
     def run(doc: dict) -> None:
         try:
@@ -130,6 +139,7 @@ def main() -> int:
             reasons[re.sub(r"'[^']*'|\S*\[\d+\]|\d+", "_", str(e))] += 1
             return
         counts["compared"] += 1
+        using.update(features(from_dict(doc)))
         if differ:
             counts["disagreed"] += 1
             found.append((differ, doc))
@@ -142,6 +152,7 @@ def main() -> int:
           f"disagreed ({time.perf_counter() - start:.0f} s, seed {args.seed})")
     for reason, n in reasons.most_common():
         print(f"  skipped {n}: {reason}")
+    print("  compared streams using: " + ", ".join(f"{name} {using[name]}" for name in FEATURES))
     if found:
         found.sort(key=lambda f: len(json.dumps(f[1])))
         with args.out.open("w") as out:

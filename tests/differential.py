@@ -2,10 +2,10 @@
 
 Shared by tests/test_reference.py (hypothesis, in the suite) and benchmarks/differential.py (long runs
 with many more examples). A stream of `streams()` has one host thread and 1-3 queues: dispatches (atomic
-bindings among them), barriers with random stage and access masks over whole buffers or byte-precise partial
-ranges, binary and timeline semaphores (a host-signalled timeline among them, waited before its signal), fences and
-their resets, host writes and reads of coherent and non-coherent memory with flushes and invalidates, an alias,
-idle waits and a destroy.
+bindings and bindings not accessed among them), barriers with random stage and access masks over whole buffers or
+byte-precise partial ranges, binary and timeline semaphores (a host-signalled timeline among them, waited before its
+signal), host waits and counter reads of timelines, fences and their resets, host writes and reads of coherent and
+non-coherent memory with flushes and invalidates, an alias, idle waits and a destroy.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from vkverify.check.engine import Checker
 from vkverify.check.schedule import Schedule
 from vkverify.check.walk import shared_timelines, signals
 from vkverify.model import from_dict, ir
+from vkverify.model.images import COMPRESSED, FORMATS, PLANES, block_extent
 from vkverify.model.refs import format_ref, parse_ref, split_ref
 from vkverify.mutations import analyze
 from vkverify.mutations import operators as o
@@ -39,8 +40,9 @@ ACCESSES = ["none", "indirect_command_read", "uniform_read", "shader_read", "sha
             "memory_write"]
 SEMAPHORE_STAGES = ["all_commands", "compute_shader", "copy", "transfer", "bottom_of_pipe", "top_of_pipe",
                     "draw_indirect"]
+# "n" and "wn": a binding bound and not accessed (access none: a shader that only queries it, corpus 208).
 SHADERS = {"w": ["write"], "r": ["read"], "rw": ["read", "write"], "x": ["read_write"], "a": ["atomic"],
-           "ar": ["atomic", "read"]}
+           "ar": ["atomic", "read"], "n": ["none"], "wn": ["write", "none"]}
 SIZE = 64
 HOST_VISIBLE = ("host_coherent", "host_cached")
 # Hypothesis settings of every differential test: reproducible draws; slow streams and assumed-away ones are fine.
@@ -129,8 +131,9 @@ def streams(draw) -> dict:
     submitted: list[str] = []
     destroyed = False
     for _ in range(draw(st.integers(2, 9))):
-        kind = draw(st.sampled_from(["submit"] * 4 + ["wait_fences", "reset_fences", "wait_semaphores",
-                                                      "signal_semaphore", "host", "host", "idle", "destroy"]))
+        kind = draw(st.sampled_from(["submit"] * 4 + ["wait_fences", "reset_fences", "wait_semaphores", "counter",
+                                                      "counter", "signal_semaphore", "host", "host", "idle",
+                                                      "destroy"]))
         if kind == "submit":
             q = draw(st.sampled_from(queues))
             cb = f"cb{len(command_buffers)}"
@@ -168,10 +171,9 @@ def streams(draw) -> dict:
             ops.append({"op": "wait_fences", "fences": [draw(st.sampled_from(submitted))]})
         elif kind == "reset_fences":
             ops.append({"op": "reset_fences", "fences": [draw(st.sampled_from(["F0", "F1"]))]})
-        elif kind == "wait_semaphores" and any(timeline.values()):
+        elif kind in ("wait_semaphores", "counter") and any(timeline.values()):
             t = draw(st.sampled_from([t for t, v in timeline.items() if v]))
-            ops.append({"op": "wait_semaphores", "waits": [{"semaphore": f"T{t}",
-                                                            "value": draw(st.integers(1, timeline[t]))}]})
+            ops.append(_host_wait(kind, f"T{t}", draw(st.integers(1, timeline[t]))))
         elif kind == "signal_semaphore":
             host_value += 1
             ops.append({"op": "signal_semaphore", "semaphore": "H", "value": host_value})
@@ -191,6 +193,14 @@ def streams(draw) -> dict:
             "buffers": buffers, "semaphores": semaphores, "fences": fences,
             "shaders": {k: {"bindings": v} for k, v in SHADERS.items()},
             "command_buffers": command_buffers, "threads": {"main": ops}}
+
+
+def _host_wait(kind: str, semaphore: str, value: int) -> dict:
+    """A host wait for `value` of a timeline: vkWaitSemaphores, or ("counter") a vkGetSemaphoreCounterValue that
+    read it, as a polling program's last read does (docs/format.md: a wait that returned at once)."""
+    if kind == "counter":
+        return {"op": "get_semaphore_counter_value", "semaphore": semaphore, "value": value}
+    return {"op": "wait_semaphores", "waits": [{"semaphore": semaphore, "value": value}]}
 
 
 @st.composite
@@ -274,11 +284,11 @@ def _thread_submit(draw, doc: dict, queue: str, waits: dict[str, int], signal: s
 def thread_streams(draw) -> dict:
     """A stream of two host threads in the patterns users write. A producer `up` uploads (host writes and
     flushes, a submit of copies, fills or dispatches on its queue) and signals timeline T, by its submits or by
-    vkSignalSemaphore, perhaps with fence F0 on one submit; a consumer `use` waits for it (a host wait on T, a
-    queue wait on T, F0 waited, an idle wait), or forgets to, then reads (host reads and invalidates, submits)
-    and signals U on the device or H from the host; then the producer may wait for U or H (on the host or the
-    device), or not, and write again. Each thread has its own queue, or the two share q0; byte-precise ranges
-    and memories as in `streams()`; a fence F1 and a destroy of the consumer's own."""
+    vkSignalSemaphore, perhaps with fence F0 on one submit; a consumer `use` waits for it (a host wait on T or a
+    counter read of T, a queue wait on T, F0 waited, an idle wait), or forgets to, then reads (host reads and
+    invalidates, submits) and signals U on the device or H from the host; then the producer may wait for U or H (on
+    the host, a counter read too, or the device), or not, and write again. Each thread has its own queue, or the two
+    share q0; byte-precise ranges and memories as in `streams()`; a fence F1 and a destroy of the consumer's own."""
     shared = draw(st.booleans())
     queues = ["q0", "q1", "q2"]
     memories = [draw(st.sampled_from(["device_local", "host_coherent", "host_cached"])) for _ in range(2)]
@@ -314,14 +324,16 @@ def thread_streams(draw) -> dict:
     fenced = any(o.get("fence") == "F0" for o in up)
     destroyed = False
     for _ in range(draw(st.integers(1, 4))):  # the consumer
-        kind = draw(st.sampled_from(["wait", "wait", "submit", "submit", "host", "host", "signal", "idle", "fence",
-                                     "destroy"]))
-        if kind == "wait" and (values["T"] or fenced):
+        kind = draw(st.sampled_from(["wait", "wait", "counter", "submit", "submit", "host", "host", "signal", "idle",
+                                     "fence", "destroy"]))
+        if kind == "counter" and values["T"]:  # a polling consumer's last read of T
+            use.append(_host_wait(kind, "T", draw(st.sampled_from([values["T"]]) | st.integers(1, values["T"]))))
+        elif kind == "wait" and (values["T"] or fenced):
             if fenced and (not values["T"] or draw(st.booleans())):
                 use.append({"op": "wait_fences", "fences": ["F0"]})
             else:
-                use.append({"op": "wait_semaphores", "waits": [
-                    {"semaphore": "T", "value": draw(st.sampled_from([values["T"]]) | st.integers(1, values["T"]))}]})
+                use.append(_host_wait("wait_semaphores", "T",
+                                      draw(st.sampled_from([values["T"]]) | st.integers(1, values["T"]))))
         elif kind == "submit":
             op = draw(_thread_submit(doc, own, {"T": values["T"]}, "U", values))
             if draw(st.integers(0, 3)) == 0:
@@ -345,8 +357,8 @@ def thread_streams(draw) -> dict:
         ready = sorted(k for k in ("U", "H") if values[k])
         if kind == "wait" and ready:
             sem = draw(st.sampled_from(ready))
-            up.append({"op": "wait_semaphores", "waits": [{"semaphore": sem,
-                                                               "value": draw(st.integers(1, values[sem]))}]})
+            up.append(_host_wait(draw(st.sampled_from(["wait_semaphores", "counter"])), sem,
+                                 draw(st.integers(1, values[sem]))))
         elif kind == "submit":
             up.append(draw(_thread_submit(doc, "q0", {"U": values["U"], "H": values["H"]}, "T", values)))
         elif kind == "host" and visible:
@@ -367,6 +379,8 @@ def variant_disagreements(doc: dict, **variant) -> list[str]:
 # The patterns issue 25 found the checker wrong on, which `streams()` rarely or never draws.
 PATTERNS = ("uniform", "chain", "signal_order", "host_barrier", "invalidate", "ownership", "host_after_submit")
 DEVICE_WRITES = {"dispatch": {"cmd": "dispatch", "shader": "w", "bindings": [{"buffer": "B"}]},
+                 # C bound beside B and not accessed: a write of B only (corpus 208)
+                 "dispatch_bound": {"cmd": "dispatch", "shader": "wn", "bindings": [{"buffer": "B"}, {"buffer": "C"}]},
                  "fill": {"cmd": "fill", "dst": "B", "value": 7},
                  "copy": {"cmd": "copy", "src": "S", "dst": "B"}}
 WRITE_STAGE = {"dispatch": "compute_shader", "fill": "clear", "copy": "copy"}
@@ -388,11 +402,12 @@ def _barrier(draw, src_stage: list[str] | None = None, dst_stage: list[str] | No
 
 
 def _access(draw, buffer: str = "B", uniform: bool = True) -> dict:
-    """A device access to `buffer`: a read (as a uniform buffer too), a write, a fill or a copy from it."""
-    kind = draw(st.sampled_from(["read", "write", "fill", "copy"] + ["uniform"] * uniform))
-    if kind in ("read", "write", "uniform"):
-        return {"cmd": "dispatch", "shader": "w" if kind == "write" else "r",
-                "bindings": [{"buffer": buffer, **({"access": "uniform"} if kind == "uniform" else {})}]}
+    """A device access to `buffer`: a read (as a uniform buffer too), a write, a fill or a copy from it; or a dispatch
+    that binds it and does not access it (access none)."""
+    kind = draw(st.sampled_from(["read", "write", "fill", "copy", "none"] + ["uniform"] * uniform))
+    if kind in ("read", "write", "uniform", "none"):
+        return {"cmd": "dispatch", "shader": {"write": "w", "none": "n"}.get(kind, "r"),
+                "bindings": [{"buffer": buffer, **({"access": kind} if kind in ("uniform", "none") else {})}]}
     return {"cmd": "fill", "dst": buffer, "value": 1} if kind == "fill" else \
         {"cmd": "copy", "src": buffer, "dst": "C"}
 
@@ -526,8 +541,8 @@ def _box(draw) -> dict:
 @st.composite
 def _image_command(draw) -> dict:
     """A command on images I and J as engines record them: uploads and readbacks of boxes, copies between the images,
-    clears, dispatches binding a storage image, and barriers (global, buffer, image: with drawn masks, subresource
-    ranges and layouts, a transition or not)."""
+    clears, dispatches binding a storage image (or binding it and not accessing it), and barriers (global, buffer,
+    image: with drawn masks, subresource ranges and layouts, a transition or not)."""
     kind = draw(st.sampled_from(["upload", "readback", "copy_image", "clear", "dispatch", "image_barrier",
                                  "image_barrier", "barrier"]))
     image = draw(st.sampled_from(["I", "J"]))
@@ -547,7 +562,7 @@ def _image_command(draw) -> dict:
     if kind == "clear":
         return {"cmd": "clear_color_image", "image": image, "ranges": [draw(_subresources())]}
     if kind == "dispatch":
-        return {"cmd": "dispatch", "shader": draw(st.sampled_from(["r", "w", "x"])),
+        return {"cmd": "dispatch", "shader": draw(st.sampled_from(["r", "w", "x", "n"])),
                 "bindings": [{"image": image, **draw(_subresources(single_level=True))}]}
     if kind == "barrier":
         return _barrier(draw, narrow=True, **({"buffers": [{"buffer": "B", **draw(_range())}]}
@@ -560,14 +575,16 @@ def _image_command(draw) -> dict:
 IMAGE_BARRIER_STAGES = CHAIN_STAGES + ["bottom_of_pipe", "top_of_pipe"]
 
 
-def _image_barrier(draw, image: str, src_stage: list[str] | None = None) -> dict:
-    """A barrier with one image barrier over a drawn subresource range of `image`, a layout transition or not."""
+def _image_barrier(draw, image: str, src_stage: list[str] | None = None, subresources: dict | None = None) -> dict:
+    """A barrier with one image barrier over a drawn subresource range of `image` (`subresources` where given), a
+    layout transition or not."""
     def stages() -> list[str]:  # often none: then only a scope that holds every transition orders it
         return [] if draw(st.integers(0, 2)) == 0 else draw(_masks(IMAGE_BARRIER_STAGES))
 
     old, new = draw(st.sampled_from(LAYOUTS)), draw(st.sampled_from(LAYOUTS[1:]))
+    subresources = draw(_subresources()) if subresources is None else subresources
     return _barrier(draw, src_stage if src_stage is not None else stages(), stages(), narrow=True,
-                    images=[{"image": image, **draw(_subresources()), "old_layout": old,
+                    images=[{"image": image, **subresources, "old_layout": old,
                              "new_layout": draw(st.sampled_from([old, new])) if old != "undefined" else new}])
 
 
@@ -604,6 +621,250 @@ def image_streams(draw) -> dict:
             "semaphores": [{"id": "T", "type": "timeline"}], "events": [{"id": "E"}],
             "shaders": {k: {"bindings": v} for k, v in SHADERS.items()},
             "command_buffers": cbs, "threads": {"main": ops}}
+
+
+# ---- image features: blits, sampled bindings, compressed, multi-planar and 2D-array-compatible 3D images ---------
+
+# The image P a stream of image_feature_streams centres on, by kind: its formats, extent, levels and layers. A
+# compressed P is a texture (12x8: partial blocks at its levels' edges for the wider ASTC blocks and at level 1); a
+# multi-planar P one video frame (one level, one layer: spec 34.1.1's usual limits); a 3D P a volume, mostly created
+# 2d_array_compatible (its image barriers' layers are depth slices, 7.7.3).
+FEATURE_IMAGES = {
+    "compressed": (["bc1_rgba_unorm_block", "bc4_snorm_block", "bc7_srgb_block", "astc_4x4_unorm_block",
+                    "astc_6x5_srgb_block", "astc_8x8_unorm_block"], (12, 8, 1), 2, 2),
+    "planar": (sorted(PLANES), (8, 4, 1), 1, 1),
+    "volume": (["r8g8b8a8_unorm"], (4, 4, 4), 2, 1),
+}
+# The uncompressed format of each texel block (or plane texel) size that copy_image pairs P with (spec 20.3:
+# size-compatible formats; one texel of it is one block of a compressed format): partner image K<size>.
+PARTNER_FORMATS = {1: "r8_unorm", 2: "r8g8_unorm", 4: "r8g8b8a8_unorm", 8: "r32g32_uint", 16: "r32g32b32a32_uint"}
+FEATURE_SHADERS = {"sw": ["sampled", "write"]}  # a combined image sampler read, an output buffer written
+
+
+def _planes(image: dict) -> list[tuple[tuple[int, int, int], int]]:
+    """Each plane's (extent, texel block bytes) of a generated image document (one but in a multi-planar format)."""
+    w, h, d = image["extent"]
+    return [((-(-w // dx), -(-h // dy), d), texel) for texel, (dx, dy) in
+            PLANES.get(image["format"], ((FORMATS[image["format"]], (1, 1)),))]
+
+
+def _level_blocks(image: dict, level: int, plane: int = 0) -> tuple[list[int], list[int]]:
+    """A level of a plane of a generated image: its extent in texels, and in texel blocks."""
+    bw, bh = block_extent(image["format"])
+    size = [max(1, x >> level) for x in _planes(image)[plane][0]]
+    return size, [-(-size[0] // bw), -(-size[1] // bh), size[2]]
+
+
+@st.composite
+def _texel_box(draw, image: dict, level: int, plane: int = 0) -> tuple[list[int], list[int]]:
+    """(offset, extent) of a box of texels in `level` of `image`'s `plane`: whole or drawn, on its texel blocks' grid
+    and ending on one or at the level's edge (spec 20.3's rules for a compressed image's boxes)."""
+    bw, bh = block_extent(image["format"])
+    size, blocks = _level_blocks(image, level, plane)
+    if draw(st.booleans()):
+        return [0, 0, 0], size
+    lo = [draw(st.integers(0, n - 1)) for n in blocks]
+    hi = [draw(st.integers(a + 1, n)) for a, n in zip(lo, blocks)]
+    offset = [lo[0] * bw, lo[1] * bh, lo[2]]
+    return offset, [min(hi[0] * bw, size[0]) - offset[0], min(hi[1] * bh, size[1]) - offset[1], hi[2] - lo[2]]
+
+
+def _corners(offset: list[int], extent: list[int], mirror: tuple[bool, bool]) -> list[list[int]]:
+    """A blit side's two corners of a box (VkImageBlit's offsets), in x and y swapped where `mirror` says."""
+    low, high = list(offset), [o + e for o, e in zip(offset, extent)]
+    for axis in (0, 1):
+        if mirror[axis]:
+            low[axis], high[axis] = high[axis], low[axis]
+    return [low, high]
+
+
+@st.composite
+def _blit(draw, images: dict[str, dict]) -> dict:
+    """vkCmdBlitImage as users record it: a mip chain's next level from the one before (level 0 to 1, whole, scaled
+    down), or a drawn box of one image to a drawn box of another, scaled and mirrored or not; nearest mostly, linear
+    now and then. Sources: I, J, a compressed or 3D P and K4; destinations never compressed (BLIT_DST), and a 3D
+    image's regions one layer (VUID-vkCmdBlitImage-srcImage-00240)."""
+    volume = images["P"]["extent"][2] > 1
+    sources = ["I", "J"] + (["P"] if images["P"]["format"] in COMPRESSED or volume else []) + \
+        (["K4"] if volume else [])
+    src = draw(st.sampled_from(sources))
+    three_d = images[src]["extent"][2] > 1
+    filter_ = {"filter": draw(st.sampled_from(["nearest", "nearest", "nearest", "linear"]))}
+    layers = images[src].get("array_layers", 1)
+    layer = draw(st.integers(0, layers - 1))
+    count = draw(st.integers(1, layers - layer))
+    if images[src]["format"] not in COMPRESSED and draw(st.booleans()):  # the next mip level of the same image
+        whole = [list(images[src]["extent"]), [max(1, x >> 1) for x in images[src]["extent"]]]
+        return {"cmd": "blit_image", "src": src, "dst": src, **filter_, "regions": [{
+            "src_mip_level": 0, "dst_mip_level": 1, "src_base_array_layer": layer, "dst_base_array_layer": layer,
+            "layer_count": count, "src_offsets": [[0, 0, 0], whole[0]], "dst_offsets": [[0, 0, 0], whole[1]]}]}
+    dst = draw(st.sampled_from([i for i in (["P", "K4"] if three_d else ["I", "J"]) if i != src]))
+    src_level, dst_level = draw(st.integers(0, 1)), draw(st.integers(0, 1))
+    mirror = (draw(st.booleans()), draw(st.booleans()))
+    dst_layer = draw(st.integers(0, images[dst].get("array_layers", 1) - count))
+    return {"cmd": "blit_image", "src": src, "dst": dst, **filter_, "regions": [{
+        "src_mip_level": src_level, "dst_mip_level": dst_level, "src_base_array_layer": layer,
+        "dst_base_array_layer": dst_layer, "layer_count": count,
+        "src_offsets": _corners(*draw(_texel_box(images[src], src_level)), (False, False)),
+        "dst_offsets": _corners(*draw(_texel_box(images[dst], dst_level)), mirror)}]}
+
+
+def _view(draw, image: dict) -> dict:
+    """A storage or sampled image view's subresources: one level, drawn layers (a 3D image's one layer)."""
+    if image["extent"][2] > 1:
+        return {"base_mip_level": draw(st.integers(0, image["mip_levels"] - 1)), "level_count": 1}
+    return draw(_subresources(single_level=True))
+
+
+def _barrier_range(draw, image: dict) -> dict:
+    """An image barrier's subresources of a generated image: depth slices of a 2d_array_compatible one (past a level's
+    depth none, 7.7.3), a level of a 3D one, a drawn range of one of two levels and two layers, else the whole."""
+    if image.get("create_flags"):  # valid usage: the base level's slices, a subset of one level (maintenance9)
+        level = draw(st.integers(0, image["mip_levels"] - 1))
+        depth = max(1, image["extent"][2] >> level)
+        first = draw(st.integers(0, depth - 1))
+        out = {"base_mip_level": level, "base_array_layer": first}
+        if draw(st.booleans()):
+            out["layer_count"] = draw(st.integers(1, depth - first))
+        if first or "layer_count" in out or draw(st.booleans()):
+            out["level_count"] = 1
+        return out
+    if image["mip_levels"] == 2 and image.get("array_layers", 1) == 2:
+        return draw(_subresources())
+    if image["mip_levels"] == 2 and draw(st.booleans()):
+        return {"base_mip_level": draw(st.integers(0, 1)), "level_count": 1}
+    return {}
+
+
+@st.composite
+def _p_command(draw, images: dict[str, dict], kind: str | None = None) -> dict:
+    """A command on P or its partners K<size> (of `kind` where given: then a barrier's is P's): a copy_image between
+    P (a plane of it) and the partner of its block's or plane's size, either way (or between two planes of one size),
+    an upload to or readback of P (not multi-planar) or a partner, a clear or a storage image dispatch of a 3D P, or
+    an image barrier over P's subresources (a 3D 2d_array_compatible P's depth slices)."""
+    p = images["P"]
+    planar, volume = p["format"] in PLANES, p["extent"][2] > 1
+    given = kind is not None
+    kind = kind or draw(st.sampled_from(["copy_image", "copy_image", "upload", "readback", "barrier", "barrier"] +
+                                        ["clear", "dispatch"] * volume))
+    if kind == "barrier":
+        image = "P" if given else draw(st.sampled_from(["P", "P", "P"] + sorted(set(images) - {"I", "J", "P"})))
+        return _image_barrier(draw, image, subresources=_barrier_range(draw, images[image]))
+    if kind == "clear":
+        return {"cmd": "clear_color_image", "image": "P", "ranges": [
+            {"base_mip_level": draw(st.integers(0, 1)), **({"level_count": 1} if draw(st.booleans()) else {})}]}
+    if kind == "dispatch":
+        return {"cmd": "dispatch", "shader": draw(st.sampled_from(["r", "w", "x"])),
+                "bindings": [{"image": "P", **_view(draw, p)}]}
+    if kind in ("upload", "readback"):
+        image = draw(st.sampled_from([i for i in sorted(images) if i not in ("I", "J") and (i != "P" or not planar)]))
+        level = draw(st.integers(0, images[image]["mip_levels"] - 1))
+        offset, extent = draw(_texel_box(images[image], level))
+        layers = images[image].get("array_layers", 1)
+        layer = draw(st.integers(0, layers - 1))
+        region = {"mip_level": level, "base_array_layer": layer, "layer_count": draw(st.integers(1, layers - layer)),
+                  "image_offset": offset, "image_extent": extent}
+        return {"cmd": "copy_buffer_to_image", "src": "S", "dst": image, "regions": [region]} if kind == "upload" \
+            else {"cmd": "copy_image_to_buffer", "src": image, "dst": "B", "regions": [region]}
+    plane = draw(st.integers(0, len(_planes(p)) - 1))
+    texel = _planes(p)[plane][1]
+    twins = [k for k, (_, t) in enumerate(_planes(p)) if t == texel and k != plane]
+    other, other_plane = ("P", draw(st.sampled_from(twins))) if twins and draw(st.integers(0, 2)) == 0 else \
+        (f"K{texel}", 0)
+    level = draw(st.integers(0, p["mip_levels"] - 1))
+    sides = [("P", plane, level), (other, other_plane, level)]
+    if draw(st.booleans()):
+        sides.reverse()
+    (src, src_plane, src_level), (dst, dst_plane, dst_level) = sides
+    (src_size, src_blocks), (_, dst_blocks) = (_level_blocks(images[i], level, plane) for i, plane, level in (
+        (src, src_plane, src_level), (dst, dst_plane, dst_level)))
+    count = [draw(st.integers(1, min(a, b))) for a, b in zip(src_blocks, dst_blocks)]  # blocks (or texels) copied
+    at, to = ([draw(st.integers(0, n - k)) for n, k in zip(blocks, count)] for blocks in (src_blocks, dst_blocks))
+    (bw, bh), (dw, dh) = block_extent(images[src]["format"]), block_extent(images[dst]["format"])
+    offset = [at[0] * bw, at[1] * bh, at[2]]
+    # The extent is the source's texels, ending at its level's edge where the last block is partial (spec 20.3).
+    extent = [min((at[0] + count[0]) * bw, src_size[0]) - offset[0],
+              min((at[1] + count[1]) * bh, src_size[1]) - offset[1], count[2]]
+    layers = min(images[src].get("array_layers", 1), images[dst].get("array_layers", 1))
+    return {"cmd": "copy_image", "src": src, "dst": dst, "regions": [{
+        "src_mip_level": src_level, "dst_mip_level": dst_level, "src_base_array_layer": 0, "dst_base_array_layer": 0,
+        "layer_count": draw(st.integers(1, layers)), "src_offset": offset,
+        "dst_offset": [to[0] * dw, to[1] * dh, to[2]], "extent": extent,
+        **({"src_plane": src_plane} if src_plane else {}), **({"dst_plane": dst_plane} if dst_plane else {})}]}
+
+
+@st.composite
+def _feature_command(draw, images: dict[str, dict]) -> dict:
+    """A blit (_blit), a dispatch that samples an image (of I, J, a compressed or 3D P) and writes B, or binds one and
+    does not access it, or a command on P (_p_command)."""
+    kind = draw(st.sampled_from(["blit", "blit", "sampled", "sampled", "p", "p", "p"]))
+    if kind == "blit":
+        return draw(_blit(images))
+    if kind == "p":
+        return draw(_p_command(images))
+    image = draw(st.sampled_from(["I", "J"] + ["P"] * (images["P"]["format"] not in PLANES)))
+    view = {"image": image, **_view(draw, images[image])}
+    if draw(st.integers(0, 3)) == 0:
+        return {"cmd": "dispatch", "shader": "n", "bindings": [view]}
+    return {"cmd": "dispatch", "shader": "sw", "bindings": [view, {"buffer": "B", **draw(_range(SIZE * 4))}]}
+
+
+@st.composite
+def image_feature_streams(draw) -> dict:
+    """A stream of `image_streams()` with an image P of one kind of FEATURE_IMAGES (block-compressed, multi-planar,
+    3D), the partner images K<size> copy_image pairs it with, and at drawn places of each command buffer a command
+    on P (_p_command) and 1-3 more (_feature_command): blits, sampled and unaccessed image bindings, copies of blocks
+    and planes, uploads and readbacks, clears, storage dispatches and image barriers of P (of depth slices where P
+    is 2d_array_compatible)."""
+    doc = draw(image_streams())
+    # Hypothesis leans to the first choice: these weights give each kind about a third of the streams.
+    kind = draw(st.sampled_from(["planar", "volume", "compressed", "compressed"]))
+    formats, extent, levels, layers = FEATURE_IMAGES[kind]
+    memory = {"memory": draw(st.sampled_from(["device_local", "host_coherent"]))}
+    p = {"id": "P", "extent": list(extent), "format": draw(st.sampled_from(formats)), "mip_levels": levels,
+         "array_layers": layers, **memory}
+    if kind == "volume" and draw(st.integers(0, 4)):
+        p["create_flags"] = ["2d_array_compatible"]
+    images = {i["id"]: {**i, "extent": (i["extent"] + [1, 1])[:3]} for i in doc["images"]}  # width, height, depth
+    images["P"] = p
+    bw, bh = block_extent(p["format"])
+    for size in sorted({texel for _, texel in _planes(p)}):
+        images[f"K{size}"] = {"id": f"K{size}", "extent": [-(-extent[0] // bw), -(-extent[1] // bh), extent[2]],
+                              "format": PARTNER_FORMATS[size], "mip_levels": levels, "array_layers": layers, **memory}
+    # Each command buffer has a command of what P's kind is for (a plane's copy, a barrier of slices, a copy of
+    # blocks or an upload), and 1-3 more.
+    signature = {"planar": st.just("copy_image"), "volume": st.just("barrier"),
+                 "compressed": st.sampled_from(["copy_image", "upload"])}[kind]
+    cbs = {}
+    for name, cb in doc["command_buffers"].items():
+        cb = list(cb)
+        cb.insert(draw(st.integers(0, len(cb))), draw(_p_command(images, draw(signature))))
+        for _ in range(draw(st.integers(1, 3))):
+            cb.insert(draw(st.integers(0, len(cb))), draw(_feature_command(images)))
+        cbs[name] = cb
+    return {**doc, "name": "image-features", "images": list(images.values()), "command_buffers": cbs,
+            "shaders": {**doc["shaders"], **{k: {"bindings": v} for k, v in FEATURE_SHADERS.items()}}}
+
+
+def features(stream: ir.Stream) -> set[str]:
+    """The features of issue 25's second round that `stream` uses (FEATURES), so that a run can count the streams
+    that include each and a test can see that the generators still draw it."""
+    commands = [c for cb in stream.command_buffers for c in cb.commands]
+    bindings = [b.access for c in commands if isinstance(c, ir.Dispatch) for b in c.bindings]
+    sliced = {i.id for i in stream.images if i.slices_are_layers}
+    planar = {i.id for i in stream.images if i.format in PLANES}
+    found = {
+        "counter_read": any(isinstance(op, ir.GetSemaphoreCounterValue) for t in stream.threads for op in t.ops),
+        "none_binding": "none" in bindings, "sampled_binding": "sampled" in bindings,
+        "blit": any(isinstance(c, ir.BlitImage) for c in commands),
+        "compressed": any(i.format in COMPRESSED for i in stream.images),
+        "plane_copy": any(isinstance(c, ir.CopyImage) and {c.src, c.dst} & planar for c in commands),
+        "slice_barrier": any(isinstance(c, ir.Barrier) and any(ib.image in sliced for ib in c.images)
+                             for c in commands)}
+    return {name for name, present in found.items() if present}
+
+
+FEATURES = ("counter_read", "none_binding", "sampled_binding", "blit", "compressed", "plane_copy", "slice_barrier")
 
 
 # ---- events (spec 7.5) ---------------------------------------------------------------------------------

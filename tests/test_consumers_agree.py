@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import given, settings
 
 from vkverify.check import check
@@ -17,7 +18,8 @@ from vkverify.check.hb import Model
 from vkverify.model import from_dict
 
 from .differential import (SETTINGS, assert_agree, consumer_disagreements, event_streams, explain_disagreements,
-                           marker_streams, pattern_streams, resubmitting_streams, streams)
+                           image_feature_streams, image_streams, marker_streams, pattern_streams, resubmitting_streams,
+                           streams, thread_streams)
 from .test_semaphores import timeline_streams
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_CONSUMER_EXAMPLES", "1000"))
@@ -59,6 +61,47 @@ def test_explain_and_mutations_agree_on_events(doc):
 @given(marker_streams())
 def test_explain_and_mutations_agree_on_buffer_markers_and_query_results(doc):
     assert_agree(doc, consumer_disagreements)
+
+
+@settings(max_examples=EXAMPLES_RUN // 8, **SETTINGS)
+@given(image_streams() | image_feature_streams())
+def test_explain_and_mutations_agree_on_images(doc):
+    """Image commands and barriers (layout transitions), blits, sampled bindings, compressed, multi-planar and 3D
+    images (benchmarks/differential.py --mode consumers --images, --image-features run many more)."""
+    assert_agree(doc, consumer_disagreements)
+
+
+@settings(max_examples=EXAMPLES_RUN // 4, **SETTINGS)
+@given(thread_streams())
+def test_explain_agrees_with_the_checker_on_a_producer_and_a_consumer_thread(doc):
+    """Two host threads, host waits and counter reads among them: explain's verdict on every pair the checker
+    compares is the checker's (benchmarks/differential.py --mode explain --threads runs many more)."""
+    assert_agree(doc, explain_disagreements)
+
+
+# Drawn by thread_streams (benchmarks/differential.py --mode explain --threads --examples 3000, seed 0: 1 of 2644)
+# and cut down: thread up submits cb0 (reads B0) to q0; thread use submits to q0 cb1 (a barrier from all_commands to
+# host), cb2 (a barrier from host to copy; the two chain through host), cb3 (a copy writes B0). Submitted after cb1,
+# cb0 is in no barrier's first scope: the checker reports the WAR of that submission order (docs/format.md, "Several
+# host threads"); explain reads the order the stream lists, up first, where the chain orders it. Known, not fixed here.
+SHARED_QUEUE_CHAIN = {
+    "format": "vkverify-stream/1", "name": "two-threads-one-queue-chain-through-host",
+    "buffers": [{"id": "B0", "size": 64}, {"id": "B1", "size": 64}],
+    "shaders": {"rw": {"bindings": ["read", "write"]}},
+    "command_buffers": {
+        "cb0": [{"cmd": "dispatch", "shader": "rw", "bindings": [{"buffer": "B0"}, {"buffer": "B1"}]}],
+        "cb1": [{"cmd": "barrier", "src_stage": ["all_commands"], "src_access": [], "dst_stage": ["host"],
+                 "dst_access": []}],
+        "cb2": [{"cmd": "barrier", "src_stage": ["host"], "src_access": [], "dst_stage": ["copy"], "dst_access": []}],
+        "cb3": [{"cmd": "copy", "src": "B1", "dst": "B0"}]},
+    "threads": {"up": [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"]}],
+                "use": [{"op": "submit", "queue": "q0", "command_buffers": [cb]} for cb in ("cb1", "cb2", "cb3")]}}
+
+
+@pytest.mark.xfail(strict=True, reason="explain reads one submission order of threads that share a queue")
+def test_explain_reads_every_submission_order_of_threads_sharing_a_queue():
+    assert ("war", "cb0[0]", "cb3[0]") in {(f.kind, f.first, f.second) for f in check(from_dict(SHARED_QUEUE_CHAIN))}
+    assert not explain_disagreements(SHARED_QUEUE_CHAIN)
 
 
 # cb0 writes B0's bytes [1, 29) through an alias; cb1, submitted three times after it on q1, adds to B0's bytes

@@ -21,7 +21,8 @@ from vkverify.model import from_dict, load
 
 from .conftest import CORPUS, EXAMPLES
 from .differential import (SETTINGS, assert_agree, batched_streams, completes, disagreements, event_streams,
-                           fix_disagreements, image_streams, marker_streams, pattern_streams, streams, thread_streams)
+                           fix_disagreements, image_feature_streams, image_streams, marker_streams, pattern_streams,
+                           streams, thread_streams)
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
 
@@ -265,6 +266,46 @@ def test_fast_checker_agrees_with_the_reference_on_images(doc):
     subresource ranges and layout transitions (benchmarks/differential.py --images runs many more)."""
     assert_agree(doc, disagreements)
     assert_agree(doc, fix_disagreements)
+
+
+@settings(max_examples=EXAMPLES_RUN // 2, **SETTINGS)
+@given(image_feature_streams())
+def test_fast_checker_agrees_with_the_reference_on_blits_sampled_bindings_and_compressed_planar_and_3d_images(doc):
+    """image_streams with blits, sampled and unaccessed image bindings, and a block-compressed, multi-planar or 3D
+    (2d_array_compatible: barriers of depth slices) image's copies, uploads, clears and barriers
+    (benchmarks/differential.py --image-features runs many more)."""
+    assert_agree(doc, disagreements)
+    assert_agree(doc, fix_disagreements)
+
+
+# Drawn by image_feature_streams (benchmarks/differential.py --image-features --examples 5000, seed 0: 3 of 5000) and
+# cut down: a read of J; a barrier from all_commands to clear with a transition of J (T1); a barrier from none with
+# another transition of J (T2, undefined -> general) to all_commands; an upload to J. T1 happens after the read; T2
+# only after T1, by 7.7.4's order of transitions, of which "an application must not rely on ordering of image layout
+# transitions to influence ordering of other commands": the read and T2, and the read and the upload, are WARs (the
+# reference). The checker recorded T1 as J's latest write, dropping the read, and compares T2 and the upload with T1
+# only, so it reports neither. Known, not fixed here.
+TWO_TRANSITIONS = {
+    "format": "vkverify-stream/1", "name": "read-then-two-transitions-then-write",
+    "buffers": [{"id": "S", "size": 256, "memory": "host_coherent"}],
+    "images": [{"id": "J", "extent": [8, 4], "format": "r8g8b8a8_unorm"}],
+    "shaders": {"r": {"bindings": ["read"]}},
+    "command_buffers": {"cb0": [
+        {"cmd": "dispatch", "shader": "r", "bindings": [{"image": "J"}]},
+        {"cmd": "barrier", "src_stage": ["all_commands"], "src_access": [], "dst_stage": ["clear"], "dst_access": [],
+         "images": [{"image": "J", "old_layout": "general", "new_layout": "transfer_dst_optimal"}]},
+        {"cmd": "barrier", "src_stage": [], "src_access": [], "dst_stage": ["all_commands"],
+         "dst_access": ["transfer_write"],
+         "images": [{"image": "J", "old_layout": "undefined", "new_layout": "general"}]},
+        {"cmd": "copy_buffer_to_image", "src": "S", "dst": "J", "regions": [{"image_extent": [8, 4]}]}]},
+    "threads": {"main": [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"]}, {"op": "device_wait_idle"}]}}
+
+
+@pytest.mark.xfail(strict=True, reason="the checker lets an earlier transition of its queue hide the reads before it")
+def test_a_transition_ordered_only_after_another_transition_is_not_ordered_after_the_reads_before_it():
+    assert {(h.kind, h.first, h.second) for h in Reference(from_dict(TWO_TRANSITIONS)).verdict().hazards} >= \
+        {("war", "cb0[0]", "cb0[2]"), ("war", "cb0[0]", "cb0[3]")}
+    assert not disagreements(TWO_TRANSITIONS)
 
 
 # ---- events (spec 7.5) ----------------------------------------------------------------------------------------

@@ -659,6 +659,16 @@ def test_a_2d_array_compatible_3d_image_s_barrier_layers_are_its_slices():
     doc["command_buffers"]["cb0"][0]["images"][0].update(level_count=1, base_array_layer=1, layer_count=1)
     stream = from_dict(doc)
     assert stream.command_buffers[0].commands[0].images[0].ranges == ((1024, 2048),)
+    # A subset of slices is of the base level's (level 1 of 16x16x2 has one, of 16x16x4 two), and of one level
+    # (maintenance9's VUIDs).
+    for depth, wrong, vuid in ((2, {"base_mip_level": 1}, "10798"),
+                               (4, {"base_mip_level": 1, "base_array_layer": 0, "layer_count": 3}, "10800"),
+                               (2, {"base_array_layer": 0, "level_count": 2}, "10799")):
+        bad = json.loads(json.dumps(doc))
+        bad["images"][0]["extent"][2] = depth
+        bad["command_buffers"]["cb0"][0]["images"][0].update(wrong)
+        with pytest.raises(InvalidStream, match=f"maintenance9-{vuid}"):
+            from_dict(bad)
     doc["images"][0]["extent"] = [16, 16]
     with pytest.raises(InvalidStream, match="VUID-VkImageCreateInfo-flags-00950"):
         from_dict(doc)

@@ -636,7 +636,24 @@ class _Builder:
             self.error(path, f"levels [{r.base_mip_level}, {r.base_mip_level + r.level_count}) and layers "
                              f"[{r.base_array_layer}, {r.base_array_layer + r.layer_count}) are not within "
                              f"{image.id!r} ({levels} levels, {layers} layers)")
+        elif image is not None and slices and image.slices_are_layers:
+            self.slices(path, image, r)
         return r
+
+    def slices(self, path: tuple, image: ir.Image, r: ir.Subresources) -> None:
+        """An image barrier's depth slices of a 2d_array_compatible 3D image are its base level's, and a subset of
+        them (not every slice from 0 on) is of one level (VUID-VkImageMemoryBarrier2-maintenance9-10798, -10799,
+        -10800). Slices up to the full depth are VK_REMAINING_ARRAY_LAYERS, as the model keeps an omitted count."""
+        remaining = r.base_array_layer + r.layer_count == image.extent[2]
+        depth = level_extent(image.extent, r.base_mip_level)[2]
+        slices = f"slices [{r.base_array_layer}, {r.base_array_layer + r.layer_count}) of {image.id!r}"
+        if r.base_array_layer >= depth or not remaining and r.base_array_layer + r.layer_count > depth:
+            vuid = 10798 if r.base_array_layer >= depth else 10800
+            self.error(path, f"{slices} are not within mip level {r.base_mip_level}'s depth {depth} "
+                             f"(VUID-VkImageMemoryBarrier2-maintenance9-{vuid})")
+        elif (r.base_array_layer or not remaining) and r.level_count != 1:
+            self.error(path, f"{slices} over {r.level_count} mip levels: a subset of slices is of one level "
+                             "(VUID-VkImageMemoryBarrier2-maintenance9-10799)")
 
     def single_plane(self, path: tuple, image: ir.Image | None) -> None:
         """Only copy_image and barriers take a multi-planar image (a plane's region of a copy; every plane)."""
