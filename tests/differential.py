@@ -886,6 +886,25 @@ def disagreements(doc: dict, readings: Readings = DEFAULT) -> list[str]:
     misuse = {f.ops[-1] for f in findings if f.kind == "fence_misuse"}
     if misuse != verdict.fence_misuse:
         out.append(f"fence_misuse at {sorted(misuse)}, the reference at {sorted(verdict.fence_misuse)}")
+    return out + event_race_disagreements(findings, oracles, verdict)
+
+
+def event_race_disagreements(findings, oracles: list[Reference], verdict) -> list[str]:
+    """How the checker's event_race findings differ from the reference's (Verdict.event_races), as unordered pairs
+    (which of two racing operations the schedule ran first is its choice). The checker compares a set or reset with
+    the operations no later one stands for (engine.Checker.event_operation): a pair it leaves out is reported as
+    the pair of a later operation the first happens-before and the same second (or the other way round)."""
+    fast = {(f.buffer, frozenset((f.first, f.second))) for f in findings if f.kind == "event_race"}
+    reference = {(event, frozenset((a, b))) for event, a, b in verdict.event_races}
+    out = [f"false event_race: {event} {' / '.join(sorted(pair))} (the reference orders it)"
+           for event, pair in sorted(fast - reference, key=str)]
+    for event, pair in sorted(reference - fast, key=str):
+        a, b = sorted(pair)
+        stands = any(e == event and side in other and any(
+            o.event_hb(kept, c) for o in oracles for c in other - {side})
+            for e, other in fast for kept, side in ((a, b), (b, a)))
+        if not stands:
+            out.append(f"missed: event_race {event} {a} / {b}")
     return out
 
 

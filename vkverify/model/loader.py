@@ -1099,7 +1099,10 @@ class _Builder:
         for j, ref in enumerate(f.get("ops", [])):
             if resolve_ref(stream, ref) is None:
                 self.error(path + ("ops", j), f"no operation {ref!r} in this stream")
-        if f.get("buffer") is not None and f["buffer"] not in stream.index.buffers:
+        if f.get("kind") == "event_race":  # its `buffer` names the event whose state races (docs/format.md)
+            if f.get("buffer") is not None and f["buffer"] not in stream.index.events:
+                self.error(path + ("buffer",), f"unknown event {f['buffer']!r}")
+        elif f.get("buffer") is not None and f["buffer"] not in stream.index.buffers:
             self.error(path + ("buffer",), f"unknown buffer {f['buffer']!r}")
         return ir.ExpectedFinding(f["kind"], f.get("buffer"), f.get("first"), f.get("second"),
                                   tuple(f["ops"]) if "ops" in f else None,
