@@ -1098,7 +1098,22 @@ def consumer_disagreements(doc: dict, mutants: int = 3) -> list[str]:
         elif said != c.ordered:
             out.append(f"explain says {_ordered_text(said)}, the reference {_ordered_text(c.ordered)}: {what}")
     return out + _explain_checker_disagreements(stream, analysis, explained) + \
-        _mutation_disagreements(stream, analysis, mutants)
+        _mutation_disagreements(stream, analysis, mutants) + event_explain_disagreements(stream)
+
+
+def event_explain_disagreements(stream: ir.Stream, most: int = 6) -> list[str]:
+    """How `explain` of two sets or resets of one event differs from the reference's ordering of their event
+    operations (Reference.event_hb), for the first `most` pairs (each, in stream order, not two resets)."""
+    oracle = Reference(stream)
+    pairs = [(a[0].ref, b[0].ref) for ops in oracle.event_operations.values() for i, a in enumerate(ops)
+             for b in ops[i + 1:] if a[1] or b[1]]
+    out = []
+    for a, b in pairs[:most]:
+        said, truth = explain(stream, a, b).ordered, oracle.event_hb(a, b)
+        if said != truth:
+            out.append(f"explain says {_ordered_text(said)}, the reference {_ordered_text(truth)}: event operations "
+                       f"{a} -> {b}")
+    return out
 
 
 def explain_disagreements(doc: dict) -> list[str]:

@@ -27,7 +27,7 @@ from . import fixes
 from .access import Access
 from .access_state import AccessState
 from .agents import EPOCHS, Clock, QueueAgent, ThreadAgent, join, join_all
-from .barriers import BarrierEntry, Steps, barrier_steps
+from .barriers import EVENT_OPERATION, BarrierEntry, Steps, barrier_steps
 from .events import EventStates, event_entries, event_stage, operation_memory, operation_scope, races
 from .findings import ACCESS_KINDS, Findings
 from .readings import DEFAULT, Readings
@@ -36,8 +36,6 @@ from .rules import makes_host_writes_available, transfers_ownership
 from .scopes import EARLIER_EVENT_OPERATIONS, HOST
 
 __all__ = ["Checker"]
-
-EVENT_OPERATION = "event_operation"  # the stage an event_race finding names a device set's or reset's operation at
 
 _NO_ACCESS = frozenset({*ir.SYNC_COMMANDS, ir.ExecuteCommands})  # steps run by run_barrier (exact types: no subclass)
 _NOT_REPLAYED = (*ir.EVENT_COMMANDS, ir.ExecuteCommands)
