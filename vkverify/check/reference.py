@@ -72,7 +72,8 @@ from ..model.refs import format_ref
 from ..model.stages import ACCESS, COMMAND_STAGES, EXECUTING_STAGES, STAGE
 from .readings import DEFAULT, Readings
 
-__all__ = ["OutsideReference", "Reference", "access_pairs", "first_scope", "joined", "references", "second_scope",
+__all__ = ["OPERATION_AWAITED", "OPERATION_DONE", "OutsideReference", "Reference", "access_pairs", "first_scope",
+           "joined", "references", "second_scope",
            "signal_scope", "submission_orders", "verdict"]
 
 _COHERENT = ("host_coherent", "device_host_visible")
@@ -185,9 +186,9 @@ def _named(mask: frozenset[str], table: dict) -> frozenset[str]:
 _ALL_OPERATIONS = frozenset({LAYOUT_TRANSITION})
 # 7.5: vkCmdSetEvent(2) and vkCmdResetEvent(2) define an event signal or unsignal operation, "the second
 # synchronization scope" of the command, at no stage: an operation of all commands too. Its node's second scope is
-# _OPERATION_DONE, which only a first scope of every operation holds; its first scope holds _OPERATION_AWAITED, which
+# OPERATION_DONE, which only a first scope of every operation holds; its first scope holds OPERATION_AWAITED, which
 # only a second scope of every operation holds (two names, so that two event operations do not chain directly).
-_OPERATION_DONE, _OPERATION_AWAITED = "an event operation", "a later event operation"
+OPERATION_DONE, OPERATION_AWAITED = "an event operation", "a later event operation"
 
 
 def first_scope(src_stage: frozenset[str]) -> frozenset[str]:
@@ -195,7 +196,7 @@ def first_scope(src_stage: frozenset[str]) -> frozenset[str]:
     commands execute at (top_of_pipe alone: none); with bottom_of_pipe (all_commands) every operation."""
     named = _named(src_stage, STAGE)
     return frozenset(s for s in EXECUTING_STAGES if any(s == t or s in STAGE[t].earlier for t in named)) | \
-        (_ALL_OPERATIONS | {_OPERATION_DONE} if "bottom_of_pipe" in named else frozenset())
+        (_ALL_OPERATIONS | {OPERATION_DONE} if "bottom_of_pipe" in named else frozenset())
 
 
 def second_scope(dst_stage: frozenset[str]) -> frozenset[str]:
@@ -203,7 +204,7 @@ def second_scope(dst_stage: frozenset[str]) -> frozenset[str]:
     (bottom_of_pipe alone: none); with top_of_pipe (all_commands) every operation."""
     named = _named(dst_stage, STAGE)
     return frozenset(s for s in EXECUTING_STAGES if any(s == t or t in STAGE[s].earlier for t in named)) | \
-        (_ALL_OPERATIONS | {_OPERATION_AWAITED} if "top_of_pipe" in named else frozenset())
+        (_ALL_OPERATIONS | {OPERATION_AWAITED} if "top_of_pipe" in named else frozenset())
 
 
 def access_pairs(stage: frozenset[str], access: frozenset[str]) -> frozenset[tuple[str, str]]:
@@ -458,7 +459,7 @@ class Reference:
 
     def _fence_node(self, queue: str, ref: str, batch: int | None) -> Operation:
         """A fence signal after the batch number `batch` (None: the queue's first) ends."""
-        n = self._node("fence", queue, first=COMMAND_STAGES | _HOST_STAGE | _ALL_OPERATIONS | {_OPERATION_DONE},
+        n = self._node("fence", queue, first=COMMAND_STAGES | _HOST_STAGE | _ALL_OPERATIONS | {OPERATION_DONE},
                        batch=next(self.batches),
                        ref=ref)
         self._after(self._when(n), None if batch is None else ("end", batch))
@@ -500,7 +501,7 @@ class Reference:
         q = op.queue
         thread = h.agent
         # 7.9 host write ordering: the submission orders earlier host operations before its commands.
-        sub = self._node("submission", q, second=COMMAND_STAGES | _ALL_OPERATIONS | {_OPERATION_AWAITED}, ref=h.ref)
+        sub = self._node("submission", q, second=COMMAND_STAGES | _ALL_OPERATIONS | {OPERATION_AWAITED}, ref=h.ref)
         h.after.append(sub)
         for bi, batch in enumerate(op.batches or (ir.Batch(),)):
             number = next(self.batches)
@@ -600,8 +601,8 @@ class Reference:
         # The event signal or unsignal operation itself: "The first synchronization scope includes all commands that
         # occur earlier in submission order ... limited to operations on the pipeline stages determined by" the
         # stage mask (vkCmdSetEvent2's: "the union of all the memory dependencies"), the operation "the second".
-        operation = self._node("operation", q, first=first_scope(cmd.stage) | {_OPERATION_AWAITED},
-                               second=frozenset({_OPERATION_DONE}), ref=ref)
+        operation = self._node("operation", q, first=first_scope(cmd.stage) | {OPERATION_AWAITED},
+                               second=frozenset({OPERATION_DONE}), ref=ref)
         if isinstance(cmd, ir.ResetEvent):
             # vkCmdResetEvent: "an event unsignal operation which resets the event to the unsignaled state".
             self.event_operations.setdefault(cmd.event, []).append((operation, None))
