@@ -2,7 +2,7 @@
 
     python benchmarks/differential.py --examples 5000 [--seed 7] [--out disagreements.jsonl]
         [--resubmit | --timelines | --batched | --threads | --patterns | --images | --image-features | --events
-         | --markers]
+         | --markers | --imported]
         [--mode reference|consumers|explain|fixes|incremental|replay|quick|witness|sim]
         [--reading NAME=VALUE ...]
 
@@ -37,7 +37,9 @@ the checker wrong on, with drawn stages and masks (pattern_streams); --images: i
 clears, storage image dispatches and image barriers with layout transitions (image_streams); --image-features: those
 with blits, sampled and unaccessed bindings, and a block-compressed, multi-planar or 3D (2d_array_compatible) image's
 copies, uploads, clears, dispatches and barriers inserted (image_feature_streams); --events: sets and
-waits of events as users write them (event_streams); --markers: buffer marker writes and query result copies among
+waits of events as users write them (event_streams); --imported: thread_streams with waits and signals through a
+semaphore importing a timeline's payload, compared with the stream naming the timeline and with the reference
+(imported_semaphore_streams); --markers: buffer marker writes and query result copies among
 accesses to the same words (marker_streams). consumers and fixes read a stream of several threads where its
 submission order is the only one (Reference), and skip it otherwise.
 """
@@ -59,8 +61,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.differential import (FEATURES, batched_streams, completes, consumer_disagreements, disagreements,
                                 event_streams, explain_disagreements, features, fix_disagreements,
-                                image_feature_streams, image_streams, marker_streams, pattern_streams,
-                                resubmitting_streams, streams, thread_streams, variant_disagreements)
+                                image_feature_streams, image_streams, imported_semaphore_disagreements,
+                                imported_semaphore_streams, marker_streams, pattern_streams, resubmitting_streams,
+                                streams, thread_streams, variant_disagreements)
 from tests.test_incremental import incremental_disagreements
 from tests.test_semaphores import timeline_streams
 from tests.test_sim_properties import sim_doc_disagreements
@@ -98,6 +101,9 @@ def main() -> int:
     generator.add_argument("--events", action="store_true", help="sets and waits of events (event_streams)")
     generator.add_argument("--markers", action="store_true",
                            help="buffer markers and query result copies (marker_streams)")
+    generator.add_argument("--imported", action="store_true",
+                           help="thread_streams with a semaphore importing a timeline's payload "
+                                "(imported_semaphore_streams; --mode reference only)")
     ap.add_argument("--reading", action="append", default=[], metavar="NAME=VALUE",
                     help="a reading of what the spec leaves open (--mode reference)")
     args = ap.parse_args()
@@ -111,8 +117,12 @@ def main() -> int:
         ap.error("--reading applies to --mode reference")
     if (args.timelines or args.threads) and args.mode == "incremental":
         ap.error("--timelines and --threads draw streams of several threads, which --mode incremental does not read")
+    if args.imported and (args.mode != "reference" or args.reading):
+        ap.error("--imported compares with the reference, under the default readings")
     compare, complete_only = MODES[args.mode]
-    if args.mode == "reference":
+    if args.imported:
+        compare = imported_semaphore_disagreements
+    elif args.mode == "reference":
         compare = partial(disagreements, readings=readings)
     counts = {"compared": 0, "skipped": 0, "disagreed": 0}
     reasons: Counter[str] = Counter()
@@ -126,7 +136,8 @@ def main() -> int:
            else resubmitting_streams() if args.resubmit else batched_streams() if args.batched
            else pattern_streams() if args.patterns else image_streams() if args.images
            else image_feature_streams() if args.image_features
-           else event_streams() if args.events else marker_streams() if args.markers else streams())
+           else event_streams() if args.events else marker_streams() if args.markers
+           else imported_semaphore_streams() if args.imported else streams())
     def run(doc: dict) -> None:
         try:
             if complete_only and not completes(check(from_dict(doc), readings)):

@@ -366,6 +366,42 @@ def thread_streams(draw) -> dict:
     return {**doc, "threads": {name: ops for name, ops in (("up", up), ("use", use)) if ops}}
 
 
+@st.composite
+def imported_semaphore_streams(draw) -> dict:
+    """thread_streams() where a drawn part of the waits and signals of a timeline name a second semaphore that
+    imports its payload (docs/format.md, "semaphores": `payload_of`): two handles of one payload, so the stream means
+    what thread_streams() drew (imported_semaphore_disagreements)."""
+    doc = draw(thread_streams())
+    semaphore = draw(st.sampled_from([s["id"] for s in doc["semaphores"]]))
+    imported = f"{semaphore}_imported"
+
+    def rename(x):
+        if isinstance(x, list):
+            return [rename(y) for y in x]
+        if not isinstance(x, dict):
+            return x
+        out = {k: rename(v) for k, v in x.items()}
+        if out.get("semaphore") == semaphore and draw(st.booleans()):
+            out["semaphore"] = imported
+        return out
+    return {**doc, "semaphores": [*doc["semaphores"], {"id": imported, "type": "timeline", "payload_of": semaphore}],
+            "threads": rename(doc["threads"])}
+
+
+def imported_semaphore_disagreements(doc: dict) -> list[str]:
+    """How the checker's findings on `doc` (imported_semaphore_streams) differ from its findings on the stream with
+    every imported handle named by its payload's semaphore, then how they differ from the reference's."""
+    payloads = {s["id"]: s["payload_of"] for s in doc["semaphores"] if "payload_of" in s}
+    plain = json.loads(json.dumps(doc), object_hook=lambda x: {**x, "semaphore": payloads.get(x["semaphore"],
+                                                                                           x["semaphore"])}
+                       if isinstance(x.get("semaphore"), str) else x)
+    plain["semaphores"] = [s for s in plain["semaphores"] if "payload_of" not in s]
+    named = {(f.kind, f.first, f.second, f.ops) for f in check(from_dict(doc))}
+    unnamed = {(f.kind, f.first, f.second, f.ops) for f in check(from_dict(plain))}
+    return [f"with the imported handle only: {f}" for f in sorted(named - unnamed, key=str)] + \
+        [f"without it only: {f}" for f in sorted(unnamed - named, key=str)] + disagreements(doc)
+
+
 def variant_disagreements(doc: dict, **variant) -> list[str]:
     """How the checker's findings with `variant` (Checker's keywords: replay=False, quick=False) differ from its
     own (empty: the same, in order)."""
@@ -969,6 +1005,11 @@ def event_streams(draw) -> dict:
         if len(parts) > 1 and draw(st.booleans()):  # one submit of two batches
             submits = [{"op": "submit", "queue": q, "batches": [{"command_buffers": [n]} for n in names]}]
         ops += submits * draw(st.integers(1, 2))
+    if draw(st.integers(0, 1)):
+        more_cbs, more_ops = draw(_event_state_operations(queues))
+        cbs.update(more_cbs)
+        ops += more_ops
+        events.append("R")
     ops.append({"op": "device_wait_idle"})
     return {"format": "vkverify-stream/1", "name": "events",
             "devices": [{"id": "gpu0", "queues": [{"id": q, "family": 0} for q in queues]}],
@@ -977,6 +1018,35 @@ def event_streams(draw) -> dict:
                         {"id": "S", "size": SIZE, "memory": "host_coherent"}],
             "events": [{"id": e} for e in events], "shaders": {k: {"bindings": v} for k, v in SHADERS.items()},
             "command_buffers": cbs, "threads": {"main": ops}}
+
+
+# The stage masks of a set or reset of R: all_commands often (its first scope holds every earlier operation).
+OPERATION_STAGES = ["all_commands"] * 3 + ["top_of_pipe", "bottom_of_pipe"] + CHAIN_STAGES
+
+
+@st.composite
+def _event_state_operations(draw, queues: list[str]) -> tuple[dict, list[dict]]:
+    """Sets and resets of an event R that no wait waits for (so the reference reads them on several queues and the
+    host), after the stream's submits: each a command buffer of its own on a drawn queue (after a barrier from
+    all_commands, bottom_of_pipe or a narrow stage, or none), its stage mask drawn, or the host's vkSetEvent or
+    vkResetEvent, now and then after an idle wait. They race (event_race) unless an all_commands scope, an idle
+    wait or program order orders them (7.5's note to vkCmdWaitEvents2)."""
+    cbs: dict[str, list] = {}
+    ops: list[dict] = []
+    for i in range(draw(st.integers(2, 4))):
+        kind = draw(st.sampled_from(["set_event", "reset_event"]))
+        where = draw(st.sampled_from([*queues, "host"]))
+        if draw(st.integers(0, 2)) == 0:
+            ops.append({"op": "device_wait_idle"} if where == "host" else {"op": "queue_wait_idle", "queue": where})
+        if where == "host":
+            ops.append({"op": kind, "event": "R"})
+            continue
+        source = draw(st.sampled_from([None, ["all_commands"], ["bottom_of_pipe"], ["compute_shader"]]))
+        cbs[f"R{i}"] = [_barrier(draw, src_stage=source, narrow=True)] * (source is not None) + \
+            [{"cmd": kind, "event": "R", "stage": draw(st.lists(st.sampled_from(OPERATION_STAGES), min_size=1,
+                                                                  max_size=2, unique=True))}]
+        ops.append({"op": "submit", "queue": where, "command_buffers": [f"R{i}"]})
+    return cbs, ops
 
 
 # ---- buffer markers and query result copies (copies.adoc "Buffer Markers", queries.adoc) -----------------------
@@ -1174,6 +1244,25 @@ def disagreements(doc: dict, readings: Readings = DEFAULT) -> list[str]:
     misuse = {f.ops[-1] for f in findings if f.kind == "fence_misuse"}
     if misuse != verdict.fence_misuse:
         out.append(f"fence_misuse at {sorted(misuse)}, the reference at {sorted(verdict.fence_misuse)}")
+    return out + event_race_disagreements(findings, oracles, verdict)
+
+
+def event_race_disagreements(findings, oracles: list[Reference], verdict) -> list[str]:
+    """How the checker's event_race findings differ from the reference's (Verdict.event_races), as unordered pairs
+    (which of two racing operations the schedule ran first is its choice). The checker compares a set or reset with
+    the operations no later one stands for (engine.Checker.event_operation): a pair it leaves out is reported as
+    the pair of a later operation the first happens-before and the same second (or the other way round)."""
+    fast = {(f.buffer, frozenset((f.first, f.second))) for f in findings if f.kind == "event_race"}
+    reference = {(event, frozenset((a, b))) for event, a, b in verdict.event_races}
+    out = [f"false event_race: {event} {' / '.join(sorted(pair))} (the reference orders it)"
+           for event, pair in sorted(fast - reference, key=str)]
+    for event, pair in sorted(reference - fast, key=str):
+        a, b = sorted(pair)
+        stands = any(e == event and side in other and any(
+            o.event_hb(kept, c) for o in oracles for c in other - {side})
+            for e, other in fast for kept, side in ((a, b), (b, a)))
+        if not stands:
+            out.append(f"missed: event_race {event} {a} / {b}")
     return out
 
 
@@ -1297,7 +1386,22 @@ def consumer_disagreements(doc: dict, mutants: int = 3) -> list[str]:
         elif said != c.ordered:
             out.append(f"explain says {_ordered_text(said)}, the reference {_ordered_text(c.ordered)}: {what}")
     return out + _explain_checker_disagreements(stream, analysis, explained) + \
-        _mutation_disagreements(stream, analysis, mutants)
+        _mutation_disagreements(stream, analysis, mutants) + event_explain_disagreements(stream)
+
+
+def event_explain_disagreements(stream: ir.Stream, most: int = 6) -> list[str]:
+    """How `explain` of two sets or resets of one event differs from the reference's ordering of their event
+    operations (Reference.event_hb), for the first `most` pairs (each, in stream order, not two resets)."""
+    oracle = Reference(stream)
+    pairs = [(a[0].ref, b[0].ref) for ops in oracle.event_operations.values() for i, a in enumerate(ops)
+             for b in ops[i + 1:] if a[1] or b[1]]
+    out = []
+    for a, b in pairs[:most]:
+        said, truth = explain(stream, a, b).ordered, oracle.event_hb(a, b)
+        if said != truth:
+            out.append(f"explain says {_ordered_text(said)}, the reference {_ordered_text(truth)}: event operations "
+                       f"{a} -> {b}")
+    return out
 
 
 def explain_disagreements(doc: dict) -> list[str]:

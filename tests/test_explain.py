@@ -7,7 +7,7 @@ import pytest
 from vkverify.check import check
 from vkverify.check.explain import ExplainError, explain
 from vkverify.cli import main
-from vkverify.model import load
+from vkverify.model import from_dict, load
 
 from .conftest import CORPUS, ROOT
 
@@ -218,3 +218,24 @@ def test_a_pair_unordered_in_another_submission_order_is_explained_there(prefix,
     assert any(n.startswith("in the submission order q0: use[0], ") for n in ex.notes)
     fixed = explain(load(corpus(str(int(prefix) + 1))), *fixed_pair)
     assert fixed.ordered and not any("submission order" in n for n in fixed.notes)
+
+
+@pytest.mark.parametrize("prefix, ordered", [("232", False), ("233", True)])
+def test_two_operations_on_one_event(capsys, prefix, ordered):
+    """A set, its wait and a reset (corpus 232-233): the wait orders the set's event operation before its second
+    scope, which the reset's stage mask meets (233) or not (232), as the checker's event_race says."""
+    code, out, _ = run(capsys, corpus(prefix), "cb0[1]", "cb0[4]")
+    assert code == (0 if ordered else 1)
+    assert "event E: event_operation/set_event -> event_operation/reset_event" in out
+    assert ("it holds cb0[1]'s event operation (a wait for its set, 7.5)" in out) == ordered
+    assert ("no execution dependency orders cb0[1]'s set_event before cb0[4]'s reset_event" in out) == (not ordered)
+    assert bool(check(load(corpus(prefix)))) == (not ordered)
+
+
+def test_an_operation_on_another_event_is_refused():
+    stream = from_dict({"format": "vkverify-stream/1", "events": [{"id": "E"}, {"id": "F"}],
+                        "command_buffers": {"cb0": [{"cmd": "set_event", "event": "E", "stage": ["copy"]},
+                                                    {"cmd": "reset_event", "event": "F", "stage": ["copy"]}]},
+                        "threads": {"main": [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"]}]}})
+    with pytest.raises(ExplainError, match="name two operations on one event"):
+        explain(stream, "cb0[0]", "cb0[1]")

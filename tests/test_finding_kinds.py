@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from vkverify.check import KINDS, check
+from vkverify.model import from_dict
 from vkverify.model.builder import Stream
 
 TWO_QUEUES = [{"id": "gpu0", "queues": [{"id": "q0", "family": 0}, {"id": "q1", "family": 1}]}]
@@ -407,6 +408,30 @@ def test_ownership_missing_after_a_host_write_names_each_byte_s_owner():
     (f,) = of_kind(host_write_across_owners_stream("q0"), "ownership_missing")
     assert (f.first, f.second, f.range) == ("main[6]", "rd[0]", (64, 128))
     assert "owned by family 1" in f.message
+
+
+# ---- event_race -------------------------------------------------------------
+
+
+def event_race_stream(fixed: bool):
+    """A command buffer sets E at compute_shader; the host resets E (vkResetEvent) after its fence wait, or, unfixed,
+    before it: the reset races the device's set (7.5's note)."""
+    host = [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"], "fence": "F"},
+            {"op": "reset_event", "event": "E"}, {"op": "wait_fences", "fences": ["F"]}]
+    return from_dict({"format": "vkverify-stream/1", "name": "event-race", "events": [{"id": "E"}],
+                      "fences": [{"id": "F"}],
+                      "command_buffers": {"cb0": [{"cmd": "set_event", "event": "E", "stage": ["compute_shader"]}]},
+                      "threads": {"main": [host[0], *(host[:0:-1] if fixed else host[1:])]}})
+
+
+def test_event_race():
+    (f,) = only(event_race_stream(False), "event_race")
+    assert (f.buffer, f.first, f.second, f.racing) == ("E", "cb0[0]", "main[1]", True)
+    assert (f.first_access, f.second_access) == ("event_operation/set_event", "host/reset_event")
+
+
+def test_event_race_twin():
+    assert of_kind(event_race_stream(True), "event_race") == []
 
 
 # ---- naming -------------------------------------------------------------------

@@ -239,6 +239,29 @@ def test_a_semaphore_exported_and_imported_as_an_fd_is_one_semaphore(tmp_path):
     assert check(stream) == []  # without the import, gpu1's wait for sem6 is never satisfied
 
 
+@pytest.mark.parametrize("how", ["win32", "temporary", "outside"])
+def test_a_semaphore_imported_as_a_win32_handle_or_not_from_the_capture(tmp_path, how):
+    """A Win32 handle exported and imported is one semaphore as an fd is; a temporary import, or one of a handle the
+    capture did not export, is not in the stream: the verdict is partial, and the wait is never satisfied."""
+    handle = {"semaphore": 6, "handle": 11, "flags": 1 if how == "temporary" else 0}
+    calls = [("vkCreateDevice", {"physicalDevice": 1, "pDevice": 2}),
+             ("vkGetDeviceQueue", {"device": 2, "queueFamilyIndex": 0, "queueIndex": 0, "pQueue": 7}),
+             ("vkGetDeviceQueue", {"device": 2, "queueFamilyIndex": 0, "queueIndex": 1, "pQueue": 8}),
+             _timeline(2, 5), _timeline(2, 6),
+             ("vkGetSemaphoreWin32HandleKHR", {"device": 2, "pGetWin32HandleInfo": {"semaphore": 5},
+                                               "pHandle": 12 if how == "outside" else 11}),
+             ("vkImportSemaphoreWin32HandleKHR", {"device": 2, "pImportSemaphoreWin32HandleInfo": handle}),
+             _submit(7, [], [(5, 1)]), _submit(8, [(6, 1)], [])]
+    stream, summary = import_capture(_jsonl(tmp_path / "win32.jsonl", calls))
+    (signal, wait) = stream.threads[0].ops
+    one = signal.batches[0].signals[0].semaphore == wait.batches[0].waits[0].semaphore
+    assert (one, dict(summary.unmodelled)) == (how == "win32", {} if how == "win32" else
+                                               {"vkImportSemaphoreWin32HandleKHR": 1})
+    assert any("unmodelled: 1 vkImportSemaphoreWin32HandleKHR" in line for line in summary.partial_lines()) == \
+        (how != "win32")
+    assert {f.kind for f in check(stream)} == (set() if how == "win32" else {"wait_never_satisfied"})
+
+
 # Two histogram dispatches (the library's kernel: its bins only through atomicAdd) on q0 and q1 with nothing
 # between them, then a plain read of the bins (copy) after q0's compute -> compute barrier alone.
 HISTOGRAMS = """

@@ -329,6 +329,36 @@ def test_semaphore_and_fence_defaults():
                                              ir.SemaphoreOp("T", 1, frozenset({"all_commands"})))),)
 
 
+def test_a_semaphore_importing_a_payload_is_named_by_the_payload_s():
+    """payload_of (docs/format.md, "semaphores"): waits and signals through the importing handle are the
+    payload's semaphore's, host ops too; the declaration keeps it (a dump writes it back)."""
+    doc = {"format": FMT, "name": "s", "semaphores": [{"id": "T", "type": "timeline"},
+                                                     {"id": "I", "type": "timeline", "payload_of": "T"},
+                                                     {"id": "J", "type": "timeline", "payload_of": "I"}],
+           "host": [{"op": "submit", "queue": "q0", "signal": [{"semaphore": "J", "value": 1}]},
+                    {"op": "wait_semaphores", "waits": [{"semaphore": "I", "value": 1}]},
+                    {"op": "signal_semaphore", "semaphore": "I", "value": 2}]}
+    s = from_dict(doc)
+    submit, wait, signal = s.threads[0].ops
+    assert (submit.batches[0].signals[0].semaphore, wait.waits[0].semaphore, signal.semaphore) == ("T", "T", "T")
+    assert s.semaphores[1] == ir.Semaphore("I", "timeline", 0, "T")
+    assert from_dict(to_dict(s)) == s
+
+
+@pytest.mark.parametrize("semaphore, words", [
+    ({"id": "I", "type": "timeline", "payload_of": "X"}, "unknown semaphore 'X'"),
+    ({"id": "I", "type": "binary", "payload_of": "T"}, "'I' is binary, the payload it imports ('T') timeline"),
+    ({"id": "I", "type": "timeline", "payload_of": "T", "initial": 3}, "no `initial` of its own"),
+    ({"id": "I", "type": "timeline", "payload_of": "I"}, "imports its own payload"),
+])
+def test_a_payload_import_is_checked(semaphore, words):
+    doc = {"format": FMT, "name": "s", "semaphores": [{"id": "T", "type": "timeline"}, semaphore]}
+    with pytest.raises(InvalidStream) as raised:
+        from_dict(doc)
+    assert any(words in e.message and e.path.startswith("semaphores[1]") for e in raised.value.errors), \
+        raised.value.lines()
+
+
 @pytest.mark.parametrize("cmd, bad", [
     ({"cmd": "copy", "src": "A", "dst": "B", "regions": [{"src_offset": 0, "dst_offset": 0, "size": 16}]},
      {"size": 16}),

@@ -21,8 +21,8 @@ from vkverify.model import from_dict, load
 
 from .conftest import CORPUS, EXAMPLES
 from .differential import (SETTINGS, assert_agree, batched_streams, completes, disagreements, event_streams,
-                           fix_disagreements, image_feature_streams, image_streams, marker_streams, pattern_streams,
-                           streams, thread_streams)
+                           fix_disagreements, image_feature_streams, image_streams, imported_semaphore_disagreements,
+                           imported_semaphore_streams, marker_streams, pattern_streams, streams, thread_streams)
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
 
@@ -90,6 +90,15 @@ def test_fast_checker_agrees_with_the_reference_in_every_submission_order_on_sev
     submission order the threads allow (docs/format.md, "Several host threads"); longer runs:
     `benchmarks/differential.py --threads`."""
     assert_agree(doc, disagreements)
+
+
+@settings(max_examples=EXAMPLES_RUN // 4, **SETTINGS)
+@given(imported_semaphore_streams())
+def test_a_handle_importing_a_payload_is_that_payload_s_semaphore(doc):
+    """Waits and signals through a semaphore that imports a timeline's payload (payload_of) are that timeline's: the
+    checker's findings are those of the stream naming the timeline, and agree with the reference's
+    (`benchmarks/differential.py --imported` runs many more)."""
+    assert_agree(doc, imported_semaphore_disagreements)
 
 
 def _readable(path):

@@ -25,7 +25,7 @@ FINDING_KEYS = {"kind", "buffer", "range", "first", "second", "first_access", "s
 EXTENSION_KEYS = {"labels", "group"}  # docs/format.md, "Extensions" and "Groups"
 FILE_EXTENSION_KEYS = {"groups"}
 SPEC_KINDS = {"raw", "war", "waw", "use_after_destroy", "uninitialized_read", "deadlock", "wait_never_satisfied",
-              "timeline_not_increasing", "binary_semaphore_misuse", "fence_misuse", "ownership_missing"}
+              "timeline_not_increasing", "binary_semaphore_misuse", "fence_misuse", "ownership_missing", "event_race"}
 
 
 def cli(*args) -> subprocess.CompletedProcess:
@@ -142,7 +142,7 @@ def test_sarif_rule_ids_are_stable():
     assert clean == {"raw": "VKV001", "war": "VKV002", "waw": "VKV003", "use_after_destroy": "VKV004",
                      "uninitialized_read": "VKV005", "deadlock": "VKV006", "wait_never_satisfied": "VKV007",
                      "timeline_not_increasing": "VKV008", "binary_semaphore_misuse": "VKV009",
-                     "fence_misuse": "VKV010", "ownership_missing": "VKV011"}
+                     "fence_misuse": "VKV010", "ownership_missing": "VKV011", "event_race": "VKV012"}
 
 
 def test_sarif_results(sarif_corpus):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from vkverify.check.scopes import EARLIER_TRANSITIONS, LATER_TRANSITIONS, first_execution_scope, second_execution_scope
+from vkverify.check.scopes import (EARLIER_EVENT_OPERATIONS, EARLIER_TRANSITIONS, LATER_EVENT_OPERATIONS,
+                                   LATER_TRANSITIONS, first_execution_scope, second_execution_scope)
 from vkverify.importer.flags import access_names, stage_names
 from vkverify.model.names import ACCESS_SETS, STAGE_SETS, access_name, stage_name
 from vkverify.model.stages import (ACCESSES, COMMAND_STAGES, STAGES, access_mask, access_names_of,
@@ -73,15 +74,17 @@ def test_all_graphics_decodes_but_is_no_name_of_the_format():
 def test_execution_scopes_follow_the_pipeline_orders():
     """7.6.1: compute is draw_indirect then compute_shader; copy and clear are unordered; TOP_OF_PIPE is
     NONE as source and ALL_COMMANDS as destination, BOTTOM_OF_PIPE the reverse; host stands alone. ALL_COMMANDS
-    also holds every layout transition, by a name of each side's (7.6: "all operations performed by all
-    commands")."""
+    also holds every layout transition and every event set or reset, by a name of each side's (7.6: "all operations
+    performed by all commands")."""
     first, second = (lambda *s: first_execution_scope(frozenset(s))), (lambda *s: second_execution_scope(frozenset(s)))
     assert first("compute_shader") == {"draw_indirect", "compute_shader"}
     assert second("draw_indirect") == {"draw_indirect", "compute_shader"}
     assert first("copy") == {"copy"} and second("clear") == {"clear"} and first("transfer") == {"copy", "blit", "clear"}
     assert first("top_of_pipe") == second("bottom_of_pipe") == set()
-    assert first("bottom_of_pipe") == first("all_commands") == COMMAND_STAGES | {EARLIER_TRANSITIONS}
-    assert second("top_of_pipe") == second("all_commands") == COMMAND_STAGES | {LATER_TRANSITIONS}
+    assert first("bottom_of_pipe") == first("all_commands") == COMMAND_STAGES | {EARLIER_TRANSITIONS,
+                                                                                 EARLIER_EVENT_OPERATIONS}
+    assert second("top_of_pipe") == second("all_commands") == COMMAND_STAGES | {LATER_TRANSITIONS,
+                                                                               LATER_EVENT_OPERATIONS}
     assert first("host") == second("host") == {"host"}
 
 

@@ -41,21 +41,11 @@ FILE_FIELD = {
     "sync_val_video": "video",
     "sync_val_wsi": "presentation (swapchains)",
 }
-DATA_DEPENDENT = ("needs locations a shader computes (data[atomicAdd(counter[0], 1)]: a binding is a fixed byte "
-                  "range)")
 # Tests whose code the patterns below do not tell apart: each reason read from the test.
 EXPLICIT = {
     "NegativeSyncVal.BadDestroy": "no synchronization (a device destroyed with a command buffer allocated)",
     "PositiveSyncVal.QSBufferCopyHazardsDisabled":
         "a layer setting (submit-time validation off); its scenario is NegativeSyncVal.QSBufferCopyHazards-1",
-    "PositiveSyncValTimelineSemaphore.ExternalSemaphoreWaitBeforeSignal":
-        "needs external semaphores (two handles of one payload)",
-    # The counter is an atomic binding the format has; the data word each dispatch writes is not a fixed range.
-    "PositiveSyncVal.DISABLED_AtomicAccessFromTwoDispatches2": DATA_DEPENDENT,
-    "PositiveSyncVal.AtomicAccessFromTwoSubmits2": DATA_DEPENDENT,
-    "NegativeSyncVal.EventsCommandHazards": (
-        "needs races on an event's state (a set or reset with no dependency on an earlier set or reset: "
-        "SYNC-vkCmdSetEvent-reset-race and kin, a finding kind vkverify does not have)"),
     "NegativeSyncVal.CopyOptimalImageHazards":
         "needs images aliasing one memory (VK_IMAGE_CREATE_ALIAS_BIT) and vkCmdResolveImage",
     "NegativeSyncVal.CmdClear": "needs depth/stencil images (vkCmdClearDepthStencilImage)",

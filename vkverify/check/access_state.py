@@ -291,7 +291,9 @@ class AccessState:
         return pieces
 
     def root_range(self, e: Access) -> tuple[str, int, int]:
-        """e's root memory, whole."""
+        """e's root memory, whole; an event operation's (events.operation_memory), its own name: it has no bytes."""
+        if e.buffer not in self.placement:
+            return e.buffer, 0, 1
         root, _ = self.index.root(e.buffer)
         return root, 0, self.memories[root].segments[-1].hi  # whole memory: exec scope ignores ranges
 
@@ -365,6 +367,24 @@ class AccessState:
             if any(clock[lane] >= least for lane, least in needs):
                 pending = _minus(pending, a, b)
         return pending
+
+    def before_scope(self, e: Access, x: Access, scope: frozenset[str]) -> bool:
+        """Whether e is ordered before an operation at x's place whose first synchronization scope is `scope` (an
+        expanded execution scope): an event operation, which has no stage (events.py). On one queue, e is in the
+        scope or a chain from it meets the scope; else x's agent acquired a release covering e at a
+        stage of the scope (a host thread: at all), as it may on its own queue too (a fence, then a submission)."""
+        agent = self.agents[x.agent]
+        if e.agent == x.agent and (x.family is None or e.stage in scope or any(
+                s.chain & scope for _, _, s in self.states(e, e.buffer, 0, 1, x.pos, chain_only=True))):
+            return True
+        needs = self.covering_release(e)
+        if isinstance(agent, ThreadAgent):
+            clock = agent.clock
+        else:
+            clock = (0,) * agent.clock_width
+            for stage in scope & agent.exec_clock.keys():
+                clock = join(clock, agent.exec_clock[stage])
+        return any(clock[lane] >= least for lane, least in needs)
 
     def racing(self, e: Access, x: Access) -> bool:
         """Whether the accesses of two agents are ordered neither way: no execution dependency (7.1)."""

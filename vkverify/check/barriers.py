@@ -25,6 +25,7 @@ from .scopes import (EARLIER_TRANSITIONS, LATER_TRANSITIONS, access_scope, acces
 __all__ = [
     "ALIAS",
     "EMPTY",
+    "EVENT_OPERATION",
     "FULL",
     "LAYOUT_TRANSITION",
     "LAYOUT_WRITE",
@@ -124,9 +125,14 @@ def in_wait(stage: str) -> bool:
     return stage.startswith(f"{LAYOUT_TRANSITION}@wait@")
 
 
+# The stage of an event's set or reset as explanations print it (hb.Model._event_operation: one per operation).
+EVENT_OPERATION = "event_operation"
+
+
 def stage_text(stage: str) -> str:
     """A stage as findings and explanations print it: a layout transition's without its barrier's name."""
-    return LAYOUT_TRANSITION if is_transition(stage) else stage
+    return LAYOUT_TRANSITION if is_transition(stage) else EVENT_OPERATION if stage.startswith(EVENT_OPERATION) else \
+        stage
 
 
 class Steps(NamedTuple):

@@ -16,6 +16,7 @@ already known), is recorded without the general comparison (Checker._run_quick).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import count
 
 from ..model import ir
@@ -26,12 +27,13 @@ from . import fixes
 from .access import Access
 from .access_state import AccessState
 from .agents import EPOCHS, Clock, QueueAgent, ThreadAgent, join, join_all
-from .barriers import BarrierEntry, Steps, barrier_steps
-from .events import EventStates, event_entries
+from .barriers import EVENT_OPERATION, BarrierEntry, Steps, barrier_steps
+from .events import EventStates, event_entries, event_stage, operation_memory, operation_scope, races
 from .findings import ACCESS_KINDS, Findings
 from .readings import DEFAULT, Readings
 from .replay import ALWAYS, DOMINATED, replay_plan
 from .rules import makes_host_writes_available, transfers_ownership
+from .scopes import EARLIER_EVENT_OPERATIONS, HOST
 
 __all__ = ["Checker"]
 
@@ -42,6 +44,11 @@ _NOT_REPLAYED = (*ir.EVENT_COMMANDS, ir.ExecuteCommands)
 def _stream_order(a: Access) -> tuple[tuple[int, int], int]:
     """Where a comes in the stream: its submit's (or host op's) thread and position, then its queue position."""
     return a.issued, a.pos if a.family is not None else 0
+
+
+def _shown(a: Access) -> Access:
+    """An event operation's Access as its finding names it: at the event operation, or the host."""
+    return a if a.family is None else replace(a, stage=EVENT_OPERATION)
 
 
 def _repeatable(found: list[tuple], refs: dict[str, int], i: int) -> tuple | None:
@@ -528,6 +535,45 @@ class Checker:
             self._log_entries(queue, steps.entries)
         if steps.transitions:
             self._run_transitions(queue, cmd, ref, steps)
+        if isinstance(cmd, ir.WaitEvents):
+            return
+        # The set's or reset's operation (events.py), after the set's entries: the Access a later operation asks
+        # about, and a set's at each of its event stages, which a wait for a set of those stages holds.
+        queue.pos += 1
+        kind = "set_event" if isinstance(cmd, ir.SetEvent) else "reset_event"
+        memory, uid = operation_memory(cmd.event), next(self.uids)
+        stages = [EARLIER_EVENT_OPERATIONS] + \
+            ([event_stage(cmd.event, scope) for scope in set(cmd.first_scopes)] if kind == "set_event" else [])
+        self.event_operation(cmd.event, tuple(
+            Access(queue.index, queue.pos, stage, (kind,), None, ref, memory, uid, cmd.label, queue.family,
+                   len(queue.log.all_kinds), self.issuing_order) for stage in stages), operation_scope(cmd))
+
+    def host_event(self, t: ThreadAgent, op: ir.HostSetEvent | ir.HostResetEvent, ref: str) -> None:
+        """vkSetEvent, vkResetEvent of thread t at t.pc: the event's state (events.EventStates), an operation on it."""
+        self.events.host(op)
+        kind = "set_event" if isinstance(op, ir.HostSetEvent) else "reset_event"
+        self.event_operation(op.event, (Access(t.index, t.pc, "host", (kind,), None, ref, operation_memory(op.event),
+                                               next(self.uids), op.label, None, issued=(t.index, t.pc)),), HOST)
+
+    def event_operation(self, event: str, x: tuple[Access, ...], scope: frozenset[str]) -> None:
+        """Compare the set or reset x (its Accesses, events.py; its first synchronization scope `scope`) with the
+        operations on `event` no later one stands for: an execution dependency must order each before x (7.5's
+        note), but where both are resets (events.races). x stands for an earlier one ordered before it that races
+        with no more than x does: a set for any, a reset for a reset."""
+        kept = []
+        kind = x[0].reads[0]
+        for e in self.events.operations.get(event, ()):
+            if any(self.state.before_scope(a, x[0], scope) for a in e):
+                if kind == "reset_event" and e[0].reads[0] == "set_event":
+                    kept.append(e)
+                continue
+            kept.append(e)
+            if races(e[0].reads[0], kind):
+                racing = e[0].agent != x[0].agent
+                first, second = (x[0], e[0]) if racing and _stream_order(x[0]) < _stream_order(e[0]) else (e[0], x[0])
+                self.report("event_race", event, None, None, _shown(first), _shown(second), x[0].uid,
+                            fixes.event_race(self.state.wording, event, first, second), racing)
+        self.events.operations[event] = (*kept, x)
 
     def _scopes(self, queue: QueueAgent, entries: tuple[BarrierEntry, ...]) -> tuple:
         """Per entry, the clocks it reads and writes: its scopes restricted to what the queue tracks, the host

@@ -12,6 +12,19 @@ did (they are earlier than it too, and chains only grow), so sets share their st
 
 The checker (engine.py) and the happens-before graph (hb.py) both run events so; the slow reference
 (reference.py) reads 7.5 on its own.
+
+An event's state is changed by its sets and resets (device and host), and the spec leaves their order to the
+application: "There is no direct ordering guarantee between vkCmdSetEvent2 and vkCmdResetEvent2, vkCmdResetEvent,
+or vkCmdSetEvent. Another execution dependency (e.g. a pipeline barrier or semaphore with
+VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT) is needed to prevent such a race condition" (7.5, note to vkCmdWaitEvents2).
+Each set or reset is an event (un)signal operation, "the second synchronization scope" of its command, at no
+pipeline stage: the walk keeps it as an Access at the stage only a first scope of every operation holds
+(scopes.EARLIER_EVENT_OPERATIONS; for a device set, also one at each of its event stages, which the waits that wait
+for a set of its stages hold: "Event signal operations performed by vkCmdSetEvent that occur earlier in submission
+order are included in the first synchronization scope"), and a later operation is ordered after it when that
+Access is ordered before the later operation's own first synchronization scope (`operation_scope`: its stage mask,
+and what a second scope of every operation holds). Operations order no access: they are in no barrier's entries.
+Two operations ordered neither way are an `event_race`, but two resets (both leave the event unsignaled).
 """
 
 from __future__ import annotations
@@ -20,13 +33,32 @@ from dataclasses import dataclass, field, replace
 
 from ..model import ir
 from .barriers import BarrierEntry, Steps, compile_barrier, layout_transitions, memory_barriers
-from .scopes import explicit_stages, first_execution_scope
+from .scopes import LATER_EVENT_OPERATIONS, explicit_stages, first_execution_scope
 
-__all__ = ["HOST", "EventStates", "dependencies", "event_entries", "event_stage", "set_entries", "through_event",
-           "wait_entries"]
+__all__ = ["HOST", "EventStates", "dependencies", "event_entries", "event_stage", "operation_memory",
+           "operation_scope", "races", "set_entries", "through_event", "wait_entries"]
 
 HOST = "host"  # the event's state after vkSetEvent
 _PREFIX = "event "
+_MEMORY = "event state "  # what an operation's Access names in place of a buffer (no buffer's placement)
+
+
+def operation_memory(event: str) -> str:
+    """What an Access of an operation on `event` names as its buffer: no memory, so no buffer barrier holds it."""
+    return f"{_MEMORY}{event}"
+
+
+def operation_scope(cmd: ir.SetEvent | ir.ResetEvent) -> frozenset[str]:
+    """7.5 vkCmdSetEvent(2), vkCmdResetEvent(2): the first synchronization scope of its operation, "all commands
+    that occur earlier in submission order", limited to its stage mask (vkCmdSetEvent2's: "the union of all the
+    memory dependencies"), and what a second scope of every later operation (all_commands) holds."""
+    return first_execution_scope(cmd.stage) | {LATER_EVENT_OPERATIONS}
+
+
+def races(first: str, second: str) -> bool:
+    """Whether two operations on one event ("set_event", "reset_event") ordered neither way race: any pair but
+    two resets (7.5's note names a set with a reset or another set)."""
+    return "set_event" in (first, second)
 
 
 def event_stage(event: str, stages: frozenset[str]) -> str:
@@ -99,12 +131,15 @@ def event_entries(states: EventStates, queue: str, cmd: ir.SetEvent | ir.ResetEv
 @dataclass
 class EventStates:
     """Each event's state as the walk runs its sets and resets: unsignaled (absent), HOST, or the queue and first
-    scopes of its last set."""
+    scopes of its last set; and per event its operations no later one is ordered after (each an Access of the
+    walk), which a new one is compared with (a set or reset ordered after them all stands for them, as the most
+    recent write does for older ones)."""
 
     state: dict[str, object] = field(default_factory=dict)
+    operations: dict[str, tuple] = field(default_factory=dict)
 
     def fork(self) -> EventStates:
-        return EventStates(dict(self.state))
+        return EventStates(dict(self.state), dict(self.operations))
 
     def run(self, queue: str, cmd: ir.SetEvent | ir.ResetEvent) -> None:
         if isinstance(cmd, ir.SetEvent):

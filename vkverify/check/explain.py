@@ -20,10 +20,10 @@ from ..model import ir
 from ..model.errors import UsageError
 from ..model.loader import validate
 from ..model.refs import format_ref, owner_of, parse_ref, split_submit, without_submit
-from .barriers import ALIAS, FULL, NONE, OWN, coverage, is_transition, stage_text
+from .barriers import ALIAS, EVENT_OPERATION, FULL, NONE, OWN, coverage, is_transition, stage_text
 from .hb import SINK, AccessNode, Model, SyncNode, Pair, conflicts
 from .events import dependencies, through_event
-from .scopes import EARLIER_TRANSITIONS
+from .scopes import EARLIER_EVENT_OPERATIONS, EARLIER_TRANSITIONS
 from .walk import several_orders
 from .rules import (chains as stages_chain, first_access_scope_gap, in_first_access_scope, in_synchronization_scope,
                     second_access_scope_gap)
@@ -32,6 +32,7 @@ __all__ = ["ExplainError", "Explanation", "PairExplanation", "command_text", "ex
            "name", "names", "op_at", "resolve"]
 
 MAX_CHAINS = 3  # alternative chains printed per pair, shortest first
+EVENT_OPERATIONS = (ir.SetEvent, ir.ResetEvent, ir.HostSetEvent, ir.HostResetEvent)
 MAX_PATHS = 200  # simple paths examined to find them: the product graph may hold many equivalent ones
 
 
@@ -133,6 +134,8 @@ def _explained(stream: ir.Stream, model: Model, a_ref: str, b_ref: str,
                notes: list[str]) -> tuple[Explanation, bool]:
     """explain's answer in `model`'s submission order, after `notes`; and whether that order runs each access of
     a_ref before the access of b_ref it is paired with, where the two share a queue or thread."""
+    if all(isinstance(op_at(stream, without_submit(r)), EVENT_OPERATIONS) for r in (a_ref, b_ref)):
+        return _event_operations(stream, model, a_ref, b_ref, notes), True
     notes = list(notes)
     found = []
     for ref in (a_ref, b_ref):
@@ -145,7 +148,7 @@ def _explained(stream: ir.Stream, model: Model, a_ref: str, b_ref: str,
                                                                        for ib in d.images)):
             raise ExplainError(ref, "accesses no memory: name a copy, fill, update, dispatch, an image command, a "
                                     "barrier or wait_events with an image layout transition, host_write, host_read "
-                                    "or destroy")
+                                    "or destroy (or two sets or resets of one event)")
         accesses = [x for r, xs in model.accesses.items() if _matches(ref, r) for x in xs]
         if not accesses:
             notes.append(f"{ref} never runs: the stream blocks before it (see `vkverify check`)")
@@ -171,6 +174,41 @@ def _explained(stream: ir.Stream, model: Model, a_ref: str, b_ref: str,
                                        _describe(pair.first), _describe(pair.second), chains, reasons))
     in_order = all(p.first.agent != p.second.agent or p.first.seq < p.second.seq for p, _ in pairs)
     return Explanation(a_ref, b_ref, out, notes), in_order
+
+
+def _event_operations(stream: ir.Stream, model: Model, a_ref: str, b_ref: str, notes: list[str]) -> Explanation:
+    """Two sets or resets of one event (docs/format.md, "Events"): per execution of the two, whether an execution
+    dependency orders the first's event operation before the second's (hb.Model._event_operation), its chains, or
+    what is missing (7.5's note to vkCmdWaitEvents2: else they race, unless both reset)."""
+    a_op, b_op = (op_at(stream, without_submit(r)) for r in (a_ref, b_ref))
+    if a_op.event != b_op.event:
+        raise ExplainError(b_ref, f"sets or resets event {b_op.event!r}, not {a_op.event!r}: name two operations on "
+                                  "one event")
+    notes = list(notes)
+    if not any(isinstance(op, (ir.SetEvent, ir.HostSetEvent)) for op in (a_op, b_op)):
+        notes.append(f"{a_ref} and {b_ref} both reset {a_op.event!r}: whichever comes last leaves it unsignaled, so "
+                     "they need no ordering")
+    out = []
+    for ref, (event, firsts, _) in model.event_operations.items():
+        for other, (_, _, x) in model.event_operations.items():
+            if not (_matches(a_ref, ref) and _matches(b_ref, other)) or other == ref:
+                continue
+            found = [_explain_segment(model, Pair("order", e, x, False, ()), (0, 1)) for e in firsts]
+            chains = next((c for c, reasons in found if not reasons), None)
+            where = "the host" if x.host else f"{x.ref}'s stage mask {names(b_op.stage)}"
+            why = (f"no execution dependency orders {ref}'s {firsts[0].reads[0]} before {x.ref}'s {x.reads[0]}: an "
+                   f"event operation is in a first synchronization scope only of all_commands (or bottom_of_pipe, "
+                   f"7.6), or of a wait for the set (7.5), and no such scope chains into {where} (or a scope of "
+                   f"every later operation, all_commands)")
+            out.append(PairExplanation("event", event, (0, 0), _operation_text(firsts[0]), _operation_text(x),
+                                       chains or [], [] if chains is not None else [why]))
+    if not out:
+        notes.append(f"{a_ref} and {b_ref} do not both run: the stream blocks before one (see `vkverify check`)")
+    return Explanation(a_ref, b_ref, out, notes)
+
+
+def _operation_text(x: AccessNode) -> str:
+    return f"{'host' if x.host else EVENT_OPERATION}/{x.reads[0]}"
 
 
 def op_at(stream: ir.Stream, ref: str):
@@ -252,8 +290,8 @@ def _barrier_masks(model: Model, key: tuple):
 def command_text(model: Model, key: tuple) -> str:
     """What the command of a `bar` node is: a barrier, or an event's set or wait."""
     cmd = op_at(model.stream, without_submit(key[1]))
-    if isinstance(cmd, ir.SetEvent):
-        return f"set_event {cmd.event}"
+    if isinstance(cmd, (ir.SetEvent, ir.ResetEvent)):
+        return f"{'set_event' if isinstance(cmd, ir.SetEvent) else 'reset_event'} {cmd.event}"
     return f"wait_events {', '.join(cmd.events)}" if isinstance(cmd, ir.WaitEvents) else "barrier"
 
 
@@ -324,6 +362,10 @@ def _chain(model: Model, pair: Pair, path: list) -> list[str]:
                      f"dst_stage {names(b.dst_stage)}, dst_access {names(b.dst_access)}")
             if prev[0] == "access" and is_transition(e.stage):
                 parts.append("its layout transition of the image comes before its second scopes (7.7.4)")
+            elif prev[0] == "access" and e.reads[:1] in (("set_event",), ("reset_event",)):
+                parts.append(f"first scope: it holds {e.ref}'s event operation ("
+                             + ("src_stage all_commands or bottom_of_pipe)" if e.stage == EARLIER_EVENT_OPERATIONS
+                                else "a wait for its set, 7.5)"))
             elif prev[0] == "access":
                 parts.append(f"first scope: {stage_text(e.stage)} is in src_stage"
                              + ("" if e.stage in node.entry.src_stages else " (logically earlier)"))
@@ -332,7 +374,9 @@ def _chain(model: Model, pair: Pair, path: list) -> list[str]:
                     parts.append(f"access scope: {e.write} is in src_access: made available")
             else:
                 parts.append(f"chains after {name(model, prev)}")
-            if nxt == SINK[0] and is_transition(x.stage):
+            if nxt == SINK[0] and x.stage.startswith(EVENT_OPERATION):
+                parts.append(f"it is the first synchronization scope of {x.ref}'s event operation")
+            elif nxt == SINK[0] and is_transition(x.stage):
                 parts.append("its layout transition of the image comes after its first scopes (7.7.4)")
             elif nxt == SINK[0]:
                 parts.append(f"second scope: {stage_text(x.stage)} is in dst_stage")
@@ -648,8 +692,8 @@ def format_text(ex: Explanation, stream: ir.Stream) -> str:
     lines += [f"  note: {n}" for n in ex.notes]
     for p in ex.pairs:
         kind = "use then destroy" if p.kind == "keepalive" else p.kind
-        lines.append(f"  {kind} {p.buffer} [{p.range[0]}, {p.range[1]}): {p.first} -> {p.second}: "
-                     + ("ordered" if p.ordered else "not ordered"))
+        where = f"{p.buffer}" if p.kind == "event" else f"{p.buffer} [{p.range[0]}, {p.range[1]})"
+        lines.append(f"  {kind} {where}: {p.first} -> {p.second}: " + ("ordered" if p.ordered else "not ordered"))
         for n, chain in enumerate(p.chains):
             lines.append("    chain:" if n == 0 else "    also:")
             lines += [f"      {i}. {step}" for i, step in enumerate(chain, 1)]

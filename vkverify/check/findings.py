@@ -70,6 +70,13 @@ KINDS = {k.kind: k for k in (
                 "and acquire pair of queue family ownership transfer barriers (7.7.4).",
                 "Add a release barrier (src_family, dst_family) on the source queue and the matching acquire on "
                 "the destination queue, ordered by a semaphore."),
+    FindingKind("event_race", "VKV012", "event set or reset unordered with another set or reset of it",
+                "Two operations on one event's state (vkCmdSetEvent(2), vkCmdResetEvent(2), vkSetEvent, "
+                "vkResetEvent), not both resets, with no execution dependency between them: the event's state, "
+                "and what a wait on it orders, depend on the schedule (7.5).",
+                "Order the two with an execution dependency whose first scope holds the earlier operation: a "
+                "barrier or semaphore signal at all_commands, all_commands in the later one's stage mask, or a "
+                "host wait."),
 )}
 
 ACCESS_KINDS = ("raw", "war", "waw")

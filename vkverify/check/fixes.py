@@ -128,6 +128,28 @@ def _transitions(e: Access, x: Access) -> str:
             f"{x.ref} on {x.buffer!r}: their layout transitions write the image")
 
 
+def event_race(wording: Wording, event: str, e: Access, x: Access) -> tuple[str, str]:
+    """Two operations on one event ordered neither way (7.5's note to vkCmdWaitEvents2): their message, and the
+    execution dependency that orders them. An operation is in a first synchronization scope only of all_commands
+    (or bottom_of_pipe): "all operations performed by all commands" (7.6)."""
+    first, second = e.reads[0], x.reads[0]
+    message = (f"{x.ref} ({second}) changes the state of event {event!r} with no execution dependency on "
+               f"{e.ref} ({first}): which comes last is a race")
+    if e.family is None and x.family is None:
+        fix = f"order {e.ref} before {x.ref} on the host (one thread, or a semaphore or fence between the threads)"
+    elif e.family is None:
+        fix = f"call {e.ref} before the submission of {x.ref}, or signal a semaphore after it that the batch waits on"
+    elif x.family is None:
+        fix = f"wait for the fence or semaphore signalled after {e.ref} (at all_commands) before {x.ref}"
+    elif e.agent == x.agent:
+        fix = (f"vkCmdPipelineBarrier2 between {e.ref} and {x.ref}: src_stage all_commands -> dst_stage "
+               f"all_commands (or a stage of {x.ref}'s stage mask), or all_commands in the stage mask of {x.ref}")
+    else:
+        fix = (f"signal a semaphore at all_commands after {e.ref} on {_where(wording, e)} and wait on it before "
+               f"{x.ref} on {_where(wording, x)} at all_commands (or a stage of {x.ref}'s stage mask)")
+    return message, fix
+
+
 def _needs(x: Access) -> tuple[str, ...]:
     return x.reads + ((x.write,) if x.write else ())
 

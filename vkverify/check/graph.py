@@ -128,7 +128,7 @@ def _queue_label(model: Model, key: tuple) -> str:
     if key[0] == "bar":
         cmd = op_at(model.stream, without_submit(key[1]))
         what = f"{command_text(model, key)} {key[1]}{_tag(cmd)}"
-        if isinstance(cmd, ir.SetEvent):
+        if isinstance(cmd, (ir.SetEvent, ir.ResetEvent)):
             return f"{what}\n{names(cmd.stage)}"
         b = cmd.dependencies[0] if isinstance(cmd, ir.WaitEvents) else cmd
         return (f"{what}\n{names(b.src_stage)} -> {names(b.dst_stage)}"

@@ -34,14 +34,15 @@ import networkx as nx
 
 from ..model import ir
 from ..model.refs import format_ref, parse_ref
-from .barriers import EMPTY, FULL, BarrierEntry, State, apply_barrier, barrier_steps, coverage, is_transition, sees
+from .barriers import (EMPTY, EVENT_OPERATION, FULL, BarrierEntry, State, apply_barrier, barrier_steps, coverage,
+                       is_transition, sees)
 from ..model.accesses import command_accesses
 from .agents import FENCE_SCOPE
-from .events import EventStates, dependencies, event_entries, through_event
+from .events import EventStates, dependencies, event_entries, event_stage, operation_scope, through_event
 from .readings import DEFAULT, Readings
 from .rules import (atomic_pair, chains, host_write_needs_flush, in_release_access_scope, in_synchronization_scope,
                     makes_host_writes_available, marker_writes_ordered, transitions_in_order)
-from .scopes import ALL_DEVICE, second_execution_scope, signal_first_scope
+from .scopes import ALL_DEVICE, EARLIER_EVENT_OPERATIONS, second_execution_scope, signal_first_scope
 from .walk import Consumer, Misuse, PendingBatch, Walk, several_orders
 
 __all__ = ["SINK", "AccessNode", "Model", "Pair", "SyncNode", "conflicts", "signal_order"]
@@ -136,6 +137,8 @@ class Model(Consumer):
         self.cross: dict[tuple, list[tuple]] = {}
         self.pairs: dict[tuple, Pair] = {}
         self.accesses: dict[str, list[AccessNode]] = {}  # by reference: what `vkverify explain` pairs up
+        # by reference, each set's and reset's event operation: (event, as the first of two, as the second)
+        self.event_operations: dict[str, tuple[str, list[AccessNode], AccessNode]] = {}
         self.hazards: set[tuple] = set()
         self._seq: dict[str, int] = {}
         self._uid = 0
@@ -245,6 +248,8 @@ class Model(Consumer):
                     self._barrier_nodes(queue, executed, [((ref,), e, ib) for e, ib in zip(steps.after,
                                                                                            steps.after_written)],
                                         len(steps.entries))
+                if isinstance(cmd, (ir.SetEvent, ir.ResetEvent)):
+                    self._event_operation(queue, executed, cmd, len(steps.entries))
         scope = self.readings.all_commands_includes_host
         releases = [self._add(("sig", submit, bi, si), "rel", queue, ins=signal_first_scope(sig.stage, scope),
                               ops=(f"{submit}.batches[{bi}].signal[{si}]",)).key
@@ -265,6 +270,29 @@ class Model(Consumer):
                             written=written)
             self.nodes[node.key] = node
             self.on_agent.setdefault(queue, []).append(node)
+
+    def _event_operation(self, queue: str, executed: str, cmd: ir.SetEvent | ir.ResetEvent, k: int) -> None:
+        """A set's or reset's event operation (check/events.py), for `vkverify explain` of two of them: a `bar` node
+        from its first synchronization scope (events.operation_scope) to a stage of its own, which nothing else
+        names, then the operation: as a first operation, at the stages an earlier operation is held by
+        (scopes.EARLIER_EVENT_OPERATIONS; a set's event stages, which its waits hold); as a second, at that stage.
+        Neither is a memory access: they are paired with nothing."""
+        stage = f"{EVENT_OPERATION} {executed}"
+        entry = BarrierEntry("", None, 0, 0, operation_scope(cmd), frozenset(), frozenset(), frozenset({stage}),
+                             frozenset())
+        self._barrier_nodes(queue, executed, [((), entry, ir.Barrier(cmd.stage, frozenset(), frozenset(),
+                                                                     frozenset()))], k)
+        kind = "set_event" if isinstance(cmd, ir.SetEvent) else "reset_event"
+        stages = [EARLIER_EVENT_OPERATIONS] + ([event_stage(cmd.event, s) for s in set(cmd.first_scopes)]
+                                               if kind == "set_event" else [])
+        self._operation(cmd.event, executed, queue, self._next(queue), kind, stages, stage, False)
+
+    def _operation(self, event: str, ref: str, agent: str, seq: int, kind: str, stages: list[str], second: str,
+                   host: bool) -> None:
+        node = partial(AccessNode, ref, agent, seq, reads=(kind,), write=None, buffer=event, root="", lo=0, hi=1,
+                       host=host, memory="")
+        self.event_operations[ref] = (event, [node(stage=s, uid=self._new_uid()) for s in stages],
+                                      node(stage=second, uid=self._new_uid()))
 
     def _command_accesses(self, queue: str, executed: str, accesses) -> None:
         """A command's accesses at one position: as the checker does, every one is paired before any is recorded."""
@@ -316,6 +344,9 @@ class Model(Consumer):
             return
         if isinstance(op, (ir.HostSetEvent, ir.HostResetEvent)):
             self.events.host(op)
+            thread_id = self.stream.threads[thread].id
+            self._operation(op.event, format_ref(thread_id, pc), thread_id, self._next(thread_id),
+                            "set_event" if isinstance(op, ir.HostSetEvent) else "reset_event", ["host"], "host", True)
             return
         thread_id = self.stream.threads[thread].id
         ref = format_ref(thread_id, pc)

@@ -52,7 +52,10 @@ wait's memory dependencies are barrier nodes that nothing chains into, joined by
 event on their queue, their first access scopes limited to operations before that set (`Reference._pair_events`).
 A wait on an event the host set before its submission is joined to that host op. Outside what the reference reads:
 a wait no set satisfies, an event set or reset on several queues, and a host set or reset the wait's submission
-is not ordered with.
+is not ordered with. Each set and reset also has a node of its event operation, at no stage: its first scope its
+stage mask (and what a second scope of every operation holds), its second scope only what a first scope of every
+operation holds (all_commands, bottom_of_pipe; 7.6); the last set's joins the wait's nodes. Two operations on one
+event, not two resets, neither happening-before the other, race (7.5's note; `Verdict.event_races`).
 """
 
 from __future__ import annotations
@@ -69,7 +72,8 @@ from ..model.refs import format_ref
 from ..model.stages import ACCESS, COMMAND_STAGES, EXECUTING_STAGES, STAGE, same_or_logically_earlier
 from .readings import DEFAULT, Readings
 
-__all__ = ["OutsideReference", "Reference", "access_pairs", "first_scope", "joined", "references", "second_scope",
+__all__ = ["OPERATION_AWAITED", "OPERATION_DONE", "OutsideReference", "Reference", "access_pairs", "first_scope",
+           "joined", "references", "second_scope",
            "signal_scope", "submission_orders", "verdict"]
 
 _COHERENT = ("host_coherent", "device_host_visible")
@@ -89,7 +93,7 @@ class Operation:
     access node has its own stage in both. `until`: a vkCmdWaitEvents memory dependency's first scopes hold only
     operations before this position, its event's last set (7.5); None for every other node (its own position)."""
 
-    kind: str  # access | barrier | wait | submission | signal | fence | host | set (an event's)
+    kind: str  # access | barrier | wait | submission | signal | fence | host | set | operation (an event's)
     agent: str
     pos: int
     first: frozenset[str] = frozenset()
@@ -163,6 +167,7 @@ class Verdict:
     hazards: frozenset[Hazard]
     use_after_destroy: frozenset[tuple[str, str]]  # (use, destroy) or (destroy, later use)
     fence_misuse: frozenset[str]  # the resets and submits of a fence in a state Vulkan forbids
+    event_races: frozenset[tuple[str, str, str]] = frozenset()  # (event, first, second): neither happens-before
 
 
 # ---- scopes, read from the spec's stage and access tables (model/stages.py), apart from the checker's ------
@@ -180,6 +185,11 @@ def _named(mask: frozenset[str], table: dict) -> frozenset[str]:
 # BOTTOM_OF_PIPE in a first scope and TOP_OF_PIPE in a second are "equivalent to ALL_COMMANDS" there. A transition
 # node has LAYOUT_TRANSITION for its scopes, so those scopes meet it; no other stage's scope does.
 _ALL_OPERATIONS = frozenset({LAYOUT_TRANSITION})
+# 7.5: vkCmdSetEvent(2) and vkCmdResetEvent(2) define an event signal or unsignal operation, "the second
+# synchronization scope" of the command, at no stage: an operation of all commands too. Its node's second scope is
+# OPERATION_DONE, which only a first scope of every operation holds; its first scope holds OPERATION_AWAITED, which
+# only a second scope of every operation holds (two names, so that two event operations do not chain directly).
+OPERATION_DONE, OPERATION_AWAITED = "an event operation", "a later event operation"
 
 
 def first_scope(src_stage: frozenset[str]) -> frozenset[str]:
@@ -187,7 +197,7 @@ def first_scope(src_stage: frozenset[str]) -> frozenset[str]:
     commands execute at (top_of_pipe alone: none); with bottom_of_pipe (all_commands) every operation."""
     named = _named(src_stage, STAGE)
     return frozenset(s for s in EXECUTING_STAGES if any(s == t or s in STAGE[t].earlier for t in named)) | \
-        (_ALL_OPERATIONS if "bottom_of_pipe" in named else frozenset())
+        (_ALL_OPERATIONS | {OPERATION_DONE} if "bottom_of_pipe" in named else frozenset())
 
 
 def second_scope(dst_stage: frozenset[str]) -> frozenset[str]:
@@ -195,7 +205,7 @@ def second_scope(dst_stage: frozenset[str]) -> frozenset[str]:
     (bottom_of_pipe alone: none); with top_of_pipe (all_commands) every operation."""
     named = _named(dst_stage, STAGE)
     return frozenset(s for s in EXECUTING_STAGES if any(s == t or t in STAGE[s].earlier for t in named)) | \
-        (_ALL_OPERATIONS if "top_of_pipe" in named else frozenset())
+        (_ALL_OPERATIONS | {OPERATION_AWAITED} if "top_of_pipe" in named else frozenset())
 
 
 def access_pairs(stage: frozenset[str], access: frozenset[str]) -> frozenset[tuple[str, str]]:
@@ -312,13 +322,18 @@ class Reference:
         # binary semaphore -> [(thread, program key, wait or signal node)]
         self.binary: dict[str, list[tuple[str, tuple, Operation]]] = {
             s.id: [] for s in stream.semaphores if s.type == "binary"}
-        # Events (7.5): per (queue, event) its last set's nodes (None: a reset) and the submission that made it; the
+        # Events (7.5): per (queue, event) its last set's nodes (None: a reset), the submission that made it and a set's
+        # first scopes' stages (ir.SetEvent.first_scopes); the
         # queues that set or reset each event; the host's sets and resets; each wait's (memory dependency nodes,
         # event, last set or reset on its queue then, submission, ref).
-        self.event_state: dict[tuple[str, str], tuple[list[Operation] | None, Operation]] = {}
+        self.event_state: dict[tuple[str, str], tuple] = {}
         self.event_queues: dict[str, set[str]] = {}
         self.host_events: dict[str, list[Operation]] = {}
         self.event_waits: list[tuple[list[Operation], str, tuple | None, Operation, str]] = []
+        # per event, every set and reset (its operation's node, and a set's signal node: None for a reset; the host's
+        # its own node both), in stream order; per (queue, event) each set's signal node and its first scopes' stages
+        self.event_operations: dict[str, list[tuple[Operation, Operation | None]]] = {}
+        self.event_signals: dict[tuple[str, str], list[tuple[Operation, set]]] = {}
         self._build()
         self._chain()
         self.reach = self._closure()
@@ -436,6 +451,8 @@ class Reference:
                 self.destroys.append((h, op))
             elif isinstance(op, (ir.HostSetEvent, ir.HostResetEvent)):
                 self.host_events.setdefault(op.event, []).append(h)
+                self.event_operations.setdefault(op.event, []).append(
+                    (h, h if isinstance(op, ir.HostSetEvent) else None))
 
     def _shared_fences(self) -> dict[str, tuple[str, Operation]]:
         """Fences several threads use: which signal a wait observes is fixed only for one submitted once,
@@ -464,7 +481,8 @@ class Reference:
 
     def _fence_node(self, queue: str, ref: str, batch: int | None) -> Operation:
         """A fence signal after the batch number `batch` (None: the queue's first) ends."""
-        n = self._node("fence", queue, first=COMMAND_STAGES | _HOST_STAGE | _ALL_OPERATIONS, batch=next(self.batches),
+        n = self._node("fence", queue, first=COMMAND_STAGES | _HOST_STAGE | _ALL_OPERATIONS | {OPERATION_DONE},
+                       batch=next(self.batches),
                        ref=ref)
         self._after(self._when(n), None if batch is None else ("end", batch))
         return n
@@ -505,7 +523,7 @@ class Reference:
         q = op.queue
         thread = h.agent
         # 7.9 host write ordering: the submission orders earlier host operations before its commands.
-        sub = self._node("submission", q, second=COMMAND_STAGES | _ALL_OPERATIONS, ref=h.ref)
+        sub = self._node("submission", q, second=COMMAND_STAGES | _ALL_OPERATIONS | {OPERATION_AWAITED}, ref=h.ref)
         h.after.append(sub)
         for bi, batch in enumerate(op.batches or (ir.Batch(),)):
             number = next(self.batches)
@@ -602,10 +620,22 @@ class Reference:
                 self.event_waits.append((nodes, event, self.event_state.get((q, event)), submission, ref))
             return
         self.event_queues.setdefault(cmd.event, set()).add(q)
+        # The event signal or unsignal operation itself: "The first synchronization scope includes all commands that
+        # occur earlier in submission order ... limited to operations on the pipeline stages determined by" the
+        # stage mask (vkCmdSetEvent2's: "the union of all the memory dependencies"), the operation "the second".
+        operation = self._node("operation", q, first=first_scope(cmd.stage) | {OPERATION_AWAITED},
+                               second=frozenset({OPERATION_DONE}), ref=ref)
         if isinstance(cmd, ir.ResetEvent):
             # vkCmdResetEvent: "an event unsignal operation which resets the event to the unsignaled state".
+            self.event_operations.setdefault(cmd.event, []).append((operation, None))
             self.event_state[q, cmd.event] = (None, submission)
             return
+        # vkCmdWaitEvents: "Event signal operations performed by vkCmdSetEvent that occur earlier in submission order
+        # are included in the first synchronization scope": a node of the signal operation, in no scope, joined to
+        # the waits for a set of the same stages (_pair_events), so that it orders no access, only later operations.
+        signal = self._node("operation", q, ref=ref)
+        self.event_operations.setdefault(cmd.event, []).append((operation, signal))
+        self.event_signals.setdefault((q, cmd.event), []).append((signal, set(cmd.first_scopes)))
         # vkCmdSetEvent: "The first synchronization scope includes all commands that occur earlier in submission
         # order ... limited to ... stageMask. The second synchronization scope includes only the event signal
         # operation." vkCmdSetEvent2: "the first half of memory dependencies defined by pDependencyInfo": a node
@@ -618,7 +648,7 @@ class Reference:
             self.nodes.append(n)
             self.queue_nodes[q].append(n)
             nodes.append(n)
-        self.event_state[q, cmd.event] = (nodes, submission)
+        self.event_state[q, cmd.event] = (nodes, submission, cmd.first_scopes)
 
     def _pair_events(self) -> None:
         """Spec 7.5 vkCmdWaitEvents2: "The first synchronization scope and access scope of each memory dependency
@@ -655,6 +685,16 @@ class Reference:
             for s, n in pairs:
                 s.after.append(n)
                 n.until = s.pos if s.kind == "set" else -1
+            if last is None or last[0] is None:
+                continue
+            # The signal operations in the first synchronization scopes: the sets of the queue before the wait with
+            # the stages of the memory dependency's set (as _pair_events pairs them).
+            scopes = last[2]
+            paired = scopes if len(scopes) == len(nodes) else (frozenset().union(*scopes),) * len(nodes)
+            for n, stages in zip(nodes, paired):
+                for v, first_scopes in self.event_signals.get((n.agent, event), ()):
+                    if v.pos < n.pos and stages in first_scopes:
+                        v.after.append(n)
 
     # ---- happens-before ---------------------------------------------------------------------------
 
@@ -687,6 +727,12 @@ class Reference:
     def hb(self, a: Operation, b: Operation) -> bool:
         """Spec 7.1: a happens-before b."""
         return bool(self.reach[self._ids[id(a)]] >> self._ids[id(b)] & 1)
+
+    def event_hb(self, first: str, second: str) -> bool:
+        """Whether the event operation (set or reset, device or host) named `first` happens-before the one named
+        `second`."""
+        named = {op[0].ref: op for ops in self.event_operations.values() for op in ops}
+        return first in named and second in named and self._operation_hb(named[first], named[second])
 
     def hb_or_same(self, a: Operation, b: Operation) -> bool:
         return a is b or self.hb(a, b)
@@ -786,7 +832,8 @@ class Reference:
 
     def verdict(self) -> Verdict:
         return Verdict(frozenset(self._hazards()), frozenset(self._use_after_destroy()),
-                       frozenset(self.fence_misuse) | {r.ref for r, signal in self.resets if not self.hb(signal, r)})
+                       frozenset(self.fence_misuse) | {r.ref for r, signal in self.resets if not self.hb(signal, r)},
+                       frozenset(self._event_races()))
 
     def _segments(self) -> dict[str, list[int]]:
         cuts: dict[str, set[int]] = {}
@@ -854,6 +901,21 @@ class Reference:
                 racing = a.node.agent != b.node.agent and not self.hb(a.node, b.node)
                 yield Hazard(c.kind, a.buffer, a.ref, b.ref, racing, a.lo, a.hi)
 
+    def _event_races(self):
+        """7.5, note to vkCmdWaitEvents2: "There is no direct ordering guarantee between vkCmdSetEvent2 and
+        vkCmdResetEvent2, vkCmdResetEvent, or vkCmdSetEvent. Another execution dependency ... is needed to prevent
+        such a race condition": two operations on one event's state (device or host), not both unsignals (a reset
+        leaves the same state whichever comes last), neither happening-before the other."""
+        for event, ops in self.event_operations.items():
+            for i, a in enumerate(ops):
+                for b in ops[i + 1:]:
+                    if (a[1] or b[1]) and not self._operation_hb(a, b) and not self._operation_hb(b, a):
+                        yield event, a[0].ref, b[0].ref
+
+    def _operation_hb(self, a: tuple, b: tuple) -> bool:
+        """Event operation a (its operation's node and signal's: Reference.event_operations) happens-before b's."""
+        return self.hb(a[0], b[0]) or a[1] is not None and a[1] is not a[0] and self.hb(a[1], b[0])
+
     def _use_after_destroy(self):
         """Spec 12.7 vkDestroyBuffer: every submitted use must have completed; no use after it (its submit, or
         host access, happens after the destroy)."""
@@ -884,7 +946,7 @@ def joined(refs: list[Reference]) -> Verdict:
     """What the program may do: each hazard, use after destroy and fence misuse of some submission order."""
     verdicts = [r.verdict() for r in refs]
     return Verdict(*(frozenset().union(*(getattr(v, name) for v in verdicts))
-                     for name in ("hazards", "use_after_destroy", "fence_misuse")))
+                     for name in ("hazards", "use_after_destroy", "fence_misuse", "event_races")))
 
 
 def verdict(stream: ir.Stream, readings: Readings = DEFAULT) -> Verdict:

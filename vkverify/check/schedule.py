@@ -152,6 +152,6 @@ class Schedule(Consumer):
         if isinstance(op, ir.HostAccess):
             self.checker.host_access(t, op, ref)
         elif isinstance(op, (ir.HostSetEvent, ir.HostResetEvent)):
-            self.checker.events.host(op)
+            self.checker.host_event(t, op, ref)
         else:
             self.checker.destroy(t, op, ref)

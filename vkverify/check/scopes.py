@@ -15,7 +15,8 @@ from functools import cache
 from ..model.names import ACCESS_SETS, STAGE_SETS
 from ..model.stages import COMMAND_STAGES, DEVICE_STAGES, EXECUTING_STAGES, STAGES
 
-__all__ = ["ALL_DEVICE", "EARLIER_TRANSITIONS", "HOST", "LATER_TRANSITIONS", "access_scope", "accesses",
+__all__ = ["ALL_DEVICE", "EARLIER_EVENT_OPERATIONS", "EARLIER_TRANSITIONS", "HOST", "LATER_EVENT_OPERATIONS",
+           "LATER_TRANSITIONS", "access_scope", "accesses",
            "explicit_stages", "first_execution_scope", "second_execution_scope", "signal_first_scope"]
 
 # Logically earlier and later stages (spec 7.6.1 "Pipeline stage ordering"), each stage with
@@ -35,11 +36,16 @@ HOST = frozenset({"host"})
 #   holds it in its first scope (the transition is in that second scope, and happens-before its barrier's second
 #   half: 7.1's chain goes on through it).
 EARLIER_TRANSITIONS, LATER_TRANSITIONS = "layout transitions before", "layout transitions after"
-_EARLIER["bottom_of_pipe"] |= {EARLIER_TRANSITIONS}
-_LATER["top_of_pipe"] |= {LATER_TRANSITIONS}
+# An event's set or reset (7.5: its event signal or unsignal operation, the second scope of vkCmdSetEvent(2) and
+# vkCmdResetEvent(2)) is such an operation too, at no pipeline stage: the same two names for every event operation
+# (events.operation_entries gives each event a stage of its own between them).
+EARLIER_EVENT_OPERATIONS, LATER_EVENT_OPERATIONS = "event operations before", "event operations after"
+_EARLIER["bottom_of_pipe"] |= {EARLIER_TRANSITIONS, EARLIER_EVENT_OPERATIONS}
+_LATER["top_of_pipe"] |= {LATER_TRANSITIONS, LATER_EVENT_OPERATIONS}
 # A second scope of every operation of the queue's commands: a submission's (7.9 host write ordering), a fence's
 # acquire; the device's stage clocks are kept for these stages.
-ALL_DEVICE = frozenset(DEVICE_STAGES) | {EARLIER_TRANSITIONS, LATER_TRANSITIONS}
+ALL_DEVICE = frozenset(DEVICE_STAGES) | {EARLIER_TRANSITIONS, LATER_TRANSITIONS, EARLIER_EVENT_OPERATIONS,
+                                         LATER_EVENT_OPERATIONS}
 
 
 @cache

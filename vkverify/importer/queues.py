@@ -13,6 +13,7 @@ from .records import Call
 __all__ = ["Queues"]
 
 SEMAPHORE_WAIT_ANY = 0x1
+SEMAPHORE_IMPORT_TEMPORARY = 0x1  # VK_SEMAPHORE_IMPORT_TEMPORARY_BIT
 ALL_COMMANDS = 0x10000  # VK_PIPELINE_STAGE_ALL_COMMANDS_BIT: what a vkQueueSubmit signal waits for
 
 
@@ -35,10 +36,29 @@ class Queues:
 
     def vkImportSemaphoreFdKHR(self, call: Call, a: dict) -> None:
         info = a["pImportSemaphoreFdInfo"]
-        exported = self.exported.pop(info["fd"], None)  # a successful import owns the fd: it may be reused
-        if exported is not None and info["semaphore"] in self.semaphores:
-            # The importing semaphore has the exported one's payload: another device's handle to one semaphore.
-            self.semaphores[info["semaphore"]] = exported
+        # A successful import owns the fd: the number may be reused ("transfers ownership of the file descriptor").
+        self._import_semaphore(call, info, self.exported.pop(info["fd"], None))
+
+    def vkGetSemaphoreWin32HandleKHR(self, call: Call, a: dict) -> None:
+        if a["pGetWin32HandleInfo"]["semaphore"] in self.semaphores:
+            self.exported[a["pHandle"]] = self.semaphores[a["pGetWin32HandleInfo"]["semaphore"]]
+
+    def vkImportSemaphoreWin32HandleKHR(self, call: Call, a: dict) -> None:
+        # A Windows handle stays the program's ("does not transfer ownership of the handle"): it may be imported
+        # again. A named handle (`name`) is another process's object.
+        info = a["pImportSemaphoreWin32HandleInfo"]
+        self._import_semaphore(call, info, None if info.get("name") else self.exported.get(info.get("handle")))
+
+    def _import_semaphore(self, call: Call, info: dict, exported: dict | None) -> None:
+        """7.4.5: a permanent import of a payload exported in the capture makes the importing semaphore one more
+        handle of it (the stream names that payload's semaphore for both). A temporary import (the payload only
+        until the next wait) or one from outside the capture (another process's signals) is not in the stream."""
+        if info["semaphore"] not in self.semaphores:
+            return
+        if exported is None or info.get("flags", 0) & SEMAPHORE_IMPORT_TEMPORARY:
+            self._unmodelled(call)
+            return
+        self.semaphores[info["semaphore"]] = exported
 
     def vkCreateFence(self, call: Call, a: dict) -> None:
         self.fences[a["pFence"]] = {"id": f"fence{a['pFence']}", "signaled": bool(a["pCreateInfo"]["flags"] & 1)}

@@ -216,7 +216,8 @@ def _doc(s: ir.Stream, each: Callable[[Callable[[Any], dict], Sequence[Any]], An
     out["buffers"] = [{"id": b.id, "size": b.size, "memory": b.memory, "devices": list(b.devices),
                        **({"alias_of": b.alias_of, "offset": b.offset} if b.alias_of is not None else {}),
                        **({"sharing": b.sharing} if b.sharing != "concurrent" else {})} for b in s.buffers]
-    out["semaphores"] = [{"id": x.id, "type": x.type, "initial": x.initial} for x in s.semaphores]
+    out["semaphores"] = [{"id": x.id, "type": x.type, **({"payload_of": x.payload_of} if x.payload_of else
+                                                          {"initial": x.initial})} for x in s.semaphores]
     out["fences"] = [{"id": f.id, "signaled": f.signaled} for f in s.fences]
     if s.images:
         out["images"] = [{"id": m.id, "extent": list(m.extent), "format": m.format, "mip_levels": m.mip_levels,

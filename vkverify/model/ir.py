@@ -210,6 +210,9 @@ class Semaphore:
     id: str
     type: str = "binary"  # "binary" | "timeline"
     initial: int = 0
+    # The semaphore whose payload this one imports (vkImportSemaphoreFdKHR of the other's exported handle): two
+    # handles of one payload. The loader names the payload's semaphore wherever this one is waited or signalled.
+    payload_of: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -498,10 +498,11 @@ class _Builder:
                 self.error(("images", i, "id"), f"image id {m.id!r} is a buffer's too")
         self.images = {m.id: m for m in images}
 
-        semaphores = tuple(ir.Semaphore(s["id"], s.get("type", "binary"), s.get("initial", 0))
+        semaphores = tuple(ir.Semaphore(s["id"], s.get("type", "binary"), s.get("initial", 0), s.get("payload_of"))
                            for s in doc.get("semaphores", []))
         self.unique("semaphores", [s.id for s in semaphores])
         self.semaphore_types = {s.id: s.type for s in semaphores}
+        self.payloads = self.semaphore_payloads(doc.get("semaphores", []), semaphores)
         fences = tuple(ir.Fence(f["id"], f.get("signaled", False)) for f in doc.get("fences", []))
         self.unique("fences", [f.id for f in fences])
         self.fence_ids = {f.id for f in fences}
@@ -1015,13 +1016,15 @@ class _Builder:
         if kind == "wait_semaphores":
             for j, w in enumerate(op["waits"]):
                 self.semaphore_ref(path + ("waits", j), w, timeline_only=True)
-            return ir.WaitSemaphores(tuple(ir.SemaphoreValue(w["semaphore"], w["value"]) for w in op["waits"]), **tag)
+            return ir.WaitSemaphores(tuple(ir.SemaphoreValue(self.payloads.get(w["semaphore"], w["semaphore"]),
+                                                             w["value"]) for w in op["waits"]), **tag)
         if kind == "signal_semaphore":
             self.semaphore_ref(path, op, timeline_only=True)
-            return ir.SignalSemaphore(op["semaphore"], op["value"], **tag)
+            return ir.SignalSemaphore(self.payloads.get(op["semaphore"], op["semaphore"]), op["value"], **tag)
         if kind == "get_semaphore_counter_value":
             self.semaphore_ref(path, op, timeline_only=True)
-            return ir.GetSemaphoreCounterValue((ir.SemaphoreValue(op["semaphore"], op["value"]),), **tag)
+            return ir.GetSemaphoreCounterValue(
+                (ir.SemaphoreValue(self.payloads.get(op["semaphore"], op["semaphore"]), op["value"]),), **tag)
         if kind in ("host_write", "host_read", "flush", "invalidate"):
             offset, size = self.byte_range(path, op, op["buffer"])
             return ir.HostAccess(kind, op["buffer"], offset, size, self.data(path, op.get("data"), size), **tag)
@@ -1077,10 +1080,40 @@ class _Builder:
             batches.append(ir.Batch(waits, tuple(b.get("command_buffers", [])), signals))
         return ir.Submit(op["queue"], tuple(batches), op.get("fence"), **tag)
 
+    def semaphore_payloads(self, docs: list[dict], semaphores: tuple[ir.Semaphore, ...]) -> dict[str, str]:
+        """Per semaphore that imports another's payload permanently (`payload_of`), the semaphore holding that
+        payload: waits and signals of either handle are of one payload (7.4.5 "Importing Semaphore Payloads": "A
+        permanent payload import behaves as if the target semaphore was destroyed, and a new semaphore was created
+        with the same handle but the imported payload"; "importing a payload to a semaphore adds the semaphore to the
+        set of all semaphores sharing that payload"). It has the payload's type
+        (VUID-VkImportSemaphoreFdInfoKHR-handleType-03264) and value, not an initial one of its own."""
+        by_id = {s.id: s for s in semaphores}
+        out = {}
+        for i, s in enumerate(semaphores):
+            if s.payload_of is None:
+                continue
+            path, seen, root = ("semaphores", i), {s.id}, s.payload_of
+            while root in by_id and by_id[root].payload_of is not None and root not in seen:
+                seen.add(root)
+                root = by_id[root].payload_of
+            if root not in by_id:
+                self.error(path + ("payload_of",), f"unknown semaphore {s.payload_of!r}")
+            elif root in seen:
+                self.error(path + ("payload_of",), f"{s.id!r} imports its own payload (a cycle of payload_of)")
+            elif by_id[root].type != s.type:
+                self.error(path + ("type",),
+                           f"{s.id!r} is {s.type}, the payload it imports ({root!r}) {by_id[root].type}")
+            elif "initial" in docs[i]:
+                self.error(path + ("initial",), f"{s.id!r} imports {root!r}'s payload, and with it its value: no "
+                                                "`initial` of its own")
+            else:
+                out[s.id] = root
+        return out
+
     def semaphore_op(self, path: tuple, s: dict) -> ir.SemaphoreOp:
         self.semaphore_ref(path, s, timeline_only=False)
         stage = self.names(path + ("stage",), s.get("stage"), stage_name, "stage", frozenset({"all_commands"}))
-        return ir.SemaphoreOp(s["semaphore"], s.get("value"), stage)
+        return ir.SemaphoreOp(self.payloads.get(s["semaphore"], s["semaphore"]), s.get("value"), stage)
 
     def semaphore_ref(self, path: tuple, s: dict, timeline_only: bool) -> None:
         kind = self.semaphore_types.get(s["semaphore"])
@@ -1116,7 +1149,10 @@ class _Builder:
         for j, ref in enumerate(f.get("ops", [])):
             if resolve_ref(stream, ref) is None:
                 self.error(path + ("ops", j), f"no operation {ref!r} in this stream")
-        if f.get("buffer") is not None and f["buffer"] not in stream.index.buffers:
+        if f.get("kind") == "event_race":  # its `buffer` names the event whose state races (docs/format.md)
+            if f.get("buffer") is not None and f["buffer"] not in stream.index.events:
+                self.error(path + ("buffer",), f"unknown event {f['buffer']!r}")
+        elif f.get("buffer") is not None and f["buffer"] not in stream.index.buffers:
             self.error(path + ("buffer",), f"unknown buffer {f['buffer']!r}")
         return ir.ExpectedFinding(f["kind"], f.get("buffer"), f.get("first"), f.get("second"),
                                   tuple(f["ops"]) if "ops" in f else None,

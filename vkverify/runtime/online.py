@@ -26,7 +26,7 @@ HAZARDS = "VKVERIFY_HAZARDS"  # the file the check writes its hazards to, going 
 
 # Findings that a partial stream cannot produce by being partial.
 ONLINE_KINDS = frozenset({"raw", "war", "waw", "use_after_destroy", "uninitialized_read", "ownership_missing",
-                          "binary_semaphore_misuse", "timeline_not_increasing", "fence_misuse"})
+                          "binary_semaphore_misuse", "timeline_not_increasing", "fence_misuse", "event_race"})
 
 
 class OnlineCheck:

@@ -48,12 +48,15 @@ COMPRESSED_BOXES = ("a compressed image's copy boxes: syncval 1.3.239 misplaces 
 SLICES_WIDENED = ("a 2d_array_compatible image: the replay's barriers of it cover every slice and make no layout "
                   "transition (no VK_KHR_maintenance9), which orders more")
 _SUBMIT_CB = re.compile(r"Hazard \w+ for entry \d+, VkCommandBuffer 0x[0-9a-f]+\[([^\]@]+)")
+# The layer's checks of an event's sets and resets (1.3.239: SYNC-vkCmdResetEvent-missingbarrier-wait and kin; later
+# SYNC-vkCmdSetEvent-reset-race and kin), on the set or reset it reports: vkverify's event_race (docs/format.md).
+_EVENT_RACE = re.compile(r"SYNC-vkCmd(Set|Reset)Event2?(KHR)?-")
 
 
 @dataclass(frozen=True)
 class LayerFinding:
-    kind: str  # raw | war | waw
-    buffer: str | None  # None for submit-time hazards (the layer names the queue)
+    kind: str  # raw | war | waw | event_race
+    buffer: str | None  # None for submit-time hazards (the layer names the queue); an event_race's event
     second: str  # a command reference (`cb0[2]`) or, at submit time, a command buffer id
     operation: str  # the runtime operation during which it arrived
 
@@ -61,7 +64,7 @@ class LayerFinding:
 def layer_findings(messages) -> list[LayerFinding]:
     out: dict[tuple, LayerFinding] = {}
     for m in messages:
-        kind = LAYER_KINDS.get(m.id_name)
+        kind = LAYER_KINDS.get(m.id_name) or ("event_race" if _EVENT_RACE.match(m.id_name) else None)
         if kind is None or m.operation is None:
             continue
         submit_cb = _SUBMIT_CB.search(m.text)
