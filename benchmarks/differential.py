@@ -1,7 +1,8 @@
 """Long differential runs: two readings of happens-before compared on many generated streams.
 
     python benchmarks/differential.py --examples 5000 [--seed 7] [--out disagreements.jsonl]
-        [--resubmit | --timelines | --batched | --threads | --patterns | --images | --events | --markers]
+        [--resubmit | --timelines | --batched | --threads | --patterns | --images | --syncval-images | --events
+         | --markers]
         [--mode reference|consumers|explain|fixes|incremental|replay|quick|witness|sim]
         [--reading NAME=VALUE ...]
 
@@ -31,7 +32,9 @@ or command buffers (batched_streams); --timelines: several host threads signalli
 (tests/test_semaphores.py timeline_streams); --threads: a producer and a consumer thread, on their own queues
 or sharing one (thread_streams); neither of the last two for incremental; --patterns: the patterns issue 25 found
 the checker wrong on, with drawn stages and masks (pattern_streams); --images: image uploads, readbacks, copies,
-clears, storage image dispatches and image barriers with layout transitions (image_streams); --events: sets and
+clears, storage image dispatches and image barriers with layout transitions (image_streams); --syncval-images: the
+image features the syncval port added, queue family ownership transfers of images among them
+(syncval_image_streams); --events: sets and
 waits of events as users write them (event_streams); --markers: buffer marker writes and query result copies among
 accesses to the same words (marker_streams). consumers and fixes read a stream of several threads where its
 submission order is the only one (Reference), and skip it otherwise.
@@ -53,7 +56,8 @@ from hypothesis import HealthCheck, given, seed, settings
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.differential import (batched_streams, completes, consumer_disagreements, disagreements, event_streams,
-                                explain_disagreements, fix_disagreements, image_streams, marker_streams,
+                                explain_disagreements, fix_disagreements, syncval_image_streams, image_streams,
+                                marker_streams,
                                 pattern_streams, resubmitting_streams, streams, thread_streams,
                                 variant_disagreements)
 from tests.test_incremental import incremental_disagreements
@@ -88,6 +92,8 @@ def main() -> int:
     generator.add_argument("--threads", action="store_true", help="a producer and a consumer thread")
     generator.add_argument("--patterns", action="store_true", help="the patterns of issue 25 (pattern_streams)")
     generator.add_argument("--images", action="store_true", help="image commands and barriers (image_streams)")
+    generator.add_argument("--syncval-images", action="store_true",
+                           help="the image features of the syncval port (syncval_image_streams)")
     generator.add_argument("--events", action="store_true", help="sets and waits of events (event_streams)")
     generator.add_argument("--markers", action="store_true",
                            help="buffer markers and query result copies (marker_streams)")
@@ -117,6 +123,7 @@ def main() -> int:
     @given(timeline_streams() if args.timelines else thread_streams() if args.threads
            else resubmitting_streams() if args.resubmit else batched_streams() if args.batched
            else pattern_streams() if args.patterns else image_streams() if args.images
+           else syncval_image_streams() if args.syncval_images
            else event_streams() if args.events else marker_streams() if args.markers else streams())
     def run(doc: dict) -> None:
         try:

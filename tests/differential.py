@@ -606,6 +606,58 @@ def image_streams(draw) -> dict:
             "command_buffers": cbs, "threads": {"main": ops}}
 
 
+# ---- image features of the syncval port (imgport): ownership transfers of images ----------------------------
+
+
+@st.composite
+def _image_ownership_transfer(draw) -> tuple[dict, list]:
+    """Image commands on q1 (family 1), then a release of a drawn subresource range of exclusive I to family 0,
+    transitioning it or not, with drawn stages and masks; on q0 the matching acquire (same range and layouts, 7.7.4),
+    then image commands. q0 waits for q1's signal at a drawn stage (often all_commands, the stage that holds the
+    release and acquire) or not at all. Command buffers and host ops."""
+    layouts = draw(st.sampled_from([("transfer_dst_optimal", "shader_read_only_optimal"), ("general", "general"),
+                                    ("undefined", "general")]))
+    transfer = {"image": "I", **draw(_subresources()), "old_layout": layouts[0], "new_layout": layouts[1],
+                "src_family": 1, "dst_family": 0}
+    release = _barrier(draw, dst_stage=draw(st.sampled_from([["none"], ["compute_shader"]])), narrow=True,
+                       images=[transfer])
+    acquire = _barrier(draw, src_stage=draw(st.sampled_from([["none"], ["copy"]])), narrow=True,
+                       images=[transfer])
+    cbs = {"cb0": draw(st.lists(_image_command(), max_size=3)) + [release],
+           "cb1": [acquire] + draw(st.lists(_image_command(), min_size=1, max_size=3))}
+    return cbs, draw(_two_submits(joined=draw(st.integers(0, 3)) > 0))
+
+
+@st.composite
+def _two_submits(draw, joined: bool) -> list:
+    """cb0 on q1 (family 1), then cb1 on q0 (family 0), which waits for cb0's signal at a drawn stage (often
+    all_commands, which holds every layout transition and ownership transfer) where `joined`."""
+    stages = st.sampled_from(["all_commands"] * 3 + SEMAPHORE_STAGES)
+    return [{"op": "submit", "queue": "q1", "command_buffers": ["cb0"],
+             "signal": [{"semaphore": "T", "value": 1, "stage": [draw(stages)]}]},
+            {"op": "submit", "queue": "q0", "command_buffers": ["cb1"],
+             **({"wait": [{"semaphore": "T", "value": 1, "stage": [draw(stages)]}]} if joined else {})},
+            {"op": "device_wait_idle"}]
+
+
+@st.composite
+def syncval_image_streams(draw) -> dict:
+    """Streams of the image features the syncval port added (docs/syncval.md): queue family ownership transfers of
+    images (_image_ownership_transfer). Images I (exclusive) and J as image_streams'; queues q0 (family 0) and q1
+    (family 1)."""
+    image = {"extent": list(IMAGE_EXTENT), "format": "r8g8b8a8_unorm", "mip_levels": 2, "array_layers": 2}
+    images = [{"id": "I", **image, "memory": "device_local", "sharing": "exclusive"},
+              {"id": "J", **image, "memory": draw(st.sampled_from(["device_local", "host_coherent"]))}]
+    cbs, ops = draw(_image_ownership_transfer())
+    return {"format": "vkverify-stream/1", "name": "syncval-images",
+            "devices": [{"id": "gpu0", "queues": [{"id": "q0", "family": 0}, {"id": "q1", "family": 1}]}],
+            "buffers": [{"id": "B", "size": SIZE * 4, "memory": "device_local"},
+                        {"id": "S", "size": SIZE * 4, "memory": "host_coherent"}],
+            "images": images, "semaphores": [{"id": "T", "type": "timeline"}],
+            "shaders": {k: {"bindings": v} for k, v in SHADERS.items()},
+            "command_buffers": cbs, "threads": {"main": ops}}
+
+
 # ---- events (spec 7.5) ---------------------------------------------------------------------------------
 
 EVENT_BUFFERS = {"B": SIZE, "C": SIZE, "S": SIZE}

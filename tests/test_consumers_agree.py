@@ -17,7 +17,7 @@ from vkverify.check.hb import Model
 from vkverify.model import from_dict
 
 from .differential import (SETTINGS, assert_agree, consumer_disagreements, event_streams, explain_disagreements,
-                           marker_streams, pattern_streams, resubmitting_streams, streams)
+                           syncval_image_streams, marker_streams, pattern_streams, resubmitting_streams, streams)
 from .test_semaphores import timeline_streams
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_CONSUMER_EXAMPLES", "1000"))
@@ -58,6 +58,12 @@ def test_explain_and_mutations_agree_on_events(doc):
 @settings(max_examples=EXAMPLES_RUN // 8, **SETTINGS)
 @given(marker_streams())
 def test_explain_and_mutations_agree_on_buffer_markers_and_query_results(doc):
+    assert_agree(doc, consumer_disagreements)
+
+
+@settings(max_examples=EXAMPLES_RUN // 8, **SETTINGS)
+@given(syncval_image_streams())
+def test_explain_and_mutations_agree_on_the_syncval_port_s_image_features(doc):
     assert_agree(doc, consumer_disagreements)
 
 

@@ -21,7 +21,8 @@ from vkverify.model import from_dict, load
 
 from .conftest import CORPUS, EXAMPLES
 from .differential import (SETTINGS, assert_agree, batched_streams, completes, disagreements, event_streams,
-                           fix_disagreements, image_streams, marker_streams, pattern_streams, streams, thread_streams)
+                           fix_disagreements, syncval_image_streams, image_streams, marker_streams, pattern_streams,
+                           streams, thread_streams)
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
 
@@ -263,6 +264,14 @@ def test_explain_reads_an_idle_wait_of_another_thread_as_the_checker_does(up, us
 def test_fast_checker_agrees_with_the_reference_on_images(doc):
     """Uploads, readbacks, copies between images, clears, storage image dispatches and image barriers with
     subresource ranges and layout transitions (benchmarks/differential.py --images runs many more)."""
+    assert_agree(doc, disagreements)
+    assert_agree(doc, fix_disagreements)
+
+
+@settings(max_examples=EXAMPLES_RUN // 2, **SETTINGS)
+@given(syncval_image_streams())
+def test_fast_checker_agrees_with_the_reference_on_the_image_features_of_the_syncval_port(doc):
+    """Queue family ownership transfers of images (benchmarks/differential.py --image-features runs many more)."""
     assert_agree(doc, disagreements)
     assert_agree(doc, fix_disagreements)
 
