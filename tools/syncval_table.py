@@ -56,9 +56,6 @@ EXPLICIT = {
     "NegativeSyncVal.EventsCommandHazards": (
         "needs races on an event's state (a set or reset with no dependency on an earlier set or reset: "
         "SYNC-vkCmdSetEvent-reset-race and kin, a finding kind vkverify does not have)"),
-    "NegativeSyncVal.CopyOptimalImageHazards":
-        "needs images aliasing one memory (VK_IMAGE_CREATE_ALIAS_BIT) and vkCmdResolveImage",
-    "NegativeSyncVal.CmdClear": "needs depth/stencil images (vkCmdClearDepthStencilImage)",
 }
 # In order: a test is named by the first that its code matches.
 USES = [
