@@ -135,7 +135,7 @@ def main() -> int:
             differ = compare(doc)
         except (OutsideReference, StreamError) as e:
             if isinstance(e, StreamError) and args.mode != "sim":
-                raise  # only the simulator refuses a valid stream (a resolve, a linear blit: machine.blit_refusal)
+                raise  # only the simulator refuses a valid stream (a linear blit: machine.blit_refusal)
             counts["skipped"] += 1
             reasons[re.sub(r"'[^']*'|\S*\[\d+\]|\d+", "_", str(e))] += 1
             return

@@ -10,9 +10,10 @@ import pytest
 
 from vkverify.check import check
 from vkverify.model import InvalidStream, from_dict
-from vkverify.model.errors import StreamError
 from vkverify.model.dump import to_dict
 from vkverify.model.images import clear_depth_stencil_texel
+from vkverify.sim.execute import resolve
+from vkverify.sim.machine import Machine
 from vkverify.sim.simulate import reference
 
 
@@ -122,14 +123,21 @@ def _resolve_stream(**m) -> dict:
 
 def test_a_texel_s_samples_lie_together_and_a_resolve_reads_them_all():
     """M's texels are 8 bytes (2 samples of 4): the resolve reads texels 1 and 2 of row 0, bytes [8, 24), and
-    writes R's texels 1 and 2 of row 1, bytes [20, 28). C2 is C's memory: one root, the same bytes."""
+    writes R's texels 1 and 2 of row 1, bytes [20, 28), each its sample 0 in the simulator. C2 is C's memory: one
+    root, the same bytes."""
     stream = from_dict(_resolve_stream())
     assert stream.index.images["M"].memory_view.size == 64
-    [resolve] = stream.command_buffers[0].commands
-    assert (resolve.src_ranges, resolve.dst_ranges) == (((8, 24),), ((20, 28),))
+    [resolve_op] = stream.command_buffers[0].commands
+    assert (resolve_op.src_ranges, resolve_op.dst_ranges) == (((8, 24),), ((20, 28),))
     assert stream.index.root("C2") == ("C", 0)
-    with pytest.raises(StreamError, match="cb0\\[0\\]: the simulator does not resolve"):
-        reference(stream)
+    machine = Machine(stream)
+    machine.memory["M"][:] = np.arange(64, dtype=np.uint8)  # texel t's two samples: bytes 8t .. 8t+7
+    resolve(machine, "cb0[0]", resolve_op)
+    r = machine.memory["R"].reshape(2, 4, 4)
+    # Sample 0 (the first 4 bytes) of texels 1 and 2 of row 0, in texels 1 and 2 of row 1; nothing else written.
+    assert (r[1, 1:3] == np.arange(64, dtype=np.uint8).reshape(2, 4, 2, 4)[0, 1:3, 0]).all()
+    assert not r[0].any() and not r[1, [0, 3]].any()
+    assert reference(stream).buffers["R"]  # the simulator runs a stream with a resolve
 
 
 @pytest.mark.parametrize(("change", "message"), [

@@ -620,9 +620,10 @@ class _Builder:
                         (device,), m.get("sharing", "concurrent"), flags, m.get("samples", 1), m.get("alias_of"))
 
     def check_image_aliases(self, images: tuple[ir.Image, ...]) -> None:
-        """resources.adoc, "Memory Aliasing": two images "created with identical creation parameters, both with
-        VK_IMAGE_CREATE_ALIAS_BIT set, and bound to the same memory at the same offset" interpret its contents
-        consistently, so the model's layout of one is the other's; an alias of other parameters is not held."""
+        """resources.adoc, "Memory Aliasing": two images "created with identical creation parameters, both were
+        created with the VK_IMAGE_CREATE_ALIAS_BIT flag set, and both are bound identically to memory" interpret its
+        contents "in consistent ways", so the model's layout of one is the other's; an alias of other parameters is
+        not held."""
         for i, m in enumerate(images):
             if m.alias_of is None:
                 continue

@@ -48,15 +48,10 @@ class Overlay:
 
 
 def blit_refusal(stream: ir.Stream) -> str | None:
-    """Why the simulator cannot run a blit or a resolve of `stream`, or None: it blits with the nearest filter between
-    images of one format, texel to texel (a linear filter's weights and a format conversion's rounding are the
-    device's), and resolves nothing (copies.adoc, "Resolving Multisample Images": the resolve mode of a float or
-    normalized format is "implementation-dependent behavior", and of an integer one "a single sample's value is
-    selected", which one unsaid)."""
+    """Why the simulator cannot run a blit of `stream`, or None: it blits with the nearest filter between images of
+    one format, texel to texel (a linear filter's weights and a format conversion's rounding are the device's)."""
     for cb in stream.command_buffers:
         for i, c in enumerate(cb.commands):
-            if isinstance(c, ir.ResolveImage):
-                return f"{format_ref(cb.id, i)}: the simulator does not resolve (the device picks how samples combine)"
             if not isinstance(c, ir.BlitImage):
                 continue
             src, dst = stream.index.images[c.src], stream.index.images[c.dst]
