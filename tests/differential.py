@@ -27,7 +27,7 @@ from vkverify.check.engine import Checker
 from vkverify.check.schedule import Schedule
 from vkverify.check.walk import shared_timelines, signals
 from vkverify.model import from_dict, ir
-from vkverify.model.images import COMPRESSED, FORMATS, PLANES, block_extent
+from vkverify.model.images import COMPRESSED, FORMATS, PLANES, aspect_names, block_extent
 from vkverify.model.refs import format_ref, parse_ref, split_ref
 from vkverify.mutations import analyze
 from vkverify.mutations import operators as o
@@ -901,6 +901,150 @@ def features(stream: ir.Stream) -> set[str]:
 
 
 FEATURES = ("counter_read", "none_binding", "sampled_binding", "blit", "compressed", "plane_copy", "slice_barrier")
+
+
+# ---- image features of the syncval port (imgport): ownership transfers, depth/stencil, aliases, resolves ------
+
+
+@st.composite
+def _image_ownership_transfer(draw) -> tuple[dict, list]:
+    """Image commands on q1 (family 1), then a release of a drawn subresource range of exclusive I to family 0,
+    transitioning it or not, with drawn stages and masks; on q0 the matching acquire (same range and layouts, 7.7.4),
+    then image commands. q0 waits for q1's signal at a drawn stage (often all_commands, the stage that holds the
+    release and acquire) or not at all. Command buffers and host ops."""
+    layouts = draw(st.sampled_from([("transfer_dst_optimal", "shader_read_only_optimal"), ("general", "general"),
+                                    ("undefined", "general")]))
+    transfer = {"image": "I", **draw(_subresources()), "old_layout": layouts[0], "new_layout": layouts[1],
+                "src_family": 1, "dst_family": 0}
+    release = _barrier(draw, dst_stage=draw(st.sampled_from([["none"], ["compute_shader"]])), narrow=True,
+                       images=[transfer])
+    acquire = _barrier(draw, src_stage=draw(st.sampled_from([["none"], ["copy"]])), narrow=True,
+                       images=[transfer])
+    cbs = {"cb0": draw(st.lists(_image_command(), max_size=3)) + [release],
+           "cb1": [acquire] + draw(st.lists(_image_command(), min_size=1, max_size=3))}
+    return cbs, draw(_two_submits(joined=draw(st.integers(0, 3)) > 0))
+
+
+@st.composite
+def _two_submits(draw, joined: bool) -> list:
+    """cb0 on q1 (family 1), then cb1 on q0 (family 0), which waits for cb0's signal at a drawn stage (often
+    all_commands, which holds every layout transition and ownership transfer) where `joined`."""
+    stages = st.sampled_from(["all_commands"] * 3 + SEMAPHORE_STAGES)
+    return [{"op": "submit", "queue": "q1", "command_buffers": ["cb0"],
+             "signal": [{"semaphore": "T", "value": 1, "stage": [draw(stages)]}]},
+            {"op": "submit", "queue": "q0", "command_buffers": ["cb1"],
+             **({"wait": [{"semaphore": "T", "value": 1, "stage": [draw(stages)]}]} if joined else {})},
+            {"op": "device_wait_idle"}]
+
+
+DEPTH_STENCIL_FORMATS = ["d24_unorm_s8_uint", "d32_sfloat_s8_uint", "d16_unorm_s8_uint", "d32_sfloat", "s8_uint"]
+
+
+def _aspects(draw, fmt: str) -> list[str]:
+    """A drawn aspect mask of a depth/stencil format: one of its aspects, or both."""
+    names = list(aspect_names(fmt))
+    return draw(st.sampled_from([names] + [[a] for a in names] * (len(names) > 1)))
+
+
+@st.composite
+def _depth_stencil_command(draw, fmt: str) -> dict:
+    """A command on depth/stencil images D and E (of format `fmt`, IMAGE_EXTENT, two levels and layers) as the
+    syncval tests record them: clears of drawn ranges and aspects, copies of aspects between them, and barriers
+    (global, or an image barrier of drawn aspects, a transition or not)."""
+    kind = draw(st.sampled_from(["clear", "clear", "copy", "copy", "image_barrier", "barrier"]))
+    image = draw(st.sampled_from(["D", "E"]))
+    if kind == "clear":
+        return {"cmd": "clear_depth_stencil_image", "image": image,
+                "ranges": [{**draw(_subresources()), **({"aspects": _aspects(draw, fmt)} if draw(st.booleans())
+                                                       else {})}], "depth": 0.5, "stencil": draw(st.integers(0, 255))}
+    if kind == "copy":
+        level, layer = draw(st.integers(0, 1)), draw(st.integers(0, 1))
+        w, h = (max(1, d >> level) for d in IMAGE_EXTENT)
+        x, y = draw(st.integers(0, w - 1)), draw(st.integers(0, h - 1))
+        return {"cmd": "copy_image", "src": image, "dst": draw(st.sampled_from(["D", "E"])), "regions": [{
+            "src_mip_level": level, "dst_mip_level": level, "src_base_array_layer": layer,
+            "dst_base_array_layer": draw(st.integers(0, 1)), "layer_count": 1, "src_offset": [x, y],
+            "dst_offset": [x, y], "extent": [draw(st.integers(1, w - x)), draw(st.integers(1, h - y)), 1],
+            "aspects": _aspects(draw, fmt)}]}
+    if kind == "barrier":
+        return _barrier(draw, narrow=True)
+    barrier = _image_barrier(draw, image)
+    # One aspect: valid with separateDepthStencilLayouts (VUID-VkImageMemoryBarrier-image-03320).
+    if draw(st.booleans()):
+        barrier["images"][0]["aspects"] = _aspects(draw, fmt)
+    return barrier
+
+
+@st.composite
+def _depth_stencil(draw) -> tuple[dict, list]:
+    """Two command buffers of depth/stencil commands (_depth_stencil_command) on two queues, joined or not."""
+    fmt = draw(st.sampled_from(DEPTH_STENCIL_FORMATS))
+    cbs = {cb: draw(st.lists(_depth_stencil_command(fmt), min_size=1, max_size=5)) for cb in ("cb0", "cb1")}
+    return cbs, draw(_two_submits(joined=draw(st.booleans()))), fmt
+
+
+RESOLVE_STAGES = ["copy", "resolve", "transfer", "all_commands", "blit"]
+
+
+@st.composite
+def _alias_resolve_command(draw) -> dict:
+    """A command on C, its alias C2 (alias_of: one memory, one layout) and R, and multisampled M, as the syncval test
+    records them: copies of boxes between C, C2 and R, resolves of M's boxes into them, and barriers (global, or an
+    image barrier of one of them) of drawn stages among copy and resolve."""
+    kind = draw(st.sampled_from(["copy", "copy", "resolve", "resolve", "image_barrier", "barrier"]))
+    images = st.sampled_from(["C", "C2", "R"])
+    if kind == "barrier":
+        return _barrier(draw, draw(_masks(RESOLVE_STAGES)), draw(_masks(RESOLVE_STAGES)), narrow=True)
+    if kind == "image_barrier":
+        return _barrier(draw, draw(_masks(RESOLVE_STAGES)), draw(_masks(RESOLVE_STAGES)), narrow=True,
+                        images=[{"image": draw(images), **draw(_subresources())}])
+    level, layer = draw(st.integers(0, 1)), draw(st.integers(0, 1))
+    w, h = (max(1, d >> level) for d in IMAGE_EXTENT)
+    x, y = draw(st.integers(0, w - 1)), draw(st.integers(0, h - 1))
+    return {"cmd": "copy_image" if kind == "copy" else "resolve_image",
+            "src": draw(images) if kind == "copy" else "M", "dst": draw(images), "regions": [{
+                "src_mip_level": level, "dst_mip_level": level, "src_base_array_layer": layer,
+                "dst_base_array_layer": draw(st.integers(0, 1)), "layer_count": 1, "src_offset": [x, y],
+                "dst_offset": [x, y], "extent": [draw(st.integers(1, w - x)), draw(st.integers(1, h - y)), 1]}]}
+
+
+@st.composite
+def _alias_resolve(draw) -> tuple[dict, list]:
+    """Two command buffers of _alias_resolve_command on two queues, joined or not."""
+    cbs = {cb: draw(st.lists(_alias_resolve_command(), min_size=1, max_size=5)) for cb in ("cb0", "cb1")}
+    return cbs, draw(_two_submits(joined=draw(st.booleans())))
+
+
+@st.composite
+def syncval_image_streams(draw) -> dict:
+    """Streams of the image features the syncval port added (docs/syncval.md): queue family ownership transfers of
+    images (_image_ownership_transfer), depth/stencil images (_depth_stencil), images aliasing one memory and
+    resolves of multisampled ones (_alias_resolve). Images I (exclusive) and J as image_streams', depth/stencil images
+    D and E, C and its alias C2, R and multisampled M; queues q0 (family 0) and q1 (family 1)."""
+    image = {"extent": list(IMAGE_EXTENT), "format": "r8g8b8a8_unorm", "mip_levels": 2, "array_layers": 2}
+    images = [{"id": "I", **image, "memory": "device_local", "sharing": "exclusive"},
+              {"id": "J", **image, "memory": draw(st.sampled_from(["device_local", "host_coherent"]))}]
+    feature = draw(st.sampled_from(["ownership", "depth_stencil", "alias_resolve"]))
+    if feature == "ownership":
+        cbs, ops = draw(_image_ownership_transfer())
+    elif feature == "depth_stencil":
+        cbs, ops, fmt = draw(_depth_stencil())
+        images += [{"id": i, **image, "format": fmt, "memory": draw(st.sampled_from(["device_local", "host_coherent"]))}
+                   for i in ("D", "E")]
+    else:
+        cbs, ops = draw(_alias_resolve())
+        memory = draw(st.sampled_from(["device_local", "host_coherent"]))
+        images += [{"id": "C", **image, "memory": memory, "create_flags": ["alias"]},
+                   {"id": "C2", **image, "memory": memory, "create_flags": ["alias"], "alias_of": "C"},
+                   {"id": "R", **image, "memory": draw(st.sampled_from(["device_local", "host_coherent"]))},
+                   {"id": "M", **image, "samples": draw(st.sampled_from([2, 4])), "memory": "host_coherent"}]
+    return {"format": "vkverify-stream/1", "name": "syncval-images",
+            "devices": [{"id": "gpu0", "queues": [{"id": "q0", "family": 0}, {"id": "q1", "family": 1}]}],
+            "buffers": [{"id": "B", "size": SIZE * 4, "memory": "device_local"},
+                        {"id": "S", "size": SIZE * 4, "memory": "host_coherent"}],
+            "images": images, "semaphores": [{"id": "T", "type": "timeline"}],
+            "shaders": {k: {"bindings": v} for k, v in SHADERS.items()},
+            "command_buffers": cbs, "threads": {"main": ops}}
 
 
 # ---- events (spec 7.5) ---------------------------------------------------------------------------------

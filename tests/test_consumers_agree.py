@@ -19,7 +19,7 @@ from vkverify.model import from_dict
 
 from .differential import (SETTINGS, assert_agree, consumer_disagreements, event_streams, explain_disagreements,
                            image_feature_streams, image_streams, marker_streams, pattern_streams, resubmitting_streams,
-                           streams, thread_streams)
+                           streams, syncval_image_streams, thread_streams)
 from .test_semaphores import timeline_streams
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_CONSUMER_EXAMPLES", "1000"))
@@ -102,6 +102,12 @@ SHARED_QUEUE_CHAIN = {
 def test_explain_reads_every_submission_order_of_threads_sharing_a_queue():
     assert ("war", "cb0[0]", "cb3[0]") in {(f.kind, f.first, f.second) for f in check(from_dict(SHARED_QUEUE_CHAIN))}
     assert not explain_disagreements(SHARED_QUEUE_CHAIN)
+
+
+@settings(max_examples=EXAMPLES_RUN // 8, **SETTINGS)
+@given(syncval_image_streams())
+def test_explain_and_mutations_agree_on_the_syncval_port_s_image_features(doc):
+    assert_agree(doc, consumer_disagreements)
 
 
 # cb0 writes B0's bytes [1, 29) through an alias; cb1, submitted three times after it on q1, adds to B0's bytes

@@ -48,6 +48,18 @@ def test_one_node_per_submission_and_sync_op(capsys):
     assert ("main[0]", "main[1]") in edges and ("upload[0]", "sig main[1] 0 0") in edges  # program order
 
 
+def test_a_queue_and_a_thread_of_one_id_draw_each_node_once(tmp_path, capsys):
+    """Ids are unique within their kind: queue `main` and thread `main` share one cluster, each node drawn once (the
+    bad-input campaign found Graphviz crashing on a node drawn in two clusters)."""
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"format": "vkverify-stream/1", "name": "H",
+                                "devices": [{"id": "gpu0", "queues": [{"id": "main"}]}],
+                                "buffers": [{"id": "H", "size": 256, "memory": "host_coherent"}],
+                                "threads": {"main": [{"op": "host_read", "buffer": "H"}]}}))
+    nodes = NODE.findall(dot_text(capsys, path))
+    assert nodes == ["main[0]"]
+
+
 def test_every_command_is_drawn_with_its_recording_line(tmp_path, capsys):
     """A dispatch that no finding names is drawn too, unhighlighted; a label carries the program's file:line."""
     doc = json.loads((CORPUS[1]).read_text())

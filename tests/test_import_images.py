@@ -266,15 +266,16 @@ def test_what_the_format_cannot_hold_is_refused_and_said(tmp_path):
         ("image img21 (vkBindImageMemory #11) shares bytes of memory 121 with buf71: the stream gives an image "
          "memory of its own, so hazards between them are missing")]
     refused = [w for w in summary.warnings if w.startswith("vkCreateImage")]
-    assert len(refused) == 2 and "VK_FORMAT_D32_SFLOAT is not one of the format's color formats" in refused[0] \
-        and "VK_SAMPLE_COUNT_4_BIT: multisampled images are not held" in refused[1]
+    assert len(refused) == 2 and "VK_FORMAT_D32_SFLOAT: the import does not map compressed, multi-planar or " \
+        "depth/stencil images yet" in refused[0] and "VK_SAMPLE_COUNT_4_BIT: the import does not map multisampled " \
+        "images yet" in refused[1]
     assert (summary.skipped["vkCmdClearDepthStencilImage"], summary.skipped["vkCmdClearColorImage"]) == (1, 2)
     assert set(summary.left_out) == {
-        ("vkCmdCopyImageToBuffer", ("it touches image img20, which the stream does not hold (VK_FORMAT_D32_SFLOAT "
-                                    "is not one of the format's color formats (depth and stencil ones are not "
-                                    "held))")),
+        ("vkCmdCopyImageToBuffer", ("it touches image img20, which the stream does not hold (VK_FORMAT_D32_SFLOAT: "
+                                    "the import does not map compressed, multi-planar or depth/stencil images "
+                                    "yet)")),
         ("vkCmdCopyImage", ("it touches image img22, which the stream does not hold (VK_SAMPLE_COUNT_4_BIT: "
-                            "multisampled images are not held)")),
+                            "the import does not map multisampled images yet)")),
         ("vkCmdBlitImage", "it blits with VK_FILTER_CUBIC_EXT, which the format's blit_image does not have"),
         ("vkCmdPipelineBarrier", ("its image barrier of img21 from VK_IMAGE_LAYOUT_GENERAL to "
                                   "VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL names a layout the format does not have"))}
@@ -414,12 +415,13 @@ def test_a_captured_program_s_storage_images_import_with_the_shader_s_accesses(s
     assert found == ({("raw", "D", (0, 64), "Dispatch", "CopyImageToBuffer")} if race else set())
 
 
-def test_compressed_and_multi_planar_images_are_held_by_the_format_but_not_imported_yet():
+def test_compressed_multi_planar_and_depth_stencil_images_are_held_by_the_format_but_not_imported_yet():
     """The stream format holds them (docs/format.md, images); the import does not map their copies' regions."""
     from vkverify.importer.images import _refusal
 
     info = {"samples": "VK_SAMPLE_COUNT_1_BIT", "flags": 0}
-    for format in ("VK_FORMAT_BC1_RGBA_UNORM_BLOCK", "VK_FORMAT_G8_B8_R8_3PLANE_420_UNORM"):
+    for format in ("VK_FORMAT_BC1_RGBA_UNORM_BLOCK", "VK_FORMAT_G8_B8_R8_3PLANE_420_UNORM",
+                   "VK_FORMAT_D24_UNORM_S8_UINT"):
         assert _refusal({**info, "format": format}) == \
-            f"{format}: the import does not map compressed or multi-planar images' copies yet"
+            f"{format}: the import does not map compressed, multi-planar or depth/stencil images yet"
     assert _refusal({**info, "format": "VK_FORMAT_R8G8B8A8_UNORM"}) is None

@@ -22,7 +22,8 @@ from vkverify.model import from_dict, load
 from .conftest import CORPUS, EXAMPLES
 from .differential import (SETTINGS, assert_agree, batched_streams, completes, disagreements, event_streams,
                            fix_disagreements, image_feature_streams, image_streams, imported_semaphore_disagreements,
-                           imported_semaphore_streams, marker_streams, pattern_streams, streams, thread_streams)
+                           imported_semaphore_streams, marker_streams, pattern_streams, streams, syncval_image_streams,
+                           thread_streams)
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
 
@@ -283,6 +284,14 @@ def test_fast_checker_agrees_with_the_reference_on_blits_sampled_bindings_and_co
     """image_streams with blits, sampled and unaccessed image bindings, and a block-compressed, multi-planar or 3D
     (2d_array_compatible: barriers of depth slices) image's copies, uploads, clears and barriers
     (benchmarks/differential.py --image-features runs many more)."""
+    assert_agree(doc, disagreements)
+    assert_agree(doc, fix_disagreements)
+
+
+@settings(max_examples=EXAMPLES_RUN // 2, **SETTINGS)
+@given(syncval_image_streams())
+def test_fast_checker_agrees_with_the_reference_on_the_image_features_of_the_syncval_port(doc):
+    """Queue family ownership transfers of images (benchmarks/differential.py --syncval-images runs many more)."""
     assert_agree(doc, disagreements)
     assert_agree(doc, fix_disagreements)
 

@@ -696,3 +696,15 @@ def test_a_multi_planar_image_s_planes_lie_one_after_the_other():
     assert runtime.replayable(stream) == ("image 'A' is g8_b8_r8_3plane_420_unorm: multi-planar images are not "
                                           "replayed (the runtime's images are one plane: create_image takes no "
                                           "multi-planar format)")
+
+
+
+def test_an_image_ownership_transfer_replays_with_the_simulator_s_digests(device_name):
+    """PositiveSyncVal.QueueFamilyOwnershipTransfer's release on family 1 and acquire on family 0, both transitioning
+    the image (7.7.4: the transition runs once): the replay records both barriers (as ignored families where the
+    device has one family for both), every digest equals the simulator's, and the layer reports nothing, as vkverify."""
+    stream = load(ROOT / "tests" / "syncval" / "PositiveSyncVal.QueueFamilyOwnershipTransfer.json")
+    assert runtime.replayable(stream) is None
+    result = runtime.replay(stream, syncval=True)
+    assert result.reference == {}, result.reference
+    assert result.findings == [] and result.agreement.only_layer == [] and result.agreement.shared == []

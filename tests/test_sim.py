@@ -135,6 +135,7 @@ VALUE_COINCIDING = {
     "190-semaphore-signal-misses-transition.json": "one of its operations is a layout transition",
     "192-wait-events-transition-without-availability.json": "one of its operations is a layout transition",
     "194-barrier-after-transition-misses-it.json": "one of its operations is a layout transition",
+    "224-ownership-image-acquire-without-the-release-semaphore.json": "one of its operations is a layout transition",
 }
 SYNC_REASON = "names synchronization objects"  # deadlock, fence misuse...: no two racing accesses
 

@@ -79,7 +79,8 @@ def test_execution_scopes_follow_the_pipeline_orders():
     first, second = (lambda *s: first_execution_scope(frozenset(s))), (lambda *s: second_execution_scope(frozenset(s)))
     assert first("compute_shader") == {"draw_indirect", "compute_shader"}
     assert second("draw_indirect") == {"draw_indirect", "compute_shader"}
-    assert first("copy") == {"copy"} and second("clear") == {"clear"} and first("transfer") == {"copy", "blit", "clear"}
+    assert first("copy") == {"copy"} and second("clear") == {"clear"}
+    assert first("transfer") == {"copy", "blit", "resolve", "clear"}
     assert first("top_of_pipe") == second("bottom_of_pipe") == set()
     assert first("bottom_of_pipe") == first("all_commands") == COMMAND_STAGES | {EARLIER_TRANSITIONS,
                                                                                  EARLIER_EVENT_OPERATIONS}
@@ -103,7 +104,7 @@ def test_same_or_logically_earlier_follows_the_pipeline_orders(earlier, later, o
 def test_device_accesses_are_what_commands_perform():
     """DEVICE_ACCESSES, derived from the table's supported stages (7.7.1), is exactly the (stage, access)
     pairs the format's commands perform: a copy, a fill, an update and a dispatch of every binding kind,
-    indirect, a sampled image binding, and an image blit."""
+    indirect, a sampled image binding, an image blit and a resolve."""
     from vkverify.model import from_dict
     from vkverify.model.accesses import DEVICE_ACCESSES, command_accesses
     from vkverify.model.builder import Stream
@@ -112,10 +113,12 @@ def test_device_accesses_are_what_commands_perform():
     s.declare_shader("k", ["read", "write", "read_write", "uniform"])
     s.allocate_command_buffer("cb").cmd_copy_buffer("A", "B").cmd_fill_buffer("A").cmd_update_buffer("B", 0, 16) \
         .cmd_dispatch("k", ["A", "B", "A", "B"], indirect={"buffer": "A", "offset": 0})
-    images = from_dict({"format": "vkverify-stream/1", "name": "images", "images": [{"id": "I", "extent": [4, 4]}],
+    images = from_dict({"format": "vkverify-stream/1", "name": "images",
+                        "images": [{"id": "I", "extent": [4, 4]}, {"id": "M", "extent": [4, 4], "samples": 2}],
                         "shaders": {"sample": {"bindings": ["sampled"]}},
                         "command_buffers": {"cb": [{"cmd": "blit_image", "src": "I", "dst": "I", "regions": [
                             {"src_offsets": [[0, 0, 0], [2, 2, 1]], "dst_offsets": [[2, 2, 0], [4, 4, 1]]}]},
+                            {"cmd": "resolve_image", "src": "M", "dst": "I", "regions": [{"extent": [4, 4]}]},
                             {"cmd": "dispatch", "shader": "sample", "bindings": [{"image": "I"}]}]}})
     performed = {(stage, access) for c in (*s.build().command_buffers[0].commands, *images.command_buffers[0].commands)
                  for stage, reads, write, *_ in command_accesses(c) for access in (*reads, *([write] if write else []))}

@@ -46,11 +46,6 @@ EXPLICIT = {
     "NegativeSyncVal.BadDestroy": "no synchronization (a device destroyed with a command buffer allocated)",
     "PositiveSyncVal.QSBufferCopyHazardsDisabled":
         "a layer setting (submit-time validation off); its scenario is NegativeSyncVal.QSBufferCopyHazards-1",
-    "NegativeSyncVal.CopyOptimalImageHazards":
-        "needs images aliasing one memory (VK_IMAGE_CREATE_ALIAS_BIT) and vkCmdResolveImage",
-    "NegativeSyncVal.CmdClear": "needs depth/stencil images (vkCmdClearDepthStencilImage)",
-    "PositiveSyncVal.QueueFamilyOwnershipTransfer":
-        "needs queue family ownership transfers of images (a release and an acquire that transition the image once)",
 }
 # In order: a test is named by the first that its code matches.
 USES = [

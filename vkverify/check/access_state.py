@@ -127,7 +127,7 @@ class AccessState:
                 message = (f"{x.ref} on family {x.family} reads bytes of exclusive {x.buffer!r} owned by family "
                            f"{seg.owner} without an ownership transfer")
                 to.report("ownership_missing", x.buffer, seg.lo - base, seg.hi - base, w, x, x.uid,
-                          (message, fixes.ownership(w, x, seg.owner)))
+                          (message, fixes.ownership(w, x, seg.owner, x.buffer in self.wording.images)))
             elif x.family is not None and buf.sharing == "exclusive" and not self.after_acquire(x, root, seg):
                 message = (f"{x.ref} reads bytes of exclusive {x.buffer!r} at {x.stage}, outside the second "
                            f"synchronization scope of the acquire that gave family {x.family} those bytes")
@@ -484,11 +484,17 @@ class AccessState:
                     proxy.buffer = through or proxy.buffer or root
                     self.host_available.setdefault(w.uid, []).append((proxy, seg.lo, seg.hi))
 
-    def ownership_transfer(self, queue: QueueAgent, bb: ir.BufferBarrier) -> None:
-        """Spec 7.7.4: release on the source family, acquire on the destination family."""
-        root, base = self.index.root(bb.buffer)
-        for seg in self.memories[root].span(base + bb.offset, base + bb.offset + bb.size):
-            if queue.family == bb.src_family:
-                seg.release(bb.dst_family)
-            elif queue.family == bb.dst_family:
-                seg.acquire(bb.dst_family, (queue.index, queue.pos, second_execution_scope(bb.dst_stage)))
+    def ownership_transfer(self, queue: QueueAgent, b: ir.BufferBarrier | ir.ImageBarrier) -> None:
+        """Spec 7.7.4: release on the source family, acquire on the destination family, of a buffer range or of an
+        image subresource range's bytes."""
+        if isinstance(b, ir.ImageBarrier):
+            root, spans = b.image, b.ranges
+        else:
+            root, base = self.index.root(b.buffer)
+            spans = ((base + b.offset, base + b.offset + b.size),)
+        for lo, hi in spans:
+            for seg in self.memories[root].span(lo, hi):
+                if queue.family == b.src_family:
+                    seg.release(b.dst_family)
+                elif queue.family == b.dst_family:
+                    seg.acquire(b.dst_family, (queue.index, queue.pos, second_execution_scope(b.dst_stage)))

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from ..model import ir
 from ..model.images import LAYOUT_TRANSITION, LAYOUT_WRITE
-from .rules import chains, in_first_access_scope
+from .rules import chains, in_first_access_scope, transitions_here
 from .scopes import (EARLIER_TRANSITIONS, LATER_TRANSITIONS, access_scope, accesses, explicit_stages,
                      first_execution_scope, second_execution_scope)
 
@@ -150,19 +150,21 @@ class Steps(NamedTuple):
         return Steps(*(a + b for a, b in zip(self, other)))
 
 
-def layout_transitions(b: ir.Barrier, entries: tuple[BarrierEntry, ...], wait: bool = False) -> Steps:
+def layout_transitions(b: ir.Barrier, entries: tuple[BarrierEntry, ...], wait: bool = False,
+                       family: int | None = None) -> Steps:
     """Dependency b, compiled as `entries` (compile_barrier's order; a `wait`'s with its event's first scope), as
-    Steps: each entry of a transitioning image barrier also orders before and makes visible to its transition, and
-    holds in its first scope what a scope of every later transition does; the second halves order the
-    transitions, and the chains through them, before b's second scopes."""
+    Steps on a queue of `family`: each entry of a transitioning image barrier also orders before and makes visible
+    to its transition, and holds in its first scope what a scope of every later transition does; the second halves
+    order the transitions, and the chains through them, before b's second scopes. An acquire transitions nothing
+    (rules.transitions_here)."""
     written = memory_barriers(b)
-    if not any(ib.transition for ib in b.images):
+    if not any(transitions_here(ib, family) for ib in b.images):
         return Steps(entries, written)
     before = list(entries[:len(entries) - sum(len(ib.ranges) for ib in b.images)])
     transitions, after, after_written = [], [], []
     for k, ib in enumerate(b.images):
         own = entries[len(before):len(before) + len(ib.ranges)]
-        if not ib.transition:
+        if not transitions_here(ib, family):
             before += own
             continue
         stage = transition_stage(b, k, own[0].src_exec, wait)
@@ -179,9 +181,9 @@ def layout_transitions(b: ir.Barrier, entries: tuple[BarrierEntry, ...], wait: b
     return Steps(tuple(before), written, tuple(transitions), tuple(after), tuple(after_written))
 
 
-def barrier_steps(b: ir.Barrier, index: ir.StreamIndex) -> Steps:
-    """Spec 7.6 vkCmdPipelineBarrier2 as its queue runs it."""
-    return layout_transitions(b, compile_barrier(b, index))
+def barrier_steps(b: ir.Barrier, index: ir.StreamIndex, family: int) -> Steps:
+    """Spec 7.6 vkCmdPipelineBarrier2 as a queue of `family` runs it."""
+    return layout_transitions(b, compile_barrier(b, index), family=family)
 
 
 def memory_barriers(b: ir.Barrier) -> tuple[ir.Barrier | ir.BufferBarrier | ir.ImageBarrier, ...]:

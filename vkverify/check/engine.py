@@ -65,6 +65,12 @@ def _repeatable(found: list[tuple], refs: dict[str, int], i: int) -> tuple | Non
     return tuple(out)
 
 
+def _barrier_key(cmd: ir.Barrier, queue: QueueAgent):
+    """A barrier's compiled form is the same on every queue, but an image barrier's, which transitions on its
+    release's queue only (rules.transitions_here): one per queue family."""
+    return (id(cmd), queue.family) if cmd.images else id(cmd)
+
+
 class Checker:
     def __init__(self, stream: ir.Stream, readings: Readings = DEFAULT, replay: bool = True,
                  quick: bool = True) -> None:
@@ -251,7 +257,7 @@ class Checker:
                 return
             compiled[2] = None  # its findings were another queue's, or its barrier log's with fewer kinds
         if compiled is not None and compiled[2] is None:
-            if self._replayable(compiled[1]):
+            if self._replayable(queue, compiled[1]):
                 self._run_recorded(queue, cb, compiled, submit)
                 return
             compiled[2] = False
@@ -271,7 +277,7 @@ class Checker:
             else:
                 self._run_accesses(queue, cmd, format_ref(owner, i, submit), accesses, sharing)
         if compiled is not None and compiled[2] is None and self.reported == reported:
-            compiled[2] = self._replayable(compiled[1]) and replay_plan(compiled[1], self.state.placement)
+            compiled[2] = self._replayable(queue, compiled[1]) and replay_plan(compiled[1], self.state.placement)
 
     def _run_recorded(self, queue: QueueAgent, cb: ir.CommandBuffer, compiled: list, submit: str) -> None:
         """Run every command of a replayable cb (its `compiled` entry), as a plan that compares and records every
@@ -311,14 +317,14 @@ class Checker:
             return cmd, accesses, a == b or a == c or b == c
         return cmd, accesses, len({a[3] for a in accesses}) < n
 
-    def _replayable(self, steps: list[tuple]) -> bool:
+    def _replayable(self, queue: QueueAgent, steps: list[tuple]) -> bool:
         """Whether executions of a command buffer meet only what they record: no destroys in the stream (uses
         are kept per access), no barrier that acts on the range map (ownership, host writes made available), no
         atomic access (what it keeps of earlier atomics, Segment.atomics, depends on the execution), no event
         command (what a wait does depends on the event's last set), no vkCmdExecuteCommands (its command buffers
         take positions of their own on the queue)."""
         return self.uses is None and not any(
-            isinstance(cmd, _NOT_REPLAYED) or any(self.barriers[id(cmd)][2:]) if accesses is None
+            isinstance(cmd, _NOT_REPLAYED) or any(self.barriers[_barrier_key(cmd, queue)][2:]) if accesses is None
             else any(a[6] for a in accesses) for cmd, accesses, _ in steps)
 
     def _run_accesses(self, queue: QueueAgent, cmd: ir.Command, ref: str, accesses: tuple, sharing: bool) -> None:
@@ -464,16 +470,17 @@ class Checker:
             else:
                 self.run_event(queue, cmd, ref)
             return
-        compiled = self.barriers.get(id(cmd))
+        key = _barrier_key(cmd, queue)
+        compiled = self.barriers.get(key)
         if compiled is None:
-            steps = barrier_steps(cmd, self.index)
+            steps = barrier_steps(cmd, self.index, queue.family)
             if steps.transitions:
                 self._own_stages(queue, steps.entries + steps.after)
             # Per entry, the clocks it reads and writes (_scopes); then the entries that make host writes available,
             # the buffer barriers that transfer ownership, and the steps of the image layout transitions.
-            compiled = self.barriers[id(cmd)] = (steps.entries, self._scopes(queue, steps.entries),
+            compiled = self.barriers[key] = (steps.entries, self._scopes(queue, steps.entries),
                 tuple(e for e in steps.entries if makes_host_writes_available(e.src_stages, e.src_access)),
-                tuple(bb for bb in cmd.buffers if transfers_ownership(bb.src_family, bb.dst_family)),
+                tuple(b for b in cmd.buffers + cmd.images if transfers_ownership(b.src_family, b.dst_family)),
                 steps.transitions and steps)
         entries, scopes, available, transfers, transitions = compiled
         if transitions:
@@ -486,10 +493,10 @@ class Checker:
             self.state.make_host_writes_available(queue, entry, proxy)
         if queue.settled.get(id(cmd)) != queue.epoch:
             self._barrier_clocks(queue, id(cmd), entries, scopes)
-        for bb in transfers:
-            self.state.ownership_transfer(queue, bb)
         if transitions:
             self._run_transitions(queue, cmd, ref, transitions)
+        for b in transfers:  # after the release's transition, a write of the family it releases (7.7.4)
+            self.state.ownership_transfer(queue, b)
 
     def _run_transitions(self, queue: QueueAgent, cmd: ir.Barrier | ir.WaitEvents, ref: str, steps: Steps) -> None:
         """Spec 7.7.4: the layout transitions come after their dependencies' first halves (logged already) and

@@ -141,8 +141,8 @@ def _explained(stream: ir.Stream, model: Model, a_ref: str, b_ref: str,
     for ref in (a_ref, b_ref):
         op = op_at(stream, without_submit(ref))
         if not (isinstance(op, (ir.Copy, ir.Fill, ir.Update, ir.Dispatch, ir.Destroy, ir.CopyBufferToImage,
-                                ir.CopyImageToBuffer, ir.CopyImage, ir.BlitImage, ir.ClearColorImage,
-                                ir.WriteBufferMarker, ir.CopyQueryPoolResults))
+                                ir.CopyImageToBuffer, ir.CopyImage, ir.BlitImage, ir.ResolveImage, ir.ClearColorImage,
+                                ir.ClearDepthStencilImage, ir.WriteBufferMarker, ir.CopyQueryPoolResults))
                 or isinstance(op, ir.HostAccess) and op.op in ("host_write", "host_read")
                 or isinstance(op, (ir.Barrier, ir.WaitEvents)) and any(ib.transition for d in dependencies(op)
                                                                        for ib in d.images)):

@@ -158,8 +158,9 @@ def uninitialized(x: Access) -> str:
     return f"vkCmdFillBuffer or a write of {x.buffer!r} before {x.ref}"
 
 
-def ownership(w: Access, x: Access, owner: int) -> str:
-    return (f"a queue family ownership transfer of {x.buffer!r}: a buffer barrier with src_family {owner} "
+def ownership(w: Access, x: Access, owner: int, image: bool = False) -> str:
+    return (f"a queue family ownership transfer of {x.buffer!r}: {'an image' if image else 'a buffer'} barrier "
+            f"with src_family {owner} "
             f"dst_family {x.family} on a queue of family {owner} after {w.ref}, and the same barrier on "
             f"a queue of family {x.family} before {x.ref}")
 

@@ -179,7 +179,9 @@ def to_dot(drawn: Drawn) -> str:
     lines = ["digraph happens_before {", f"  label={_quote(title)}; labelloc=t; rankdir=TB; newrank=true;",
              '  node [fontname="Helvetica", fontsize=10, style=filled, fillcolor=white];',
              '  edge [fontname="Helvetica", fontsize=9];']
-    agents = [q.id for d in stream.devices for q in d.queues] + [t.id for t in stream.threads]
+    # A queue and a thread may share an id (ids are unique within their kind) and the graph's nodes name their agent
+    # by id: one cluster for both, so that no node is drawn twice (Graphviz crashed on such a graph).
+    agents = list(dict.fromkeys([q.id for d in stream.devices for q in d.queues] + [t.id for t in stream.threads]))
     for i, agent in enumerate(agents):
         kind = "thread" if agent in stream.index.threads else "queue"
         lines.append(f"  subgraph cluster_{i} {{ label={_quote(f'{kind} {agent}')}; style=rounded; color=gray70;")

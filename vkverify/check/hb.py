@@ -234,7 +234,7 @@ class Model(Consumer):
                     self._command_accesses(queue, executed, command_accesses(cmd))
                     continue
                 if isinstance(cmd, ir.Barrier):
-                    steps = barrier_steps(cmd, self.index)
+                    steps = barrier_steps(cmd, self.index, self.index.queues[queue][1].family)
                 else:
                     steps, unsatisfied = event_entries(self.events, queue, cmd, self.index)
                     if unsatisfied:

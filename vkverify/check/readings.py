@@ -24,7 +24,7 @@ class Readings:
     # non-coherent memory without the writer's flush and the reader's invalidate (7.1.3, host access)?
     host_threads_coherent: bool = False
     # Spec 7.7.2 "access to memory through the specified buffer range": does a buffer memory barrier on B cover
-    # an access through another buffer aliasing B's bytes?
+    # an access through another buffer aliasing B's bytes? (7.7.3 says it of an image barrier and an image's alias.)
     buffer_barrier_covers_aliases: bool = False
     # A host write made after the submit, then a host signal the batch waits on, then a barrier with source
     # host/host_write. Spec 7.6 vkCmdPipelineBarrier2: the first synchronization scope "includes all commands that

@@ -579,7 +579,8 @@ class Reference:
             first = frozenset() if through_event else first_scope(b.src_stage)
             if "host" in _named(b.src_stage, STAGE) and not through_event:
                 first = first | _HOST_STAGE
-            transition = isinstance(b, ir.ImageBarrier) and b.old_layout != b.new_layout
+            transition = isinstance(b, ir.ImageBarrier) and b.old_layout != b.new_layout and (
+                through_event or not self._acquires(q, b))
             n = Operation("barrier", q, pos, first, frozenset() if transition else second_scope(b.dst_stage), ref=ref,
                           barrier=b, root=root, lo=lo, hi=hi)
             self.nodes.append(n)
@@ -597,6 +598,12 @@ class Reference:
             n.after.append(t)
             t.after.append(v)
         return out
+
+    def _acquires(self, q: str, b: ir.ImageBarrier) -> bool:
+        """7.7.4: an image barrier naming two queue families is, on a queue of its destination family, the acquire,
+        and "although the image layout transition is submitted twice, it will only be executed once": by the release,
+        where it "happens-after the release operation and happens-before the acquire operation"."""
+        return b.src_family != b.dst_family and self.index.queues[q][1].family != b.src_family
 
     def _memory_barriers(self, cmd: ir.Barrier) -> list[tuple]:
         """Its memory barriers, each with its memory and range in root coordinates (None: all memory): itself where

@@ -22,6 +22,7 @@ __all__ = [
     "marker_writes_ordered",
     "second_access_scope_gap",
     "transfers_ownership",
+    "transitions_here",
     "transitions_in_order",
 ]
 
@@ -74,8 +75,18 @@ def in_release_access_scope(same_queue: bool, stage: str, first_scope: frozenset
 
 
 def transfers_ownership(src_family: int | None, dst_family: int | None) -> bool:
-    """7.7.4 queue family ownership transfer: a buffer barrier between two queue families."""
+    """7.7.4 queue family ownership transfer: a buffer or image barrier between two queue families."""
     return src_family is not None and src_family != dst_family
+
+
+def transitions_here(b, family: int | None) -> bool:
+    """7.7.4: an image barrier whose layouts differ transitions them, but where it transfers ownership "the image
+    layout transition is submitted twice, it will only be executed once", and it "happens-after the release
+    operation and happens-before the acquire operation": the release (its queue of `family` is the barrier's
+    source family) runs it, the acquire (any other queue) does not. `family` None: a queue not known (a wait's
+    dependency, which may not transfer ownership)."""
+    return b.old_layout != b.new_layout and (family is None or family == b.src_family
+                                             or not transfers_ownership(b.src_family, b.dst_family))
 
 
 def host_write_needs_flush(same_thread: bool, memory: str, host_threads_coherent: bool) -> bool:

@@ -1,10 +1,9 @@
 """Vulkan flags (as gfxrecon-convert writes them) to the stream format's names.
 
 Stage and access bits are model/stages.py's table; memory property bits are
-VkMemoryPropertyFlagBits. Stages and accesses that only graphics or image work
-has (vertex input, fragment tests, attachments, sampled images, blit/resolve)
-have no name in the format: they are dropped, since no command the importer
-emits executes at them.
+VkMemoryPropertyFlagBits. Stages and accesses that only graphics work has
+(vertex input, fragment tests, attachments) have no name in the format: they
+are dropped, since no command the importer emits executes at them.
 
 The converter writes 32-bit masks (sync1) as integers and 64-bit masks
 (sync2) as their bit names joined by "|" ("VK_PIPELINE_STAGE_2_COPY_BIT|...");

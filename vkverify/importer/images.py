@@ -13,8 +13,8 @@ execution dependency.
 from __future__ import annotations
 
 from ..model import ir
-from ..model.images import (COMPRESSED, FORMATS, PLANES, buffer_rows, format_name, layout_name, merge_ranges,
-                            numeric_kind)
+from ..model.images import (COMPRESSED, DEPTH_STENCIL, FORMATS, PLANES, buffer_rows, format_name, layout_name,
+                            merge_ranges, numeric_kind)
 from .commands import QUEUE_FAMILY_IGNORED
 from .flags import access_names, stage_names
 from .records import Call
@@ -32,12 +32,13 @@ def _refusal(info: dict) -> str | None:
     """Why the stream cannot hold the image VkImageCreateInfo `info` creates; None if it can."""
     name = format_name(info["format"])
     if name is None:
-        return f"{info['format']} is not one of the format's color formats (depth and stencil ones are not held)"
-    if name in COMPRESSED or name in PLANES:
-        # The stream format holds them (docs/format.md); the import does not map their regions (blocks, planes) yet.
-        return f"{info['format']}: the import does not map compressed or multi-planar images' copies yet"
+        return f"{info['format']} is a format the stream format does not have"
+    if name in COMPRESSED or name in PLANES or name in DEPTH_STENCIL:
+        # The stream format holds them (docs/format.md); the import does not map their regions (blocks, planes,
+        # aspects) yet.
+        return f"{info['format']}: the import does not map compressed, multi-planar or depth/stencil images yet"
     if info["samples"] != "VK_SAMPLE_COUNT_1_BIT":
-        return f"{info['samples']}: multisampled images are not held"
+        return f"{info['samples']}: the import does not map multisampled images yet"
     if info["flags"] & UNBOUND_FLAGS:
         return f"create flags {info['flags']:#x}: sparse or disjoint memory is not held"
     return None

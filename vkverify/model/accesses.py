@@ -70,7 +70,16 @@ def _blit_accesses(cmd: ir.BlitImage) -> tuple[tuple, ...]:
         tuple(("blit", (), "transfer_write", cmd.dst, lo, hi, False, None) for lo, hi in cmd.dst_ranges)
 
 
-def _clear_image_accesses(cmd: ir.ClearColorImage) -> tuple[tuple, ...]:
+def _resolve_accesses(cmd: ir.ResolveImage) -> tuple[tuple, ...]:
+    """7.6: VK_PIPELINE_STAGE_2_RESOLVE_BIT "specifies the execution of vkCmdResolveImage"; 7.7.1: transfer reads and
+    writes occur in it. Each region's source texels (every sample) and destination texels."""
+    return tuple(("resolve", ("transfer_read",), None, cmd.src, lo, hi, False, None) for lo, hi in cmd.src_ranges) + \
+        tuple(("resolve", (), "transfer_write", cmd.dst, lo, hi, False, None) for lo, hi in cmd.dst_ranges)
+
+
+def _clear_image_accesses(cmd: ir.ClearColorImage | ir.ClearDepthStencilImage) -> tuple[tuple, ...]:
+    """clears.adoc: "Clears outside render pass instances are treated as transfer operations for the purposes of
+    memory barriers": a transfer write at the clear stage, of each range's bytes (its aspects')."""
     return tuple(("clear", (), "transfer_write", cmd.image, lo, hi, False, None) for lo, hi in cmd.ranges)
 
 
@@ -92,7 +101,8 @@ def _query_copy_accesses(cmd: ir.CopyQueryPoolResults) -> tuple[tuple, ...]:
 
 ACCESSES_BY_KIND = {ir.CopyBufferToImage: _image_copy_accesses, ir.CopyImageToBuffer: _image_copy_accesses,
                     ir.CopyImage: _image_copy_accesses, ir.BlitImage: _blit_accesses,
-                    ir.ClearColorImage: _clear_image_accesses,
+                    ir.ResolveImage: _resolve_accesses,
+                    ir.ClearColorImage: _clear_image_accesses, ir.ClearDepthStencilImage: _clear_image_accesses,
                     ir.Copy: _copy_accesses, ir.Fill: _clear_accesses, ir.Update: _clear_accesses,
                     ir.Dispatch: _dispatch_accesses, ir.WriteBufferMarker: _marker_accesses,
                     ir.CopyQueryPoolResults: _query_copy_accesses,

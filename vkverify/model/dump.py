@@ -58,8 +58,9 @@ def command_to_dict(c: ir.Command) -> dict:
                     "buffer_image_height": r.buffer_image_height, "mip_level": r.mip_level,
                     "base_array_layer": r.base_array_layer, "layer_count": r.layer_count,
                     "image_offset": list(r.image_offset), "image_extent": list(r.image_extent)} for r in c.regions]}
-    elif isinstance(c, ir.CopyImage):
-        out = {"cmd": "copy_image", "src": c.src, "dst": c.dst, "regions": [
+    elif isinstance(c, (ir.CopyImage, ir.ResolveImage)):
+        out = {"cmd": "copy_image" if isinstance(c, ir.CopyImage) else "resolve_image", "src": c.src, "dst": c.dst,
+               "regions": [
             {"src_mip_level": r.src_mip_level, "src_base_array_layer": r.src_base_array_layer,
              "dst_mip_level": r.dst_mip_level, "dst_base_array_layer": r.dst_base_array_layer,
              "layer_count": r.layer_count, "src_offset": list(r.src_offset), "dst_offset": list(r.dst_offset),
@@ -74,6 +75,9 @@ def command_to_dict(c: ir.Command) -> dict:
     elif isinstance(c, ir.ClearColorImage):
         out = {"cmd": "clear_color_image", "image": c.image, "ranges": [_subresources(r) for r in c.subresources],
                "value": list(c.value)}
+    elif isinstance(c, ir.ClearDepthStencilImage):
+        out = {"cmd": "clear_depth_stencil_image", "image": c.image,
+               "ranges": [_subresources(r) for r in c.subresources], "depth": c.depth, "stencil": c.stencil}
     elif isinstance(c, ir.WriteBufferMarker):
         out = {"cmd": "write_buffer_marker", "dst": c.dst, "offset": c.offset, "stage": _names(c.stage),
                "marker": c.marker}
@@ -111,7 +115,7 @@ def _dependency(c: ir.Barrier) -> dict:
 
 def _subresources(r: ir.Subresources) -> dict:
     return {"base_mip_level": r.base_mip_level, "level_count": r.level_count, "base_array_layer": r.base_array_layer,
-            "layer_count": r.layer_count}
+            "layer_count": r.layer_count, **({"aspects": sorted(r.aspects)} if r.aspects is not None else {})}
 
 
 def _semaphore_op(s: ir.SemaphoreOp) -> dict:
@@ -223,7 +227,9 @@ def _doc(s: ir.Stream, each: Callable[[Callable[[Any], dict], Sequence[Any]], An
         out["images"] = [{"id": m.id, "extent": list(m.extent), "format": m.format, "mip_levels": m.mip_levels,
                           "array_layers": m.array_layers, "memory": m.memory, "device": m.devices[0],
                           **({"sharing": m.sharing} if m.sharing != "concurrent" else {}),
-                          **({"create_flags": sorted(m.create_flags)} if m.create_flags else {})} for m in s.images]
+                          **({"create_flags": sorted(m.create_flags)} if m.create_flags else {}),
+                          **({"samples": m.samples} if m.samples != 1 else {}),
+                          **({"alias_of": m.alias_of} if m.alias_of is not None else {})} for m in s.images]
     if s.events:
         out["events"] = [{"id": e.id} for e in s.events]
     out["shaders"] = {x.id: {"bindings": list(x.bindings)} for x in s.shaders}

@@ -20,15 +20,18 @@ import numpy as np
 
 __all__ = [
     "COMPRESSED",
+    "DEPTH_STENCIL",
     "FORMATS",
     "LAYOUTS",
     "LAYOUT_TRANSITION",
     "LAYOUT_WRITE",
     "PLANES",
+    "aspect_names",
     "blit_box",
     "block_extent",
     "box_ranges",
     "buffer_rows",
+    "clear_depth_stencil_texel",
     "clear_texel",
     "copy_dst_extent",
     "format_name",
@@ -37,6 +40,7 @@ __all__ = [
     "level_offset",
     "merge_ranges",
     "numeric_kind",
+    "plane_formats",
     "range_ranges",
     "slice_ranges",
     "subresources_text",
@@ -66,6 +70,14 @@ PLANES = {
     "g8_b8r8_2plane_422_unorm": ((1, (1, 1)), (2, (2, 1))),
     "g8_b8_r8_3plane_444_unorm": ((1, (1, 1)), (1, (1, 1)), (1, (1, 1))),
 }
+# Depth/stencil formats (spec 34.1 "Depth/Stencil Formats"): each aspect and its bytes per texel as copies address it
+# (copies.adoc, "Depth/Stencil Aspect Copy": D24 depth is X8_D24_UNORM_PACK32, 4 bytes; stencil is S8_UINT). The
+# layout holds the aspects one after the other, depth first, as a multi-planar image's planes.
+DEPTH_STENCIL = {
+    "d16_unorm": (("depth", 2),), "x8_d24_unorm_pack32": (("depth", 4),), "d32_sfloat": (("depth", 4),),
+    "s8_uint": (("stencil", 1),), "d16_unorm_s8_uint": (("depth", 2), ("stencil", 1)),
+    "d24_unorm_s8_uint": (("depth", 4), ("stencil", 1)), "d32_sfloat_s8_uint": (("depth", 4), ("stencil", 1)),
+}
 # Bytes per texel block (one texel but in a compressed format) of the formats compute and transfer use;
 # VK_FORMAT_R8G8B8A8_UNORM is spelled r8g8b8a8_unorm.
 FORMATS = {
@@ -74,7 +86,24 @@ FORMATS = {
     "r32_sfloat": 4, "r16g16_sfloat": 4, "r16g16b16a16_sfloat": 8, "r32g32_sfloat": 8, "r32g32_uint": 8,
     "r32g32b32a32_sfloat": 16, "r32g32b32a32_uint": 16, **{name: size for name, (size, _) in COMPRESSED.items()},
     **{name: planes[0][0] for name, planes in PLANES.items()},  # plane 0's
+    **{name: aspects[0][1] for name, aspects in DEPTH_STENCIL.items()},  # the first aspect's
 }
+
+
+def plane_formats(format: str, texel: int) -> tuple[tuple[int, tuple[int, int]], ...]:
+    """Each plane's texel size and subsampling as the layout holds them: a multi-planar format's planes, a
+    depth/stencil format's aspects, else one plane of `texel` bytes."""
+    if format in DEPTH_STENCIL:
+        return tuple((size, (1, 1)) for _, size in DEPTH_STENCIL[format])
+    return PLANES.get(format, ((texel, (1, 1)),))
+
+
+def aspect_names(format: str) -> tuple[str, ...]:
+    """The aspects of a format's image, one per plane of the layout where it has several (VkImageAspectFlagBits:
+    `color`, `depth`, `stencil`, `plane_0` ...)."""
+    if format in DEPTH_STENCIL:
+        return tuple(name for name, _ in DEPTH_STENCIL[format])
+    return tuple(f"plane_{p}" for p in range(len(PLANES[format]))) if format in PLANES else ("color",)
 
 
 def format_name(name: str) -> str | None:
@@ -121,6 +150,19 @@ def clear_texel(format: str, value: tuple[float, ...]) -> bytes:
             lo, hi = (-(1 << int(bits) - 1), (1 << int(bits) - 1) - 1) if signed else (0, (1 << int(bits)) - 1)
             out += min(max(int(v), lo), hi).to_bytes(int(bits) // 8, "little", signed=signed)
     return out
+
+
+def clear_depth_stencil_texel(format: str, aspect: str, depth: float, stencil: int) -> bytes:
+    """The bytes vkCmdClearDepthStencilImage stores in one texel of an aspect, as a copy to a buffer reads it
+    (copies.adoc, "Depth/Stencil Aspect Copy"): stencil the low 8 bits of `stencil`; depth by the spec's Fixed-Point
+    Data Conversions for unorm, round(clamp(d, 0, 1) * (2^bits - 1)) (D24 in the low 24 bits of 4 bytes), or a
+    float32."""
+    if aspect == "stencil":
+        return (stencil & 0xFF).to_bytes(1, "little")
+    if format.startswith("d32"):
+        return np.array(depth, np.float32).tobytes()
+    bits, size = (16, 2) if format.startswith("d16") else (24, 4)
+    return round(min(max(depth, 0.0), 1.0) * ((1 << bits) - 1)).to_bytes(size, "little")
 
 
 def level_extent(extent: tuple[int, int, int], level: int) -> tuple[int, int, int]:

@@ -12,8 +12,8 @@ from math import comb
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .images import (FORMATS, PLANES, block_extent, box_ranges, level_offset, merge_ranges, range_ranges,
-                     slice_ranges, subresources_text)
+from .images import (DEPTH_STENCIL, FORMATS, aspect_names, block_extent, box_ranges, level_offset, merge_ranges,
+                     plane_formats, range_ranges, slice_ranges, subresources_text)
 from .refs import format_ref, split_ref
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "Buffer",
     "BufferBarrier",
     "ClearColorImage",
+    "ClearDepthStencilImage",
     "CommandBuffer",
     "Copy",
     "CopyBufferToImage",
@@ -62,6 +63,7 @@ __all__ = [
     "Region",
     "ResetEvent",
     "ResetFences",
+    "ResolveImage",
     "Semaphore",
     "SemaphoreOp",
     "SemaphoreValue",
@@ -120,12 +122,14 @@ class Buffer:
 
 @dataclass(frozen=True, slots=True)
 class Subresources:
-    """VkImageSubresourceRange of the color aspect: mip levels and array layers."""
+    """VkImageSubresourceRange: mip levels and array layers of the aspects (None: every aspect of the image;
+    images.aspect_names)."""
 
     base_mip_level: int = 0
     level_count: int = 1
     base_array_layer: int = 0
     layer_count: int = 1
+    aspects: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +144,9 @@ class Image:
     memory: str = "device_local"
     devices: tuple[str, ...] = ("gpu0",)
     sharing: str = "concurrent"
-    create_flags: frozenset[str] = frozenset()  # VkImageCreateFlags: "2d_array_compatible"
+    create_flags: frozenset[str] = frozenset()  # VkImageCreateFlags: "2d_array_compatible", "alias"
+    samples: int = 1  # VkSampleCountFlagBits: a texel's samples lie together in the layout
+    alias_of: str | None = None  # an image of the same parameters bound to the same memory (resources.adoc)
 
     @property
     def slices_are_layers(self) -> bool:
@@ -160,9 +166,10 @@ class Image:
     @property
     def planes(self) -> tuple[tuple[tuple[int, int, int], int, int, int], ...]:
         """Each plane's (extent, texel size, first byte, end byte) in the layout: one plane but in a multi-planar
-        format, whose planes lie one after the other (model/images.py, PLANES)."""
+        format or a depth/stencil one (an aspect a plane), whose planes lie one after the other (model/images.py,
+        PLANES, DEPTH_STENCIL)."""
         out, at = [], 0
-        for texel, (dx, dy) in PLANES.get(self.format, ((self.texel, (1, 1)),)):
+        for texel, (dx, dy) in plane_formats(self.format, self.texel * self.samples):
             extent = (-(-self.extent[0] // dx), -(-self.extent[1] // dy), self.extent[2])
             end = at + level_offset(extent, self.array_layers, texel, self.mip_levels, self.block)
             out.append((extent, texel, at, end))
@@ -172,11 +179,17 @@ class Image:
     @property
     def memory_view(self) -> Buffer:
         """The image as the memory the checker keeps: a buffer of its layout's bytes, under the image's id."""
-        return Buffer(self.id, self.planes[-1][3], self.memory, self.devices, None, 0, self.sharing)
+        return Buffer(self.id, self.planes[-1][3], self.memory, self.devices, self.alias_of, 0, self.sharing)
+
+    @property
+    def aspects(self) -> tuple[str, ...]:
+        """Its aspects, one per plane of its layout where it has several (images.aspect_names)."""
+        return aspect_names(self.format)
 
     def ranges(self, r: Subresources) -> list[tuple[int, int]]:
-        """The bytes of a subresource range, in every plane."""
-        return merge_ranges((at + lo, at + hi) for extent, texel, at, _ in self.planes for lo, hi in range_ranges(
+        """The bytes of a subresource range, in every plane of its aspects."""
+        return merge_ranges((at + lo, at + hi) for aspect, (extent, texel, at, _) in zip(self.aspects, self.planes)
+                            if r.aspects is None or aspect in r.aspects for lo, hi in range_ranges(
             extent, self.array_layers, texel, r.base_mip_level, r.level_count, r.base_array_layer, r.layer_count,
             self.block))
 
@@ -189,10 +202,11 @@ class Image:
 
     def subresources_text(self, lo: int, hi: int) -> str:
         """The subresources bytes [lo, hi) of the layout hold, for people (`plane 1 level 0 layer 0` in a
-        multi-planar format)."""
+        multi-planar format, `stencil level 0 layer 0` in a depth/stencil one)."""
         planes = self.planes
+        names = self.aspects if self.format in DEPTH_STENCIL else [f"plane {p}" for p in range(len(planes))]
         return ", ".join(
-            ("" if len(planes) == 1 else f"plane {p} ") + part
+            ("" if len(planes) == 1 else f"{names[p]} ") + part
             for p, (extent, texel, at, end) in enumerate(planes) if lo < end and hi > at
             for part in subresources_text(extent, self.array_layers, texel, self.mip_levels, max(lo, at) - at,
                                           min(hi, end) - at, self.block).split(", "))
@@ -356,6 +370,18 @@ class CopyImage(ImageCopy):
 
 
 @dataclass(frozen=True, slots=True)
+class ResolveImage(Tagged):
+    """vkCmdResolveImage: regions of ImageCopyRegion (VkImageResolve has VkImageCopy's fields), from a multisampled
+    image's texels (all their samples) to a single-sampled one's."""
+
+    src: str
+    dst: str
+    regions: tuple[ImageCopyRegion, ...]
+    src_ranges: tuple[tuple[int, int], ...] = field(default=(), repr=False)
+    dst_ranges: tuple[tuple[int, int], ...] = field(default=(), repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class ImageBlit:
     """VkImageBlit: each side's two corners (srcOffsets, dstOffsets), in one mip level's layers."""
 
@@ -386,6 +412,17 @@ class ClearColorImage(Tagged):
     image: str
     subresources: tuple[Subresources, ...]
     value: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)
+    ranges: tuple[tuple[int, int], ...] = field(default=(), repr=False)  # their bytes (loader)
+
+
+@dataclass(frozen=True, slots=True)
+class ClearDepthStencilImage(Tagged):
+    """vkCmdClearDepthStencilImage: the aspects of each subresource range to `depth` and `stencil`."""
+
+    image: str
+    subresources: tuple[Subresources, ...]
+    depth: float = 0.0
+    stencil: int = 0
     ranges: tuple[tuple[int, int], ...] = field(default=(), repr=False)  # their bytes (loader)
 
 
@@ -517,8 +554,8 @@ class ExecuteCommands(Tagged):
 
 
 Command = (Copy | Fill | Update | Dispatch | Barrier | SetEvent | ResetEvent | WaitEvents | CopyBufferToImage |
-           CopyImageToBuffer | CopyImage | BlitImage | ClearColorImage | ExecuteCommands | WriteBufferMarker |
-           CopyQueryPoolResults)
+           CopyImageToBuffer | CopyImage | BlitImage | ResolveImage | ClearColorImage | ClearDepthStencilImage |
+           ExecuteCommands | WriteBufferMarker | CopyQueryPoolResults)
 
 EVENT_COMMANDS = (SetEvent, ResetEvent, WaitEvents)
 SYNC_COMMANDS = (Barrier, *EVENT_COMMANDS)  # the commands that synchronize and access no memory

@@ -15,6 +15,7 @@ import os
 import re
 import stat
 import weakref
+from dataclasses import replace
 from collections import defaultdict
 from collections.abc import Callable
 from functools import cache
@@ -27,8 +28,8 @@ import jsonschema
 from . import ir, jsontext, params
 from .errors import InputError, InvalidStream, UsageError, json_path
 from .gcpause import cyclic_gc_paused
-from .images import (COMPRESSED, FORMATS, LAYOUTS, PLANES, blit_box, buffer_rows, copy_dst_extent, format_name,
-                     layout_name, level_extent, merge_ranges)
+from .images import (COMPRESSED, DEPTH_STENCIL, FORMATS, LAYOUTS, PLANES, blit_box, buffer_rows, copy_dst_extent,
+                     format_name, layout_name, level_extent, merge_ranges)
 from .names import access_name, stage_name
 from .refs import parse_ref, split_submit, with_submit
 from .schema import schema
@@ -497,6 +498,7 @@ class _Builder:
             if m.id in self.buffer_sizes:
                 self.error(("images", i, "id"), f"image id {m.id!r} is a buffer's too")
         self.images = {m.id: m for m in images}
+        self.check_image_aliases(images)
 
         semaphores = tuple(ir.Semaphore(s["id"], s.get("type", "binary"), s.get("initial", 0), s.get("payload_of"))
                            for s in doc.get("semaphores", []))
@@ -616,7 +618,24 @@ class _Builder:
         if device not in self.device_ids:
             self.error(path + ("device",), f"unknown device {device!r}")
         return ir.Image(m["id"], extent, fmt, levels, m.get("array_layers", 1), m.get("memory", "device_local"),
-                        (device,), m.get("sharing", "concurrent"), flags)
+                        (device,), m.get("sharing", "concurrent"), flags, m.get("samples", 1), m.get("alias_of"))
+
+    def check_image_aliases(self, images: tuple[ir.Image, ...]) -> None:
+        """resources.adoc, "Memory Aliasing": two images "created with identical creation parameters, both were
+        created with the VK_IMAGE_CREATE_ALIAS_BIT flag set, and both are bound identically to memory" interpret its
+        contents "in consistent ways", so the model's layout of one is the other's; an alias of other parameters is
+        not held."""
+        for i, m in enumerate(images):
+            if m.alias_of is None:
+                continue
+            target = self.images.get(m.alias_of)
+            if target is None or target.alias_of is not None:
+                self.error(("images", i, "alias_of"), f"{m.alias_of!r} is not an image of this stream that aliases "
+                                                      "none itself")
+            elif replace(m, id=target.id, alias_of=None) != target or "alias" not in m.create_flags:
+                self.error(("images", i, "alias_of"), f"{m.id!r} and {target.id!r} alias one memory: their creation "
+                                                      "parameters must be identical, with create flag `alias` "
+                                                      "(resources.adoc, Memory Aliasing)")
 
     def image_ref(self, path: tuple, image: str) -> ir.Image | None:
         if image not in self.images:
@@ -630,8 +649,12 @@ class _Builder:
         levels = image.mip_levels if image else 1
         layers = (image.extent[2] if slices and image.slices_are_layers else image.array_layers) if image else 1
         base_level, base_layer = obj.get("base_mip_level", 0), obj.get("base_array_layer", 0)
+        aspects = frozenset(obj["aspects"]) if "aspects" in obj else None
+        if image is not None and aspects is not None and not aspects <= set(image.aspects):
+            self.error(path + ("aspects",), f"{image.id!r} ({image.format}) has the aspects "
+                                            f"{', '.join(image.aspects)}, not {', '.join(sorted(aspects))}")
         r = ir.Subresources(base_level, obj.get("level_count", levels - base_level if whole else 1),
-                            base_layer, obj.get("layer_count", layers - base_layer))
+                            base_layer, obj.get("layer_count", layers - base_layer), aspects)
         if image is not None and (r.base_mip_level + r.level_count > levels or not r.level_count or
                                   r.base_array_layer + r.layer_count > layers or not r.layer_count):
             self.error(path, f"levels [{r.base_mip_level}, {r.base_mip_level + r.level_count}) and layers "
@@ -657,10 +680,38 @@ class _Builder:
                              "(VUID-VkImageMemoryBarrier2-maintenance9-10799)")
 
     def single_plane(self, path: tuple, image: ir.Image | None) -> None:
-        """Only copy_image and barriers take a multi-planar image (a plane's region of a copy; every plane)."""
+        """Only copy_image and barriers take a multi-planar image (a plane's region of a copy; every plane), and
+        they and clear_depth_stencil_image a depth/stencil one (its aspects are its planes)."""
         if image is not None and image.format in PLANES:
             self.error(path, f"{image.id!r} is multi-planar ({image.format}): the format copies its planes with "
                              "copy_image and barriers cover them, no other command takes it")
+        if image is not None and image.format in DEPTH_STENCIL:
+            self.error(path, f"{image.id!r} is a depth/stencil image ({image.format}): only copy_image, "
+                             "clear_depth_stencil_image and barriers take it")
+
+    def single_sample(self, path: tuple, image: ir.Image | None) -> None:
+        """Buffer to image copies, blits and storage image bindings take single-sampled images
+        (VUID-vkCmdCopyBufferToImage-dstImage-07973, VUID-vkCmdBlitImage-srcImage-00233 and kin)."""
+        if image is not None and image.samples != 1:
+            self.error(path, f"{image.id!r} has {image.samples} samples: only copy_image, resolve_image, clears and "
+                             "barriers take a multisampled image")
+
+    def copy_planes(self, path: tuple, r: dict, src: ir.Image | None, dst: ir.Image | None) -> list[tuple[int, int]]:
+        """The (source, destination) planes of a copy_image region: `src_plane` and `dst_plane`, or one pair per
+        aspect `aspects` names (VkImageSubresourceLayers' aspectMask; a depth/stencil image's aspects are its
+        planes, and a copy between two names the same on both sides: VUID-vkCmdCopyImage-srcImage-01551)."""
+        if "aspects" not in r:
+            return [(r.get("src_plane", 0), r.get("dst_plane", 0))]
+        if "src_plane" in r or "dst_plane" in r:
+            self.error(path, "give `aspects` or `src_plane` and `dst_plane`, not both")
+        out = []
+        for aspect in r["aspects"]:
+            if src is not None and dst is not None and not (aspect in src.aspects and aspect in dst.aspects):
+                self.error(path + ("aspects",), f"{aspect!r} is not an aspect of both {src.id!r} ({src.format}) "
+                                                f"and {dst.id!r} ({dst.format})")
+            elif src is not None and dst is not None:
+                out.append((src.aspects.index(aspect), dst.aspects.index(aspect)))
+        return out
 
     def box(self, path: tuple, image: ir.Image | None, level: int, offset: tuple, extent: tuple,
             plane: int = 0) -> None:
@@ -688,25 +739,44 @@ class _Builder:
                            for j, r in enumerate(c.get("ranges", [{}])))
             return ir.ClearColorImage(c["image"], ranges, tuple(c.get("value", (0, 0, 0, 0))),
                                       tuple(x for r in ranges for x in (image.ranges(r) if image else ())), **tag)
-        if kind == "copy_image":
+        if kind == "clear_depth_stencil_image":
+            image = self.image_ref(path + ("image",), c["image"])
+            if image is not None and image.format not in DEPTH_STENCIL:
+                self.error(path + ("image",), f"{image.id!r} is {image.format}: vkCmdClearDepthStencilImage clears a "
+                                              "depth/stencil image (VUID-vkCmdClearDepthStencilImage-image-00014)")
+            ranges = tuple(self.subresources(path + ("ranges", j), r, image)
+                           for j, r in enumerate(c.get("ranges", [{}])))
+            return ir.ClearDepthStencilImage(c["image"], ranges, c.get("depth", 0.0), c.get("stencil", 0), tuple(
+                x for r in ranges for x in (image.ranges(r) if image else ())), **tag)
+        if kind in ("copy_image", "resolve_image"):
             src, dst = self.image_ref(path + ("src",), c["src"]), self.image_ref(path + ("dst",), c["dst"])
+            if src is not None and dst is not None and kind == "copy_image" and src.samples != dst.samples:
+                self.error(path, f"{src.id!r} has {src.samples} samples, {dst.id!r} {dst.samples}: a copy's images "
+                                 "have as many (VUID-vkCmdCopyImage-srcImage-00136)")
+            if src is not None and dst is not None and kind == "resolve_image" and (
+                    src.samples == 1 or dst.samples != 1 or src.format != dst.format):
+                self.error(path, f"a resolve is from a multisampled image to a single-sampled one of its format, not "
+                                 f"{src.id!r} ({src.samples} samples, {src.format}) to {dst.id!r} ({dst.samples}, "
+                                 f"{dst.format}) (VUID-vkCmdResolveImage-srcImage-00257, -dstImage-00259, "
+                                 "-srcImage-01386)")
             regions = []
             for j, r in enumerate(c["regions"]):
                 where = path + ("regions", j)
                 extent = _extent(r["extent"])
-                region = ir.ImageCopyRegion(r.get("src_mip_level", 0), r.get("src_base_array_layer", 0),
-                                            r.get("dst_mip_level", 0), r.get("dst_base_array_layer", 0),
-                                            r.get("layer_count", 1), _offset(r.get("src_offset", [])),
-                                            _offset(r.get("dst_offset", [])), extent, r.get("src_plane", 0),
-                                            r.get("dst_plane", 0))
                 # The extent is the source's texels; the destination's box has as many of its own blocks.
                 dst_extent = copy_dst_extent(extent, src.block, dst.block) if src and dst else extent
-                self.box(where, src, region.src_mip_level, region.src_offset, extent, region.src_plane)
-                self.box(where, dst, region.dst_mip_level, region.dst_offset, dst_extent, region.dst_plane)
-                regions.append((region, dst_extent))
+                for src_plane, dst_plane in self.copy_planes(where, r, src, dst):
+                    region = ir.ImageCopyRegion(r.get("src_mip_level", 0), r.get("src_base_array_layer", 0),
+                                                r.get("dst_mip_level", 0), r.get("dst_base_array_layer", 0),
+                                                r.get("layer_count", 1), _offset(r.get("src_offset", [])),
+                                                _offset(r.get("dst_offset", [])), extent, src_plane, dst_plane)
+                    self.box(where, src, region.src_mip_level, region.src_offset, extent, region.src_plane)
+                    self.box(where, dst, region.dst_mip_level, region.dst_offset, dst_extent, region.dst_plane)
+                    regions.append((region, dst_extent))
             valid = [(r, e) for r, e in regions if src and dst and r.src_plane < len(src.planes)
                      and r.dst_plane < len(dst.planes)]
-            return ir.CopyImage(c["src"], c["dst"], tuple(r for r, _ in regions), tuple(
+            cls = ir.CopyImage if kind == "copy_image" else ir.ResolveImage
+            return cls(c["src"], c["dst"], tuple(r for r, _ in regions), tuple(
                 x for r, _ in valid for x in src.box(r.src_mip_level, r.src_base_array_layer, r.layer_count,
                                                      r.src_offset, r.extent, r.src_plane)), tuple(
                 x for r, e in valid for x in dst.box(r.dst_mip_level, r.dst_base_array_layer, r.layer_count,
@@ -718,6 +788,7 @@ class _Builder:
         total = self.buffer_ref(path + (buffer_key,), c[buffer_key])
         image = self.image_ref(path + (image_key,), c[image_key])
         self.single_plane(path + (image_key,), image)
+        self.single_sample(path + (image_key,), image)
         regions, buffer_ranges, image_ranges = [], [], []
         for j, r in enumerate(c["regions"]):
             where = path + ("regions", j)
@@ -742,8 +813,9 @@ class _Builder:
 
     def blit_image(self, path: tuple, c: dict, tag: dict) -> ir.BlitImage:
         src, dst = self.image_ref(path + ("src",), c["src"]), self.image_ref(path + ("dst",), c["dst"])
-        self.single_plane(path + ("src",), src)
-        self.single_plane(path + ("dst",), dst)
+        for key, image in (("src", src), ("dst", dst)):
+            self.single_plane(path + (key,), image)
+            self.single_sample(path + (key,), image)
         regions, src_ranges, dst_ranges = [], [], []
         for j, r in enumerate(c["regions"]):
             where = path + ("regions", j)
@@ -921,6 +993,7 @@ class _Builder:
                                                              "sampler); a uniform texel buffer is not in the format")
             if "image" in b:
                 self.single_plane(path + ("bindings", j, "image"), image)
+                self.single_sample(path + ("bindings", j, "image"), image)
                 r = self.subresources(path + ("bindings", j), b, image)
                 bindings.append(ir.Binding(b["image"], offset, size, access, r,
                                            tuple(image.ranges(r)) if image else ()))
@@ -1161,7 +1234,8 @@ class _Builder:
 
 
 _DEPENDENCY_KEYS = ("src_stage", "src_access", "dst_stage", "dst_access", "buffers", "images")
-_IMAGE_COMMANDS = ("copy_buffer_to_image", "copy_image_to_buffer", "copy_image", "blit_image", "clear_color_image")
+_IMAGE_COMMANDS = ("copy_buffer_to_image", "copy_image_to_buffer", "copy_image", "blit_image", "resolve_image",
+                   "clear_color_image", "clear_depth_stencil_image")
 
 
 def _offset(values: list[int]) -> tuple[int, int, int]:

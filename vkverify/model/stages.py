@@ -73,9 +73,9 @@ def _access(name: str, sync2: int, sync1: int | None, *, stages: Iterable[str]) 
 
 
 # 7.6.1 "Pipeline stage ordering": compute is top_of_pipe, draw_indirect, compute_shader,
-# bottom_of_pipe; transfer is top_of_pipe, then copy, blit and clear (unordered with each other),
+# bottom_of_pipe; transfer is top_of_pipe, then copy, blit, resolve and clear (unordered with each other),
 # then bottom_of_pipe; the host pipeline has host alone.
-_COMMAND = ("draw_indirect", "compute_shader", "copy", "blit", "clear")
+_COMMAND = ("draw_indirect", "compute_shader", "copy", "blit", "resolve", "clear")
 STAGES: tuple[Stage, ...] = (
     Stage("none", 0x0, 0x0, frozenset()),
     _stage(TOP_OF_PIPE, 0x1, 0x1),
@@ -83,10 +83,12 @@ STAGES: tuple[Stage, ...] = (
     _stage("compute_shader", 0x800, 0x800, earlier={TOP_OF_PIPE, "draw_indirect"}),
     _stage("copy", 0x1_0000_0000, None, earlier={TOP_OF_PIPE}),
     _stage("blit", 0x4_0000_0000, None, earlier={TOP_OF_PIPE}),
+    # 7.6: "the execution of vkCmdResolveImage".
+    _stage("resolve", 0x2_0000_0000, None, earlier={TOP_OF_PIPE}),
     _stage("clear", 0x8_0000_0000, None, earlier={TOP_OF_PIPE}),
-    # 7.6: TRANSFER is ALL_TRANSFER; of its stages the format has copy, blit and clear.
-    Stage("transfer", 0x1000, 0x1000, frozenset({"copy", "blit", "clear"})),
-    Stage("all_transfer", 0x1000, None, frozenset({"copy", "blit", "clear"})),
+    # 7.6: TRANSFER is ALL_TRANSFER: copy, blit, resolve, clear (and acceleration structure copies, not in the format).
+    Stage("transfer", 0x1000, 0x1000, frozenset({"copy", "blit", "resolve", "clear"})),
+    Stage("all_transfer", 0x1000, None, frozenset({"copy", "blit", "resolve", "clear"})),
     _stage("host", 0x4000, 0x4000),
     # 7.6: all operations of all commands on the queue, never the host.
     Stage("all_commands", 0x10000, 0x10000, frozenset({TOP_OF_PIPE, *_COMMAND, BOTTOM_OF_PIPE})),
@@ -107,9 +109,9 @@ ACCESSES: tuple[AccessType, ...] = (
     # buffer").
     AccessType("shader_read", 0x20, 0x20, frozenset({"shader_sampled_read", "shader_storage_read"})),
     AccessType("shader_write", 0x40, 0x40, frozenset({"shader_storage_write"})),
-    # 7.7.1: transfer reads at copy and blit (and resolve), not at clear; transfer writes at all three.
-    _access("transfer_read", 0x800, 0x800, stages={"copy", "blit"}),
-    _access("transfer_write", 0x1000, 0x1000, stages={"copy", "blit", "clear"}),
+    # 7.7.1: transfer reads at copy, blit and resolve, not at clear; transfer writes at all four.
+    _access("transfer_read", 0x800, 0x800, stages={"copy", "blit", "resolve"}),
+    _access("transfer_write", 0x1000, 0x1000, stages={"copy", "blit", "resolve", "clear"}),
     _access("host_read", 0x2000, 0x2000, stages={"host"}),
     _access("host_write", 0x4000, 0x4000, stages={"host"}),
     AccessType("memory_read", 0x8000, 0x8000, frozenset({"indirect_command_read", "uniform_read", "shader_sampled_read",

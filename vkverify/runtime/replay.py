@@ -14,7 +14,7 @@ import hashlib
 
 from ..model import ir
 from ..model.accesses import binding_writes
-from ..model.images import FORMATS, PLANES
+from ..model.images import DEPTH_STENCIL, FORMATS, PLANES
 from ..model.refs import format_ref
 from ..shaders import generic_plan
 from .create import create_objects, queue_requests
@@ -34,6 +34,19 @@ UNIFORM_BLOCK = 65536
 # Findings after which a real device would hang or touch freed memory.
 UNSAFE_KINDS = frozenset({"use_after_destroy", "deadlock", "wait_never_satisfied", "fence_misuse",
                           "binary_semaphore_misuse", "timeline_not_increasing"})
+
+
+# Images the runtime does not replay: (which, why), the first that a stream's image meets is its refusal.
+_IMAGE_REFUSALS = (
+    (lambda i: i.format in PLANES, lambda i: f"is {i.format}: multi-planar images are not replayed (the runtime's "
+                                             "images are one plane: create_image takes no multi-planar format)"),
+    (lambda i: i.alias_of is not None, lambda i: f"aliases {i.alias_of!r}: aliased images are not replayed (the "
+                                                 "runtime binds each image to memory of its own)"),
+    (lambda i: i.samples != 1, lambda i: f"has {i.samples} samples: multisampled images are not replayed (the "
+                                         "runtime uploads and reads back single-sampled images)"),
+    (lambda i: i.format in DEPTH_STENCIL, lambda i: f"is {i.format}: depth/stencil images are not replayed (the "
+                                                    "runtime creates, uploads and reads back color images only)"),
+)
 
 
 def replayable(stream: ir.Stream) -> str | None:
@@ -60,10 +73,10 @@ def replayable(stream: ir.Stream) -> str | None:
                            for b in c.bindings if binding_writes(b.access)}
     if stream.images and len(stream.devices) > 1:
         return "images on a stream of several devices: multi-device replay creates and reads back buffers only"
-    planar = next((i for i in stream.images if i.format in PLANES), None)
-    if planar is not None:
-        return (f"image {planar.id!r} is {planar.format}: multi-planar images are not replayed (the runtime's "
-                "images are one plane: create_image takes no multi-planar format)")
+    for refused, why in _IMAGE_REFUSALS:
+        image = next((i for i in stream.images if refused(i)), None)
+        if image is not None:
+            return f"image {image.id!r} {why(image)}"
     if needed_extensions(stream) and len(stream.devices) > 1:
         return "buffer markers are replayed in a stream of one device (the one that enables VK_AMD_buffer_marker)"
     for cb in stream.command_buffers:

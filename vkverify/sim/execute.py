@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 import math
 
 import numpy as np
@@ -10,7 +11,7 @@ import numpy as np
 from ..model import ir
 from ..model.accesses import binding_reads, binding_writes
 from ..model.data import data_bytes, ref_hash
-from ..model.images import blit_box, buffer_rows, clear_texel, copy_dst_extent
+from ..model.images import blit_box, buffer_rows, clear_depth_stencil_texel, clear_texel, copy_dst_extent
 from ..shaders import SEMANTICS, atomic_addends, generic
 from .machine import Machine, digest
 from .order import Step
@@ -36,10 +37,14 @@ def execute(m: Machine, step: Step) -> None:
         image_copy(m, ref, op)
     elif isinstance(op, ir.BlitImage):
         blit(m, ref, op)
+    elif isinstance(op, ir.ResolveImage):
+        resolve(m, ref, op)
     elif isinstance(op, ir.ClearColorImage):
         texel = np.frombuffer(clear_texel(m.index.images[op.image].format, op.value), np.uint8)
         for lo, hi in op.ranges:  # each starts at a texel: levels and layers are whole texels
             m.store(op.image, lo, np.resize(texel, hi - lo))
+    elif isinstance(op, ir.ClearDepthStencilImage):
+        clear_depth_stencil(m, op)
     elif isinstance(op, ir.WriteBufferMarker):
         m.store(op.dst, op.offset, np.array([op.marker & 0xFFFFFFFF], np.uint32).view(np.uint8))
     elif isinstance(op, ir.CopyQueryPoolResults):
@@ -85,6 +90,19 @@ def _region_sides(index: ir.StreamIndex, op: ir.ImageCopy, r) -> tuple[list, lis
     texels = image.box(r.mip_level, r.base_array_layer, r.layer_count, r.image_offset, r.image_extent)
     rows = buffer_rows(r, image.texel, image.block)
     return (rows, texels) if isinstance(op, ir.CopyBufferToImage) else (texels, rows)
+
+
+def resolve(m: Machine, ref: str, op: ir.ResolveImage) -> None:
+    """vkCmdResolveImage as VK_RESOLVE_MODE_SAMPLE_ZERO_BIT: copies.adoc, "Resolving Multisample Images", leaves a float
+    or normalized format's resolve mode to the implementation and selects "a single sample's value" of an integer one,
+    so each texel's sample 0 is one of the executions the spec allows. Source and destination differ in samples, so
+    no region reads what another writes."""
+    src, dst = m.index.images[op.src], m.index.images[op.dst]
+    for r in op.regions:
+        rows = src.box(r.src_mip_level, r.src_base_array_layer, r.layer_count, r.src_offset, r.extent)
+        samples = np.concatenate([m.load(ref, op.src, lo, hi) for lo, hi in rows]).reshape(-1, src.samples, src.texel)
+        _scatter(m, op.dst, dst.box(r.dst_mip_level, r.dst_base_array_layer, r.layer_count, r.dst_offset, r.extent),
+                 samples[:, 0].reshape(-1))
 
 
 def blit(m: Machine, ref: str, op: ir.BlitImage) -> None:
@@ -184,13 +202,24 @@ def generic_outputs(reads: tuple[bytes, ...], counts: tuple[int, ...], ref: int)
     return tuple(generic([np.frombuffer(r, np.uint32) for r in reads], counts, ref))
 
 
+def clear_depth_stencil(m: Machine, op: ir.ClearDepthStencilImage) -> None:
+    """vkCmdClearDepthStencilImage: each range's aspects, each aspect's texels its value's bytes (images.py)."""
+    image = m.index.images[op.image]
+    for r in op.subresources:
+        for aspect in image.aspects:
+            if r.aspects is None or aspect in r.aspects:
+                texel = np.frombuffer(clear_depth_stencil_texel(image.format, aspect, op.depth, op.stencil), np.uint8)
+                for lo, hi in image.ranges(replace(r, aspects=frozenset({aspect}))):
+                    m.store(op.image, lo, np.resize(texel, hi - lo))
+
+
 def step_buffers(op: ir.Command | ir.HostOp) -> tuple[set[str], set[str]]:
     """(buffers read, buffers written) by an op, for tracing which results a step reaches."""
-    if isinstance(op, (ir.Copy, ir.ImageCopy, ir.BlitImage)):
+    if isinstance(op, (ir.Copy, ir.ImageCopy, ir.BlitImage, ir.ResolveImage)):
         return {op.src}, {op.dst}
     if isinstance(op, (ir.Fill, ir.Update)):
         return set(), {op.dst}
-    if isinstance(op, ir.ClearColorImage):
+    if isinstance(op, (ir.ClearColorImage, ir.ClearDepthStencilImage)):
         return set(), {op.image}
     if isinstance(op, ir.Dispatch):
         reads = {b.buffer for b in op.bindings if binding_reads(b.access)}
