@@ -168,15 +168,17 @@ STREAM_LAYOUT_ERRORS = {
 
 OLD_LAYER_TRANSITIONS = {"PositiveSyncVal.QSTransitionAndRead", "PositiveSyncVal.QSTransitionWithSrcNoneStage"}
 SAMPLED_STREAMS = {"222-sampled-read-barrier-names-storage-read", "223-sampled-read-barrier-names-sampled-read",
+                   "224-ownership-image-acquire-without-the-release-semaphore",
+                   "225-ownership-image-acquire-after-the-release-semaphore",
                    "NegativeSyncVal.CopyVsShaderDescriptorAccess-1", "NegativeSyncVal.CopyVsShaderDescriptorAccess-2",
                    "NegativeSyncVal.SampledImageDescriptorHazard"}
 
 
 def test_the_image_binding_streams_are_the_expected_ones():
     """The parametrized test below runs every corpus and syncval stream that binds an image: 13 as storage images,
-    5 as sampled ones."""
+    7 as sampled ones."""
     sampled = {p.stem for p in IMAGE_BINDING_STREAMS if "sampled" in image_binding_accesses(load(p))}
-    assert (len(IMAGE_BINDING_STREAMS), sampled) == (18, SAMPLED_STREAMS)
+    assert (len(IMAGE_BINDING_STREAMS), sampled) == (20, SAMPLED_STREAMS)
     assert OLD_LAYER_TRANSITIONS <= {p.stem for p in IMAGE_BINDING_STREAMS}
 
 
@@ -193,8 +195,11 @@ def test_image_binding_streams_replay_with_the_simulator_s_digests(device_name, 
     assert result.reference == {}, result.reference
     assert result.agreement.only_vkverify == []
     # Two positive syncval ports the later layer accepts; this one reports their transition (TRANSITION_OUT_OF_SCOPE).
+    # Corpus 225's acquire waits for the release on a timeline semaphore, whose order this layer does not see.
     assert {explain_only_layer(stream, lf, result.messages) for lf in result.agreement.only_layer} == (
-        {TRANSITION_OUT_OF_SCOPE} if path.stem in OLD_LAYER_TRANSITIONS else set())
+        {TRANSITION_OUT_OF_SCOPE} if path.stem in OLD_LAYER_TRANSITIONS else
+        {"timeline semaphores: syncval 1.3.239 does not see the ordering their waits give"}
+        if path.stem == "225-ownership-image-acquire-after-the-release-semaphore" else set())
     assert len(result.agreement.shared) == len(result.findings)
     errors = {m.id_name for m in result.messages if m.severity == "error" and not m.id_name.startswith("SYNC-HAZARD")}
     assert errors == STREAM_LAYOUT_ERRORS.get(path.stem, set())

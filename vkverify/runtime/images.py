@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..model import ir
-from ..model.images import FORMATS, PLANES, numeric_kind
+from ..model.images import DEPTH_STENCIL, FORMATS, PLANES, numeric_kind
 
 __all__ = ["IMAGE_FEATURES", "IMAGE_FORMATS", "KERNEL_VIEW_FORMATS", "DeviceImage", "clear_color", "extent3d", "layers",
            "offset3d", "subresource_range", "vk_format", "vk_layout", "whole"]
@@ -23,8 +23,9 @@ __all__ = ["IMAGE_FEATURES", "IMAGE_FORMATS", "KERNEL_VIEW_FORMATS", "DeviceImag
 # per texel block (an r32ui, rg32ui or rgba32ui view; a compressed format's block is one texel of the view).
 KERNEL_VIEW_FORMATS = {4: "r32_uint", 8: "r32g32_uint", 16: "r32g32b32a32_uint"}
 # The formats Runtime.create_image takes: a multi-planar image's copies name planes (VK_IMAGE_ASPECT_PLANE_n_BIT) and
-# its zero fill and read back would go plane by plane, which the runtime does not do.
-IMAGE_FORMATS = tuple(f for f in FORMATS if f not in PLANES)
+# its zero fill and read back would go plane by plane, a depth/stencil image's aspect by aspect (and its zero fill is
+# vkCmdClearDepthStencilImage), which the runtime does not do.
+IMAGE_FORMATS = tuple(f for f in FORMATS if f not in PLANES and f not in DEPTH_STENCIL)
 # The VK_FORMAT_FEATURE_*_BIT an image's format needs with optimal tiling: every image is a copy's source and
 # destination (its zero fill and read back too) and may be sampled. Values, not names: the `vulkan` package leaves
 # the transfer bits' names unset (None).
