@@ -1437,7 +1437,11 @@ def _shadowed(stream: ir.Stream, findings, oracle: Reference, first: str, second
     stages = {a.stage for a in oracle.accesses if a.ref == first and a.root == root}
     # From `first`, from a later read at a stage it reads at, and from a write the reference orders after it (which
     # superseded it as the most recent write: the checker compares later accesses with that one).
-    todo = [first] + [f.first for f in on_root if f.first_access.split("/")[0] in stages] + \
+    # A finding names one access of its command (the first found): a later command reading at several stages (an
+    # indirect dispatch's draw_indirect and compute_shader reads) is such a read at each of them.
+    later = {f.first for f in on_root if f.first_access.split("/")[0] in stages} | \
+        {a.ref for a in oracle.accesses if a.root == root and a.stage in stages and not a.write and a.ref in edges}
+    todo = [first] + sorted(later - {first}) + \
         [w for w in writers if w != first and _happens_before(oracle, first, w, root)]
     seen = set(todo)
     while todo:
