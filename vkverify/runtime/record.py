@@ -11,6 +11,8 @@ read barrier orders it before the kernel.
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Callable, Iterable, Mapping
 
 from ..model import ir
@@ -334,8 +336,19 @@ class Recorder:
                               frozenset({"shader_storage_read"}), [], [])
 
     def barrier(self, c: ir.Barrier) -> None:
-        self.pipeline_barrier(*self.parts(c))
+        self.pipeline_barrier(*self.parts(self.from_held_layouts(c)))
         self.transition(c)
+
+    def from_held_layouts(self, c: ir.Barrier) -> ir.Barrier:
+        """c with each image barrier's old layout the one its subresources are in now (not `undefined`, which
+        discards): a stream may start where a program's set-up left an image, which the replay's zero clear left in
+        general. Not an event's dependency, which the set and the wait must give alike (they transition once)."""
+        images = []
+        for b in c.images:
+            held = self.rt.images[b.image].held_layout(b.subresources)
+            images.append(b if b.old_layout == "undefined" or held in (None, b.old_layout)
+                          else dataclasses.replace(b, old_layout=held))
+        return dataclasses.replace(c, images=tuple(images)) if images != list(c.images) else c
 
     def transition(self, c: ir.Barrier) -> None:
         """Later commands of this and later recorded command buffers see the layouts c's image barriers leave (a
@@ -475,9 +488,6 @@ class Recorder:
         may order more than the stream (docs/runtime.md)."""
         src, dst = self.families(b)
         old, new, r = b.old_layout, b.new_layout, b.subresources
-        held = image.held_layout(r)
-        if old != "undefined" and held is not None:  # a stream may start where a program's set-up left an image
-            old = held
         if image.image.slices_are_layers:
             old = new = "general"
             r = ir.Subresources(r.base_mip_level, r.level_count, 0, 1)
