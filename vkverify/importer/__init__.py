@@ -27,9 +27,10 @@ or memory kinds):
   are stream queue <id>'s, of stream family <n>, whichever VkQueue and family
   served it; a VkQueue whose calls were all labelled is no queue of its own;
 - a command-buffer label (vkCmdInsertDebugUtilsLabelEXT)
-  "buffer barrier <i>: queue family <src> -> <dst>": buffer barrier <i> of the
-  next pipeline barrier transfers ownership from family <src> to <dst> (the
-  families of such labels), whatever its queue family indices say;
+  "buffer barrier <i>: queue family <src> -> <dst>" ("image barrier <i>: ..."):
+  buffer (image) barrier <i> of the next pipeline barrier transfers ownership
+  from family <src> to <dst> (the families of such labels), whatever its queue
+  family indices say;
 - a VkDeviceMemory whose debug name is a stream memory kind (`host_cached`, ...)
   is of that kind, whatever its memory type's property flags;
 - a debug message (vkSubmitDebugUtilsMessageEXT) "host_write" or "host_read":

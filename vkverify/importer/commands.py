@@ -27,7 +27,7 @@ QUEUE_FAMILY_IGNORED = 0xFFFFFFFF
 SAMPLED_BINDINGS = ("sampled_image", "combined_image_sampler")
 MEMORY_BINDINGS = ("storage_buffer", "uniform_buffer", "storage_texel_buffer", "uniform_texel_buffer", "storage_image",
                    *SAMPLED_BINDINGS)
-TRANSFER_LABEL = re.compile(r"buffer barrier (\d+): queue family (\d+) -> (\d+)")  # see __init__.py
+TRANSFER_LABEL = re.compile(r"(buffer|image) barrier (\d+): queue family (\d+) -> (\d+)")  # see __init__.py
 NO_DEPENDENCY = {"src_stage": ["none"], "dst_stage": ["none"]}  # a VkDependencyInfo with no barrier
 
 
@@ -41,7 +41,7 @@ class CommandBufferRecording:
     push: bytearray = field(default_factory=bytearray)  # the push-constant bytes set so far
     regions: list[str] = field(default_factory=list)  # the debug label regions open now, outermost first
     # buffer barrier index -> the stream's (src, dst) families, from labels for the next pipeline barrier
-    transfers: dict[int, tuple[int, int]] = field(default_factory=dict)
+    transfers: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
 
 
 class Commands:
@@ -147,7 +147,7 @@ class Commands:
         rec = self.recordings.get(a["commandBuffer"])
         transfer = TRANSFER_LABEL.fullmatch(a["pLabelInfo"]["pLabelName"])
         if rec is not None and transfer is not None:
-            rec.transfers[int(transfer[1])] = (int(transfer[2]), int(transfer[3]))
+            rec.transfers[transfer[1], int(transfer[2])] = (int(transfer[3]), int(transfer[4]))
 
     def vkCmdEndDebugUtilsLabelEXT(self, call: Call, a: dict) -> None:
         rec = self.recordings.get(a["commandBuffer"])
@@ -379,8 +379,9 @@ class Commands:
         labelled = {} if rec is None else rec.transfers
         if labelled:
             rec.transfers = {}
-        entries = (self._buffer_entry(call, b, labelled.get(i), *((b["srcStageMask"], b["dstStageMask"]) if stages
-                                                                   else ())) for i, b in enumerate(barriers))
+        entries = (self._buffer_entry(call, b, labelled.get(("buffer", i)),
+                                      *((b["srcStageMask"], b["dstStageMask"]) if stages else ()))
+                   for i, b in enumerate(barriers))
         return [e for e in entries if e]
 
     def _buffer_entry(self, call: Call, b: dict, labelled: tuple[int, int] | None,

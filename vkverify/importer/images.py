@@ -321,10 +321,13 @@ class Images:
     def image_entries(self, call: Call, barriers: list[dict], stages: bool) -> tuple[list[dict], list[dict]]:
         """The entries of a barrier call's image barriers the stream holds, and those barriers it does not hold:
         their execution dependencies stay (the caller's). stages: each barrier has its own (sync2)."""
-        entries = [self._image_entry(call, b, stages) for b in barriers]
+        rec = self.recordings.get(call.args["commandBuffer"])
+        labelled = {} if rec is None else rec.transfers  # the buffer entries, made next, take them out
+        entries = [self._image_entry(call, b, stages, labelled.get(("image", i))) for i, b in enumerate(barriers)]
         return [e for e in entries if e], [b for b, e in zip(barriers, entries) if not e]
 
-    def _image_entry(self, call: Call, b: dict, stages: bool) -> dict | None:
+    def _image_entry(self, call: Call, b: dict, stages: bool, labelled: tuple[int, int] | None) -> dict | None:
+        """labelled: the stream's families of an ownership transfer, which the device's may have merged."""
         if not self.holds(b["image"]):
             return None  # no access of it is in the stream: its memory dependency orders nothing there
         image = self.res.images[b["image"]]
@@ -339,7 +342,7 @@ class Images:
                  "old_layout": old, "new_layout": new}
         if stages:
             entry.update(src_stage=stage_names(b["srcStageMask"]), dst_stage=stage_names(b["dstStageMask"]))
-        families = (b["srcQueueFamilyIndex"], b["dstQueueFamilyIndex"])
+        families = labelled or (b["srcQueueFamilyIndex"], b["dstQueueFamilyIndex"])
         if families[0] != families[1] and QUEUE_FAMILY_IGNORED not in families:
             entry.update(src_family=families[0], dst_family=families[1])
         return entry

@@ -425,19 +425,20 @@ class Recorder:
                                 buffer_barriers or None, len(image_barriers),
                                 image_barriers or None)  # vkCmdPipelineBarrier
 
-    def label_transfers(self, buffers) -> None:
+    def label_transfers(self, buffers, images) -> None:
         """The stream's families of each ownership transfer, which the device's may have merged (then the
         barrier is none): a capture keeps the label, an import takes the families from it."""
-        for i, (b, _) in enumerate(buffers):
-            if b.src_family is not None:
-                self.rt.instance.insert_label(self.cb, f"buffer barrier {i}: queue family {b.src_family} -> "
-                                                       f"{b.dst_family}")
+        for kind, barriers in (("buffer", buffers), ("image", images)):
+            for i, (b, _) in enumerate(barriers):
+                if b.src_family is not None:
+                    self.rt.instance.insert_label(self.cb, f"{kind} barrier {i}: queue family {b.src_family} -> "
+                                                           f"{b.dst_family}")
 
     def dependency_info(self, src_stage, src_access, dst_stage, dst_access, buffers, images):
         """The VkDependencyInfo of one stream barrier (vkCmdPipelineBarrier2, vkCmdSetEvent2, vkCmdWaitEvents2);
         the structs it points to live as long as it does (the `vulkan` package keeps them with it)."""
         vk = self.vk
-        self.label_transfers(buffers)
+        self.label_transfers(buffers, images)
         memory = [] if buffers or images else [vk.VkMemoryBarrier2(
             srcStageMask=stage_mask(src_stage, True, True), srcAccessMask=access_mask(src_access, True),
             dstStageMask=stage_mask(dst_stage, True, False), dstAccessMask=access_mask(dst_access, True))]
@@ -462,7 +463,7 @@ class Recorder:
         (vkCmdPipelineBarrier, vkCmdWaitEvents): one stage mask pair for the whole command, the union of the
         entries'."""
         vk = self.vk
-        self.label_transfers(buffers)
+        self.label_transfers(buffers, images)
         src = stage_mask(set(src_stage).union(*(b.src_stage for b, _ in (*buffers, *images))), False, True)
         dst = stage_mask(set(dst_stage).union(*(b.dst_stage for b, _ in (*buffers, *images))), False, False)
         memory = [] if buffers or images else [vk.VkMemoryBarrier(srcAccessMask=access_mask(src_access, False),
