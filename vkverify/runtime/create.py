@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from ..check.walk import Consumer, Walk
 from ..model import ir
-from .device import QueueRequest
+from .device import QueueRequest, internal_group
 from .errors import Unsupported
 from .runtime import Runtime
 
@@ -25,12 +25,11 @@ NOT_TRANSFER_ONLY = (ir.Dispatch, ir.CopyQueryPoolResults, ir.ClearColorImage, i
 def queue_requests(stream: ir.Stream, device: ir.Device) -> dict[str, QueueRequest]:
     """The queues `device` needs for `stream`: compute capability where a command of NOT_TRANSFER_ONLY is
     submitted (a secondary command buffer's too), and for the family the runtime's own work runs on
-    (Runtime._internal: the stream's family 0, else its first) where the device holds images, which that work
+    (device.internal_group) where the device holds images, which that work
     clears (vkCmdClearColorImage)."""
     computing = {op.queue for op, b in ir.batches(stream) for cb in b.command_buffers
                  if any(isinstance(c, NOT_TRANSFER_ONLY) for _, _, c in stream.index.commands_of(cb))}
-    families = [q.family for q in device.queues]
-    internal = 0 if 0 in families or not families else families[0]
+    internal = internal_group(q.family for q in device.queues)
     clears = any(device.id in m.devices for m in stream.images)
     return {q.id: QueueRequest(q.id, q.family, q.id in computing or (clears and q.family == internal))
             for q in device.queues}

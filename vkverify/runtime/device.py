@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .errors import NoDevice, Unsupported
 
-__all__ = ["Instance", "LogicalDevice", "Message", "QueueRequest", "assign_families", "pick_physical", "vulkan"]
+__all__ = ["Instance", "LogicalDevice", "Message", "QueueRequest", "assign_families", "internal_group", "pick_physical",
+           "vulkan"]
 
 SYNCVAL_QUEUE_SUBMIT = "VALIDATION_CHECK_ENABLE_SYNCHRONIZATION_VALIDATION_QUEUE_SUBMIT"
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
@@ -275,6 +277,13 @@ class LogicalDevice:
         handle, self.handle = self.handle, None
         if handle is not None:
             self.instance.vk.vkDestroyDevice(handle, None)  # vkDestroyDevice
+
+
+def internal_group(groups: Iterable[int]) -> int:
+    """The request group whose family the runtime's own work runs on (Runtime._internal: zero fills, read backs),
+    and any group the device has no family for: group 0, else the first."""
+    groups = list(groups)
+    return 0 if 0 in groups or not groups else groups[0]
 
 
 def assign_families(flags: list[int], requests: list[QueueRequest], vk) -> dict[int, int]:

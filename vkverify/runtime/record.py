@@ -12,7 +12,6 @@ read barrier orders it before the kernel.
 from __future__ import annotations
 
 import dataclasses
-
 from collections.abc import Callable, Iterable, Mapping
 
 from ..model import ir

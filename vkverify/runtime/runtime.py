@@ -37,7 +37,7 @@ from ..model.refs import with_submit
 from ..model.stages import stage_mask
 from .auto_barriers import AutoBarriers
 from .caller import caller
-from .device import LogicalDevice, Instance, QueueRequest, pick_physical
+from .device import LogicalDevice, Instance, QueueRequest, internal_group, pick_physical
 from .errors import DeviceFault, Unsupported
 from .images import (IMAGE_FEATURES, IMAGE_FORMATS, KERNEL_VIEW_FORMATS, DeviceImage, extent3d, layers,
                      subresource_range, vk_format, vk_layout, whole)
@@ -166,8 +166,8 @@ class Runtime:
 
     def device_family(self, group: int) -> int:
         """The device family that serves the stream's family `group`."""
-        return self.device.families.get(group, self.device.families[0] if 0 in self.device.families
-                                        else next(iter(self.device.families.values())))
+        families = self.device.families
+        return families.get(group, families[internal_group(families)])
 
     # ---- resources ---------------------------------------------------------
 
