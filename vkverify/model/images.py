@@ -130,9 +130,11 @@ def numeric_kind(format: str) -> str:
 def clear_texel(format: str, value: tuple[float, ...]) -> bytes:
     """The bytes of one texel that vkCmdClearColorImage with VkClearColorValue `value` (R, G, B, A; missing ones
     0) stores in a `format` image, components in the format's order (b8g8r8a8 stores B first). The spec's Fixed-Point
-    Data Conversions for unorm: round(clamp(v, 0, 1) * 255); srgb first encodes R, G and B by the sRGB transfer
-    function (A stays linear); an integer format takes the value as an integer, clamped to the component's range
-    (as Mesa packs it; a stream that relies on out-of-range values gets Mesa's answer); sfloat rounds to nearest."""
+    Data Conversions for unorm: round(clamp(v, 0, 1) * 255), where the spec lets a device store either integer next
+    to a product that is not one ("should round to nearest": NVIDIA stores 127 for 0.5, Lavapipe 128); srgb first
+    encodes R, G and B by the sRGB transfer function (A stays linear); an integer format takes the value as an
+    integer, clamped to the component's range (as Mesa packs it; a stream that relies on out-of-range values gets
+    Mesa's answer); sfloat rounds to nearest."""
     kind = numeric_kind(format)
     rgba = (tuple(value) + (0.0,) * 4)[:4]
     out = b""
