@@ -21,6 +21,7 @@ figures, never asserted: a loaded machine slows both sides of each ratio.
     python benchmarks/import.py                                # both shapes: 1 + 20 tokens, 1 + 1250 rounds
     python benchmarks/import.py --tokens 200 --rounds 0        # 0: leave the shape out
     python benchmarks/import.py --rounds 12000 --keep DIR      # keep the captures and streams in DIR
+    python benchmarks/import.py --rounds 12000 --keep DIR --reuse   # measure again the captures kept there
 """
 
 from __future__ import annotations
@@ -90,16 +91,24 @@ def fastest(argv: list[str], repeat: int) -> Run:
     return Run(min(r.wall for r in runs), min(r.cpu for r in runs), min(r.rss for r in runs))
 
 
-def measure(label: str, stem: str, program: list[str], workdir: Path, repeat: int) -> Size:
-    """Capture `program` into workdir/`stem`.gfxr, then convert, import and check the capture, each in a
-    process of its own (convert and import `repeat` times)."""
+def capture_program(label: str, program: list[str], capture: Path) -> None:
     from vkverify.importer import capture_env
 
-    capture, stream = workdir / f"{stem}.gfxr", workdir / f"{stem}.json"
     done = subprocess.run(program, env=capture_env(capture, os.environ), capture_output=True, text=True, check=False)
     if done.returncode != 0 or not capture.exists():
         raise RuntimeError(f"{label}: the program failed under the capture layer ({done.returncode}): "
                            f"{done.stderr.strip()[-500:]}")
+
+
+def measure(label: str, stem: str, program: list[str], workdir: Path, repeat: int, reuse: bool) -> Size:
+    """Capture `program` into workdir/`stem`.gfxr (with `reuse`, unless it is there), then convert, import and check
+    the capture, each in a process of its own (convert and import `repeat` times)."""
+    capture, stream = workdir / f"{stem}.gfxr", workdir / f"{stem}.json"
+    if reuse and capture.exists():
+        print(f"  {label}: reusing {capture}")
+    else:
+        capture.unlink(missing_ok=True)
+        capture_program(label, program, capture)
     jsonl = workdir / f"{stem}.jsonl"
     convert = fastest(["gfxrecon-convert", "--output", str(jsonl), str(capture)], repeat)
     with jsonl.open("rb") as lines:
@@ -138,7 +147,7 @@ def report(title: str, sizes: list[Size]) -> None:
           f"(target <= 1.2x)")
 
 
-def decode(tokens: int, workdir: Path) -> list[Size]:
+def decode(tokens: int, workdir: Path, reuse: bool) -> list[Size]:
     from decode_stream import decode_stream
 
     from vkverify.model.dump import dumps
@@ -148,15 +157,15 @@ def decode(tokens: int, workdir: Path) -> list[Size]:
         source = workdir / f"decode{n}.json"
         source.write_text(dumps(decode_stream(n * PER_TOKEN, size=1024)))
         program = [sys.executable, "-m", "vkverify.cli", "replay", str(source)]
-        sizes.append(measure(f"{n} token{'s' * (n > 1)}", f"decode{n}", program, workdir, repeat))
+        sizes.append(measure(f"{n} token{'s' * (n > 1)}", f"decode{n}", program, workdir, repeat, reuse))
     return sizes
 
 
-def semaphores(rounds: int, workdir: Path) -> list[Size]:
+def semaphores(rounds: int, workdir: Path, reuse: bool) -> list[Size]:
     sizes = []
     for repeat, n in zip(REPEATS, (1, 1 + rounds // 10, 1 + rounds)):
         program = [sys.executable, str(HERE / "fft_loop.py"), str(n)]
-        sizes.append(measure(f"{n} round{'s' * (n > 1)}", f"fft{n}", program, workdir, repeat))
+        sizes.append(measure(f"{n} round{'s' * (n > 1)}", f"fft{n}", program, workdir, repeat, reuse))
     return sizes
 
 
@@ -167,20 +176,24 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=1250, help="FFT round trips past the start-up round at "
                                                                    "the larger size (0: leave the shape out)")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="keep captures and streams here")
+    parser.add_argument("--reuse", action="store_true", help="with --keep: a capture already in DIR is measured, "
+                                                             "not made again (a 10^6-call capture takes minutes)")
     args = parser.parse_args(argv)
+    if args.reuse and not args.keep:
+        parser.error("--reuse needs --keep DIR")
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(prefix="vkverify-bench-") as tmp:
         workdir = args.keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         if args.tokens:
-            report("decode (vkverify replay of decode_stream, ggml's shape)", decode(args.tokens, workdir))
+            report("decode (vkverify replay of decode_stream, ggml's shape)", decode(args.tokens, workdir, args.reuse))
         if args.rounds:
             try:
                 import vkdispatch  # noqa: F401
             except ImportError as e:
                 print(f"semaphores: skipped: vkdispatch cannot be imported ({e}); pip install vkdispatch")
             else:
-                report("semaphores (vkdispatch FFT round trip, looped)", semaphores(args.rounds, workdir))
+                report("semaphores (vkdispatch FFT round trip, looped)", semaphores(args.rounds, workdir, args.reuse))
     return 0
 
 
