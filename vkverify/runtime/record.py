@@ -341,12 +341,15 @@ class Recorder:
     def from_held_layouts(self, c: ir.Barrier) -> ir.Barrier:
         """c with each image barrier's old layout the one its subresources are in now (not `undefined`, which
         discards): a stream may start where a program's set-up left an image, which the replay's zero clear left in
-        general. Not an event's dependency, which the set and the wait must give alike (they transition once)."""
+        general. Not an event's dependency, which the set and the wait must give alike (they transition once), nor
+        an ownership transfer between two device families, whose release and acquire must name the same layouts
+        (7.7.4; the acquire finds the image in the release's new layout)."""
         images = []
+        ignored = self.vk.VK_QUEUE_FAMILY_IGNORED
         for b in c.images:
             held = self.rt.images[b.image].held_layout(b.subresources)
-            images.append(b if b.old_layout == "undefined" or held in (None, b.old_layout)
-                          else dataclasses.replace(b, old_layout=held))
+            kept = b.old_layout == "undefined" or held in (None, b.old_layout) or self.families(b)[0] != ignored
+            images.append(b if kept else dataclasses.replace(b, old_layout=held))
         return dataclasses.replace(c, images=tuple(images)) if images != list(c.images) else c
 
     def transition(self, c: ir.Barrier) -> None:
@@ -403,7 +406,7 @@ class Recorder:
             for dependency in dict.fromkeys(c.dependencies):
                 self.transition(dependency)
 
-    def families(self, b: ir.BufferBarrier) -> tuple[int, int]:
+    def families(self, b: ir.BufferBarrier | ir.ImageBarrier) -> tuple[int, int]:
         """Device families of an ownership transfer; IGNORED when the stream's
         two families landed on one device family (then it is no transfer)."""
         ignored = self.vk.VK_QUEUE_FAMILY_IGNORED
