@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vkverify.check import check
-from vkverify.check.explain import ExplainError, explain
+from vkverify.check.explain import ExplainError, explain, format_text
 from vkverify.cli import main
 from vkverify.model import from_dict, load
 
@@ -211,13 +211,14 @@ def test_another_threads_write_to_host_cached_memory_needs_flush_and_invalidate(
                                                      ("202", ("up[0]", "cb1[0]"), ("up[0]", "cb1[0]"))])
 def test_a_pair_unordered_in_another_submission_order_is_explained_there(prefix, pair, fixed_pair):
     """Two threads submit to one queue: the pair the walk's submission order orders (or runs the other way round)
-    is explained in the other, which a note names (docs/format.md, "Several host threads"); in the fixed twin the
+    is explained in the other, which it names (docs/format.md, "Several host threads"); in the fixed twin the
     submits come in one order, which orders it."""
     ex = explain(load(corpus(prefix)), *pair)
     assert not ex.ordered
-    assert any(n.startswith("in the submission order q0: use[0], ") for n in ex.notes)
+    assert all(p.order.startswith("q0: use[0], ") for p in ex.pairs if not p.ordered)
+    assert "\n    in the submission order q0: use[0], " in format_text(ex, load(corpus(prefix)))
     fixed = explain(load(corpus(str(int(prefix) + 1))), *fixed_pair)
-    assert fixed.ordered and not any("submission order" in n for n in fixed.notes)
+    assert fixed.ordered and not any(p.order for p in fixed.pairs)
 
 
 @pytest.mark.parametrize("prefix, ordered", [("232", False), ("233", True)])

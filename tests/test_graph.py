@@ -86,6 +86,14 @@ def test_the_finding_is_highlighted_with_a_dashed_red_edge(capsys):
     assert not re.search(r'"main\[0\]" \[label=.*color="#d62728"', text)
 
 
+def test_a_finding_of_another_submission_order_names_it(capsys):
+    """Corpus 200: two threads submit to q0; the WAW is in the order with use's submit first, not the walk's drawn
+    (up's first), so the legend names that order beside the finding (Finding.order); 201 has one order."""
+    text = dot_text(capsys, next(p for p in CORPUS if p.name.startswith("200-")))
+    assert "waw D: cb1[1] -> cb0[0] (in the submission order q0: use[0], up[0])" in text
+    assert "in the submission order" not in dot_text(capsys, next(p for p in CORPUS if p.name.startswith("201-")))
+
+
 def test_barriers_are_one_node_each(capsys):
     text = dot_text(capsys, next(p for p in CORPUS if p.name.startswith("16-")))
     stream = load(next(p for p in CORPUS if p.name.startswith("16-")))

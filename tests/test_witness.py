@@ -198,6 +198,28 @@ def test_every_step_of_random_streams_witnesses_is_needed(doc):
     assert not found, found
 
 
+# Thread use waits for q0 to idle, then submits cb1 to q1; thread up submits cb0 to q0. In the walk's submission
+# order up's submit comes first and the idle wait covers it; with the wait first, the two fills race.
+IDLE_WAIT_FIRST = {
+    "format": "vkverify-stream/1", "name": "idle-wait-before-the-other-threads-submit",
+    "devices": [{"id": "gpu0", "queues": [{"id": "q0"}, {"id": "q1"}]}], "buffers": [{"id": "B0", "size": 64}],
+    "command_buffers": {cb: [{"cmd": "fill", "dst": "B0", "value": 7}] for cb in ("cb0", "cb1")},
+    "threads": {"up": [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"]}],
+                "use": [{"op": "queue_wait_idle", "queue": "q0"},
+                        {"op": "submit", "queue": "q1", "command_buffers": ["cb1"]}]}}
+
+
+def test_the_witness_of_a_finding_of_another_submission_order_is_walked_in_it():
+    """The racing WAW is of the order with the idle wait first (Finding.order): its witness is walked there, as a
+    walk in the walk's own order, where the wait orders the two, finds none."""
+    stream = from_dict(IDLE_WAIT_FIRST)
+    (f,), (full,) = check(stream), check(stream, witness="full")
+    assert (f.kind, f.first, f.second, f.racing) == ("waw", "cb0[0]", "cb1[0]", True)
+    assert f.order == {"q0": (("use", 0), ("up", 0)), "q1": (("use", 1),)}
+    assert f.witness is not None and full.witness[:2] == ("use[0]", "use[1]")
+    assert_needed_steps(stream, f, full.witness)
+
+
 def test_a_slice_is_the_full_schedule_restricted_to_its_events():
     stream = RING_DROPPED[-1]
     for sliced, full in zip(check(stream), check(stream, witness="full")):

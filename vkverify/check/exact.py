@@ -48,8 +48,8 @@ def refine(stream: ir.Stream, findings: Sequence[Finding], shared: frozenset[str
         f = findings[i]
         first, second = nodes.node(f.first), nodes.node(f.second)
         findings.settle(i, _named_steps(stream, replace(f, **budget.witness(
-            (f.buffer, nodes.agent(first), nodes.agent(second)), (first, second), i + 1,
-            partial(witness.overlap, stream, first, f.first, second, f.second, scope)))))
+            (f.buffer, nodes.agent(first), nodes.agent(second)), (first, second, f.order and tuple(f.order.items())),
+            i + 1, partial(witness.overlap, stream, first, f.first, second, f.second, scope, f.order)))))
     if semantics is not None:
         for i in [i for i, kind in enumerate(kinds) if kind == "deadlock"]:
             findings.settle(i, _named_deadlock(findings[i], semantics, stream))
@@ -67,12 +67,12 @@ class _Budget:
     def __init__(self, limit: int) -> None:
         self.limit, self.spent = limit, 0
         self.found: dict[tuple, int] = {}  # class -> number of the finding holding its witness
-        self.none: set[tuple] = set()  # pairs of nodes the walk found no witness for
+        self.none: set[tuple] = set()  # pairs of nodes (and the submission order walked) with no witness found
 
     def witness(self, key: tuple, pair: tuple, number: int, compute) -> dict:
-        """The witness fields of finding `number` of class `key` about nodes `pair`. The walk's answer
-        depends on the nodes only, so a pair without a witness is not walked again; a class without one
-        tries again with its next pair."""
+        """The witness fields of finding `number` of class `key` about nodes `pair` (with the submission order
+        walked). The walk's answer depends on these only, so a pair without a witness is not walked again; a
+        class without one tries again with its next pair."""
         if key in self.found:
             return {"witness_same_as": self.found[key]}
         if pair in self.none:

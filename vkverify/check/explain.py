@@ -11,6 +11,7 @@ that is missing at the synchronization closest to it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from itertools import islice
 
@@ -20,6 +21,7 @@ from ..model import ir
 from ..model.errors import UsageError
 from ..model.loader import validate
 from ..model.refs import format_ref, owner_of, parse_ref, split_submit, without_submit
+from . import schedule
 from .barriers import ALIAS, EVENT_OPERATION, FULL, NONE, OWN, coverage, is_transition, stage_text
 from .hb import SINK, AccessNode, Model, SyncNode, Pair, conflicts
 from .events import dependencies, through_event
@@ -29,7 +31,7 @@ from .rules import (chains as stages_chain, first_access_scope_gap, in_first_acc
                     second_access_scope_gap)
 
 __all__ = ["ExplainError", "Explanation", "PairExplanation", "command_text", "explain", "format_text", "host_op_text",
-           "name", "names", "op_at", "resolve"]
+           "name", "names", "op_at", "order_text", "resolve"]
 
 MAX_CHAINS = 3  # alternative chains printed per pair, shortest first
 EVENT_OPERATIONS = (ir.SetEvent, ir.ResetEvent, ir.HostSetEvent, ir.HostResetEvent)
@@ -52,6 +54,7 @@ class PairExplanation:
     second: str
     chains: list[list[str]] = field(default_factory=list)  # ordered: steps of each chain, shortest first
     reasons: list[str] = field(default_factory=list)  # not ordered: the missing scopes
+    order: str | None = None  # the submission order it is read in (order_text), where not the walk's own
 
     @property
     def ordered(self) -> bool:
@@ -112,30 +115,49 @@ def explain(stream: ir.Stream, first: str, second: str) -> Explanation:
         notes.append("parameters " + ", ".join(f"{k}={v}" for k, v in values) + " (the smallest instance)")
     a_ref, b_ref = resolve(stream, first), resolve(stream, second)
     # Threads calling one queue: check reads every submission order they allow (docs/format.md, "Several host
-    # threads"), the walk's first. A pair is explained in the first that leaves it unordered running `first`
-    # before `second` (in another, `second` first, it is another pair), else in the walk's.
+    # threads") and marks a finding the walk's own order does not give with the order that does (Finding.order). A
+    # pair the checker reports is explained in the order of its finding, every other in the walk's.
+    origins = _origins(stream, a_ref, b_ref) if several_orders(stream) else {}
+    orders = [None]
+    for order in origins.values():
+        if order not in orders:
+            orders.append(order)
     out = None
-    for order in [None, *several_orders(stream)]:
-        model = Model(stream, order=order)
-        if order is not None and any(h[0] == "blocked" for h in model.hazards):
-            continue  # no schedule runs this order
-        ex, in_order = _explained(stream, model, a_ref, b_ref, notes)
-        if order is not None:
-            ex.notes.append("in the submission order " + "; ".join(
-                f"{q}: {', '.join(format_ref(*call) for call in calls)}" for q, calls in order.items()
-                if len({t for t, _ in calls}) > 1))
-        if not ex.ordered and in_order:
-            return ex
-        out = out or ex
+    for order in orders:
+        ex = _explained(stream, Model(stream, order=order), a_ref, b_ref, notes,
+                        lambda key, order=order: origins.get(key) == order)
+        if out is None:
+            out = ex
+            continue
+        text = order_text(order)
+        out.pairs += [replace(p, order=text) for p in ex.pairs]
     return out
 
 
-def _explained(stream: ir.Stream, model: Model, a_ref: str, b_ref: str,
-               notes: list[str]) -> tuple[Explanation, bool]:
-    """explain's answer in `model`'s submission order, after `notes`; and whether that order runs each access of
-    a_ref before the access of b_ref it is paired with, where the two share a queue or thread."""
+def _origins(stream: ir.Stream, a_ref: str, b_ref: str) -> dict[tuple, ir.SubmissionOrder]:
+    """The submission order of each finding on a_ref then b_ref that the walk's own order does not give, by the key
+    explain names its pairs by: (kind, first, second, root memory or event)."""
+    out = {}
+    for f in schedule.check(stream, witnesses=0):
+        if f.order is not None and f.first and f.second and _matches(a_ref, f.first) and _matches(b_ref, f.second):
+            kind = "keepalive" if f.kind == "use_after_destroy" else f.kind
+            root = f.buffer if f.kind == "event_race" else stream.index.root(f.buffer)[0]
+            out[(kind, f.first, f.second, root)] = f.order
+    return out
+
+
+def order_text(order: ir.SubmissionOrder) -> str:
+    """A submission order as explain and graph name it: the calls of each queue several threads call."""
+    return "; ".join(f"{q}: {', '.join(format_ref(*call) for call in calls)}" for q, calls in order.items()
+                     if len({t for t, _ in calls}) > 1)
+
+
+def _explained(stream: ir.Stream, model: Model, a_ref: str, b_ref: str, notes: list[str],
+               keep: Callable[[tuple], bool]) -> Explanation:
+    """explain's answer in `model`'s submission order, after `notes`, on the pairs whose key (_origins) `keep`
+    keeps."""
     if all(isinstance(op_at(stream, without_submit(r)), EVENT_OPERATIONS) for r in (a_ref, b_ref)):
-        return _event_operations(stream, model, a_ref, b_ref, notes), True
+        return _event_operations(stream, model, a_ref, b_ref, notes, keep)
     notes = list(notes)
     found = []
     for ref in (a_ref, b_ref):
@@ -168,18 +190,21 @@ def _explained(stream: ir.Stream, model: Model, a_ref: str, b_ref: str,
                      "(no write, or no shared bytes): Vulkan requires no ordering")
     out = []
     for pair, segs in pairs:
+        if not keep((pair.kind, pair.first.ref, pair.second.ref, pair.first.root)):
+            continue
         base = stream.index.root(pair.second.buffer)[1]
         for (lo, hi), (chains, reasons) in _merge([(seg, _explain_segment(model, pair, seg)) for seg in segs]):
             out.append(PairExplanation(pair.kind, pair.second.buffer, (lo - base, hi - base),
                                        _describe(pair.first), _describe(pair.second), chains, reasons))
-    in_order = all(p.first.agent != p.second.agent or p.first.seq < p.second.seq for p, _ in pairs)
-    return Explanation(a_ref, b_ref, out, notes), in_order
+    return Explanation(a_ref, b_ref, out, notes)
 
 
-def _event_operations(stream: ir.Stream, model: Model, a_ref: str, b_ref: str, notes: list[str]) -> Explanation:
-    """Two sets or resets of one event (docs/format.md, "Events"): per execution of the two, whether an execution
-    dependency orders the first's event operation before the second's (hb.Model._event_operation), its chains, or
-    what is missing (7.5's note to vkCmdWaitEvents2: else they race, unless both reset)."""
+def _event_operations(stream: ir.Stream, model: Model, a_ref: str, b_ref: str, notes: list[str],
+                      keep: Callable[[tuple], bool]) -> Explanation:
+    """Two sets or resets of one event (docs/format.md, "Events"): per execution of the two whose key `keep` keeps,
+    whether an execution dependency orders the first's event operation before the second's
+    (hb.Model._event_operation), its chains, or what is missing (7.5's note to vkCmdWaitEvents2: else they race,
+    unless both reset)."""
     a_op, b_op = (op_at(stream, without_submit(r)) for r in (a_ref, b_ref))
     if a_op.event != b_op.event:
         raise ExplainError(b_ref, f"sets or resets event {b_op.event!r}, not {a_op.event!r}: name two operations on "
@@ -188,10 +213,13 @@ def _event_operations(stream: ir.Stream, model: Model, a_ref: str, b_ref: str, n
     if not any(isinstance(op, (ir.SetEvent, ir.HostSetEvent)) for op in (a_op, b_op)):
         notes.append(f"{a_ref} and {b_ref} both reset {a_op.event!r}: whichever comes last leaves it unsignaled, so "
                      "they need no ordering")
-    out = []
+    out, ran = [], False
     for ref, (event, firsts, _) in model.event_operations.items():
         for other, (_, _, x) in model.event_operations.items():
             if not (_matches(a_ref, ref) and _matches(b_ref, other)) or other == ref:
+                continue
+            ran = True
+            if not keep(("event_race", ref, other, event)):
                 continue
             found = [_explain_segment(model, Pair("order", e, x, False, ()), (0, 1)) for e in firsts]
             chains = next((c for c, reasons in found if not reasons), None)
@@ -202,7 +230,7 @@ def _event_operations(stream: ir.Stream, model: Model, a_ref: str, b_ref: str, n
                    f"every later operation, all_commands)")
             out.append(PairExplanation("event", event, (0, 0), _operation_text(firsts[0]), _operation_text(x),
                                        chains or [], [] if chains is not None else [why]))
-    if not out:
+    if not ran:
         notes.append(f"{a_ref} and {b_ref} do not both run: the stream blocks before one (see `vkverify check`)")
     return Explanation(a_ref, b_ref, out, notes)
 
@@ -694,6 +722,8 @@ def format_text(ex: Explanation, stream: ir.Stream) -> str:
         kind = "use then destroy" if p.kind == "keepalive" else p.kind
         where = f"{p.buffer}" if p.kind == "event" else f"{p.buffer} [{p.range[0]}, {p.range[1]})"
         lines.append(f"  {kind} {where}: {p.first} -> {p.second}: " + ("ordered" if p.ordered else "not ordered"))
+        if p.order:
+            lines.append(f"    in the submission order {p.order}")
         for n, chain in enumerate(p.chains):
             lines.append("    chain:" if n == 0 else "    also:")
             lines += [f"      {i}. {step}" for i, step in enumerate(chain, 1)]

@@ -8,6 +8,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from ..model import ir
 from . import fixes
 from .access import Access
 from .barriers import stage_text
@@ -106,6 +107,9 @@ class Finding:
     witness_limit: int | None = None
     # For a `params` stream: the parameter values of the instance the finding is about.
     params: tuple[tuple[str, int], ...] | None = None
+    # Threads sharing a queue (docs/format.md, "Several host threads"): the submission order whose run found it,
+    # where the walk's own did not (explain and graph read it there).
+    order: ir.SubmissionOrder | None = field(default=None, compare=False)
 
     def to_json(self) -> dict:
         """The findings format of docs/format.md."""
@@ -262,16 +266,16 @@ class Findings(Sequence[Finding]):
             new.settle(len(new), f)
         return new
 
-    def join(self, other: Findings) -> None:
-        """Add the findings of `other` (another run of the stream: schedule.check's submission orders) this lacks,
-        worded, by the key `record` dedupes by; of one both have, the bytes are merged. Only those added are
-        worded: most are in every run."""
+    def join(self, other: Findings, order: ir.SubmissionOrder | None = None) -> None:
+        """Add the findings of `other` (another run of the stream: schedule.check's, in submission order `order`)
+        this lacks, worded and marked with `order` (Finding.order), by the key `record` dedupes by; of one both
+        have, the bytes are merged. Only those added are worded: most are in every run."""
         at = {self.key(i): i for i in range(len(self))}
         for j in range(len(other)):
             i = at.get(other.key(j))
             if i is None:
                 at[other.key(j)] = len(self)
-                self.settle(len(self), other.finding(j))
+                self.settle(len(self), replace(other.finding(j), order=order))
                 continue
             theirs, mine = other.span(j), self.span(i)
             if theirs is None or theirs == mine:

@@ -46,7 +46,7 @@ def check(stream: ir.Stream, readings: Readings = DEFAULT, witness: str = "slice
             other = Schedule(Checker(stream, readings), shared, order=order, every_order=True).run()
             if other is not None:
                 completing = True
-                findings.join(other)
+                findings.join(other, order)
         for i in range(len(findings)) if completing else ():  # the walk's own order blocked, another did not
             if findings.kinds[i] == "deadlock":
                 f = findings.finding(i)

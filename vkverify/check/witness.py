@@ -108,9 +108,9 @@ class _HeldRun:
     """One walk of the stream with one node held back: a batch may begin but does not end, a host op is
     not performed."""
 
-    def __init__(self, stream: ir.Stream, held: ScheduleNode) -> None:
+    def __init__(self, stream: ir.Stream, held: ScheduleNode, order: ir.SubmissionOrder | None = None) -> None:
         self.recorder = _Recorder(stream)
-        self.walk = Walk(stream, self.recorder)
+        self.walk = Walk(stream, self.recorder, order=order)
         self.held: ScheduleNode | None = held
         self.waiters: dict[str, set[str]] = {}  # semaphore -> the queues with a batch that waits for it
         for op, b in ir.batches(stream):
@@ -180,11 +180,12 @@ class _HeldRun:
             not any(walk.pending.values())
 
 
-def _held_schedule(stream: ir.Stream, held: ScheduleNode, until: str, increasing: bool) -> _HeldRun | None:
+def _held_schedule(stream: ir.Stream, held: ScheduleNode, until: str, increasing: bool,
+                   order: ir.SubmissionOrder | None = None) -> _HeldRun | None:
     """A legal complete schedule in which event `until` happens while `held` has not completed; None if
     the walk finds none. `increasing`: every timeline's signals must strictly
     increase (spec 7.4.2), as in any legal schedule; a witness of a non-increasing signal asks for less."""
-    run = _HeldRun(stream, held)
+    run = _HeldRun(stream, held, order)
     run.run()
     if until not in run.recorder.needs:
         return None
@@ -195,11 +196,12 @@ def _held_schedule(stream: ir.Stream, held: ScheduleNode, until: str, increasing
 
 
 def overlap(stream: ir.Stream, first: ScheduleNode, first_ref: str, second: ScheduleNode, second_ref: str,
-            scope: Scope) -> Witness | None:
+            scope: Scope, order: ir.SubmissionOrder | None = None) -> Witness | None:
     """A schedule in which `second` starts before `first` completes, with the two accesses marked: the
-    second right after its batch begins, the first right before its batch ends. None if the walk finds
-    none (the batches ordered and only their stages not, or no complete schedule)."""
-    run = _held_schedule(stream, first, second.start, increasing=True)
+    second right after its batch begins, the first right before its batch ends; walked in submission order
+    `order` (that of the finding's run, Finding.order; None: the walk's own). None if the walk finds none (the
+    batches ordered and only their stages not, or no complete schedule)."""
+    run = _held_schedule(stream, first, second.start, increasing=True, order=order)
     if run is None:
         return None
     recorder = run.recorder
