@@ -58,11 +58,13 @@ class Segment:
         if held and not any(h.agent == e.agent and h.stage == e.stage and held <= known for h, known in self.hiders):
             self.hiders = (*self.hiders, (e, held))
 
-    def written(self, write: Any, owner: int | None) -> None:
+    def written(self, write: Any, owner: int | None, keep_reads: bool = False) -> None:
         """`write` wrote the bytes: what was known of them before no longer matters but their owner, which
-        `owner` replaces where given."""
-        self.write, self.reads, self.initialized, self.flushed, self.released_to, self.atomics, self.hiders = \
-            write, (), True, None, None, (), ()
+        `owner` replaces where given, and with `keep_reads` the reads."""
+        self.write, self.initialized, self.flushed, self.released_to, self.atomics, self.hiders = \
+            write, True, None, None, (), ()
+        if not keep_reads:
+            self.reads = ()
         if owner is not None:
             self.owner = owner
 
@@ -123,13 +125,16 @@ class RangeMap:
         j = bisect_right(self.starts, hi - 1)
         return self.segments[i:j]
 
-    def overwrite(self, lo: int, hi: int, segs: list[Segment], write: Any, owner: int | None = None) -> None:
+    def overwrite(self, lo: int, hi: int, segs: list[Segment], write: Any, owner: int | None = None,
+                  keep_reads: bool = False) -> None:
         """[lo, hi), whose segments `span(lo, hi)` returned, written by `write`: what was known before no longer
         matters but the queue family owning each byte, which `owner` (a device write's, to an exclusive buffer)
-        replaces where given. One fresh segment per run of bytes of one owner: a host write across bytes of two
-        families leaves each its own (merged under the first's, a later read named the wrong family)."""
-        if len(segs) == 1:  # the common case: reset in place, no list surgery
-            segs[0].written(write, owner)
+        replaces where given, and with `keep_reads` each segment's reads (so no two segments merge). Else one
+        fresh segment per run of bytes of one owner: a host write across bytes of two families leaves each its own
+        (merged under the first's, a later read named the wrong family)."""
+        if len(segs) == 1 or keep_reads:  # the common case: reset in place, no list surgery
+            for seg in segs:
+                seg.written(write, owner, keep_reads)
             return
         fresh: list[Segment] = []
         for seg in segs:
