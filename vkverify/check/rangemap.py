@@ -58,13 +58,11 @@ class Segment:
         if held and not any(h.agent == e.agent and h.stage == e.stage and held <= known for h, known in self.hiders):
             self.hiders = (*self.hiders, (e, held))
 
-    def written(self, write: Any, owner: int | None, keep_reads: bool = False) -> None:
+    def written(self, write: Any, owner: int | None) -> None:
         """`write` wrote the bytes: what was known of them before no longer matters but their owner, which
-        `owner` replaces where given, and with `keep_reads` the reads."""
-        self.write, self.initialized, self.flushed, self.released_to, self.atomics, self.hiders = \
-            write, True, None, None, (), ()
-        if not keep_reads:
-            self.reads = ()
+        `owner` replaces where given."""
+        self.write, self.reads, self.initialized, self.flushed, self.released_to, self.atomics, self.hiders = \
+            write, (), True, None, None, (), ()
         if owner is not None:
             self.owner = owner
 
@@ -129,12 +127,17 @@ class RangeMap:
                   keep_reads: bool = False) -> None:
         """[lo, hi), whose segments `span(lo, hi)` returned, written by `write`: what was known before no longer
         matters but the queue family owning each byte, which `owner` (a device write's, to an exclusive buffer)
-        replaces where given, and with `keep_reads` each segment's reads (so no two segments merge). Else one
+        replaces where given, and with `keep_reads` each segment's reads (no two segments merge then). Else one
         fresh segment per run of bytes of one owner: a host write across bytes of two families leaves each its own
         (merged under the first's, a later read named the wrong family)."""
-        if len(segs) == 1 or keep_reads:  # the common case: reset in place, no list surgery
+        if keep_reads:
             for seg in segs:
-                seg.written(write, owner, keep_reads)
+                reads = seg.reads
+                seg.written(write, owner)
+                seg.reads = reads
+            return
+        if len(segs) == 1:  # the common case: reset in place, no list surgery
+            segs[0].written(write, owner)
             return
         fresh: list[Segment] = []
         for seg in segs:
