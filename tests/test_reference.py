@@ -301,8 +301,8 @@ def test_fast_checker_agrees_with_the_reference_on_the_image_features_of_the_syn
 # another transition of J (T2, undefined -> general) to all_commands; an upload to J. T1 happens after the read; T2
 # only after T1, by 7.7.4's order of transitions, of which "an application must not rely on ordering of image layout
 # transitions to influence ordering of other commands": the read and T2, and the read and the upload, are WARs (the
-# reference). The checker recorded T1 as J's latest write, dropping the read, and compares T2 and the upload with T1
-# only, so it reports neither. Known, not fixed here.
+# reference). The checker recorded T1 as J's latest write, dropping the read, and compared T2 and the upload with T1
+# only, reporting neither; a transition now leaves the reads before it in place (engine.Checker.access, corpus 238).
 TWO_TRANSITIONS = {
     "format": "vkverify-stream/1", "name": "read-then-two-transitions-then-write",
     "buffers": [{"id": "S", "size": 256, "memory": "host_coherent"}],
@@ -319,11 +319,28 @@ TWO_TRANSITIONS = {
     "threads": {"main": [{"op": "submit", "queue": "q0", "command_buffers": ["cb0"]}, {"op": "device_wait_idle"}]}}
 
 
-@pytest.mark.xfail(strict=True, reason="the checker lets an earlier transition of its queue hide the reads before it")
 def test_a_transition_ordered_only_after_another_transition_is_not_ordered_after_the_reads_before_it():
-    assert {(h.kind, h.first, h.second) for h in Reference(from_dict(TWO_TRANSITIONS)).verdict().hazards} >= \
-        {("war", "cb0[0]", "cb0[2]"), ("war", "cb0[0]", "cb0[3]")}
+    wars = {("war", "cb0[0]", "cb0[2]"), ("war", "cb0[0]", "cb0[3]")}
+    assert {(h.kind, h.first, h.second) for h in Reference(from_dict(TWO_TRANSITIONS)).verdict().hazards} >= wars
+    assert {(f.kind, f.first, f.second) for f in check(from_dict(TWO_TRANSITIONS))} >= wars
     assert not disagreements(TWO_TRANSITIONS)
+
+
+# TWO_TRANSITIONS with an upload of J (made available to T1) in place of the read: T1 replaces it as J's latest write
+# (the checker keeps one), so the second upload, ordered after T2 only, is compared with T2 alone. The reference has
+# the WAW of the two uploads (and of the first upload and T2, of T1 and the second upload, which the harness takes as
+# the checker's convention). Written by hand, no generator drew it yet; known, not fixed here.
+WRITE_THEN_TWO_TRANSITIONS = {**TWO_TRANSITIONS, "command_buffers": {"cb0": [
+    TWO_TRANSITIONS["command_buffers"]["cb0"][3],
+    {**TWO_TRANSITIONS["command_buffers"]["cb0"][1], "src_access": ["transfer_write"]},
+    *TWO_TRANSITIONS["command_buffers"]["cb0"][2:]]}}
+
+
+@pytest.mark.xfail(strict=True, reason="the checker lets an earlier transition of its queue hide the write before it")
+def test_a_write_ordered_only_after_a_transition_after_another_is_not_ordered_after_the_write_before_that():
+    assert ("waw", "cb0[0]", "cb0[3]") in \
+        {(h.kind, h.first, h.second) for h in Reference(from_dict(WRITE_THEN_TWO_TRANSITIONS)).verdict().hazards}
+    assert not disagreements(WRITE_THEN_TWO_TRANSITIONS)
 
 
 # ---- events (spec 7.5) ----------------------------------------------------------------------------------------

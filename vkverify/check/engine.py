@@ -21,6 +21,7 @@ from itertools import count
 
 from ..model import ir
 from ..model.accesses import ACCESSES_BY_KIND
+from ..model.images import LAYOUT_WRITE
 from ..model.refs import format_ref
 from ..model.stages import STAGE
 from . import fixes
@@ -209,7 +210,9 @@ class Checker:
             for seg in segments:
                 seg.add_atomic(x, hides(x, root, seg), alike)
         elif x.write:
-            memory.overwrite(rlo, rhi, segments, x, x.family if buf.sharing == "exclusive" else None)
+            # 7.7.4: reads stay: a later transition may follow this one only in transition order, which orders nothing
+            memory.overwrite(rlo, rhi, segments, x, x.family if buf.sharing == "exclusive" else None,
+                             x.write == LAYOUT_WRITE)
         else:
             for seg in segments:
                 seg.add_read(x)

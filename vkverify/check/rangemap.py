@@ -123,11 +123,19 @@ class RangeMap:
         j = bisect_right(self.starts, hi - 1)
         return self.segments[i:j]
 
-    def overwrite(self, lo: int, hi: int, segs: list[Segment], write: Any, owner: int | None = None) -> None:
+    def overwrite(self, lo: int, hi: int, segs: list[Segment], write: Any, owner: int | None = None,
+                  keep_reads: bool = False) -> None:
         """[lo, hi), whose segments `span(lo, hi)` returned, written by `write`: what was known before no longer
         matters but the queue family owning each byte, which `owner` (a device write's, to an exclusive buffer)
-        replaces where given. One fresh segment per run of bytes of one owner: a host write across bytes of two
-        families leaves each its own (merged under the first's, a later read named the wrong family)."""
+        replaces where given, and with `keep_reads` each segment's reads (no two segments merge then). Else one
+        fresh segment per run of bytes of one owner: a host write across bytes of two families leaves each its own
+        (merged under the first's, a later read named the wrong family)."""
+        if keep_reads:
+            for seg in segs:
+                reads = seg.reads
+                seg.written(write, owner)
+                seg.reads = reads
+            return
         if len(segs) == 1:  # the common case: reset in place, no list surgery
             segs[0].written(write, owner)
             return

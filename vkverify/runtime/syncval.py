@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from ..check.walk import several_orders
 from ..model import ir
-from ..model.images import COMPRESSED
-from ..model.refs import owner_of, without_submit
+from ..model.images import COMPRESSED, LAYOUT_TRANSITION
+from ..model.refs import owner_of, parse_ref, without_submit
 from .record import binding_access, scratch_orders
 
 __all__ = ["COMPRESSED_BOXES", "SLICES_WIDENED", "TRANSITION_OUT_OF_SCOPE", "LayerAgreement", "LayerFinding",
@@ -47,6 +47,10 @@ COMPRESSED_BOXES = ("a compressed image's copy boxes: syncval 1.3.239 misplaces 
 # layout transition (record.Recorder.image_fields).
 SLICES_WIDENED = ("a 2d_array_compatible image: the replay's barriers of it cover every slice and make no layout "
                   "transition (no VK_KHR_maintenance9), which orders more")
+# 7.7.4: the layout transitions of one queue run in submission order, which orders no other command; layer 1.3.239
+# compares a transition after another with that one alone, as if it stood for the reads before it (corpus 238).
+TRANSITION_AFTER_TRANSITION = ("a layout transition after another: syncval 1.3.239 compares it with that one alone, "
+                               "not with the reads before it")
 _SUBMIT_CB = re.compile(r"Hazard \w+ for entry \d+, VkCommandBuffer 0x[0-9a-f]+\[([^\]@]+)")
 # The layer's checks of an event's sets and resets (1.3.239: SYNC-vkCmdResetEvent-missingbarrier-wait and kin; later
 # SYNC-vkCmdSetEvent-reset-race and kin), on the set or reset it reports: vkverify's event_race (docs/format.md).
@@ -137,7 +141,18 @@ def explain_only_vkverify(stream, f) -> str:
         return UNIFORM_UNDER_SHADER_READ
     if f.kind == "waw" and _written(f.first_access) == _written(f.second_access):
         return "two writes of the same stage and access: the layer reports no WAW between them"
+    if f.kind == "war" and f.second_access.startswith(LAYOUT_TRANSITION) and _transitioned_before(stream, f):
+        return TRANSITION_AFTER_TRANSITION
     return "not reported by the layer"
+
+
+def _transitioned_before(stream, f) -> bool:
+    """Whether a barrier between f's two commands, in the command buffer of both, transitions f's image."""
+    first, second = parse_ref(without_submit(f.first)), parse_ref(without_submit(f.second))
+    if first is None or second is None or first.owner != second.owner:
+        return False
+    return any(isinstance(c, ir.Barrier) and any(b.image == f.buffer and b.old_layout != b.new_layout for b in c.images)
+               for c in stream.index.command_buffers[second.owner].commands[first.index + 1:second.index])
 
 
 def _written(access: str) -> tuple[str, frozenset[str]]:
