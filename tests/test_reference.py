@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 
 from vkverify.check import check
+from vkverify.check.explain import explain
 from vkverify.check.readings import Readings
 from vkverify.check.reference import OutsideReference, Reference, references, submission_orders, verdict
 from vkverify.model import from_dict, load
@@ -398,6 +399,37 @@ EVENT_CASES = {
 def test_the_reference_reads_events_from_the_spec(commands, ops, hazards):
     doc = _events(commands, ops)
     assert {(h.kind, h.first, h.second) for h in verdict(from_dict(doc)).hazards} == hazards
+    assert not disagreements(doc)
+
+
+def _set_through(second_event: str, b_source: str) -> dict:
+    """Corpus 238/239 (three sets of E, a wait for the second) with the second set and its wait on `second_event`,
+    the second set's buffer barrier of B from `b_source`."""
+    [path] = [p for p in CORPUS if p.name.startswith("239-")]
+    doc = json.loads(path.read_text())
+    del doc["expect"]
+    doc["events"] = [{"id": e} for e in sorted({"E", second_event})]
+    _, second, wait, _ = doc["command_buffers"]["cb0"]
+    second["event"], wait["events"] = second_event, [second_event]
+    for barrier in (second["buffers"][1], wait["dependencies"][0]["buffers"][1]):
+        barrier["src_stage"] = [b_source]
+    return doc
+
+
+@pytest.mark.parametrize("second_event", ["E", "F"])
+@pytest.mark.parametrize("b_source, ordered", [("all_commands", True), ("compute_shader", False)])
+def test_operations_chain_through_a_set_s_signal_operation(second_event, b_source, ordered):
+    """7.5 vkCmdSetEvent2: a set's first synchronization scope is the union of its memory dependencies', its second
+    its signal operation, which a wait for it holds in each memory dependency's first scope: 7.1 chains the two
+    through it. The first set of E is in the second set's union (B's all_commands) and the third in the wait's C
+    dependency's second scope: ordered, though neither memory dependency holds both; and so when the second set
+    and its wait are of another event F. The reference, the checker and explain each say so."""
+    doc = _set_through(second_event, b_source)
+    stream = from_dict(doc)
+    assert Reference(stream).event_hb("cb0[0]", "cb0[3]") is ordered
+    races = {(f.first, f.second) for f in check(stream) if f.kind == "event_race"}
+    assert (("cb0[0]", "cb0[3]") in races) is not ordered
+    assert explain(stream, "cb0[0]", "cb0[3]").ordered is ordered
     assert not disagreements(doc)
 
 

@@ -51,6 +51,13 @@ def _shown(a: Access) -> Access:
     return a if a.family is None else replace(a, stage=EVENT_OPERATION)
 
 
+def _through(e: tuple[Access, ...], x: tuple[Access, ...]) -> tuple[Access, ...]:
+    """Event operation e's Accesses with those of the set x it is ordered before, but where e has one at that agent
+    and stage already: an earlier Access reaches all that a later one at its stage does (chains only grow)."""
+    held = {(a.agent, a.stage) for a in e}
+    return (*e, *(a for a in x if (a.agent, a.stage) not in held))
+
+
 def _repeatable(found: list[tuple], refs: dict[str, int], i: int) -> tuple | None:
     """What an access of command i reported (as Findings.record took it), its references replaced by the command
     indexes `refs` gives: (kind, buffer, lo, hi, the first access's command, e and x facts, words) per hazard
@@ -581,6 +588,14 @@ class Checker:
                 self.report("event_race", event, None, None, _shown(first), _shown(second), x[0].uid,
                             fixes.event_race(self.state.wording, event, first, second), racing)
         self.events.operations[event] = (*kept, x)
+        if kind == "set_event" and x[0].family is not None:
+            # 7.5 vkCmdSetEvent2: its first scope is "the union of all the memory dependencies", its second its
+            # signal operation, which each wait for it holds (7.1 chains them): an operation on another event
+            # ordered before the set is ordered before what the set's Accesses are (its own event's, x stands for).
+            for other, ops in self.events.operations.items():
+                if other != event:
+                    self.events.operations[other] = tuple(
+                        _through(e, x) if any(self.state.before_scope(a, x[0], scope) for a in e) else e for e in ops)
 
     def _scopes(self, queue: QueueAgent, entries: tuple[BarrierEntry, ...]) -> tuple:
         """Per entry, the clocks it reads and writes: its scopes restricted to what the queue tracks, the host

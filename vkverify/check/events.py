@@ -24,7 +24,10 @@ for a set of its stages hold: "Event signal operations performed by vkCmdSetEven
 order are included in the first synchronization scope"), and a later operation is ordered after it when that
 Access is ordered before the later operation's own first synchronization scope (`operation_scope`: its stage mask,
 and what a second scope of every operation holds). Operations order no access: they are in no barrier's entries.
-Two operations ordered neither way are an `event_race`, but two resets (both leave the event unsignaled).
+Two operations ordered neither way are an `event_race`, but two resets (both leave the event unsignaled). A set's
+signal operation is in its own dependency's second scope (whose first is the union of its memory dependencies) and
+each wait's first: an operation ordered before a set is ordered before what the set's Accesses are (7.1 chains
+them; engine.Checker.event_operation adds them to an operation of another event, the set stands for its own).
 """
 
 from __future__ import annotations
