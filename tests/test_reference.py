@@ -433,6 +433,27 @@ def test_operations_chain_through_a_set_s_signal_operation(second_event, b_sourc
     assert not disagreements(doc)
 
 
+@pytest.mark.parametrize("wait_stage, ordered", [("compute_shader", True), ("none", False)])
+def test_an_operation_of_another_queue_chains_through_a_set_s_signal_operation(wait_stage, ordered):
+    """E set on q0, a semaphore q1 waits for at `wait_stage`, then on q1 F's set (C: all_transfer -> all_commands,
+    B: compute_shader -> none), its wait and E set again: at compute_shader the semaphore orders the first set of E
+    before F's set (its union) but not before F's C dependency, whose wait holds the second set of E; the chain goes
+    through F's signal operation (7.1). At none nothing orders the first set of E before F's."""
+    doc = _set_through("F", "compute_shader")
+    first, second, wait, again = doc["command_buffers"].pop("cb0")
+    doc["devices"][0]["queues"].append({"id": "q1", "family": 0})
+    doc["semaphores"] = [{"id": "S"}]
+    doc["command_buffers"].update({"a": [first], "b": [second, wait, again]})
+    doc["threads"]["main"] = [
+        {"op": "submit", "queue": "q0", "command_buffers": ["a"], "signal": [{"semaphore": "S"}]},
+        {"op": "submit", "queue": "q1", "wait": [{"semaphore": "S", "stage": wait_stage}], "command_buffers": ["b"]},
+        {"op": "device_wait_idle"}]
+    stream = from_dict(doc)
+    assert Reference(stream).event_hb("a[0]", "b[2]") is ordered
+    assert (("a[0]", "b[2]") in {(f.first, f.second) for f in check(stream) if f.kind == "event_race"}) is not ordered
+    assert not disagreements(doc)
+
+
 @pytest.mark.parametrize("commands, ops", [
     ([WAIT_E, READ_B], None),  # never set
     ([SET_E, {"cmd": "reset_event", "event": "E"}, WAIT_E], None),  # reset last
