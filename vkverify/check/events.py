@@ -27,7 +27,8 @@ and what a second scope of every operation holds). Operations order no access: t
 Two operations ordered neither way are an `event_race`, but two resets (both leave the event unsignaled). A set's
 signal operation is in its own dependency's second scope (whose first is the union of its memory dependencies) and
 each wait's first: an operation ordered before a set is ordered before what the set's Accesses are (7.1 chains
-them; engine.Checker.event_operation adds them to an operation of another event, the set stands for its own).
+them). The set stands for its own event's; another event's operation holds the set's Accesses too
+(EventStates.through and signals, engine.Checker._held).
 """
 
 from __future__ import annotations
