@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 
 from vkverify.check import check
+from vkverify.check.explain import explain
 from vkverify.check.readings import Readings
 from vkverify.check.reference import OutsideReference, Reference, references, submission_orders, verdict
 from vkverify.model import from_dict, load
@@ -415,6 +416,58 @@ EVENT_CASES = {
 def test_the_reference_reads_events_from_the_spec(commands, ops, hazards):
     doc = _events(commands, ops)
     assert {(h.kind, h.first, h.second) for h in verdict(from_dict(doc)).hazards} == hazards
+    assert not disagreements(doc)
+
+
+def _set_through(second_event: str, b_source: str) -> dict:
+    """Corpus 238/239 (E set, reset, set again, waited, reset) with the second set and its wait on `second_event`,
+    the second set's buffer barrier of B from `b_source`."""
+    [path] = [p for p in CORPUS if p.name.startswith("239-")]
+    doc = json.loads(path.read_text())
+    del doc["expect"]
+    doc["events"] = [{"id": e} for e in sorted({"E", second_event})]
+    second, wait = doc["command_buffers"]["cb0"][2:4]
+    second["event"], wait["events"] = second_event, [second_event]
+    for barrier in (second["buffers"][1], wait["dependencies"][0]["buffers"][1]):
+        barrier["src_stage"] = [b_source]
+    return doc
+
+
+@pytest.mark.parametrize("second_event", ["E", "F"])
+@pytest.mark.parametrize("b_source, ordered", [("all_commands", True), ("compute_shader", False)])
+def test_operations_chain_through_a_set_s_signal_operation(second_event, b_source, ordered):
+    """7.5 vkCmdSetEvent2: a set's first synchronization scope is the union of its memory dependencies', its second
+    its signal operation, which a wait for it holds in each memory dependency's first scope: 7.1 chains the two
+    through it. The first set of E is in the second set's union (B's all_commands) and the last reset in the wait's
+    C dependency's second scope: ordered, though neither memory dependency holds both; and so when the second set
+    and its wait are of another event F. The reference, the checker and explain each say so."""
+    doc = _set_through(second_event, b_source)
+    stream = from_dict(doc)
+    assert Reference(stream).event_hb("cb0[0]", "cb0[4]") is ordered
+    races = {(f.first, f.second) for f in check(stream) if f.kind == "event_race"}
+    assert (("cb0[0]", "cb0[4]") in races) is not ordered
+    assert explain(stream, "cb0[0]", "cb0[4]").ordered is ordered
+    assert not disagreements(doc)
+
+
+@pytest.mark.parametrize("wait_stage, ordered", [("compute_shader", True), ("none", False)])
+def test_an_operation_of_another_queue_chains_through_a_set_s_signal_operation(wait_stage, ordered):
+    """E set on q0, a semaphore q1 waits for at `wait_stage`, then on q1 F's set (C: all_transfer -> all_commands,
+    B: compute_shader -> none), its wait and E's reset at copy: at compute_shader the semaphore orders the set of E
+    before F's set (its union) but not before F's C dependency, whose wait holds the reset; the chain goes through
+    F's signal operation (7.1). At none nothing orders the set of E before F's."""
+    doc = _set_through("F", "compute_shader")
+    first, _, second, wait, reset = doc["command_buffers"].pop("cb0")
+    doc["devices"][0]["queues"].append({"id": "q1", "family": 0})
+    doc["semaphores"] = [{"id": "S"}]
+    doc["command_buffers"].update({"a": [first], "b": [second, wait, reset]})
+    doc["threads"]["main"] = [
+        {"op": "submit", "queue": "q0", "command_buffers": ["a"], "signal": [{"semaphore": "S"}]},
+        {"op": "submit", "queue": "q1", "wait": [{"semaphore": "S", "stage": wait_stage}], "command_buffers": ["b"]},
+        {"op": "device_wait_idle"}]
+    stream = from_dict(doc)
+    assert Reference(stream).event_hb("a[0]", "b[2]") is ordered
+    assert (("a[0]", "b[2]") in {(f.first, f.second) for f in check(stream) if f.kind == "event_race"}) is not ordered
     assert not disagreements(doc)
 
 

@@ -16,6 +16,8 @@ already known), is recorded without the general comparison (Checker._run_quick).
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import replace
 from itertools import count
 
@@ -29,7 +31,8 @@ from .access import Access
 from .access_state import AccessState
 from .agents import EPOCHS, Clock, QueueAgent, ThreadAgent, join, join_all
 from .barriers import EVENT_OPERATION, BarrierEntry, Steps, barrier_steps
-from .events import EventStates, event_entries, event_stage, operation_memory, operation_scope, races
+from .events import (EventStates, event_entries, event_stage, operation_memory, operation_scope, races,
+                     signal_beyond_entries)
 from .findings import ACCESS_KINDS, Findings
 from .readings import DEFAULT, Readings
 from .replay import ALWAYS, DOMINATED, replay_plan
@@ -556,7 +559,8 @@ class Checker:
             ([event_stage(cmd.event, scope) for scope in set(cmd.first_scopes)] if kind == "set_event" else [])
         self.event_operation(cmd.event, tuple(
             Access(queue.index, queue.pos, stage, (kind,), None, ref, memory, uid, cmd.label, queue.family,
-                   len(queue.log.all_kinds), self.issuing_order) for stage in stages), operation_scope(cmd))
+                   len(queue.log.all_kinds), self.issuing_order) for stage in stages), operation_scope(cmd),
+            kind == "set_event" and signal_beyond_entries(cmd))
 
     def host_event(self, t: ThreadAgent, op: ir.HostSetEvent | ir.HostResetEvent, ref: str) -> None:
         """vkSetEvent, vkResetEvent of thread t at t.pc: the event's state (events.EventStates), an operation on it."""
@@ -565,17 +569,22 @@ class Checker:
         self.event_operation(op.event, (Access(t.index, t.pc, "host", (kind,), None, ref, operation_memory(op.event),
                                                next(self.uids), op.label, None, issued=(t.index, t.pc)),), HOST)
 
-    def event_operation(self, event: str, x: tuple[Access, ...], scope: frozenset[str]) -> None:
+    def event_operation(self, event: str, x: tuple[Access, ...], scope: frozenset[str],
+                        signal_beyond: bool = False) -> None:
         """Compare the set or reset x (its Accesses, events.py; its first synchronization scope `scope`) with the
         operations on `event` no later one stands for: an execution dependency must order each before x (7.5's
         note), but where both are resets (events.races). x stands for an earlier one ordered before it that races
-        with no more than x does: a set for any, a reset for a reset."""
+        with no more than x does: a set for any, a reset for a reset. `signal_beyond`: x is a device set whose
+        signal operation an operation may be ordered before without its entries (events.signal_beyond_entries)."""
         kept = []
         kind = x[0].reads[0]
+        through = self.events.through
         for e in self.events.operations.get(event, ()):
-            if any(self.state.before_scope(a, x[0], scope) for a in e):
+            if any(self.state.before_scope(a, x[0], scope) for a in self._held(e)):
                 if kind == "reset_event" and e[0].reads[0] == "set_event":
                     kept.append(e)
+                else:
+                    through.pop(e[0].uid, None)
                 continue
             kept.append(e)
             if races(e[0].reads[0], kind):
@@ -584,6 +593,31 @@ class Checker:
                 self.report("event_race", event, None, None, _shown(first), _shown(second), x[0].uid,
                             fixes.event_race(self.state.wording, event, first, second), racing)
         self.events.operations[event] = (*kept, x)
+        if not signal_beyond:
+            return
+        # 7.5 vkCmdSetEvent2: its first scope is "the union of all the memory dependencies", its second its signal
+        # operation, which each wait for it holds (7.1 chains them): an operation on another event ordered before
+        # the set is ordered before what the set's Accesses are (its own event's, x stands for). Where the scope
+        # holds every operation before x on its queue, theirs are held once (EventStates.signals); others, one per
+        # agent and stage: an earlier Access reaches all that a later one at its stage does (chains only grow).
+        every = EARLIER_EVENT_OPERATIONS in scope
+        if every:
+            self.events.signals.setdefault(x[0].agent, []).append(x)
+        for other, ops in self.events.operations.items():
+            for e in ops if other != event else ():
+                if not (every and e[0].agent == x[0].agent) and \
+                        any(self.state.before_scope(a, x[0], scope) for a in self._held(e)):
+                    held = through.setdefault(e[0].uid, {})
+                    for a in x:
+                        held.setdefault((a.agent, a.stage), a)
+
+    def _held(self, e: tuple[Access, ...]) -> Iterator[Access]:
+        """Event operation e's Accesses, then those of the sets of other events it is ordered before."""
+        yield from e
+        yield from self.events.through.get(e[0].uid, {}).values()
+        later = self.events.signals.get(e[0].agent, ())
+        for x in later[bisect_right(later, e[0].pos, key=lambda x: x[0].pos):]:
+            yield from x
 
     def _scopes(self, queue: QueueAgent, entries: tuple[BarrierEntry, ...]) -> tuple:
         """Per entry, the clocks it reads and writes: its scopes restricted to what the queue tracks, the host

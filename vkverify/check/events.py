@@ -24,7 +24,11 @@ for a set of its stages hold: "Event signal operations performed by vkCmdSetEven
 order are included in the first synchronization scope"), and a later operation is ordered after it when that
 Access is ordered before the later operation's own first synchronization scope (`operation_scope`: its stage mask,
 and what a second scope of every operation holds). Operations order no access: they are in no barrier's entries.
-Two operations ordered neither way are an `event_race`, but two resets (both leave the event unsignaled).
+Two operations ordered neither way are an `event_race`, but two resets (both leave the event unsignaled). A set's
+signal operation is in its own dependency's second scope (whose first is the union of its memory dependencies) and
+each wait's first: an operation ordered before a set is ordered before what the set's Accesses are (7.1 chains
+them). The set stands for its own event's; another event's operation holds the set's Accesses too
+(EventStates.through and signals, engine.Checker._held).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from .barriers import BarrierEntry, Steps, compile_barrier, layout_transitions, 
 from .scopes import LATER_EVENT_OPERATIONS, explicit_stages, first_execution_scope
 
 __all__ = ["HOST", "EventStates", "dependencies", "event_entries", "event_stage", "operation_memory",
-           "operation_scope", "races", "set_entries", "through_event", "wait_entries"]
+           "operation_scope", "races", "set_entries", "signal_beyond_entries", "through_event", "wait_entries"]
 
 HOST = "host"  # the event's state after vkSetEvent
 _PREFIX = "event "
@@ -65,6 +69,15 @@ def event_stage(event: str, stages: frozenset[str]) -> str:
     """The stage a set of `event` with first synchronization scope `stages` orders its scope before: no pipeline
     stage, so that no command, barrier or semaphore names it."""
     return f"{_PREFIX}{event}: {'|'.join(sorted(stages))}"
+
+
+def signal_beyond_entries(cmd: ir.SetEvent) -> bool:
+    """Whether an operation in the set's first synchronization scope (operation_scope, the union of its memory
+    dependencies') may miss its entries (set_entries), which hold its signal operation for its waits: its memory
+    dependencies have several first scopes, or one of no stage (operation_scope holds what a second scope of
+    every operation does)."""
+    scopes = set(cmd.first_scopes)
+    return len(scopes) > 1 or not first_execution_scope(next(iter(scopes)))
 
 
 def through_event(entry: BarrierEntry) -> bool:
@@ -137,9 +150,14 @@ class EventStates:
 
     state: dict[str, object] = field(default_factory=dict)
     operations: dict[str, tuple] = field(default_factory=dict)
+    # per operation (its uid) the Accesses of the sets of other events it is ordered before, one per agent and stage;
+    # per queue (agent) the sets whose first scope holds every operation before them on it, in queue order
+    through: dict[int, dict] = field(default_factory=dict)
+    signals: dict[int, list] = field(default_factory=dict)
 
     def fork(self) -> EventStates:
-        return EventStates(dict(self.state), dict(self.operations))
+        return EventStates(dict(self.state), dict(self.operations), {k: dict(v) for k, v in self.through.items()},
+                           {k: list(v) for k, v in self.signals.items()})
 
     def run(self, queue: str, cmd: ir.SetEvent | ir.ResetEvent) -> None:
         if isinstance(cmd, ir.SetEvent):

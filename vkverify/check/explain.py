@@ -223,6 +223,9 @@ def _event_operations(stream: ir.Stream, model: Model, a_ref: str, b_ref: str, n
                 continue
             found = [_explain_segment(model, Pair("order", e, x, False, ()), (0, 1)) for e in firsts]
             chains = next((c for c, reasons in found if not reasons), None)
+            if chains is None:
+                through = _through_operations(model, ref, other)
+                chains = None if through is None else [through]
             where = "the host" if x.host else f"{x.ref}'s stage mask {names(b_op.stage)}"
             why = (f"no execution dependency orders {ref}'s {firsts[0].reads[0]} before {x.ref}'s {x.reads[0]}: an "
                    f"event operation is in a first synchronization scope only of all_commands (or bottom_of_pipe, "
@@ -233,6 +236,33 @@ def _event_operations(stream: ir.Stream, model: Model, a_ref: str, b_ref: str, n
     if not ran:
         notes.append(f"{a_ref} and {b_ref} do not both run: the stream blocks before one (see `vkverify check`)")
     return Explanation(a_ref, b_ref, out, notes)
+
+
+def _through_operations(model: Model, first: str, last: str) -> list[str] | None:
+    """The steps of a chain ordering event operation `first` before `last` (keys of model.event_operations) through
+    other event operations, else None. Each is one operation, after what its first synchronization scope holds and
+    before what a wait for its set orders (7.1: "an execution dependency chain exists if the intersection of
+    ScopedOps2 in ExeDep A and ScopedOps1 in ExeDep B is not an empty set"), which the search from the stages an
+    operation is held at does not join: a set's first scope is the union of its memory dependencies' (7.5)."""
+    ops = model.event_operations
+
+    def reaches(a: str, b: str) -> AccessNode | None:
+        return next((e for e in ops[a][1] if SINK in model.graph(Pair("order", e, ops[b][2], False, ()), (0, 1))),
+                    None)
+
+    found, todo = {first: []}, [first]
+    while todo:
+        a = todo.pop(0)
+        for b in ops:
+            e = None if b in found else reaches(a, b)
+            if e is None:
+                continue
+            found[b] = found[a] + _explain_segment(model, Pair("order", e, ops[b][2], False, ()), (0, 1))[0][0]
+            if b == last:
+                return found[b]
+            found[b].append(f"{b}'s event operation: the chain goes on from it, one operation (7.1)")
+            todo.append(b)
+    return None
 
 
 def _operation_text(x: AccessNode) -> str:

@@ -54,8 +54,9 @@ A wait on an event the host set before its submission is joined to that host op.
 a wait no set satisfies, an event set or reset on several queues, and a host set or reset the wait's submission
 is not ordered with. Each set and reset also has a node of its event operation, at no stage: its first scope its
 stage mask (and what a second scope of every operation holds), its second scope only what a first scope of every
-operation holds (all_commands, bottom_of_pipe; 7.6); the last set's joins the wait's nodes. Two operations on one
-event, not two resets, neither happening-before the other, race (7.5's note; `Verdict.event_races`).
+operation holds (all_commands, bottom_of_pipe; 7.6); the last set's joins the wait's nodes. The order of
+operations is closed through each (`Reference._operation_order`). Two operations on one event, not two resets,
+neither happening-before the other, race (7.5's note; `Verdict.event_races`).
 """
 
 from __future__ import annotations
@@ -340,6 +341,7 @@ class Reference:
         if self.event_waits:  # which set a wait waits for is read by happens-before without the events' edges
             self._pair_events()
             self.reach = self._closure()
+        self.operations_after = self._operation_order()
 
     def _node(self, kind: str, agent: str, **kw) -> Operation:
         n = Operation(kind, agent, len(self.queue_nodes[agent]), **kw)
@@ -921,7 +923,28 @@ class Reference:
 
     def _operation_hb(self, a: tuple, b: tuple) -> bool:
         """Event operation a (its operation's node and signal's: Reference.event_operations) happens-before b's."""
-        return self.hb(a[0], b[0]) or a[1] is not None and a[1] is not a[0] and self.hb(a[1], b[0])
+        return id(b[0]) in self.operations_after[id(a[0])]
+
+    def _operation_order(self) -> dict[int, set[int]]:
+        """Per event operation (its operation node's id), the operations it happens-before. A set's operation node
+        and its signal node are one event signal operation, in the second scope of the set's own dependency (7.5
+        vkCmdSetEvent2: first scope "the union of all the memory dependencies") and in the first of each wait for
+        it: 7.1 chains them ("an execution dependency chain exists if the intersection of ScopedOps2 in ExeDep A
+        and ScopedOps1 in ExeDep B is not an empty set"), so the order of operations is closed through each.
+        Accesses are read per memory dependency (docs/format.md, Events): no edge joins the two nodes."""
+        ops = [op for ops in self.event_operations.values() for op in ops]
+        direct = {id(a[0]): [id(b[0]) for b in ops if self.hb(a[0], b[0]) or
+                             a[1] is not None and a[1] is not a[0] and self.hb(a[1], b[0])] for a in ops}
+        after: dict[int, set[int]] = {}
+        for a, successors in direct.items():
+            seen, todo = set(), list(successors)
+            while todo:
+                b = todo.pop()
+                if b not in seen:
+                    seen.add(b)
+                    todo += direct[b]
+            after[a] = seen
+        return after
 
     def _use_after_destroy(self):
         """Spec 12.7 vkDestroyBuffer: every submitted use must have completed; no use after it (its submit, or
