@@ -420,9 +420,9 @@ def test_the_reference_reads_events_from_the_spec(commands, ops, hazards):
 
 
 def _set_through(second_event: str, b_source: str) -> dict:
-    """Corpus 238/239 (E set, reset, set again, waited, reset) with the second set and its wait on `second_event`,
+    """Corpus 242/243 (E set, reset, set again, waited, reset) with the second set and its wait on `second_event`,
     the second set's buffer barrier of B from `b_source`."""
-    [path] = [p for p in CORPUS if p.name.startswith("239-")]
+    [path] = [p for p in CORPUS if p.name.startswith("243-")]
     doc = json.loads(path.read_text())
     del doc["expect"]
     doc["events"] = [{"id": e} for e in sorted({"E", second_event})]
