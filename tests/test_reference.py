@@ -344,6 +344,15 @@ def test_a_write_ordered_only_after_a_transition_after_another_is_not_ordered_af
     assert not disagreements(WRITE_THEN_TWO_TRANSITIONS)
 
 
+def test_a_read_ordered_only_after_a_transition_after_another_is_not_ordered_after_the_write_before_that():
+    doc = {**WRITE_THEN_TWO_TRANSITIONS, "command_buffers": {"cb0": [
+        *WRITE_THEN_TWO_TRANSITIONS["command_buffers"]["cb0"][:3], TWO_TRANSITIONS["command_buffers"]["cb0"][0]]}}
+    stream = from_dict(doc)
+    assert ("raw", "cb0[0]", "cb0[3]") in {(h.kind, h.first, h.second) for h in Reference(stream).verdict().hazards}
+    assert ("raw", "cb0[0]", "cb0[3]") in {(f.kind, f.first, f.second) for f in check(stream)}
+    assert not disagreements(doc)
+
+
 # ---- events (spec 7.5) ----------------------------------------------------------------------------------------
 
 def _events(commands: list, ops: list | None = None) -> dict:
