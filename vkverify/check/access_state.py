@@ -137,6 +137,8 @@ class AccessState:
         if x.reads:
             for e in atomics:
                 raw = self._raw(e, x, buf, root, base, seg, to) or raw
+        if seg.carried is not None:  # rare: 7.7.4, a write before two layout transitions of a queue
+            self._carried(seg.carried, x, buf, root, base, seg, to)
         if not x.write:
             return
         if not raw:
@@ -151,6 +153,14 @@ class AccessState:
                 continue
             for a, b in self.unordered(r, x, root, seg.lo, seg.hi, None):
                 to.hazard("war", buf, a - base, b - base, r, x)
+
+    def _carried(self, w: Access, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment,
+                 to: Reporter) -> None:
+        """Report where x races write w, which two layout transitions of one queue replaced, the second after the
+        first only in transition order (Segment.carried). 7.7.4: "an application must not rely on ordering of image
+        layout transitions to influence ordering of other commands": x may follow both and not w."""
+        for a, b in self.unordered(w, x, root, seg.lo, seg.hi, None):
+            to.hazard("raw" if x.reads else "waw", buf, a - base, b - base, w, x)
 
     def _raw(self, w: Access, x: Access, buf: ir.Buffer, root: str, base: int, seg: Segment, to: Reporter) -> bool:
         """Report the RAWs of x's reads of seg after write w; whether there was one."""

@@ -30,13 +30,13 @@ from . import fixes
 from .access import Access
 from .access_state import AccessState
 from .agents import EPOCHS, Clock, QueueAgent, ThreadAgent, join, join_all
-from .barriers import EVENT_OPERATION, BarrierEntry, Steps, barrier_steps
+from .barriers import EVENT_OPERATION, BarrierEntry, Steps, barrier_steps, is_transition
 from .events import (EventStates, event_entries, event_stage, operation_memory, operation_scope, races,
                      signal_beyond_entries)
 from .findings import ACCESS_KINDS, Findings
 from .readings import DEFAULT, Readings
 from .replay import ALWAYS, DOMINATED, replay_plan
-from .rules import makes_host_writes_available, transfers_ownership
+from .rules import makes_host_writes_available, transfers_ownership, transitions_in_order
 from .scopes import EARLIER_EVENT_OPERATIONS, HOST
 
 __all__ = ["Checker"]
@@ -212,10 +212,15 @@ class Checker:
             hides, alike = self.state.atomic_hides, self.state.alike
             for seg in segments:
                 seg.add_atomic(x, hides(x, root, seg), alike)
+        elif x.write == LAYOUT_WRITE:
+            # 7.7.4: transition order orders nothing else: the reads stay, and the write before a run of transitions
+            owner = x.family if buf.sharing == "exclusive" else None
+            for seg in segments:
+                w = seg.write
+                seg.transitioned(x, owner, w is not None and transitions_in_order(is_transition(w.stage), True,
+                                                                                   w.agent == x.agent))
         elif x.write:
-            # 7.7.4: reads stay: a later transition may follow this one only in transition order, which orders nothing
-            memory.overwrite(rlo, rhi, segments, x, x.family if buf.sharing == "exclusive" else None,
-                             x.write == LAYOUT_WRITE)
+            memory.overwrite(rlo, rhi, segments, x, x.family if buf.sharing == "exclusive" else None)
         else:
             for seg in segments:
                 seg.add_read(x)
@@ -378,7 +383,7 @@ class Checker:
             if len(segments) != 1 or seg.lo != base + lo or seg.hi != base + hi:  # not the whole memory
                 segments = memory.span(base + lo, base + hi)
                 seg = segments[0] if len(segments) == 1 else None
-            if seg is None or buf.sharing == "exclusive" or atomic or seg.atomics:
+            if seg is None or buf.sharing == "exclusive" or atomic or seg.atomics or seg.carried is not None:
                 self.access(x, lo, hi)
                 continue
             # Spec 7.1: a barrier whose scopes hold both accesses orders them (BarrierLog.orders_alone decided it).

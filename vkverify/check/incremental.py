@@ -319,6 +319,8 @@ def _fork_memory(m: RangeMap, accesses: dict) -> RangeMap:
     new.segments = segments = [Segment(*_SEGMENT_FIELDS(seg)) for seg in m.segments]
     for seg in segments:
         seg.write = _fork_access(seg.write, accesses)
+        if seg.replaced is not None:
+            seg.replaced, seg.carried = _fork_access(seg.replaced, accesses), _fork_access(seg.carried, accesses)
         seg.reads = tuple(_fork_access(r, accesses) for r in seg.reads)
         if seg.atomics:
             seg.atomics = tuple((_fork_access(a, accesses), hides) for a, hides in seg.atomics)

@@ -31,6 +31,11 @@ class Segment:
     # Atomics a later one stood for (add_atomic), each with the uids of `write` and `reads` it happens after: it
     # still hides those from an access that happens after it but not after the later one.
     hiders: tuple[tuple[Any, frozenset], ...] = ()
+    # 7.7.4: where `write` ends a run of one queue's layout transitions, the write the first replaced; once a later
+    # one followed it only in transition order, which orders no other command, also `carried`: a write the next
+    # accesses meet as one they may race (neither transition need happen after it).
+    replaced: Any = None
+    carried: Any = None
 
     def add_atomic(self, x: Any, hides: frozenset, alike: Any) -> None:
         """Atomic access x read and wrote the bytes, after the accesses whose uids are `hides`: it stands for the
@@ -63,8 +68,18 @@ class Segment:
         `owner` replaces where given."""
         self.write, self.reads, self.initialized, self.flushed, self.released_to, self.atomics, self.hiders = \
             write, (), True, None, None, (), ()
+        if self.replaced is not None:
+            self.replaced = self.carried = None
         if owner is not None:
             self.owner = owner
+
+    def transitioned(self, write: Any, owner: int | None, chained: bool) -> None:
+        """Layout transition `write` wrote the bytes, after `self.write` in transition order where `chained`
+        (7.7.4): the reads stay, a later transition may follow this one only in that order; and the write before
+        the run of transitions (`replaced`, `carried`)."""
+        reads, replaced = self.reads, self.replaced if chained else self.write
+        self.written(write, owner)
+        self.reads, self.replaced, self.carried = reads, replaced, replaced if chained else None
 
     def add_read(self, x: Any) -> None:
         """Access x read the bytes. The reads since the write keep one per agent and stage, the latest (a later
@@ -123,19 +138,11 @@ class RangeMap:
         j = bisect_right(self.starts, hi - 1)
         return self.segments[i:j]
 
-    def overwrite(self, lo: int, hi: int, segs: list[Segment], write: Any, owner: int | None = None,
-                  keep_reads: bool = False) -> None:
+    def overwrite(self, lo: int, hi: int, segs: list[Segment], write: Any, owner: int | None = None) -> None:
         """[lo, hi), whose segments `span(lo, hi)` returned, written by `write`: what was known before no longer
         matters but the queue family owning each byte, which `owner` (a device write's, to an exclusive buffer)
-        replaces where given, and with `keep_reads` each segment's reads (no two segments merge then). Else one
-        fresh segment per run of bytes of one owner: a host write across bytes of two families leaves each its own
-        (merged under the first's, a later read named the wrong family)."""
-        if keep_reads:
-            for seg in segs:
-                reads = seg.reads
-                seg.written(write, owner)
-                seg.reads = reads
-            return
+        replaces where given. One fresh segment per run of bytes of one owner: a host write across bytes of two
+        families leaves each its own (merged under the first's, a later read named the wrong family)."""
         if len(segs) == 1:  # the common case: reset in place, no list surgery
             segs[0].written(write, owner)
             return

@@ -51,6 +51,9 @@ SLICES_WIDENED = ("a 2d_array_compatible image: the replay's barriers of it cove
 # compares a transition after another with that one alone, as if it stood for the reads before it (corpus 238).
 TRANSITION_AFTER_TRANSITION = ("a layout transition after another: syncval 1.3.239 compares it with that one alone, "
                                "not with the reads before it")
+# Likewise an access after two transitions, with the second alone: not with the write before the first (corpus 240).
+AFTER_TWO_TRANSITIONS = ("an access after two layout transitions: syncval 1.3.239 compares it with the second alone, "
+                         "not with the write before the first")
 _SUBMIT_CB = re.compile(r"Hazard \w+ for entry \d+, VkCommandBuffer 0x[0-9a-f]+\[([^\]@]+)")
 # The layer's checks of an event's sets and resets (1.3.239: SYNC-vkCmdResetEvent-missingbarrier-wait and kin; later
 # SYNC-vkCmdSetEvent-reset-race and kin), on the set or reset it reports: vkverify's event_race (docs/format.md).
@@ -139,19 +142,21 @@ def explain_only_vkverify(stream, f) -> str:
                 "earlier reads")
     if f.kind == "raw" and binding_access(stream, f.second, f.buffer, "uniform"):
         return UNIFORM_UNDER_SHADER_READ
+    if f.kind != "war" and _transitions_between(stream, f) >= 2:
+        return AFTER_TWO_TRANSITIONS
     if f.kind == "waw" and _written(f.first_access) == _written(f.second_access):
         return "two writes of the same stage and access: the layer reports no WAW between them"
-    if f.kind == "war" and f.second_access.startswith(LAYOUT_TRANSITION) and _transitioned_before(stream, f):
+    if f.kind == "war" and f.second_access.startswith(LAYOUT_TRANSITION) and _transitions_between(stream, f):
         return TRANSITION_AFTER_TRANSITION
     return "not reported by the layer"
 
 
-def _transitioned_before(stream, f) -> bool:
-    """Whether a barrier between f's two commands, in the command buffer of both, transitions f's image."""
+def _transitions_between(stream, f) -> int:
+    """How many barriers between f's two commands, in the command buffer of both, transition f's image."""
     first, second = parse_ref(without_submit(f.first)), parse_ref(without_submit(f.second))
     if first is None or second is None or first.owner != second.owner:
-        return False
-    return any(isinstance(c, ir.Barrier) and any(b.image == f.buffer and b.old_layout != b.new_layout for b in c.images)
+        return 0
+    return sum(isinstance(c, ir.Barrier) and any(b.image == f.buffer and b.old_layout != b.new_layout for b in c.images)
                for c in stream.index.command_buffers[second.owner].commands[first.index + 1:second.index])
 
 
