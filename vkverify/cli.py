@@ -298,15 +298,18 @@ def _import_and_report(capture: str, args: argparse.Namespace) -> int:
 
     def say(line: str) -> None:
         print(f"import: {line}", file=sys.stderr, flush=True)
-    doc, summary = import_document(capture, threads=args.threads, assume_reads=not args.no_assumed_reads,
-                                   progress=None if args.quiet else say)
-    print("\n".join(summary.lines()), file=sys.stderr)
-    if not args.quiet and summary.calls >= PROGRESS_CALLS:
-        say(f"writing {args.output or 'the stream'}")
-    # The document holds no cycle (a collection would walk all of it), and the bytes of the capture's fill records,
-    # read from it as they are written.
-    with cyclic_gc_paused(), held_open(Path(capture)) if Path(capture).suffix == ".gfxr" else nullcontext():
-        emit(chain(document_chunks(doc), ["\n"]), args.output)
+    # The document holds no cycle, and the bytes of the capture's fill records, read from it as they are written.
+    # The collector stays paused from the import until the document is freed: its first collection after a pause
+    # walks every object made in it, 0.8 s of a 10^6-call import.
+    with cyclic_gc_paused():
+        doc, summary = import_document(capture, threads=args.threads, assume_reads=not args.no_assumed_reads,
+                                       progress=None if args.quiet else say)
+        print("\n".join(summary.lines()), file=sys.stderr)
+        if not args.quiet and summary.calls >= PROGRESS_CALLS:
+            say(f"writing {args.output or 'the stream'}")
+        with held_open(Path(capture)) if Path(capture).suffix == ".gfxr" else nullcontext():
+            emit(chain(document_chunks(doc), ["\n"]), args.output)
+        del doc
     return 0
 
 
