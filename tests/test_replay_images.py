@@ -713,3 +713,17 @@ def test_an_image_ownership_transfer_replays_with_the_simulator_s_digests(device
     result = runtime.replay(stream, syncval=True)
     assert result.reference == {}, result.reference
     assert result.findings == [] and result.agreement.only_layer == [] and result.agreement.shared == []
+
+
+def test_an_image_made_with_the_alias_flag_replays_with_the_simulator_s_digests(device_name):
+    """NegativeSyncVal.CopyOptimalImageHazards makes its images with VK_IMAGE_CREATE_ALIAS_BIT, each bound to memory
+    of its own (no `alias_of`): the runtime takes the flag (create_image refused it, and the port was not replayed),
+    the recorded stream declares it, every digest equals the simulator's and the layer reports the WAR vkverify does."""
+    stream = load(ROOT / "tests" / "syncval" / "NegativeSyncVal.CopyOptimalImageHazards-1.json")
+    assert any(i.create_flags == {"alias"} and i.alias_of is None for i in stream.images)
+    result = runtime.replay(stream, syncval=True)
+    assert result.reference == {}, result.reference
+    assert {i.id for i in result.recorded.images if "alias" in i.create_flags} == \
+        {i.id for i in stream.images if "alias" in i.create_flags}
+    assert [(f.kind, f.first, f.second) for f, _ in result.agreement.shared] == [("war", "cb0[3]", "cb0[4]")]
+    assert result.agreement.only_layer == []

@@ -55,8 +55,9 @@ WAIT_LIMIT_S = 60.0  # a wait that long is reported as a fault, not a hang
 # A read back's copy made visible to the host's read of the staging buffer (not recorded in the stream).
 READ_BACK = {"src_stage": ["copy"], "src_access": ["transfer_write"], "dst_stage": ["host"],
              "dst_access": ["host_read"]}
-# VK_IMAGE_CREATE_EXTENDED_USAGE_BIT, _2D_ARRAY_COMPATIBLE_BIT and _BLOCK_TEXEL_VIEW_COMPATIBLE_BIT, core in Vulkan 1.1:
-# the `vulkan` package leaves their names unset.
+# VK_IMAGE_CREATE_EXTENDED_USAGE_BIT, _2D_ARRAY_COMPATIBLE_BIT, _BLOCK_TEXEL_VIEW_COMPATIBLE_BIT and _ALIAS_BIT, core in
+# Vulkan 1.1: the `vulkan` package leaves their names unset.
+IMAGE_CREATE_ALIAS_BIT = 0x400
 IMAGE_CREATE_EXTENDED_USAGE_BIT = 0x100
 IMAGE_CREATE_2D_ARRAY_COMPATIBLE_BIT = 0x20
 IMAGE_CREATE_BLOCK_TEXEL_VIEW_COMPATIBLE_BIT = 0x80
@@ -203,15 +204,16 @@ class Runtime:
                      sharing: str = "concurrent", create_flags: Iterable[str] = ()) -> None:
         """An image (docs/format.md, images) of optimal tiling for transfers, cleared to zeros in `general`.
         UsageError for a format it does not take (IMAGE_FORMATS: no multi-planar one), Unsupported for one the
-        device has no support for (format_refusal). create_flags: ["2d_array_compatible"] on a 3D image, whose
-        barriers the runtime records over every slice (docs/runtime.md)."""
+        device has no support for (format_refusal). create_flags: "2d_array_compatible" on a 3D image, whose
+        barriers the runtime records over every slice (docs/runtime.md); "alias" (VK_IMAGE_CREATE_ALIAS_BIT), which
+        an image bound to memory of its own may carry."""
         vk = self.vk
         choice_argument("memory", memory, ir.MEMORY_KINDS)
         choice_argument("sharing", sharing, ("concurrent", "exclusive"))
         choice_argument("format", format, IMAGE_FORMATS)
-        flags = frozenset(choice_argument("create_flags", f, ("2d_array_compatible",)) for f in create_flags)
+        flags = frozenset(choice_argument("create_flags", f, ("2d_array_compatible", "alias")) for f in create_flags)
         extent = tuple(extent) + (1,) * (3 - len(extent))
-        if flags and extent[2] == 1:
+        if "2d_array_compatible" in flags and extent[2] == 1:
             raise UsageError("create_flags", "2d_array_compatible is a 3D image's flag "
                                              "(VUID-VkImageCreateInfo-flags-00950)")
         why = self.format_refusal(format)
@@ -220,7 +222,8 @@ class Runtime:
         image = ir.Image(id, extent, format, mip_levels, array_layers, memory, sharing=sharing, create_flags=flags)
         # Sampled: a stream's barriers may name shader_read_only_optimal (VUID-VkImageMemoryBarrier2-oldLayout-01211).
         usage = vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT | vk.VK_IMAGE_USAGE_SAMPLED_BIT
-        flags = IMAGE_CREATE_2D_ARRAY_COMPATIBLE_BIT if image.slices_are_layers else 0
+        flags = (IMAGE_CREATE_2D_ARRAY_COMPATIBLE_BIT if image.slices_are_layers else 0) | \
+            (IMAGE_CREATE_ALIAS_BIT if "alias" in image.create_flags else 0)
         if image.texel in KERNEL_VIEW_FORMATS:
             # Image bindings replay through r32ui, rg32ui or rgba32ui views (image.glsl), whatever the format: a
             # mutable format, extended usage for formats with no storage support of their own (srgb, compressed),
