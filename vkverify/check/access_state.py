@@ -27,10 +27,10 @@ from ..model import ir
 from . import fixes
 from .access import Access
 from .agents import QueueAgent, ThreadAgent, acquired_releases, join
-from .barriers import BarrierEntry, State, is_transition, sees
+from .barriers import BarrierEntry, State, in_transition_order, sees
 from .rangemap import RangeMap, Segment
 from .readings import Readings
-from .rules import atomic_pair, host_write_needs_flush, marker_writes_ordered, transitions_in_order
+from .rules import atomic_pair, host_write_needs_flush, marker_writes_ordered
 from .scopes import second_execution_scope
 
 __all__ = ["AccessState", "Reporter"]
@@ -143,8 +143,7 @@ class AccessState:
             return
         if not raw:
             if w is not None and w.uid != x.uid and not (
-                    is_transition(x.stage) and transitions_in_order(is_transition(w.stage), True, w.agent == x.agent)
-                    or marker_writes_ordered(w.marker, x.marker, w.agent == x.agent)):
+                    in_transition_order(w, x) or marker_writes_ordered(w.marker, x.marker, w.agent == x.agent)):
                 self._waw(w, x, buf, root, base, seg, to)
             for e in atomics:
                 self._waw(e, x, buf, root, base, seg, to)

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from ..model import ir
 from ..model.images import LAYOUT_TRANSITION, LAYOUT_WRITE
-from .rules import chains, in_first_access_scope, transitions_here
+from .rules import chains, in_first_access_scope, transitions_here, transitions_in_order
 from .scopes import (EARLIER_TRANSITIONS, LATER_TRANSITIONS, access_scope, accesses, explicit_stages,
                      first_execution_scope, second_execution_scope)
 
@@ -39,6 +39,7 @@ __all__ = [
     "barrier_steps",
     "compile_barrier",
     "coverage",
+    "in_transition_order",
     "in_wait",
     "is_transition",
     "layout_transitions",
@@ -117,6 +118,12 @@ def transition_stage(b: ir.Barrier, k: int, first_scope: frozenset[str], wait: b
 
 def is_transition(stage: str) -> bool:
     return stage.startswith(LAYOUT_TRANSITION)
+
+
+def in_transition_order(e, x) -> bool:
+    """rules.transitions_in_order of two accesses (check.access.Access or hb.AccessNode): layout transitions both,
+    of one queue."""
+    return transitions_in_order(is_transition(e.stage), is_transition(x.stage), e.agent == x.agent)
 
 
 def in_wait(stage: str) -> bool:

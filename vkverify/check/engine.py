@@ -30,13 +30,13 @@ from . import fixes
 from .access import Access
 from .access_state import AccessState
 from .agents import EPOCHS, Clock, QueueAgent, ThreadAgent, join, join_all
-from .barriers import EVENT_OPERATION, BarrierEntry, Steps, barrier_steps, is_transition
+from .barriers import EVENT_OPERATION, BarrierEntry, Steps, barrier_steps, in_transition_order
 from .events import (EventStates, event_entries, event_stage, operation_memory, operation_scope, races,
                      signal_beyond_entries)
 from .findings import ACCESS_KINDS, Findings
 from .readings import DEFAULT, Readings
 from .replay import ALWAYS, DOMINATED, replay_plan
-from .rules import makes_host_writes_available, transfers_ownership, transitions_in_order
+from .rules import makes_host_writes_available, transfers_ownership
 from .scopes import EARLIER_EVENT_OPERATIONS, HOST
 
 __all__ = ["Checker"]
@@ -212,15 +212,13 @@ class Checker:
             hides, alike = self.state.atomic_hides, self.state.alike
             for seg in segments:
                 seg.add_atomic(x, hides(x, root, seg), alike)
-        elif x.write == LAYOUT_WRITE:
-            # 7.7.4: transition order orders nothing else: the reads stay, and the write before a run of transitions
-            owner = x.family if buf.sharing == "exclusive" else None
-            for seg in segments:
-                w = seg.write
-                seg.transitioned(x, owner, w is not None and transitions_in_order(is_transition(w.stage), True,
-                                                                                   w.agent == x.agent))
         elif x.write:
-            memory.overwrite(rlo, rhi, segments, x, x.family if buf.sharing == "exclusive" else None)
+            owner = x.family if buf.sharing == "exclusive" else None
+            if x.write != LAYOUT_WRITE:
+                memory.overwrite(rlo, rhi, segments, x, owner)
+            else:  # 7.7.4: transition order orders nothing else: the reads stay, and the write before a run of them
+                for seg in segments:
+                    seg.transitioned(x, owner, seg.write is not None and in_transition_order(seg.write, x))
         else:
             for seg in segments:
                 seg.add_read(x)

@@ -35,13 +35,13 @@ import networkx as nx
 from ..model import ir
 from ..model.refs import format_ref, parse_ref
 from .barriers import (EMPTY, EVENT_OPERATION, FULL, BarrierEntry, State, apply_barrier, barrier_steps, coverage,
-                       is_transition, sees)
+                       in_transition_order, sees)
 from ..model.accesses import command_accesses
 from .agents import FENCE_SCOPE
 from .events import EventStates, dependencies, event_entries, event_stage, operation_scope, through_event
 from .readings import DEFAULT, Readings
 from .rules import (atomic_pair, chains, host_write_needs_flush, in_release_access_scope, in_synchronization_scope,
-                    makes_host_writes_available, marker_writes_ordered, transitions_in_order)
+                    makes_host_writes_available, marker_writes_ordered)
 from .scopes import ALL_DEVICE, EARLIER_EVENT_OPERATIONS, second_execution_scope, signal_first_scope
 from .walk import Consumer, Misuse, PendingBatch, Walk, several_orders
 
@@ -424,7 +424,7 @@ class Model(Consumer):
         """Memory model "Data Race": atomics of one device do not race (rules.atomic_pair); nor do two layout
         transitions of one queue (rules.transitions_in_order), nor an earlier marker write e and a later one x its
         implicit dependency orders (rules.marker_writes_ordered)."""
-        if transitions_in_order(is_transition(e.stage), is_transition(x.stage), e.agent == x.agent) or \
+        if in_transition_order(e, x) or \
                 marker_writes_ordered(e.marker, x.marker, e.agent == x.agent and e.seq < x.seq):
             return True
         return e.atomic and x.atomic and atomic_pair(True, True, self.index.queues[e.agent][0] ==

@@ -156,7 +156,7 @@ def _transitions_between(stream, f) -> int:
     first, second = parse_ref(without_submit(f.first)), parse_ref(without_submit(f.second))
     if first is None or second is None or first.owner != second.owner:
         return 0
-    return sum(isinstance(c, ir.Barrier) and any(b.image == f.buffer and b.old_layout != b.new_layout for b in c.images)
+    return sum(isinstance(c, ir.Barrier) and any(b.image == f.buffer and b.transition for b in c.images)
                for c in stream.index.command_buffers[second.owner].commands[first.index + 1:second.index])
 
 
