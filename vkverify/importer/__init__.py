@@ -55,6 +55,7 @@ from pathlib import Path
 from ..model import InvalidStream, UsageError, from_dict, ir
 from ..model.dump import Encoded
 from ..model.gcpause import cyclic_gc_paused
+from .batches import Batch
 from .errors import CaptureError
 from .gfxr import (Blocks, CapturedBytes, capture_env, converting, decompress, extracting, held_open, read_blocks,
                    reading_blocks)
@@ -159,10 +160,11 @@ def _translate(path: Path, calls: Iterator[Call], shader_dir: Path | None, block
 
 
 def _stream(doc: dict, file: str) -> ir.Stream:
-    """The stream of the translator's document (its captured bytes made text in place). Its value and schema
-    checks were half an import's loading time, and the translator shapes a document right by construction (a
-    test checks its documents with them): they run only to say what is wrong when the document does not build."""
-    _as_text(doc)
+    """The stream of the translator's document (its captured bytes made text, its batches JSON, in place). Its
+    value and schema checks were half an import's loading time, and the translator shapes a document right by
+    construction (a test checks its documents with them): they run only to say what is wrong when the document
+    does not build."""
+    _as_text(doc, batches=True)
     cbs = doc["command_buffers"]
     for cb, commands in cbs.items():  # the translator's are their texts (model.dump.Encoded)
         if isinstance(commands, Encoded):
@@ -173,9 +175,12 @@ def _stream(doc: dict, file: str) -> ir.Stream:
         return from_dict(doc, file)
 
 
-def _as_text(doc: dict) -> None:
-    """`doc` with the bytes of the capture it holds (gfxr.CapturedBytes) as their base64 text, in place."""
+def _as_text(doc: dict, batches: bool = False) -> None:
+    """`doc` with the bytes of the capture it holds (gfxr.CapturedBytes) as their base64 text, in place; with
+    `batches`, its submits' batches (batches.Batch) as their JSON too."""
     for ops in doc["threads"].values():
         for op in ops:
             if "data" in op and isinstance(op["data"].get("base64"), CapturedBytes):
                 op["data"] = {**op["data"], "base64": str(op["data"]["base64"])}
+            elif batches and "batches" in op:
+                op["batches"] = [b.as_json() if isinstance(b, Batch) else b for b in op["batches"]]

@@ -30,9 +30,9 @@ class Satisfied:
             kind = op["op"]
             if kind == "submit":
                 for batch in op["batches"]:
-                    for s in batch["signal"]:
-                        if "value" in s:
-                            self._signal(s["semaphore"], index, s["value"])
+                    for s in batch.signal:
+                        if s.timeline:
+                            self._signal(s.semaphore, index, s.value)
                 if "fence" in op:
                     self._fence(op["fence"], index, True)
             elif kind == "signal_semaphore":

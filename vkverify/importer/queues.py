@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .batches import Batch, SemaphoreOp
 from .flags import stage_names
 from .records import Call
 
@@ -15,6 +16,7 @@ __all__ = ["Queues"]
 SEMAPHORE_WAIT_ANY = 0x1
 SEMAPHORE_IMPORT_TEMPORARY = 0x1  # VK_SEMAPHORE_IMPORT_TEMPORARY_BIT
 ALL_COMMANDS = 0x10000  # VK_PIPELINE_STAGE_ALL_COMMANDS_BIT: what a vkQueueSubmit signal waits for
+_new_tuple = tuple.__new__  # a NamedTuple's own __new__ is a Python call, at each of a run's batches and semaphore ops
 
 
 class Queues:
@@ -63,31 +65,29 @@ class Queues:
     def vkCreateFence(self, call: Call, a: dict) -> None:
         self.fences[a["pFence"]] = {"id": f"fence{a['pFence']}", "signaled": bool(a["pCreateInfo"]["flags"] & 1)}
 
-    def _semaphore_op(self, handle: int, value: int | None, mask: int | str) -> dict:
+    def _semaphore_op(self, handle: int, value: int | None, mask: int | str) -> SemaphoreOp:
         sem = self.semaphores[handle]
         # One list per stage mask, named once: a long run's submits name the same few (a list each was 2 MB of
         # an FFT loop's, and naming them a tenth of its submits' time).
         stage = self.stage_lists.get(mask)
         if stage is None:
             stage = self.stage_lists[mask] = stage_names(mask)
-        op = {"semaphore": sem["id"], "stage": stage}
-        if sem["type"] == "timeline":
-            op["value"] = value
-        return op
+        timeline = sem["type"] == "timeline"
+        return _new_tuple(SemaphoreOp, (sem["id"], stage, value if timeline else None, timeline))
 
-    def _submit(self, call: Call, queue: int, batches: list[dict], fence: int | str) -> None:
+    def _submit(self, call: Call, queue: int, batches: list[Batch], fence: int | str) -> None:
         if queue not in self.queues:
             self.warn(f"queue{queue}", f"{call.name} #{call.index}: queue {queue} was never retrieved with "
                                        "vkGetDeviceQueue; its submits are left out")
             return
         for handle in sorted(self.unwritten) if self.unwritten else ():  # in allocation order: capture ids grow
             self.assumed_write(self.unwritten[handle], call)
-        op = {"queue": self.queue_id(queue), "batches": batches}
+        op = {"queue": self.queue_id(queue), "batches": tuple(batches)}
         if fence in self.fences:
             op["fence"] = self.fences[fence]["id"]
         self.host(call, "submit", **op)
 
-    def _command_buffers(self, call: Call, handles: list[int]) -> list[str]:
+    def _command_buffers(self, call: Call, handles: list[int]) -> tuple[str, ...]:
         out = []
         for h in handles:
             rec = self.recordings.get(h)
@@ -96,7 +96,7 @@ class Queues:
             else:
                 self.warn(f"cb{h}", f"{call.name} #{call.index} submits command buffer {h}, never recorded "
                                     "in the capture: left out")
-        return out
+        return tuple(out)
 
     def vkQueueSubmit(self, call: Call, a: dict) -> None:
         batches = []
@@ -109,23 +109,21 @@ class Queues:
             wait_values = timeline.get("pWaitSemaphoreValues") or []
             signal_values = timeline.get("pSignalSemaphoreValues") or []
             stages = s["pWaitDstStageMask"] or []
-            batches.append({
-                "wait": [self._semaphore_op(h, wait_values[i] if i < len(wait_values) else None, stages[i])
-                         for i, h in enumerate(s["pWaitSemaphores"] or [])],
-                "command_buffers": self._command_buffers(call, s["pCommandBuffers"] or []),
-                "signal": [self._semaphore_op(h, signal_values[i] if i < len(signal_values) else None,
-                                              ALL_COMMANDS)
-                           for i, h in enumerate(s["pSignalSemaphores"] or [])]})
+            batches.append(_new_tuple(Batch, (
+                tuple([self._semaphore_op(h, wait_values[i] if i < len(wait_values) else None, stages[i])
+                       for i, h in enumerate(s["pWaitSemaphores"] or [])]),
+                self._command_buffers(call, s["pCommandBuffers"] or []),
+                tuple([self._semaphore_op(h, signal_values[i] if i < len(signal_values) else None, ALL_COMMANDS)
+                       for i, h in enumerate(s["pSignalSemaphores"] or [])]))))
         self._submit(call, a["queue"], batches, a["fence"])
 
     def vkQueueSubmit2(self, call: Call, a: dict) -> None:
-        batches = [{
-            "wait": [self._semaphore_op(w["semaphore"], w["value"], w["stageMask"])
-                     for w in s["pWaitSemaphoreInfos"] or []],
-            "command_buffers": self._command_buffers(call, [c["commandBuffer"]
-                                                            for c in s["pCommandBufferInfos"] or []]),
-            "signal": [self._semaphore_op(w["semaphore"], w["value"], w["stageMask"])
-                       for w in s["pSignalSemaphoreInfos"] or []]} for s in a["pSubmits"] or []]
+        batches = [_new_tuple(Batch, (
+            tuple([self._semaphore_op(w["semaphore"], w["value"], w["stageMask"])
+                   for w in s["pWaitSemaphoreInfos"] or []]),
+            self._command_buffers(call, [c["commandBuffer"] for c in s["pCommandBufferInfos"] or []]),
+            tuple([self._semaphore_op(w["semaphore"], w["value"], w["stageMask"])
+                   for w in s["pSignalSemaphoreInfos"] or []]))) for s in a["pSubmits"] or []]
         self._submit(call, a["queue"], batches, a["fence"])
 
     vkQueueSubmit2KHR = vkQueueSubmit2

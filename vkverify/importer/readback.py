@@ -28,7 +28,7 @@ import base64
 import functools
 import itertools
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -369,7 +369,7 @@ class Readbacks:
             op = ops[at][2]
             kind = op["op"]
             if kind == "submit":
-                touched = [access for batch in op["batches"] for cb in batch["command_buffers"]
+                touched = [access for batch in op["batches"] for cb in batch.command_buffers
                            for _, _, t in self._run(cb) for access in t.accesses]
             elif kind == "host_read" or kind == "host_write":
                 touched = [(op["buffer"], op["offset"], op["size"], kind == "host_read", kind == "host_write")]
@@ -395,22 +395,28 @@ class Readbacks:
         self.submitted[queue] = n = self.submitted.get(queue, 0) + 1
         before = self.queue_frontier.get(queue)
         frontier = {**before, queue: n} if before else {queue: n}  # none covers more of its own submits
-        for batch in op["batches"]:
-            if batch["wait"]:
-                frontier = _join([frontier, *[self._signal(w["semaphore"], w.get("value")) for w in batch["wait"]]])
-            for cb in batch["command_buffers"]:
+        for waits, command_buffers, signals in op["batches"]:
+            if waits:
+                frontier = _join([frontier, *[self._signal(w.semaphore, w.value) for w in waits]])
+            for cb in command_buffers:
                 for owner, at, t in self._run(cb):
                     self._command(t, queue, n, owner, at)
-            for s in batch["signal"]:
-                self._signals(s["semaphore"]).add(s.get("value"), frontier)
+            for s in signals:
+                self._signals(s.semaphore).add(s.value, frontier)
         self.queue_frontier[queue] = frontier
         if "fence" in op:
             self.fences[op["fence"]] = frontier
 
-    def _run(self, cb: str) -> Iterator[tuple[str, int, Touch]]:
+    def _run(self, cb: str) -> Iterable[tuple[str, int, Touch]]:
         """(command buffer, position, touch) of each command an execution of cb runs: a secondary's in the place
         of the execute_commands that runs it (spec 6.7)."""
-        for at, t in enumerate(self.command_buffers.get(cb, ())):
+        touches = self.command_buffers.get(cb)
+        if not touches:  # most of a long run's: a submit that only signals a timeline (no generator for them)
+            return ()
+        return self._commands(cb, touches)
+
+    def _commands(self, cb: str, touches: list[Touch]) -> Iterator[tuple[str, int, Touch]]:
+        for at, t in enumerate(touches):
             if t.executes:
                 for s in t.executes:
                     yield from self._run(s)

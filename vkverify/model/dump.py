@@ -282,8 +282,14 @@ def _orjson_text(value: Any) -> str:
 
 
 def _orjson_bytes(value: Any) -> bytes:
-    # What JSON has no type for (a dataclass too: orjson would write its fields) is its text (an import's bytes).
-    return orjson.dumps(value, default=str, option=orjson.OPT_PASSTHROUGH_DATACLASS)
+    return orjson.dumps(value, default=_json_of, option=orjson.OPT_PASSTHROUGH_DATACLASS)
+
+
+def _json_of(value: Any) -> Any:
+    """What JSON has no type for (a dataclass too: orjson would write its fields, a NamedTuple is no array): the
+    value its `as_json` gives (an import's submit batches), else its text (an import's bytes)."""
+    as_json = getattr(value, "as_json", None)
+    return str(value) if as_json is None else as_json()
 
 
 def _encoded(value: Encoded, levels: int, pad: str, outer: str) -> str:
