@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 import orjson
@@ -199,6 +200,9 @@ class Encoded:
     def __len__(self) -> int:
         return self._text.count(b"\n")
 
+    def __bool__(self) -> bool:  # not len()'s count: the writer asks it of each of a run's 150k command buffers
+        return bool(self._text)
+
     def decoded(self) -> list:
         return orjson.loads(f"[{','.join(self.texts())}]")
 
@@ -294,9 +298,14 @@ def _json_of(value: Any) -> Any:
 
 def _encoded(value: Encoded, levels: int, pad: str, outer: str) -> str:
     """An Encoded's items' texts as they are, one per line indented by `pad` below `levels` 1."""
-    if levels == 0 or not len(value):
+    if levels == 0 or not value:
         return f"[{value.joined(',')}]"
     return f"[\n{pad}" + value.joined(f",\n{pad}") + f"\n{outer}]"
+
+
+def _key(key: Any) -> str:
+    """json.dumps(key), a string's without json.dumps's own calls: an import's 150k command buffers are keys."""
+    return encode_basestring_ascii(key) if type(key) is str else json.dumps(key)
 
 
 def _expanded(value: Any, levels: int, step: str, pad: str,
@@ -326,7 +335,7 @@ def _expanded(value: Any, levels: int, step: str, pad: str,
     # Leaves are written some 64 KiB at a time, not each as a piece: a long run has 100k, a host write's data MiBs.
     leaves, size = ["{" if isinstance(value, dict) else "["], 0
     for i, (key, item) in enumerate(items):
-        head = f"{',' if i else ''}\n{inner}" if key is None else f"{',' if i else ''}\n{inner}{json.dumps(key)}: "
+        head = f"{',' if i else ''}\n{inner}" if key is None else f"{',' if i else ''}\n{inner}{_key(key)}: "
         below = _EXPANDED.get(key, 1) if pad == "" else levels - 1
         if below == 0 or isinstance(item, Encoded):  # in one piece: no generator of its own (a run has 100k)
             leaves.append(head + (_encoded(item, below, inner + step, inner) if isinstance(item, Encoded) else
