@@ -29,7 +29,6 @@ import functools
 import itertools
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
-from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -243,19 +242,6 @@ def _names(stages: str | list[str] | None) -> list[str]:
     return [stages] if isinstance(stages, str) else list(stages or ())
 
 
-def _fill_records(ops: list[tuple[int, int, dict]]) -> list[int]:
-    """The positions of the fill-memory records' host writes in `ops`, the host writes found by list.index over
-    the ops' kinds (in C: a run has 100k ops, a few of them fills); the list of kinds goes with the call."""
-    kinds, at, out = list(map(itemgetter("op"), map(itemgetter(2), ops))), -1, []
-    while True:
-        try:
-            at = kinds.index("host_write", at + 1)
-        except ValueError:
-            return out
-        if ops[at][2]["label"].startswith(FILL):
-            out.append(at)
-
-
 def _add(spans: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
     """The union of disjoint sorted `spans` and [lo, hi), disjoint and sorted."""
     out = []
@@ -279,6 +265,26 @@ def _within(spans: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, i
 
 def _covers(spans: list[tuple[int, int]], lo: int, hi: int) -> bool:
     return any(a <= lo and hi <= b for a, b in spans)
+
+
+@dataclass(slots=True)
+class _Record:
+    """A page-guard record's host write (`fill`), as the walk saw its bytes [lo, hi) of `place`'s memory: what
+    the device wrote there last and what records showed (`written`, `shown`, clipped), the barriers to the host
+    stage over every byte by then; and what the accesses after it decided of its bytes so far."""
+
+    index: int
+    thread: int
+    fill: dict
+    place: Placement
+    lo: int
+    hi: int
+    written: list[Written]
+    shown: list[Snapshot]
+    host_barriers: int
+    unreached: list[tuple[int, int]]  # the bytes no access reached since
+    consumed: list[tuple[int, int]] = field(default_factory=list)  # those whose first access since was a read
+    accesses: list[tuple[int, int, dict]] = field(default_factory=list)  # what it shows (`Readbacks._shown`)
 
 
 class Readbacks:
@@ -313,6 +319,7 @@ class Readbacks:
         self.submits_before: list[int] = []  # for each assumed read, the submits before its wait
         self.assumed_reads: list[str] = []  # buffer ids of the assumed reads kept, for the summary
         self.fill_reads: set[int] = set()  # the call indices of the fill-memory records with a host read
+        self.pending: dict[int, list[_Record]] = {}  # memory -> its records with bytes no access reached since
         self.recorded: dict[int, list[tuple[int, int]]] = {}  # memory -> the bytes a captured write reached
         # The first device read of mapped bytes no captured write reached: (command buffer, the command's place in
         # it, buffer, lo, hi), the bytes in the buffer.
@@ -321,13 +328,14 @@ class Readbacks:
     def walk(self, ops: list[tuple[int, int, dict]]) -> list[tuple[int, int, dict]]:
         """(call index, capture thread, host op) in capture order, with assumed reads added after the waits and
         page-guard records turned into the host reads and writes they show (`_fill`)."""
-        out: list[tuple[int, int, dict] | int] = []  # an int: the place in self.reads of an assumed read
-        records = _fill_records(ops)
-        guarded = any(ops[at][0] not in self.flushed_fills for at in records)  # page-guard records show touches
-        consumed = self._consumed(ops, set(records))
+        # An int: the place in self.reads of an assumed read. The ops go in runs, a _Record between two: what a
+        # record shows is known once the accesses after it decide each of its bytes (`_later`).
+        out: list[tuple[int, int, dict] | int] = []
+        runs: list[list | _Record] = [out]
+        guarded = False  # page-guard records show touches
         marks = iter(self.page_marks)
         mark = next(marks, None)
-        for at, item in enumerate(ops):
+        for item in ops:
             index, thread, op = item
             while mark is not None and mark[0] < index:
                 self._page_mark(*mark[1:])
@@ -335,11 +343,20 @@ class Readbacks:
             kind = op["op"]
             if kind == "submit":
                 self._submit(op)
-            elif at in consumed:  # a fill-memory record, with the bytes a later command reads
-                out += [(index, thread, access) for access in self._fill(index, op, consumed[at])]
-                continue
             elif kind == "host_write":
+                record = None
+                if op["label"].startswith(FILL):
+                    guarded = guarded or index not in self.flushed_fills
+                    record = self._fill(index, thread, op)
+                if record is not None:
+                    out = []
+                    runs += [record, out]
+                    continue
                 self._host_write(op)
+            elif kind == "host_read":
+                found = self._range(op["buffer"], op["offset"], op["size"])
+                if found is not None:
+                    self._later(found[0].memory, found[1], found[2], True)
             elif kind == "signal_semaphore":  # orders the host's waits, covers no device work
                 self._signals(op["semaphore"]).add(op["value"], {})
             elif kind == "destroy":
@@ -349,6 +366,13 @@ class Readbacks:
                 out += self._waited(self._covered(op), op["label"], index, thread)
         for rest in [mark, *marks] if mark is not None else ():
             self._page_mark(*rest[1:])
+        for records in self.pending.values():  # the bytes no access reached after them: none read
+            for record in records:
+                self._shown(record)
+        if len(runs) > 1:
+            out = []
+            for run in runs:
+                out += run if type(run) is list else run.accesses
         # Where the page guard shows the host's touches, a read stands unless no record covers its bytes by the
         # time the device rewrites them, a flush of them, or the end with a submit after its wait: the layer
         # records the pages the host touched at the next submit or flush. One with no submit after it is kept.
@@ -359,33 +383,24 @@ class Readbacks:
             self.reads[i][2]["label"] += CONFIRMED if i in self.confirmed else UNCONFIRMED
         return [x if not isinstance(x, int) else self.reads[x] for x in out if not isinstance(x, int) or x in kept]
 
-    def _consumed(self, ops: list[tuple[int, int, dict]], records: set[int]) -> dict[int, list[tuple[int, int]]]:
-        """For each fill-memory record in `ops` (positions `records`), the bytes (memory ranges) that a later read
-        (device or host) reads before anything writes them: what the program reads there."""
-        read_next: dict[int, list[tuple[int, int]]] = {}  # memory -> the bytes whose next access is a read
-        out = {}
-        placements = self.placements
-        for at in range(len(ops) - 1, min(records, default=len(ops)) - 1, -1):  # what precedes every record: none
-            op = ops[at][2]
-            kind = op["op"]
-            if kind == "submit":
-                touched = [access for batch in op["batches"] for cb in batch.command_buffers
-                           for _, _, t in self._run(cb) for access in t.accesses]
-            elif kind == "host_read" or kind == "host_write":
-                touched = [(op["buffer"], op["offset"], op["size"], kind == "host_read", kind == "host_write")]
+    def _later(self, memory: int, lo: int, hi: int, reads: bool) -> None:
+        """An access of bytes [lo, hi) of `memory` (a read, or a read_write: it reads first, where `reads`): of
+        the bytes of the records before it that no access reached since, those it reads are what the program
+        reads there (_Record.consumed); a record all of whose bytes are reached is read (`_shown`)."""
+        records = self.pending.get(memory)
+        if not records:
+            return
+        left = []
+        for record in records:
+            if reads:
+                for a, b in _within(record.unreached, lo, hi):
+                    record.consumed = _add(record.consumed, a, b)
+            record.unreached = _subtract(record.unreached, lo, hi)
+            if record.unreached:
+                left.append(record)
             else:
-                continue
-            for buffer, offset, size, reads, writes in reversed(touched):
-                place = placements.get(buffer)  # `_range`, without its tuple
-                if place is None:
-                    continue
-                lo = place.offset + offset
-                hi, spans = lo + size, read_next.get(place.memory, [])
-                if at in records:
-                    out[at] = _within(spans, lo, hi)
-                spans = _subtract(spans, lo, hi) if writes else spans
-                read_next[place.memory] = _add(spans, lo, hi) if reads else spans  # a read_write reads first
-        return out
+                self._shown(record)
+        self.pending[memory] = left
 
     # ---- what completes when -----------------------------------------------
 
@@ -431,6 +446,8 @@ class Readbacks:
                 if reads:
                     self._device_read(cb, at, buffer, place, lo, lo + size)
                 self._device_access(place, lo, lo + size, buffer, offset, writes and t.kind, queue, submit)
+                if self.pending:
+                    self._later(place.memory, lo, lo + size, reads)
         for target in t.to_host:
             found = None if target is None else self._range(*target)
             if target is None or found is not None:
@@ -518,6 +535,7 @@ class Readbacks:
         found = self._range(op["buffer"], op["offset"], op["size"])
         if found is not None:
             place, lo, hi = found
+            self._later(place.memory, lo, hi, False)
             self.written[place.memory] = _cut(self.written.get(place.memory, []), lo, hi)
             self.rank.setdefault(place.memory, len(self.rank))
             self.recorded[place.memory] = _add(self.recorded.get(place.memory, []), lo, hi)
@@ -548,56 +566,64 @@ class Readbacks:
                 self.unwaited.discard(memory)
         return out
 
-    def _fill(self, index: int, fill: dict, consumed: list[tuple[int, int]]) -> list[dict]:
-        """The host accesses a page-guard record shows, range by range (`_kind`), merged; `consumed`: the bytes
-        of it that a later command reads before a write."""
+    def _fill(self, index: int, thread: int, fill: dict) -> _Record | None:
+        """A page-guard record: what it shows is read range by range (`_kind`) once the accesses after it decide
+        which of its bytes the program reads (`_later`, then `_shown`); None where its bytes are on no memory
+        the walk follows (an op as it is)."""
         found = self._range(fill["buffer"], fill["offset"], fill["size"])
         if found is None:
-            return [fill]
+            return None
         place, lo, hi = found
+        record = _Record(index, thread, fill, place, lo, hi, _clip(self.written.get(place.memory, []), lo, hi),
+                         _clip(self.shown.get(place.memory, []), lo, hi), self.host_barriers, [(lo, hi)])
+        confirms = {e.assumed for e in record.written if e.assumed is not None}  # the assumed reads it confirms
+        self.confirmed |= confirms
+        if confirms:
+            self.fill_reads.add(index)
+        self._host_write(fill)  # the bytes are what the record shows
+        self.pending.setdefault(place.memory, []).append(record)
+        return record
+
+    def _shown(self, record: _Record) -> None:
+        """The host accesses `record` shows, range by range (`_kind`), merged, as its `accesses`."""
+        index, fill, lo, hi, consumed = record.index, record.fill, record.lo, record.hi, record.consumed
         data = _decoded(fill["data"]["base64"]) if "data" in fill else None
-        written = _clip(self.written.get(place.memory, []), lo, hi)
-        shown = _clip(self.shown.get(place.memory, []), lo, hi)
-        edges = [x for e in [*written, *shown] for x in (e.lo, e.hi)] + [x for span in consumed for x in span]
+        edges = [x for e in [*record.written, *record.shown] for x in (e.lo, e.hi)] + \
+            [x for span in consumed for x in span]
         cuts = sorted({lo, hi, *edges})
         parts: list[tuple[int, int, str | None]] = []
         for a, b in itertools.pairwise(cuts):
-            kind = self._kind(index, fill, a, b, data and data[a - lo:b - lo], written, shown, consumed)
+            kind = self._kind(record, a, b, data and data[a - lo:b - lo])
             if parts and parts[-1][2] == kind:
                 parts[-1] = (parts[-1][0], b, kind)
             else:
                 parts.append((a, b, kind))
-        confirms = {e.assumed for e in written if e.assumed is not None}  # the assumed reads this record confirms
-        self.confirmed |= confirms
-        self._host_write(fill)  # the bytes are what the record shows
-        out = []
         for a, b, kind in parts:
             if kind is not None:
                 op = "host_read" if kind == READ_SHOWN else "host_write"
-                access = {"op": op, "buffer": fill["buffer"], "offset": a - place.offset, "size": b - a,
+                access = {"op": op, "buffer": fill["buffer"], "offset": a - record.place.offset, "size": b - a,
                           "label": f"{fill['label']}: {kind}"}
                 if op == "host_write" and data is not None:  # the record's own text where it is all written
                     access["data"] = fill["data"] if (a, b) == (lo, hi) else \
                         {"base64": _part(fill["data"]["base64"], a - lo, b - a)}
-                out.append(access)
-        if confirms or any(kind == READ_SHOWN for _, _, kind in parts):
+                record.accesses.append((index, record.thread, access))
+        if any(kind == READ_SHOWN for _, _, kind in parts):
             self.fill_reads.add(index)
-        return out
 
-    def _kind(self, index: int, fill: dict, lo: int, hi: int, data: bytes | None, written: list[Written],
-              shown: list[Snapshot], consumed: list[tuple[int, int]]) -> str | None:
-        """What fill-memory record `index` is on bytes [lo, hi), which one device write or one snapshot covers,
-        or neither: a host read (READ_SHOWN), a host write (one of WRITE_*), or no access (None)."""
-        later = _covers(consumed, lo, hi)  # a later command reads the bytes before a write
-        snapshot = next((s for s in shown if s.lo <= lo and hi <= s.hi), None)
+    def _kind(self, record: _Record, lo: int, hi: int, data: bytes | None) -> str | None:
+        """What `record` is on bytes [lo, hi), which one device write or one snapshot covers, or neither: a host
+        read (READ_SHOWN), a host write (one of WRITE_*), or no access (None)."""
+        index, fill = record.index, record.fill
+        later = _covers(record.consumed, lo, hi)  # a later command reads the bytes before a write
+        snapshot = next((s for s in record.shown if s.lo <= lo and hi <= s.hi), None)
         if snapshot is not None:
             return None if data == snapshot.part(lo, hi).data() else WRITE_CHANGED
-        device = next((e for e in written if e.lo <= lo and hi <= e.hi), None)
+        device = next((e for e in record.written if e.lo <= lo and hi <= e.hi), None)
         if device is None:
             return WRITE_FRESH
         if not device.waited:
             return WRITE_UNWAITED
-        for_host = device.for_host or device.epoch < self.host_barriers
+        for_host = device.for_host or device.epoch < record.host_barriers
         result = not device.read or for_host  # a result for the host, not an intermediate one
         if later and device.buffer != fill["buffer"]:
             return WRITE_RECYCLED
