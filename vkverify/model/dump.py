@@ -298,7 +298,9 @@ def _json_of(value: Any) -> Any:
 
 def _encoded(value: Encoded, levels: int, pad: str, outer: str) -> str:
     """An Encoded's items' texts as they are, one per line indented by `pad` below `levels` 1."""
-    if levels == 0 or not value:
+    if not value:  # most of a long run's command buffers: a submit that only signals a timeline
+        return "[]"
+    if levels == 0:
         return f"[{value.joined(',')}]"
     return f"[\n{pad}" + value.joined(f",\n{pad}") + f"\n{outer}]"
 
@@ -333,12 +335,12 @@ def _expanded(value: Any, levels: int, step: str, pad: str,
         return
     items = value.items() if isinstance(value, dict) else ((None, v) for v in value)
     # Leaves are written some 64 KiB at a time, not each as a piece: a long run has 100k, a host write's data MiBs.
-    leaves, size = ["{" if isinstance(value, dict) else "["], 0
+    leaves, size, deeper = ["{" if isinstance(value, dict) else "["], 0, inner + step
     for i, (key, item) in enumerate(items):
         head = f"{',' if i else ''}\n{inner}" if key is None else f"{',' if i else ''}\n{inner}{_key(key)}: "
         below = _EXPANDED.get(key, 1) if pad == "" else levels - 1
         if below == 0 or isinstance(item, Encoded):  # in one piece: no generator of its own (a run has 100k)
-            leaves.append(head + (_encoded(item, below, inner + step, inner) if isinstance(item, Encoded) else
+            leaves.append(head + (_encoded(item, below, deeper, inner) if isinstance(item, Encoded) else
                                   encode(list(item) if isinstance(item, _Each) else item)))
             size += len(leaves[-1])
             if size >= 1 << 16:
