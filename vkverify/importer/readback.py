@@ -27,9 +27,10 @@ from __future__ import annotations
 import base64
 import functools
 import itertools
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import NamedTuple
 
 from ..model.accesses import binding_reads, binding_writes
@@ -242,6 +243,9 @@ def _names(stages: str | list[str] | None) -> list[str]:
     return [stages] if isinstance(stages, str) else list(stages or ())
 
 
+_span_end = itemgetter(1)
+
+
 def _add(spans: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
     """The union of disjoint sorted `spans` and [lo, hi), disjoint and sorted."""
     out = []
@@ -267,7 +271,7 @@ def _covers(spans: list[tuple[int, int]], lo: int, hi: int) -> bool:
     return any(a <= lo and hi <= b for a, b in spans)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # one record is one object: the walk collects them by identity
 class _Record:
     """A page-guard record's host write (`fill`), as the walk saw its bytes [lo, hi) of `place`'s memory: what
     the device wrote there last and what records showed (`written`, `shown`, clipped), the barriers to the host
@@ -282,7 +286,7 @@ class _Record:
     written: list[Written]
     shown: list[Snapshot]
     host_barriers: int
-    unreached: list[tuple[int, int]]  # the bytes no access reached since
+    unreached: int  # its spans of bytes no access reached since (Readbacks.unreached)
     consumed: list[tuple[int, int]] = field(default_factory=list)  # those whose first access since was a read
     accesses: list[tuple[int, int, dict]] = field(default_factory=list)  # what it shows (`Readbacks._shown`)
 
@@ -319,7 +323,9 @@ class Readbacks:
         self.submits_before: list[int] = []  # for each assumed read, the submits before its wait
         self.assumed_reads: list[str] = []  # buffer ids of the assumed reads kept, for the summary
         self.fill_reads: set[int] = set()  # the call indices of the fill-memory records with a host read
-        self.pending: dict[int, list[_Record]] = {}  # memory -> its records with bytes no access reached since
+        # memory -> the bytes of records that no access reached since, as (lo, hi, record) by lo: disjoint (a record
+        # reaches the bytes of those before it), so that an access finds the few it reaches by bisection.
+        self.unreached: dict[int, list[tuple[int, int, _Record]]] = {}
         self.recorded: dict[int, list[tuple[int, int]]] = {}  # memory -> the bytes a captured write reached
         # The first device read of mapped bytes no captured write reached: (command buffer, the command's place in
         # it, buffer, lo, hi), the bytes in the buffer.
@@ -366,8 +372,8 @@ class Readbacks:
                 out += self._waited(self._covered(op), op["label"], index, thread)
         for rest in [mark, *marks] if mark is not None else ():
             self._page_mark(*rest[1:])
-        for records in self.pending.values():  # the bytes no access reached after them: none read
-            for record in records:
+        for spans in self.unreached.values():  # the records with bytes no access reached after them: none read
+            for record in dict.fromkeys(record for _, _, record in spans):
                 self._shown(record)
         if len(runs) > 1:
             out = []
@@ -387,20 +393,28 @@ class Readbacks:
         """An access of bytes [lo, hi) of `memory` (a read, or a read_write: it reads first, where `reads`): of
         the bytes of the records before it that no access reached since, those it reads are what the program
         reads there (_Record.consumed); a record all of whose bytes are reached is read (`_shown`)."""
-        records = self.pending.get(memory)
-        if not records:
+        spans = self.unreached.get(memory)
+        if not spans:
             return
-        left = []
-        for record in records:
+        first = last = bisect_right(spans, lo, key=_span_end)  # the first span that ends past lo
+        while last < len(spans) and spans[last][0] < hi:
+            last += 1
+        if first == last:
+            return
+        left, done = [], []
+        for a, b, record in spans[first:last]:
             if reads:
-                for a, b in _within(record.unreached, lo, hi):
-                    record.consumed = _add(record.consumed, a, b)
-            record.unreached = _subtract(record.unreached, lo, hi)
-            if record.unreached:
-                left.append(record)
-            else:
-                self._shown(record)
-        self.pending[memory] = left
+                record.consumed = _add(record.consumed, max(a, lo), min(b, hi))
+            record.unreached -= 1
+            for part in ((a, lo, record), (hi, b, record)):
+                if part[0] < part[1]:
+                    left.append(part)
+                    record.unreached += 1
+            if not record.unreached:
+                done.append(record)
+        spans[first:last] = left
+        for record in done:
+            self._shown(record)
 
     # ---- what completes when -----------------------------------------------
 
@@ -446,7 +460,7 @@ class Readbacks:
                 if reads:
                     self._device_read(cb, at, buffer, place, lo, lo + size)
                 self._device_access(place, lo, lo + size, buffer, offset, writes and t.kind, queue, submit)
-                if self.pending:
+                if self.unreached:
                     self._later(place.memory, lo, lo + size, reads)
         for target in t.to_host:
             found = None if target is None else self._range(*target)
@@ -575,13 +589,14 @@ class Readbacks:
             return None
         place, lo, hi = found
         record = _Record(index, thread, fill, place, lo, hi, _clip(self.written.get(place.memory, []), lo, hi),
-                         _clip(self.shown.get(place.memory, []), lo, hi), self.host_barriers, [(lo, hi)])
+                         _clip(self.shown.get(place.memory, []), lo, hi), self.host_barriers, 1)
         confirms = {e.assumed for e in record.written if e.assumed is not None}  # the assumed reads it confirms
         self.confirmed |= confirms
         if confirms:
             self.fill_reads.add(index)
-        self._host_write(fill)  # the bytes are what the record shows
-        self.pending.setdefault(place.memory, []).append(record)
+        self._host_write(fill)  # the bytes are what the record shows; it reaches those of the records before
+        spans = self.unreached.setdefault(place.memory, [])
+        spans.insert(bisect_right(spans, lo, key=_span_end), (lo, hi, record))
         return record
 
     def _shown(self, record: _Record) -> None:
