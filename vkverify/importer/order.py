@@ -27,23 +27,19 @@ class Satisfied:
         for fence in signaled:
             self._fence(fence, -1, True)
         for index, _, op in ops:
-            self.add(index, op)
-
-    def add(self, index: int, op: dict) -> None:
-        """The host op at call `index`, after those added (in capture order)."""
-        kind = op["op"]
-        if kind == "submit":
-            for batch in op["batches"]:
-                for s in batch.signal:
-                    if s.timeline:
-                        self._signal(s.semaphore, index, s.value)
-            if "fence" in op:
-                self._fence(op["fence"], index, True)
-        elif kind == "signal_semaphore":
-            self._signal(op["semaphore"], index, op["value"])
-        elif kind == "reset_fences":
-            for fence in op["fences"]:
-                self._fence(fence, index, False)
+            kind = op["op"]
+            if kind == "submit":
+                for batch in op["batches"]:
+                    for s in batch.signal:
+                        if s.timeline:
+                            self._signal(s.semaphore, index, s.value)
+                if "fence" in op:
+                    self._fence(op["fence"], index, True)
+            elif kind == "signal_semaphore":
+                self._signal(op["semaphore"], index, op["value"])
+            elif kind == "reset_fences":
+                for fence in op["fences"]:
+                    self._fence(fence, index, False)
 
     def _signal(self, semaphore: str, index: int, value: int) -> None:
         found = self.signals.get(semaphore)  # not setdefault: that makes two lists at each of a run's signals
@@ -57,20 +53,6 @@ class Satisfied:
         indices, signals = self.fence_events.setdefault(fence, ([], []))
         indices.append(index)
         signals.append(signal)
-
-    def before(self, op: dict) -> bool:
-        """Whether the calls added so far satisfy the host wait `op`: `after` is then its own index, found
-        without bisection (a long run's every wait is so)."""
-        for w in semaphore_waits(op):
-            if self.initial.get(w["semaphore"], 0) < w["value"]:
-                found = self.signals.get(w["semaphore"])
-                if found is None or found[1][-1] < w["value"]:
-                    return False
-        for fence in op["fences"] if op["op"] == "wait_fences" else ():
-            found = self.fence_events.get(fence)
-            if found is None or not found[1][-1]:
-                return False
-        return True
 
     def after(self, index: int, op: dict) -> int:
         """The index of the call after which the host wait `op` (at `index`) can return: `index` itself

@@ -320,25 +320,18 @@ class Translator(Commands, Queues, Images):
         """The ops of capture threads `tids` in capture order, except that a host wait that no call before it
         satisfies comes, with the rest of its thread, after the call that does: a return-order artifact, which
         on one thread would be a deadlock."""
-        initial = {s["id"]: s["initial"] for s in self.semaphores.values() if "initial" in s}
-        signaled = {f["id"] for f in self.fences.values() if f["signaled"]}
-        # The calls up to each: a wait they satisfy stays. Only one they do not needs the calls after it (`whole`).
-        so_far, whole = Satisfied((), initial, signaled), None
+        satisfied = Satisfied(self.ops,
+                              {s["id"]: s["initial"] for s in self.semaphores.values() if "initial" in s},
+                              {f["id"] for f in self.fences.values() if f["signaled"]})
         floors = dict.fromkeys(tids, -1)
         kept, moved = [], []
         for item in self.ops:
             index, thread, op = item
-            so_far.add(index, op)
             floor = floors.get(thread)
             if floor is None:
                 continue
             if op["op"] in WAITS:
-                if not so_far.before(op):
-                    whole = whole or Satisfied(self.ops, initial, signaled)
-                    index_after = whole.after(index, op)
-                else:
-                    index_after = index
-                floor = floors[thread] = max(floor, index_after)
+                floor = floors[thread] = max(floor, satisfied.after(index, op))
             if floor > index:
                 moved.append((floor, index, op))
             else:
