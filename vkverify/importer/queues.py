@@ -82,10 +82,10 @@ class Queues:
             return
         for handle in sorted(self.unwritten) if self.unwritten else ():  # in allocation order: capture ids grow
             self.assumed_write(self.unwritten[handle], call)
-        op = {"queue": self.queue_id(queue), "batches": tuple(batches)}
+        op = {"op": "submit", "queue": self.queue_id(queue), "batches": tuple(batches)}
         if fence in self.fences:
             op["fence"] = self.fences[fence]["id"]
-        self.host(call, "submit", **op)
+        self.labelled(call, op)
 
     def _command_buffers(self, call: Call, handles: list[int]) -> tuple[str, ...]:
         out = []
@@ -165,7 +165,7 @@ class Queues:
         if fresh and op == "wait_semaphores":
             self.host(call, op, waits=fresh)
         elif fresh:
-            self.host(call, op, **fresh[0])
+            self.labelled(call, {"op": op, **fresh[0]})
 
     def vkWaitSemaphores(self, call: Call, a: dict) -> None:
         info = a["pWaitInfo"]

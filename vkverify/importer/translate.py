@@ -234,8 +234,13 @@ class Translator(Commands, Queues, Images):
 
     def host(self, call: Call, op: str, why: str = "", **fields) -> None:
         """A host op of `call`, labelled by it; why: what an access the capture does not record is inferred from."""
-        label = f"{call.name} #{call.index}" + (f": {why}" if why else "")
-        self.add_op(call.index, {"op": op, **fields, "label": label})
+        self.labelled(call, {"op": op, **fields}, why)
+
+    def labelled(self, call: Call, op: dict, why: str = "") -> None:
+        """`host` of an op made whole by the caller, its label to come last: a long run's submits and counter
+        reads, without a dict of keywords and a copy of it each."""
+        op["label"] = f"{call.name} #{call.index}: {why}" if why else f"{call.name} #{call.index}"
+        self.add_op(call.index, op)
 
     def add_op(self, index: int, op: dict) -> None:
         threads = self.call_threads  # `thread_of`, inline: a run adds tens of thousands of ops
