@@ -344,7 +344,7 @@ class Readbacks:
 
     def walk(self, ops: list[tuple[int, int, dict]]) -> list[tuple[int, int, dict]]:
         """(call index, capture thread, host op) in capture order, with assumed reads added after the waits and
-        page-guard records turned into the host reads and writes they show (`_fill`)."""
+        page-guard records turned into the host reads and writes they show (`_fill`, `_shown`)."""
         # An int: the place in self.reads of an assumed read. The ops go in runs, a _Record between two: what a
         # record shows is known once the accesses after it decide each of its bytes (`_later`).
         out: list[tuple[int, int, dict] | int] = []
