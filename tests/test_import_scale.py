@@ -104,7 +104,7 @@ def test_a_host_wait_covers_the_submits_up_to_the_first_signal_of_its_value():
     (the first of 3 or more), which covers the submits up to it on its queue and none after; a wait for a
     value no submit signalled covers nothing. Each copy into a staging buffer gets its assumed read after
     the first wait that covers it, and only there."""
-    from vkverify.importer.batches import Batch, SemaphoreOp
+    from vkverify.importer.batches import ImportedBatch, ImportedSemaphoreOp
     from vkverify.importer.readback import ASSUMED, Placement, Readbacks, touch
 
     rounds = 6
@@ -115,7 +115,7 @@ def test_a_host_wait_covers_the_submits_up_to_the_first_signal_of_its_value():
 
     def submit(i: int) -> dict:
         return {"op": "submit", "queue": "q0", "label": f"submit {i}", "batches": (
-            Batch((), (f"cb{i}",), (SemaphoreOp("t", ["all_commands"], 2 * (i + 1), True),)),)}
+            ImportedBatch((), (f"cb{i}",), (ImportedSemaphoreOp("t", ["all_commands"], 2 * (i + 1), True),)),)}
 
     def wait(value: int) -> dict:
         return {"op": "wait_semaphores", "waits": [{"semaphore": "t", "value": value}], "label": f"wait {value}"}
@@ -183,7 +183,7 @@ def test_blocks_read_in_parts_by_a_process_of_their_own_are_those_read_at_once(c
 
 def test_the_summary_names_a_few_read_back_buffers_and_counts_the_rest():
     """A long run reads back hundreds of staging buffers: the summary's line names eight and counts the others."""
-    from vkverify.importer.batches import Batch, SemaphoreOp
+    from vkverify.importer.batches import ImportedBatch, ImportedSemaphoreOp
     from vkverify.importer.readback import Placement, Readbacks, touch
     from vkverify.importer.resources import Resources
     from vkverify.importer.translate import Translator
@@ -193,7 +193,7 @@ def test_the_summary_names_a_few_read_back_buffers_and_counts_the_rest():
     command_buffers = {"cb": [touch({"cmd": "copy", "src": "D", "dst": b, "label": f"copy {b}",
                                      "regions": [{"src_offset": 0, "dst_offset": 0, "size": 64}]}) for b in buffers]}
     ops = [{"op": "submit", "queue": "q0", "label": "submit", "batches": (
-               Batch((), ("cb",), (SemaphoreOp("t", ["all_commands"], 1, True),)),)},
+               ImportedBatch((), ("cb",), (ImportedSemaphoreOp("t", ["all_commands"], 1, True),)),)},
            {"op": "wait_semaphores", "waits": [{"semaphore": "t", "value": 1}], "label": "wait"}]
     walk = Readbacks(placements, command_buffers, {"q0": "gpu0"}, set(), [], True)
     walk.walk([(index, 0, op) for index, op in enumerate(ops)])

@@ -55,7 +55,7 @@ from pathlib import Path
 from ..model import InvalidStream, UsageError, from_dict, ir
 from ..model.dump import Encoded
 from ..model.gcpause import cyclic_gc_paused
-from .batches import Batch
+from .batches import ImportedBatch
 from .errors import CaptureError
 from .gfxr import (Blocks, CapturedBytes, capture_env, converting, decompress, extracting, held_open, read_blocks,
                    reading_blocks)
@@ -177,10 +177,10 @@ def _stream(doc: dict, file: str) -> ir.Stream:
 
 def _as_text(doc: dict, batches: bool = False) -> None:
     """`doc` with the bytes of the capture it holds (gfxr.CapturedBytes) as their base64 text, in place; with
-    `batches`, its submits' batches (batches.Batch) as their JSON too."""
+    `batches`, its submits' batches (batches.ImportedBatch) as their JSON too."""
     for ops in doc["threads"].values():
         for op in ops:
             if "data" in op and isinstance(op["data"].get("base64"), CapturedBytes):
                 op["data"] = {**op["data"], "base64": str(op["data"]["base64"])}
             elif batches and "batches" in op:
-                op["batches"] = [b.as_json() if isinstance(b, Batch) else b for b in op["batches"]]
+                op["batches"] = [b.as_json() if isinstance(b, ImportedBatch) else b for b in op["batches"]]

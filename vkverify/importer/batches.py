@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["Batch", "SemaphoreOp"]
+__all__ = ["ImportedBatch", "ImportedSemaphoreOp"]
 
 
-class SemaphoreOp(NamedTuple):
+class ImportedSemaphoreOp(NamedTuple):
     """A batch's wait or signal of a semaphore (the stream's semaphore op)."""
 
     semaphore: str
@@ -25,12 +25,12 @@ class SemaphoreOp(NamedTuple):
         return {"semaphore": self.semaphore, "stage": self.stage}
 
 
-class Batch(NamedTuple):
+class ImportedBatch(NamedTuple):
     """One VkSubmitInfo of a submit: its waits, command buffers (stream ids) and signals."""
 
-    wait: tuple[SemaphoreOp, ...]
+    wait: tuple[ImportedSemaphoreOp, ...]
     command_buffers: tuple[str, ...]
-    signal: tuple[SemaphoreOp, ...]
+    signal: tuple[ImportedSemaphoreOp, ...]
 
     def as_json(self) -> dict:
         return {"wait": [s.as_json() for s in self.wait], "command_buffers": list(self.command_buffers),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .batches import Batch, SemaphoreOp
+from .batches import ImportedBatch, ImportedSemaphoreOp
 from .flags import stage_names
 from .records import Call
 
@@ -65,7 +65,7 @@ class Queues:
     def vkCreateFence(self, call: Call, a: dict) -> None:
         self.fences[a["pFence"]] = {"id": f"fence{a['pFence']}", "signaled": bool(a["pCreateInfo"]["flags"] & 1)}
 
-    def _semaphore_op(self, handle: int, value: int | None, mask: int | str) -> SemaphoreOp:
+    def _semaphore_op(self, handle: int, value: int | None, mask: int | str) -> ImportedSemaphoreOp:
         sem = self.semaphores[handle]
         # One list per stage mask, named once: a long run's submits name the same few (a list each was 2 MB of
         # an FFT loop's, and naming them a tenth of its submits' time).
@@ -73,9 +73,9 @@ class Queues:
         if stage is None:
             stage = self.stage_lists[mask] = stage_names(mask)
         timeline = sem["type"] == "timeline"
-        return _new_tuple(SemaphoreOp, (sem["id"], stage, value if timeline else None, timeline))
+        return _new_tuple(ImportedSemaphoreOp, (sem["id"], stage, value if timeline else None, timeline))
 
-    def _submit(self, call: Call, queue: int, batches: list[Batch], fence: int | str) -> None:
+    def _submit(self, call: Call, queue: int, batches: list[ImportedBatch], fence: int | str) -> None:
         if queue not in self.queues:
             self.warn(f"queue{queue}", f"{call.name} #{call.index}: queue {queue} was never retrieved with "
                                        "vkGetDeviceQueue; its submits are left out")
@@ -109,7 +109,7 @@ class Queues:
             wait_values = timeline.get("pWaitSemaphoreValues") or []
             signal_values = timeline.get("pSignalSemaphoreValues") or []
             stages = s["pWaitDstStageMask"] or []
-            batches.append(_new_tuple(Batch, (
+            batches.append(_new_tuple(ImportedBatch, (
                 tuple([self._semaphore_op(h, wait_values[i] if i < len(wait_values) else None, stages[i])
                        for i, h in enumerate(s["pWaitSemaphores"] or [])]),
                 self._command_buffers(call, s["pCommandBuffers"] or []),
@@ -118,7 +118,7 @@ class Queues:
         self._submit(call, a["queue"], batches, a["fence"])
 
     def vkQueueSubmit2(self, call: Call, a: dict) -> None:
-        batches = [_new_tuple(Batch, (
+        batches = [_new_tuple(ImportedBatch, (
             tuple([self._semaphore_op(w["semaphore"], w["value"], w["stageMask"])
                    for w in s["pWaitSemaphoreInfos"] or []]),
             self._command_buffers(call, [c["commandBuffer"] for c in s["pCommandBufferInfos"] or []]),
