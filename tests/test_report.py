@@ -17,12 +17,14 @@ from .conftest import CORPUS, ROOT
 RAW = ROOT / "tests" / "corpus" / "01-copy-then-dispatch-no-barrier.json"  # one raw finding
 CLEAN = ROOT / "tests" / "corpus" / "02-copy-then-dispatch-barrier.json"  # no finding
 WAW_RANGE = ROOT / "tests" / "corpus" / "12-copies-overlapping-regions.json"  # waw on part of a buffer
+# Two threads submit to q0: a waw that only one of the two submission orders they allow runs into.
+ONE_ORDER = ROOT / "tests" / "corpus" / "200-two-threads-one-queue-barrier-covers-one-order.json"
 
 # docs/format.md, "Findings"
 FILE_KEYS = {"file", "stream", "ok", "findings"}
 FINDING_KEYS = {"kind", "buffer", "range", "first", "second", "first_access", "second_access", "racing",
                 "message", "fix"}
-EXTENSION_KEYS = {"labels", "group"}  # docs/format.md, "Extensions" and "Groups"
+EXTENSION_KEYS = {"labels", "group", "order"}  # docs/format.md, "Extensions", "Groups" and "Findings"
 FILE_EXTENSION_KEYS = {"groups"}
 SPEC_KINDS = {"raw", "war", "waw", "use_after_destroy", "uninitialized_read", "deadlock", "wait_never_satisfied",
               "timeline_not_increasing", "binary_semaphore_misuse", "fence_misuse", "ownership_missing", "event_race"}
@@ -114,6 +116,21 @@ def test_json_ops_findings_name_their_ops():
     (f,) = doc["findings"]
     assert f["kind"] == "binary_semaphore_misuse" and f["ops"] == ["main[2]"]
     assert f["message"] and f["fix"]
+
+
+def test_a_finding_of_another_submission_order_names_that_order_in_every_format():
+    """A finding the walk's own submission order does not give names the order whose run gives it, so that a
+    reader can tell why the calls as the stream lists them do not show it (docs/format.md, Findings)."""
+    (doc,) = json.loads(cli("--format", "json", ONE_ORDER).stdout)
+    (f,) = doc["findings"]
+    assert f["kind"] == "waw" and f["order"] == {"q0": ["use[0]", "up[0]"]}
+    assert "    order:  q0: use[0], up[0] (the walk's own submission order does not give it)" in \
+        cli(ONE_ORDER).stdout.splitlines()
+    for fmt in ("sarif", "github", "junit"):
+        assert "without a memory dependency (in the submission order q0: use[0], up[0])" in \
+            cli("--format", fmt, ONE_ORDER).stdout, fmt
+    (doc,) = json.loads(cli("--format", "json", RAW).stdout)  # one thread: the walk's is the only order
+    assert "order" not in doc["findings"][0] and "order:" not in cli(RAW).stdout
 
 
 # ---- sarif ---------------------------------------------------------------------

@@ -31,7 +31,7 @@ def format_github(results: list[FileResult], expand: bool = False) -> str:
         region = locator(r)
         for _, f, g in r.reported(expand):
             title = f"{KINDS[f.kind].rule_id} {f.kind}: {_where(f, g)}"
-            lines.append(annotation("error", r.file, f"{f.message}. Fix: {f.fix}{repeated(r, g)}",
+            lines.append(annotation("error", r.file, f"{f.message}{f.in_order()}. Fix: {f.fix}{repeated(r, g)}",
                                   region(reported_at(f)), title))
         for f, reason in r.suppressed:
             lines.append(annotation("notice", r.file, f"suppressed: {reason}", region(reported_at(f)),
@@ -49,7 +49,7 @@ def format_junit(results: list[FileResult], expand: bool = False) -> str:
             case("load", "error", "bad input", "\n".join(r.errors))
         for _, f, g in r.reported(expand):
             # Named by its first finding alone: a test's name outlives a change in how often the loop ran.
-            case(f"{f.kind} {_where(f)}", "failure", f.message + repeated(r, g), f"fix: {f.fix}")
+            case(f"{f.kind} {_where(f)}", "failure", f.message + f.in_order() + repeated(r, g), f"fix: {f.fix}")
         for f, reason in r.suppressed:
             case(f"{f.kind} {_where(f)}", "skipped", f"suppressed: {reason}")
         if not r.errors and not r.findings and not r.suppressed:

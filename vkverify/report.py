@@ -11,7 +11,7 @@ import orjson
 
 from .annotations import format_github, format_junit
 from .check.expect import Agreement
-from .check.findings import KINDS, Finding
+from .check.findings import KINDS, Finding, order_text
 from .check.groups import Group
 from .results import FileResult
 from .sarif import format_sarif
@@ -149,6 +149,8 @@ def format_text(results: list[FileResult], expand: bool = False, color: bool = F
             lines.append(f"    {paint('fix:', CYAN)}    {f.fix}")
             if f.params is not None:
                 lines.append(f"    params: {', '.join(f'{k}={v}' for k, v in f.params)} (smallest failing values)")
+            if f.order is not None:
+                lines.append(f"    order:  {order_text(f.order)} (the walk's own submission order does not give it)")
             lines += _witness_lines(f)
         a = r.agreement
         if a is not None:

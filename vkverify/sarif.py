@@ -125,7 +125,7 @@ def _result(r: FileResult, f: Finding, region: Callable[[str], dict | None], rul
 
     out = {
         "ruleId": KINDS[f.kind].rule_id, "ruleIndex": rule_index[f.kind], "level": "error",
-        "message": {"text": f"{f.message}. Fix: {f.fix}{repeated(r, g)}"},
+        "message": {"text": f"{f.message}{f.in_order()}. Fix: {f.fix}{repeated(r, g)}"},
         "locations": [located(refs[0], regions[0])] if refs else [
             {"physicalLocation": {"artifactLocation": artifact(r.file)}}],
         "partialFingerprints": {"vkverify/v2": "|".join(

@@ -20,18 +20,19 @@ import networkx as nx
 from ..model import ir
 from ..model.errors import UsageError
 from ..model.loader import validate
-from ..model.refs import format_ref, owner_of, parse_ref, split_submit, without_submit
+from ..model.refs import owner_of, parse_ref, split_submit, without_submit
 from . import schedule
 from .barriers import ALIAS, EVENT_OPERATION, FULL, NONE, OWN, coverage, is_transition, stage_text
 from .hb import SINK, AccessNode, Model, SyncNode, Pair, conflicts
 from .events import dependencies, through_event
+from .findings import order_text
 from .scopes import EARLIER_EVENT_OPERATIONS, EARLIER_TRANSITIONS
 from .walk import several_orders
 from .rules import (chains as stages_chain, first_access_scope_gap, in_first_access_scope, in_synchronization_scope,
                     second_access_scope_gap)
 
 __all__ = ["ExplainError", "Explanation", "PairExplanation", "command_text", "explain", "format_text", "host_op_text",
-           "name", "names", "op_at", "order_text", "resolve"]
+           "name", "names", "op_at", "resolve"]
 
 MAX_CHAINS = 3  # alternative chains printed per pair, shortest first
 EVENT_OPERATIONS = (ir.SetEvent, ir.ResetEvent, ir.HostSetEvent, ir.HostResetEvent)
@@ -144,12 +145,6 @@ def _origins(stream: ir.Stream, a_ref: str, b_ref: str) -> dict[tuple, ir.Submis
             root = f.buffer if f.kind == "event_race" else stream.index.root(f.buffer)[0]
             out[(kind, f.first, f.second, root)] = f.order
     return out
-
-
-def order_text(order: ir.SubmissionOrder) -> str:
-    """A submission order as explain and graph name it: the calls of each queue several threads call."""
-    return "; ".join(f"{q}: {', '.join(format_ref(*call) for call in calls)}" for q, calls in order.items()
-                     if len({t for t, _ in calls}) > 1)
 
 
 def _explained(stream: ir.Stream, model: Model, a_ref: str, b_ref: str, notes: list[str],

@@ -9,11 +9,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..model import ir
+from ..model.refs import format_ref
 from . import fixes
 from .access import Access
 from .barriers import stage_text
 
-__all__ = ["ACCESS_KINDS", "KINDS", "Finding", "Findings"]
+__all__ = ["ACCESS_KINDS", "KINDS", "Finding", "Findings", "order_calls", "order_text"]
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,24 @@ class Finding:
             out["witness_limit"] = self.witness_limit
         if self.params is not None:
             out["params"] = dict(self.params)
+        if self.order is not None:
+            out["order"] = order_calls(self.order)
         return out
+
+    def in_order(self) -> str:
+        """What a one-line report adds to the message of a finding the walk's own submission order does not give:
+        the order whose run gives it."""
+        return f" (in the submission order {order_text(self.order)})" if self.order else ""
+
+
+def order_calls(order: ir.SubmissionOrder) -> dict[str, list[str]]:
+    """A submission order as the findings name it: the calls, in order, of each queue several threads call."""
+    return {q: [format_ref(*call) for call in calls] for q, calls in order.items() if len({t for t, _ in calls}) > 1}
+
+
+def order_text(order: ir.SubmissionOrder) -> str:
+    """order_calls as text: `q0: use[0], up[0]; q1: ...`."""
+    return "; ".join(f"{q}: {', '.join(calls)}" for q, calls in order_calls(order).items())
 
 
 RACING, HOSTS_ORDERED = 1, 2  # flags: ordered neither way; two host threads ordered (fixes.memory_dependency)

@@ -23,7 +23,7 @@ import networkx as nx
 from ..errors import VkverifyError
 from ..model import ir
 from ..model.refs import format_ref, without_submit
-from .explain import command_text, host_op_text, name, names, op_at, order_text
+from .explain import command_text, host_op_text, name, names, op_at
 from .findings import Finding
 from .hb import Model
 
@@ -229,7 +229,7 @@ def _legend(kinds: set[str], fixes: tuple[tuple[str, tuple[Finding, ...]], ...])
 
 def _finding_line(f: Finding) -> str:
     """The finding, and where its run's submission order is not the walk's drawn here, that order (Finding.order)."""
-    where = f" (in the submission order {order_text(f.order)})" if f.order else ""
+    where = f.in_order()
     if f.ops is not None:
         return f"{f.kind}: {', '.join(f.ops)}{where}"
     return f"{f.kind} {f.buffer or ''}: {f.first or '(unwritten)'} -> {f.second}{where}"
