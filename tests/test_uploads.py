@@ -98,11 +98,11 @@ def test_big_staged_upload(device_name, source, env):
         stream = up.stream()
     assert digests["Big"] == hashlib.sha256(source).hexdigest()
     assert (report.submits, report.copies, report.blocks_zero_filled, report.resident_host_bytes) == (9, 9, 1, 0)
-    # Full 16 MiB slots while two slots' worth is left, then the tail halves (4 MiB at least): the last copy,
-    # which no host write overlaps, is 1 MiB, not 4.
+    # A first slot of 8 MiB (the first copy waits for less host writing), full 16 MiB slots while two slots' worth
+    # is left, then the tail halves (4 MiB at least): the last copy, which no host write overlaps, is 3 MiB, not 4.
     sizes = [c.regions[0].size >> 20 for cb in stream.command_buffers for c in cb.commands
              if type(c).__name__ == "Copy" and c.dst == "Big"]
-    assert sizes == [16] * 5 + [10, 5, 4, 1], sizes
+    assert sizes == [8] + [16] * 4 + [14, 7, 4, 3], sizes
     _assert_load_bearing(stream)
 
 

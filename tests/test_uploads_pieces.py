@@ -144,3 +144,37 @@ def test_arena_and_slot_ring_alone(device_name, monkeypatch):
     doc["command_buffers"]["upload.cb0"] = [c for c in doc["command_buffers"]["upload.cb0"]
                                             if c.get("label") != "fill before copies"]
     assert "waw" in {f.kind for f in check(from_dict(doc))}
+
+
+def test_a_call_ramps_its_first_slots_up_and_halves_its_tail(device_name, monkeypatch):
+    """The pieces SlotRing.room cuts one call of 128 MiB into, in slots of 32 MiB: the first slot holds
+    FIRST_PIECE (8 MiB), each next one twice as much up to a whole slot, full slots while two slots' worth is
+    left, then halves down to TAIL_PIECE and the rest. Slots are opened, sealed and submitted as an upload does
+    (no staging memory: no bytes are written)."""
+    from vkverify.runtime import Runtime
+    from vkverify.runtime.uploads.slots import SlotRing
+
+    monkeypatch.delenv("VKVERIFY_FAULT", raising=False)
+    stats = dict.fromkeys(("bytes_staged", "copies", "submits"), 0)
+    pieces = []
+    with Runtime() as rt:
+        family, queue, lock = rt.device.queues["q0"]
+        ring = SlotRing(rt.vk, rt.device, rt.allocator, family, queue, lock, "q0", 2, 32 * MIB, None,
+                        Faults(None), UploadRecording.own("q0"), stats)
+        try:
+            for _ in range(2):  # a second call ramps up again
+                ring.begin(128 * MIB)
+                while ring.left:
+                    slot = ring.open()
+                    take = min(ring.left, ring.room())
+                    slot.take(take)
+                    pieces.append(take // MIB)
+                    ring.left -= take
+                    if ring.room() <= 0:
+                        ring.seal()
+                ring.submit()
+                ring.wait_all()
+        finally:
+            rt.vk.vkDeviceWaitIdle(rt.device.handle)
+            ring.close()
+    assert pieces == [8, 16, 32, 32, 20, 10, 5, 4, 1] * 2 and stats["submits"] == 18

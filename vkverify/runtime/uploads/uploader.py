@@ -153,7 +153,7 @@ class Uploader:
                 try:
                     buf = self.arena.destination(dst, offset + size)
                     if self.staged:
-                        self.ring.left = size
+                        self.ring.begin(size)
                         self._stage_file(buf, offset, source, file_offset, size)
                     else:
                         self._write_mapped(buf, offset, size,
@@ -316,8 +316,8 @@ class Uploader:
         with self._call():
             try:
                 # The bytes staged through the slots (not those of staging arrays), counted down by the loops below.
-                self.ring.left = sum(as_bytes(data).size for _, _, data in items
-                                     if self._array_of(as_bytes(data)) is None) if self.staged else 0
+                self.ring.begin(sum(as_bytes(data).size for _, _, data in items
+                                    if self._array_of(as_bytes(data)) is None) if self.staged else 0)
                 for i, (dst, offset, data) in enumerate(items):
                     if group and i == 1 and self.faults.hit("commit"):
                         raise UploadFailed("commit", "injected after the first tensor", injected=True)
