@@ -1,5 +1,5 @@
 # Sourced by the device scripts: makes a machine without the Vulkan loader or the
-# Python packages ready, from files carried with the tree:
+# Python packages ready, from files carried with the tree (made here by benchmarks/device_pack.sh):
 #   .gl/   Debian .debs: libvulkan1, vulkan-validationlayers, and the GL dispatch libraries
 #          (libglvnd0 libgl1 libglx0 libegl1 libgles2 libopengl0) that NVIDIA's ICD,
 #          libGLX_nvidia, needs to create an instance; unpacked with dpkg -x
