@@ -1,8 +1,8 @@
 """Long differential runs: two readings of happens-before compared on many generated streams.
 
     python benchmarks/differential.py --examples 5000 [--seed 7] [--out disagreements.jsonl]
-        [--resubmit | --timelines | --batched | --threads | --patterns | --images | --image-features
-         | --syncval-images | --events | --markers | --imported]
+        [--resubmit | --timelines | --batched | --threads | --shared-timelines | --patterns | --images
+         | --image-features | --syncval-images | --events | --markers | --imported]
         [--mode reference|consumers|explain|fixes|incremental|replay|quick|witness|sim]
         [--reading NAME=VALUE ...]
 
@@ -32,7 +32,9 @@ Streams (tests/differential.py): `streams` by default; --resubmit: their command
 (resubmitting_streams); --batched: adjacent submits to one queue merged into one submit of several batches
 or command buffers (batched_streams); --timelines: several host threads signalling shared timelines
 (tests/test_semaphores.py timeline_streams); --threads: a producer and a consumer thread, on their own queues
-or sharing one (thread_streams); neither of the last two for incremental; --patterns: the patterns issue 25 found
+or sharing one (thread_streams); --shared-timelines: two or three threads signalling the same timelines in turn,
+from the host and their submits, sharing queues, every stream completing (shared_timeline_streams); none of the
+last three for incremental; --patterns: the patterns issue 25 found
 the checker wrong on, with drawn stages and masks (pattern_streams); --images: image uploads, readbacks, copies,
 clears, storage image dispatches and image barriers with layout transitions (image_streams); --image-features: those
 with blits, sampled and unaccessed bindings, and a block-compressed, multi-planar or 3D (2d_array_compatible) image's
@@ -65,7 +67,8 @@ from tests.differential import (FEATURES, batched_streams, completes, consumer_d
                                 event_streams, explain_disagreements, features, fix_disagreements,
                                 image_feature_streams, image_streams, imported_semaphore_disagreements,
                                 imported_semaphore_streams, marker_streams, pattern_streams, resubmitting_streams,
-                                streams, syncval_image_streams, thread_streams, variant_disagreements)
+                                shared_timeline_streams, streams, syncval_image_streams, thread_streams,
+                                variant_disagreements)
 from tests.test_incremental import incremental_disagreements
 from tests.test_semaphores import timeline_streams
 from tests.test_sim_properties import sim_doc_disagreements
@@ -97,6 +100,8 @@ def main() -> int:
     generator.add_argument("--timelines", action="store_true", help="host threads signalling shared timelines")
     generator.add_argument("--batched", action="store_true", help="submits of several batches and command buffers")
     generator.add_argument("--threads", action="store_true", help="a producer and a consumer thread")
+    generator.add_argument("--shared-timelines", action="store_true",
+                           help="two or three threads signalling the same timelines in turn (shared_timeline_streams)")
     generator.add_argument("--patterns", action="store_true", help="the patterns of issue 25 (pattern_streams)")
     generator.add_argument("--images", action="store_true", help="image commands and barriers (image_streams)")
     generator.add_argument("--image-features", action="store_true",
@@ -120,8 +125,9 @@ def main() -> int:
             ap.error(f"--reading: {e}")
     if args.reading and args.mode != "reference":
         ap.error("--reading applies to --mode reference")
-    if (args.timelines or args.threads) and args.mode == "incremental":
-        ap.error("--timelines and --threads draw streams of several threads, which --mode incremental does not read")
+    if (args.timelines or args.threads or args.shared_timelines) and args.mode == "incremental":
+        ap.error("--timelines, --threads and --shared-timelines draw streams of several threads, which --mode "
+                 "incremental does not read")
     if args.imported and (args.mode != "reference" or args.reading):
         ap.error("--imported compares with the reference, under the default readings")
     compare, complete_only = MODES[args.mode]
@@ -138,6 +144,7 @@ def main() -> int:
     @seed(args.seed)
     @settings(max_examples=args.examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(timeline_streams() if args.timelines else thread_streams() if args.threads
+           else shared_timeline_streams() if args.shared_timelines
            else resubmitting_streams() if args.resubmit else batched_streams() if args.batched
            else pattern_streams() if args.patterns else image_streams() if args.images
            else image_feature_streams() if args.image_features

@@ -12,13 +12,14 @@ from hypothesis import given, settings
 from vkverify.model import from_dict
 
 from .differential import (FEATURES, SETTINGS, event_streams, features, image_feature_streams, image_streams,
-                           marker_streams, pattern_streams, streams, thread_streams)
+                           marker_streams, pattern_streams, shared_timeline_streams, streams, thread_streams)
 from .secondary_streams import secondary_streams
 
 # generator -> the features its streams must include, each in at least SHARE of them
 DRAWN = {
     streams: {"counter_read", "none_binding"},
     thread_streams: {"counter_read", "none_binding"},
+    shared_timeline_streams: {"counter_read", "none_binding"},
     secondary_streams: {"counter_read", "none_binding"},
     pattern_streams: {"none_binding"},
     event_streams: {"none_binding"},

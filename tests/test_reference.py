@@ -23,8 +23,8 @@ from vkverify.model import from_dict, load
 from .conftest import CORPUS, EXAMPLES
 from .differential import (SETTINGS, assert_agree, batched_streams, completes, disagreements, event_streams,
                            fix_disagreements, image_feature_streams, image_streams, imported_semaphore_disagreements,
-                           imported_semaphore_streams, marker_streams, pattern_streams, streams, syncval_image_streams,
-                           thread_streams)
+                           imported_semaphore_streams, marker_streams, pattern_streams, shared_timeline_streams,
+                           streams, syncval_image_streams, thread_streams)
 
 EXAMPLES_RUN = int(os.environ.get("VKVERIFY_DIFFERENTIAL_EXAMPLES", "400"))
 
@@ -91,6 +91,18 @@ def test_fast_checker_agrees_with_the_reference_in_every_submission_order_on_sev
     """Two host threads, on their own queues or sharing one: the checker against the reference over every
     submission order the threads allow (docs/format.md, "Several host threads"); longer runs:
     `benchmarks/differential.py --threads`."""
+    assert_agree(doc, disagreements)
+
+
+@settings(max_examples=EXAMPLES_RUN // 4, **SETTINGS)
+@given(shared_timeline_streams())
+def test_fast_checker_agrees_with_the_reference_on_timelines_several_threads_signal(doc):
+    """Two or three host threads that signal the same timelines in turn, from the host and from their submits, and
+    share queues: the checker against the reference over every submission order the threads allow. Every stream
+    drawn completes (shared_timeline_streams orders each signal after the last), so each one is compared; longer
+    runs: `benchmarks/differential.py --shared-timelines`."""
+    stream = from_dict(doc)
+    assert completes(check(stream))
     assert_agree(doc, disagreements)
 
 
