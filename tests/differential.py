@@ -373,10 +373,11 @@ def shared_timeline_streams(draw) -> dict:
     vkSignalSemaphore, is one higher than the last and waits first for the last one where nothing else orders the
     two (another thread's, or another queue's, or a submit's before a host signal): on the host (vkWaitSemaphores or
     a counter read that saw it) or in the submit's own device wait, at a drawn stage. Queue q<i> belongs to thread
-    i: its submits wait and signal; another thread's submits to it do neither, so that no schedule of the threads'
-    calls blocks (docs/format.md, "Several host threads": a queue's submission order is any interleaving of them).
-    Host waits and counter reads of any value signalled so far, host accesses, byte-precise ranges and memories as
-    in `streams()`."""
+    i: its submits wait and signal; another thread's submits to it do neither, so that the threads' calls block in
+    no interleaving (docs/format.md, "Several host threads": a queue's submission order is any interleaving of
+    them) but through an idle wait (about 1 stream in 100: a queue idle waited for with a batch on it that waits
+    for a signal the waiting thread makes later). Host waits and counter reads of any value signalled so far, idle
+    waits, host accesses, byte-precise ranges and memories as in `streams()`."""
     names = ["a", "b", "c"][:draw(st.integers(2, 3))]
     queues = [f"q{i}" for i in range(len(names))]
     memories = [draw(st.sampled_from(["device_local", "host_coherent", "host_cached"])) for _ in range(2)]
@@ -391,7 +392,7 @@ def shared_timeline_streams(draw) -> dict:
     for _ in range(draw(st.integers(3, 10))):
         i = draw(st.integers(0, len(names) - 1))
         thread, ops = names[i], threads[names[i]]
-        kind = draw(st.sampled_from(["submit", "submit", "submit", "signal", "wait", "counter"]
+        kind = draw(st.sampled_from(["submit", "submit", "submit", "signal", "wait", "counter", "idle"]
                                     + ["host"] * bool(visible)))
         signalled = sorted(t for t, v in values.items() if v)
         if kind == "submit":
@@ -429,6 +430,9 @@ def shared_timeline_streams(draw) -> dict:
             ops.append(_host_wait("wait_semaphores" if kind == "wait" else kind, t, draw(st.integers(1, values[t]))))
         elif kind == "host":
             ops.append(draw(_host_access(visible, ["host_write", "host_read", "flush", "invalidate"])))
+        elif kind == "idle":
+            ops.append(draw(st.sampled_from([{"op": "queue_wait_idle", "queue": draw(st.sampled_from(queues))},
+                                             {"op": "device_wait_idle"}])))
     return {"format": "vkverify-stream/1", "name": "shared-timelines",
             "devices": [{"id": "gpu0", "queues": [{"id": q, "family": 0} for q in queues]}],
             "buffers": buffers, "semaphores": [{"id": t, "type": "timeline"} for t in sorted(values)],

@@ -98,11 +98,8 @@ def test_fast_checker_agrees_with_the_reference_in_every_submission_order_on_sev
 @given(shared_timeline_streams())
 def test_fast_checker_agrees_with_the_reference_on_timelines_several_threads_signal(doc):
     """Two or three host threads that signal the same timelines in turn, from the host and from their submits, and
-    share queues: the checker against the reference over every submission order the threads allow. Every stream
-    drawn completes (shared_timeline_streams orders each signal after the last), so each one is compared; longer
-    runs: `benchmarks/differential.py --shared-timelines`."""
-    stream = from_dict(doc)
-    assert completes(check(stream))
+    share queues: the checker against the reference over every submission order the threads allow (longer runs:
+    `benchmarks/differential.py --shared-timelines`)."""
     assert_agree(doc, disagreements)
 
 
