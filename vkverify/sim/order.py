@@ -3,14 +3,14 @@
 Both come from the checker's legal-order walk (vkverify/check/walk.py), whose rules decide which
 host op or batch may run next. `reference_order` is the checker's own order: host threads in
 program order, each queue's batches run as soon as they are submitted and their waits allow,
-queues in order. `random_order` is any other interleaving the same waits allow, picked by a seeded
-generator; `after` keeps given pairs in their reference order (the checker's findings: the
+queues in order. `random_order` is any other interleaving the same waits allow and complete, picked by a
+seeded generator; `after` keeps given pairs in their reference order (the checker's findings: the
 simulator perturbs those explicitly and must not reorder them by chance).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,23 +75,46 @@ def reference_order(stream: ir.Stream) -> tuple[Step, ...]:
     return tuple(steps.steps)
 
 
-def random_order(stream: ir.Stream, rng: np.random.Generator,
-                 after: Mapping[str, frozenset[str]]) -> tuple[Step, ...]:
+REDRAWS = 16  # random_order's draws of an interleaving of threads that blocks
+
+
+def random_order(stream: ir.Stream, rng: np.random.Generator, after: Mapping[str, frozenset[str]],
+                 reference: Sequence[Step] = ()) -> tuple[Step, ...]:
     """Another legal serial order: at each point, one host op or one batch of any agent whose waits
     are satisfied, chosen at random; `after[ref]` (data operations) must have run before `ref` does.
 
-    Every op the reference runs is run: the agent whose next op comes first in the reference
-    order is always ready, since everything it waits for comes earlier in that order."""
+    With one host thread every op the reference runs is run, `after` allowing: the agent whose next op comes
+    first in the reference order is always ready, since everything it waits for comes earlier in that order.
+    Several threads' calls can come in an interleaving whose waits block (a thread's idle wait behind another
+    thread's batch that waits for the first thread's later signal), which no schedule the checker reads runs
+    (docs/format.md, "Several host threads": such an interleaving is left out): an order that ends so, before
+    every agent is done, is drawn again, REDRAWS times at most, and is then the `reference` order where that
+    keeps `after`."""
+    for _ in range(REDRAWS if len(stream.threads) > 1 else 1):
+        steps, blocked = _random_order(stream, rng, after)
+        if not blocked:
+            return steps
+    position = {step.ref: i for i, step in enumerate(reference)}
+    keeps = all(position.get(first, -1) < i for i, step in enumerate(reference) for first in after.get(step.ref, ()))
+    return tuple(reference) if reference and keeps else steps
+
+
+def _random_order(stream: ir.Stream, rng: np.random.Generator,
+                  after: Mapping[str, frozenset[str]]) -> tuple[tuple[Step, ...], bool]:
+    """An order drawn, and whether it ended with an agent not done whose waits block it (not `after`)."""
     steps = _Steps(stream)
     walk = Walk(stream, steps)
     nothing = frozenset()
     while True:
-        ready = [("thread", t) for t, (name, _) in enumerate(walk.threads) if walk.host_ready(t)
-                 and after.get(format_ref(name, walk.pc[t]), nothing) <= steps.done]
-        ready += [("queue", q) for q, pending in walk.pending.items() if walk.batch_ready(q)
-                  and _after_batch(stream.index, pending[0], after) <= steps.done]
+        threads = [t for t in range(len(walk.threads)) if walk.host_ready(t)]
+        queues = [q for q in walk.pending if walk.batch_ready(q)]
+        ready = [("thread", t) for t in threads
+                 if after.get(format_ref(walk.threads[t][0], walk.pc[t]), nothing) <= steps.done]
+        ready += [("queue", q) for q in queues if _after_batch(stream.index, walk.pending[q][0], after) <= steps.done]
         if not ready:
-            return tuple(steps.steps)
+            waiting = any(walk.pc[t] < len(ops) for t, (_, ops) in enumerate(walk.threads)) or \
+                any(walk.pending.values())
+            return tuple(steps.steps), waiting and not threads and not queues
         kind, agent = ready[rng.integers(len(ready))]
         if kind == "thread":
             walk.step_host(agent)

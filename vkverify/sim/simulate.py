@@ -87,7 +87,7 @@ def simulate(stream: ir.Stream, schedules: int = 200, seed: int = 0,
         for k in chosen:
             perturb(hooks, data[k], captured, ops, rng, effects[k].append)
         m = Machine(stream, garbage=rng, cached=True)
-        _run(m, random_order(stream, rng, after), hooks)
+        _run(m, random_order(stream, rng, after, steps), hooks)
         out = _result(m)
         perturbed_by.append({*chosen, *garbage_always})
         results.append(ScheduleResult(
