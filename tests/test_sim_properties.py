@@ -13,7 +13,7 @@ from vkverify.check import check
 from vkverify.model import from_dict
 from vkverify.sim import simulate
 
-from .differential import SETTINGS as DIFFERENTIAL, resubmitting_streams, streams
+from .differential import SETTINGS as DIFFERENTIAL, resubmitting_streams, shared_timeline_streams, streams
 from .test_properties import build, plans
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -67,3 +67,12 @@ def test_fully_synchronized_streams_keep_their_digests(plan):
     stream = build(plan, synchronized=True)
     if not check(stream):
         assert not simulate(stream, schedules=12, seed=2).changed
+
+
+@settings(max_examples=EXAMPLES_RUN // 4, **DIFFERENTIAL)
+@given(shared_timeline_streams())
+def test_simulator_agrees_with_checker_on_threads_signalling_shared_timelines(doc):
+    """Two or three host threads signalling the same timelines in turn, sharing queues, idle waits among them: the
+    schedules interleave the threads' calls as the checker reads them (only interleavings that complete)."""
+    found = sim_doc_disagreements(doc)
+    assert not found, found
