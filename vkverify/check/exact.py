@@ -21,6 +21,7 @@ from ..model import ir
 from ..model.refs import owner_of, sort_key, split_submit
 from . import smt, witness
 from .findings import ACCESS_KINDS, Finding, Findings
+from .walk import deadlock_message
 
 __all__ = ["WITNESSES", "refine"]
 
@@ -115,7 +116,7 @@ def _named_deadlock(f: Finding, semantics: smt.Semantics, stream: ir.Stream) -> 
             ops.update(s.ref for s in semantics.plan.signals_of(wait.waited)
                        if wait.value is None or s.value >= wait.value)
     names = tuple(sorted(ops, key=sort_key))
-    return replace(f, ops=names, message=f"no schedule completes: {', '.join(names)} wait for each other")
+    return replace(f, ops=names, message=deadlock_message(names))
 
 
 def _not_increasing(a: smt.SignalNode, b: smt.SignalNode) -> Finding:

@@ -40,17 +40,22 @@ def check(stream: ir.Stream, readings: Readings = DEFAULT, witness: str = "slice
         # Threads calling one queue: its submission order is any interleaving of their calls (docs/format.md,
         # "Several host threads"); the verdict is every finding of each one some schedule runs.
         orders = several_orders(stream)
-        findings = Schedule(Checker(stream, readings), shared, every_order=bool(orders)).run()
+        own = Schedule(Checker(stream, readings), shared, every_order=bool(orders))
+        findings = own.run()
         completing = False
         for order in orders:
-            other = Schedule(Checker(stream, readings), shared, order=order, every_order=True).run()
+            schedule = Schedule(Checker(stream, readings), shared, order=order, every_order=True)
+            other = schedule.run()
             if other is not None:
-                completing = True
+                completing = completing or schedule.completed
                 findings.join(other, order)
-        for i in range(len(findings)) if completing else ():  # the walk's own order blocked, another did not
+        for i in range(len(findings)):
             if findings.kinds[i] == "deadlock":
                 f = findings.finding(i)
-                findings.settle(i, replace(f, message=deadlock_message(f.ops, other_orders_complete=True)))
+                if f.order is not None:  # a hang where the threads' calls come in that order
+                    findings.settle(i, replace(f, message=deadlock_message(f.ops, in_another_order=True)))
+                elif completing:  # the walk's own order blocked, another did not
+                    findings.settle(i, replace(f, message=deadlock_message(f.ops, other_orders_complete=True)))
     return exact.refine(stream, findings, shared, witness, exact.WITNESSES if witnesses is None else witnesses)
 
 
@@ -73,12 +78,15 @@ class Schedule(Consumer):
         self.batch_ends: dict[str, list] | None = {} if several else None
 
     def run(self) -> Findings | None:
-        """The findings; None where no schedule runs `order` (the walk blocks in it)."""
+        """The findings (`completed`: whether the walk ran every op); None where no execution runs `order`: the walk
+        stops with a call waiting only for its turn in it. Where the threads' waits block it in `order`, the
+        execution that made the calls in that order hangs: its deadlock is reported."""
         # The walk refers to the checker, not the reverse: no cycle keeps the checker's millions of objects
         # alive once check() returns (the cyclic collector is paused, and would then scan them all).
         walk = Walk(self.checker.stream, self, self.shared, order=self.order)
         walk.run()
-        if self.order is not None and walk.blocked():
+        self.completed = not walk.blocked()
+        if self.order is not None and walk.out_of_turn():
             return None
         walk.report_blocked()
         return self.checker.result()

@@ -112,13 +112,18 @@ def several_orders(stream: ir.Stream) -> list[ir.SubmissionOrder]:
     return orders if orders and len(orders) > 1 else []
 
 
-def deadlock_message(ops: Sequence[str], other_orders_complete: bool = False) -> str:
+def deadlock_message(ops: Sequence[str], other_orders_complete: bool = False, in_another_order: bool = False) -> str:
     """A deadlock's message; other_orders_complete: the walk's own submission order blocks where some other
-    order the threads allow completes (a hang where the threads take the walk's)."""
+    order the threads allow completes (a hang where the threads take the walk's); in_another_order: another order
+    the threads allow blocks (its finding's `order`), where the walk's completes."""
+    # One op: the host op that would make its signal waits for it in turn (an idle wait behind the batch, corpus 261).
+    wait = f"{ops[0]} waits for a signal that only an operation blocked behind it would make" if len(ops) == 1 else \
+        f"{', '.join(ops)} wait for each other"
     if other_orders_complete:
-        return (f"in the submission order the walk took, which the threads allow, {', '.join(ops)} wait for each "
-                "other (other orders complete)")
-    return f"no schedule completes: {', '.join(ops)} wait for each other"
+        return f"in the submission order the walk took, which the threads allow, {wait} (other orders complete)"
+    if in_another_order:
+        return f"where the threads' calls come in another order they allow, {wait} (the walk's order completes)"
+    return f"no schedule completes: {wait}"
 
 
 def orders_unread(stream: ir.Stream) -> tuple[str, ...]:
@@ -413,6 +418,12 @@ class Walk:
             self.fences[f] = UNSIGNALED
 
     # ---- the end ---------------------------------------------------------------
+
+    def out_of_turn(self) -> bool:
+        """Whether a thread's next op waits only for its turn in the walk's submission order: stopped so, the walk
+        ran an interleaving no execution runs (an earlier call of the order waits for that op)."""
+        return any(pc < len(ops) and self.waited(ops[pc]) is not None and not self.turn(t)
+                   for t, ((_, ops), pc) in enumerate(zip(self.threads, self.pc)))
 
     def blocked(self) -> list[str]:
         """The ops left blocked: each thread's next op, each queue's next batch (by its submit)."""
