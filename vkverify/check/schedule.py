@@ -40,8 +40,7 @@ def check(stream: ir.Stream, readings: Readings = DEFAULT, witness: str = "slice
         # Threads calling one queue: its submission order is any interleaving of their calls (docs/format.md,
         # "Several host threads"); the verdict is every finding of each one some schedule runs.
         orders = several_orders(stream)
-        own = Schedule(Checker(stream, readings), shared, every_order=bool(orders))
-        findings = own.run()
+        findings = Schedule(Checker(stream, readings), shared, every_order=bool(orders)).run()
         completing = False
         for order in orders:
             schedule = Schedule(Checker(stream, readings), shared, order=order, every_order=True)
