@@ -375,9 +375,9 @@ def shared_timeline_streams(draw) -> dict:
     a counter read that saw it) or in the submit's own device wait, at a drawn stage. Queue q<i> belongs to thread
     i: its submits wait and signal; another thread's submits to it do neither, so that the threads' calls block in
     no interleaving (docs/format.md, "Several host threads": a queue's submission order is any interleaving of
-    them) but through an idle wait (about 1 stream in 100: a queue idle waited for with a batch on it that waits
-    for a signal the waiting thread makes later). Host waits and counter reads of any value signalled so far, idle
-    waits, host accesses, byte-precise ranges and memories as in `streams()`."""
+    them) but through an idle wait (about 3 streams in 100, a deadlock of some interleaving: a queue idle waited
+    for with a batch on it that waits for a signal the waiting thread makes later). Host waits and counter reads of
+    any value signalled so far, idle waits, host accesses, byte-precise ranges and memories as in `streams()`."""
     names = ["a", "b", "c"][:draw(st.integers(2, 3))]
     queues = [f"q{i}" for i in range(len(names))]
     memories = [draw(st.sampled_from(["device_local", "host_coherent", "host_cached"])) for _ in range(2)]
