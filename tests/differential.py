@@ -181,8 +181,7 @@ def streams(draw) -> dict:
             what = draw(st.sampled_from(["host_write", "host_write", "host_read", "flush", "invalidate"]))
             ops.append({"op": what, "buffer": draw(st.sampled_from(visible)), **draw(_range(32))})
         elif kind == "idle":
-            ops.append(draw(st.sampled_from([{"op": "queue_wait_idle", "queue": draw(st.sampled_from(queues))},
-                                             {"op": "device_wait_idle"}])))
+            ops.append(_idle_wait(draw, queues))
         elif kind == "destroy" and not destroyed:
             destroyed = True
             ops.append({"op": "destroy", "buffer": draw(st.sampled_from(ids))})
@@ -243,6 +242,13 @@ def batched_streams(draw) -> dict:
         ops[-1] = {"op": "submit", "queue": op["queue"], "batches": batches,
                    **({"fence": op["fence"]} if "fence" in op else {})}
     return {**doc, "threads": {"main": ops}}
+
+
+def _idle_wait(draw, queues: list[str]) -> dict:
+    """vkQueueWaitIdle of one of `queues`, or vkDeviceWaitIdle (a plain function of the caller's `draw`: the drawn
+    streams stay those of the expression it replaced)."""
+    return draw(st.sampled_from([{"op": "queue_wait_idle", "queue": draw(st.sampled_from(queues))},
+                                 {"op": "device_wait_idle"}]))
 
 
 @st.composite
@@ -345,8 +351,7 @@ def thread_streams(draw) -> dict:
             values["H"] += 1
             use.append({"op": "signal_semaphore", "semaphore": "H", "value": values["H"]})
         elif kind == "idle":
-            use.append(draw(st.sampled_from([{"op": "queue_wait_idle", "queue": draw(st.sampled_from(queues))},
-                                                 {"op": "device_wait_idle"}])))
+            use.append(_idle_wait(draw, queues))
         elif kind == "fence" and any(o.get("fence") == "F1" for o in use):
             use.append({"op": draw(st.sampled_from(["wait_fences", "reset_fences"])), "fences": ["F1"]})
         elif kind == "destroy" and not destroyed:
@@ -396,8 +401,7 @@ def shared_timeline_streams(draw) -> dict:
                                     + ["host"] * bool(visible)))
         signalled = sorted(t for t, v in values.items() if v)
         if kind == "submit":
-            owned = draw(st.integers(0, 3)) > 0
-            queue = queues[i] if owned else draw(st.sampled_from(queues))
+            queue = queues[i] if draw(st.integers(0, 3)) else draw(st.sampled_from(queues))
             owned = queue == queues[i]
             cb = f"cb{len(command_buffers)}"
             command_buffers[cb] = draw(st.lists(_command(sizes), min_size=1, max_size=3))
@@ -431,8 +435,7 @@ def shared_timeline_streams(draw) -> dict:
         elif kind == "host":
             ops.append(draw(_host_access(visible, ["host_write", "host_read", "flush", "invalidate"])))
         elif kind == "idle":
-            ops.append(draw(st.sampled_from([{"op": "queue_wait_idle", "queue": draw(st.sampled_from(queues))},
-                                             {"op": "device_wait_idle"}])))
+            ops.append(_idle_wait(draw, queues))
     return {"format": "vkverify-stream/1", "name": "shared-timelines",
             "devices": [{"id": "gpu0", "queues": [{"id": q, "family": 0} for q in queues]}],
             "buffers": buffers, "semaphores": [{"id": t, "type": "timeline"} for t in sorted(values)],
