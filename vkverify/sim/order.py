@@ -112,9 +112,7 @@ def _random_order(stream: ir.Stream, rng: np.random.Generator,
                  if after.get(format_ref(walk.threads[t][0], walk.pc[t]), nothing) <= steps.done]
         ready += [("queue", q) for q in queues if _after_batch(stream.index, walk.pending[q][0], after) <= steps.done]
         if not ready:
-            waiting = any(walk.pc[t] < len(ops) for t, (_, ops) in enumerate(walk.threads)) or \
-                any(walk.pending.values())
-            return tuple(steps.steps), waiting and not threads and not queues
+            return tuple(steps.steps), not threads and not queues and bool(walk.blocked())
         kind, agent = ready[rng.integers(len(ready))]
         if kind == "thread":
             walk.step_host(agent)
